@@ -1,0 +1,429 @@
+//! Messages API wire types: exactly the JSON shapes the API sends and accepts.
+
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    User,
+    Assistant,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    pub role: Role,
+    #[serde(deserialize_with = "string_or_blocks")]
+    pub content: Vec<ContentBlock>,
+}
+
+impl Message {
+    pub fn user_text(text: impl Into<String>) -> Self {
+        Message {
+            role: Role::User,
+            content: vec![ContentBlock::text(text)],
+        }
+    }
+
+    pub fn assistant(content: Vec<ContentBlock>) -> Self {
+        Message {
+            role: Role::Assistant,
+            content,
+        }
+    }
+
+    /// Concatenated text of all text blocks.
+    pub fn text(&self) -> String {
+        self.content
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::Text { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    pub fn tool_uses(&self) -> impl Iterator<Item = (&str, &str, &Value)> {
+        self.content.iter().filter_map(|b| match b {
+            ContentBlock::ToolUse { id, name, input } => Some((id.as_str(), name.as_str(), input)),
+            _ => None,
+        })
+    }
+}
+
+/// The API accepts `content` as a plain string too; normalise it to blocks.
+fn string_or_blocks<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<ContentBlock>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        Text(String),
+        Blocks(Vec<ContentBlock>),
+    }
+    Ok(match Raw::deserialize(d)? {
+        Raw::Text(text) => vec![ContentBlock::Text { text }],
+        Raw::Blocks(blocks) => blocks,
+    })
+}
+
+/// A tool_result's content may be a string or a list of text blocks; ouro keeps text.
+fn string_or_text_blocks<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        Text(String),
+        Blocks(Vec<Value>),
+    }
+    Ok(match Raw::deserialize(d)? {
+        Raw::Text(text) => text,
+        Raw::Blocks(blocks) => blocks
+            .iter()
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+    })
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ContentBlock {
+    Text {
+        text: String,
+    },
+    ToolUse {
+        id: String,
+        name: String,
+        input: Value,
+    },
+    ToolResult {
+        tool_use_id: String,
+        #[serde(deserialize_with = "string_or_text_blocks")]
+        content: String,
+        #[serde(default, skip_serializing_if = "is_false")]
+        is_error: bool,
+    },
+    Thinking {
+        thinking: String,
+        #[serde(default)]
+        signature: String,
+    },
+    RedactedThinking {
+        data: String,
+    },
+}
+
+impl ContentBlock {
+    pub fn text(text: impl Into<String>) -> Self {
+        ContentBlock::Text { text: text.into() }
+    }
+
+    pub fn tool_result(
+        tool_use_id: impl Into<String>,
+        content: impl Into<String>,
+        is_error: bool,
+    ) -> Self {
+        ContentBlock::ToolResult {
+            tool_use_id: tool_use_id.into(),
+            content: content.into(),
+            is_error,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    #[serde(default)]
+    pub input_tokens: u64,
+    #[serde(default)]
+    pub output_tokens: u64,
+    #[serde(default)]
+    pub cache_creation_input_tokens: u64,
+    #[serde(default)]
+    pub cache_read_input_tokens: u64,
+}
+
+impl Usage {
+    pub fn add(&mut self, other: &Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cache_creation_input_tokens += other.cache_creation_input_tokens;
+        self.cache_read_input_tokens += other.cache_read_input_tokens;
+    }
+
+    /// Everything the model had to read for this request.
+    pub fn context_tokens(&self) -> u64 {
+        self.input_tokens + self.cache_creation_input_tokens + self.cache_read_input_tokens
+    }
+}
+
+/// `message_delta` usage: the fields present are cumulative totals that replace earlier values.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeltaUsage {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_creation_input_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_read_input_tokens: Option<u64>,
+}
+
+impl DeltaUsage {
+    pub fn apply_to(&self, usage: &mut Usage) {
+        if let Some(v) = self.input_tokens {
+            usage.input_tokens = v;
+        }
+        if let Some(v) = self.output_tokens {
+            usage.output_tokens = v;
+        }
+        if let Some(v) = self.cache_creation_input_tokens {
+            usage.cache_creation_input_tokens = v;
+        }
+        if let Some(v) = self.cache_read_input_tokens {
+            usage.cache_read_input_tokens = v;
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    EndTurn,
+    MaxTokens,
+    StopSequence,
+    ToolUse,
+    PauseTurn,
+    Refusal,
+    #[serde(other)]
+    Unknown,
+}
+
+impl StopReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopReason::EndTurn => "end_turn",
+            StopReason::MaxTokens => "max_tokens",
+            StopReason::StopSequence => "stop_sequence",
+            StopReason::ToolUse => "tool_use",
+            StopReason::PauseTurn => "pause_turn",
+            StopReason::Refusal => "refusal",
+            StopReason::Unknown => "unknown",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CacheControl {
+    #[serde(rename = "type")]
+    pub kind: String,
+}
+
+impl CacheControl {
+    pub fn ephemeral() -> Self {
+        CacheControl {
+            kind: "ephemeral".into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SystemBlock {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub text: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_control: Option<CacheControl>,
+}
+
+impl SystemBlock {
+    pub fn text(text: impl Into<String>) -> Self {
+        SystemBlock {
+            kind: "text".into(),
+            text: text.into(),
+            cache_control: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolDefinition {
+    pub name: String,
+    pub description: String,
+    pub input_schema: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_control: Option<CacheControl>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MessagesRequest {
+    pub model: String,
+    pub max_tokens: u32,
+    pub messages: Vec<Message>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub system: Vec<SystemBlock>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<ToolDefinition>,
+    #[serde(default)]
+    pub stream: bool,
+}
+
+/// The `message` object inside `message_start`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MessageStart {
+    pub id: String,
+    #[serde(default)]
+    pub model: String,
+    #[serde(default)]
+    pub usage: Usage,
+}
+
+/// The block announced by `content_block_start`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum StartBlock {
+    Text {
+        #[serde(default)]
+        text: String,
+    },
+    ToolUse {
+        id: String,
+        name: String,
+    },
+    Thinking {
+        #[serde(default)]
+        thinking: String,
+    },
+    RedactedThinking {
+        data: String,
+    },
+    #[serde(other)]
+    Unknown,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Delta {
+    TextDelta {
+        text: String,
+    },
+    InputJsonDelta {
+        partial_json: String,
+    },
+    ThinkingDelta {
+        thinking: String,
+    },
+    SignatureDelta {
+        signature: String,
+    },
+    #[serde(other)]
+    Unknown,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MessageDeltaBody {
+    #[serde(default)]
+    pub stop_reason: Option<StopReason>,
+    #[serde(default)]
+    pub stop_sequence: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApiErrorBody {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub message: String,
+}
+
+/// One server-sent event of a streaming response (the JSON in its `data:` line).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum StreamEvent {
+    MessageStart {
+        message: MessageStart,
+    },
+    ContentBlockStart {
+        index: usize,
+        content_block: StartBlock,
+    },
+    ContentBlockDelta {
+        index: usize,
+        delta: Delta,
+    },
+    ContentBlockStop {
+        index: usize,
+    },
+    MessageDelta {
+        delta: MessageDeltaBody,
+        #[serde(default)]
+        usage: DeltaUsage,
+    },
+    MessageStop,
+    Ping,
+    Error {
+        error: ApiErrorBody,
+    },
+    #[serde(other)]
+    Unknown,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn string_content_becomes_a_text_block() {
+        let m: Message = serde_json::from_value(json!({"role":"user","content":"hi"})).unwrap();
+        assert_eq!(m.content, vec![ContentBlock::text("hi")]);
+    }
+
+    #[test]
+    fn unknown_events_and_deltas_are_not_fatal() {
+        let e: StreamEvent = serde_json::from_str(r#"{"type":"brand_new","x":1}"#).unwrap();
+        assert_eq!(e, StreamEvent::Unknown);
+        let e: StreamEvent =
+            serde_json::from_str(r#"{"type":"content_block_delta","index":0,"delta":{"type":"citations_delta","citation":{}}}"#)
+                .unwrap();
+        assert!(matches!(
+            e,
+            StreamEvent::ContentBlockDelta {
+                delta: Delta::Unknown,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn tool_result_round_trips_and_accepts_block_content() {
+        let b = ContentBlock::tool_result("t1", "out", true);
+        let v = serde_json::to_value(&b).unwrap();
+        assert_eq!(
+            v,
+            json!({"type":"tool_result","tool_use_id":"t1","content":"out","is_error":true})
+        );
+        let b: ContentBlock = serde_json::from_value(
+            json!({"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"a"}]}),
+        )
+        .unwrap();
+        assert_eq!(b, ContentBlock::tool_result("t1", "a", false));
+    }
+
+    #[test]
+    fn delta_usage_replaces_cumulative_fields() {
+        let mut u = Usage {
+            input_tokens: 10,
+            output_tokens: 1,
+            ..Default::default()
+        };
+        DeltaUsage {
+            output_tokens: Some(42),
+            ..Default::default()
+        }
+        .apply_to(&mut u);
+        assert_eq!((u.input_tokens, u.output_tokens), (10, 42));
+    }
+}

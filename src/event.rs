@@ -1,0 +1,153 @@
+//! The events the engine emits while it works. Every front end (text, json, stream-json, REPL,
+//! benchmark) is a rendering of this one stream.
+
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::api::types::{ContentBlock, StopReason, Usage};
+use crate::exec::PhaseTimings;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// The session is ready: emitted once before the first request of a run.
+    Init(InitInfo),
+    /// A request failed with a retryable error and will be sent again after `delay`.
+    ApiRetry(RetryInfo),
+    /// A request is about to be sent (turn = 1-based count of API calls in this run).
+    RequestStarted {
+        turn: u32,
+    },
+    /// Live text as it streams, for front ends that render token by token.
+    TextDelta {
+        text: String,
+    },
+    ThinkingDelta {
+        text: String,
+    },
+    /// One content block of an assistant message finished streaming.
+    AssistantBlock {
+        message_id: String,
+        model: String,
+        block: ContentBlock,
+        usage: Usage,
+    },
+    /// The assistant message ended (all its blocks were emitted before).
+    MessageDone {
+        message_id: String,
+        stop_reason: Option<StopReason>,
+        usage: Usage,
+    },
+    /// A tool call passed validation and is about to run (or wait for its turn).
+    ToolStarted {
+        id: String,
+        name: String,
+        input: Value,
+    },
+    /// Output a running tool produced so far (Bash streams stdout/stderr here).
+    ToolProgress {
+        id: String,
+        chunk: String,
+    },
+    /// A tool call ended; `result` is the `tool_result` block the model will see.
+    ToolFinished {
+        id: String,
+        name: String,
+        result: ContentBlock,
+        elapsed: Duration,
+        timings: PhaseTimings,
+    },
+    PermissionDenied(Denial),
+    /// Compaction started (`true`) or ended (`false`).
+    Compacting(bool),
+    CompactBoundary(CompactInfo),
+    /// A message the engine added on its own (continuation after max_tokens, compaction summary).
+    SyntheticUser {
+        text: String,
+    },
+    /// The run ended. Always the last event.
+    Result(RunResult),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct InitInfo {
+    pub session_id: String,
+    pub cwd: String,
+    pub model: String,
+    pub tools: Vec<String>,
+    #[serde(rename = "permissionMode")]
+    pub permission_mode: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RetryInfo {
+    pub attempt: u32,
+    pub max_retries: u32,
+    pub retry_delay_ms: u64,
+    pub error_status: Option<u16>,
+    pub error: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Denial {
+    pub tool_name: String,
+    pub tool_use_id: String,
+    pub tool_input: Value,
+    #[serde(skip)]
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CompactInfo {
+    pub trigger: CompactTrigger,
+    pub pre_tokens: u64,
+    pub messages_summarised: usize,
+    pub messages_kept: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CompactTrigger {
+    /// The API said the prompt was too long, or the context passed its threshold.
+    Auto,
+    /// The user asked (`/compact`).
+    Manual,
+}
+
+/// Why a run ended; the names are Claude Code's `result.subtype` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResultKind {
+    Success,
+    ErrorMaxTurns,
+    ErrorMaxBudgetUsd,
+    ErrorMaxOutputTokens,
+    ErrorDuringExecution,
+    ErrorPromptTooLong,
+    ErrorAborted,
+}
+
+impl ResultKind {
+    pub fn is_error(self) -> bool {
+        self != ResultKind::Success
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunResult {
+    pub kind: ResultKind,
+    /// Final assistant text on success, otherwise a sentence saying what went wrong.
+    pub text: String,
+    pub session_id: String,
+    pub num_turns: u32,
+    pub duration: Duration,
+    pub api_duration: Duration,
+    pub stop_reason: Option<StopReason>,
+    pub usage: Usage,
+    pub cost_usd: f64,
+    /// Set when the model has no pricing entry, so the cost is reported as 0.
+    pub cost_unknown: bool,
+    pub api_error_status: Option<u16>,
+    pub permission_denials: Vec<Denial>,
+}

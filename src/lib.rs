@@ -1,0 +1,12 @@
+//! ouro: an AI coding-agent harness that talks to the Anthropic Messages API directly.
+//!
+//! Data flows one way: `cli` builds a session, `engine` asks the model through `api`, the
+//! model's tool_use blocks go to `exec`, which runs each call through the six-phase pipeline
+//! into a `tools` implementation, guarded by `permissions`; every step is an `event::Event`.
+
+pub mod api;
+pub mod event;
+pub mod exec;
+pub mod permissions;
+pub mod settings;
+pub mod tools;

@@ -1,0 +1,39 @@
+//! The permission engine: what the model may do on the user's machine. Phase 4 of the pipeline.
+
+use std::path::PathBuf;
+
+/// What a tool call would touch, as the permission engine sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Access {
+    /// Touches nothing outside ouro's own state.
+    None,
+    /// Reads this absolute path (file or directory).
+    Read(PathBuf),
+    /// Creates or changes this absolute path.
+    Write(PathBuf),
+    /// Runs this shell command.
+    Execute(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    Allow,
+    /// Refused; the reason goes to the model in the tool_result.
+    Deny(String),
+    /// The user must be asked; the reason is shown in the prompt.
+    Ask(String),
+}
+
+/// One call as the permission engine judges it.
+#[derive(Debug, Clone)]
+pub struct PermissionRequest<'a> {
+    pub tool: &'a str,
+    pub access: &'a Access,
+    pub read_only: bool,
+}
+
+/// Anything that can decide a permission request: the rule engine, or a test double.
+pub trait PermissionPolicy: Send + Sync {
+    fn decide(&self, request: &PermissionRequest<'_>) -> Decision;
+}
+pub mod bash;

@@ -1,0 +1,320 @@
+//! The `Tool` trait, its type-erased form used by the executor, and the built-in tool pool.
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use futures::future::BoxFuture;
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use tokio::sync::mpsc::UnboundedSender;
+use tokio_util::sync::CancellationToken;
+
+use crate::event::Event;
+use crate::permissions::Access;
+
+pub mod file_state;
+
+pub use file_state::FileStates;
+
+/// What a tool call produced. `content` is the text of the `tool_result` the model sees.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOutput {
+    pub content: String,
+    pub is_error: bool,
+}
+
+impl ToolOutput {
+    pub fn ok(content: impl Into<String>) -> Self {
+        ToolOutput {
+            content: content.into(),
+            is_error: false,
+        }
+    }
+
+    pub fn error(content: impl Into<String>) -> Self {
+        ToolOutput {
+            content: content.into(),
+            is_error: true,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    /// The model asked for something that cannot be done; it can fix its call and retry.
+    #[error("{0}")]
+    Invalid(String),
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the call was cancelled by the user")]
+    Cancelled,
+}
+
+impl ToolError {
+    pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        ToolError::Io {
+            context: context.into(),
+            source,
+        }
+    }
+}
+
+/// Session state every tool call can see.
+#[derive(Clone)]
+pub struct ToolContext {
+    /// The project root: where ouro was started.
+    pub project_root: PathBuf,
+    /// Bash's working directory; a `cd` in one call carries over to the next.
+    pub cwd: Arc<Mutex<PathBuf>>,
+    /// What was read, for the stale-read checks of Edit and Write.
+    pub files: Arc<FileStates>,
+    /// Cancelled when the user aborts the turn.
+    pub cancel: CancellationToken,
+    /// Names of secret-looking environment variables the user allowed Bash to see.
+    pub env_passthrough: Arc<Vec<String>>,
+}
+
+impl ToolContext {
+    pub fn new(project_root: PathBuf) -> Self {
+        ToolContext {
+            cwd: Arc::new(Mutex::new(project_root.clone())),
+            project_root,
+            files: Arc::new(FileStates::default()),
+            cancel: CancellationToken::new(),
+            env_passthrough: Arc::new(Vec::new()),
+        }
+    }
+
+    /// Bash's current working directory.
+    pub fn current_dir(&self) -> PathBuf {
+        match self.cwd.lock() {
+            Ok(cwd) => cwd.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    pub fn set_current_dir(&self, dir: PathBuf) {
+        match self.cwd.lock() {
+            Ok(mut cwd) => *cwd = dir,
+            Err(poisoned) => *poisoned.into_inner() = dir,
+        }
+    }
+}
+
+/// Where a running tool reports partial output.
+#[derive(Clone)]
+pub struct Progress {
+    id: String,
+    tx: Option<UnboundedSender<Event>>,
+}
+
+impl Progress {
+    pub fn new(id: impl Into<String>, tx: Option<UnboundedSender<Event>>) -> Self {
+        Progress { id: id.into(), tx }
+    }
+
+    /// A sink that drops everything (tests, benchmarks).
+    pub fn none() -> Self {
+        Progress {
+            id: String::new(),
+            tx: None,
+        }
+    }
+
+    pub fn emit(&self, chunk: impl Into<String>) {
+        if let Some(tx) = &self.tx {
+            let _ = tx.send(Event::ToolProgress {
+                id: self.id.clone(),
+                chunk: chunk.into(),
+            });
+        }
+    }
+}
+
+/// A built-in tool. The defaults fail closed: a tool is neither read-only nor safe to run in
+/// parallel unless it says so for the given input.
+pub trait Tool: Send + Sync + 'static {
+    type Input: DeserializeOwned + JsonSchema + Send + Sync + 'static;
+
+    fn name(&self) -> &'static str;
+
+    /// The model-facing description (from `tools/<Name>.md`).
+    fn description(&self) -> &'static str;
+
+    /// Semantic checks after the schema passed (file exists, old_string present, ...).
+    /// An `Err` is shown to the model as an `is_error` tool_result.
+    fn validate(&self, _input: &Self::Input, _ctx: &ToolContext) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// What this call would touch, for the permission engine.
+    fn access(&self, input: &Self::Input, ctx: &ToolContext) -> Access;
+
+    fn is_read_only(&self, _input: &Self::Input) -> bool {
+        false
+    }
+
+    fn is_concurrency_safe(&self, _input: &Self::Input) -> bool {
+        false
+    }
+
+    fn is_destructive(&self, _input: &Self::Input) -> bool {
+        false
+    }
+
+    /// Results longer than this are cut before the model sees them.
+    fn max_result_chars(&self) -> usize {
+        30_000
+    }
+
+    /// The call's key argument, for one-line displays (`Read src/main.rs`).
+    fn summary(&self, input: &Self::Input) -> String;
+
+    /// Phase 5: the only place a tool may have side effects.
+    fn call(
+        &self,
+        input: Self::Input,
+        ctx: &ToolContext,
+        progress: &Progress,
+    ) -> impl Future<Output = Result<ToolOutput, ToolError>> + Send;
+}
+
+/// A tool with its input type erased, as the executor holds it.
+pub trait DynTool: Send + Sync {
+    fn name(&self) -> &'static str;
+    fn description(&self) -> &'static str;
+    fn input_schema(&self) -> &Value;
+    /// Phase 1: the raw input against the JSON Schema; the error lists every failing path.
+    fn check_schema(&self, input: &Value) -> Result<(), String>;
+    /// Phase 2: typed input plus the tool's own semantic checks.
+    fn prepare(&self, input: &Value, ctx: &ToolContext) -> Result<Box<dyn PreparedCall>, String>;
+}
+
+/// A call whose input passed phases 1 and 2.
+pub trait PreparedCall: Send + Sync {
+    fn access(&self, ctx: &ToolContext) -> Access;
+    fn is_read_only(&self) -> bool;
+    fn is_concurrency_safe(&self) -> bool;
+    fn is_destructive(&self) -> bool;
+    fn max_result_chars(&self) -> usize;
+    fn summary(&self) -> String;
+    fn run<'a>(
+        self: Box<Self>,
+        ctx: &'a ToolContext,
+        progress: &'a Progress,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>>;
+}
+
+struct Erased<T: Tool> {
+    tool: Arc<T>,
+    schema: Value,
+    validator: jsonschema::Validator,
+}
+
+struct Prepared<T: Tool> {
+    tool: Arc<T>,
+    input: T::Input,
+}
+
+/// Wrap a typed tool for the pool. Panics only if the tool's own derived schema is invalid,
+/// which is a programming error caught by the tests of every built-in tool.
+pub fn erase<T: Tool>(tool: T) -> Arc<dyn DynTool> {
+    let schema = serde_json::to_value(schemars::schema_for!(T::Input))
+        .expect("a derived JSON Schema always serialises");
+    let validator = jsonschema::validator_for(&schema).expect("a derived JSON Schema is valid");
+    Arc::new(Erased {
+        tool: Arc::new(tool),
+        schema,
+        validator,
+    })
+}
+
+impl<T: Tool> DynTool for Erased<T> {
+    fn name(&self) -> &'static str {
+        self.tool.name()
+    }
+
+    fn description(&self) -> &'static str {
+        self.tool.description()
+    }
+
+    fn input_schema(&self) -> &Value {
+        &self.schema
+    }
+
+    fn check_schema(&self, input: &Value) -> Result<(), String> {
+        let problems: Vec<String> = self
+            .validator
+            .iter_errors(input)
+            .map(|e| {
+                let path = e.instance_path().to_string();
+                let at = if path.is_empty() {
+                    "(root)".to_string()
+                } else {
+                    path
+                };
+                format!("- {at}: {e}")
+            })
+            .collect();
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(format!(
+                "{} was called with input that does not match its schema:\n{}",
+                self.tool.name(),
+                problems.join("\n")
+            ))
+        }
+    }
+
+    fn prepare(&self, input: &Value, ctx: &ToolContext) -> Result<Box<dyn PreparedCall>, String> {
+        let typed: T::Input = serde_json::from_value(input.clone())
+            .map_err(|e| format!("{} input is invalid: {e}", self.tool.name()))?;
+        self.tool.validate(&typed, ctx)?;
+        Ok(Box::new(Prepared {
+            tool: self.tool.clone(),
+            input: typed,
+        }))
+    }
+}
+
+impl<T: Tool> PreparedCall for Prepared<T> {
+    fn access(&self, ctx: &ToolContext) -> Access {
+        self.tool.access(&self.input, ctx)
+    }
+
+    fn is_read_only(&self) -> bool {
+        self.tool.is_read_only(&self.input)
+    }
+
+    fn is_concurrency_safe(&self) -> bool {
+        self.tool.is_concurrency_safe(&self.input)
+    }
+
+    fn is_destructive(&self) -> bool {
+        self.tool.is_destructive(&self.input)
+    }
+
+    fn max_result_chars(&self) -> usize {
+        self.tool.max_result_chars()
+    }
+
+    fn summary(&self) -> String {
+        self.tool.summary(&self.input)
+    }
+
+    fn run<'a>(
+        self: Box<Self>,
+        ctx: &'a ToolContext,
+        progress: &'a Progress,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        let Prepared { tool, input } = *self;
+        Box::pin(async move { tool.call(input, ctx, progress).await })
+    }
+}
