@@ -35,5 +35,12 @@ pub struct PermissionRequest<'a> {
 /// Anything that can decide a permission request: the rule engine, or a test double.
 pub trait PermissionPolicy: Send + Sync {
     fn decide(&self, request: &PermissionRequest<'_>) -> Decision;
+
+    /// The allow rule that would let this request through next time, e.g. `Bash(npm test:*)`
+    /// or `Edit(src/main.rs)`; offered as "yes, and don't ask again".
+    fn suggest_rule(&self, request: &PermissionRequest<'_>) -> String;
+
+    /// Remember an allow rule the user granted for the rest of this session.
+    fn grant(&self, rule: &str);
 }
 pub mod bash;
