@@ -1,0 +1,299 @@
+//! One HTTP request to the Messages API, streamed. Retrying is the caller's business (see
+//! `retry`), because whether a broken stream may be re-requested depends on what was shown.
+
+use std::time::Duration;
+
+use eventsource_stream::Eventsource;
+use futures::{Stream, StreamExt};
+use reqwest::header::{HeaderMap, HeaderValue};
+
+use super::types::{MessagesRequest, StreamEvent};
+
+pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("the API answered {status} ({kind}): {message}")]
+    Status {
+        status: u16,
+        kind: String,
+        message: String,
+        retry_after: Option<Duration>,
+    },
+    #[error(
+        "could not reach the API at {url}: {reason}. Check ANTHROPIC_BASE_URL and your network."
+    )]
+    Connect { url: String, reason: String },
+    #[error("the response stream broke: {0}")]
+    Stream(String),
+    #[error("the API reported an error mid-stream ({kind}): {message}")]
+    Server { kind: String, message: String },
+}
+
+impl ApiError {
+    /// Whether the same request may simply be sent again.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            ApiError::Status { status, .. } => {
+                matches!(status, 408 | 409 | 429 | 500 | 502 | 503 | 504 | 529)
+            }
+            ApiError::Connect { .. } | ApiError::Stream(_) => true,
+            ApiError::Server { kind, .. } => kind == "overloaded_error" || kind == "api_error",
+        }
+    }
+
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            ApiError::Status { status, .. } => Some(*status),
+            ApiError::Server { kind, .. } if kind == "overloaded_error" => Some(529),
+            _ => None,
+        }
+    }
+
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            ApiError::Status { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+
+    pub fn is_prompt_too_long(&self) -> bool {
+        match self {
+            ApiError::Status {
+                status: 400,
+                message,
+                ..
+            } => message.to_ascii_lowercase().contains("prompt is too long"),
+            _ => false,
+        }
+    }
+
+    /// A short label for `api_retry` events.
+    pub fn label(&self) -> String {
+        match self {
+            ApiError::Status { kind, .. } | ApiError::Server { kind, .. } => kind.clone(),
+            ApiError::Connect { .. } => "connection_error".into(),
+            ApiError::Stream(_) => "stream_error".into(),
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct Client {
+    http: reqwest::Client,
+    base_url: String,
+    api_key: String,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("base_url", &self.base_url)
+            .field("api_key", &"[redacted]")
+            .finish()
+    }
+}
+
+impl Client {
+    pub fn new(base_url: impl Into<String>, api_key: impl Into<String>) -> Result<Self, ApiError> {
+        let base_url = base_url.into().trim_end_matches('/').to_string();
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(15))
+            .read_timeout(Duration::from_secs(300))
+            .build()
+            .map_err(|e| ApiError::Connect {
+                url: base_url.clone(),
+                reason: e.to_string(),
+            })?;
+        Ok(Client {
+            http,
+            base_url,
+            api_key: api_key.into(),
+        })
+    }
+
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    /// Send one streaming request. Errors before the first byte (HTTP status, connection) come
+    /// back here; errors after it come through the stream.
+    pub async fn stream(
+        &self,
+        request: &MessagesRequest,
+    ) -> Result<impl Stream<Item = Result<StreamEvent, ApiError>> + Send + use<>, ApiError> {
+        let url = format!("{}/v1/messages", self.base_url);
+        let mut headers = HeaderMap::new();
+        let key = HeaderValue::from_str(&self.api_key).map_err(|_| ApiError::Status {
+            status: 0,
+            kind: "invalid_api_key".into(),
+            message: "the API key contains characters that cannot be sent in a header".into(),
+            retry_after: None,
+        })?;
+        headers.insert("x-api-key", key);
+        headers.insert(
+            "anthropic-version",
+            HeaderValue::from_static(ANTHROPIC_VERSION),
+        );
+        headers.insert("content-type", HeaderValue::from_static("application/json"));
+        let response = self
+            .http
+            .post(&url)
+            .headers(headers)
+            .json(request)
+            .send()
+            .await
+            .map_err(|e| ApiError::Connect {
+                url: self.base_url.clone(),
+                reason: self.redact(&error_chain(&e)),
+            })?;
+        let status = response.status();
+        if !status.is_success() {
+            let retry_after = retry_after(response.headers());
+            let body = response.text().await.unwrap_or_default();
+            let (kind, message) = parse_error_body(&body);
+            return Err(ApiError::Status {
+                status: status.as_u16(),
+                kind,
+                message: self.redact(&message),
+                retry_after,
+            });
+        }
+        let key = self.api_key.clone();
+        Ok(response.bytes_stream().eventsource().filter_map(move |item| {
+            let out = match item {
+                Ok(event) => match serde_json::from_str::<StreamEvent>(&event.data) {
+                    Ok(StreamEvent::Error { error }) => Some(Err(ApiError::Server {
+                        kind: error.kind,
+                        message: error.message,
+                    })),
+                    Ok(ev) => Some(Ok(ev)),
+                    Err(e) => {
+                        tracing::warn!(event = %event.event, error = %e, "skipping an unreadable stream event");
+                        None
+                    }
+                },
+                Err(e) => Some(Err(ApiError::Stream(redact(&e.to_string(), &key)))),
+            };
+            std::future::ready(out)
+        }))
+    }
+
+    fn redact(&self, text: &str) -> String {
+        redact(text, &self.api_key)
+    }
+}
+
+fn redact(text: &str, key: &str) -> String {
+    if key.len() >= 8 && text.contains(key) {
+        text.replace(key, "[redacted]")
+    } else {
+        text.to_string()
+    }
+}
+
+fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        source = s.source();
+    }
+    out
+}
+
+fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    if let Some(ms) = headers
+        .get("retry-after-ms")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<f64>().ok())
+    {
+        return Some(Duration::from_secs_f64(ms.max(0.0) / 1000.0));
+    }
+    headers
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .map(|s| Duration::from_secs_f64(s.max(0.0)))
+}
+
+fn parse_error_body(body: &str) -> (String, String) {
+    let parsed: Option<serde_json::Value> = serde_json::from_str(body).ok();
+    let error = parsed.as_ref().and_then(|v| v.get("error"));
+    let kind = error
+        .and_then(|e| e.get("type"))
+        .and_then(|t| t.as_str())
+        .unwrap_or("http_error")
+        .to_string();
+    let message = error
+        .and_then(|e| e.get("message"))
+        .and_then(|m| m.as_str())
+        .map(str::to_string)
+        .unwrap_or_else(|| body.chars().take(300).collect());
+    (kind, message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prompt_too_long_is_recognised() {
+        let e = ApiError::Status {
+            status: 400,
+            kind: "invalid_request_error".into(),
+            message: "prompt is too long: 250000 tokens > 200000 maximum".into(),
+            retry_after: None,
+        };
+        assert!(e.is_prompt_too_long());
+        assert!(!e.is_retryable());
+    }
+
+    #[test]
+    fn retryable_classes() {
+        for status in [429, 500, 502, 503, 504, 529] {
+            let e = ApiError::Status {
+                status,
+                kind: String::new(),
+                message: String::new(),
+                retry_after: None,
+            };
+            assert!(e.is_retryable(), "{status}");
+        }
+        for status in [400, 401, 403, 404, 413] {
+            let e = ApiError::Status {
+                status,
+                kind: String::new(),
+                message: String::new(),
+                retry_after: None,
+            };
+            assert!(!e.is_retryable(), "{status}");
+        }
+    }
+
+    #[test]
+    fn error_bodies_and_retry_after_parse() {
+        let (kind, message) = parse_error_body(
+            r#"{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}"#,
+        );
+        assert_eq!(
+            (kind.as_str(), message.as_str()),
+            ("rate_limit_error", "slow down")
+        );
+        let mut h = HeaderMap::new();
+        h.insert("retry-after", HeaderValue::from_static("2"));
+        assert_eq!(retry_after(&h), Some(Duration::from_secs(2)));
+    }
+
+    #[test]
+    fn the_key_is_redacted_from_error_text() {
+        assert_eq!(
+            redact("bad key sk-ant-12345678 here", "sk-ant-12345678"),
+            "bad key [redacted] here"
+        );
+        let c = Client::new("http://x", "sk-ant-12345678").unwrap();
+        assert!(!format!("{c:?}").contains("12345678"));
+    }
+}

@@ -1,0 +1,75 @@
+//! How long to wait before sending a failed request again.
+
+use std::time::Duration;
+
+use rand::Rng;
+
+use super::client::ApiError;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RetryPolicy {
+    pub max_retries: u32,
+    pub base: Duration,
+    pub cap: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_retries: 10,
+            base: Duration::from_millis(500),
+            cap: Duration::from_secs(32),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// The wait before retry number `attempt` (1-based). A server's `retry-after` is obeyed
+    /// exactly; otherwise exponential backoff with ±25% jitter so many clients do not retry
+    /// in lockstep.
+    pub fn delay(&self, attempt: u32, error: &ApiError) -> Duration {
+        if let Some(wait) = error.retry_after() {
+            return wait;
+        }
+        let exp = self.base.as_secs_f64() * 2f64.powi(attempt.saturating_sub(1).min(30) as i32);
+        let jitter = rand::rng().random_range(0.75..1.25);
+        Duration::from_secs_f64((exp * jitter).min(self.cap.as_secs_f64()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(status: u16, retry_after: Option<Duration>) -> ApiError {
+        ApiError::Status {
+            status,
+            kind: String::new(),
+            message: String::new(),
+            retry_after,
+        }
+    }
+
+    #[test]
+    fn retry_after_is_obeyed_exactly() {
+        let p = RetryPolicy::default();
+        assert_eq!(
+            p.delay(3, &status(429, Some(Duration::from_secs(7)))),
+            Duration::from_secs(7)
+        );
+    }
+
+    #[test]
+    fn backoff_doubles_with_jitter_and_is_capped() {
+        let p = RetryPolicy::default();
+        for attempt in 1..=4u32 {
+            let expected = 0.5 * 2f64.powi(attempt as i32 - 1);
+            let d = p.delay(attempt, &status(529, None)).as_secs_f64();
+            assert!(
+                d >= expected * 0.75 && d <= expected * 1.25,
+                "attempt {attempt}: {d}"
+            );
+        }
+        assert!(p.delay(20, &status(500, None)) <= Duration::from_secs(32));
+    }
+}

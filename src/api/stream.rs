@@ -1,0 +1,316 @@
+//! Turns the API's stream events into finished content blocks, one at a time, as soon as
+//! each block's `content_block_stop` arrives.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::types::{ApiErrorBody, ContentBlock, Delta, StartBlock, StopReason, StreamEvent, Usage};
+
+/// What the assembler hands on after each stream event.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Assembled {
+    MessageStarted {
+        id: String,
+        model: String,
+    },
+    TextDelta(String),
+    ThinkingDelta(String),
+    /// A block finished. Tool inputs are parsed JSON.
+    Block(ContentBlock),
+    /// A tool_use whose accumulated JSON did not parse: it must not run.
+    BadToolInput {
+        id: String,
+        name: String,
+        raw: String,
+        error: String,
+    },
+    /// `message_delta`: the stop reason is known.
+    Stopped(Option<StopReason>),
+    /// `message_stop`: the message is complete.
+    Complete,
+    /// An SSE `error` event: the server gave up mid-stream.
+    ServerError(ApiErrorBody),
+}
+
+enum Partial {
+    Text(String),
+    Tool {
+        id: String,
+        name: String,
+        json: String,
+    },
+    Thinking {
+        thinking: String,
+        signature: String,
+    },
+    Redacted(String),
+    Ignored,
+}
+
+/// Accumulates one streamed message.
+#[derive(Default)]
+pub struct Assembler {
+    pending: BTreeMap<usize, Partial>,
+    pub message_id: String,
+    pub model: String,
+    pub usage: Usage,
+    pub stop_reason: Option<StopReason>,
+    /// Blocks finished so far, in stream order (bad tool inputs appear with `{}` input).
+    pub blocks: Vec<ContentBlock>,
+    pub complete: bool,
+}
+
+impl Assembler {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn push(&mut self, event: StreamEvent) -> Vec<Assembled> {
+        match event {
+            StreamEvent::MessageStart { message } => {
+                self.message_id = message.id.clone();
+                self.model = message.model.clone();
+                self.usage = message.usage;
+                vec![Assembled::MessageStarted {
+                    id: message.id,
+                    model: message.model,
+                }]
+            }
+            StreamEvent::ContentBlockStart {
+                index,
+                content_block,
+            } => {
+                let partial = match content_block {
+                    StartBlock::Text { text } => Partial::Text(text),
+                    StartBlock::ToolUse { id, name } => Partial::Tool {
+                        id,
+                        name,
+                        json: String::new(),
+                    },
+                    StartBlock::Thinking { thinking } => Partial::Thinking {
+                        thinking,
+                        signature: String::new(),
+                    },
+                    StartBlock::RedactedThinking { data } => Partial::Redacted(data),
+                    StartBlock::Unknown => Partial::Ignored,
+                };
+                self.pending.insert(index, partial);
+                Vec::new()
+            }
+            StreamEvent::ContentBlockDelta { index, delta } => {
+                let Some(partial) = self.pending.get_mut(&index) else {
+                    return Vec::new();
+                };
+                match (partial, delta) {
+                    (Partial::Text(t), Delta::TextDelta { text }) => {
+                        t.push_str(&text);
+                        vec![Assembled::TextDelta(text)]
+                    }
+                    (Partial::Tool { json, .. }, Delta::InputJsonDelta { partial_json }) => {
+                        json.push_str(&partial_json);
+                        Vec::new()
+                    }
+                    (
+                        Partial::Thinking { thinking, .. },
+                        Delta::ThinkingDelta { thinking: more },
+                    ) => {
+                        thinking.push_str(&more);
+                        vec![Assembled::ThinkingDelta(more)]
+                    }
+                    (
+                        Partial::Thinking { signature, .. },
+                        Delta::SignatureDelta { signature: s },
+                    ) => {
+                        signature.push_str(&s);
+                        Vec::new()
+                    }
+                    _ => Vec::new(),
+                }
+            }
+            StreamEvent::ContentBlockStop { index } => match self.pending.remove(&index) {
+                Some(partial) => self.finish_block(partial),
+                None => Vec::new(),
+            },
+            StreamEvent::MessageDelta { delta, usage } => {
+                usage.apply_to(&mut self.usage);
+                self.stop_reason = delta.stop_reason;
+                vec![Assembled::Stopped(delta.stop_reason)]
+            }
+            StreamEvent::MessageStop => {
+                self.complete = true;
+                vec![Assembled::Complete]
+            }
+            StreamEvent::Error { error } => vec![Assembled::ServerError(error)],
+            StreamEvent::Ping | StreamEvent::Unknown => Vec::new(),
+        }
+    }
+
+    fn finish_block(&mut self, partial: Partial) -> Vec<Assembled> {
+        let (block, out) = match partial {
+            Partial::Text(text) => {
+                let b = ContentBlock::Text { text };
+                (b.clone(), Assembled::Block(b))
+            }
+            Partial::Tool { id, name, json } => match parse_tool_input(&json) {
+                Ok(input) => {
+                    let b = ContentBlock::ToolUse { id, name, input };
+                    (b.clone(), Assembled::Block(b))
+                }
+                Err(error) => (
+                    ContentBlock::ToolUse {
+                        id: id.clone(),
+                        name: name.clone(),
+                        input: Value::Object(Default::default()),
+                    },
+                    Assembled::BadToolInput {
+                        id,
+                        name,
+                        raw: json,
+                        error,
+                    },
+                ),
+            },
+            Partial::Thinking {
+                thinking,
+                signature,
+            } => {
+                let b = ContentBlock::Thinking {
+                    thinking,
+                    signature,
+                };
+                (b.clone(), Assembled::Block(b))
+            }
+            Partial::Redacted(data) => {
+                let b = ContentBlock::RedactedThinking { data };
+                (b.clone(), Assembled::Block(b))
+            }
+            Partial::Ignored => return Vec::new(),
+        };
+        self.blocks.push(block);
+        vec![out]
+    }
+}
+
+/// A tool's input: the concatenated partial JSON, parsed once. An empty input means `{}`.
+fn parse_tool_input(json: &str) -> Result<Value, String> {
+    if json.trim().is_empty() {
+        return Ok(Value::Object(Default::default()));
+    }
+    match serde_json::from_str::<Value>(json) {
+        Ok(v @ Value::Object(_)) => Ok(v),
+        Ok(_) => Err("the input is not a JSON object".into()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// The tool_result text for a tool_use whose input could not be parsed.
+pub fn bad_input_message(name: &str, raw: &str, error: &str) -> String {
+    const SHOWN: usize = 200;
+    let shown: String = raw.chars().take(SHOWN).collect();
+    let total = raw.len();
+    format!(
+        "{name} was not run: its input is not valid JSON ({error}).\n\
+         You sent (first {} of {total} bytes): {shown}\n\
+         The input may have been truncated (the response hit max_tokens) or badly escaped \
+         (backslashes and quotes inside strings must be escaped). Send the call again with \
+         complete, valid JSON; split very large content into smaller calls.",
+        shown.len()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(json: &str) -> StreamEvent {
+        serde_json::from_str(json).unwrap()
+    }
+
+    #[test]
+    fn tool_input_is_parsed_once_at_block_stop() {
+        let mut a = Assembler::new();
+        a.push(ev(r#"{"type":"message_start","message":{"id":"m1","model":"x","usage":{"input_tokens":5,"output_tokens":1}}}"#));
+        a.push(ev(r#"{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t1","name":"Read","input":{}}}"#));
+        for part in ["", "{\"file_", "path\": \"/a\"", "}"] {
+            let out = a.push(StreamEvent::ContentBlockDelta {
+                index: 0,
+                delta: Delta::InputJsonDelta {
+                    partial_json: part.into(),
+                },
+            });
+            assert!(out.is_empty());
+        }
+        let out = a.push(ev(r#"{"type":"content_block_stop","index":0}"#));
+        assert_eq!(
+            out,
+            vec![Assembled::Block(ContentBlock::ToolUse {
+                id: "t1".into(),
+                name: "Read".into(),
+                input: serde_json::json!({"file_path": "/a"})
+            })]
+        );
+        a.push(ev(r#"{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":30}}"#));
+        assert_eq!(a.usage.output_tokens, 30);
+        assert_eq!(a.usage.input_tokens, 5);
+        assert_eq!(a.stop_reason, Some(StopReason::ToolUse));
+    }
+
+    #[test]
+    fn cut_json_becomes_bad_tool_input() {
+        let mut a = Assembler::new();
+        a.push(ev(r#"{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"t1","name":"Write","input":{}}}"#));
+        a.push(ev(r#"{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"file_path\": \"/o\", \"content\": \"par"}}"#));
+        let out = a.push(ev(r#"{"type":"content_block_stop","index":1}"#));
+        let Assembled::BadToolInput { id, raw, .. } = &out[0] else {
+            panic!("{out:?}")
+        };
+        assert_eq!(id, "t1");
+        assert!(raw.starts_with("{\"file_path\""));
+        let msg = bad_input_message("Write", raw, "EOF");
+        assert!(
+            msg.contains("truncated") && msg.contains("first 35 of 35 bytes"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn text_and_thinking_stream_as_deltas() {
+        let mut a = Assembler::new();
+        a.push(ev(r#"{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":""}}"#));
+        let d = a.push(ev(r#"{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hm"}}"#));
+        assert_eq!(d, vec![Assembled::ThinkingDelta("hm".into())]);
+        a.push(ev(r#"{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"sig"}}"#));
+        a.push(ev(r#"{"type":"content_block_stop","index":0}"#));
+        a.push(ev(
+            r#"{"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}"#,
+        ));
+        a.push(ev(r#"{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"Hel"}}"#));
+        a.push(ev(
+            r#"{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"lo"}}"#,
+        ));
+        a.push(ev(r#"{"type":"content_block_stop","index":1}"#));
+        assert_eq!(
+            a.blocks,
+            vec![
+                ContentBlock::Thinking {
+                    thinking: "hm".into(),
+                    signature: "sig".into()
+                },
+                ContentBlock::text("Hello")
+            ]
+        );
+    }
+
+    #[test]
+    fn unknown_blocks_are_skipped() {
+        let mut a = Assembler::new();
+        a.push(ev(r#"{"type":"content_block_start","index":0,"content_block":{"type":"server_tool_use","id":"s"}}"#));
+        a.push(ev(r#"{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{}"}}"#));
+        assert!(
+            a.push(ev(r#"{"type":"content_block_stop","index":0}"#))
+                .is_empty()
+        );
+        assert!(a.blocks.is_empty());
+    }
+}
