@@ -10,3 +10,4 @@ pub mod exec;
 pub mod permissions;
 pub mod settings;
 pub mod tools;
+pub mod session;

@@ -1,0 +1,278 @@
+//! The transcript: every message of a session, appended as it happens. The user's message is
+//! on disk before the request that answers it starts, so nothing a user typed is ever lost.
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::api::types::{ContentBlock, Message, Role};
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Entry {
+    Meta {
+        session_id: String,
+        cwd: String,
+        model: String,
+        timestamp: String,
+    },
+    User {
+        uuid: String,
+        timestamp: String,
+        message: Message,
+    },
+    /// One finished block of an assistant message; blocks with the same `message_id` form one
+    /// message, so a crash mid-message keeps what had finished.
+    Assistant {
+        uuid: String,
+        timestamp: String,
+        message_id: String,
+        message: Message,
+    },
+    /// Compaction replaced the history with `messages`; what came before is not loaded.
+    Compact {
+        uuid: String,
+        timestamp: String,
+        messages: Vec<Message>,
+    },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TranscriptError {
+    #[error("could not write the transcript {path}: {source}")]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("could not read the transcript {path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+pub struct Transcript {
+    path: PathBuf,
+    file: File,
+}
+
+fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+fn uuid() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+impl Transcript {
+    /// Start a new transcript (or continue an existing file) at `path`.
+    pub fn open(
+        path: &Path,
+        session_id: &str,
+        cwd: &Path,
+        model: &str,
+    ) -> Result<Self, TranscriptError> {
+        let err = |source| TranscriptError::Write {
+            path: path.to_path_buf(),
+            source,
+        };
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(err)?;
+        }
+        let fresh = !path.exists();
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(err)?;
+        let mut t = Transcript {
+            path: path.to_path_buf(),
+            file,
+        };
+        if fresh {
+            t.write(&Entry::Meta {
+                session_id: session_id.to_string(),
+                cwd: cwd.to_string_lossy().into_owned(),
+                model: model.to_string(),
+                timestamp: now(),
+            })?;
+        }
+        Ok(t)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn append_user(&mut self, message: &Message) -> Result<(), TranscriptError> {
+        self.write(&Entry::User {
+            uuid: uuid(),
+            timestamp: now(),
+            message: message.clone(),
+        })
+    }
+
+    pub fn append_assistant_block(
+        &mut self,
+        message_id: &str,
+        block: &ContentBlock,
+    ) -> Result<(), TranscriptError> {
+        self.write(&Entry::Assistant {
+            uuid: uuid(),
+            timestamp: now(),
+            message_id: message_id.to_string(),
+            message: Message::assistant(vec![block.clone()]),
+        })
+    }
+
+    pub fn append_compaction(&mut self, messages: &[Message]) -> Result<(), TranscriptError> {
+        self.write(&Entry::Compact {
+            uuid: uuid(),
+            timestamp: now(),
+            messages: messages.to_vec(),
+        })
+    }
+
+    /// One `write` per line, so a crash leaves at worst one truncated last line.
+    fn write(&mut self, entry: &Entry) -> Result<(), TranscriptError> {
+        let mut line = serde_json::to_vec(entry).map_err(|e| TranscriptError::Write {
+            path: self.path.clone(),
+            source: std::io::Error::other(e),
+        })?;
+        line.push(b'\n');
+        self.file
+            .write_all(&line)
+            .and_then(|_| self.file.flush())
+            .map_err(|source| TranscriptError::Write {
+                path: self.path.clone(),
+                source,
+            })
+    }
+}
+
+/// A transcript read back.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    pub session_id: Option<String>,
+    pub model: Option<String>,
+    pub messages: Vec<Message>,
+    /// Lines that could not be read (a truncated last line after a crash, typically).
+    pub skipped_lines: usize,
+}
+
+/// Read a transcript line by line (never the whole file at once), so resuming a huge session
+/// stays lean.
+pub fn load(path: &Path) -> Result<Loaded, TranscriptError> {
+    let file = File::open(path).map_err(|source| TranscriptError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let mut reader = BufReader::with_capacity(256 * 1024, file);
+    let mut out = Loaded::default();
+    let mut last_assistant_id: Option<String> = None;
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let n = reader
+            .read_until(b'\n', &mut line)
+            .map_err(|source| TranscriptError::Read {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        if n == 0 {
+            break;
+        }
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let entry: Entry = match serde_json::from_slice(&line) {
+            Ok(e) => e,
+            Err(e) => {
+                tracing::warn!(path = %path.display(), error = %e, "skipping an unreadable transcript line");
+                out.skipped_lines += 1;
+                continue;
+            }
+        };
+        match entry {
+            Entry::Meta {
+                session_id, model, ..
+            } => {
+                out.session_id.get_or_insert(session_id);
+                out.model.get_or_insert(model);
+            }
+            Entry::User { message, .. } => {
+                last_assistant_id = None;
+                out.messages.push(message);
+            }
+            Entry::Assistant {
+                message_id,
+                message,
+                ..
+            } => {
+                let same = last_assistant_id.as_deref() == Some(message_id.as_str());
+                match out.messages.last_mut() {
+                    Some(last) if same && last.role == Role::Assistant => {
+                        last.content.extend(message.content)
+                    }
+                    _ => out.messages.push(message),
+                }
+                last_assistant_id = Some(message_id);
+            }
+            Entry::Compact { messages, .. } => {
+                last_assistant_id = None;
+                out.messages = messages;
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write as _;
+
+    #[test]
+    fn blocks_merge_into_messages_and_a_truncated_tail_is_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let mut t = Transcript::open(&path, "sid", dir.path(), "m").unwrap();
+        t.append_user(&Message::user_text("hi")).unwrap();
+        t.append_assistant_block("msg1", &ContentBlock::text("a"))
+            .unwrap();
+        t.append_assistant_block("msg1", &ContentBlock::text("b"))
+            .unwrap();
+        t.append_user(&Message::user_text("again")).unwrap();
+        t.append_assistant_block("msg2", &ContentBlock::text("c"))
+            .unwrap();
+        drop(t);
+        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+        f.write_all(br#"{"type":"user","uuid":"x","timest"#)
+            .unwrap();
+        let loaded = load(&path).unwrap();
+        assert_eq!(loaded.session_id.as_deref(), Some("sid"));
+        assert_eq!(loaded.skipped_lines, 1);
+        assert_eq!(loaded.messages.len(), 4);
+        assert_eq!(loaded.messages[1].content.len(), 2);
+        assert_eq!(loaded.messages[3].text(), "c");
+    }
+
+    #[test]
+    fn compaction_resets_the_history() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let mut t = Transcript::open(&path, "sid", dir.path(), "m").unwrap();
+        t.append_user(&Message::user_text("old")).unwrap();
+        t.append_compaction(&[Message::user_text("summary")])
+            .unwrap();
+        t.append_assistant_block("m3", &ContentBlock::text("new"))
+            .unwrap();
+        let loaded = load(&path).unwrap();
+        assert_eq!(loaded.messages.len(), 2);
+        assert_eq!(loaded.messages[0].text(), "summary");
+    }
+}
