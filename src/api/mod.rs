@@ -4,4 +4,5 @@ pub mod client;
 pub mod pricing;
 pub mod retry;
 pub mod stream;
+pub mod mock;
 pub mod types;

@@ -1,0 +1,250 @@
+//! The HTTP side: an axum app that logs each request, asks the ledger what to answer, and
+//! writes it as JSON, a (possibly slowed, broken or failing) SSE stream, or an error.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::ledger::{Ending, Ledger, Outcome, RecordedRequest};
+use super::scenario::Scenario;
+use super::sse::{Reply, error_event};
+use super::validate::ApiError;
+
+pub struct Shared {
+    scenario: Scenario,
+    ledger: Mutex<Ledger>,
+    /// Ends in-flight streams when the server shuts down, so shutdown never waits on a slow turn.
+    cancel: CancellationToken,
+}
+
+impl Shared {
+    pub fn new(scenario: Scenario, cancel: CancellationToken) -> Shared {
+        Shared {
+            scenario,
+            ledger: Mutex::new(Ledger::default()),
+            cancel,
+        }
+    }
+
+    /// A panic while the lock was held cannot leave the ledger half-updated in a way that
+    /// matters more than losing the log, so a poisoned lock is used as is.
+    pub fn ledger(&self) -> MutexGuard<'_, Ledger> {
+        self.ledger.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+pub fn router(shared: Arc<Shared>) -> Router {
+    Router::new()
+        .fallback(handle)
+        // The ledger answers oversized bodies itself with the API's own 413.
+        .layer(DefaultBodyLimit::disable())
+        .with_state(shared)
+}
+
+async fn handle(
+    State(shared): State<Arc<Shared>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    if method == Method::GET && uri.path() == "/_mock/requests" {
+        return axum::Json(shared.ledger().requests()).into_response();
+    }
+    let (body_json, parse_error) = parse_body(&body);
+    let request = RecordedRequest {
+        method: method.to_string(),
+        path: uri.path().to_string(),
+        query: uri.query().map(str::to_string),
+        headers: header_map(&headers),
+        body: body_json,
+        status: 0,
+        turn: None,
+    };
+    let streaming = request.body.get("stream").and_then(Value::as_bool) == Some(true);
+    let model = request
+        .body
+        .get("model")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let (outcome, request_id) =
+        shared
+            .ledger()
+            .handle(&shared.scenario, request, parse_error, body.len());
+    match outcome {
+        Outcome::Error { error, retry_after } => error_response(&error, &request_id, retry_after),
+        Outcome::Turn { turn, ending } => {
+            let Some(script) = shared.scenario.turns.get(turn) else {
+                let error = ApiError::for_status(500, None);
+                return error_response(&error, &request_id, None);
+            };
+            let reply = Reply {
+                turn: script,
+                index: turn,
+                model: &model,
+                usage: script.effective_usage(body.len()),
+            };
+            let feed = Feed {
+                frames: VecDeque::new(),
+                cut: matches!(ending, Ending::CutAfter(_)),
+                delay: Duration::from_millis(script.delay_ms),
+                started: false,
+                cancel: shared.cancel.clone(),
+            };
+            if streaming {
+                stream_response(&reply, ending, feed, &request_id)
+            } else {
+                message_response(&reply, feed, &request_id)
+            }
+        }
+    }
+}
+
+fn parse_body(body: &[u8]) -> (Value, Option<String>) {
+    if body.is_empty() {
+        return (Value::Null, Some("the body is empty".into()));
+    }
+    match serde_json::from_slice(body) {
+        Ok(v) => (v, None),
+        Err(e) => (
+            Value::String(String::from_utf8_lossy(body).into_owned()),
+            Some(e.to_string()),
+        ),
+    }
+}
+
+fn header_map(headers: &HeaderMap) -> BTreeMap<String, String> {
+    let mut out: BTreeMap<String, String> = BTreeMap::new();
+    for (name, value) in headers {
+        let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
+        out.entry(name.as_str().to_ascii_lowercase())
+            .and_modify(|v| {
+                v.push_str(", ");
+                v.push_str(&value);
+            })
+            .or_insert(value);
+    }
+    out
+}
+
+fn error_response(error: &ApiError, request_id: &str, retry_after: Option<u64>) -> Response {
+    let status = StatusCode::from_u16(error.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut response = (
+        status,
+        [("request-id", request_id)],
+        axum::Json(error.body(request_id)),
+    )
+        .into_response();
+    if let Some(secs) = retry_after {
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, secs.into());
+    }
+    response
+}
+
+fn stream_response(
+    reply: &Reply<'_>,
+    ending: Ending,
+    mut feed: Feed,
+    request_id: &str,
+) -> Response {
+    let mut events = reply.events();
+    match ending {
+        Ending::Complete => {}
+        Ending::CutAfter(n) => events.truncate(n),
+        Ending::ErrorAfter { after, error } => {
+            events.truncate(after);
+            events.push(error_event(&error.kind, &error.message));
+        }
+    }
+    feed.frames = events.iter().map(|e| Bytes::from(e.frame())).collect();
+    (
+        StatusCode::OK,
+        [
+            (
+                header::CONTENT_TYPE.as_str(),
+                "text/event-stream; charset=utf-8",
+            ),
+            (header::CACHE_CONTROL.as_str(), "no-cache"),
+            ("request-id", request_id),
+        ],
+        Body::from_stream(feed.into_stream()),
+    )
+        .into_response()
+}
+
+/// A non-streaming reply; a cut sends the first half of the JSON and then drops the connection.
+fn message_response(reply: &Reply<'_>, mut feed: Feed, request_id: &str) -> Response {
+    let json = reply.message().to_string();
+    let body = if feed.cut {
+        let (head, _) = json.split_at(json.floor_char_boundary(json.len() / 2));
+        feed.frames.push_back(Bytes::from(head.to_string()));
+        feed.delay = Duration::ZERO;
+        Body::from_stream(feed.into_stream())
+    } else {
+        Body::from(json)
+    };
+    (
+        StatusCode::OK,
+        [
+            (header::CONTENT_TYPE.as_str(), "application/json"),
+            ("request-id", request_id),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+/// The body of a response, written frame by frame.
+struct Feed {
+    frames: VecDeque<Bytes>,
+    /// End with an I/O error instead of a clean end, which makes hyper abort the connection
+    /// without the final chunk: the client sees an incomplete body.
+    cut: bool,
+    delay: Duration,
+    started: bool,
+    cancel: CancellationToken,
+}
+
+impl Feed {
+    fn into_stream(self) -> impl futures::Stream<Item = Result<Bytes, std::io::Error>> + Send {
+        futures::stream::unfold(self, |mut feed| async move {
+            let Some(frame) = feed.frames.pop_front() else {
+                if feed.cut {
+                    feed.cut = false;
+                    return Some((
+                        Err(cut_error("mock scenario fault: connection cut mid-stream")),
+                        feed,
+                    ));
+                }
+                return None;
+            };
+            if feed.started && !feed.delay.is_zero() {
+                tokio::select! {
+                    () = tokio::time::sleep(feed.delay) => {}
+                    () = feed.cancel.cancelled() => {
+                        feed.frames.clear();
+                        feed.cut = false;
+                        return Some((Err(cut_error("mock server shut down")), feed));
+                    }
+                }
+            }
+            feed.started = true;
+            Some((Ok(frame), feed))
+        })
+    }
+}
+
+fn cut_error(why: &str) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::ConnectionAborted, why.to_string())
+}
