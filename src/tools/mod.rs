@@ -15,6 +15,8 @@ use crate::event::Event;
 use crate::permissions::Access;
 
 pub mod file_state;
+pub mod paths;
+pub mod read;
 
 pub use file_state::FileStates;
 

@@ -1,0 +1,277 @@
+//! Filesystem helpers shared by the file tools: where a path points, what to suggest when it
+//! points nowhere, and how to replace a file without ever leaving it half-written.
+
+use std::fs::{self, File, Metadata, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use super::{ToolContext, ToolError};
+
+/// Symlink chains longer than this are treated as loops (the kernel's own limit is 40).
+const MAX_SYMLINK_HOPS: usize = 40;
+/// Directory entries inspected when suggesting a name for a missing file.
+const MAX_SUGGESTION_SCAN: usize = 2_000;
+
+/// `raw` as an absolute path, or a sentence telling the model to pass one.
+pub fn absolute(raw: &str, ctx: &ToolContext) -> Result<PathBuf, String> {
+    let path = Path::new(raw);
+    if raw.is_empty() {
+        return Err("file_path is empty; pass the absolute path of a file.".to_string());
+    }
+    if path.is_absolute() {
+        Ok(path.to_path_buf())
+    } else {
+        Err(format!(
+            "file_path must be an absolute path, but `{raw}` is relative. Pass the absolute \
+             path instead, e.g. `{}`.",
+            ctx.current_dir().join(path).display()
+        ))
+    }
+}
+
+/// A path the model gave as a search root: absolute as is, relative to the working directory
+/// otherwise, and the working directory when omitted.
+pub fn search_root(raw: Option<&str>, ctx: &ToolContext) -> PathBuf {
+    match raw.filter(|r| !r.is_empty()) {
+        Some(r) => ctx.current_dir().join(r),
+        None => ctx.current_dir(),
+    }
+}
+
+/// Check that a search root exists; the `Err` is a sentence for the model.
+pub fn require_existing(root: &Path) -> Result<Metadata, String> {
+    fs::metadata(root).map_err(|e| match e.kind() {
+        io::ErrorKind::NotFound => format!("Path does not exist: {}", root.display()),
+        _ => format!("Cannot access {}: {e}", root.display()),
+    })
+}
+
+/// Follows symlinks to the file they finally point at, even when that file does not exist
+/// yet, so writes go through a link instead of replacing it.
+pub fn resolve_symlinks(path: &Path) -> io::Result<PathBuf> {
+    let mut current = path.to_path_buf();
+    for _ in 0..MAX_SYMLINK_HOPS {
+        match fs::symlink_metadata(&current) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                let link = fs::read_link(&current)?;
+                current = match current.parent() {
+                    Some(parent) if link.is_relative() => parent.join(link),
+                    _ => link,
+                };
+            }
+            Ok(_) => return Ok(current),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(current),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::other(format!(
+        "{} is part of a symlink loop",
+        path.display()
+    )))
+}
+
+/// The message for a file that does not exist, naming look-alikes in the same directory.
+pub fn missing_file_message(path: &Path) -> String {
+    let mut message = format!("File does not exist: {}.", path.display());
+    let Some(parent) = path.parent() else {
+        return message;
+    };
+    let Some(wanted) = path.file_name().map(|n| n.to_string_lossy().to_lowercase()) else {
+        return message;
+    };
+    let Ok(entries) = fs::read_dir(parent) else {
+        message.push_str(&format!(
+            " Its directory {} does not exist either.",
+            parent.display()
+        ));
+        return message;
+    };
+    let mut scored: Vec<(usize, String)> = entries
+        .take(MAX_SUGGESTION_SCAN)
+        .filter_map(Result::ok)
+        .filter_map(|entry| {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            similarity(&wanted, &name.to_lowercase()).map(|score| (score, name))
+        })
+        .collect();
+    scored.sort();
+    let names: Vec<String> = scored
+        .into_iter()
+        .take(3)
+        .map(|(_, name)| parent.join(name).display().to_string())
+        .collect();
+    if !names.is_empty() {
+        message.push_str(&format!(" Did you mean {}?", names.join(" or ")));
+    }
+    message
+}
+
+/// Lower is more similar; `None` when the names are unrelated.
+fn similarity(wanted: &str, candidate: &str) -> Option<usize> {
+    if wanted == candidate {
+        return Some(0);
+    }
+    let stem = |s: &str| s.rsplit_once('.').map_or(s, |(stem, _)| stem).to_string();
+    if !stem(wanted).is_empty() && stem(wanted) == stem(candidate) {
+        return Some(1);
+    }
+    let distance = edit_distance(wanted, candidate);
+    let allowed = (wanted.chars().count() / 4).clamp(1, 3);
+    (distance <= allowed).then_some(distance + 1)
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 1)
+                .min(row[j] + 1)
+                .min(diagonal + usize::from(ca != *cb));
+            diagonal = above;
+        }
+    }
+    row[b.len()]
+}
+
+/// Refuses files without any write permission: replacing them by rename would silently
+/// bypass a protection the user set on purpose.
+pub fn ensure_writable(path: &Path, meta: &Metadata) -> Result<(), String> {
+    if meta.permissions().readonly() {
+        Err(format!(
+            "{} is read-only. Ask the user to make it writable if it should be changed.",
+            path.display()
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+/// Replaces `target` (a resolved, non-symlink path) with `bytes`: the data goes to a temporary
+/// file in the same directory, which then takes the old file's permissions and is renamed
+/// over it, so readers see either the old or the new content, never a mix.
+pub fn write_atomically(target: &Path, bytes: &[u8]) -> io::Result<()> {
+    let dir = match target.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let name = target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let existing = fs::metadata(target).ok();
+    let (temp_path, mut file) = create_temp(dir, &name, existing.is_some())?;
+    let result = fill_temp(&mut file, bytes, existing.as_ref())
+        .and_then(|()| fs::rename(&temp_path, target));
+    if result.is_err() {
+        let _ = fs::remove_file(&temp_path);
+    }
+    result
+}
+
+fn create_temp(dir: &Path, name: &str, private: bool) -> io::Result<(PathBuf, File)> {
+    let mut last_error = None;
+    for _ in 0..8 {
+        let temp = dir.join(format!(
+            ".{name}.ouro-{}-{:08x}.tmp",
+            std::process::id(),
+            rand::random::<u32>()
+        ));
+        let mut options = OpenOptions::new();
+        options.write(true).create_new(true);
+        // Until the old file's mode is copied over, nobody else may read the new content.
+        #[cfg(unix)]
+        if private {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.mode(0o600);
+        }
+        #[cfg(not(unix))]
+        let _ = private;
+        match options.open(&temp) {
+            Ok(file) => return Ok((temp, file)),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last_error = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last_error.unwrap_or_else(|| io::Error::other("could not create a temporary file")))
+}
+
+fn fill_temp(file: &mut File, bytes: &[u8], existing: Option<&Metadata>) -> io::Result<()> {
+    file.write_all(bytes)?;
+    file.sync_data()?;
+    if let Some(meta) = existing {
+        file.set_permissions(meta.permissions())?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            // Keeps the owner when running with the rights to do so; otherwise the file
+            // belongs to us, as it would after any editor's save.
+            let _ = std::os::unix::fs::fchown(&*file, Some(meta.uid()), Some(meta.gid()));
+        }
+    }
+    Ok(())
+}
+
+/// Runs blocking filesystem work off the async runtime's worker threads.
+pub async fn blocking<T, F>(work: F) -> Result<T, ToolError>
+where
+    T: Send + 'static,
+    F: FnOnce() -> Result<T, ToolError> + Send + 'static,
+{
+    tokio::task::spawn_blocking(work).await.map_err(|e| {
+        ToolError::io(
+            "the file operation stopped unexpectedly",
+            io::Error::other(e),
+        )
+    })?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_paths_are_refused_with_a_suggestion() {
+        let ctx = ToolContext::new(PathBuf::from("/project"));
+        let err = absolute("src/main.rs", &ctx).unwrap_err();
+        assert!(err.contains("/project/src/main.rs"), "{err}");
+        assert_eq!(absolute("/a/b", &ctx).unwrap(), PathBuf::from("/a/b"));
+    }
+
+    #[test]
+    fn missing_file_suggests_look_alikes() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("config.toml"), "").unwrap();
+        fs::write(dir.path().join("unrelated.md"), "").unwrap();
+        let message = missing_file_message(&dir.path().join("confg.toml"));
+        assert!(message.contains("config.toml"), "{message}");
+        assert!(!message.contains("unrelated"), "{message}");
+        let other_ext = missing_file_message(&dir.path().join("config.json"));
+        assert!(other_ext.contains("config.toml"), "{other_ext}");
+    }
+
+    #[test]
+    fn atomic_write_replaces_content_and_leaves_no_temp_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("a.txt");
+        fs::write(&file, "old").unwrap();
+        write_atomically(&file, b"new").unwrap();
+        assert_eq!(fs::read_to_string(&file).unwrap(), "new");
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn symlink_chains_resolve_to_the_final_target() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("target.txt");
+        std::os::unix::fs::symlink("target.txt", dir.path().join("one")).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("one"), dir.path().join("two")).unwrap();
+        assert_eq!(resolve_symlinks(&dir.path().join("two")).unwrap(), target);
+        std::os::unix::fs::symlink("loop", dir.path().join("loop")).unwrap();
+        assert!(resolve_symlinks(&dir.path().join("loop")).is_err());
+    }
+}
