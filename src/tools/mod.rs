@@ -18,6 +18,7 @@ pub mod edit;
 pub mod file_state;
 pub mod paths;
 pub mod read;
+pub mod write;
 
 pub use file_state::FileStates;
 
