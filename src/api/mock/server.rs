@@ -205,6 +205,9 @@ fn message_response(reply: &Reply<'_>, mut feed: Feed, request_id: &str) -> Resp
         .into_response()
 }
 
+/// Long enough for hyper to write out buffered frames before a cut.
+const FLUSH_PAUSE: Duration = Duration::from_millis(20);
+
 /// The body of a response, written frame by frame.
 struct Feed {
     frames: VecDeque<Bytes>,
@@ -222,6 +225,9 @@ impl Feed {
             let Some(frame) = feed.frames.pop_front() else {
                 if feed.cut {
                     feed.cut = false;
+                    // hyper drops buffered output when a body fails; pausing first lets it
+                    // flush what was "sent", so the client really sees a body cut mid-way.
+                    tokio::time::sleep(FLUSH_PAUSE).await;
                     return Some((
                         Err(cut_error("mock scenario fault: connection cut mid-stream")),
                         feed,
