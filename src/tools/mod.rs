@@ -16,7 +16,10 @@ use crate::permissions::Access;
 
 pub mod edit;
 pub mod file_state;
+pub mod glob;
+pub mod grep;
 pub mod paths;
+pub mod pool;
 pub mod read;
 pub mod write;
 
