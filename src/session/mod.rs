@@ -49,7 +49,7 @@ pub fn list(cwd: &Path) -> Vec<SessionInfo> {
             Some(SessionInfo { id, path, modified })
         })
         .collect();
-    out.sort_by(|a, b| b.modified.cmp(&a.modified));
+    out.sort_by_key(|s| std::cmp::Reverse(s.modified));
     out
 }
 
