@@ -23,7 +23,6 @@ pub struct GlobInput {
     /// The glob pattern to match file paths against, e.g. `**/*.rs` or `src/**/*.{ts,tsx}`.
     pub pattern: String,
     /// The directory to search in. Defaults to the current working directory.
-    #[serde(default)]
     pub path: Option<String>,
 }
 

@@ -45,42 +45,41 @@ pub struct GrepInput {
     /// The regular expression to search for (Rust regex syntax, like ripgrep).
     pub pattern: String,
     /// File or directory to search. Defaults to the current working directory.
-    #[serde(default)]
     pub path: Option<String>,
     /// Only search files matching this glob, e.g. `*.js` or `*.{ts,tsx}`.
-    #[serde(default)]
     pub glob: Option<String>,
     /// Only search files of this ripgrep type, e.g. `rs`, `py`, `js`, `go`.
-    #[serde(default, rename = "type")]
+    #[serde(rename = "type")]
     pub file_type: Option<String>,
-    /// `files_with_matches` (default) lists paths, `content` shows matching lines, `count`
-    /// shows match counts per file.
+    /// `files_with_matches` (default): paths; `content`: matching lines; `count`: per file.
     #[serde(default)]
-    pub output_mode: Option<OutputMode>,
+    pub output_mode: OutputMode,
     /// Case-insensitive search.
     #[serde(default, rename = "-i")]
-    pub case_insensitive: Option<bool>,
-    /// Show line numbers (content mode; default true).
-    #[serde(default, rename = "-n")]
-    pub line_numbers: Option<bool>,
+    pub case_insensitive: bool,
+    /// Show line numbers (content mode).
+    #[serde(default = "yes", rename = "-n")]
+    pub line_numbers: bool,
     /// Lines of context after each match (content mode).
-    #[serde(default, rename = "-A")]
+    #[serde(rename = "-A")]
     pub after: Option<usize>,
     /// Lines of context before each match (content mode).
-    #[serde(default, rename = "-B")]
+    #[serde(rename = "-B")]
     pub before: Option<usize>,
     /// Lines of context before and after each match (content mode).
-    #[serde(default, rename = "-C")]
+    #[serde(rename = "-C")]
     pub context: Option<usize>,
     /// Let the pattern span lines; `.` then also matches newlines.
     #[serde(default)]
-    pub multiline: Option<bool>,
+    pub multiline: bool,
     /// Show only the first N lines (content) or entries (other modes); 0 means no limit.
-    #[serde(default)]
     pub head_limit: Option<usize>,
     /// Skip the first N lines or entries, to page through results with head_limit.
-    #[serde(default)]
     pub offset: Option<usize>,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// A compiled search, ready to run.
@@ -158,10 +157,10 @@ impl Tool for GrepTool {
 fn compile(input: &GrepInput, ctx: &ToolContext) -> Result<Search, String> {
     let root = paths::search_root(input.path.as_deref(), ctx);
     let single_file = !paths::require_existing(&root)?.is_dir();
-    let multiline = input.multiline.unwrap_or(false);
+    let multiline = input.multiline;
     let mut builder = RegexMatcherBuilder::new();
     builder
-        .case_insensitive(input.case_insensitive.unwrap_or(false))
+        .case_insensitive(input.case_insensitive)
         .multi_line(true);
     if multiline {
         builder.dot_matches_new_line(true);
@@ -178,7 +177,7 @@ fn compile(input: &GrepInput, ctx: &ToolContext) -> Result<Search, String> {
         };
         format!("The pattern is not a valid regular expression: {e}.{hint}")
     })?;
-    let mode = input.output_mode.unwrap_or_default();
+    let mode = input.output_mode;
     let content = mode == OutputMode::Content;
     let before = input.before.or(input.context).unwrap_or(0);
     let after = input.after.or(input.context).unwrap_or(0);
@@ -201,7 +200,7 @@ fn compile(input: &GrepInput, ctx: &ToolContext) -> Result<Search, String> {
         matcher,
         searcher,
         mode,
-        line_numbers: content && input.line_numbers.unwrap_or(true),
+        line_numbers: content && input.line_numbers,
         context: content && (before > 0 || after > 0),
         offset: input.offset.unwrap_or(0),
         limit: input.head_limit.filter(|&n| n > 0),

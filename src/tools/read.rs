@@ -34,10 +34,8 @@ pub struct ReadInput {
     pub file_path: String,
     /// The line number to start reading from (1 is the first line). Only needed for files too
     /// long to read at once.
-    #[serde(default)]
     pub offset: Option<u64>,
     /// How many lines to read (default 2000).
-    #[serde(default)]
     #[schemars(range(min = 1))]
     pub limit: Option<u64>,
 }
