@@ -7,6 +7,7 @@
 pub mod api;
 pub mod event;
 pub mod exec;
+pub mod hooks;
 pub mod permissions;
 pub mod settings;
 pub mod tools;

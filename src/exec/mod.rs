@@ -6,6 +6,14 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use serde_json::Value;
 
+pub mod elide;
+pub mod executor;
+mod pipeline;
+pub mod process;
+
+pub use executor::{Batch, BatchOutcome, Executor};
+pub use pipeline::CANCELLED;
+
 /// A permission question for the user (the REPL renders it; print mode can never ask).
 #[derive(Debug, Clone, PartialEq)]
 pub struct AskRequest {

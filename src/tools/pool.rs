@@ -13,6 +13,7 @@ use super::{DynTool, erase};
 /// is identical from one request to the next.
 pub fn builtin_tools() -> Vec<Arc<dyn DynTool>> {
     let mut tools = vec![
+        erase(super::bash::BashTool),
         erase(EditTool),
         erase(GlobTool),
         erase(GrepTool),

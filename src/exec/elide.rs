@@ -1,0 +1,130 @@
+//! Cutting long tool output down to its head and tail: the model sees how a command started and
+//! how it ended, and the middle no longer floods its context.
+
+/// Keeps the first and last characters of a text that arrives in pieces, in memory bounded by
+/// about twice the limit however long the text grows.
+#[derive(Debug)]
+pub struct HeadTail {
+    head: String,
+    head_chars: usize,
+    head_cap: usize,
+    tail: String,
+    tail_chars: usize,
+    tail_cap: usize,
+    elided: usize,
+}
+
+impl HeadTail {
+    /// Keeps at most `max_chars` characters (half from the start, half from the end).
+    pub fn new(max_chars: usize) -> Self {
+        let head_cap = max_chars / 2;
+        HeadTail {
+            head: String::new(),
+            head_chars: 0,
+            head_cap,
+            tail: String::new(),
+            tail_chars: 0,
+            tail_cap: max_chars - head_cap,
+            elided: 0,
+        }
+    }
+
+    pub fn push(&mut self, text: &str) {
+        let mut rest = text;
+        if self.head_chars < self.head_cap {
+            let room = self.head_cap - self.head_chars;
+            let cut = rest.char_indices().nth(room).map_or(rest.len(), |(i, _)| i);
+            let (taken, after) = rest.split_at(cut);
+            self.head.push_str(taken);
+            self.head_chars += taken.chars().count();
+            rest = after;
+        }
+        if rest.is_empty() {
+            return;
+        }
+        self.tail.push_str(rest);
+        self.tail_chars += rest.chars().count();
+        // Trimming only once the tail holds twice its share keeps pushes amortised O(length).
+        if self.tail_chars > 2 * self.tail_cap.max(1) {
+            self.trim_tail();
+        }
+    }
+
+    pub fn finish(mut self) -> String {
+        self.trim_tail();
+        if self.elided == 0 {
+            self.head + &self.tail
+        } else {
+            format!(
+                "{}\n\n[... {} characters elided ...]\n\n{}",
+                self.head, self.elided, self.tail
+            )
+        }
+    }
+
+    fn trim_tail(&mut self) {
+        if self.tail_chars <= self.tail_cap {
+            return;
+        }
+        let drop = self.tail_chars - self.tail_cap;
+        let cut = self
+            .tail
+            .char_indices()
+            .nth(drop)
+            .map_or(self.tail.len(), |(i, _)| i);
+        self.tail.drain(..cut);
+        self.tail_chars = self.tail_cap;
+        self.elided += drop;
+    }
+}
+
+/// `text` unchanged if it has at most `max_chars` characters, otherwise its head and tail with
+/// the number of elided characters in between.
+pub fn elide_middle(text: &str, max_chars: usize) -> String {
+    if text.len() <= max_chars || text.chars().count() <= max_chars {
+        return text.to_string();
+    }
+    let mut kept = HeadTail::new(max_chars);
+    kept.push(text);
+    kept.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_text_is_unchanged() {
+        assert_eq!(elide_middle("hello", 5), "hello");
+        assert_eq!(elide_middle("héllo", 5), "héllo");
+    }
+
+    #[test]
+    fn long_text_keeps_head_and_tail_with_a_count() {
+        let text: String = (0..1000).map(|i| format!("{i:04}")).collect();
+        let out = elide_middle(&text, 100);
+        assert!(out.starts_with(&text[..50]), "{out}");
+        assert!(out.ends_with(&text[text.len() - 50..]), "{out}");
+        assert!(out.contains("[... 3900 characters elided ...]"), "{out}");
+    }
+
+    #[test]
+    fn streamed_pieces_give_the_same_result_as_one_piece() {
+        let text: String = (0..5000)
+            .map(|i| char::from(b'a' + (i % 26) as u8))
+            .collect();
+        let mut kept = HeadTail::new(300);
+        for chunk in text.as_bytes().chunks(7) {
+            kept.push(std::str::from_utf8(chunk).unwrap());
+        }
+        assert_eq!(kept.finish(), elide_middle(&text, 300));
+    }
+
+    #[test]
+    fn multibyte_characters_are_never_split() {
+        let text = "é".repeat(1000);
+        let out = elide_middle(&text, 10);
+        assert!(out.starts_with("ééééé\n"), "{out}");
+        assert!(out.contains("990 characters elided"), "{out}");
+    }
+}

@@ -1,0 +1,356 @@
+//! The six phases every tool call goes through: schema, semantic checks, pre-tool hooks,
+//! permission, execution, post-tool hooks. A failing phase ends the call with an `is_error`
+//! result that tells the model what to fix.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+use tokio::sync::mpsc::UnboundedSender;
+
+use super::elide::elide_middle;
+use super::{AskAnswer, AskRequest, Asker, PhaseTimings};
+use crate::event::{Denial, Event};
+use crate::hooks::{HookSite, HookVerdict, Hooks};
+use crate::permissions::{Decision, PermissionPolicy, PermissionRequest};
+use crate::settings;
+use crate::tools::{DynTool, PreparedCall, Progress, ToolContext, ToolError, ToolOutput};
+
+/// The text of the result of every call the user cancelled.
+pub const CANCELLED: &str = "The tool call was cancelled by the user.";
+
+/// How long a cancelled tool gets to stop on its own (Bash kills its process group) before its
+/// future is dropped.
+const CANCEL_GRACE: Duration = Duration::from_secs(3);
+
+/// Everything the phases need; shared by every call of every batch.
+pub(crate) struct Pipeline {
+    pub tools: Vec<Arc<dyn DynTool>>,
+    pub ctx: ToolContext,
+    pub policy: Arc<dyn PermissionPolicy>,
+    pub asker: Arc<dyn Asker>,
+    pub hooks: Arc<Hooks>,
+    pub events: UnboundedSender<Event>,
+    /// One permission prompt at a time, even when parallel calls all need one.
+    ask_turn: tokio::sync::Mutex<()>,
+}
+
+/// A call that passed phases 1 and 2.
+pub(crate) struct Admitted {
+    tool: Arc<dyn DynTool>,
+    input: Value,
+    prepared: Box<dyn PreparedCall>,
+    pub timings: PhaseTimings,
+}
+
+impl Admitted {
+    pub fn is_concurrency_safe(&self) -> bool {
+        self.prepared.is_concurrency_safe()
+    }
+}
+
+/// How a call ended.
+pub(crate) struct Outcome {
+    pub output: ToolOutput,
+    pub denial: Option<Denial>,
+    pub timings: PhaseTimings,
+}
+
+impl Outcome {
+    pub fn cancelled(timings: PhaseTimings) -> Self {
+        Outcome {
+            output: ToolOutput::error(CANCELLED),
+            denial: None,
+            timings,
+        }
+    }
+
+    fn error(message: impl Into<String>, timings: PhaseTimings) -> Self {
+        Outcome {
+            output: ToolOutput::error(message),
+            denial: None,
+            timings,
+        }
+    }
+}
+
+/// The concurrency slot a running call holds. A hook may rewrite a parallel-safe call into one
+/// that must run alone; the call then waits until it is alone before going on.
+pub(crate) trait Slot: Send {
+    fn make_exclusive(&mut self) -> BoxFuture<'_, ()>;
+}
+
+enum Permission {
+    Granted,
+    Refused(String),
+    Cancelled,
+}
+
+impl Pipeline {
+    pub fn new(
+        tools: Vec<Arc<dyn DynTool>>,
+        ctx: ToolContext,
+        policy: Arc<dyn PermissionPolicy>,
+        asker: Arc<dyn Asker>,
+        hooks: Arc<Hooks>,
+        events: UnboundedSender<Event>,
+    ) -> Self {
+        Pipeline {
+            tools,
+            ctx,
+            policy,
+            asker,
+            hooks,
+            events,
+            ask_turn: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// Phases 1 (schema) and 2 (semantic checks). The error is the text of the result.
+    pub fn admit(
+        &self,
+        name: &str,
+        input: Value,
+        ctx: &ToolContext,
+    ) -> Result<Admitted, (String, PhaseTimings)> {
+        let mut timings = PhaseTimings::default();
+        let Some(tool) = self.tools.iter().find(|t| t.name() == name).cloned() else {
+            let names: Vec<&str> = self.tools.iter().map(|t| t.name()).collect();
+            return Err((
+                format!(
+                    "There is no tool named `{name}`. The available tools are: {}.",
+                    names.join(", ")
+                ),
+                timings,
+            ));
+        };
+        let start = Instant::now();
+        let checked = tool.check_schema(&input);
+        timings.schema = start.elapsed();
+        if let Err(message) = checked {
+            return Err((message, timings));
+        }
+        let start = Instant::now();
+        let prepared = tool.prepare(&input, ctx);
+        timings.semantic = start.elapsed();
+        match prepared {
+            Ok(prepared) => Ok(Admitted {
+                tool,
+                input,
+                prepared,
+                timings,
+            }),
+            Err(message) => Err((message, timings)),
+        }
+    }
+
+    /// Phases 3 to 6 for a call that holds its concurrency slot. `ctx.cancel` is the batch's
+    /// token: once it fires the call ends as cancelled.
+    pub async fn complete(
+        &self,
+        id: &str,
+        call: Admitted,
+        ctx: &ToolContext,
+        slot: &mut dyn Slot,
+    ) -> Outcome {
+        let cancel = ctx.cancel.clone();
+        let mut call = call;
+        let mut timings = call.timings;
+        let name = call.tool.name();
+        let cwd = ctx.current_dir();
+        let site = HookSite {
+            cwd: &cwd,
+            project_root: &ctx.project_root,
+        };
+
+        let start = Instant::now();
+        let pre = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => return Outcome::cancelled(timings),
+            pre = self.hooks.pre_tool_use(name, &call.input, site) => pre,
+        };
+        timings.pre_hooks = start.elapsed();
+        if let Some(input) = pre.updated_input {
+            let was_safe = call.is_concurrency_safe();
+            match self.admit(name, input, ctx) {
+                Ok(rewritten) => {
+                    timings.schema += rewritten.timings.schema;
+                    timings.semantic += rewritten.timings.semantic;
+                    call = rewritten;
+                }
+                Err((message, extra)) => {
+                    timings.schema += extra.schema;
+                    timings.semantic += extra.semantic;
+                    return Outcome::error(
+                        format!(
+                            "A PreToolUse hook rewrote the input of this call, and the rewritten input is invalid: {message}"
+                        ),
+                        timings,
+                    );
+                }
+            }
+            if was_safe && !call.is_concurrency_safe() {
+                tokio::select! {
+                    biased;
+                    _ = cancel.cancelled() => return Outcome::cancelled(timings),
+                    () = slot.make_exclusive() => {}
+                }
+            }
+        }
+
+        let start = Instant::now();
+        let permission = self.authorize(&call, pre.verdict, ctx).await;
+        timings.permission = start.elapsed();
+        match permission {
+            Permission::Granted => {}
+            Permission::Cancelled => return Outcome::cancelled(timings),
+            Permission::Refused(message) => {
+                let denial = Denial {
+                    tool_name: name.to_string(),
+                    tool_use_id: id.to_string(),
+                    tool_input: call.input.clone(),
+                    reason: message.clone(),
+                };
+                let _ = self.events.send(Event::PermissionDenied(denial.clone()));
+                return Outcome {
+                    output: ToolOutput::error(message),
+                    denial: Some(denial),
+                    timings,
+                };
+            }
+        }
+
+        let start = Instant::now();
+        let input = call.input.clone();
+        let executed = self.execute(id, call.prepared, ctx).await;
+        timings.execution = start.elapsed();
+        let Some(mut output) = executed else {
+            return Outcome::cancelled(timings);
+        };
+
+        let start = Instant::now();
+        let post = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => None,
+            post = self.hooks.post_tool_use(name, &input, &output, site) => Some(post),
+        };
+        timings.post_hooks = start.elapsed();
+        if let Some(post) = post {
+            if let Some(replacement) = post.replacement {
+                output.content = replacement;
+            }
+            for note in post.notes {
+                output.content.push_str("\n\n[PostToolUse hook] ");
+                output.content.push_str(&note);
+            }
+        }
+        tracing::debug!(tool = name, id, ?timings, "tool call finished");
+        Outcome {
+            output,
+            denial: None,
+            timings,
+        }
+    }
+
+    /// Phase 4. A hook's verdict outranks the policy.
+    async fn authorize(
+        &self,
+        call: &Admitted,
+        hook: Option<HookVerdict>,
+        ctx: &ToolContext,
+    ) -> Permission {
+        let name = call.tool.name();
+        let access = call.prepared.access(ctx);
+        let request = PermissionRequest {
+            tool: name,
+            access: &access,
+            read_only: call.prepared.is_read_only(),
+        };
+        let decision = match hook {
+            Some(HookVerdict::Allow) => Decision::Allow,
+            Some(HookVerdict::Deny(reason)) => {
+                return Permission::Refused(format!(
+                    "A PreToolUse hook blocked this call: {reason}"
+                ));
+            }
+            Some(HookVerdict::Ask(reason)) if reason.is_empty() => {
+                Decision::Ask("A PreToolUse hook asked for confirmation.".into())
+            }
+            Some(HookVerdict::Ask(reason)) => Decision::Ask(reason),
+            None => self.policy.decide(&request),
+        };
+        let reason = match decision {
+            Decision::Allow => return Permission::Granted,
+            Decision::Deny(reason) => {
+                return Permission::Refused(format!(
+                    "Permission to use {name} was denied: {reason}"
+                ));
+            }
+            Decision::Ask(reason) => reason,
+        };
+        let rule = self.policy.suggest_rule(&request);
+        let question = AskRequest {
+            tool: name.to_string(),
+            input: call.input.clone(),
+            summary: format!("{name}: {}", call.prepared.summary()),
+            reason,
+            suggested_rule: rule.clone(),
+        };
+        let answer = tokio::select! {
+            biased;
+            _ = ctx.cancel.cancelled() => return Permission::Cancelled,
+            answer = async {
+                let _turn = self.ask_turn.lock().await;
+                self.asker.ask(question).await
+            } => answer,
+        };
+        match answer {
+            AskAnswer::AllowOnce => Permission::Granted,
+            AskAnswer::AllowAlways => {
+                self.policy.grant(&rule);
+                let path = settings::local_settings_path(&ctx.project_root);
+                if let Err(e) = settings::append_allow_rule(&path, &rule) {
+                    tracing::warn!("the rule {rule} is granted for this session only: {e}");
+                }
+                Permission::Granted
+            }
+            AskAnswer::Deny(message) => {
+                let mut text = format!("The user denied permission for this {name} call.");
+                if let Some(message) = message.filter(|m| !m.trim().is_empty()) {
+                    text.push_str(" The user said: ");
+                    text.push_str(message.trim());
+                }
+                Permission::Refused(text)
+            }
+        }
+    }
+
+    /// Phase 5. `None` means cancelled. A tool that finishes within the grace period after a
+    /// cancel reports what it actually did, so the history never hides a side effect.
+    async fn execute(
+        &self,
+        id: &str,
+        prepared: Box<dyn PreparedCall>,
+        ctx: &ToolContext,
+    ) -> Option<ToolOutput> {
+        let max_chars = prepared.max_result_chars();
+        let progress = Progress::new(id, Some(self.events.clone()));
+        let run = prepared.run(ctx, &progress);
+        tokio::pin!(run);
+        let result = tokio::select! {
+            result = &mut run => result,
+            _ = ctx.cancel.cancelled() => tokio::time::timeout(CANCEL_GRACE, &mut run)
+                .await
+                .unwrap_or(Err(ToolError::Cancelled)),
+        };
+        match result {
+            Ok(mut output) => {
+                output.content = elide_middle(&output.content, max_chars);
+                Some(output)
+            }
+            Err(ToolError::Cancelled) => None,
+            Err(e) => Some(ToolOutput::error(elide_middle(&e.to_string(), max_chars))),
+        }
+    }
+}

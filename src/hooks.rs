@@ -1,0 +1,457 @@
+//! Pre- and post-tool hooks: commands from the settings that see each tool call as JSON on stdin
+//! and may allow, deny, ask about, rewrite or annotate it. The protocol is Claude Code's, so
+//! hook scripts written for it work here unchanged.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::process::Command;
+
+use crate::exec::process::GroupChild;
+use crate::settings::{HookCommand, HookMatcher, HookSettings};
+use crate::tools::ToolOutput;
+
+const DEFAULT_TIMEOUT_SECS: u64 = 60;
+const KILL_GRACE: Duration = Duration::from_millis(500);
+
+/// The hooks configured for a session.
+#[derive(Debug, Clone, Default)]
+pub struct Hooks {
+    pre: Vec<HookMatcher>,
+    post: Vec<HookMatcher>,
+    session_id: String,
+}
+
+/// What the pre-tool hooks decided about a call's permission.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HookVerdict {
+    Allow,
+    Deny(String),
+    /// Ask the user even if the rules would allow; the reason is shown in the prompt.
+    Ask(String),
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PreToolOutcome {
+    pub verdict: Option<HookVerdict>,
+    /// Input that replaces the model's, already passed through every later hook.
+    pub updated_input: Option<Value>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PostToolOutcome {
+    /// Text that replaces the tool's result.
+    pub replacement: Option<String>,
+    /// Context and failure reports to append to the result.
+    pub notes: Vec<String>,
+}
+
+/// Where a hook sees the call: the session's working directory (in the JSON) and the project
+/// root (where the hook runs).
+#[derive(Debug, Clone, Copy)]
+pub struct HookSite<'a> {
+    pub cwd: &'a Path,
+    pub project_root: &'a Path,
+}
+
+#[derive(Debug, thiserror::Error)]
+enum HookError {
+    #[error("has type \"{0}\", but only \"command\" hooks can run")]
+    UnsupportedKind(String),
+    #[error("could not be started ({0})")]
+    Spawn(#[source] std::io::Error),
+    #[error("failed while running ({0})")]
+    Io(#[source] std::io::Error),
+    #[error("timed out after {0} s and was killed")]
+    TimedOut(u64),
+}
+
+struct HookRun {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct HookReply {
+    #[serde(rename = "hookSpecificOutput")]
+    specific: Option<SpecificReply>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SpecificReply {
+    permission_decision: Option<String>,
+    permission_decision_reason: Option<String>,
+    updated_input: Option<Value>,
+    additional_context: Option<String>,
+    updated_tool_output: Option<Value>,
+}
+
+impl Hooks {
+    pub fn new(settings: &HookSettings, session_id: impl Into<String>) -> Self {
+        Hooks {
+            pre: settings.pre_tool_use.clone(),
+            post: settings.post_tool_use.clone(),
+            session_id: session_id.into(),
+        }
+    }
+
+    /// Runs every matching PreToolUse hook in order. A deny ends the chain at once; otherwise
+    /// ask outranks allow, and each hook sees the input as earlier hooks rewrote it.
+    pub async fn pre_tool_use(
+        &self,
+        tool: &str,
+        input: &Value,
+        site: HookSite<'_>,
+    ) -> PreToolOutcome {
+        let mut outcome = PreToolOutcome::default();
+        let mut current = input.clone();
+        for hook in matching(&self.pre, tool) {
+            let payload = json!({
+                "session_id": self.session_id,
+                "hook_event_name": "PreToolUse",
+                "tool_name": tool,
+                "tool_input": current,
+                "cwd": site.cwd,
+            });
+            let run = match run_hook(hook, &payload, site.project_root).await {
+                Ok(run) => run,
+                Err(e) => {
+                    outcome.verdict = Some(HookVerdict::Deny(format!(
+                        "The PreToolUse hook `{}` {e}, so the call was blocked.",
+                        hook.command
+                    )));
+                    return outcome;
+                }
+            };
+            match run.code {
+                Some(0) => {}
+                Some(2) => {
+                    let reason = if run.stderr.trim().is_empty() {
+                        format!("The PreToolUse hook `{}` blocked the call.", hook.command)
+                    } else {
+                        run.stderr.trim().to_string()
+                    };
+                    outcome.verdict = Some(HookVerdict::Deny(reason));
+                    return outcome;
+                }
+                code => {
+                    outcome.verdict = Some(HookVerdict::Deny(format!(
+                        "The PreToolUse hook `{}` failed ({}){}, so the call was blocked.",
+                        hook.command,
+                        describe_exit(code),
+                        stderr_suffix(&run.stderr)
+                    )));
+                    return outcome;
+                }
+            }
+            let Some(reply) = parse_reply(&run.stdout) else {
+                continue;
+            };
+            if let Some(updated) = reply.updated_input {
+                current = updated.clone();
+                outcome.updated_input = Some(updated);
+            }
+            let reason = reply.permission_decision_reason.unwrap_or_default();
+            match reply.permission_decision.as_deref() {
+                None => {}
+                Some("allow") if outcome.verdict.is_none() => {
+                    outcome.verdict = Some(HookVerdict::Allow);
+                }
+                Some("allow") => {}
+                Some("ask") => outcome.verdict = Some(HookVerdict::Ask(reason)),
+                Some("deny") => {
+                    let reason = if reason.is_empty() {
+                        format!("The PreToolUse hook `{}` denied the call.", hook.command)
+                    } else {
+                        reason
+                    };
+                    outcome.verdict = Some(HookVerdict::Deny(reason));
+                    return outcome;
+                }
+                Some(other) => {
+                    outcome.verdict = Some(HookVerdict::Deny(format!(
+                        "The PreToolUse hook `{}` answered with the unknown permissionDecision \
+                         \"{other}\" (expected allow, deny or ask), so the call was blocked.",
+                        hook.command
+                    )));
+                    return outcome;
+                }
+            }
+        }
+        outcome
+    }
+
+    /// Runs every matching PostToolUse hook in order. A failing hook never fails the call: its
+    /// problem becomes a note on the result.
+    pub async fn post_tool_use(
+        &self,
+        tool: &str,
+        input: &Value,
+        output: &ToolOutput,
+        site: HookSite<'_>,
+    ) -> PostToolOutcome {
+        let mut outcome = PostToolOutcome::default();
+        for hook in matching(&self.post, tool) {
+            let content = outcome.replacement.as_deref().unwrap_or(&output.content);
+            let payload = json!({
+                "session_id": self.session_id,
+                "hook_event_name": "PostToolUse",
+                "tool_name": tool,
+                "tool_input": input,
+                "tool_response": {"content": content, "is_error": output.is_error},
+                "cwd": site.cwd,
+            });
+            let run = match run_hook(hook, &payload, site.project_root).await {
+                Ok(run) => run,
+                Err(e) => {
+                    outcome
+                        .notes
+                        .push(format!("The PostToolUse hook `{}` {e}.", hook.command));
+                    continue;
+                }
+            };
+            match run.code {
+                Some(0) => {}
+                Some(2) => {
+                    outcome.notes.push(run.stderr.trim().to_string());
+                    continue;
+                }
+                code => {
+                    outcome.notes.push(format!(
+                        "The PostToolUse hook `{}` failed ({}){}.",
+                        hook.command,
+                        describe_exit(code),
+                        stderr_suffix(&run.stderr)
+                    ));
+                    continue;
+                }
+            }
+            let Some(reply) = parse_reply(&run.stdout) else {
+                continue;
+            };
+            if let Some(text) = reply.updated_tool_output {
+                outcome.replacement = Some(match text {
+                    Value::String(s) => s,
+                    other => other.to_string(),
+                });
+            }
+            if let Some(context) = reply.additional_context.filter(|c| !c.trim().is_empty()) {
+                outcome.notes.push(context);
+            }
+        }
+        outcome.notes.retain(|n| !n.is_empty());
+        outcome
+    }
+}
+
+/// `A|B` names alternatives; an empty matcher or `*` matches every tool.
+fn matches(matcher: &str, tool: &str) -> bool {
+    let matcher = matcher.trim();
+    matcher.is_empty() || matcher == "*" || matcher.split('|').any(|alt| alt.trim() == tool)
+}
+
+fn matching<'a>(groups: &'a [HookMatcher], tool: &'a str) -> impl Iterator<Item = &'a HookCommand> {
+    groups
+        .iter()
+        .filter(move |g| matches(&g.matcher, tool))
+        .flat_map(|g| g.hooks.iter())
+}
+
+/// Hooks may print plain text; only a JSON object is an answer.
+fn parse_reply(stdout: &str) -> Option<SpecificReply> {
+    let text = stdout.trim();
+    if !text.starts_with('{') {
+        return None;
+    }
+    match serde_json::from_str::<HookReply>(text) {
+        Ok(reply) => reply.specific,
+        Err(e) => {
+            tracing::warn!("ignoring hook output that is not valid hook JSON: {e}");
+            None
+        }
+    }
+}
+
+fn describe_exit(code: Option<i32>) -> String {
+    match code {
+        Some(code) => format!("exit code {code}"),
+        None => "killed by a signal".to_string(),
+    }
+}
+
+fn stderr_suffix(stderr: &str) -> String {
+    let stderr = stderr.trim();
+    if stderr.is_empty() {
+        String::new()
+    } else {
+        format!(": {stderr}")
+    }
+}
+
+async fn run_hook(
+    hook: &HookCommand,
+    payload: &Value,
+    project_root: &Path,
+) -> Result<HookRun, HookError> {
+    if hook.kind != "command" {
+        return Err(HookError::UnsupportedKind(hook.kind.clone()));
+    }
+    let secs = hook.timeout.unwrap_or(DEFAULT_TIMEOUT_SECS);
+    let mut command = Command::new("sh");
+    command
+        .arg("-c")
+        .arg(&hook.command)
+        .current_dir(project_root)
+        .env("OURO_PROJECT_DIR", project_root)
+        .env("CLAUDE_PROJECT_DIR", project_root)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = GroupChild::spawn(&mut command).map_err(HookError::Spawn)?;
+    let stdin = child.child_mut().stdin.take();
+    let stdout = child.child_mut().stdout.take();
+    let stderr = child.child_mut().stderr.take();
+    let input = payload.to_string().into_bytes();
+    let exchange = async {
+        // Written alongside the reads: a hook that prints before reading must not deadlock on a
+        // full pipe. A hook that never reads its stdin is fine, hence the ignored write error.
+        let write = async {
+            if let Some(mut stdin) = stdin {
+                let _ = stdin.write_all(&input).await;
+            }
+        };
+        let (_, out, err) = tokio::join!(write, read_all(stdout), read_all(stderr));
+        let status = child.wait().await.map_err(HookError::Io)?;
+        Ok(HookRun {
+            code: status.code(),
+            stdout: out.map_err(HookError::Io)?,
+            stderr: err.map_err(HookError::Io)?,
+        })
+    };
+    let result = tokio::time::timeout(Duration::from_secs(secs), exchange).await;
+    match result {
+        Ok(run) => run,
+        Err(_) => {
+            child.terminate(KILL_GRACE).await;
+            Err(HookError::TimedOut(secs))
+        }
+    }
+}
+
+async fn read_all(pipe: Option<impl tokio::io::AsyncRead + Unpin>) -> std::io::Result<String> {
+    let mut bytes = Vec::new();
+    if let Some(mut pipe) = pipe {
+        pipe.read_to_end(&mut bytes).await?;
+    }
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hooks(pre: &[(&str, &str, Option<u64>)], post: &[(&str, &str)]) -> Hooks {
+        let group = |m: &str, c: &str, t: Option<u64>| HookMatcher {
+            matcher: m.to_string(),
+            hooks: vec![HookCommand {
+                kind: "command".into(),
+                command: c.to_string(),
+                timeout: t,
+            }],
+        };
+        let settings = HookSettings {
+            pre_tool_use: pre.iter().map(|(m, c, t)| group(m, c, *t)).collect(),
+            post_tool_use: post.iter().map(|(m, c)| group(m, c, None)).collect(),
+        };
+        Hooks::new(&settings, "session-1")
+    }
+
+    fn site(dir: &Path) -> HookSite<'_> {
+        HookSite {
+            cwd: dir,
+            project_root: dir,
+        }
+    }
+
+    #[test]
+    fn matcher_forms() {
+        assert!(matches("", "Bash"));
+        assert!(matches("*", "Bash"));
+        assert!(matches("Edit|Bash", "Bash"));
+        assert!(!matches("Edit|Write", "Bash"));
+        assert!(!matches("Bas", "Bash"));
+    }
+
+    #[tokio::test]
+    async fn the_hook_sees_the_call_as_json() {
+        let dir = tempfile::tempdir().unwrap();
+        let seen = dir.path().join("seen.json");
+        let cmd = format!("cat > '{}'", seen.display());
+        let h = hooks(&[("Bash", &cmd, None)], &[]);
+        let out = h
+            .pre_tool_use("Bash", &json!({"command": "ls"}), site(dir.path()))
+            .await;
+        assert_eq!(out, PreToolOutcome::default());
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(&seen).unwrap()).unwrap();
+        assert_eq!(v["session_id"], "session-1");
+        assert_eq!(v["hook_event_name"], "PreToolUse");
+        assert_eq!(v["tool_name"], "Bash");
+        assert_eq!(v["tool_input"]["command"], "ls");
+        assert_eq!(v["cwd"], dir.path().to_str().unwrap());
+    }
+
+    #[tokio::test]
+    async fn hooks_for_other_tools_do_not_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let h = hooks(&[("Edit", "exit 2", None)], &[]);
+        let out = h.pre_tool_use("Bash", &json!({}), site(dir.path())).await;
+        assert_eq!(out.verdict, None);
+    }
+
+    #[tokio::test]
+    async fn deny_outranks_an_earlier_allow_and_rewrites_chain() {
+        let dir = tempfile::tempdir().unwrap();
+        let allow = r#"echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow","updatedInput":{"n":1}}}'"#;
+        let deny = r#"grep -q '"n":1' && echo '{"hookSpecificOutput":{"permissionDecision":"deny","permissionDecisionReason":"saw the rewrite"}}'"#;
+        let h = hooks(&[("*", allow, None), ("", deny, None)], &[]);
+        let out = h
+            .pre_tool_use("Read", &json!({"n": 0}), site(dir.path()))
+            .await;
+        assert_eq!(
+            out.verdict,
+            Some(HookVerdict::Deny("saw the rewrite".into()))
+        );
+        assert_eq!(out.updated_input, Some(json!({"n": 1})));
+    }
+
+    #[tokio::test]
+    async fn post_hooks_replace_and_annotate_and_report_failures() {
+        let dir = tempfile::tempdir().unwrap();
+        let replace = r#"echo '{"hookSpecificOutput":{"hookEventName":"PostToolUse","updatedToolOutput":"new text"}}'"#;
+        let annotate = r#"grep -q 'new text' && echo '{"hookSpecificOutput":{"additionalContext":"looked fine"}}'"#;
+        let h = hooks(
+            &[],
+            &[
+                ("Read", replace),
+                ("Read", annotate),
+                ("Read", "echo oops >&2; exit 7"),
+            ],
+        );
+        let out = h
+            .post_tool_use("Read", &json!({}), &ToolOutput::ok("old"), site(dir.path()))
+            .await;
+        assert_eq!(out.replacement.as_deref(), Some("new text"));
+        assert_eq!(out.notes[0], "looked fine");
+        assert!(
+            out.notes[1].contains("failed (exit code 7): oops"),
+            "{:?}",
+            out.notes
+        );
+    }
+}

@@ -1,0 +1,519 @@
+//! Bash: runs a shell command in the session's working directory, in its own process group,
+//! with secrets scrubbed from its environment and its output streamed as it arrives.
+
+use std::ffi::OsString;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use tokio::process::Command;
+use tokio_util::sync::CancellationToken;
+
+use super::{Progress, Tool, ToolContext, ToolError, ToolOutput};
+use crate::exec::elide::HeadTail;
+use crate::exec::process::GroupChild;
+use crate::permissions::Access;
+use crate::permissions::bash::is_read_only_command;
+
+mod env;
+mod stream;
+
+pub use env::child_env;
+use stream::read_output;
+
+pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
+pub const MAX_TIMEOUT_MS: u64 = 600_000;
+/// Output kept for the model; longer output loses its middle.
+const MAX_OUTPUT_CHARS: usize = 30_000;
+/// Between SIGTERM and SIGKILL.
+const KILL_GRACE: Duration = Duration::from_secs(1);
+/// How long output is still collected once the shell is gone. Background jobs (`server &`)
+/// may hold the pipes open for ever; waiting for them would hang the call.
+const DRAIN_GRACE: Duration = Duration::from_millis(250);
+
+pub struct BashTool;
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BashInput {
+    /// The shell command to run.
+    pub command: String,
+    /// Milliseconds to wait before the command is killed (default 120000, at most 600000).
+    #[serde(default)]
+    pub timeout: Option<u64>,
+    /// A few words saying what the command does, shown to the user.
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
+impl Tool for BashTool {
+    type Input = BashInput;
+
+    fn name(&self) -> &'static str {
+        "Bash"
+    }
+
+    fn description(&self) -> &'static str {
+        include_str!("../../tools/Bash.md")
+    }
+
+    fn validate(&self, input: &BashInput, _ctx: &ToolContext) -> Result<(), String> {
+        if input.command.trim().is_empty() {
+            return Err("The command is empty; put the shell command to run in `command`.".into());
+        }
+        match input.timeout {
+            Some(ms) if ms == 0 || ms > MAX_TIMEOUT_MS => Err(format!(
+                "timeout must be between 1 and {MAX_TIMEOUT_MS} milliseconds (10 minutes); \
+                 {ms} is out of range. Omit it for the default of {DEFAULT_TIMEOUT_MS} ms."
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    fn access(&self, input: &BashInput, _ctx: &ToolContext) -> Access {
+        Access::Execute(input.command.clone())
+    }
+
+    fn is_read_only(&self, input: &BashInput) -> bool {
+        is_read_only_command(&input.command)
+    }
+
+    fn is_concurrency_safe(&self, input: &BashInput) -> bool {
+        is_read_only_command(&input.command)
+    }
+
+    fn max_result_chars(&self) -> usize {
+        MAX_OUTPUT_CHARS
+    }
+
+    fn summary(&self, input: &BashInput) -> String {
+        input.command.clone()
+    }
+
+    async fn call(
+        &self,
+        input: BashInput,
+        ctx: &ToolContext,
+        progress: &Progress,
+    ) -> Result<ToolOutput, ToolError> {
+        let mut notes = Vec::new();
+        let mut cwd = ctx.current_dir();
+        if !cwd.is_dir() {
+            notes.push(format!(
+                "The working directory {} no longer exists; the command ran in {} instead.",
+                cwd.display(),
+                ctx.project_root.display()
+            ));
+            cwd.clone_from(&ctx.project_root);
+            ctx.set_current_dir(cwd.clone());
+        }
+        let timeout_ms = input.timeout.unwrap_or(DEFAULT_TIMEOUT_MS);
+        let shell = Shell {
+            command: &input.command,
+            cwd: &cwd,
+            env: child_env(std::env::vars_os(), &ctx.env_passthrough),
+            timeout: Duration::from_millis(timeout_ms),
+            max_chars: MAX_OUTPUT_CHARS,
+        };
+        let run = shell.run(&ctx.cancel, progress).await?;
+        if let Some(dir) = run.final_dir {
+            ctx.set_current_dir(dir);
+        }
+        let mut is_error = false;
+        if run.timed_out {
+            is_error = true;
+            notes.push(format!(
+                "Command timed out after {timeout_ms} ms and was killed."
+            ));
+        } else if let Some(status) = run.status {
+            if let Some(code) = status.code().filter(|&c| c != 0) {
+                is_error = true;
+                notes.push(format!("Exit code {code}"));
+            } else if let Some(signal) = status.signal() {
+                is_error = true;
+                notes.push(format!("Killed by signal {signal}"));
+            }
+        }
+        let output = run.output.trim_end();
+        let mut content = output.to_string();
+        for note in notes {
+            if !content.is_empty() {
+                content.push('\n');
+            }
+            content.push_str(&note);
+        }
+        if content.is_empty() {
+            content = "(no output)".into();
+        }
+        Ok(ToolOutput { content, is_error })
+    }
+}
+
+/// One command run, separated from the tool so tests can give it an environment of their own.
+struct Shell<'a> {
+    command: &'a str,
+    cwd: &'a Path,
+    env: Vec<(OsString, OsString)>,
+    timeout: Duration,
+    max_chars: usize,
+}
+
+struct ShellRun {
+    /// stdout and stderr interleaved as they arrived, middle elided past the cap.
+    output: String,
+    /// `None` when the shell was killed for its timeout.
+    status: Option<ExitStatus>,
+    timed_out: bool,
+    /// Where the shell ended up, when it exited on its own.
+    final_dir: Option<PathBuf>,
+}
+
+enum Ending {
+    Exited(std::io::Result<ExitStatus>),
+    TimedOut,
+    Cancelled,
+}
+
+impl Shell<'_> {
+    async fn run(
+        self,
+        cancel: &CancellationToken,
+        progress: &Progress,
+    ) -> Result<ShellRun, ToolError> {
+        let cwd_file = CwdFile::new();
+        let mut command = Command::new("bash");
+        command
+            .arg("-c")
+            .arg(script(self.command, &cwd_file.path))
+            .current_dir(self.cwd)
+            .env_clear()
+            .envs(self.env)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut group = GroupChild::spawn(&mut command)
+            .map_err(|e| ToolError::io("could not start bash", e))?;
+        let stdout = group.child_mut().stdout.take();
+        let stderr = group.child_mut().stderr.take();
+        let mut kept = HeadTail::new(self.max_chars);
+        let ending = {
+            let reading = read_output(stdout, stderr, &mut kept, progress);
+            tokio::pin!(reading);
+            let deadline = tokio::time::sleep(self.timeout);
+            tokio::pin!(deadline);
+            let mut reading_done = false;
+            let ending = loop {
+                tokio::select! {
+                    biased;
+                    _ = cancel.cancelled() => break Ending::Cancelled,
+                    _ = &mut deadline => break Ending::TimedOut,
+                    () = &mut reading, if !reading_done => reading_done = true,
+                    status = group.wait() => break Ending::Exited(status),
+                }
+            };
+            if !matches!(ending, Ending::Exited(_)) {
+                group.terminate(KILL_GRACE).await;
+            }
+            if !reading_done {
+                let _ = tokio::time::timeout(DRAIN_GRACE, &mut reading).await;
+            }
+            ending
+        };
+        let (status, timed_out) = match ending {
+            Ending::Cancelled => return Err(ToolError::Cancelled),
+            Ending::TimedOut => (None, true),
+            Ending::Exited(status) => (
+                Some(status.map_err(|e| ToolError::io("could not wait for bash", e))?),
+                false,
+            ),
+        };
+        let final_dir = if timed_out { None } else { cwd_file.read() };
+        Ok(ShellRun {
+            output: kept.finish(),
+            status,
+            timed_out,
+            final_dir,
+        })
+    }
+}
+
+/// The command, preceded by an exit trap that records the final directory (so a `cd` carries
+/// over to the next call) and exits with the command's own status.
+fn script(command: &str, cwd_file: &Path) -> String {
+    let target = cwd_file.to_string_lossy().replace('\'', r"'\''");
+    format!(
+        "__ouro_exit() {{ __ouro_status=$?; pwd -P >| '{target}' 2>/dev/null; exit $__ouro_status; }}\n\
+         trap __ouro_exit EXIT\n\
+         {command}\n"
+    )
+}
+
+/// A temporary file the shell writes its final directory to; removed on drop.
+struct CwdFile {
+    path: PathBuf,
+}
+
+impl CwdFile {
+    fn new() -> Self {
+        CwdFile {
+            path: std::env::temp_dir().join(format!("ouro-cwd-{}", uuid::Uuid::new_v4())),
+        }
+    }
+
+    fn read(&self) -> Option<PathBuf> {
+        let text = std::fs::read_to_string(&self.path).ok()?;
+        let dir = PathBuf::from(text.trim_end_matches('\n'));
+        (dir.is_absolute() && dir.is_dir()).then_some(dir)
+    }
+}
+
+impl Drop for CwdFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use super::*;
+    use crate::event::Event;
+
+    async fn run(
+        ctx: &ToolContext,
+        command: &str,
+        timeout: Option<u64>,
+    ) -> Result<ToolOutput, ToolError> {
+        let input = BashInput {
+            command: command.to_string(),
+            timeout,
+            description: None,
+        };
+        BashTool.validate(&input, ctx).map_err(ToolError::Invalid)?;
+        BashTool.call(input, ctx, &Progress::none()).await
+    }
+
+    fn context() -> (tempfile::TempDir, ToolContext) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        (dir, ToolContext::new(root))
+    }
+
+    /// Dead, or a zombie nobody reaped yet (containers often lack a reaping init).
+    fn gone(pid: i32) -> bool {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Err(_) => true,
+            Ok(stat) => stat
+                .rsplit(')')
+                .next()
+                .is_some_and(|s| s.trim_start().starts_with('Z')),
+        }
+    }
+
+    async fn wait_gone(pid: i32) -> bool {
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(10) {
+            if gone(pid) {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        false
+    }
+
+    async fn read_pid(path: &Path) -> i32 {
+        let start = Instant::now();
+        loop {
+            if let Ok(text) = std::fs::read_to_string(path)
+                && let Ok(pid) = text.trim().parse()
+            {
+                return pid;
+            }
+            assert!(start.elapsed() < Duration::from_secs(20), "no pid file");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    #[tokio::test]
+    async fn output_and_exit_code() {
+        let (_d, ctx) = context();
+        let out = run(&ctx, "echo hello; exit 3", None).await.unwrap();
+        assert_eq!(out, ToolOutput::error("hello\nExit code 3"));
+        let out = run(&ctx, "echo fine", None).await.unwrap();
+        assert_eq!(out, ToolOutput::ok("fine"));
+    }
+
+    #[tokio::test]
+    async fn stderr_is_included() {
+        let (_d, ctx) = context();
+        let out = run(&ctx, "echo to-out; echo to-err >&2", None)
+            .await
+            .unwrap();
+        assert!(out.content.contains("to-out"), "{}", out.content);
+        assert!(out.content.contains("to-err"), "{}", out.content);
+        assert!(!out.is_error);
+    }
+
+    #[tokio::test]
+    async fn empty_output() {
+        let (_d, ctx) = context();
+        assert_eq!(
+            run(&ctx, "true", None).await.unwrap(),
+            ToolOutput::ok("(no output)")
+        );
+        assert_eq!(
+            run(&ctx, "false", None).await.unwrap(),
+            ToolOutput::error("Exit code 1")
+        );
+    }
+
+    #[tokio::test]
+    async fn cd_persists_and_keeps_the_exit_code() {
+        let (_d, ctx) = context();
+        let out = run(&ctx, "mkdir -p 'a b/c' && cd 'a b/c' && exit 4", None)
+            .await
+            .unwrap();
+        assert_eq!(out, ToolOutput::error("Exit code 4"));
+        let expected = ctx.project_root.join("a b/c");
+        assert_eq!(ctx.current_dir(), expected);
+        let out = run(&ctx, "pwd -P", None).await.unwrap();
+        assert_eq!(out.content, expected.to_str().unwrap());
+        run(&ctx, "cd ..", None).await.unwrap();
+        assert_eq!(ctx.current_dir(), ctx.project_root.join("a b"));
+    }
+
+    #[tokio::test]
+    async fn a_vanished_directory_falls_back_to_the_project_root() {
+        let (_d, ctx) = context();
+        ctx.set_current_dir(ctx.project_root.join("missing"));
+        let out = run(&ctx, "pwd -P", None).await.unwrap();
+        assert!(
+            out.content.starts_with(ctx.project_root.to_str().unwrap()),
+            "{}",
+            out.content
+        );
+        assert!(out.content.contains("no longer exists"), "{}", out.content);
+    }
+
+    #[tokio::test]
+    async fn timeout_kills_the_whole_group() {
+        let (_d, ctx) = context();
+        let pid_file = ctx.project_root.join("pid");
+        let command = format!("sleep 60 & echo $! > '{}'; wait", pid_file.display());
+        let out = run(&ctx, &command, Some(1_000)).await.unwrap();
+        assert!(out.is_error);
+        assert!(
+            out.content.contains("timed out after 1000 ms"),
+            "{}",
+            out.content
+        );
+        let pid = read_pid(&pid_file).await;
+        assert!(
+            wait_gone(pid).await,
+            "the command's child sleep {pid} survived"
+        );
+    }
+
+    #[tokio::test]
+    async fn cancellation_kills_the_whole_group() {
+        let (_d, ctx) = context();
+        let pid_file = ctx.project_root.join("pid");
+        let command = format!("sleep 60 & echo $! > '{}'; wait", pid_file.display());
+        let call = tokio::spawn({
+            let ctx = ctx.clone();
+            async move { run(&ctx, &command, None).await }
+        });
+        let pid = read_pid(&pid_file).await;
+        assert!(!gone(pid));
+        ctx.cancel.cancel();
+        let result = call.await.unwrap();
+        assert!(matches!(result, Err(ToolError::Cancelled)), "{result:?}");
+        assert!(
+            wait_gone(pid).await,
+            "the command's child sleep {pid} survived"
+        );
+    }
+
+    #[tokio::test]
+    async fn huge_output_loses_its_middle() {
+        let (_d, ctx) = context();
+        let out = run(&ctx, "seq 1 200000", None).await.unwrap();
+        assert!(
+            out.content.starts_with("1\n2\n3\n"),
+            "{}",
+            &out.content[..20]
+        );
+        assert!(out.content.ends_with("199999\n200000"));
+        assert!(out.content.contains("characters elided"));
+        assert!(out.content.chars().count() < MAX_OUTPUT_CHARS + 100);
+    }
+
+    #[tokio::test]
+    async fn output_streams_to_progress() {
+        let (_d, ctx) = context();
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let input = BashInput {
+            command: "echo one; sleep 0.2; echo two >&2".into(),
+            timeout: None,
+            description: None,
+        };
+        BashTool
+            .call(input, &ctx, &Progress::new("call-1", Some(tx)))
+            .await
+            .unwrap();
+        let mut streamed = String::new();
+        while let Ok(Event::ToolProgress { id, chunk }) = rx.try_recv() {
+            assert_eq!(id, "call-1");
+            streamed.push_str(&chunk);
+        }
+        assert_eq!(streamed, "one\ntwo\n");
+    }
+
+    #[tokio::test]
+    async fn secrets_are_scrubbed_unless_passed_through() {
+        let (_d, ctx) = context();
+        let vars = [
+            ("MY_API_KEY", "k"),
+            ("GH_TOKEN", "t"),
+            ("DB_PASSWORD", "p"),
+            ("DATABASE_URL", "postgres://user:pw@db.example/app"),
+            ("HOMEPAGE", "https://example.com/a@b"),
+            ("PLAIN", "ok"),
+            ("ALLOWED_TOKEN", "yes"),
+        ]
+        .map(|(k, v)| (OsString::from(k), OsString::from(v)));
+        let shell = Shell {
+            command: r#"echo "${MY_API_KEY-unset} ${GH_TOKEN-unset} ${DB_PASSWORD-unset} ${DATABASE_URL-unset} $HOMEPAGE $PLAIN $ALLOWED_TOKEN""#,
+            cwd: &ctx.project_root,
+            env: child_env(vars, &["ALLOWED_TOKEN".to_string()]),
+            timeout: Duration::from_secs(60),
+            max_chars: 1000,
+        };
+        let run = shell.run(&ctx.cancel, &Progress::none()).await.unwrap();
+        assert_eq!(
+            run.output,
+            "unset unset unset unset https://example.com/a@b ok yes\n"
+        );
+    }
+
+    #[test]
+    fn bad_timeouts_and_empty_commands_are_refused() {
+        let (_d, ctx) = context();
+        let input = |command: &str, timeout| BashInput {
+            command: command.into(),
+            timeout,
+            description: None,
+        };
+        let err = BashTool
+            .validate(&input("ls", Some(600_001)), &ctx)
+            .unwrap_err();
+        assert!(err.contains("between 1 and 600000"), "{err}");
+        assert!(BashTool.validate(&input("ls", Some(0)), &ctx).is_err());
+        assert!(BashTool.validate(&input("ls", Some(600_000)), &ctx).is_ok());
+        assert!(BashTool.validate(&input("  ", None), &ctx).is_err());
+    }
+}
