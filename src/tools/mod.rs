@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 use crate::event::Event;
 use crate::permissions::Access;
 
+pub mod bash;
 pub mod edit;
 pub mod file_state;
 pub mod glob;
