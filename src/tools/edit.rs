@@ -114,6 +114,9 @@ fn plan(input: &EditInput, ctx: &ToolContext) -> Result<Plan, ToolError> {
             path.display()
         )));
     }
+    if !meta.is_file() {
+        return Err(ToolError::Invalid(paths::special_file_message(&path)));
+    }
     let bytes = fs::read(&target)
         .map_err(|e| ToolError::io(format!("cannot read {}", path.display()), e))?;
     check_fresh(ctx, &path, &meta, &bytes)?;

@@ -343,6 +343,17 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_cancelled_search_reports_cancellation() {
+        let (dir, ctx) = setup();
+        touch(&dir.path().join("x.md"), 1);
+        ctx.cancel.cancel();
+        let err = run_tool(&ctx, json!({"pattern": "*.md"}))
+            .await
+            .unwrap_err();
+        assert_eq!(err, ToolError::Cancelled.to_string());
+    }
+
+    #[tokio::test]
     async fn typed_call_access_and_flags() {
         let (dir, ctx) = setup();
         touch(&dir.path().join("x.md"), 1);

@@ -137,6 +137,15 @@ fn edit_distance(a: &str, b: &str) -> usize {
     row[b.len()]
 }
 
+/// For sockets, FIFOs and devices: reading them could block forever or never end.
+pub fn special_file_message(path: &Path) -> String {
+    format!(
+        "{} is not a regular file (it is a device, socket or pipe), so the file tools cannot \
+         use it.",
+        path.display()
+    )
+}
+
 /// Refuses files without any write permission: replacing them by rename would silently
 /// bypass a protection the user set on purpose.
 pub fn ensure_writable(path: &Path, meta: &Metadata) -> Result<(), String> {

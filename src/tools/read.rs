@@ -7,6 +7,7 @@ use std::path::Path;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
+use tokio_util::sync::CancellationToken;
 
 use super::file_state::{ContentHasher, FileState};
 use super::paths;
@@ -53,6 +54,7 @@ struct Scan {
 
 enum Outcome {
     Binary,
+    Cancelled,
     Text(Scan),
 }
 
@@ -72,14 +74,7 @@ impl Tool for ReadTool {
         if input.limit == Some(0) {
             return Err("limit must be at least 1; omit it to read up to 2000 lines.".into());
         }
-        match fs::metadata(&path) {
-            Ok(meta) if meta.is_dir() => Err(directory_message(&path)),
-            Ok(_) => Ok(()),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                Err(paths::missing_file_message(&path))
-            }
-            Err(e) => Err(format!("Cannot access {}: {e}", path.display())),
-        }
+        inspect(&path).map(|_| ()).map_err(|e| e.to_string())
     }
 
     fn access(&self, input: &ReadInput, ctx: &ToolContext) -> Access {
@@ -121,26 +116,37 @@ fn directory_message(path: &Path) -> String {
     )
 }
 
+/// Checks, before opening, that `path` is a regular file: opening a FIFO would block.
+fn inspect(path: &Path) -> Result<fs::Metadata, ToolError> {
+    match fs::metadata(path) {
+        Ok(meta) if meta.is_dir() => Err(ToolError::Invalid(directory_message(path))),
+        Ok(meta) if !meta.is_file() => Err(ToolError::Invalid(paths::special_file_message(path))),
+        Ok(meta) => Ok(meta),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            Err(ToolError::Invalid(paths::missing_file_message(path)))
+        }
+        Err(e) => Err(ToolError::io(
+            format!("cannot access {}", path.display()),
+            e,
+        )),
+    }
+}
+
 fn read_file(input: &ReadInput, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
     let path = paths::absolute(&input.file_path, ctx).map_err(ToolError::Invalid)?;
-    let file = match File::open(&path) {
-        Ok(file) => file,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            return Err(ToolError::Invalid(paths::missing_file_message(&path)));
-        }
-        Err(e) => return Err(ToolError::io(format!("cannot open {}", path.display()), e)),
-    };
+    inspect(&path)?;
+    let file = File::open(&path)
+        .map_err(|e| ToolError::io(format!("cannot open {}", path.display()), e))?;
+    // The state must describe the file that is actually read, so it comes from the handle.
     let meta = file
         .metadata()
         .map_err(|e| ToolError::io(format!("cannot inspect {}", path.display()), e))?;
-    if meta.is_dir() {
-        return Err(ToolError::Invalid(directory_message(&path)));
-    }
     let first = input.offset.unwrap_or(1).max(1);
     let limit = input.limit.unwrap_or(DEFAULT_LIMIT).max(1);
-    let scan = match scan(file, first, limit) {
+    let scan = match scan(file, first, limit, &ctx.cancel) {
         Ok(Outcome::Text(scan)) => scan,
         Ok(Outcome::Binary) => return Err(ToolError::Invalid(binary_message(&path))),
+        Ok(Outcome::Cancelled) => return Err(ToolError::Cancelled),
         Err(e) => return Err(ToolError::io(format!("cannot read {}", path.display()), e)),
     };
     ctx.files.record(&path, FileState::new(scan.hash, &meta));
@@ -187,7 +193,12 @@ fn render(path: &Path, first: u64, scan: Scan) -> String {
 
 /// One streaming pass: hashes every byte, counts every line and formats the wanted ones, so
 /// a huge file costs one read and little memory.
-fn scan(reader: impl Read, first: u64, limit: u64) -> io::Result<Outcome> {
+fn scan(
+    reader: impl Read,
+    first: u64,
+    limit: u64,
+    cancel: &CancellationToken,
+) -> io::Result<Outcome> {
     let mut reader = BufReader::with_capacity(CHUNK, reader);
     let last_wanted = first.saturating_add(limit - 1);
     let mut hasher = ContentHasher::default();
@@ -201,6 +212,9 @@ fn scan(reader: impl Read, first: u64, limit: u64) -> io::Result<Outcome> {
     let mut line_no: u64 = 1;
     let mut total_bytes: u64 = 0;
     loop {
+        if cancel.is_cancelled() {
+            return Ok(Outcome::Cancelled);
+        }
         let buf = reader.fill_buf()?;
         if buf.is_empty() {
             break;
@@ -423,6 +437,27 @@ mod tests {
             .await
             .unwrap_err();
         assert!(relative.contains("absolute"), "{relative}");
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn refuses_a_fifo_without_blocking_and_stops_when_cancelled() {
+        let (dir, ctx) = setup();
+        let fifo = dir.path().join("pipe");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let err = read(&ctx, json!({"file_path": fifo})).await.unwrap_err();
+        assert!(err.contains("not a regular file"), "{err}");
+
+        let file = dir.path().join("a.txt");
+        fs::write(&file, "a").unwrap();
+        ctx.cancel.cancel();
+        let cancelled = read(&ctx, json!({"file_path": file})).await.unwrap_err();
+        assert_eq!(cancelled, ToolError::Cancelled.to_string());
+        assert!(ctx.files.get(&file).is_none());
     }
 
     #[tokio::test]

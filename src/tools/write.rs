@@ -93,6 +93,9 @@ fn plan(input: &WriteInput, ctx: &ToolContext) -> Result<Plan, ToolError> {
             path.display()
         )));
     }
+    if !meta.is_file() {
+        return Err(ToolError::Invalid(paths::special_file_message(&path)));
+    }
     let fresh = ctx.files.check_fresh(&path, &meta, || {
         fs::read(&target)
             .map(|bytes| content_hash(&bytes))

@@ -309,3 +309,11 @@ async fn typed_call_access_and_flags() {
         format!("Found 1 file\n{}", p(dir.path(), "src/new.rs"))
     );
 }
+
+#[tokio::test]
+async fn a_cancelled_search_reports_cancellation() {
+    let (_dir, ctx) = project();
+    ctx.cancel.cancel();
+    let err = grep(&ctx, json!({"pattern": "TODO"})).await.unwrap_err();
+    assert_eq!(err, ToolError::Cancelled.to_string());
+}
