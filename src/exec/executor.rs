@@ -258,12 +258,14 @@ fn finished(
     timings: PhaseTimings,
     submitted: Instant,
 ) -> Record {
+    let elapsed = submitted.elapsed();
+    tracing::debug!(tool = %name, %id, is_error = output.is_error, ?elapsed, ?timings, "tool call finished");
     let result = ContentBlock::tool_result(id.clone(), output.content, output.is_error);
     let _ = pipeline.events.send(Event::ToolFinished {
         id,
         name,
         result: result.clone(),
-        elapsed: submitted.elapsed(),
+        elapsed,
         timings,
     });
     Record { result, denial }

@@ -245,7 +245,6 @@ impl Pipeline {
                 output.content.push_str(&note);
             }
         }
-        tracing::debug!(tool = name, id, ?timings, "tool call finished");
         Outcome {
             output,
             denial: None,
@@ -290,6 +289,7 @@ impl Pipeline {
             Decision::Ask(reason) => reason,
         };
         let rule = self.policy.suggest_rule(&request);
+        let question_reason = reason.clone();
         let question = AskRequest {
             tool: name.to_string(),
             input: call.input.clone(),
@@ -308,15 +308,20 @@ impl Pipeline {
         match answer {
             AskAnswer::AllowOnce => Permission::Granted,
             AskAnswer::AllowAlways => {
-                self.policy.grant(&rule);
-                let path = settings::local_settings_path(&ctx.project_root);
-                if let Err(e) = settings::append_allow_rule(&path, &rule) {
-                    tracing::warn!("the rule {rule} is granted for this session only: {e}");
+                if !rule.trim().is_empty() {
+                    self.policy.grant(&rule);
+                    let path = settings::local_settings_path(&ctx.project_root);
+                    if let Err(e) = settings::append_allow_rule(&path, &rule) {
+                        tracing::warn!("the rule {rule} is granted for this session only: {e}");
+                    }
                 }
                 Permission::Granted
             }
             AskAnswer::Deny(message) => {
-                let mut text = format!("The user denied permission for this {name} call.");
+                let mut text = format!(
+                    "This {name} call needed the user's approval ({}) and was not approved.",
+                    question_reason.trim_end_matches('.')
+                );
                 if let Some(message) = message.filter(|m| !m.trim().is_empty()) {
                     text.push_str(" The user said: ");
                     text.push_str(message.trim());

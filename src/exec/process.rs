@@ -41,17 +41,15 @@ impl GroupChild {
     }
 
     /// SIGTERM to the whole group, then SIGKILL to whatever is left once the leader exited or
-    /// `grace` passed. Returns the leader's status when it could be collected.
-    pub async fn terminate(&mut self, grace: Duration) -> Option<ExitStatus> {
+    /// `grace` passed; the leader is reaped.
+    pub async fn terminate(&mut self, grace: Duration) {
         self.signal(libc::SIGTERM);
         let early = tokio::time::timeout(grace, self.child.wait()).await;
         self.signal(libc::SIGKILL);
-        let status = match early {
-            Ok(Ok(status)) => Some(status),
-            _ => self.child.wait().await.ok(),
-        };
+        if !matches!(early, Ok(Ok(_))) {
+            let _ = self.child.wait().await;
+        }
         self.reaped = true;
-        status
     }
 
     fn signal(&self, signal: libc::c_int) {
