@@ -653,3 +653,15 @@ async fn a_dropped_batch_stops_its_calls() {
     tokio::time::sleep(Duration::from_millis(600)).await;
     assert!(s.log.lock().unwrap().is_empty());
 }
+
+#[tokio::test]
+async fn a_denial_wins_over_a_rewrite_that_came_with_it() {
+    let s = pre_hooks(vec![hook(
+        "Echo",
+        r#"echo '{"hookSpecificOutput":{"permissionDecision":"deny","permissionDecisionReason":"not today","updatedInput":{"txt":1}}}'"#,
+        None,
+    )]);
+    let (content, is_error) = run_one(&s, "Echo", json!({"text": "x"})).await;
+    assert!(is_error);
+    assert!(content.contains("not today"), "{content}");
+}

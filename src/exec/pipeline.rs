@@ -171,7 +171,12 @@ impl Pipeline {
             pre = self.hooks.pre_tool_use(name, &call.input, site) => pre,
         };
         timings.pre_hooks = start.elapsed();
-        if let Some(input) = pre.updated_input {
+        // A denied call never runs, so a rewrite that came with the denial does not matter.
+        let rewrite = match pre.verdict {
+            Some(HookVerdict::Deny(_)) => None,
+            _ => pre.updated_input,
+        };
+        if let Some(input) = rewrite {
             let was_safe = call.is_concurrency_safe();
             match self.admit(name, input, ctx) {
                 Ok(rewritten) => {
@@ -184,7 +189,8 @@ impl Pipeline {
                     timings.semantic += extra.semantic;
                     return Outcome::error(
                         format!(
-                            "A PreToolUse hook rewrote the input of this call, and the rewritten input is invalid: {message}"
+                            "A PreToolUse hook rewrote the input of this call, and the \
+                             rewritten input is invalid: {message}"
                         ),
                         timings,
                     );
