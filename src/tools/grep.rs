@@ -21,8 +21,9 @@ use super::paths;
 use super::{Progress, Tool, ToolContext, ToolError, ToolOutput};
 use crate::permissions::Access;
 
-/// Content lines collected at most, across files; the tool result could not show more anyway.
-const MAX_COLLECTED_LINES: usize = 20_000;
+/// Output collected at most, across files. Far more than a tool result shows, so any result
+/// that could be shown whole comes from a complete, deterministic search.
+const MAX_COLLECTED_BYTES: usize = 1 << 20;
 /// Matched lines are cut here: one minified line must not fill the result.
 const MAX_LINE_CHARS: usize = 500;
 
@@ -258,12 +259,14 @@ impl FileSink<'_> {
         self.binary = false;
     }
 
-    /// No file can contribute more than offset + limit lines to what is shown; one more
-    /// tells that the limit cut something.
+    /// No file can contribute more than offset + limit lines to what is shown (one more
+    /// tells that the limit cut something), nor more than the whole search may collect.
     fn wants_more(&self) -> bool {
-        self.search
-            .limit
-            .is_none_or(|limit| self.lines <= self.search.offset + limit)
+        self.text.len() <= MAX_COLLECTED_BYTES
+            && self
+                .search
+                .limit
+                .is_none_or(|limit| self.lines <= self.search.offset + limit)
     }
 
     fn push_line(&mut self, number: Option<u64>, separator: char, line: &[u8]) {
@@ -369,7 +372,8 @@ fn run(search: &Search, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
             if searched.is_err() || sink.binary || sink.matches == 0 {
                 return WalkState::Continue;
             }
-            let total = collected.fetch_add(sink.lines, Ordering::Relaxed) + sink.lines;
+            let size = sink.text.len() + sink.path.len() + 16;
+            let total = collected.fetch_add(size, Ordering::Relaxed) + size;
             let mtime = entry.metadata().ok().and_then(|m| m.modified().ok());
             if let Ok(mut hits) = hits.lock() {
                 hits.push(Hit {
@@ -379,7 +383,7 @@ fn run(search: &Search, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
                     text: std::mem::take(&mut sink.text),
                 });
             }
-            if total > MAX_COLLECTED_LINES {
+            if total > MAX_COLLECTED_BYTES {
                 stopped_early.store(true, Ordering::Relaxed);
                 return WalkState::Quit;
             }
@@ -461,9 +465,8 @@ fn render(search: &Search, hits: &[Hit], stopped_early: bool) -> String {
     if stopped_early {
         let _ = write!(
             out,
-            "\n\n(The search stopped after {MAX_COLLECTED_LINES} matching lines, so these \
-             results are incomplete. Narrow it with path, glob, type or a more specific \
-             pattern.)"
+            "\n\n(The search stopped early because it found too much, so these results are \
+             incomplete. Narrow it with path, glob, type or a more specific pattern.)"
         );
     }
     out

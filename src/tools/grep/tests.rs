@@ -317,3 +317,20 @@ async fn a_cancelled_search_reports_cancellation() {
     let err = grep(&ctx, json!({"pattern": "TODO"})).await.unwrap_err();
     assert_eq!(err, ToolError::Cancelled.to_string());
 }
+
+#[tokio::test]
+async fn huge_results_stop_the_search_with_a_note() {
+    let (dir, ctx) = setup();
+    let text = "match this line\n".repeat(30_000);
+    file(dir.path(), "a/big.txt", &text, 1);
+    file(dir.path(), "b/big.txt", &text, 1);
+    let out = grep(&ctx, json!({"pattern": "match", "output_mode": "content"}))
+        .await
+        .unwrap();
+    assert!(
+        out.ends_with("more specific pattern.)"),
+        "{}",
+        &out[out.len() - 200..]
+    );
+    assert!(out.lines().count() < 60_000);
+}
