@@ -44,3 +44,16 @@ pub trait PermissionPolicy: Send + Sync {
     fn grant(&self, rule: &str);
 }
 pub mod bash;
+mod engine;
+mod error;
+mod file_access;
+mod mode;
+pub mod paths;
+mod rules;
+mod shell_access;
+mod suggest;
+
+pub use engine::{PermissionEngine, ROOT_BYPASS_ENV};
+pub use error::PermissionError;
+pub use mode::{PermissionMode, check_bypass_allowed};
+pub use rules::{CliPermissions, RuleKind, SourcedRule, split_rule_list};

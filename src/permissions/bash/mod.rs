@@ -1,7 +1,307 @@
 //! Shell command analysis on the tree-sitter-bash AST.
+//!
+//! A command line is split into its simple commands (across `&&`, `||`, `;`, `|`, `&`,
+//! newlines and nested substitutions), each classified as read-only, mutating or unknown, plus
+//! findings: constructs that always need the user's approval whatever the allow rules say.
 
-/// Whether a command only reads (and so may run in parallel with other reads).
-/// Fails closed until the analyser judges otherwise.
-pub fn is_read_only_command(_command: &str) -> bool {
-    false
+mod analyse;
+mod git;
+mod parse;
+mod readonly;
+mod sed;
+
+pub use analyse::analyse;
+
+/// Longer command lines are not parsed at all; they always need approval.
+pub const MAX_COMMAND_LEN: usize = 32 * 1024;
+
+/// Whether a command only reads (and so may run in parallel with other reads): it parsed
+/// completely, has no findings, and every part is a known read-only command.
+pub fn is_read_only_command(command: &str) -> bool {
+    analyse(command).is_read_only()
+}
+
+/// One shell word after quote removal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Word {
+    /// Quotes and escapes removed when `literal`; the source text otherwise.
+    pub text: String,
+    /// The shell passes exactly `text` (pathname globbing aside): no expansion, substitution
+    /// or brace expansion.
+    pub literal: bool,
+    /// Written as a plain word without quotes, backslashes or glob characters: the only form
+    /// that can name a known program.
+    pub bare: bool,
+    /// Contains unquoted glob characters (`*`, `?`, `[`).
+    pub glob: bool,
+}
+
+impl Word {
+    pub(crate) fn literal(text: &str) -> Self {
+        Word {
+            text: text.to_string(),
+            literal: true,
+            bare: true,
+            glob: false,
+        }
+    }
+
+    fn quoted(text: String) -> Self {
+        Word {
+            text,
+            literal: true,
+            bare: false,
+            glob: false,
+        }
+    }
+
+    fn dynamic(raw: &str) -> Self {
+        Word {
+            text: raw.to_string(),
+            literal: false,
+            bare: false,
+            glob: false,
+        }
+    }
+
+    /// An unquoted word: backslashes escape the next character, a line continuation vanishes.
+    fn unquoted(raw: &str) -> Self {
+        let mut text = String::with_capacity(raw.len());
+        let mut escaped = false;
+        let mut glob = false;
+        let mut brace = false;
+        let mut chars = raw.chars();
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' => {
+                    escaped = true;
+                    match chars.next() {
+                        Some('\n') | None => {}
+                        Some(next) => text.push(next),
+                    }
+                }
+                '*' | '?' | '[' => {
+                    glob = true;
+                    text.push(c);
+                }
+                '{' => {
+                    brace = true;
+                    text.push(c);
+                }
+                _ => text.push(c),
+            }
+        }
+        Word {
+            text,
+            literal: !brace,
+            bare: !escaped && !glob && !brace,
+            glob,
+        }
+    }
+
+    /// Adjacent pieces forming one word, like `'r''m'` or `a"$b"`.
+    fn join(parts: Vec<Word>) -> Self {
+        if let [single] = parts.as_slice() {
+            return single.clone();
+        }
+        Word {
+            text: parts.iter().map(|p| p.text.as_str()).collect(),
+            literal: parts.iter().all(|p| p.literal),
+            bare: false,
+            glob: parts.iter().any(|p| p.glob),
+        }
+    }
+
+    /// Writing here changes no file.
+    fn is_harmless_sink(&self) -> bool {
+        if !self.literal || self.glob {
+            return false;
+        }
+        let t = self.text.as_str();
+        matches!(t, "/dev/null" | "/dev/stdout" | "/dev/stderr")
+            || t.strip_prefix("/dev/fd/")
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    }
+}
+
+/// What one simple command does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Effect {
+    /// Only reads; `paths` are the arguments that may name files it reads.
+    ReadOnly { paths: Vec<Word> },
+    /// `cd`: changes the shell's directory for later commands.
+    ChangesDirectory { target: Option<Word> },
+    /// Changes something; the text says what, e.g. "writes its output to a file".
+    Mutates(String),
+    /// Not a command ouro knows.
+    Unknown,
+}
+
+/// One simple command of a command line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Part {
+    /// As written.
+    pub source: String,
+    /// Environment set for this command: `NAME=value` prefixes and `env NAME=value`.
+    pub assignments: Vec<String>,
+    /// Program and arguments, wrappers (`timeout 5`, `nice`, `nohup`, `time`, `env`) included.
+    pub words: Vec<Word>,
+    /// Index in `words` of the program that actually runs once wrappers are stripped.
+    pub core: usize,
+    pub effect: Effect,
+}
+
+impl Part {
+    /// The program and arguments once wrappers are stripped.
+    pub fn core_words(&self) -> &[Word] {
+        self.words.get(self.core..).unwrap_or(&[])
+    }
+
+    /// The known program name (`/usr/bin/cat` is `cat`); `None` for `./cat`, `\cat`, `"$X"`.
+    pub fn program(&self) -> Option<&str> {
+        self.core_words().first().and_then(readonly::known_name)
+    }
+
+    pub fn is_read_only(&self) -> bool {
+        self.assignments.is_empty() && matches!(self.effect, Effect::ReadOnly { .. })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FindingKind {
+    CommandSubstitution,
+    ProcessSubstitution,
+    Arithmetic,
+    Subshell,
+    CommandGroup,
+    FunctionDefinition,
+    Assignment,
+    EnvPrefix,
+    Eval,
+    ShellString,
+    Exec,
+    Source,
+    WriteRedirect,
+    Tee,
+    CdThenRun,
+    FindAction,
+    Xargs,
+    HeredocToInterpreter,
+    Unsupported(String),
+    ParseError,
+    TooLong(usize),
+    TooDeep,
+}
+
+impl FindingKind {
+    /// The analysis could not see the whole command.
+    pub fn is_incomplete(&self) -> bool {
+        matches!(
+            self,
+            FindingKind::ParseError | FindingKind::TooLong(_) | FindingKind::TooDeep
+        )
+    }
+
+    fn describe(&self) -> String {
+        let text = match self {
+            FindingKind::CommandSubstitution => "runs a command substitution",
+            FindingKind::ProcessSubstitution => "runs a process substitution",
+            FindingKind::Arithmetic => {
+                "uses arithmetic evaluation, which can run commands hidden in variables"
+            }
+            FindingKind::Subshell => "runs commands in a subshell",
+            FindingKind::CommandGroup => "groups commands in braces",
+            FindingKind::FunctionDefinition => "defines a shell function",
+            FindingKind::Assignment => "sets shell variables",
+            FindingKind::EnvPrefix => "sets environment variables for the command",
+            FindingKind::Eval => "evaluates text as shell code",
+            FindingKind::ShellString => "runs a string as a shell script",
+            FindingKind::Exec => "replaces the shell with another program",
+            FindingKind::Source => "runs a script inside the shell",
+            FindingKind::WriteRedirect | FindingKind::Tee => "writes a file",
+            FindingKind::CdThenRun => "changes directory and then runs more commands",
+            FindingKind::FindAction => "makes find run commands, delete files or write files",
+            FindingKind::Xargs => "runs commands built from its input",
+            FindingKind::HeredocToInterpreter => "feeds a script to an interpreter",
+            FindingKind::Unsupported(kind) => {
+                return format!("uses shell syntax ouro does not analyse ({kind})");
+            }
+            FindingKind::ParseError => {
+                "could not be parsed completely, so what it would do is unknown"
+            }
+            FindingKind::TooLong(len) => {
+                return format!(
+                    "is too long to analyse ({len} bytes; the limit is {MAX_COMMAND_LEN})"
+                );
+            }
+            FindingKind::TooDeep => "is nested too deeply to analyse",
+        };
+        text.to_string()
+    }
+}
+
+/// A construct that needs the user's approval, whatever the allow rules say.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    pub kind: FindingKind,
+    /// The source text it was found in.
+    pub snippet: String,
+}
+
+impl Finding {
+    fn new(kind: FindingKind, snippet: &str) -> Self {
+        Finding {
+            kind,
+            snippet: snippet.to_string(),
+        }
+    }
+
+    /// "`tee pwned.txt` writes a file".
+    pub fn what(&self) -> String {
+        format!("`{}` {}", short(&self.snippet), self.kind.describe())
+    }
+
+    /// "`tee pwned.txt` writes a file; it needs approval".
+    pub fn reason(&self) -> String {
+        format!("{}; it needs approval", self.what())
+    }
+}
+
+/// A command line, analysed.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Analysis {
+    pub parts: Vec<Part>,
+    pub findings: Vec<Finding>,
+    /// Files read through `<`.
+    pub reads: Vec<Word>,
+    /// Files written through `>`, `>>`, `&>`, `>|` or `tee`.
+    pub writes: Vec<Word>,
+}
+
+impl Analysis {
+    /// The first finding that means part of the command was not analysed.
+    pub fn incomplete(&self) -> Option<&Finding> {
+        self.findings.iter().find(|f| f.kind.is_incomplete())
+    }
+
+    pub fn is_complete(&self) -> bool {
+        self.incomplete().is_none()
+    }
+
+    pub fn is_read_only(&self) -> bool {
+        self.findings.is_empty()
+            && !self.parts.is_empty()
+            && self.parts.iter().all(Part::is_read_only)
+    }
+}
+
+/// A snippet short enough for a one-line reason.
+pub fn short(text: &str) -> String {
+    const MAX: usize = 80;
+    let first_line = text.trim().lines().next().unwrap_or("");
+    let mut out: String = first_line.chars().take(MAX).collect();
+    if out.len() < text.trim().len() {
+        out.push('…');
+    }
+    out
 }

@@ -1,0 +1,208 @@
+//! Which git invocations only read.
+
+use super::readonly::path_arguments;
+use super::{Effect, Word};
+
+/// Subcommands that only read, whatever their (non-writing) flags.
+const READERS: &[&str] = &[
+    "status",
+    "log",
+    "diff",
+    "show",
+    "rev-parse",
+    "ls-files",
+    "ls-tree",
+    "blame",
+    "describe",
+    "shortlog",
+    "cat-file",
+    "merge-base",
+    "name-rev",
+    "show-ref",
+    "grep",
+    "rev-list",
+    "count-objects",
+    "whatchanged",
+    "annotate",
+];
+
+/// Flags of those subcommands that write files or run other programs.
+const WRITING_FLAGS: &[&str] = &["--output", "-O", "--open-files-in-pager", "--ext-diff"];
+
+/// `git branch` flags that only list.
+const BRANCH_LISTING: &[&str] = &[
+    "-a",
+    "--all",
+    "-r",
+    "--remotes",
+    "-v",
+    "-vv",
+    "--verbose",
+    "-l",
+    "--list",
+    "--show-current",
+    "--no-color",
+    "--color",
+    "--column",
+    "--no-column",
+    "-i",
+    "--ignore-case",
+    "--omit-empty",
+];
+
+/// `git branch` flags that only list and take a value (`--contains <commit>`).
+const BRANCH_LISTING_WITH_VALUE: &[&str] = &[
+    "--contains",
+    "--no-contains",
+    "--merged",
+    "--no-merged",
+    "--points-at",
+    "--sort",
+    "--format",
+];
+
+const CONFIG_READ: &[&str] = &["--get", "--get-all", "--get-regexp", "--list", "-l"];
+const CONFIG_NEUTRAL: &[&str] = &[
+    "--global",
+    "--local",
+    "--system",
+    "--show-origin",
+    "--show-scope",
+    "--null",
+    "-z",
+    "--name-only",
+    "--includes",
+    "--no-includes",
+];
+
+pub(super) fn classify(args: &[Word]) -> Effect {
+    let mut paths = Vec::new();
+    let mut i = 0;
+    // Global options before the subcommand.
+    while let Some(word) = args.get(i) {
+        let text = word.text.as_str();
+        match text {
+            "--no-pager"
+            | "-P"
+            | "--no-optional-locks"
+            | "--literal-pathspecs"
+            | "--no-replace-objects" => i += 1,
+            "-C" => {
+                if let Some(dir) = args.get(i + 1) {
+                    paths.push(dir.clone());
+                }
+                i += 2;
+            }
+            t if t.starts_with("--git-dir=") || t.starts_with("--work-tree=") => {
+                paths.extend(path_arguments(std::slice::from_ref(word), false));
+                i += 1;
+            }
+            // `-c` can set a pager, an fsmonitor hook or an alias: anything can run.
+            t if t.starts_with('-') => return Effect::Unknown,
+            _ => break,
+        }
+    }
+    let Some(sub) = args.get(i).filter(|w| w.literal && w.bare) else {
+        return Effect::Unknown;
+    };
+    let rest = &args[i + 1..];
+    let reads_only = match sub.text.as_str() {
+        s if READERS.contains(&s) => {
+            if let Some(flag) = rest
+                .iter()
+                .find(|w| WRITING_FLAGS.iter().any(|f| flag_is(&w.text, f)))
+            {
+                return Effect::Mutates(format!(
+                    "has `{}`, which writes or runs programs",
+                    flag.text
+                ));
+            }
+            if rest.iter().any(|w| w.text == "--no-index") {
+                paths.extend(path_arguments(rest, false));
+            }
+            true
+        }
+        "branch" => branch_lists(rest),
+        "tag" => {
+            rest.iter()
+                .all(|w| !is_flag(w) || matches!(w.text.as_str(), "-l" | "--list" | "-n"))
+                && (rest.is_empty() || rest.iter().any(|w| w.text == "-l" || w.text == "--list"))
+        }
+        "remote" => matches!(
+            texts(rest).as_slice(),
+            [] | ["-v"] | ["--verbose"] | ["get-url", _]
+        ),
+        "config" => config_reads(rest),
+        "stash" => matches!(texts(rest).first(), Some(&"list") | Some(&"show")),
+        "worktree" => matches!(texts(rest).as_slice(), ["list", ..]),
+        "reflog" => matches!(texts(rest).first(), None | Some(&"show")),
+        _ => return Effect::Unknown,
+    };
+    if reads_only {
+        Effect::ReadOnly { paths }
+    } else {
+        Effect::Mutates(format!(
+            "`git {}` with these arguments changes the repository",
+            sub.text
+        ))
+    }
+}
+
+fn is_flag(word: &Word) -> bool {
+    word.text.starts_with('-')
+}
+
+fn texts(words: &[Word]) -> Vec<&str> {
+    words.iter().map(|w| w.text.as_str()).collect()
+}
+
+/// `--output` matches `--output` and `--output=x`; `-O` matches `-Ovim` too.
+fn flag_is(text: &str, flag: &str) -> bool {
+    match text.strip_prefix(flag) {
+        Some("") => true,
+        Some(rest) => rest.starts_with('=') || !flag.starts_with("--"),
+        None => false,
+    }
+}
+
+fn branch_lists(args: &[Word]) -> bool {
+    let listing = args.iter().any(|w| w.text == "-l" || w.text == "--list");
+    let mut i = 0;
+    while let Some(word) = args.get(i) {
+        let text = word.text.as_str();
+        if BRANCH_LISTING.contains(&text) {
+            i += 1;
+        } else if BRANCH_LISTING_WITH_VALUE.contains(&text) {
+            i += 2;
+        } else if BRANCH_LISTING_WITH_VALUE
+            .iter()
+            .any(|f| text.starts_with(f) && text[f.len()..].starts_with('='))
+        {
+            i += 1;
+        } else if !is_flag(word) && listing {
+            // A pattern for `--list`.
+            i += 1;
+        } else {
+            return false;
+        }
+    }
+    true
+}
+
+fn config_reads(args: &[Word]) -> bool {
+    if matches!(texts(args).first(), Some(&"get") | Some(&"list")) {
+        return args[1..]
+            .iter()
+            .all(|w| !is_flag(w) || CONFIG_NEUTRAL.contains(&w.text.as_str()));
+    }
+    let mut reads = false;
+    for word in args.iter().filter(|w| is_flag(w)) {
+        let text = word.text.as_str();
+        if CONFIG_READ.contains(&text) {
+            reads = true;
+        } else if !CONFIG_NEUTRAL.contains(&text) {
+            return false;
+        }
+    }
+    reads
+}

@@ -1,0 +1,582 @@
+//! Walks the tree-sitter-bash syntax tree of a command line and turns it into simple commands
+//! plus findings. Only node kinds listed here are understood; anything else is reported as
+//! unsupported so the caller asks instead of guessing.
+
+use tree_sitter::{Node, Parser};
+
+use super::{Finding, FindingKind, MAX_COMMAND_LEN, Word};
+
+/// Deeper syntax trees than this are not walked (each shell construct adds a few levels).
+const MAX_DEPTH: usize = 200;
+
+/// One simple command as written, before wrappers are stripped.
+#[derive(Debug, Clone, Default)]
+pub(super) struct RawCommand {
+    pub source: String,
+    /// `NAME=value` prefixes.
+    pub assignments: Vec<String>,
+    pub words: Vec<Word>,
+    /// A here-document or here-string feeds its standard input.
+    pub fed_script: bool,
+}
+
+#[derive(Debug, Default)]
+pub(super) struct Parsed {
+    pub commands: Vec<RawCommand>,
+    pub findings: Vec<Finding>,
+    /// Files read through `<` redirections.
+    pub reads: Vec<Word>,
+    /// Files written through `>`-style redirections (other than /dev/null and friends).
+    pub writes: Vec<Word>,
+}
+
+pub(super) fn parse(command: &str) -> Parsed {
+    let mut out = Parsed::default();
+    if command.len() > MAX_COMMAND_LEN {
+        out.findings
+            .push(Finding::new(FindingKind::TooLong(command.len()), command));
+        return out;
+    }
+    let mut parser = Parser::new();
+    let tree = match parser.set_language(&tree_sitter_bash::LANGUAGE.into()) {
+        Ok(()) => parser.parse(command, None),
+        Err(_) => None,
+    };
+    let Some(tree) = tree else {
+        out.findings
+            .push(Finding::new(FindingKind::ParseError, command));
+        return out;
+    };
+    let root = tree.root_node();
+    if root.has_error() {
+        out.findings
+            .push(Finding::new(FindingKind::ParseError, command));
+    }
+    let mut walker = Walker {
+        src: command,
+        out,
+        too_deep: false,
+    };
+    walker.statement(root, 0);
+    walker.out
+}
+
+struct Walker<'s> {
+    src: &'s str,
+    out: Parsed,
+    too_deep: bool,
+}
+
+/// A node's children paired with the field name each one fills, if any.
+fn fields<'t>(node: Node<'t>) -> Vec<(Option<&'t str>, Node<'t>)> {
+    let mut out = Vec::new();
+    let mut cursor = node.walk();
+    if cursor.goto_first_child() {
+        loop {
+            out.push((cursor.field_name(), cursor.node()));
+            if !cursor.goto_next_sibling() {
+                break;
+            }
+        }
+    }
+    out
+}
+
+fn named_children(node: Node<'_>) -> Vec<Node<'_>> {
+    let mut cursor = node.walk();
+    node.named_children(&mut cursor).collect()
+}
+
+/// Operators of `[[ ]]` that evaluate their operands as arithmetic, where array subscripts
+/// can run commands.
+const ARITHMETIC_TESTS: &[&str] = &["-eq", "-ne", "-lt", "-le", "-gt", "-ge"];
+
+impl<'s> Walker<'s> {
+    fn text(&self, node: Node<'_>) -> &'s str {
+        self.src.get(node.byte_range()).unwrap_or("")
+    }
+
+    fn find(&mut self, kind: FindingKind, node: Node<'_>) {
+        let snippet = self.text(node);
+        self.out.findings.push(Finding::new(kind, snippet));
+    }
+
+    fn deep(&mut self, depth: usize, node: Node<'_>) -> bool {
+        if depth <= MAX_DEPTH {
+            return false;
+        }
+        if !self.too_deep {
+            self.too_deep = true;
+            self.find(FindingKind::TooDeep, node);
+        }
+        true
+    }
+
+    fn statement(&mut self, node: Node<'_>, depth: usize) {
+        if self.deep(depth, node) {
+            return;
+        }
+        match node.kind() {
+            "program" | "list" | "pipeline" | "do_group" | "if_statement" | "elif_clause"
+            | "else_clause" | "while_statement" | "negated_command" => {
+                for child in named_children(node) {
+                    self.statement(child, depth + 1);
+                }
+            }
+            "comment" => {}
+            "command" => self.command(node, depth),
+            "redirected_statement" => self.redirected(node, depth),
+            "test_command" => self.test(node, depth),
+            "subshell" => {
+                self.find(FindingKind::Subshell, node);
+                self.scan(node, depth);
+            }
+            "compound_statement" => {
+                let arithmetic = node.child(0).is_some_and(|c| c.kind() == "((");
+                let kind = if arithmetic {
+                    FindingKind::Arithmetic
+                } else {
+                    FindingKind::CommandGroup
+                };
+                self.find(kind, node);
+                self.scan(node, depth);
+            }
+            "function_definition" => {
+                self.find(FindingKind::FunctionDefinition, node);
+                self.scan(node, depth);
+            }
+            "for_statement" => {
+                for (field, child) in fields(node) {
+                    match field {
+                        Some("value") => {
+                            self.word(child, depth + 1);
+                        }
+                        Some("body") => self.statement(child, depth + 1),
+                        _ => {}
+                    }
+                }
+            }
+            "case_statement" => {
+                for (field, child) in fields(node) {
+                    if field == Some("value") {
+                        self.word(child, depth + 1);
+                    } else if child.kind() == "case_item" {
+                        for (item_field, item) in fields(child) {
+                            if item_field == Some("value") {
+                                self.word(item, depth + 2);
+                            } else if item.is_named() {
+                                self.statement(item, depth + 2);
+                            }
+                        }
+                    }
+                }
+            }
+            "variable_assignment"
+            | "variable_assignments"
+            | "declaration_command"
+            | "unset_command" => {
+                self.find(FindingKind::Assignment, node);
+                self.scan(node, depth);
+            }
+            "ERROR" => self.scan(node, depth),
+            other => {
+                self.find(FindingKind::Unsupported(other.to_string()), node);
+                self.scan(node, depth);
+            }
+        }
+    }
+
+    /// Looks inside a construct that is not analysed as a whole, so the commands nested in it
+    /// still show up (deny rules must see them) and their own findings are reported.
+    fn scan(&mut self, node: Node<'_>, depth: usize) {
+        if self.deep(depth, node) {
+            return;
+        }
+        for child in named_children(node) {
+            match child.kind() {
+                "command_substitution" | "process_substitution" | "arithmetic_expansion" => {
+                    self.word(child, depth + 1);
+                }
+                "program"
+                | "list"
+                | "pipeline"
+                | "do_group"
+                | "if_statement"
+                | "elif_clause"
+                | "else_clause"
+                | "while_statement"
+                | "negated_command"
+                | "command"
+                | "redirected_statement"
+                | "test_command"
+                | "subshell"
+                | "compound_statement"
+                | "function_definition"
+                | "for_statement"
+                | "c_style_for_statement"
+                | "case_statement" => self.statement(child, depth + 1),
+                "file_redirect" | "heredoc_redirect" | "herestring_redirect" => {
+                    let mut fed = false;
+                    self.redirect(child, depth + 1, &mut fed);
+                }
+                _ => self.scan(child, depth + 1),
+            }
+        }
+    }
+
+    fn command(&mut self, node: Node<'_>, depth: usize) {
+        // The command goes in before the commands nested in its words, so the outer command
+        // comes first when reasons are reported.
+        let index = self.out.commands.len();
+        self.out.commands.push(RawCommand {
+            source: self.text(node).to_string(),
+            ..RawCommand::default()
+        });
+        let mut assignments = Vec::new();
+        let mut words = Vec::new();
+        let mut fed = false;
+        for (field, child) in fields(node) {
+            match (field, child.kind()) {
+                (Some("name"), _) => {
+                    let inner = named_children(child);
+                    match inner.as_slice() {
+                        [single] => words.push(self.word(*single, depth + 1)),
+                        _ => words.push(self.word(child, depth + 1)),
+                    }
+                }
+                (Some("argument"), _) => words.push(self.word(child, depth + 1)),
+                (Some("redirect"), _) => self.redirect(child, depth + 1, &mut fed),
+                (_, "variable_assignment") => {
+                    assignments.push(self.text(child).to_string());
+                    self.scan(child, depth + 1);
+                }
+                (_, "comment") => {}
+                (_, _) if !child.is_named() => {}
+                (_, other) => {
+                    self.find(FindingKind::Unsupported(other.to_string()), child);
+                    self.scan(child, depth + 1);
+                }
+            }
+        }
+        if let Some(raw) = self.out.commands.get_mut(index) {
+            raw.assignments = assignments;
+            raw.words = words;
+            raw.fed_script = fed;
+        }
+    }
+
+    fn redirected(&mut self, node: Node<'_>, depth: usize) {
+        let before = self.out.commands.len();
+        let mut fed = false;
+        for (field, child) in fields(node) {
+            match (field, child.kind()) {
+                (Some("body"), _) => self.statement(child, depth + 1),
+                (_, "file_redirect" | "heredoc_redirect" | "herestring_redirect") => {
+                    self.redirect(child, depth + 1, &mut fed);
+                }
+                (_, "comment") => {}
+                (_, _) if !child.is_named() => {}
+                (_, other) => {
+                    self.find(FindingKind::Unsupported(other.to_string()), child);
+                    self.scan(child, depth + 1);
+                }
+            }
+        }
+        if fed {
+            // Everything in the body may read the document; which command actually does is
+            // not worth guessing.
+            for raw in self.out.commands.iter_mut().skip(before) {
+                raw.fed_script = true;
+            }
+        }
+    }
+
+    fn redirect(&mut self, node: Node<'_>, depth: usize, fed: &mut bool) {
+        if self.deep(depth, node) {
+            return;
+        }
+        match node.kind() {
+            "file_redirect" => self.file_redirect(node, depth),
+            "herestring_redirect" => {
+                *fed = true;
+                for child in named_children(node) {
+                    if child.kind() != "file_descriptor" {
+                        self.word(child, depth + 1);
+                    }
+                }
+            }
+            "heredoc_redirect" => {
+                *fed = true;
+                for (field, child) in fields(node) {
+                    match (field, child.kind()) {
+                        (_, "heredoc_start" | "heredoc_end" | "file_descriptor") => {}
+                        (_, "heredoc_body") => self.heredoc_body(child, depth + 1),
+                        (Some("redirect"), _) => self.redirect(child, depth + 1, fed),
+                        (Some("argument"), _) => {
+                            self.word(child, depth + 1);
+                        }
+                        (_, _) if !child.is_named() => {}
+                        _ => self.statement(child, depth + 1),
+                    }
+                }
+            }
+            other => {
+                self.find(FindingKind::Unsupported(other.to_string()), node);
+                self.scan(node, depth);
+            }
+        }
+    }
+
+    fn heredoc_body(&mut self, node: Node<'_>, depth: usize) {
+        for child in named_children(node) {
+            if child.kind() != "heredoc_content" {
+                self.word(child, depth + 1);
+            }
+        }
+    }
+
+    fn file_redirect(&mut self, node: Node<'_>, depth: usize) {
+        let mut operator = "";
+        let mut parts = Vec::new();
+        for (field, child) in fields(node) {
+            match field {
+                Some("destination") => parts.push(self.word(child, depth + 1)),
+                Some("descriptor") => {}
+                _ if !child.is_named() => operator = child.kind(),
+                _ => {
+                    self.find(FindingKind::Unsupported(child.kind().to_string()), child);
+                }
+            }
+        }
+        let target = Word::join(parts);
+        let is_fd = target.literal
+            && !target.text.is_empty()
+            && (target.text == "-" || target.text.bytes().all(|b| b.is_ascii_digit()));
+        match operator {
+            "<" => self.out.reads.push(target),
+            "<&" | "<&-" | ">&-" => {}
+            ">&" if is_fd => {}
+            ">" | ">>" | "&>" | "&>>" | ">|" | ">&" => {
+                if !target.is_harmless_sink() {
+                    self.find(FindingKind::WriteRedirect, node);
+                    self.out.writes.push(target);
+                }
+            }
+            other => {
+                self.find(
+                    FindingKind::Unsupported(format!("redirection {other}")),
+                    node,
+                );
+            }
+        }
+    }
+
+    fn test(&mut self, node: Node<'_>, depth: usize) {
+        let bracket = node.child(0).map(|c| c.kind()).unwrap_or("[");
+        self.out.commands.push(RawCommand {
+            source: self.text(node).to_string(),
+            words: vec![Word::literal(bracket)],
+            ..RawCommand::default()
+        });
+        for child in named_children(node) {
+            self.test_expression(child, depth + 1);
+        }
+    }
+
+    fn test_expression(&mut self, node: Node<'_>, depth: usize) {
+        if self.deep(depth, node) {
+            return;
+        }
+        match node.kind() {
+            "binary_expression" | "unary_expression" | "parenthesized_expression" => {
+                let operator = node
+                    .child_by_field_name("operator")
+                    .map(|op| self.text(op))
+                    .unwrap_or("");
+                let operands: Vec<Node<'_>> = named_children(node)
+                    .into_iter()
+                    .filter(|c| c.kind() != "test_operator")
+                    .collect();
+                if operator == "-v" || operator == "-R" {
+                    self.find(FindingKind::Arithmetic, node);
+                }
+                if ARITHMETIC_TESTS.contains(&operator) {
+                    let plain_numbers = operands.iter().all(|op| {
+                        let word = self.word(*op, depth + 1);
+                        word.literal && is_integer(&word.text)
+                    });
+                    if !plain_numbers {
+                        self.find(FindingKind::Arithmetic, node);
+                    }
+                    return;
+                }
+                for operand in operands {
+                    self.test_expression(operand, depth + 1);
+                }
+            }
+            "test_operator" => {}
+            "word"
+            | "string"
+            | "raw_string"
+            | "concatenation"
+            | "simple_expansion"
+            | "expansion"
+            | "number"
+            | "command_substitution"
+            | "regex"
+            | "extglob_pattern"
+            | "ansi_c_string" => {
+                self.word(node, depth + 1);
+            }
+            other => {
+                self.find(FindingKind::Unsupported(other.to_string()), node);
+                self.scan(node, depth);
+            }
+        }
+    }
+
+    /// Resolves a word-like node; substitutions inside it become commands and findings.
+    fn word(&mut self, node: Node<'_>, depth: usize) -> Word {
+        let raw = self.text(node);
+        if self.deep(depth, node) {
+            return Word::dynamic(raw);
+        }
+        if !node.is_named() {
+            return Word::literal(raw);
+        }
+        match node.kind() {
+            "word" => Word::unquoted(raw),
+            "number" => {
+                if node.named_child_count() == 0 {
+                    Word::unquoted(raw)
+                } else {
+                    self.scan(node, depth);
+                    Word::dynamic(raw)
+                }
+            }
+            "raw_string" => {
+                let inner = raw
+                    .strip_prefix('\'')
+                    .and_then(|s| s.strip_suffix('\''))
+                    .unwrap_or(raw);
+                Word::quoted(inner.to_string())
+            }
+            "string" => self.double_quoted(node, depth),
+            "concatenation" => {
+                let parts = named_children(node)
+                    .into_iter()
+                    .map(|c| self.word(c, depth + 1))
+                    .collect();
+                Word::join(parts)
+            }
+            "simple_expansion" => Word::dynamic(raw),
+            "expansion" => {
+                self.expansion(node, depth);
+                Word::dynamic(raw)
+            }
+            "command_substitution" => {
+                self.find(FindingKind::CommandSubstitution, node);
+                self.scan(node, depth);
+                Word::dynamic(raw)
+            }
+            "process_substitution" => {
+                self.find(FindingKind::ProcessSubstitution, node);
+                self.scan(node, depth);
+                Word::dynamic(raw)
+            }
+            "arithmetic_expansion" => {
+                self.find(FindingKind::Arithmetic, node);
+                self.scan(node, depth);
+                Word::dynamic(raw)
+            }
+            "ansi_c_string"
+            | "translated_string"
+            | "brace_expression"
+            | "array"
+            | "regex"
+            | "extglob_pattern"
+            | "variable_name"
+            | "special_variable_name" => {
+                self.scan(node, depth);
+                Word::dynamic(raw)
+            }
+            other => {
+                self.find(FindingKind::Unsupported(other.to_string()), node);
+                self.scan(node, depth);
+                Word::dynamic(raw)
+            }
+        }
+    }
+
+    fn double_quoted(&mut self, node: Node<'_>, depth: usize) -> Word {
+        let mut parts = Vec::new();
+        for child in named_children(node) {
+            if child.kind() == "string_content" {
+                parts.push(Word::quoted(unescape_double_quoted(self.text(child))));
+            } else {
+                let mut inner = self.word(child, depth + 1);
+                // Inside double quotes nothing is split or globbed.
+                inner.glob = false;
+                parts.push(inner);
+            }
+        }
+        let mut word = Word::join(parts);
+        word.bare = false;
+        word
+    }
+
+    /// `${...}`: plain reads are fine; assignments, indirection, transformations and
+    /// subscripts (arithmetic) are findings.
+    fn expansion(&mut self, node: Node<'_>, depth: usize) {
+        for (field, child) in fields(node) {
+            if field == Some("operator") {
+                match self.text(child) {
+                    "=" | ":=" => self.find(FindingKind::Assignment, node),
+                    "!" | "@" => self.find(
+                        FindingKind::Unsupported("indirect or transforming expansion".into()),
+                        node,
+                    ),
+                    _ => {}
+                }
+                continue;
+            }
+            match child.kind() {
+                "variable_name" | "special_variable_name" | "regex" => {}
+                "subscript" => self.find(FindingKind::Arithmetic, child),
+                _ if !child.is_named() => {}
+                _ => {
+                    self.word(child, depth + 1);
+                }
+            }
+        }
+    }
+}
+
+fn is_integer(text: &str) -> bool {
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// Inside double quotes a backslash only escapes `$`, `` ` ``, `"`, `\` and a newline.
+fn unescape_double_quoted(raw: &str) -> String {
+    let mut out = String::with_capacity(raw.len());
+    let mut chars = raw.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            match chars.peek() {
+                Some('$' | '`' | '"' | '\\') => {
+                    if let Some(next) = chars.next() {
+                        out.push(next);
+                    }
+                }
+                Some('\n') => {
+                    chars.next();
+                }
+                _ => out.push(c),
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}

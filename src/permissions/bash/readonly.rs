@@ -1,0 +1,372 @@
+//! The built-in knowledge of programs: which only read, which flags make them write, and which
+//! wrapper commands (`timeout`, `nice`, `nohup`, `time`, `env`) just run another command.
+
+use super::{Effect, Word, git, sed};
+
+/// The program a word names, if it is one ouro may know: a bare word, or a bare absolute path
+/// in /bin or /usr/bin. `./cat`, `/tmp/cat`, `\cat` and `"$X"` name unknown programs.
+pub(super) fn known_name(word: &Word) -> Option<&str> {
+    if !word.bare || !word.literal || word.text.is_empty() {
+        return None;
+    }
+    let text = word.text.as_str();
+    let name = text
+        .strip_prefix("/usr/bin/")
+        .or_else(|| text.strip_prefix("/bin/"))
+        .unwrap_or(text);
+    (!name.contains('/')).then_some(name)
+}
+
+/// The last path component of a literal word: what the shell would run, for spotting
+/// dangerous programs however they are spelled (`\eval`, `'sh'`, `/bin/sh`).
+pub(super) fn resolved_name(word: &Word) -> Option<&str> {
+    if !word.literal {
+        return None;
+    }
+    word.text.rsplit('/').next()
+}
+
+/// Where the wrapped command starts, and the `NAME=value` words `env` sets on the way.
+pub(super) struct Stripped {
+    pub core: usize,
+    pub assignments: Vec<String>,
+}
+
+/// Skips wrapper commands; the core is the wrapper itself when it is used in a way not
+/// understood here (so it stays unknown).
+pub(super) fn strip_wrappers(words: &[Word]) -> Stripped {
+    let mut core = 0;
+    let mut assignments = Vec::new();
+    while let Some(name) = words.get(core).and_then(known_name) {
+        let args = &words[core + 1..];
+        let skip = match name {
+            "timeout" => timeout_args(args),
+            "nice" => nice_args(args),
+            "nohup" => Some(0),
+            "time" => Some(usize::from(args.first().is_some_and(|w| w.text == "-p"))),
+            "env" => env_args(args, &mut assignments),
+            _ => None,
+        };
+        match skip {
+            Some(n) if core + 1 + n < words.len() => core += 1 + n,
+            _ => break,
+        }
+    }
+    Stripped { core, assignments }
+}
+
+fn is_flag(word: &Word) -> bool {
+    word.literal && word.text.starts_with('-') && word.text != "-"
+}
+
+/// How many words of `timeout`'s own options and duration precede the command.
+fn timeout_args(args: &[Word]) -> Option<usize> {
+    let mut i = 0;
+    while let Some(word) = args.get(i).filter(|w| is_flag(w)) {
+        match word.text.as_str() {
+            "--preserve-status" | "--foreground" | "-v" | "--verbose" => i += 1,
+            "-s" | "-k" | "--signal" | "--kill-after" => i += 2,
+            t if t.starts_with("--signal=")
+                || t.starts_with("--kill-after=")
+                || t.starts_with("-s")
+                || t.starts_with("-k") =>
+            {
+                i += 1
+            }
+            _ => return None,
+        }
+    }
+    // The duration.
+    args.get(i).filter(|w| w.literal)?;
+    Some(i + 1)
+}
+
+fn nice_args(args: &[Word]) -> Option<usize> {
+    match args.first() {
+        Some(w) if w.text == "-n" => Some(2),
+        Some(w) if w.text.starts_with("--adjustment=") => Some(1),
+        Some(w)
+            if w.literal
+                && w.text.len() > 1
+                && w.text.starts_with('-')
+                && w.text[1..]
+                    .trim_start_matches(['n', '-'])
+                    .bytes()
+                    .all(|b| b.is_ascii_digit()) =>
+        {
+            Some(1)
+        }
+        Some(w) if is_flag(w) => None,
+        _ => Some(0),
+    }
+}
+
+fn env_args(args: &[Word], assignments: &mut Vec<String>) -> Option<usize> {
+    let mut i = 0;
+    while let Some(word) = args.get(i) {
+        let text = word.text.as_str();
+        match text {
+            "-i" | "--ignore-environment" | "-" => i += 1,
+            "-u" | "--unset" => i += 2,
+            "--" => {
+                i += 1;
+                break;
+            }
+            t if t.starts_with("--unset=") => i += 1,
+            t if t.starts_with('-') => return None,
+            t if is_assignment(t) => {
+                assignments.push(t.to_string());
+                i += 1;
+            }
+            _ => break,
+        }
+    }
+    while let Some(word) = args.get(i).filter(|w| is_assignment(&w.text)) {
+        assignments.push(word.text.clone());
+        i += 1;
+    }
+    Some(i)
+}
+
+fn is_assignment(text: &str) -> bool {
+    match text.split_once('=') {
+        Some((name, _)) => {
+            !name.is_empty()
+                && !name.starts_with(|c: char| c.is_ascii_digit())
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        }
+        None => false,
+    }
+}
+
+/// Programs that read files named by their arguments and never write.
+const FILE_READERS: &[&str] = &[
+    "cat",
+    "head",
+    "tail",
+    "wc",
+    "ls",
+    "stat",
+    "du",
+    "df",
+    "nl",
+    "od",
+    "hexdump",
+    "strings",
+    "md5sum",
+    "sha1sum",
+    "sha224sum",
+    "sha256sum",
+    "sha384sum",
+    "sha512sum",
+    "b2sum",
+    "cksum",
+    "cut",
+    "diff",
+    "cmp",
+    "file",
+    "realpath",
+    "readlink",
+    "tac",
+    "column",
+    "paste",
+    "comm",
+    "join",
+    "fold",
+    "rev",
+    "tree",
+    "sort",
+    "uniq",
+    "find",
+    "grep",
+    "egrep",
+    "fgrep",
+    "rg",
+    "jq",
+    "tr",
+    "expand",
+    "unexpand",
+    "fmt",
+];
+
+/// Programs whose first positional argument is a pattern or filter rather than a file.
+const PATTERN_FIRST: &[&str] = &["grep", "egrep", "fgrep", "rg", "jq"];
+
+/// Programs that read no files at all.
+const PURE: &[&str] = &[
+    "echo", "printf", "pwd", "true", "false", "whoami", "id", "uname", "basename", "dirname",
+    "which", "type", "printenv", "seq", "nproc", "uptime", "arch", "groups", "test", "[", "[[",
+];
+
+/// Programs where only `--version` (or `-V`) is known to be harmless.
+const VERSION_ONLY: &[&str] = &[
+    "cargo", "rustc", "rustup", "node", "npm", "python", "python3", "go", "java", "gcc", "clang",
+    "make", "pip", "pip3", "git",
+];
+
+pub(super) fn classify(words: &[Word]) -> Effect {
+    let Some(program) = words.first().and_then(known_name) else {
+        return Effect::Unknown;
+    };
+    let args = &words[1..];
+    if VERSION_ONLY.contains(&program)
+        && matches!(args, [only] if only.text == "--version" || only.text == "-V")
+    {
+        return Effect::ReadOnly { paths: Vec::new() };
+    }
+    match program {
+        "git" => git::classify(args),
+        "sed" => sed::classify(args),
+        "cd" => change_directory(args),
+        "env" | "nice" | "time" if args.is_empty() => Effect::ReadOnly { paths: Vec::new() },
+        "date" => date(args),
+        "hostname" if args.is_empty() => Effect::ReadOnly { paths: Vec::new() },
+        "command"
+            if args
+                .first()
+                .is_some_and(|w| w.text == "-v" || w.text == "-V") =>
+        {
+            Effect::ReadOnly { paths: Vec::new() }
+        }
+        "tee" => tee(args),
+        p if PURE.contains(&p) => pure(p, args),
+        p if FILE_READERS.contains(&p) => match writing_flag(p, args) {
+            Some(what) => Effect::Mutates(what.to_string()),
+            None => Effect::ReadOnly {
+                paths: path_arguments(args, PATTERN_FIRST.contains(&p)),
+            },
+        },
+        _ => Effect::Unknown,
+    }
+}
+
+fn pure(program: &str, args: &[Word]) -> Effect {
+    // `test -v 'a[$(cmd)]'` evaluates the subscript.
+    let evaluates = matches!(program, "test" | "[" | "[[")
+        && args.iter().any(|w| w.text == "-v" || w.text == "-R");
+    if evaluates {
+        return Effect::Unknown;
+    }
+    Effect::ReadOnly { paths: Vec::new() }
+}
+
+fn date(args: &[Word]) -> Effect {
+    let sets = args.iter().any(|w| {
+        w.text.starts_with("--set")
+            || (w.text.starts_with('-') && !w.text.starts_with("--") && w.text.contains('s'))
+    });
+    if sets {
+        Effect::Mutates("sets the system clock".into())
+    } else {
+        Effect::ReadOnly {
+            paths: path_arguments(args, false),
+        }
+    }
+}
+
+fn tee(args: &[Word]) -> Effect {
+    let files: Vec<&Word> = args
+        .iter()
+        .filter(|w| !is_flag(w) && !w.is_harmless_sink())
+        .collect();
+    if files.is_empty() {
+        Effect::ReadOnly { paths: Vec::new() }
+    } else {
+        Effect::Mutates("writes a file".into())
+    }
+}
+
+fn change_directory(args: &[Word]) -> Effect {
+    let targets: Vec<&Word> = args
+        .iter()
+        .filter(|w| !(is_flag(w) && matches!(w.text.as_str(), "-P" | "-L" | "-e" | "-@")))
+        .collect();
+    match targets.as_slice() {
+        [] => Effect::ChangesDirectory { target: None },
+        [one] if one.text != "-" => Effect::ChangesDirectory {
+            target: Some((*one).clone()),
+        },
+        _ => Effect::Unknown,
+    }
+}
+
+/// A flag that makes an otherwise read-only program write or run other programs.
+fn writing_flag(program: &str, args: &[Word]) -> Option<&'static str> {
+    let short_has = |letter: char| {
+        args.iter().any(|w| {
+            w.text.starts_with('-') && !w.text.starts_with("--") && w.text[1..].contains(letter)
+        })
+    };
+    let long_has = |name: &str| args.iter().any(|w| w.text.starts_with(name));
+    match program {
+        "sort" if short_has('o') || long_has("--output") => Some("writes its output to a file"),
+        "sort" if long_has("--compress-program") => Some("runs a compression program"),
+        "tree" if short_has('o') || long_has("--output") => Some("writes its output to a file"),
+        "file" if short_has('C') || long_has("--compile") => Some("writes a compiled magic file"),
+        "rg" if long_has("--pre") || long_has("--hostname-bin") => {
+            Some("runs other programs on the files it searches")
+        }
+        "uniq" if args.iter().filter(|w| !is_flag(w)).count() > 1 => {
+            Some("writes its output to a file")
+        }
+        "find" => find_action(args),
+        _ => None,
+    }
+}
+
+/// `find` primaries that run commands, delete or write files.
+pub(super) fn find_action(args: &[Word]) -> Option<&'static str> {
+    args.iter().find_map(|w| match w.text.as_str() {
+        "-exec" | "-execdir" | "-ok" | "-okdir" => Some("runs a command for each file found"),
+        "-delete" => Some("deletes the files it finds"),
+        "-fprint" | "-fprint0" | "-fprintf" | "-fls" => Some("writes a file"),
+        _ => None,
+    })
+}
+
+/// The arguments that may name files: every operand and every flag value that looks like a
+/// path. Arguments that are not literal are kept, so the caller can refuse to guess.
+pub(super) fn path_arguments(args: &[Word], pattern_first: bool) -> Vec<Word> {
+    let explicit_pattern = args.iter().any(|w| {
+        let t = w.text.as_str();
+        t == "-e" || t == "-f" || t.starts_with("--regexp") || t.starts_with("--file")
+    });
+    let mut skip_pattern = pattern_first && !explicit_pattern;
+    let mut paths = Vec::new();
+    let mut after_dashdash = false;
+    for (i, word) in args.iter().enumerate() {
+        if !word.literal {
+            paths.push(word.clone());
+            continue;
+        }
+        let text = word.text.as_str();
+        if !after_dashdash && text == "--" {
+            after_dashdash = true;
+            continue;
+        }
+        if !after_dashdash && text.starts_with('-') && text != "-" {
+            if let Some(value) = flag_value(text) {
+                paths.push(Word {
+                    text: value.to_string(),
+                    ..word.clone()
+                });
+            }
+            continue;
+        }
+        let follows_flag = i > 0 && !after_dashdash && is_flag(&args[i - 1]);
+        if skip_pattern && !follows_flag {
+            skip_pattern = false;
+            continue;
+        }
+        paths.push(word.clone());
+    }
+    paths
+}
+
+/// The part of a flag that may be a path: after `=`, or from its first `/` or `~`.
+fn flag_value(flag: &str) -> Option<&str> {
+    if let Some((_, value)) = flag.split_once('=') {
+        return Some(value);
+    }
+    flag.find(['/', '~']).map(|at| &flag[at..])
+}

@@ -1,0 +1,25 @@
+//! What can go wrong while setting up the permission engine.
+
+use super::mode::PermissionMode;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PermissionError {
+    #[error(
+        "unknown permission mode `{given}`; use one of: {}",
+        PermissionMode::names()
+    )]
+    UnknownMode { given: String },
+    #[error(
+        "the permission mode `{given}` in {source_label} is not valid; use one of: {}",
+        PermissionMode::names()
+    )]
+    UnknownSettingsMode { given: String, source_label: String },
+    #[error("invalid permission rule `{rule}`: {reason}")]
+    InvalidRule { rule: String, reason: String },
+    #[error(
+        "bypassPermissions is refused when running as root: every command the model chose would \
+         run with full control of this machine. Run ouro as a normal user, or set \
+         OURO_ALLOW_ROOT_BYPASS=1 if you really mean it (for example inside a throwaway container)"
+    )]
+    RootBypass,
+}

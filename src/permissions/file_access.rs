@@ -1,0 +1,88 @@
+//! Decisions for file tools: paths are judged by what they resolve to.
+
+use std::path::Path;
+
+use super::engine::{Applicable, PermissionEngine, rule_clause};
+use super::mode::PermissionMode;
+use super::rules::RuleKind;
+use super::{Decision, paths};
+
+pub(crate) fn decide(
+    engine: &PermissionEngine,
+    applicable: &Applicable<'_>,
+    tool: &str,
+    path: &Path,
+    write: bool,
+) -> Decision {
+    let shown = path.display();
+    if paths::is_unc(path) {
+        return Decision::Deny(format!(
+            "`{shown}` is a network share (UNC path); ouro does not read or write network paths"
+        ));
+    }
+    let lexical = paths::lexical(&engine.root, path);
+    let resolved = paths::resolve(&lexical);
+    if paths::is_device(&lexical, &resolved) {
+        return Decision::Deny(format!(
+            "`{shown}` is a device file; ouro does not read or write devices"
+        ));
+    }
+    let target = if lexical == resolved {
+        format!("`{}`", engine.display_path(&lexical))
+    } else {
+        format!(
+            "`{}` (which resolves to `{}`)",
+            engine.display_path(&lexical),
+            resolved.display()
+        )
+    };
+    // A deny rule holds for the path as named and for where it really leads.
+    let named_or_real = |r: &&_| {
+        let r: &super::rules::CompiledRule = r;
+        r.matches_path(&lexical) || r.matches_path(&resolved)
+    };
+    if let Some(rule) = applicable.of(RuleKind::Deny).find(named_or_real) {
+        return Decision::Deny(format!("`{tool}` on {target} {}", rule_clause(rule)));
+    }
+    if engine.mode == PermissionMode::BypassPermissions {
+        return Decision::Allow;
+    }
+    if write && engine.mode == PermissionMode::Plan {
+        return Decision::Deny(format!(
+            "`{tool}` would change {target}, and plan mode runs nothing that changes files; \
+             present the plan instead"
+        ));
+    }
+    if let Some(rule) = applicable.of(RuleKind::Ask).find(named_or_real) {
+        return Decision::Ask(format!(
+            "`{tool}` on {target} {}; it needs approval",
+            rule_clause(rule)
+        ));
+    }
+    let inside = engine.is_inside(&resolved);
+    // Allow rules are judged on the real target, so a symlink cannot borrow a rule.
+    let mut allowing = applicable
+        .of(RuleKind::Allow)
+        .filter(|r| r.matches_path(&resolved));
+    if !write {
+        if inside || allowing.next().is_some() {
+            return Decision::Allow;
+        }
+        return Decision::Ask(format!(
+            "`{tool}` would read {target}, outside the project; it needs approval"
+        ));
+    }
+    if inside {
+        if engine.mode == PermissionMode::AcceptEdits || allowing.next().is_some() {
+            return Decision::Allow;
+        }
+        return Decision::Ask(format!("`{tool}` would change {target}; it needs approval"));
+    }
+    // Outside the project only a rule naming the path lets a write through.
+    if allowing.any(|r| !r.is_whole_tool()) {
+        return Decision::Allow;
+    }
+    Decision::Ask(format!(
+        "`{tool}` would change {target}, outside the project; writes outside the project always need approval"
+    ))
+}

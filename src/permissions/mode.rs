@@ -1,0 +1,97 @@
+//! Permission modes, spelled as Claude Code spells them.
+
+use std::fmt;
+use std::str::FromStr;
+
+use super::error::PermissionError;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum PermissionMode {
+    /// Read-only actions inside the project run; everything else asks.
+    #[default]
+    Default,
+    /// File edits inside the project run without asking too.
+    AcceptEdits,
+    /// Nothing that changes anything runs.
+    Plan,
+    /// Whatever would ask is denied.
+    DontAsk,
+    /// Everything runs except what a deny rule refuses.
+    BypassPermissions,
+}
+
+impl PermissionMode {
+    pub const ALL: [PermissionMode; 5] = [
+        PermissionMode::Default,
+        PermissionMode::AcceptEdits,
+        PermissionMode::Plan,
+        PermissionMode::DontAsk,
+        PermissionMode::BypassPermissions,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PermissionMode::Default => "default",
+            PermissionMode::AcceptEdits => "acceptEdits",
+            PermissionMode::Plan => "plan",
+            PermissionMode::DontAsk => "dontAsk",
+            PermissionMode::BypassPermissions => "bypassPermissions",
+        }
+    }
+
+    /// One line saying what the mode lets through.
+    pub fn summary(self) -> &'static str {
+        match self {
+            PermissionMode::Default => {
+                "read-only actions inside the project run; everything else asks"
+            }
+            PermissionMode::AcceptEdits => {
+                "file edits and read-only actions inside the project run; everything else asks"
+            }
+            PermissionMode::Plan => "read-only: nothing that changes anything runs",
+            PermissionMode::DontAsk => {
+                "read-only actions inside the project and allowed rules run; everything else is denied"
+            }
+            PermissionMode::BypassPermissions => {
+                "WARNING: everything runs without asking, except what a deny rule refuses"
+            }
+        }
+    }
+
+    /// The valid spellings, for error messages.
+    pub fn names() -> String {
+        Self::ALL.map(PermissionMode::as_str).join(", ")
+    }
+}
+
+impl fmt::Display for PermissionMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for PermissionMode {
+    type Err = PermissionError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|m| m.as_str() == s.trim())
+            .ok_or_else(|| PermissionError::UnknownMode {
+                given: s.to_string(),
+            })
+    }
+}
+
+/// bypassPermissions as root puts the whole machine in the model's hands, so it needs an
+/// explicit override (`OURO_ALLOW_ROOT_BYPASS=1`).
+pub fn check_bypass_allowed(
+    mode: PermissionMode,
+    is_root: bool,
+    root_override: bool,
+) -> Result<(), PermissionError> {
+    if mode == PermissionMode::BypassPermissions && is_root && !root_override {
+        return Err(PermissionError::RootBypass);
+    }
+    Ok(())
+}

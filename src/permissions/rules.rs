@@ -1,0 +1,425 @@
+//! Permission rules in Claude Code's syntax: `Read`, `Edit(src/**)`, `Read(//etc/**)`,
+//! `Read(~/x/**)`, `Bash(git status)`, `Bash(npm run test:*)`, `Bash(*)`.
+
+use std::path::{Path, PathBuf};
+
+use globset::{GlobBuilder, GlobMatcher};
+
+use super::Access;
+use super::bash::{self, Part, Word};
+use super::error::PermissionError;
+use super::paths;
+use crate::settings::SettingsSource;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RuleKind {
+    Allow,
+    Ask,
+    Deny,
+}
+
+impl RuleKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RuleKind::Allow => "allow",
+            RuleKind::Ask => "ask",
+            RuleKind::Deny => "deny",
+        }
+    }
+}
+
+/// A rule as written, with where it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourcedRule {
+    pub rule: String,
+    pub kind: RuleKind,
+    pub source: SettingsSource,
+}
+
+impl SourcedRule {
+    pub fn new(rule: impl Into<String>, kind: RuleKind, source: SettingsSource) -> Self {
+        SourcedRule {
+            rule: rule.into(),
+            kind,
+            source,
+        }
+    }
+}
+
+/// Permission flags as typed on the command line.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CliPermissions {
+    /// `--allowedTools`, each value maybe a comma- or space-separated list.
+    pub allowed: Vec<String>,
+    /// `--disallowedTools`, likewise.
+    pub disallowed: Vec<String>,
+    /// `--permission-mode`.
+    pub mode: Option<super::PermissionMode>,
+}
+
+impl CliPermissions {
+    pub fn rules(&self) -> Vec<SourcedRule> {
+        let list = |values: &[String], kind| {
+            values
+                .iter()
+                .flat_map(|v| split_rule_list(v))
+                .map(move |r| SourcedRule::new(r, kind, SettingsSource::Cli))
+                .collect::<Vec<_>>()
+        };
+        let mut out = list(&self.allowed, RuleKind::Allow);
+        out.extend(list(&self.disallowed, RuleKind::Deny));
+        out
+    }
+}
+
+/// Splits `Bash(git status:*) Edit,Read` on commas and whitespace outside parentheses.
+pub fn split_rule_list(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    let mut depth = 0usize;
+    for c in text.chars() {
+        match c {
+            '(' => {
+                depth += 1;
+                current.push(c);
+            }
+            ')' => {
+                depth = depth.saturating_sub(1);
+                current.push(c);
+            }
+            c if depth == 0 && (c == ',' || c.is_whitespace()) => {
+                if !current.is_empty() {
+                    out.push(std::mem::take(&mut current));
+                }
+            }
+            c => current.push(c),
+        }
+    }
+    if !current.is_empty() {
+        out.push(current);
+    }
+    out
+}
+
+/// Tools whose rule patterns are paths, and whether they read or write.
+const READ_TOOLS: &[&str] = &["Read", "Glob", "Grep", "LS", "NotebookRead"];
+const WRITE_TOOLS: &[&str] = &["Edit", "Write", "MultiEdit", "NotebookEdit"];
+
+/// Where relative, `/`-rooted and `~` patterns are anchored.
+pub(crate) struct Anchor<'a> {
+    pub root: &'a Path,
+    pub home: Option<&'a Path>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct CompiledRule {
+    pub text: String,
+    pub kind: RuleKind,
+    pub source: SettingsSource,
+    pub tool: String,
+    pub spec: Spec,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) enum Spec {
+    /// Every call of the tool.
+    Any,
+    Path(PathPattern),
+    Command(CommandPattern),
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct PathPattern {
+    matcher: GlobMatcher,
+    /// `dir/**` also matches `dir` itself.
+    base: Option<PathBuf>,
+}
+
+impl PathPattern {
+    fn matches(&self, path: &Path) -> bool {
+        self.matcher.is_match(path) || self.base.as_deref() == Some(path)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub(crate) enum CommandPattern {
+    /// The whole command line as written, and its words when it is one simple command.
+    Exact {
+        text: String,
+        words: Option<Vec<String>>,
+    },
+    /// `prefix:*`: the command's first words.
+    Prefix(Vec<String>),
+}
+
+fn invalid(rule: &str, reason: impl Into<String>) -> PermissionError {
+    PermissionError::InvalidRule {
+        rule: rule.to_string(),
+        reason: reason.into(),
+    }
+}
+
+pub(crate) fn compile(
+    rule: &SourcedRule,
+    anchor: &Anchor<'_>,
+) -> Result<CompiledRule, PermissionError> {
+    let text = rule.rule.trim();
+    let (tool, spec_text) = match text.find('(') {
+        None => (text, None),
+        Some(open) => {
+            let inner = text[open + 1..].strip_suffix(')').ok_or_else(|| {
+                invalid(
+                    text,
+                    "a rule with `(` must end with `)`, like `Bash(npm test:*)`",
+                )
+            })?;
+            (&text[..open], Some(inner.trim()))
+        }
+    };
+    let valid_name = !tool.is_empty()
+        && tool
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if !valid_name {
+        return Err(invalid(
+            text,
+            "expected a tool name such as `Bash`, `Read` or `Edit`, optionally followed by a pattern in parentheses",
+        ));
+    }
+    let spec = match spec_text {
+        None | Some("*") => Spec::Any,
+        Some("") => {
+            return Err(invalid(
+                text,
+                "the parentheses are empty; write the tool name alone to match every call",
+            ));
+        }
+        Some(inner) if tool == "Bash" => Spec::Command(command_pattern(text, inner)?),
+        Some(inner) if READ_TOOLS.contains(&tool) || WRITE_TOOLS.contains(&tool) => {
+            Spec::Path(path_pattern(text, inner, anchor)?)
+        }
+        Some(_) => {
+            return Err(invalid(
+                text,
+                format!(
+                    "ouro understands patterns only for Bash and the file tools ({}, {}); write `{tool}` alone to match every call",
+                    READ_TOOLS.join(", "),
+                    WRITE_TOOLS.join(", ")
+                ),
+            ));
+        }
+    };
+    Ok(CompiledRule {
+        text: text.to_string(),
+        kind: rule.kind,
+        source: rule.source,
+        tool: tool.to_string(),
+        spec,
+    })
+}
+
+fn command_pattern(rule: &str, inner: &str) -> Result<CommandPattern, PermissionError> {
+    let (body, prefix) = match inner.strip_suffix(":*") {
+        Some(body) => (body.trim(), true),
+        None => (inner, false),
+    };
+    let words = single_command_words(body);
+    if prefix {
+        let words = words.ok_or_else(|| {
+            invalid(
+                rule,
+                "a `:*` prefix must be one plain command such as `npm run test`, without \
+                 variables, substitutions, redirections or `&&`",
+            )
+        })?;
+        return Ok(CommandPattern::Prefix(words));
+    }
+    Ok(CommandPattern::Exact {
+        text: body.to_string(),
+        words,
+    })
+}
+
+/// The words of a rule's command when it is exactly one plain simple command; wrappers such
+/// as `timeout 5` are dropped so the rule names the program that runs.
+fn single_command_words(text: &str) -> Option<Vec<String>> {
+    let analysis = bash::analyse(text);
+    let [part] = analysis.parts.as_slice() else {
+        return None;
+    };
+    if !analysis.findings.is_empty() || !part.assignments.is_empty() {
+        return None;
+    }
+    let words = part.core_words();
+    if words.is_empty() || !words.iter().all(|w| w.literal) {
+        return None;
+    }
+    let mut out: Vec<String> = words.iter().map(|w| w.text.clone()).collect();
+    out[0] = program_text(&words[0])?.to_string();
+    Some(out)
+}
+
+/// How a program word is compared with rules: `/usr/bin/git` is `git`, `./build.sh` stays.
+pub(crate) fn program_text(word: &Word) -> Option<&str> {
+    if !word.literal || !word.bare {
+        return None;
+    }
+    let text = word.text.as_str();
+    Some(
+        text.strip_prefix("/usr/bin/")
+            .or_else(|| text.strip_prefix("/bin/"))
+            .filter(|rest| !rest.contains('/'))
+            .unwrap_or(text),
+    )
+}
+
+fn path_pattern(
+    rule: &str,
+    inner: &str,
+    anchor: &Anchor<'_>,
+) -> Result<PathPattern, PermissionError> {
+    let absolute = if let Some(rest) = inner.strip_prefix("//") {
+        PathBuf::from("/").join(rest)
+    } else if inner == "~" || inner.starts_with("~/") {
+        paths::expand_home(inner, anchor.home)
+            .ok_or_else(|| invalid(rule, "`~` cannot be used: the home directory is unknown"))?
+    } else if let Some(rest) = inner.strip_prefix('/') {
+        anchor.root.join(rest)
+    } else {
+        anchor.root.join(inner.strip_prefix("./").unwrap_or(inner))
+    };
+    // Canonicalise the literal directories in front of the first wildcard, so the pattern
+    // names the same real paths that requests are resolved to.
+    let mut literal = PathBuf::from("/");
+    let mut rest: Vec<String> = Vec::new();
+    for component in absolute.components() {
+        let text = component.as_os_str().to_string_lossy();
+        if rest.is_empty() && !text.contains(['*', '?', '[', ']', '{', '}']) {
+            literal.push(component);
+        } else if component != std::path::Component::RootDir {
+            rest.push(text.into_owned());
+        }
+    }
+    let literal = paths::resolve(&literal);
+    let escaped = globset::escape(&literal.to_string_lossy());
+    let glob = if rest.is_empty() {
+        escaped
+    } else {
+        format!("{}/{}", escaped.trim_end_matches('/'), rest.join("/"))
+    };
+    let matcher = GlobBuilder::new(&glob)
+        .literal_separator(true)
+        .build()
+        .map_err(|e| invalid(rule, format!("the path pattern is not a valid glob ({e})")))?
+        .compile_matcher();
+    let base = (rest.len() == 1 && rest[0] == "**").then_some(literal);
+    Ok(PathPattern { matcher, base })
+}
+
+impl CompiledRule {
+    /// Whether this rule's tool covers the request: the same tool, `Read` for every reading
+    /// tool, `Edit` for every editing tool, `Bash` for commands, `mcp__server` for its tools.
+    pub fn covers_tool(&self, tool: &str, access: &Access) -> bool {
+        if self.tool == tool {
+            return true;
+        }
+        if self.tool.starts_with("mcp__")
+            && tool
+                .strip_prefix(self.tool.as_str())
+                .is_some_and(|rest| rest.starts_with("__"))
+        {
+            return true;
+        }
+        match access {
+            Access::Read(_) => self.tool == "Read",
+            Access::Write(_) => self.tool == "Edit",
+            Access::Execute(_) => self.tool == "Bash",
+            Access::None => false,
+        }
+    }
+
+    pub fn is_whole_tool(&self) -> bool {
+        matches!(self.spec, Spec::Any)
+    }
+
+    /// For file requests: whole-tool rules and path rules matching `path`.
+    pub fn matches_path(&self, path: &Path) -> bool {
+        match &self.spec {
+            Spec::Any => true,
+            Spec::Path(p) => p.matches(path),
+            Spec::Command(_) => false,
+        }
+    }
+
+    /// The whole command line, matched by `Bash`, `Bash(*)` or an exact rule.
+    pub fn matches_command_line(&self, command: &str) -> bool {
+        match &self.spec {
+            Spec::Any => true,
+            Spec::Command(CommandPattern::Exact { text, .. }) => text == command.trim(),
+            _ => false,
+        }
+    }
+
+    /// For allow rules: the part as it would run, written plainly (no environment prefix,
+    /// no quoted or escaped program name).
+    pub fn allows_part(&self, part: &Part) -> bool {
+        if !part.assignments.is_empty() {
+            return false;
+        }
+        let words = part.core_words();
+        let Some(program) = words.first().and_then(program_text) else {
+            return false;
+        };
+        let mut candidate: Vec<Option<&str>> = vec![Some(program)];
+        candidate.extend(
+            words[1..]
+                .iter()
+                .map(|w| w.literal.then_some(w.text.as_str())),
+        );
+        self.matches_words(&candidate)
+    }
+
+    /// For deny and ask rules: any spelling that runs the same program counts (`\rm`,
+    /// `'r''m'`, `/bin/rm`, `FOO=1 rm`, `timeout 5 rm`).
+    pub fn catches_part(&self, part: &Part) -> bool {
+        let resolved = |words: &[Word]| -> Vec<Option<String>> {
+            words
+                .iter()
+                .enumerate()
+                .map(|(i, w)| {
+                    w.literal.then(|| {
+                        if i == 0 {
+                            w.text.rsplit('/').next().unwrap_or("").to_string()
+                        } else {
+                            w.text.clone()
+                        }
+                    })
+                })
+                .collect()
+        };
+        [resolved(part.core_words()), resolved(&part.words)]
+            .iter()
+            .any(|words| {
+                let candidate: Vec<Option<&str>> = words.iter().map(|w| w.as_deref()).collect();
+                self.matches_words(&candidate)
+            })
+    }
+
+    fn matches_words(&self, candidate: &[Option<&str>]) -> bool {
+        let equal = |rule: &[String]| {
+            rule.iter()
+                .zip(candidate)
+                .all(|(r, c)| c.is_some_and(|c| c == r))
+        };
+        match &self.spec {
+            Spec::Any => true,
+            Spec::Command(CommandPattern::Prefix(rule)) => {
+                candidate.len() >= rule.len() && equal(rule)
+            }
+            Spec::Command(CommandPattern::Exact {
+                words: Some(rule), ..
+            }) => candidate.len() == rule.len() && equal(rule),
+            _ => false,
+        }
+    }
+}

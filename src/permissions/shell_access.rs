@@ -1,0 +1,287 @@
+//! Decisions for shell commands, made on the bash analyser's output: every part of a command
+//! line must be allowed on its own, and findings always need approval.
+
+use std::path::PathBuf;
+
+use super::bash::{self, Analysis, Effect, FindingKind, Part, Word};
+use super::engine::{Applicable, PermissionEngine, rule_clause};
+use super::mode::PermissionMode;
+use super::rules::RuleKind;
+use super::{Access, Decision, paths};
+
+/// Directory listings larger than this are not searched for symlinks; the glob asks instead.
+const MAX_GLOB_DIR_ENTRIES: usize = 10_000;
+
+pub(crate) fn decide(
+    engine: &PermissionEngine,
+    applicable: &Applicable<'_>,
+    command: &str,
+) -> Decision {
+    let analysis = bash::analyse(command);
+    let shown = bash::short(command);
+    if let Some(denied) = deny(engine, applicable, command, &analysis) {
+        return denied;
+    }
+    if engine.mode == PermissionMode::BypassPermissions {
+        return match analysis.incomplete() {
+            Some(finding) if has_deny_rules(applicable) => Decision::Ask(format!(
+                "{}, so the deny rules cannot be checked; it needs approval",
+                finding.what()
+            )),
+            _ => Decision::Allow,
+        };
+    }
+    if engine.mode == PermissionMode::Plan
+        && let Some(what) = plan_blocker(&analysis)
+    {
+        return Decision::Deny(format!(
+            "{what}, and plan mode runs nothing that could change anything; present the plan instead"
+        ));
+    }
+    let asked = applicable.of(RuleKind::Ask).find(|r| {
+        r.matches_command_line(command) || analysis.parts.iter().any(|p| r.catches_part(p))
+    });
+    if let Some(rule) = asked {
+        return Decision::Ask(format!(
+            "`{shown}` {}; it needs approval",
+            rule_clause(rule)
+        ));
+    }
+    if let Some(finding) = analysis.incomplete() {
+        return Decision::Ask(finding.reason());
+    }
+    if applicable
+        .of(RuleKind::Allow)
+        .any(|r| r.matches_command_line(command))
+    {
+        return Decision::Allow;
+    }
+    if let Some(finding) = analysis.findings.first() {
+        return Decision::Ask(finding.reason());
+    }
+    for part in &analysis.parts {
+        let by_rule = || applicable.of(RuleKind::Allow).any(|r| r.allows_part(part));
+        if !auto_allowed(engine, part) && !by_rule() {
+            return Decision::Ask(format!("{}; it needs approval", concern(engine, part)));
+        }
+    }
+    if let Some(read) = analysis.reads.iter().find(|w| !word_inside(engine, w)) {
+        return Decision::Ask(format!(
+            "`{shown}` reads `{}`, outside the project; it needs approval",
+            read.text
+        ));
+    }
+    Decision::Allow
+}
+
+/// A deny rule matching any part, or a file deny rule matching a file the command reads or
+/// writes, denies the whole command line.
+fn deny(
+    engine: &PermissionEngine,
+    applicable: &Applicable<'_>,
+    command: &str,
+    analysis: &Analysis,
+) -> Option<Decision> {
+    for rule in applicable.of(RuleKind::Deny) {
+        if rule.matches_command_line(command) {
+            return Some(Decision::Deny(format!(
+                "`{}` {}",
+                bash::short(command),
+                rule_clause(rule)
+            )));
+        }
+        if let Some(part) = analysis.parts.iter().find(|p| rule.catches_part(p)) {
+            return Some(Decision::Deny(format!(
+                "`{}` {}",
+                bash::short(&part.source),
+                rule_clause(rule)
+            )));
+        }
+    }
+    let read_paths =
+        analysis
+            .reads
+            .iter()
+            .chain(analysis.parts.iter().flat_map(|p| match &p.effect {
+                Effect::ReadOnly { paths } => paths.as_slice(),
+                _ => &[],
+            }));
+    let checks = [
+        (
+            "reads",
+            "Read",
+            Access::Read(PathBuf::new()),
+            read_paths.collect::<Vec<_>>(),
+        ),
+        (
+            "writes",
+            "Edit",
+            Access::Write(PathBuf::new()),
+            analysis.writes.iter().collect(),
+        ),
+    ];
+    for (verb, tool, access, words) in checks {
+        for word in words {
+            let Some(lexical) = word_path(engine, word) else {
+                continue;
+            };
+            let resolved = paths::resolve(&lexical);
+            let hit = applicable.all.iter().find(|r| {
+                r.kind == RuleKind::Deny
+                    && !r.is_whole_tool()
+                    && r.covers_tool(tool, &access)
+                    && (r.matches_path(&lexical) || r.matches_path(&resolved))
+            });
+            if let Some(rule) = hit {
+                return Some(Decision::Deny(format!(
+                    "`{}` {verb} `{}`, which {}",
+                    bash::short(command),
+                    word.text,
+                    rule_clause(rule)
+                )));
+            }
+        }
+    }
+    None
+}
+
+fn has_deny_rules(applicable: &Applicable<'_>) -> bool {
+    applicable.of(RuleKind::Deny).next().is_some()
+        || applicable
+            .all
+            .iter()
+            .any(|r| r.kind == RuleKind::Deny && (r.tool == "Read" || r.tool == "Edit"))
+}
+
+/// Why a command cannot run in plan mode, if it might change anything.
+fn plan_blocker(analysis: &Analysis) -> Option<String> {
+    if let Some(finding) = analysis.incomplete() {
+        return Some(finding.what());
+    }
+    let changing = analysis.findings.iter().find(|f| {
+        matches!(
+            f.kind,
+            FindingKind::WriteRedirect
+                | FindingKind::Tee
+                | FindingKind::FindAction
+                | FindingKind::Eval
+                | FindingKind::ShellString
+                | FindingKind::Exec
+                | FindingKind::Source
+                | FindingKind::Xargs
+                | FindingKind::HeredocToInterpreter
+        )
+    });
+    if let Some(finding) = changing {
+        return Some(finding.what());
+    }
+    analysis.parts.iter().find_map(|part| match &part.effect {
+        Effect::Mutates(what) => Some(format!("`{}` {what}", bash::short(&part.source))),
+        Effect::Unknown => Some(format!(
+            "`{}` is not a command ouro knows to be read-only",
+            bash::short(&part.source)
+        )),
+        _ => None,
+    })
+}
+
+/// Read-only (or `cd`) and touching only paths inside the project.
+pub(crate) fn auto_allowed(engine: &PermissionEngine, part: &Part) -> bool {
+    if !part.assignments.is_empty() {
+        return false;
+    }
+    match &part.effect {
+        Effect::ReadOnly { paths } => paths.iter().all(|w| word_inside(engine, w)),
+        Effect::ChangesDirectory { target: Some(dir) } => word_inside(engine, dir),
+        _ => false,
+    }
+}
+
+/// What about a part needs approval, as a clause: "`npm test` is not a command ...".
+fn concern(engine: &PermissionEngine, part: &Part) -> String {
+    let shown = bash::short(&part.source);
+    match &part.effect {
+        Effect::Mutates(what) => format!("`{shown}` {what}"),
+        Effect::Unknown => format!("`{shown}` is not a command ouro knows to be read-only"),
+        Effect::ReadOnly { paths } => match paths.iter().find(|w| !word_inside(engine, w)) {
+            Some(w) if !w.literal => {
+                format!(
+                    "`{shown}` reads `{}`, a path that depends on variables",
+                    w.text
+                )
+            }
+            Some(w) if w.glob => format!(
+                "`{shown}` reads `{}`, a pattern that may match files outside the project",
+                w.text
+            ),
+            Some(w) => format!("`{shown}` reads `{}`, outside the project", w.text),
+            None => format!("`{shown}` sets environment variables"),
+        },
+        Effect::ChangesDirectory { .. } => {
+            format!("`{shown}` changes to a directory outside the project")
+        }
+    }
+}
+
+/// The path a literal word names, absolute against the project root.
+fn word_path(engine: &PermissionEngine, word: &Word) -> Option<PathBuf> {
+    if !word.literal {
+        return None;
+    }
+    let text = word.text.as_str();
+    let path = if text.starts_with('~') {
+        paths::expand_home(text, engine.home.as_deref())?
+    } else {
+        PathBuf::from(text)
+    };
+    Some(paths::lexical(&engine.root, &path))
+}
+
+/// Whether a word, used as a path, surely stays inside the project.
+pub(crate) fn word_inside(engine: &PermissionEngine, word: &Word) -> bool {
+    let Some(lexical) = word_path(engine, word) else {
+        return false;
+    };
+    if !word.glob {
+        return engine.is_inside(&paths::resolve(&lexical));
+    }
+    // A glob may match `..` (`.*`) or a symlink leading out; only a last-component glob over a
+    // directory without symlinks is judged safe.
+    let components: Vec<String> = lexical
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    let is_glob = |c: &String| c.contains(['*', '?', '[']);
+    let Some(first_glob) = components.iter().position(is_glob) else {
+        return engine.is_inside(&paths::resolve(&lexical));
+    };
+    if first_glob + 1 != components.len() || components[first_glob].starts_with('.') {
+        return false;
+    }
+    let Some(dir) = lexical.parent() else {
+        return false;
+    };
+    let resolved = paths::resolve(dir);
+    engine.is_inside(&resolved) && !has_symlinks(&resolved)
+}
+
+fn has_symlinks(dir: &std::path::Path) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    let mut seen = 0;
+    for entry in entries {
+        seen += 1;
+        if seen > MAX_GLOB_DIR_ENTRIES {
+            return true;
+        }
+        let is_link = entry
+            .and_then(|e| e.file_type())
+            .map(|t| t.is_symlink())
+            .unwrap_or(true);
+        if is_link {
+            return true;
+        }
+    }
+    false
+}
