@@ -1,0 +1,253 @@
+//! A headless `claude -p` process: stream-json in on stdin, stream-json out on stdout. Turns are
+//! delimited by `result` events, never by the process exiting, so one process serves many turns.
+
+use std::ffi::OsString;
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
+use tokio::sync::{mpsc, oneshot};
+
+use super::args::user_message;
+use crate::brain::output::{CostTracker, TurnAccumulator, TurnOutcome};
+use crate::brain::process::{self, ExitReporter, OnExit, ProcessCore};
+use crate::brain::stream_json::{StreamEvent, parse_line};
+use crate::brain::terminal::Subscribers;
+use crate::brain::{BrainError, ExitInfo, Verb};
+
+/// How long an exit report waits for stdout to be read to its end, so that every line the
+/// process printed reaches the turn and the subscribers before its exit does.
+const DRAIN_STDOUT: Duration = Duration::from_secs(2);
+
+/// How much of an unreadable line goes into the log.
+const LOGGED_LINE: usize = 200;
+
+pub(crate) struct DispatchProc {
+    pub core: ProcessCore,
+    /// The tool set this process was started with.
+    pub verb: Verb,
+    stdin: tokio::sync::Mutex<Option<ChildStdin>>,
+    events: tokio::sync::Mutex<Events>,
+    costs: Mutex<CostTracker>,
+}
+
+struct Events {
+    rx: mpsc::UnboundedReceiver<StreamEvent>,
+    /// Prompts written whose result has not been read: a turn whose caller gave up leaves its
+    /// result behind, and the next turn must not take it for its own.
+    unanswered: usize,
+}
+
+/// How a turn ended.
+pub(crate) enum TurnEnd {
+    Done(TurnOutcome),
+    Died {
+        exit: ExitInfo,
+        session_id: Option<String>,
+    },
+}
+
+pub(crate) struct Launch<'a> {
+    pub program: &'a OsString,
+    pub args: Vec<String>,
+    pub cwd: &'a Path,
+    pub env: &'a [(OsString, OsString)],
+}
+
+pub(crate) fn spawn(
+    launch: Launch<'_>,
+    verb: Verb,
+    subscribers: Arc<Subscribers>,
+    on_exit: OnExit,
+) -> Result<DispatchProc, BrainError> {
+    let mut child = Command::new(launch.program)
+        .args(&launch.args)
+        .current_dir(launch.cwd)
+        .envs(launch.env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|source| BrainError::Spawn {
+            program: launch.program.to_string_lossy().into_owned(),
+            source,
+        })?;
+    let (Some(pid), Some(stdin), Some(stdout), Some(stderr)) = (
+        child.id(),
+        child.stdin.take(),
+        child.stdout.take(),
+        child.stderr.take(),
+    ) else {
+        return Err(BrainError::Io {
+            action: "connect to",
+            source: std::io::Error::other("the child process has no pid or pipes"),
+        });
+    };
+    tracing::debug!(pid, args = ?launch.args, "started a claude dispatch process");
+    let (core, reporter) = process::track(pid, on_exit);
+    let (tx, rx) = mpsc::unbounded_channel();
+    let (done_tx, done_rx) = oneshot::channel();
+    tokio::spawn(read_stdout(pid, stdout, tx, subscribers, done_tx));
+    tokio::spawn(log_stderr(pid, stderr));
+    tokio::spawn(watch_exit(child, done_rx, reporter));
+    Ok(DispatchProc {
+        core,
+        verb,
+        stdin: tokio::sync::Mutex::new(Some(stdin)),
+        events: tokio::sync::Mutex::new(Events { rx, unanswered: 0 }),
+        costs: Mutex::new(CostTracker::default()),
+    })
+}
+
+async fn read_stdout(
+    pid: u32,
+    stdout: ChildStdout,
+    tx: mpsc::UnboundedSender<StreamEvent>,
+    subscribers: Arc<Subscribers>,
+    done: oneshot::Sender<()>,
+) {
+    let mut reader = BufReader::new(stdout);
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        match reader.read_until(b'\n', &mut buf).await {
+            Ok(0) => break,
+            Ok(_) => {
+                subscribers.data(&buf);
+                let line = String::from_utf8_lossy(&buf);
+                match parse_line(&line) {
+                    Ok(Some(event)) => {
+                        // No receiver only while the process is being dropped.
+                        let _ = tx.send(event);
+                    }
+                    Ok(None) => {}
+                    Err(e) => tracing::warn!(
+                        pid,
+                        error = %e,
+                        line = %line.trim_end().chars().take(LOGGED_LINE).collect::<String>(),
+                        "skipping a line of claude output that is not stream-json"
+                    ),
+                }
+            }
+            Err(e) => {
+                tracing::warn!(pid, error = %e, "stopped reading claude output");
+                break;
+            }
+        }
+    }
+    let _ = done.send(());
+}
+
+async fn log_stderr(pid: u32, stderr: ChildStderr) {
+    let mut lines = BufReader::new(stderr).lines();
+    loop {
+        match lines.next_line().await {
+            Ok(Some(line)) => tracing::info!(pid, stderr = %line, "claude wrote to stderr"),
+            Ok(None) => break,
+            Err(e) => {
+                tracing::debug!(pid, error = %e, "stopped reading claude stderr");
+                break;
+            }
+        }
+    }
+}
+
+async fn watch_exit(mut child: Child, stdout_done: oneshot::Receiver<()>, reporter: ExitReporter) {
+    let info = match child.wait().await {
+        Ok(status) => status.into(),
+        Err(e) => {
+            tracing::warn!(error = %e, "could not wait for the claude process");
+            ExitInfo {
+                code: None,
+                signal: None,
+            }
+        }
+    };
+    // A grandchild holding stdout open must not delay the report forever.
+    let _ = tokio::time::timeout(DRAIN_STDOUT, stdout_done).await;
+    reporter.report(info);
+}
+
+impl DispatchProc {
+    /// Writes raw bytes to the process's stdin.
+    pub async fn write(&self, data: &[u8]) -> Result<(), BrainError> {
+        let mut stdin = self.stdin.lock().await;
+        let pipe = stdin
+            .as_mut()
+            .ok_or(BrainError::NotRunning { verb: "write" })?;
+        let written = async {
+            pipe.write_all(data).await?;
+            pipe.flush().await
+        }
+        .await;
+        written.map_err(|source| BrainError::Io {
+            action: "write to",
+            source,
+        })
+    }
+
+    /// Sends one prompt and reads events until that turn's result, or until the process ends.
+    pub async fn turn(&self, prompt: &str) -> Result<TurnEnd, BrainError> {
+        let mut events = self.events.lock().await;
+        let mut stale = 0;
+        while let Ok(event) = events.rx.try_recv() {
+            if matches!(event, StreamEvent::Result(_)) {
+                events.unanswered = events.unanswered.saturating_sub(1);
+            }
+        }
+        std::mem::swap(&mut stale, &mut events.unanswered);
+
+        let mut line = user_message(prompt);
+        line.push('\n');
+        if let Err(e) = self.write(line.as_bytes()).await {
+            // A broken pipe means the process is ending; report that rather than the pipe.
+            return match tokio::time::timeout(DRAIN_STDOUT, self.core.wait()).await {
+                Ok(exit) => Ok(TurnEnd::Died {
+                    exit,
+                    session_id: None,
+                }),
+                Err(_) => Err(e),
+            };
+        }
+        events.unanswered = stale + 1;
+
+        let mut acc = TurnAccumulator::default();
+        loop {
+            let event = tokio::select! {
+                biased;
+                event = events.rx.recv() => event,
+                _ = self.core.wait() => events.rx.try_recv().ok(),
+            };
+            let Some(event) = event else {
+                let exit = self.core.wait().await;
+                return Ok(TurnEnd::Died {
+                    exit,
+                    session_id: acc.session_id().map(String::from),
+                });
+            };
+            if !acc.feed(event) {
+                continue;
+            }
+            events.unanswered -= 1;
+            let finished = std::mem::take(&mut acc);
+            if stale > 0 {
+                stale -= 1;
+                continue;
+            }
+            if let Some(outcome) = finished.finish() {
+                return Ok(TurnEnd::Done(outcome));
+            }
+        }
+    }
+
+    /// This turn's cost from the CLI's running total, or `priced` if it reported none.
+    pub fn turn_cost(&self, total: Option<f64>, priced: impl FnOnce() -> f64) -> f64 {
+        self.costs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .turn_cost(total, priced)
+    }
+}

@@ -1,0 +1,161 @@
+//! Brains: one handle over an agent that can answer questions (`ask`, read-only tools) or do
+//! work (`act`, full tools), whatever actually runs it. A slug picks the brain
+//! (`claude@anthropic/claude/opus/v4.5`); the handle then offers the same four parts for every
+//! supplier:
+//!
+//! - dispatch: `ask` / `act` send one prompt and return the answer with per-call metrics;
+//! - memory: the series, the durable conversation id plus its episodes, which survives kill and
+//!   reboot so the next boot resumes the same conversation;
+//! - executor: `instance` / `boot` / `kill` of the process behind the brain;
+//! - terminal: `write` / `resize` and subscriptions to output bytes and process exits.
+//!
+//! [`BrainCli`] is object-safe (its async methods return boxed futures), so callers hold a
+//! `Box<dyn BrainCli>` and suppliers are added without touching them. The claude-CLI supplier
+//! is [`claude::ClaudeBrain`].
+
+pub mod claude;
+mod error;
+pub mod memory;
+mod output;
+mod process;
+pub mod slug;
+pub mod stream_json;
+pub mod table;
+pub mod terminal;
+
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub use error::BrainError;
+pub use memory::{Episode, Series};
+pub use slug::{BrainSpec, SlugError, list_slugs};
+pub use terminal::{DataCallback, ExitCallback, SubscriptionId, TermSize};
+
+/// What a boxed brain future resolves to.
+pub type BrainFuture<'a, T> = BoxFuture<'a, Result<T, BrainError>>;
+
+/// Which tool set a dispatch runs with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verb {
+    /// Read-only tools (Glob, Grep, Read).
+    Ask,
+    /// Read-only tools plus Bash, Edit and Write.
+    Act,
+}
+
+/// How the process behind a brain runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Headless: prompts go in and answers come out through `ask` / `act`.
+    Dispatch,
+    /// A person drives it through a terminal (`write`, `resize`, data subscription).
+    Interact,
+}
+
+/// The live process behind a brain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Instance {
+    pub pid: u32,
+    pub mode: Mode,
+}
+
+/// How a process ended: an exit code, or the signal that killed it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExitInfo {
+    pub code: Option<i32>,
+    pub signal: Option<i32>,
+}
+
+impl std::fmt::Display for ExitInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (self.code, self.signal) {
+            (_, Some(sig)) => write!(f, "killed by signal {sig}"),
+            (Some(code), None) => write!(f, "exit code {code}"),
+            (None, None) => write!(f, "unknown exit status"),
+        }
+    }
+}
+
+/// What one `ask` / `act` call used. Never cumulative: two calls report two separate amounts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Metrics {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cache_read_tokens: u64,
+    pub cache_write_tokens: u64,
+    /// From writing the prompt to reading the turn's result.
+    pub wall_time: Duration,
+    pub cost_usd: f64,
+}
+
+/// One tool call the brain made while answering, with its result once it arrived.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub input: Value,
+    pub result: Option<String>,
+    pub is_error: bool,
+}
+
+/// The answer to one `ask` / `act`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BrainOutput {
+    pub text: String,
+    pub metrics: Metrics,
+    pub tool_calls: Vec<ToolCall>,
+    /// The series after this call (also what [`BrainCli::series`] now returns).
+    pub series: Series,
+}
+
+/// One handle over a brain, whatever supplier runs it.
+///
+/// Guards: `ask` / `act` with no live process, or while the process runs in interact mode,
+/// return an error; `write` with no live process returns an error.
+///
+/// Subscriptions are registered once on the handle and keep firing across kills and boots.
+/// Data callbacks get raw output bytes (stdout lines in dispatch mode, PTY bytes in interact
+/// mode); exit callbacks fire exactly once per process, whether it ended on its own, was
+/// killed from outside, or was stopped by [`BrainCli::kill`] or a new boot. Callbacks run on
+/// the handle's reader threads and tasks, so they should return quickly.
+pub trait BrainCli: Send + Sync {
+    /// The slug this brain was made from.
+    fn slug(&self) -> &str;
+
+    /// Sends `prompt` with the read-only tool set and waits for the answer.
+    fn ask<'a>(&'a self, prompt: &'a str) -> BrainFuture<'a, BrainOutput>;
+
+    /// Sends `prompt` with the full tool set and waits for the answer.
+    fn act<'a>(&'a self, prompt: &'a str) -> BrainFuture<'a, BrainOutput>;
+
+    /// The durable conversation: `None` until the first dispatch.
+    fn series(&self) -> Option<Series>;
+
+    /// The live process, if one runs.
+    fn instance(&self) -> Option<Instance>;
+
+    /// Stops any live process and starts a new one in `mode`, resuming the series if any.
+    fn boot(&self, mode: Mode) -> BrainFuture<'_, Instance>;
+
+    /// Stops the live process (SIGTERM, then SIGKILL after a grace period); a no-op when
+    /// nothing runs. Returns once the process is gone and its exit callbacks have run.
+    fn kill(&self) -> BrainFuture<'_, ()>;
+
+    /// Sends raw bytes to the process: its stdin in dispatch mode, its terminal in interact mode.
+    fn write<'a>(&'a self, data: &'a [u8]) -> BrainFuture<'a, ()>;
+
+    /// Sets the terminal size; applied now in interact mode and kept for later boots.
+    fn resize(&self, size: TermSize) -> Result<(), BrainError>;
+
+    fn on_data(&self, callback: DataCallback) -> SubscriptionId;
+
+    fn on_exit(&self, callback: ExitCallback) -> SubscriptionId;
+
+    /// Removes a data or exit subscription; `false` if it was not registered.
+    fn unsubscribe(&self, id: SubscriptionId) -> bool;
+}

@@ -1,0 +1,150 @@
+//! Folds one turn's stream events into what a dispatch returns: text, tool calls, usage, cost.
+
+use crate::api::types::{ContentBlock, Usage};
+
+use super::ToolCall;
+use super::stream_json::{ResultEvent, StreamEvent};
+
+/// One turn in progress.
+#[derive(Debug, Default)]
+pub(crate) struct TurnAccumulator {
+    session_id: Option<String>,
+    tool_calls: Vec<ToolCall>,
+    message_id: Option<String>,
+    message_text: String,
+    // Claude Code repeats a message's usage on each of its blocks, so keep the last per id.
+    usage_by_message: Vec<(String, Usage)>,
+    result: Option<ResultEvent>,
+}
+
+/// A finished turn.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct TurnOutcome {
+    pub session_id: Option<String>,
+    pub text: String,
+    pub usage: Usage,
+    /// The process's cumulative cost after this turn, when the CLI reported it.
+    pub total_cost_usd: Option<f64>,
+    pub is_error: bool,
+    pub api_error_status: Option<u16>,
+    pub tool_calls: Vec<ToolCall>,
+}
+
+impl TurnAccumulator {
+    /// Takes one event; `true` once the turn's result has arrived.
+    pub fn feed(&mut self, event: StreamEvent) -> bool {
+        match event {
+            StreamEvent::Init(init) => self.session_id = Some(init.session_id),
+            StreamEvent::Assistant(msg) => {
+                if self.message_id.as_deref() != Some(msg.message_id.as_str()) {
+                    self.message_id = Some(msg.message_id.clone());
+                    self.message_text.clear();
+                }
+                for block in msg.blocks {
+                    match block {
+                        ContentBlock::Text { text } => self.message_text.push_str(&text),
+                        ContentBlock::ToolUse { id, name, input }
+                            if !self.tool_calls.iter().any(|c| c.id == id) =>
+                        {
+                            self.tool_calls.push(ToolCall {
+                                id,
+                                name,
+                                input,
+                                result: None,
+                                is_error: false,
+                            });
+                        }
+                        _ => {}
+                    }
+                }
+                match self
+                    .usage_by_message
+                    .iter_mut()
+                    .find(|(id, _)| *id == msg.message_id)
+                {
+                    Some((_, usage)) => *usage = msg.usage,
+                    None => self.usage_by_message.push((msg.message_id, msg.usage)),
+                }
+            }
+            StreamEvent::User(user) => {
+                for block in user.blocks {
+                    if let ContentBlock::ToolResult {
+                        tool_use_id,
+                        content,
+                        is_error,
+                    } = block
+                        && let Some(call) = self.tool_calls.iter_mut().find(|c| c.id == tool_use_id)
+                    {
+                        call.result = Some(content);
+                        call.is_error = is_error;
+                    }
+                }
+            }
+            StreamEvent::ApiRetry(retry) => tracing::info!(
+                attempt = retry.attempt,
+                max_retries = retry.max_retries,
+                status = ?retry.error_status,
+                error = %retry.error,
+                "the brain's API request failed and is being retried"
+            ),
+            StreamEvent::Result(result) => {
+                if let Some(id) = &result.session_id {
+                    self.session_id = Some(id.clone());
+                }
+                self.result = Some(result);
+                return true;
+            }
+            StreamEvent::TextDelta(_) | StreamEvent::Other(_) => {}
+        }
+        false
+    }
+
+    pub fn session_id(&self) -> Option<&str> {
+        self.session_id.as_deref()
+    }
+
+    /// The outcome, or `None` if no result arrived.
+    pub fn finish(self) -> Option<TurnOutcome> {
+        let result = self.result?;
+        let usage = result.usage.unwrap_or_else(|| {
+            let mut sum = Usage::default();
+            for (_, u) in &self.usage_by_message {
+                sum.add(u);
+            }
+            sum
+        });
+        let text = match result.text {
+            Some(text) if !text.is_empty() || self.message_text.is_empty() => text,
+            _ => self.message_text,
+        };
+        Some(TurnOutcome {
+            session_id: self.session_id,
+            text,
+            usage,
+            total_cost_usd: result.total_cost_usd,
+            is_error: result.is_error,
+            api_error_status: result.api_error_status,
+            tool_calls: self.tool_calls,
+        })
+    }
+}
+
+/// Turns the CLI's running cost total into per-turn costs. Claude Code's `total_cost_usd` grows
+/// over the life of a process; a new process starts again from zero.
+#[derive(Debug, Default)]
+pub(crate) struct CostTracker {
+    last_total: Option<f64>,
+}
+
+impl CostTracker {
+    /// This turn's cost: the growth of the reported total, or `priced` when none was reported.
+    pub fn turn_cost(&mut self, total: Option<f64>, priced: impl FnOnce() -> f64) -> f64 {
+        match total {
+            Some(total) => {
+                let before = self.last_total.replace(total).unwrap_or(0.0);
+                (total - before).max(0.0)
+            }
+            None => priced(),
+        }
+    }
+}

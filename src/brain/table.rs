@@ -1,0 +1,282 @@
+//! The brain config table: which binaries and suppliers exist, which models each slug may name,
+//! what those models cost, and which tools each verb may use.
+//!
+//! Prices are USD per million tokens from Anthropic's published pricing (5-minute cache writes).
+//! Versions within a family are listed oldest first, so the last one is what the family alias
+//! (`claude/opus`) means.
+
+use crate::api::pricing::Pricing;
+use crate::api::types::Usage;
+
+use super::Verb;
+
+/// Executables a brain can run as.
+pub const BINARIES: &[&str] = &["claude", "ouro"];
+
+/// Who serves the model behind a brain.
+pub const SUPPLIERS: &[&str] = &["anthropic"];
+
+/// The first segment of every atom: the model line the supplier sells.
+pub const MODEL_LINE: &str = "claude";
+
+/// Read-only tools: an `ask` can look around but change nothing.
+pub const ASK_TOOLS: &[&str] = &["Glob", "Grep", "Read"];
+
+/// Everything `ask` has plus the tools that change files or run commands.
+pub const ACT_TOOLS: &[&str] = &["Glob", "Grep", "Read", "Bash", "Edit", "Write"];
+
+/// The tool set a verb runs with.
+pub fn tools_for(verb: Verb) -> &'static [&'static str] {
+    match verb {
+        Verb::Ask => ASK_TOOLS,
+        Verb::Act => ACT_TOOLS,
+    }
+}
+
+/// A higher price band that applies to a whole request once its prompt passes a length.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LongPrompt {
+    /// Prompt tokens (input + cache reads + cache writes) above which `rates` apply.
+    pub threshold: u64,
+    pub rates: Pricing,
+}
+
+/// One model a slug can name.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ModelEntry {
+    /// `opus`, `sonnet`, `haiku`, `fable`.
+    pub family: &'static str,
+    /// Written as in the slug, without the leading `v`: `4.5`, `5`.
+    pub version: &'static str,
+    /// The Messages API model id.
+    pub model_id: &'static str,
+    pub rates: Pricing,
+    pub long_prompt: Option<LongPrompt>,
+}
+
+impl ModelEntry {
+    /// What a request with this usage costs. `usage` is one request's usage; a turn that made
+    /// several requests and only reports their sum is priced as if it were one.
+    pub fn cost(&self, usage: &Usage) -> f64 {
+        let rates = match self.long_prompt {
+            Some(band) if usage.context_tokens() > band.threshold => band.rates,
+            _ => self.rates,
+        };
+        rates.cost(usage)
+    }
+}
+
+const fn rates(input: f64, output: f64, cache_write: f64, cache_read: f64) -> Pricing {
+    Pricing {
+        input,
+        output,
+        cache_write,
+        cache_read,
+    }
+}
+
+const fn entry(
+    family: &'static str,
+    version: &'static str,
+    model_id: &'static str,
+    rates: Pricing,
+) -> ModelEntry {
+    ModelEntry {
+        family,
+        version,
+        model_id,
+        rates,
+        long_prompt: None,
+    }
+}
+
+/// Every model a slug can name, grouped by family, each family oldest first.
+pub const MODELS: &[ModelEntry] = &[
+    entry(
+        "opus",
+        "4.5",
+        "claude-opus-4-5",
+        rates(5.0, 25.0, 6.25, 0.50),
+    ),
+    entry(
+        "opus",
+        "4.6",
+        "claude-opus-4-6",
+        rates(5.0, 25.0, 6.25, 0.50),
+    ),
+    entry(
+        "opus",
+        "4.7",
+        "claude-opus-4-7",
+        rates(5.0, 25.0, 6.25, 0.50),
+    ),
+    entry(
+        "opus",
+        "4.8",
+        "claude-opus-4-8",
+        rates(5.0, 25.0, 6.25, 0.50),
+    ),
+    entry("opus", "5", "claude-opus-5", rates(5.0, 25.0, 6.25, 0.50)),
+    entry(
+        "opus",
+        "5.5",
+        "claude-opus-5-5",
+        rates(4.0, 20.0, 5.0, 0.20),
+    ),
+    entry(
+        "sonnet",
+        "4.5",
+        "claude-sonnet-4-5",
+        rates(3.0, 15.0, 3.75, 0.30),
+    ),
+    entry(
+        "sonnet",
+        "4.6",
+        "claude-sonnet-4-6",
+        rates(3.0, 15.0, 3.75, 0.30),
+    ),
+    entry(
+        "sonnet",
+        "5",
+        "claude-sonnet-5",
+        rates(2.0, 10.0, 2.50, 0.20),
+    ),
+    entry(
+        "sonnet",
+        "5.5",
+        "claude-sonnet-5-5",
+        rates(2.0, 10.0, 2.50, 0.10),
+    ),
+    entry(
+        "haiku",
+        "4.5",
+        "claude-haiku-4-5",
+        rates(1.0, 5.0, 1.25, 0.10),
+    ),
+    ModelEntry {
+        family: "haiku",
+        version: "5.5",
+        model_id: "claude-haiku-5-5",
+        rates: rates(0.10, 0.50, 0.125, 0.01),
+        long_prompt: Some(LongPrompt {
+            threshold: 100_000,
+            rates: rates(0.50, 2.50, 0.625, 0.05),
+        }),
+    },
+    entry(
+        "fable",
+        "5",
+        "claude-fable-5",
+        rates(10.0, 50.0, 12.50, 1.0),
+    ),
+    entry(
+        "fable",
+        "5.1",
+        "claude-fable-5-1",
+        rates(10.0, 50.0, 12.50, 0.25),
+    ),
+];
+
+/// Family names in table order, each once.
+pub fn families() -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = Vec::new();
+    for m in MODELS {
+        if !out.contains(&m.family) {
+            out.push(m.family);
+        }
+    }
+    out
+}
+
+/// The newest model of a family: what the family alias resolves to.
+pub fn latest(family: &str) -> Option<&'static ModelEntry> {
+    MODELS.iter().rev().find(|m| m.family == family)
+}
+
+/// The model of a family at a version (`version` without its `v`).
+pub fn find(family: &str, version: &str) -> Option<&'static ModelEntry> {
+    MODELS
+        .iter()
+        .find(|m| m.family == family && m.version == version)
+}
+
+/// Every atom the table accepts: each family alias, then each versioned model.
+pub fn atoms() -> Vec<String> {
+    let mut out = Vec::new();
+    for family in families() {
+        out.push(format!("{MODEL_LINE}/{family}"));
+        for m in MODELS.iter().filter(|m| m.family == family) {
+            out.push(format!("{MODEL_LINE}/{family}/v{}", m.version));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn usage(input: u64, output: u64, write: u64, read: u64) -> Usage {
+        Usage {
+            input_tokens: input,
+            output_tokens: output,
+            cache_creation_input_tokens: write,
+            cache_read_input_tokens: read,
+        }
+    }
+
+    #[test]
+    fn aliases_resolve_to_the_newest_version() {
+        assert_eq!(latest("opus").unwrap().model_id, "claude-opus-5-5");
+        assert_eq!(latest("haiku").unwrap().model_id, "claude-haiku-5-5");
+        assert!(latest("gpt").is_none());
+    }
+
+    #[test]
+    fn model_ids_are_unique_and_versions_ascend() {
+        for (i, a) in MODELS.iter().enumerate() {
+            for b in &MODELS[i + 1..] {
+                assert_ne!(a.model_id, b.model_id);
+            }
+        }
+        for family in families() {
+            let versions: Vec<f64> = MODELS
+                .iter()
+                .filter(|m| m.family == family)
+                .map(|m| m.version.parse().unwrap())
+                .collect();
+            assert!(
+                versions.windows(2).all(|w| w[0] < w[1]),
+                "{family}: {versions:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn cost_uses_all_four_rates() {
+        let opus = find("opus", "4.5").unwrap();
+        let c = opus.cost(&usage(1_000_000, 1_000_000, 1_000_000, 1_000_000));
+        assert!((c - (5.0 + 25.0 + 6.25 + 0.5)).abs() < 1e-9, "{c}");
+        // The recorded multi-turn capture: 1723 input + 7 output tokens on an Opus-priced model.
+        let c = opus.cost(&usage(1723, 7, 0, 0));
+        assert!((c - 0.00879).abs() < 1e-12, "{c}");
+    }
+
+    #[test]
+    fn long_prompts_switch_the_whole_request_to_the_higher_band() {
+        let haiku = find("haiku", "5.5").unwrap();
+        let short = haiku.cost(&usage(100_000, 1_000_000, 0, 0));
+        assert!((short - (0.01 + 0.5)).abs() < 1e-9, "{short}");
+        let long = haiku.cost(&usage(50_000, 1_000_000, 0, 50_001));
+        let expected = (50_000.0 * 0.5 + 1_000_000.0 * 2.5 + 50_001.0 * 0.05) / 1e6;
+        assert!((long - expected).abs() < 1e-9, "{long}");
+    }
+
+    #[test]
+    fn act_extends_ask() {
+        assert!(ASK_TOOLS.iter().all(|t| ACT_TOOLS.contains(t)));
+        for t in ["Bash", "Edit", "Write"] {
+            assert!(ACT_TOOLS.contains(&t) && !ASK_TOOLS.contains(&t));
+        }
+    }
+}
