@@ -39,7 +39,7 @@ pub(crate) fn decide(
     // A deny rule holds for the path as named and for where it really leads.
     let named_or_real = |r: &&_| {
         let r: &super::rules::CompiledRule = r;
-        r.matches_path(&lexical) || r.matches_path(&resolved)
+        r.catches_path(&lexical) || r.catches_path(&resolved)
     };
     if let Some(rule) = applicable.of(RuleKind::Deny).find(named_or_real) {
         return Decision::Deny(format!("`{tool}` on {target} {}", rule_clause(rule)));

@@ -130,12 +130,38 @@ pub(crate) enum Spec {
 
 #[derive(Debug, Clone)]
 pub(crate) struct PathPattern {
+    /// The pattern as written (anchored, `..` applied): what allow rules match. Not resolved
+    /// through symlinks, so a link in the project cannot stretch a rule to its target.
+    written: PathGlob,
+    /// The same with its literal directories resolved through symlinks, when that differs:
+    /// deny and ask rules also catch the real location.
+    real: Option<PathGlob>,
+}
+
+#[derive(Debug, Clone)]
+struct PathGlob {
     matcher: GlobMatcher,
     /// `dir/**` also matches `dir` itself.
     base: Option<PathBuf>,
 }
 
-impl PathPattern {
+impl PathGlob {
+    fn new(rule: &str, literal: PathBuf, rest: &[String]) -> Result<Self, PermissionError> {
+        let escaped = globset::escape(&literal.to_string_lossy());
+        let glob = if rest.is_empty() {
+            escaped
+        } else {
+            format!("{}/{}", escaped.trim_end_matches('/'), rest.join("/"))
+        };
+        let matcher = GlobBuilder::new(&glob)
+            .literal_separator(true)
+            .build()
+            .map_err(|e| invalid(rule, format!("the path pattern is not a valid glob ({e})")))?
+            .compile_matcher();
+        let base = (rest.len() == 1 && rest[0] == "**").then_some(literal);
+        Ok(PathGlob { matcher, base })
+    }
+
     fn matches(&self, path: &Path) -> bool {
         self.matcher.is_match(path) || self.base.as_deref() == Some(path)
     }
@@ -288,8 +314,6 @@ fn path_pattern(
     } else {
         anchor.root.join(inner.strip_prefix("./").unwrap_or(inner))
     };
-    // Canonicalise the literal directories in front of the first wildcard, so the pattern
-    // names the same real paths that requests are resolved to.
     let mut literal = PathBuf::from("/");
     let mut rest: Vec<String> = Vec::new();
     for component in absolute.components() {
@@ -300,20 +324,17 @@ fn path_pattern(
             rest.push(text.into_owned());
         }
     }
-    let literal = paths::resolve(&literal);
-    let escaped = globset::escape(&literal.to_string_lossy());
-    let glob = if rest.is_empty() {
-        escaped
+    let literal = paths::lexical(Path::new("/"), &literal);
+    let real_literal = paths::resolve(&literal);
+    let real = if real_literal == literal {
+        None
     } else {
-        format!("{}/{}", escaped.trim_end_matches('/'), rest.join("/"))
+        Some(PathGlob::new(rule, real_literal, &rest)?)
     };
-    let matcher = GlobBuilder::new(&glob)
-        .literal_separator(true)
-        .build()
-        .map_err(|e| invalid(rule, format!("the path pattern is not a valid glob ({e})")))?
-        .compile_matcher();
-    let base = (rest.len() == 1 && rest[0] == "**").then_some(literal);
-    Ok(PathPattern { matcher, base })
+    Ok(PathPattern {
+        written: PathGlob::new(rule, literal, &rest)?,
+        real,
+    })
 }
 
 impl CompiledRule {
@@ -342,12 +363,22 @@ impl CompiledRule {
         matches!(self.spec, Spec::Any)
     }
 
-    /// For file requests: whole-tool rules and path rules matching `path`.
+    /// For allow rules on file requests: whole-tool rules, and path rules as written.
     pub fn matches_path(&self, path: &Path) -> bool {
         match &self.spec {
             Spec::Any => true,
-            Spec::Path(p) => p.matches(path),
+            Spec::Path(p) => p.written.matches(path),
             Spec::Command(_) => false,
+        }
+    }
+
+    /// For deny and ask rules: also where the pattern's directories really are.
+    pub fn catches_path(&self, path: &Path) -> bool {
+        match &self.spec {
+            Spec::Path(p) => {
+                p.written.matches(path) || p.real.as_ref().is_some_and(|g| g.matches(path))
+            }
+            _ => self.matches_path(path),
         }
     }
 

@@ -130,7 +130,7 @@ fn deny(
                 r.kind == RuleKind::Deny
                     && !r.is_whole_tool()
                     && r.covers_tool(tool, &access)
-                    && (r.matches_path(&lexical) || r.matches_path(&resolved))
+                    && (r.catches_path(&lexical) || r.catches_path(&resolved))
             });
             if let Some(rule) = hit {
                 return Some(Decision::Deny(format!(
