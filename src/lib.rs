@@ -5,6 +5,7 @@
 //! into a `tools` implementation, guarded by `permissions`; every step is an `event::Event`.
 
 pub mod api;
+pub mod brain;
 pub mod event;
 pub mod exec;
 pub mod hooks;
@@ -12,3 +13,5 @@ pub mod permissions;
 pub mod settings;
 pub mod tools;
 pub mod session;
+pub mod engine;
+pub mod cli;

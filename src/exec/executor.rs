@@ -179,6 +179,20 @@ impl Batch {
         BatchOutcome { results, denials }
     }
 
+    /// Waits for every call, unless `cancel` fires first: then the batch is aborted as by
+    /// `abort`. This is how a turn's Ctrl-C reaches tools that are still running.
+    pub async fn finish_or_abort(self, cancel: &tokio_util::sync::CancellationToken) -> BatchOutcome {
+        let batch_token = self.ctx.cancel.clone();
+        let user = cancel.clone();
+        let relay = tokio::spawn(async move {
+            user.cancelled().await;
+            batch_token.cancel();
+        });
+        let outcome = self.finish().await;
+        relay.abort();
+        outcome
+    }
+
     /// Cancels the batch: queued calls never start, running calls are cancelled (Bash kills its
     /// process group), and every submitted call still gets a result so the history stays valid.
     pub async fn abort(self) -> BatchOutcome {

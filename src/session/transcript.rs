@@ -234,7 +234,6 @@ pub fn load(path: &Path) -> Result<Loaded, TranscriptError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Write as _;
 
     #[test]
     fn blocks_merge_into_messages_and_a_truncated_tail_is_skipped() {

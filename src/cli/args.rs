@@ -1,0 +1,110 @@
+//! Command-line flags, spelled as Claude Code spells them.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+use super::print::OutputFormat;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "ouro",
+    version,
+    about = "A fast, transparent coding agent for your terminal.",
+    args_conflicts_with_subcommands = true
+)]
+pub struct Args {
+    /// The prompt. Without --print, opens the interactive session with it.
+    pub prompt: Option<String>,
+
+    /// Answer one prompt and exit (the prompt is the argument, or stdin).
+    #[arg(short = 'p', long = "print")]
+    pub print: bool,
+
+    #[arg(long, value_enum, default_value = "text")]
+    pub output_format: OutputFormat,
+
+    /// Model id, e.g. claude-sonnet-4-5.
+    #[arg(long)]
+    pub model: Option<String>,
+
+    /// Maximum API calls for this prompt.
+    #[arg(long)]
+    pub max_turns: Option<u32>,
+
+    /// Stop once this prompt has cost this many US dollars.
+    #[arg(long)]
+    pub max_budget_usd: Option<f64>,
+
+    /// Stop once this prompt has produced this many output tokens.
+    #[arg(long)]
+    pub max_output_tokens: Option<u64>,
+
+    /// Retries for overloaded or failing API requests (default 10).
+    #[arg(long)]
+    pub max_retries: Option<u32>,
+
+    /// Show each step on stderr (text output).
+    #[arg(long)]
+    pub verbose: bool,
+
+    /// Resume the session with this id.
+    #[arg(short = 'r', long)]
+    pub resume: Option<String>,
+
+    /// Continue the most recent session in this directory.
+    #[arg(short = 'c', long = "continue")]
+    pub continue_last: bool,
+
+    /// Allow rules, e.g. "Bash(git status:*)" "Edit(src/**)" (comma or space separated).
+    #[arg(long = "allowedTools", alias = "allowed-tools", num_args = 1.., value_name = "RULES")]
+    pub allowed_tools: Vec<String>,
+
+    /// Deny rules, same syntax as --allowedTools.
+    #[arg(long = "disallowedTools", alias = "disallowed-tools", num_args = 1.., value_name = "RULES")]
+    pub disallowed_tools: Vec<String>,
+
+    /// default, acceptEdits, plan, dontAsk or bypassPermissions.
+    #[arg(long)]
+    pub permission_mode: Option<String>,
+
+    /// Only offer these tools to the model (comma or space separated).
+    #[arg(long, num_args = 1.., value_name = "NAMES")]
+    pub tools: Vec<String>,
+
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a scripted example against the built-in mock API (no key needed).
+    Demo,
+    /// Serve the scriptable mock Messages API on loopback.
+    MockServer {
+        /// Scenario JSON file.
+        #[arg(long)]
+        scenario: PathBuf,
+        #[arg(long, default_value_t = 0)]
+        port: u16,
+    },
+    /// List the effective permission rules and where each came from.
+    Permissions,
+}
+
+impl Args {
+    /// `--tools`, split on commas and spaces.
+    pub fn tool_names(&self) -> Option<Vec<String>> {
+        if self.tools.is_empty() {
+            return None;
+        }
+        Some(
+            self.tools
+                .iter()
+                .flat_map(|t| t.split([',', ' ']))
+                .filter(|t| !t.is_empty())
+                .map(str::to_string)
+                .collect(),
+        )
+    }
+}

@@ -1,0 +1,9 @@
+//! The command-line front end: flags, session setup, print mode and the demo.
+
+pub mod args;
+pub mod demo;
+pub mod print;
+pub mod setup;
+pub mod stream_json;
+
+pub use args::{Args, Command};

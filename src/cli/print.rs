@@ -1,0 +1,125 @@
+//! Print mode: run one prompt and write the outcome as text, one JSON object, or stream-json.
+
+use std::io::Write;
+
+use tokio::sync::mpsc::UnboundedReceiver;
+
+use super::stream_json;
+use crate::api::types::ContentBlock;
+use crate::event::{Event, RunResult};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputFormat {
+    Text,
+    Json,
+    #[value(name = "stream-json")]
+    StreamJson,
+}
+
+/// Render events until the engine hangs up. Returns the run's result, if one arrived.
+pub async fn render(
+    mut events: UnboundedReceiver<Event>,
+    format: OutputFormat,
+    verbose: bool,
+) -> Option<RunResult> {
+    let stdout = std::io::stdout();
+    let stderr = std::io::stderr();
+    let mut session_id = String::new();
+    let mut last = None;
+    while let Some(event) = events.recv().await {
+        if let Event::Init(info) = &event {
+            session_id.clone_from(&info.session_id);
+        }
+        match format {
+            OutputFormat::StreamJson => {
+                if let Some(line) = stream_json::render(&event, &session_id) {
+                    let mut out = stdout.lock();
+                    let _ = writeln!(out, "{line}");
+                    let _ = out.flush();
+                }
+            }
+            OutputFormat::Json => {
+                if let Event::Result(r) = &event {
+                    let _ = writeln!(stdout.lock(), "{}", stream_json::result(r));
+                }
+            }
+            OutputFormat::Text => {
+                if verbose {
+                    narrate(&event, &mut stderr.lock());
+                }
+                if let Event::Result(r) = &event {
+                    if r.kind.is_error() {
+                        let _ = writeln!(stderr.lock(), "ouro: {}", r.text);
+                    } else {
+                        let mut out = stdout.lock();
+                        let _ = writeln!(out, "{}", r.text);
+                        let _ = out.flush();
+                    }
+                }
+            }
+        }
+        if let Event::Result(r) = event {
+            last = Some(r);
+        }
+    }
+    last
+}
+
+/// One line per step on stderr, for `--verbose` text runs and the demo.
+pub fn narrate(event: &Event, out: &mut impl Write) {
+    let _ = match event {
+        Event::ApiRetry(r) => writeln!(
+            out,
+            "· API {} ({}), retry {}/{} in {} ms",
+            r.error_status.map(|s| s.to_string()).unwrap_or_default(),
+            r.error,
+            r.attempt,
+            r.max_retries,
+            r.retry_delay_ms
+        ),
+        Event::ToolStarted { name, input, .. } => writeln!(out, "● {name} {}", key_argument(input)),
+        Event::ToolFinished {
+            result: ContentBlock::ToolResult {
+                content, is_error, ..
+            },
+            elapsed,
+            ..
+        } => {
+            let first = content.lines().next().unwrap_or("");
+            let mark = if *is_error { "✗" } else { "⎿" };
+            writeln!(
+                out,
+                "  {mark} {} ({} lines, {} ms)",
+                truncate(first, 100),
+                content.lines().count(),
+                elapsed.as_millis()
+            )
+        }
+        Event::PermissionDenied(d) => writeln!(out, "  ✗ denied: {}", d.reason),
+        Event::CompactBoundary(c) => writeln!(
+            out,
+            "· compacted {} earlier messages into a summary",
+            c.messages_summarised
+        ),
+        _ => Ok(()),
+    };
+}
+
+/// The argument that says what a call is about: a path, a pattern or a command.
+pub fn key_argument(input: &serde_json::Value) -> String {
+    for key in ["command", "file_path", "pattern", "path", "url"] {
+        if let Some(v) = input.get(key).and_then(|v| v.as_str()) {
+            return truncate(v, 120);
+        }
+    }
+    String::new()
+}
+
+fn truncate(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_string()
+    } else {
+        let cut: String = s.chars().take(max).collect();
+        format!("{cut}…")
+    }
+}

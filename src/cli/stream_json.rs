@@ -1,0 +1,139 @@
+//! Events as Claude Code's stream-json lines, so existing consumers work unchanged.
+
+use serde_json::{Value, json};
+
+use crate::api::types::{ContentBlock, Usage};
+use crate::event::{Event, RunResult};
+
+fn uuid() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+fn usage_json(u: &Usage) -> Value {
+    json!({
+        "input_tokens": u.input_tokens,
+        "cache_creation_input_tokens": u.cache_creation_input_tokens,
+        "cache_read_input_tokens": u.cache_read_input_tokens,
+        "output_tokens": u.output_tokens,
+    })
+}
+
+/// The stream-json line for an event, or `None` for events that format has no line for
+/// (live deltas, progress).
+pub fn render(event: &Event, session_id: &str) -> Option<Value> {
+    Some(match event {
+        Event::Init(info) => json!({
+            "type": "system",
+            "subtype": "init",
+            "cwd": info.cwd,
+            "session_id": info.session_id,
+            "tools": info.tools,
+            "mcp_servers": [],
+            "model": info.model,
+            "permissionMode": info.permission_mode,
+            "apiKeySource": "ANTHROPIC_API_KEY",
+            "output_style": "default",
+            "uuid": uuid(),
+        }),
+        Event::ApiRetry(r) => json!({
+            "type": "system",
+            "subtype": "api_retry",
+            "attempt": r.attempt,
+            "max_retries": r.max_retries,
+            "retry_delay_ms": r.retry_delay_ms,
+            "error_status": r.error_status,
+            "error": r.error,
+            "session_id": session_id,
+            "uuid": uuid(),
+        }),
+        Event::AssistantBlock {
+            message_id,
+            model,
+            block,
+            usage,
+        } => json!({
+            "type": "assistant",
+            "message": {
+                "id": message_id,
+                "type": "message",
+                "role": "assistant",
+                "model": model,
+                "content": [block],
+                "stop_reason": null,
+                "stop_sequence": null,
+                "usage": usage_json(usage),
+            },
+            "parent_tool_use_id": null,
+            "session_id": session_id,
+            "uuid": uuid(),
+        }),
+        Event::ToolFinished { result, .. } => json!({
+            "type": "user",
+            "message": {"role": "user", "content": [result]},
+            "parent_tool_use_id": null,
+            "session_id": session_id,
+            "uuid": uuid(),
+            "timestamp": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        }),
+        Event::Compacting(on) => json!({
+            "type": "system",
+            "subtype": "status",
+            "status": if *on { Value::from("compacting") } else { Value::Null },
+            "session_id": session_id,
+            "uuid": uuid(),
+        }),
+        Event::CompactBoundary(info) => json!({
+            "type": "system",
+            "subtype": "compact_boundary",
+            "session_id": session_id,
+            "uuid": uuid(),
+            "compact_metadata": {
+                "trigger": info.trigger,
+                "pre_tokens": info.pre_tokens,
+                "messages_summarised": info.messages_summarised,
+                "messages_kept": info.messages_kept,
+            },
+        }),
+        Event::SyntheticUser { text } => json!({
+            "type": "user",
+            "message": {"role": "user", "content": [ContentBlock::text(text.clone())]},
+            "parent_tool_use_id": null,
+            "session_id": session_id,
+            "uuid": uuid(),
+            "isSynthetic": true,
+        }),
+        Event::Result(r) => result(r),
+        Event::RequestStarted { .. }
+        | Event::TextDelta { .. }
+        | Event::ThinkingDelta { .. }
+        | Event::MessageDone { .. }
+        | Event::ToolStarted { .. }
+        | Event::ToolProgress { .. }
+        | Event::PermissionDenied(_) => return None,
+    })
+}
+
+/// The final `result` object (also the whole output of `--output-format json`).
+pub fn result(r: &RunResult) -> Value {
+    let mut v = json!({
+        "type": "result",
+        "subtype": r.kind,
+        "is_error": r.kind.is_error(),
+        "api_error_status": r.api_error_status,
+        "duration_ms": r.duration.as_millis() as u64,
+        "duration_api_ms": r.api_duration.as_millis() as u64,
+        "num_turns": r.num_turns,
+        "result": r.text,
+        "stop_reason": r.stop_reason.map(|s| s.as_str()),
+        "session_id": r.session_id,
+        "total_cost_usd": r.cost_usd,
+        "usage": usage_json(&r.usage),
+        "permission_denials": r.permission_denials,
+        "uuid": uuid(),
+    });
+    if r.cost_unknown {
+        v["cost_note"] =
+            json!("this model has no pricing entry in ouro, so its cost is reported as 0");
+    }
+    v
+}

@@ -1,0 +1,202 @@
+//! One model call: send, retry what is retryable, stream the reply, and hand each finished
+//! block on at once (tool calls start while the rest of the message still streams).
+
+use std::time::Instant;
+
+use futures::StreamExt;
+use tokio_util::sync::CancellationToken;
+
+use super::Engine;
+use super::query::RunState;
+use crate::api::client::ApiError;
+use crate::api::stream::{Assembled, Assembler, bad_input_message};
+use crate::api::types::{ContentBlock, MessagesRequest, StopReason};
+use crate::event::{Event, RetryInfo};
+use crate::exec::Batch;
+
+#[derive(Debug, Default)]
+pub(super) struct CallOutcome {
+    pub blocks: Vec<ContentBlock>,
+    pub stop_reason: Option<StopReason>,
+}
+
+#[derive(Debug)]
+pub(super) enum CallError {
+    /// Nothing usable arrived (after every allowed retry).
+    Api(ApiError),
+    /// The stream broke after some blocks had finished; those are kept, never replayed.
+    Cut {
+        outcome: CallOutcome,
+        error: ApiError,
+    },
+    /// The user aborted; finished blocks are kept.
+    Aborted { outcome: CallOutcome },
+}
+
+enum Attempt {
+    Done(CallOutcome),
+    /// Failed before any block finished: the request may be sent again.
+    Retryable(ApiError),
+    Fatal(CallError),
+}
+
+impl Engine {
+    /// `batch` is `Some` for a conversation turn (blocks are emitted, persisted and tool calls
+    /// submitted) and `None` for internal calls such as compaction.
+    pub(super) async fn call_model(
+        &mut self,
+        request: &MessagesRequest,
+        run: &mut RunState,
+        cancel: &CancellationToken,
+        mut batch: Option<&mut Batch>,
+    ) -> Result<CallOutcome, CallError> {
+        let mut attempt = 0u32;
+        loop {
+            let started = Instant::now();
+            let result = self
+                .attempt(request, run, cancel, batch.as_deref_mut())
+                .await;
+            run.api_time += started.elapsed();
+            let error = match result {
+                Attempt::Done(outcome) => return Ok(outcome),
+                Attempt::Fatal(e) => return Err(e),
+                Attempt::Retryable(e) => e,
+            };
+            if !error.is_retryable() || attempt >= self.config.retry.max_retries {
+                return Err(CallError::Api(error));
+            }
+            attempt += 1;
+            let delay = self.config.retry.delay(attempt, &error);
+            tracing::warn!(attempt, error = %error, "retrying the API request");
+            self.emit(Event::ApiRetry(RetryInfo {
+                attempt,
+                max_retries: self.config.retry.max_retries,
+                retry_delay_ms: delay.as_millis() as u64,
+                error_status: error.status(),
+                error: error.label(),
+            }));
+            tokio::select! {
+                _ = cancel.cancelled() => return Err(CallError::Aborted { outcome: CallOutcome::default() }),
+                _ = tokio::time::sleep(delay) => {}
+            }
+        }
+    }
+
+    async fn attempt(
+        &mut self,
+        request: &MessagesRequest,
+        run: &mut RunState,
+        cancel: &CancellationToken,
+        mut batch: Option<&mut Batch>,
+    ) -> Attempt {
+        let opened = tokio::select! {
+            _ = cancel.cancelled() => return Attempt::Fatal(CallError::Aborted { outcome: CallOutcome::default() }),
+            r = self.client.stream(request) => r,
+        };
+        let mut stream = match opened {
+            Ok(s) => Box::pin(s),
+            Err(e) => return Attempt::Retryable(e),
+        };
+        let mut asm = Assembler::new();
+        let failure = loop {
+            let next = tokio::select! {
+                _ = cancel.cancelled() => None,
+                n = stream.next() => Some(n),
+            };
+            let item = match next {
+                None => {
+                    self.account(run, &asm);
+                    return Attempt::Fatal(CallError::Aborted {
+                        outcome: outcome(asm),
+                    });
+                }
+                Some(None) if asm.complete => break None,
+                Some(None) => {
+                    break Some(ApiError::Stream(
+                        "the connection closed before the message was complete".into(),
+                    ));
+                }
+                Some(Some(Err(e))) => break Some(e),
+                Some(Some(Ok(ev))) => ev,
+            };
+            for piece in asm.push(item) {
+                self.dispatch(piece, &asm, batch.as_deref_mut());
+            }
+            if asm.complete {
+                break None;
+            }
+        };
+        self.account(run, &asm);
+        match failure {
+            None => Attempt::Done(outcome(asm)),
+            Some(e) if asm.blocks.is_empty() => Attempt::Retryable(e),
+            Some(e) => Attempt::Fatal(CallError::Cut {
+                outcome: outcome(asm),
+                error: e,
+            }),
+        }
+    }
+
+    fn dispatch(&mut self, piece: Assembled, asm: &Assembler, batch: Option<&mut Batch>) {
+        let Some(batch) = batch else { return };
+        match piece {
+            Assembled::TextDelta(text) => self.emit(Event::TextDelta { text }),
+            Assembled::ThinkingDelta(text) => self.emit(Event::ThinkingDelta { text }),
+            Assembled::Block(block) => {
+                self.announce(asm, &block);
+                if let ContentBlock::ToolUse { id, name, input } = block {
+                    batch.submit(id, name, input);
+                }
+            }
+            Assembled::BadToolInput {
+                id,
+                name,
+                raw,
+                error,
+            } => {
+                if let Some(block) = asm.blocks.last() {
+                    self.announce(asm, block);
+                }
+                batch.submit_error(id, name.clone(), bad_input_message(&name, &raw, &error));
+            }
+            Assembled::MessageStarted { .. }
+            | Assembled::Stopped(_)
+            | Assembled::Complete
+            | Assembled::ServerError(_) => {}
+        }
+    }
+
+    fn announce(&mut self, asm: &Assembler, block: &ContentBlock) {
+        let id = asm.message_id.clone();
+        self.persist(|t| t.append_assistant_block(&id, block));
+        self.emit(Event::AssistantBlock {
+            message_id: asm.message_id.clone(),
+            model: asm.model.clone(),
+            block: block.clone(),
+            usage: asm.usage,
+        });
+    }
+
+    /// Count what a response used, whether or not it completed.
+    fn account(&mut self, run: &mut RunState, asm: &Assembler) {
+        if asm.message_id.is_empty() {
+            return;
+        }
+        let model = if asm.model.is_empty() {
+            self.config.model.clone()
+        } else {
+            asm.model.clone()
+        };
+        let cost = self.costs.record(&model, &asm.usage);
+        run.cost_usd += cost;
+        run.usage.add(&asm.usage);
+        self.last_context_tokens = asm.usage.context_tokens();
+    }
+}
+
+fn outcome(asm: Assembler) -> CallOutcome {
+    CallOutcome {
+        blocks: asm.blocks,
+        stop_reason: asm.stop_reason,
+    }
+}

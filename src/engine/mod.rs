@@ -1,0 +1,185 @@
+//! The query loop: owns the conversation, asks the model, hands tool calls to the executor and
+//! emits every step as an `Event`.
+
+mod call;
+pub mod compact;
+pub mod prompt;
+mod query;
+pub mod repair;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::api::client::Client;
+use crate::api::pricing;
+use crate::api::retry::RetryPolicy;
+use crate::api::types::{Message, SystemBlock, Usage};
+use crate::event::Event;
+use crate::exec::Executor;
+use crate::session::Transcript;
+
+pub const DEFAULT_MODEL: &str = "claude-sonnet-4-5";
+pub const DEFAULT_MAX_TOKENS: u32 = 32_000;
+/// How many times in a row a reply cut by max_tokens is continued.
+pub const MAX_CONTINUATIONS: u32 = 3;
+
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    pub model: String,
+    pub max_tokens: u32,
+    /// API calls allowed per run.
+    pub max_turns: Option<u32>,
+    pub max_budget_usd: Option<f64>,
+    /// Output tokens allowed per run.
+    pub max_output_tokens: Option<u64>,
+    /// Share of the context window after which the history is compacted before sending.
+    pub auto_compact_threshold: f64,
+    pub retry: RetryPolicy,
+    pub permission_mode: String,
+    pub cwd: PathBuf,
+}
+
+impl EngineConfig {
+    pub fn new(model: impl Into<String>, cwd: PathBuf) -> Self {
+        EngineConfig {
+            model: model.into(),
+            max_tokens: DEFAULT_MAX_TOKENS,
+            max_turns: None,
+            max_budget_usd: None,
+            max_output_tokens: None,
+            auto_compact_threshold: 0.85,
+            retry: RetryPolicy::default(),
+            permission_mode: "default".into(),
+            cwd,
+        }
+    }
+}
+
+/// Token and dollar totals for the whole session, per model.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Costs {
+    pub by_model: BTreeMap<String, (Usage, f64)>,
+    /// Models used that have no pricing entry (their cost counts as 0).
+    pub unpriced: Vec<String>,
+}
+
+impl Costs {
+    /// Record one response; returns its cost in USD.
+    pub fn record(&mut self, model: &str, usage: &Usage) -> f64 {
+        let cost = match pricing::pricing(model) {
+            Some(p) => p.cost(usage),
+            None => {
+                if !self.unpriced.iter().any(|m| m == model) {
+                    self.unpriced.push(model.to_string());
+                }
+                0.0
+            }
+        };
+        let entry = self.by_model.entry(model.to_string()).or_default();
+        entry.0.add(usage);
+        entry.1 += cost;
+        cost
+    }
+
+    pub fn total_usd(&self) -> f64 {
+        self.by_model.values().map(|(_, c)| c).sum()
+    }
+
+    pub fn total_usage(&self) -> Usage {
+        let mut u = Usage::default();
+        for (usage, _) in self.by_model.values() {
+            u.add(usage);
+        }
+        u
+    }
+}
+
+pub struct Engine {
+    client: Client,
+    executor: Executor,
+    config: EngineConfig,
+    system: Vec<SystemBlock>,
+    history: Vec<Message>,
+    transcript: Option<Transcript>,
+    session_id: String,
+    events: UnboundedSender<Event>,
+    costs: Costs,
+    /// Input tokens the model read on the last request (for proactive compaction).
+    last_context_tokens: u64,
+}
+
+impl Engine {
+    pub fn new(
+        client: Client,
+        executor: Executor,
+        config: EngineConfig,
+        session_id: String,
+        history: Vec<Message>,
+        transcript: Option<Transcript>,
+        events: UnboundedSender<Event>,
+    ) -> Self {
+        let system = prompt::system_prompt(&config.cwd, &config.model);
+        Engine {
+            client,
+            executor,
+            config,
+            system,
+            history,
+            transcript,
+            session_id,
+            events,
+            costs: Costs::default(),
+            last_context_tokens: 0,
+        }
+    }
+
+    pub fn session_id(&self) -> &str {
+        &self.session_id
+    }
+
+    pub fn history(&self) -> &[Message] {
+        &self.history
+    }
+
+    pub fn costs(&self) -> &Costs {
+        &self.costs
+    }
+
+    pub fn config(&self) -> &EngineConfig {
+        &self.config
+    }
+
+    pub fn executor(&self) -> &Executor {
+        &self.executor
+    }
+
+    pub fn set_model(&mut self, model: impl Into<String>) {
+        self.config.model = model.into();
+        self.system = prompt::system_prompt(&self.config.cwd, &self.config.model);
+    }
+
+    /// Start a new, empty session (`/clear`).
+    pub fn reset(&mut self, session_id: String, transcript: Option<Transcript>) {
+        self.session_id = session_id;
+        self.transcript = transcript;
+        self.history.clear();
+        self.last_context_tokens = 0;
+    }
+
+    fn emit(&self, event: Event) {
+        let _ = self.events.send(event);
+    }
+
+    fn persist<F>(&mut self, write: F)
+    where
+        F: FnOnce(&mut Transcript) -> Result<(), crate::session::TranscriptError>,
+    {
+        if let Some(t) = self.transcript.as_mut()
+            && let Err(e) = write(t)
+        {
+            tracing::error!(error = %e, "transcript write failed");
+        }
+    }
+}

@@ -1,0 +1,135 @@
+//! Assembles the system prompt: ouro's own instructions, facts about the environment, and the
+//! project's instruction files (`OURO.md`, `CLAUDE.md`, `AGENTS.md`).
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::api::types::{CacheControl, SystemBlock};
+
+pub const SYSTEM: &str = include_str!("../../prompts/system.md");
+pub const COMPACT: &str = include_str!("../../prompts/compact.md");
+pub const CONTINUATION: &str = include_str!("../../prompts/continuation.md");
+pub const MAX_TOKENS_CONTINUE: &str = include_str!("../../prompts/max_tokens.md");
+
+/// Instruction files read from the project root, in this order.
+pub const INSTRUCTION_FILES: &[&str] = &["OURO.md", "CLAUDE.md", "AGENTS.md"];
+
+/// Project instruction files larger than this are cut, so one huge file cannot eat the context.
+const MAX_INSTRUCTIONS_BYTES: usize = 64 * 1024;
+
+/// The system prompt blocks. The stable part comes first and carries the cache breakpoint, so
+/// the environment facts that change between runs do not invalidate the cached prefix.
+pub fn system_prompt(cwd: &Path, model: &str) -> Vec<SystemBlock> {
+    let mut stable = SystemBlock::text(SYSTEM.trim_end());
+    stable.cache_control = Some(CacheControl::ephemeral());
+    let mut blocks = vec![stable];
+    let instructions = project_instructions(cwd);
+    if !instructions.is_empty() {
+        blocks.push(SystemBlock::text(instructions));
+    }
+    blocks.push(SystemBlock::text(environment(cwd, model)));
+    blocks
+}
+
+fn environment(cwd: &Path, model: &str) -> String {
+    let mut out = String::from("# Environment\n");
+    out.push_str(&format!("Working directory: {}\n", cwd.display()));
+    out.push_str(&format!(
+        "Platform: {} ({})\n",
+        std::env::consts::OS,
+        std::env::consts::ARCH
+    ));
+    out.push_str(&format!(
+        "Today's date: {}\n",
+        chrono::Local::now().format("%Y-%m-%d")
+    ));
+    out.push_str(&format!("Model: {model}\n"));
+    match git(cwd, &["rev-parse", "--abbrev-ref", "HEAD"]) {
+        Some(branch) => {
+            out.push_str(&format!("Git repository: yes, branch {}\n", branch.trim()));
+            if let Some(status) = git(cwd, &["status", "--short"]) {
+                let lines: Vec<&str> = status.lines().collect();
+                if lines.is_empty() {
+                    out.push_str("Git status: clean\n");
+                } else {
+                    out.push_str("Git status (at session start):\n");
+                    for line in lines.iter().take(40) {
+                        out.push_str(line);
+                        out.push('\n');
+                    }
+                    if lines.len() > 40 {
+                        out.push_str(&format!(
+                            "... and {} more changed paths\n",
+                            lines.len() - 40
+                        ));
+                    }
+                }
+            }
+        }
+        None => out.push_str("Git repository: no\n"),
+    }
+    out
+}
+
+fn git(cwd: &Path, args: &[&str]) -> Option<String> {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The user-level file (`~/.ouro/OURO.md`) first, then the project's files.
+fn project_instructions(cwd: &Path) -> String {
+    let mut sources = Vec::new();
+    if let Some(home) = crate::settings::ouro_home() {
+        sources.push(home.join("OURO.md"));
+    }
+    sources.extend(INSTRUCTION_FILES.iter().map(|name| cwd.join(name)));
+    let mut out = String::new();
+    for path in sources {
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        if text.trim().is_empty() {
+            continue;
+        }
+        if out.is_empty() {
+            out.push_str("# Instructions from the user and the project\nFollow these; they override the defaults above.\n");
+        }
+        let mut cut = text.len().min(MAX_INSTRUCTIONS_BYTES);
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        out.push_str(&format!(
+            "\n## {}\n{}\n",
+            path.display(),
+            text[..cut].trim_end()
+        ));
+        if cut < text.len() {
+            out.push_str("(file cut: it is longer than 64 KiB)\n");
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn instruction_files_are_included_and_env_facts_present() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("CLAUDE.md"), "Always use tabs.").unwrap();
+        std::fs::write(dir.path().join("AGENTS.md"), "Run make test.").unwrap();
+        let blocks = system_prompt(dir.path(), "m");
+        let all: String = blocks.iter().map(|b| b.text.clone()).collect();
+        assert!(all.contains("Always use tabs.") && all.contains("Run make test."));
+        assert!(all.find("Always use tabs.") < all.find("Run make test."));
+        assert!(all.contains(&format!("Working directory: {}", dir.path().display())));
+        assert!(blocks[0].cache_control.is_some());
+    }
+}

@@ -1,0 +1,332 @@
+//! The query loop of one run (one user prompt): budget gates before every call, tool rounds,
+//! max_tokens continuation, and compaction when the prompt grows too long.
+
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+
+use super::call::{CallError, CallOutcome};
+use super::{Engine, MAX_CONTINUATIONS, prompt, repair};
+use crate::api::client::ApiError;
+use crate::api::pricing;
+use crate::api::types::{
+    CacheControl, ContentBlock, Message, MessagesRequest, Role, StopReason, ToolDefinition, Usage,
+};
+use crate::event::{CompactTrigger, Denial, Event, InitInfo, ResultKind, RunResult};
+
+/// What one run has used so far.
+#[derive(Debug, Default)]
+pub(crate) struct RunState {
+    pub turns: u32,
+    pub api_time: Duration,
+    pub usage: Usage,
+    pub cost_usd: f64,
+    pub denials: Vec<Denial>,
+}
+
+/// How a run ends, before it is turned into a `RunResult`.
+struct Ending {
+    kind: ResultKind,
+    text: String,
+    stop_reason: Option<StopReason>,
+    api_error_status: Option<u16>,
+}
+
+impl Ending {
+    fn error(kind: ResultKind, text: impl Into<String>) -> Self {
+        Ending {
+            kind,
+            text: text.into(),
+            stop_reason: None,
+            api_error_status: None,
+        }
+    }
+}
+
+impl Engine {
+    /// Answer one user prompt: loop until the model stops asking for tools, a gate closes, or
+    /// `cancel` fires. Always ends with an `Event::Result`, which is also returned.
+    pub async fn run(&mut self, prompt_text: &str, cancel: &CancellationToken) -> RunResult {
+        let started = Instant::now();
+        let mut run = RunState::default();
+        self.emit(Event::Init(InitInfo {
+            session_id: self.session_id.clone(),
+            cwd: self.config.cwd.to_string_lossy().into_owned(),
+            model: self.config.model.clone(),
+            tools: self
+                .executor
+                .tools()
+                .iter()
+                .map(|t| t.name().to_string())
+                .collect(),
+            permission_mode: self.config.permission_mode.clone(),
+        }));
+        let user = Message::user_text(prompt_text);
+        self.persist(|t| t.append_user(&user));
+        self.history.push(user);
+        let ending = self.query_loop(&mut run, cancel).await;
+        let costs_unknown = pricing::pricing(&self.config.model).is_none();
+        let result = RunResult {
+            kind: ending.kind,
+            text: ending.text,
+            session_id: self.session_id.clone(),
+            num_turns: run.turns,
+            duration: started.elapsed(),
+            api_duration: run.api_time,
+            stop_reason: ending.stop_reason,
+            usage: run.usage,
+            cost_usd: run.cost_usd,
+            cost_unknown: costs_unknown,
+            api_error_status: ending.api_error_status,
+            permission_denials: run.denials,
+        };
+        self.emit(Event::Result(result.clone()));
+        result
+    }
+
+    async fn query_loop(&mut self, run: &mut RunState, cancel: &CancellationToken) -> Ending {
+        let mut continuations = 0u32;
+        let mut answer = String::new();
+        let mut compacted_for_this_call = false;
+        loop {
+            if let Some(ending) = self.gate(run, cancel) {
+                return ending;
+            }
+            if !compacted_for_this_call
+                && self.over_compact_threshold()
+                && let Err(e) = self.compact(CompactTrigger::Auto, None, run, cancel).await
+            {
+                tracing::warn!(error = %e, "proactive compaction failed; sending the full history");
+            }
+            let request = self.build_request();
+            run.turns += 1;
+            self.emit(Event::RequestStarted { turn: run.turns });
+            let mut batch = self.executor.batch();
+            let called = self
+                .call_model(&request, run, cancel, Some(&mut batch))
+                .await;
+            let outcome = match called {
+                Ok(outcome) => outcome,
+                Err(CallError::Api(e)) if e.is_prompt_too_long() => {
+                    if compacted_for_this_call {
+                        return prompt_too_long(&e);
+                    }
+                    match self.compact(CompactTrigger::Auto, None, run, cancel).await {
+                        Ok(_) => {
+                            compacted_for_this_call = true;
+                            run.turns -= 1;
+                            continue;
+                        }
+                        Err(reason) => {
+                            return Ending {
+                                api_error_status: Some(400),
+                                ..Ending::error(
+                                    ResultKind::ErrorPromptTooLong,
+                                    format!(
+                                        "The prompt is too long for the model and could not be compacted ({reason}). Start a new session or remove large content from the conversation."
+                                    ),
+                                )
+                            };
+                        }
+                    }
+                }
+                Err(CallError::Api(e)) => return api_failure(&e),
+                Err(CallError::Aborted { outcome }) => {
+                    let results = batch.abort().await;
+                    self.record_round(outcome, results.results, run, results.denials);
+                    return Ending::error(
+                        ResultKind::ErrorAborted,
+                        "The turn was interrupted by the user.",
+                    );
+                }
+                Err(CallError::Cut { outcome, error }) => {
+                    let results = batch.finish().await;
+                    self.record_round(outcome, results.results, run, results.denials);
+                    return Ending {
+                        api_error_status: error.status(),
+                        ..Ending::error(
+                            ResultKind::ErrorDuringExecution,
+                            format!(
+                                "API error: the response was cut off mid-stream ({error}). What arrived before the cut is kept in the conversation; send a new message to continue."
+                            ),
+                        )
+                    };
+                }
+            };
+            compacted_for_this_call = false;
+            let stop_reason = outcome.stop_reason;
+            let has_tools = outcome
+                .blocks
+                .iter()
+                .any(|b| matches!(b, ContentBlock::ToolUse { .. }));
+            let text: String = outcome
+                .blocks
+                .iter()
+                .filter_map(|b| match b {
+                    ContentBlock::Text { text } => Some(text.as_str()),
+                    _ => None,
+                })
+                .collect();
+            if has_tools {
+                let results = batch.finish_or_abort(cancel).await;
+                self.record_round(outcome, results.results, run, results.denials);
+                answer.clear();
+                continuations = 0;
+                if cancel.is_cancelled() {
+                    return Ending::error(
+                        ResultKind::ErrorAborted,
+                        "The turn was interrupted by the user.",
+                    );
+                }
+                continue;
+            }
+            self.record_round(outcome, Vec::new(), run, Vec::new());
+            answer.push_str(&text);
+            if stop_reason == Some(StopReason::MaxTokens) && continuations < MAX_CONTINUATIONS {
+                continuations += 1;
+                let nudge = Message::user_text(prompt::MAX_TOKENS_CONTINUE.trim());
+                self.emit(Event::SyntheticUser { text: nudge.text() });
+                self.persist(|t| t.append_user(&nudge));
+                self.history.push(nudge);
+                continue;
+            }
+            if stop_reason == Some(StopReason::PauseTurn) {
+                continue;
+            }
+            return Ending {
+                kind: ResultKind::Success,
+                text: answer,
+                stop_reason,
+                api_error_status: None,
+            };
+        }
+    }
+
+    /// Budget gates, checked before every API call.
+    fn gate(&self, run: &RunState, cancel: &CancellationToken) -> Option<Ending> {
+        if cancel.is_cancelled() {
+            return Some(Ending::error(
+                ResultKind::ErrorAborted,
+                "The turn was interrupted by the user.",
+            ));
+        }
+        if let Some(max) = self.config.max_turns
+            && run.turns >= max.max(1)
+        {
+            return Some(Ending::error(
+                ResultKind::ErrorMaxTurns,
+                format!(
+                    "Reached the maximum number of turns ({max}). Raise --max-turns to let the agent go further."
+                ),
+            ));
+        }
+        if let Some(max) = self.config.max_budget_usd
+            && run.cost_usd >= max
+        {
+            return Some(Ending::error(
+                ResultKind::ErrorMaxBudgetUsd,
+                format!(
+                    "Reached the budget of ${max:.4} (spent ${:.4}). Raise --max-budget-usd to continue.",
+                    run.cost_usd
+                ),
+            ));
+        }
+        if let Some(max) = self.config.max_output_tokens
+            && run.usage.output_tokens >= max
+        {
+            return Some(Ending::error(
+                ResultKind::ErrorMaxOutputTokens,
+                format!(
+                    "Reached the output token budget ({max} tokens, used {}).",
+                    run.usage.output_tokens
+                ),
+            ));
+        }
+        None
+    }
+
+    fn over_compact_threshold(&self) -> bool {
+        let window = pricing::context_window(&self.config.model) as f64;
+        self.last_context_tokens as f64 > window * self.config.auto_compact_threshold
+    }
+
+    pub(super) fn build_request(&mut self) -> MessagesRequest {
+        repair::repair(&mut self.history);
+        let mut tools: Vec<ToolDefinition> = self
+            .executor
+            .tools()
+            .iter()
+            .map(|t| ToolDefinition {
+                name: t.name().to_string(),
+                description: t.description().to_string(),
+                input_schema: t.input_schema().clone(),
+                cache_control: None,
+            })
+            .collect();
+        tools.sort_by(|a, b| a.name.cmp(&b.name));
+        if let Some(last) = tools.last_mut() {
+            last.cache_control = Some(CacheControl::ephemeral());
+        }
+        MessagesRequest {
+            model: self.config.model.clone(),
+            max_tokens: self.config.max_tokens,
+            messages: self.history.clone(),
+            system: self.system.clone(),
+            tools,
+            stream: true,
+        }
+    }
+
+    /// Put an assistant message and its tool results into the history and transcript.
+    fn record_round(
+        &mut self,
+        outcome: CallOutcome,
+        results: Vec<ContentBlock>,
+        run: &mut RunState,
+        denials: Vec<Denial>,
+    ) {
+        run.denials.extend(denials);
+        if !outcome.blocks.is_empty() {
+            self.history.push(Message::assistant(outcome.blocks));
+        }
+        if !results.is_empty() {
+            let message = Message {
+                role: Role::User,
+                content: results,
+            };
+            self.persist(|t| t.append_user(&message));
+            self.history.push(message);
+        }
+    }
+}
+
+fn prompt_too_long(e: &ApiError) -> Ending {
+    Ending {
+        api_error_status: Some(400),
+        ..Ending::error(
+            ResultKind::ErrorPromptTooLong,
+            format!(
+                "The prompt is too long even after compaction ({e}). Start a new session or remove large content from the conversation."
+            ),
+        )
+    }
+}
+
+fn api_failure(e: &ApiError) -> Ending {
+    let hint = match e.status() {
+        Some(401) => " Check that ANTHROPIC_API_KEY is a valid key.",
+        Some(403) => " The key is not allowed to use this model or endpoint.",
+        Some(404) => " Check the model name (--model) and ANTHROPIC_BASE_URL.",
+        Some(429) | Some(529) | Some(500..=599) => {
+            " The service is busy or failing; try again in a moment."
+        }
+        _ => "",
+    };
+    Ending {
+        api_error_status: e.status(),
+        ..Ending::error(
+            ResultKind::ErrorDuringExecution,
+            format!("API error: {e}.{hint}"),
+        )
+    }
+}

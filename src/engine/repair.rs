@@ -1,0 +1,205 @@
+//! Keeps the history valid before every request. A tool_use without its tool_result (after
+//! Ctrl-C, a crash or a resume) would make every later API call fail, so each one gets a
+//! synthesised result; stray results and empty or same-role neighbours are folded away.
+
+use std::collections::HashSet;
+
+use crate::api::types::{ContentBlock, Message, Role};
+
+pub const INTERRUPTED: &str = "The tool call was interrupted before it finished (cancelled by the user or the session ended); its result is unknown. Check the current state before relying on it.";
+
+/// Repair `history` in place; returns how many tool results were synthesised.
+pub fn repair(history: &mut Vec<Message>) -> usize {
+    history.retain(|m| !m.content.is_empty());
+    merge_same_role(history);
+    if history.first().is_some_and(|m| m.role == Role::Assistant) {
+        history.insert(0, Message::user_text("(conversation resumed)"));
+    }
+    let mut synthesised = 0;
+    let mut i = 0;
+    while i < history.len() {
+        if history[i].role != Role::Assistant {
+            i += 1;
+            continue;
+        }
+        let wanted: Vec<String> = history[i]
+            .tool_uses()
+            .map(|(id, _, _)| id.to_string())
+            .collect();
+        let next_is_user = history.get(i + 1).is_some_and(|m| m.role == Role::User);
+        if !next_is_user {
+            if wanted.is_empty() {
+                i += 1;
+                continue;
+            }
+            history.insert(
+                i + 1,
+                Message {
+                    role: Role::User,
+                    content: Vec::new(),
+                },
+            );
+        }
+        let wanted_set: HashSet<&str> = wanted.iter().map(String::as_str).collect();
+        let next = &mut history[i + 1];
+        next.content.retain(|b| match b {
+            ContentBlock::ToolResult { tool_use_id, .. } => {
+                wanted_set.contains(tool_use_id.as_str())
+            }
+            _ => true,
+        });
+        let have: HashSet<String> = next
+            .content
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::ToolResult { tool_use_id, .. } => Some(tool_use_id.clone()),
+                _ => None,
+            })
+            .collect();
+        // Results must come first in the user message, in tool_use order.
+        let mut results: Vec<ContentBlock> = Vec::new();
+        for id in &wanted {
+            if have.contains(id) {
+                if let Some(pos) = next.content.iter().position(
+                    |b| matches!(b, ContentBlock::ToolResult { tool_use_id, .. } if tool_use_id == id),
+                ) {
+                    results.push(next.content.remove(pos));
+                }
+            } else {
+                results.push(ContentBlock::tool_result(id.clone(), INTERRUPTED, true));
+                synthesised += 1;
+            }
+        }
+        results.append(&mut next.content);
+        next.content = results;
+        i += 1;
+    }
+    // A user message left holding only results for no tool_use at all is dropped.
+    strip_orphan_results(history);
+    history.retain(|m| !m.content.is_empty());
+    merge_same_role(history);
+    synthesised
+}
+
+fn strip_orphan_results(history: &mut [Message]) {
+    for i in 0..history.len() {
+        if history[i].role != Role::User {
+            continue;
+        }
+        let allowed: HashSet<String> = if i > 0 && history[i - 1].role == Role::Assistant {
+            history[i - 1]
+                .tool_uses()
+                .map(|(id, _, _)| id.to_string())
+                .collect()
+        } else {
+            HashSet::new()
+        };
+        history[i].content.retain(|b| match b {
+            ContentBlock::ToolResult { tool_use_id, .. } => allowed.contains(tool_use_id),
+            _ => true,
+        });
+    }
+}
+
+fn merge_same_role(history: &mut Vec<Message>) {
+    let mut merged: Vec<Message> = Vec::with_capacity(history.len());
+    for m in history.drain(..) {
+        match merged.last_mut() {
+            Some(last) if last.role == m.role => last.content.extend(m.content),
+            _ => merged.push(m),
+        }
+    }
+    *history = merged;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn tool_use(id: &str) -> ContentBlock {
+        ContentBlock::ToolUse {
+            id: id.into(),
+            name: "Read".into(),
+            input: json!({}),
+        }
+    }
+
+    #[test]
+    fn missing_results_are_synthesised_in_order() {
+        let mut h = vec![
+            Message::user_text("go"),
+            Message::assistant(vec![ContentBlock::text("ok"), tool_use("a"), tool_use("b")]),
+            Message {
+                role: Role::User,
+                content: vec![ContentBlock::tool_result("b", "done", false)],
+            },
+        ];
+        assert_eq!(repair(&mut h), 1);
+        let ids: Vec<_> = h[2]
+            .content
+            .iter()
+            .map(|b| match b {
+                ContentBlock::ToolResult {
+                    tool_use_id,
+                    is_error,
+                    ..
+                } => (tool_use_id.as_str(), *is_error),
+                _ => panic!(),
+            })
+            .collect();
+        assert_eq!(ids, vec![("a", true), ("b", false)]);
+    }
+
+    #[test]
+    fn trailing_tool_use_gets_a_result_and_a_new_prompt_merges() {
+        let mut h = vec![
+            Message::user_text("go"),
+            Message::assistant(vec![tool_use("a")]),
+        ];
+        repair(&mut h);
+        assert_eq!(h.len(), 3);
+        h.push(Message::user_text("next"));
+        repair(&mut h);
+        assert_eq!(h.len(), 3);
+        assert!(matches!(h[2].content[0], ContentBlock::ToolResult { .. }));
+        assert_eq!(h[2].content[1], ContentBlock::text("next"));
+    }
+
+    #[test]
+    fn orphan_results_and_empty_messages_are_dropped() {
+        let mut h = vec![
+            Message {
+                role: Role::User,
+                content: vec![ContentBlock::tool_result("zz", "x", false)],
+            },
+            Message::user_text("hi"),
+            Message::assistant(vec![]),
+            Message::assistant(vec![ContentBlock::text("hello")]),
+        ];
+        repair(&mut h);
+        assert_eq!(
+            h,
+            vec![
+                Message::user_text("hi"),
+                Message::assistant(vec![ContentBlock::text("hello")])
+            ]
+        );
+    }
+
+    #[test]
+    fn a_valid_history_is_untouched() {
+        let mut h = vec![
+            Message::user_text("go"),
+            Message::assistant(vec![tool_use("a")]),
+            Message {
+                role: Role::User,
+                content: vec![ContentBlock::tool_result("a", "r", false)],
+            },
+            Message::assistant(vec![ContentBlock::text("done")]),
+        ];
+        let before = h.clone();
+        assert_eq!(repair(&mut h), 0);
+        assert_eq!(h, before);
+    }
+}
