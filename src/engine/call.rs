@@ -128,7 +128,16 @@ impl Engine {
         };
         self.account(run, &asm);
         match failure {
-            None => Attempt::Done(outcome(asm)),
+            None => {
+                if batch.is_some() {
+                    self.emit(Event::MessageDone {
+                        message_id: asm.message_id.clone(),
+                        stop_reason: asm.stop_reason,
+                        usage: asm.usage,
+                    });
+                }
+                Attempt::Done(outcome(asm))
+            }
             Some(e) if asm.blocks.is_empty() => Attempt::Retryable(e),
             Some(e) => Attempt::Fatal(CallError::Cut {
                 outcome: outcome(asm),
