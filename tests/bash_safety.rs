@@ -242,8 +242,22 @@ fn long_and_deeply_nested_commands_ask() {
     assert!(matches!(decide(&plan, &nested), Decision::Deny(_)));
     assert!(!is_read_only_command(&nested));
 
-    let brackets = "(".repeat(20_000);
-    assert!(matches!(decide(&default, &brackets), Decision::Ask(_)));
+    for hostile in [
+        "(".repeat(20_000),
+        format!("{}ls{}", "$(".repeat(8_000), ")".repeat(8_000)),
+        format!("{}ls{}", "{ ".repeat(8_000), "; }".repeat(8_000)),
+        format!("{}ls{}", "\"$(".repeat(5_000), ")\"".repeat(5_000)),
+        format!("ls{}", " && ls".repeat(5_000)),
+        "ls\u{0}; rm -rf x".to_string(),
+    ] {
+        let d = decide(&default, &hostile);
+        assert!(
+            matches!(d, Decision::Ask(_)),
+            "{} {d:?}",
+            &hostile[..40.min(hostile.len())]
+        );
+        assert!(!is_read_only_command(&hostile));
+    }
 
     // Long but ordinary commands are still judged normally.
     let many_files = format!("ls{}", " src".repeat(1_000));

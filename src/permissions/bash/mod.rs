@@ -37,7 +37,7 @@ pub struct Word {
 }
 
 impl Word {
-    pub(crate) fn literal(text: &str) -> Self {
+    fn literal(text: &str) -> Self {
         Word {
             text: text.to_string(),
             literal: true,

@@ -301,7 +301,10 @@ fn writing_flag(program: &str, args: &[Word]) -> Option<&'static str> {
     match program {
         "sort" if short_has('o') || long_has("--output") => Some("writes its output to a file"),
         "sort" if long_has("--compress-program") => Some("runs a compression program"),
-        "tree" if short_has('o') || long_has("--output") => Some("writes its output to a file"),
+        // `-R` makes tree write an HTML file in every directory.
+        "tree" if short_has('o') || short_has('R') || long_has("--output") => {
+            Some("writes its output to files")
+        }
         "file" if short_has('C') || long_has("--compile") => Some("writes a compiled magic file"),
         "rg" if long_has("--pre") || long_has("--hostname-bin") => {
             Some("runs other programs on the files it searches")
