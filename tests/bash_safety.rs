@@ -272,6 +272,13 @@ fn reasons_name_the_offending_part() {
         panic!("tee must ask");
     };
     assert_eq!(reason, "`tee pwned.txt` writes a file; it needs approval");
+    let Decision::Ask(reason) = decide(&default, "ls -la > listing.txt") else {
+        panic!("a redirection to a file must ask");
+    };
+    assert_eq!(
+        reason,
+        "`ls -la > listing.txt` writes a file; it needs approval"
+    );
     let Decision::Ask(reason) = decide(&default, "git status; npm install") else {
         panic!("npm install must ask");
     };

@@ -222,7 +222,9 @@ impl FindingKind {
             FindingKind::CdThenRun => "changes directory and then runs more commands",
             FindingKind::FindAction => "makes find run commands, delete files or write files",
             FindingKind::Xargs => "runs commands built from its input",
-            FindingKind::HeredocToInterpreter => "feeds a script to an interpreter",
+            FindingKind::HeredocToInterpreter => {
+                "runs a script given in a here-document or here-string"
+            }
             FindingKind::Unsupported(kind) => {
                 return format!("uses shell syntax ouro does not analyse ({kind})");
             }

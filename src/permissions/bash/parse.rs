@@ -358,7 +358,12 @@ impl<'s> Walker<'s> {
             ">&" if is_fd => {}
             ">" | ">>" | "&>" | "&>>" | ">|" | ">&" => {
                 if !target.is_harmless_sink() {
-                    self.find(FindingKind::WriteRedirect, node);
+                    // The statement reads better in a reason than the bare `> file`.
+                    let statement = node
+                        .parent()
+                        .filter(|p| matches!(p.kind(), "redirected_statement" | "command"))
+                        .unwrap_or(node);
+                    self.find(FindingKind::WriteRedirect, statement);
                     self.out.writes.push(target);
                 }
             }
