@@ -261,6 +261,27 @@ async fn data_subscription_fires_during_ask() {
 }
 
 #[tokio::test]
+async fn a_call_given_up_mid_turn_does_not_hand_its_answer_to_the_next() {
+    let r = rig();
+    r.brain.boot(Mode::Dispatch).await.unwrap();
+    let streaming = Arc::new(tokio::sync::Notify::new());
+    let n = streaming.clone();
+    r.brain.on_data(Arc::new(move |bytes| {
+        if String::from_utf8_lossy(bytes).contains("part 0") {
+            n.notify_one();
+        }
+    }));
+    // Abandon the call once its prompt is being answered.
+    tokio::select! {
+        out = r.brain.ask("slow") => panic!("the slow answer came too soon: {out:?}"),
+        _ = streaming.notified() => {}
+    }
+    let out = r.brain.ask("next").await.unwrap();
+    assert_eq!(out.text, "echo: next");
+    assert_eq!(out.metrics.input_tokens, 104);
+}
+
+#[tokio::test]
 async fn an_external_kill_fires_exit_exactly_once() {
     let r = rig();
     let inst = r.brain.boot(Mode::Dispatch).await.unwrap();

@@ -88,7 +88,7 @@ pub struct Metrics {
     pub output_tokens: u64,
     pub cache_read_tokens: u64,
     pub cache_write_tokens: u64,
-    /// From writing the prompt to reading the turn's result.
+    /// From the start of the call's turn (including any tool-set restart) to its result.
     pub wall_time: Duration,
     pub cost_usd: f64,
 }

@@ -266,8 +266,8 @@ impl ClaudeBrain {
 
     async fn run_turn(&self, verb: Verb, prompt: &str) -> Result<BrainOutput, BrainError> {
         let _turn = self.turn.lock().await;
-        let proc = self.dispatch_proc(verb).await?;
         let started = Instant::now();
+        let proc = self.dispatch_proc(verb).await?;
         let end = proc.turn(prompt).await?;
         let wall_time = started.elapsed();
         let outcome = match end {
