@@ -56,12 +56,16 @@ pub struct Args {
     #[arg(short = 'c', long = "continue")]
     pub continue_last: bool,
 
-    /// Allow rules, e.g. "Bash(git status:*)" "Edit(src/**)" (comma or space separated).
-    #[arg(long = "allowedTools", alias = "allowed-tools", num_args = 1.., value_name = "RULES")]
+    /// Allow rules, e.g. "Bash(git status:*),Edit(src/**)"; repeat the flag or separate rules with commas or spaces.
+    #[arg(long = "allowedTools", alias = "allowed-tools", value_name = "RULES")]
     pub allowed_tools: Vec<String>,
 
     /// Deny rules, same syntax as --allowedTools.
-    #[arg(long = "disallowedTools", alias = "disallowed-tools", num_args = 1.., value_name = "RULES")]
+    #[arg(
+        long = "disallowedTools",
+        alias = "disallowed-tools",
+        value_name = "RULES"
+    )]
     pub disallowed_tools: Vec<String>,
 
     /// default, acceptEdits, plan, dontAsk or bypassPermissions.
@@ -69,7 +73,7 @@ pub struct Args {
     pub permission_mode: Option<String>,
 
     /// Only offer these tools to the model (comma or space separated).
-    #[arg(long, num_args = 1.., value_name = "NAMES")]
+    #[arg(long, value_name = "NAMES")]
     pub tools: Vec<String>,
 
     #[command(subcommand)]

@@ -55,11 +55,11 @@ impl Engine {
     ) -> Result<CompactInfo, CompactError> {
         super::repair::repair(&mut self.history);
         let split = split_point(&self.history).ok_or(CompactError::TooLittle)?;
+        let pre_tokens = self.last_context_tokens;
         self.emit(Event::Compacting(true));
         let result = self.summarise(split, focus, run, cancel).await;
         self.emit(Event::Compacting(false));
         let summary = result?;
-        let pre_tokens = self.last_context_tokens;
         let (older, tail) = self.history.split_at(split);
         let mut lead = continuation_text(&summary, older);
         let mut new_history = Vec::with_capacity(tail.len() + 1);

@@ -1,0 +1,311 @@
+//! End-to-end: tool calls, permissions and interruption through the real binary and mock API.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Sandbox, bodies, server};
+use serde_json::json;
+
+#[tokio::test]
+async fn five_parallel_tool_calls_return_five_results_in_one_message() {
+    let sb = Sandbox::new();
+    let files: Vec<_> = (0..5)
+        .map(|i| sb.write(&format!("src/f{i}.txt"), &format!("file {i}\n")))
+        .collect();
+    let calls: Vec<_> = files
+        .iter()
+        .map(|f| json!({"type": "tool_use", "name": "Read", "input": {"file_path": f}}))
+        .collect();
+    let mock = server(json!({"turns": [
+        {"content": calls},
+        {"content": [{"type": "text", "text": "read all five"}]}
+    ]}))
+    .await;
+    let run = sb
+        .run(
+            &mock.url(),
+            &["-p", "--output-format", "stream-json", "read them"],
+        )
+        .await;
+    assert!(run.status.success(), "{}", run.debug());
+    assert_eq!(run.tool_results().len(), 5);
+    let second = &bodies(&mock)[1];
+    let results = second["messages"][2]["content"].as_array().unwrap();
+    assert_eq!(results.len(), 5, "all results in one user message");
+    for (i, r) in results.iter().enumerate() {
+        assert_eq!(
+            r["tool_use_id"],
+            format!("toolu_mock_0000_{i:02}"),
+            "in tool_use order"
+        );
+        assert!(
+            r["content"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("file {i}"))
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_schema_error_is_reported_and_the_models_retry_succeeds() {
+    let sb = Sandbox::new();
+    let f = sb.write("a.txt", "hello\n");
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "tool_use", "name": "Read", "input": {"file_path": 42}}]},
+        {"content": [{"type": "tool_use", "name": "Read", "input": {"file_path": f}}], "expect_text": "file_path"},
+        {"content": [{"type": "text", "text": "ok"}], "expect_text": "hello"}
+    ]}))
+    .await;
+    let run = sb
+        .run(
+            &mock.url(),
+            &["-p", "--output-format", "stream-json", "read"],
+        )
+        .await;
+    assert!(run.status.success(), "{}", run.debug());
+    let results = run.tool_results();
+    assert_eq!(results[0]["is_error"], true);
+    assert!(
+        results[0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("/file_path"),
+        "{}",
+        results[0]
+    );
+    assert_ne!(results[1]["is_error"], true);
+}
+
+#[tokio::test]
+async fn unknown_tool_gets_an_error_naming_the_real_tools() {
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "tool_use", "name": "Teleport", "input": {}}]},
+        {"content": [{"type": "text", "text": "sorry"}]}
+    ]}))
+    .await;
+    let sb = Sandbox::new();
+    let run = sb
+        .run(&mock.url(), &["-p", "--output-format", "stream-json", "go"])
+        .await;
+    assert!(run.status.success(), "{}", run.debug());
+    let r = &run.tool_results()[0];
+    assert_eq!(r["is_error"], true);
+    assert!(r["content"].as_str().unwrap().contains("Read"), "{r}");
+}
+
+#[tokio::test]
+async fn a_denied_bash_call_is_an_error_result_and_listed_in_permission_denials() {
+    let sb = Sandbox::new();
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": "echo pwned | tee pwned.txt"}}]},
+        {"content": [{"type": "text", "text": "I was not allowed."}], "expect_text": "tee"}
+    ]}))
+    .await;
+    let run = sb
+        .run(
+            &mock.url(),
+            &["-p", "--output-format", "stream-json", "do it"],
+        )
+        .await;
+    assert!(
+        run.status.success(),
+        "the turn continues after a denial: {}",
+        run.debug()
+    );
+    let r = &run.tool_results()[0];
+    assert_eq!(r["is_error"], true);
+    assert!(!sb.root().join("pwned.txt").exists());
+    let result = run.result();
+    let denials = result["permission_denials"].as_array().unwrap();
+    assert_eq!(denials.len(), 1);
+    assert_eq!(denials[0]["tool_name"], "Bash");
+    assert_eq!(denials[0]["tool_use_id"], "toolu_mock_0000_00");
+    assert_eq!(
+        denials[0]["tool_input"]["command"],
+        "echo pwned | tee pwned.txt"
+    );
+}
+
+#[tokio::test]
+async fn allowed_tools_rule_lets_a_command_through_but_not_its_compound() {
+    let sb = Sandbox::new();
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": "touch made.txt"}},
+                     {"type": "tool_use", "name": "Bash", "input": {"command": "touch made.txt && touch evil.txt"}}]},
+        {"content": [{"type": "text", "text": "done"}]}
+    ]}))
+    .await;
+    let run = sb
+        .run(
+            &mock.url(),
+            &[
+                "-p",
+                "--output-format",
+                "stream-json",
+                "--allowedTools",
+                "Bash(touch made.txt)",
+                "go",
+            ],
+        )
+        .await;
+    assert!(run.status.success(), "{}", run.debug());
+    assert!(sb.root().join("made.txt").exists());
+    assert!(!sb.root().join("evil.txt").exists());
+    assert_eq!(
+        run.result()["permission_denials"].as_array().unwrap().len(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn resume_after_a_kill_mid_stream_runs_no_tool_twice() {
+    let sb = Sandbox::new();
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": "echo ran >> runs.log"}}]},
+        {"content": [{"type": "text", "text": "a very slow answer that will be cut by the kill"}], "delay_ms": 2000}
+    ]}))
+    .await;
+    let mut child = sb
+        .command(
+            &mock.url(),
+            &["-p", "--permission-mode", "bypassPermissions", "log a run"],
+        )
+        .env("OURO_ALLOW_ROOT_BYPASS", "1")
+        .spawn()
+        .unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while mock.requests().len() < 2 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the second request never came"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    child.kill().await.unwrap();
+    assert_eq!(
+        std::fs::read_to_string(sb.root().join("runs.log")).unwrap(),
+        "ran\n"
+    );
+
+    let transcript = std::fs::read_to_string(&sb.transcripts()[0]).unwrap();
+    assert!(
+        transcript.contains("log a run"),
+        "the user's message is on disk"
+    );
+
+    let mock2 =
+        server(json!({"turns": [{"content": [{"type": "text", "text": "resumed fine"}]}]})).await;
+    let run = sb
+        .run(
+            &mock2.url(),
+            &[
+                "-p",
+                "--output-format",
+                "json",
+                "--continue",
+                "what happened?",
+            ],
+        )
+        .await;
+    assert!(run.status.success(), "{}", run.debug());
+    assert_eq!(
+        std::fs::read_to_string(sb.root().join("runs.log")).unwrap(),
+        "ran\n",
+        "no tool ran twice"
+    );
+    let body = &bodies(&mock2)[0];
+    let text = body["messages"].to_string();
+    assert!(
+        text.contains("log a run")
+            && text.contains("echo ran >> runs.log")
+            && text.contains("what happened?")
+    );
+}
+
+#[tokio::test]
+async fn sigint_stops_the_turn_cleanly_and_keeps_the_transcript() {
+    let sb = Sandbox::new();
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": "sleep 30"}}]},
+        {"content": [{"type": "text", "text": "never"}]}
+    ]}))
+    .await;
+    let mut child = sb
+        .command(
+            &mock.url(),
+            &[
+                "-p",
+                "--output-format",
+                "stream-json",
+                "--allowedTools",
+                "Bash(sleep:*)",
+                "wait",
+            ],
+        )
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while !sb
+        .transcripts()
+        .first()
+        .is_some_and(|t| std::fs::read_to_string(t).unwrap().contains("sleep 30"))
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the tool call never started"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let started = std::time::Instant::now();
+    unsafe { libc::kill(child.id().unwrap() as i32, libc::SIGINT) };
+    let out = tokio::time::timeout(Duration::from_secs(10), child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(started.elapsed() < Duration::from_secs(10));
+    let run = common::Run::from(out);
+    assert_eq!(run.status.code(), Some(1), "{}", run.debug());
+    assert_eq!(run.result()["subtype"], "error_aborted");
+    let r = &run.tool_results()[0];
+    assert_eq!(r["is_error"], true);
+    let transcript = std::fs::read_to_string(&sb.transcripts()[0]).unwrap();
+    assert!(
+        transcript.contains("wait") && transcript.contains("tool_result"),
+        "{transcript}"
+    );
+    assert_eq!(mock.turns_served(), 1, "no request after the interrupt");
+}
+
+#[tokio::test]
+async fn proactive_compaction_when_the_context_passes_the_threshold() {
+    let sb = Sandbox::new();
+    let f = sb.write("a.txt", "a\n");
+    std::fs::create_dir_all(sb.root().join(".ouro")).unwrap();
+    std::fs::write(
+        sb.root().join(".ouro/settings.json"),
+        r#"{"autoCompactThreshold": 0.5}"#,
+    )
+    .unwrap();
+    let read = |n: u64| {
+        json!({"content": [{"type": "tool_use", "name": "Read", "input": {"file_path": f}}],
+                                "usage": {"input_tokens": n, "output_tokens": 10}})
+    };
+    let mock = server(json!({"turns": [
+        read(1000), read(1000), read(150000),
+        {"content": [{"type": "text", "text": "SUMMARY-OF-EARLIER"}]},
+        {"content": [{"type": "text", "text": "finished"}], "expect_text": "SUMMARY-OF-EARLIER"}
+    ]}))
+    .await;
+    let run = sb
+        .run(&mock.url(), &["-p", "--output-format", "stream-json", "go"])
+        .await;
+    assert!(run.status.success(), "{}", run.debug());
+    let boundary = run.of_type("system", Some("compact_boundary"));
+    assert_eq!(boundary.len(), 1);
+    assert_eq!(boundary[0]["compact_metadata"]["pre_tokens"], 150000);
+    assert_eq!(run.result()["result"], "finished");
+}
