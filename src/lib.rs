@@ -6,12 +6,12 @@
 
 pub mod api;
 pub mod brain;
+pub mod cli;
+pub mod engine;
 pub mod event;
 pub mod exec;
 pub mod hooks;
 pub mod permissions;
+pub mod session;
 pub mod settings;
 pub mod tools;
-pub mod session;
-pub mod engine;
-pub mod cli;

@@ -232,7 +232,7 @@ async fn sigint_stops_the_turn_cleanly_and_keeps_the_transcript() {
         {"content": [{"type": "text", "text": "never"}]}
     ]}))
     .await;
-    let mut child = sb
+    let child = sb
         .command(
             &mock.url(),
             &[

@@ -181,7 +181,10 @@ impl Batch {
 
     /// Waits for every call, unless `cancel` fires first: then the batch is aborted as by
     /// `abort`. This is how a turn's Ctrl-C reaches tools that are still running.
-    pub async fn finish_or_abort(self, cancel: &tokio_util::sync::CancellationToken) -> BatchOutcome {
+    pub async fn finish_or_abort(
+        self,
+        cancel: &tokio_util::sync::CancellationToken,
+    ) -> BatchOutcome {
         let batch_token = self.ctx.cancel.clone();
         let user = cancel.clone();
         let relay = tokio::spawn(async move {
