@@ -120,7 +120,17 @@ impl Tool for BashTool {
         };
         let run = shell.run(&ctx.cancel, progress).await?;
         if let Some(dir) = run.final_dir {
-            ctx.set_current_dir(dir);
+            // Commands are judged by the permission engine as if they start inside the project,
+            // so a `cd` that leaves it must not carry over to the next, unjudged, command.
+            if dir.starts_with(&ctx.project_root) {
+                ctx.set_current_dir(dir);
+            } else {
+                notes.push(format!(
+                    "The working directory was reset to {} because the command left the project.",
+                    ctx.project_root.display()
+                ));
+                ctx.set_current_dir(ctx.project_root.clone());
+            }
         }
         let mut is_error = false;
         if run.timed_out {
@@ -384,6 +394,14 @@ mod tests {
         assert_eq!(out.content, expected.to_str().unwrap());
         run(&ctx, "cd ..", None).await.unwrap();
         assert_eq!(ctx.current_dir(), ctx.project_root.join("a b"));
+    }
+
+    #[tokio::test]
+    async fn leaving_the_project_resets_the_directory() {
+        let (_d, ctx) = context();
+        let out = run(&ctx, "cd /", None).await.unwrap();
+        assert!(out.content.contains("reset"), "{out:?}");
+        assert_eq!(ctx.current_dir(), ctx.project_root);
     }
 
     #[tokio::test]
