@@ -5,6 +5,8 @@
 //! Besides one `POST /v1/messages?beta=true` per model call, the CLI sends `HEAD /` when a
 //! process starts (a reachability probe, answered 404). Every scripted turn names the prompt it
 //! expects, so a request the scenario does not script gets a 400 instead of stealing a turn.
+//! The fresh `HOME` gets a `.claude.json` that marks onboarding done, the test key approved and
+//! the working directory trusted, so the interactive TUI opens straight at its prompt.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -75,8 +77,17 @@ impl Rig {
         let dir = tempfile::tempdir().unwrap();
         let home = dir.path().join("home");
         std::fs::create_dir_all(&home).unwrap();
-        std::fs::create_dir_all(dir.path().join("work")).unwrap();
-        let config = ClaudeConfig::new(dir.path().join("work"), dir.path().join("state"))
+        let work = dir.path().join("work");
+        std::fs::create_dir_all(&work).unwrap();
+        // Without these the TUI starts with its first-run screens, whose network check fails
+        // here and ends the process; with them it goes straight to the prompt.
+        let settings = json!({
+            "hasCompletedOnboarding": true,
+            "customApiKeyResponses": {"approved": ["test"], "rejected": []},
+            "projects": {work.to_string_lossy(): {"hasTrustDialogAccepted": true}},
+        });
+        std::fs::write(home.join(".claude.json"), settings.to_string()).unwrap();
+        let config = ClaudeConfig::new(work, dir.path().join("state"))
             .program(program)
             .env("ANTHROPIC_BASE_URL", server.url())
             .env("ANTHROPIC_API_KEY", "test")
@@ -266,11 +277,15 @@ async fn real_claude_act_runs_a_tool_that_ask_may_not() {
 }
 
 #[tokio::test]
-async fn real_claude_interact_mode_emits_terminal_bytes_and_keeps_the_series() {
+async fn real_claude_interact_mode_is_a_live_terminal_on_the_same_conversation() {
     let Some(program) = installed_claude() else {
         return;
     };
-    let r = Rig::start(program, vec![text("hello", "Hi.")]).await;
+    let r = Rig::start(
+        program,
+        vec![text("hello", "Hi."), text("typed-in-tui", "PINEAPPLE")],
+    )
+    .await;
     r.brain.boot(Mode::Dispatch).await.unwrap();
     let series = r.ask("hello").await.series;
 
@@ -280,17 +295,43 @@ async fn real_claude_interact_mode_emits_terminal_bytes_and_keeps_the_series() {
         .on_data(Arc::new(move |b| d.lock().unwrap().extend_from_slice(b)));
     let inst = r.brain.boot(Mode::Interact).await.unwrap();
     assert_eq!(inst.mode, Mode::Interact);
-    let start = Instant::now();
-    // A full-screen program draws with escape sequences.
-    while !data.lock().unwrap().contains(&0x1b) {
-        assert!(start.elapsed() < PATIENCE, "no terminal output");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    r.brain.write(b"\x1b").await.unwrap();
+    let screen = || String::from_utf8_lossy(&data.lock().unwrap()).into_owned();
+    let wait_for = |what: &'static str| {
+        let screen = &screen;
+        async move {
+            let start = Instant::now();
+            while !screen().contains(what) {
+                assert!(
+                    start.elapsed() < PATIENCE,
+                    "no {what:?} on screen:\n{}",
+                    screen()
+                );
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    };
+    // The input hint shows once the prompt takes keys.
+    wait_for("shortcuts").await;
+    assert!(
+        screen().contains('\x1b'),
+        "a full-screen program draws with escapes"
+    );
     assert!(
         r.brain.ask("hello").await.is_err(),
         "ask is refused in interact mode"
     );
+    r.brain.write(b"typed-in-tui").await.unwrap();
+    wait_for("typed-in-tui").await;
+    // Enter on its own: in the same write it would count as pasted text.
+    r.brain.write(b"\r").await.unwrap();
+    wait_for("PINEAPPLE").await;
+    r.brain
+        .resize(ouro::brain::TermSize {
+            cols: 120,
+            rows: 40,
+        })
+        .unwrap();
+
     r.brain.kill().await.unwrap();
     assert_eq!(
         r.exits(),
@@ -299,4 +340,14 @@ async fn real_claude_interact_mode_emits_terminal_bytes_and_keeps_the_series() {
     );
     assert_eq!(r.brain.instance(), None);
     assert_eq!(r.brain.series(), Some(series));
+    let last = r
+        .server
+        .requests()
+        .into_iter()
+        .rfind(|q| q.method == "POST")
+        .unwrap();
+    assert!(
+        contains(&last.body, "Hi."),
+        "the terminal resumed the conversation"
+    );
 }
