@@ -422,7 +422,10 @@ async fn garbage_lines_are_skipped() {
     let out = r.brain.ask("garbage").await.unwrap();
     assert_eq!(out.text, "echo: garbage");
     assert!(r.data_text().contains("this line is not json"));
-    assert!(!r.data_text().contains("a warning on stderr"), "stderr is logged, not output");
+    assert!(
+        !r.data_text().contains("a warning on stderr"),
+        "stderr is logged, not output"
+    );
     assert_eq!(r.brain.ask("fine").await.unwrap().text, "echo: fine");
 }
 
