@@ -555,3 +555,47 @@ async fn transcript_has_the_user_message_and_resume_continues() {
         run.debug()
     );
 }
+
+#[tokio::test]
+async fn stream_json_input_serves_many_turns_in_one_process() {
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "text", "text": "one"}]},
+        {"content": [{"type": "text", "text": "two"}], "expect_text": "second question"}
+    ]}))
+    .await;
+    let sb = Sandbox::new();
+    let mut cmd = sb.command(
+        &mock.url(),
+        &[
+            "-p",
+            "--input-format",
+            "stream-json",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+        ],
+    );
+    cmd.stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    use tokio::io::AsyncWriteExt;
+    let mut stdin = child.stdin.take().unwrap();
+    for q in ["first question", "second question"] {
+        let line = json!({"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": q}]}});
+        stdin
+            .write_all(format!("{line}\n").as_bytes())
+            .await
+            .unwrap();
+    }
+    stdin.write_all(b"not json\n").await.unwrap();
+    drop(stdin);
+    let run = common::Run::from(child.wait_with_output().await.unwrap());
+    assert!(run.status.success(), "{}", run.debug());
+    let results = run.of_type("result", None);
+    assert_eq!(results.len(), 2);
+    assert_eq!(results[0]["result"], "one");
+    assert_eq!(results[1]["result"], "two");
+    assert_eq!(results[0]["session_id"], results[1]["session_id"]);
+    assert_eq!(run.of_type("system", Some("init")).len(), 2);
+    assert_eq!(bodies(&mock)[1]["messages"].as_array().unwrap().len(), 3);
+}

@@ -34,13 +34,7 @@ impl Message {
 
     /// Concatenated text of all text blocks.
     pub fn text(&self) -> String {
-        self.content
-            .iter()
-            .filter_map(|b| match b {
-                ContentBlock::Text { text } => Some(text.as_str()),
-                _ => None,
-            })
-            .collect()
+        text_of(&self.content)
     }
 
     pub fn tool_uses(&self) -> impl Iterator<Item = (&str, &str, &Value)> {
@@ -49,6 +43,17 @@ impl Message {
             _ => None,
         })
     }
+}
+
+/// Concatenated text of the text blocks among `blocks`.
+pub fn text_of(blocks: &[ContentBlock]) -> String {
+    blocks
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The API accepts `content` as a plain string too; normalise it to blocks.

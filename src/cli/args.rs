@@ -4,7 +4,8 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
-use super::print::OutputFormat;
+use super::print::{InputFormat, OutputFormat};
+use crate::permissions::{CliPermissions, PermissionMode};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -23,6 +24,10 @@ pub struct Args {
 
     #[arg(long, value_enum, default_value = "text")]
     pub output_format: OutputFormat,
+
+    /// `stream-json`: read one user message per JSON line on stdin, answering each in turn.
+    #[arg(long, value_enum, default_value = "text")]
+    pub input_format: InputFormat,
 
     /// Model id, e.g. claude-sonnet-4-5.
     #[arg(long)]
@@ -94,9 +99,26 @@ pub enum Command {
     },
     /// List the effective permission rules and where each came from.
     Permissions,
+    /// Measure tool throughput end to end against the built-in mock API.
+    Bench(crate::bench::BenchArgs),
 }
 
 impl Args {
+    /// The permission flags, as the permission engine takes them.
+    pub fn cli_permissions(&self) -> Result<CliPermissions, String> {
+        let mode = self
+            .permission_mode
+            .as_deref()
+            .map(str::parse::<PermissionMode>)
+            .transpose()
+            .map_err(|e| e.to_string())?;
+        Ok(CliPermissions {
+            allowed: self.allowed_tools.clone(),
+            disallowed: self.disallowed_tools.clone(),
+            mode,
+        })
+    }
+
     /// `--tools`, split on commas and spaces.
     pub fn tool_names(&self) -> Option<Vec<String>> {
         if self.tools.is_empty() {

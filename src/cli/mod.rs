@@ -2,6 +2,7 @@
 
 pub mod args;
 pub mod demo;
+pub mod headless;
 pub mod print;
 pub mod setup;
 pub mod stream_json;

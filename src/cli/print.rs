@@ -9,6 +9,13 @@ use crate::api::types::ContentBlock;
 use crate::event::{Event, RunResult};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum InputFormat {
+    Text,
+    #[value(name = "stream-json")]
+    StreamJson,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum OutputFormat {
     Text,
     Json,

@@ -12,7 +12,7 @@ use crate::engine::{DEFAULT_MODEL, Engine, EngineConfig};
 use crate::event::Event;
 use crate::exec::{Asker, Executor};
 use crate::hooks::Hooks;
-use crate::permissions::{CliPermissions, PermissionEngine, PermissionMode};
+use crate::permissions::PermissionEngine;
 use crate::session::{self, Transcript};
 use crate::settings::LayeredSettings;
 use crate::tools::{ToolContext, pool};
@@ -45,6 +45,8 @@ pub struct Session {
     pub events: UnboundedReceiver<Event>,
     /// Set when an earlier conversation was loaded (`--resume`, `--continue`).
     pub resumed: bool,
+    /// The live permission engine (rules granted during the session included), for `/permissions`.
+    pub permissions: Arc<PermissionEngine>,
 }
 
 /// Everything a session needs, resolved from flags (highest), settings files and defaults.
@@ -57,17 +59,12 @@ pub fn build(
 ) -> anyhow::Result<Session> {
     let layered = LayeredSettings::load(cwd)?;
     let settings = layered.merged();
-    let cli_permissions = CliPermissions {
-        allowed: args.allowed_tools.clone(),
-        disallowed: args.disallowed_tools.clone(),
-        mode: args
-            .permission_mode
-            .as_deref()
-            .map(str::parse::<PermissionMode>)
-            .transpose()
-            .map_err(|e| anyhow::anyhow!("{e}"))?,
-    };
-    let permissions = PermissionEngine::from_settings(cwd, &layered, &cli_permissions)?;
+    let cli_permissions = args.cli_permissions().map_err(anyhow::Error::msg)?;
+    let permissions = Arc::new(PermissionEngine::from_settings(
+        cwd,
+        &layered,
+        &cli_permissions,
+    )?);
     let mode = permissions.mode();
 
     let denied_tools: Vec<String> = settings
@@ -106,7 +103,7 @@ pub fn build(
     ctx.env_passthrough = Arc::new(settings.bash_env_passthrough.clone());
     let hooks = Arc::new(Hooks::new(&settings.hooks, session_id.clone()));
     let (tx, rx) = unbounded_channel();
-    let executor = Executor::new(tools, ctx, Arc::new(permissions), asker, hooks, tx.clone());
+    let executor = Executor::new(tools, ctx, permissions.clone(), asker, hooks, tx.clone());
 
     let mut config = EngineConfig::new(model, cwd.to_path_buf());
     config.max_turns = args.max_turns;
@@ -128,6 +125,7 @@ pub fn build(
         engine,
         events: rx,
         resumed,
+        permissions,
     })
 }
 

@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 use super::call::CallError;
 use super::query::RunState;
 use super::{Engine, prompt};
-use crate::api::types::{ContentBlock, Message, MessagesRequest, Role, SystemBlock};
+use crate::api::types::{ContentBlock, Message, MessagesRequest, Role, SystemBlock, text_of};
 use crate::event::{CompactInfo, CompactTrigger, Event};
 
 /// Rounds (assistant messages and what follows them) kept verbatim when possible.
@@ -114,14 +114,7 @@ impl Engine {
         };
         match self.call_model(&request, run, cancel, None).await {
             Ok(outcome) => {
-                let text: String = outcome
-                    .blocks
-                    .iter()
-                    .filter_map(|b| match b {
-                        ContentBlock::Text { text } => Some(text.as_str()),
-                        _ => None,
-                    })
-                    .collect();
+                let text: String = text_of(&outcome.blocks);
                 if text.trim().is_empty() {
                     Err(CompactError::EmptySummary)
                 } else {

@@ -11,6 +11,7 @@ use crate::api::client::ApiError;
 use crate::api::pricing;
 use crate::api::types::{
     CacheControl, ContentBlock, Message, MessagesRequest, Role, StopReason, ToolDefinition, Usage,
+    text_of,
 };
 use crate::event::{CompactTrigger, Denial, Event, InitInfo, ResultKind, RunResult};
 
@@ -159,14 +160,7 @@ impl Engine {
                 .blocks
                 .iter()
                 .any(|b| matches!(b, ContentBlock::ToolUse { .. }));
-            let text: String = outcome
-                .blocks
-                .iter()
-                .filter_map(|b| match b {
-                    ContentBlock::Text { text } => Some(text.as_str()),
-                    _ => None,
-                })
-                .collect();
+            let text: String = text_of(&outcome.blocks);
             if has_tools {
                 let results = batch.finish_or_abort(cancel).await;
                 self.record_round(outcome, results.results, run, results.denials);
