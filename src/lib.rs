@@ -5,6 +5,7 @@
 //! into a `tools` implementation, guarded by `permissions`; every step is an `event::Event`.
 
 pub mod api;
+pub mod bench;
 pub mod brain;
 pub mod cli;
 pub mod engine;

@@ -1,0 +1,187 @@
+//! `ouro bench`: tool throughput of the real engine, end to end through HTTP + SSE against the
+//! built-in mock API, on a generated project, with a fixed seed so anyone can reproduce it.
+//!
+//! Four series are measured, each after warm-up runs: the scenario as asked (wall time, calls
+//! per second, client time per turn, per-tool pipeline phases); the same turns with one and
+//! with many Read calls (the marginal cost of a read-only call); `ouro -p` as a separate
+//! process (start to first request, peak RSS); and with `--compare-rg`, Grep against `rg`.
+
+use std::future::Future;
+use std::io;
+
+pub mod fixture;
+mod host;
+pub mod measure;
+pub mod report;
+pub mod rg;
+pub mod run;
+pub mod scenario;
+pub mod startup;
+
+use fixture::{Fixture, WorkDir};
+use host::MockHost;
+use report::{Config, MarginalRuns};
+use scenario::{Mix, Plan, ToolKind};
+
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("{0}")]
+    Failed(String),
+    /// The scenario did not run as scripted, so its timings would mean nothing.
+    #[error(
+        "the benchmark scenario did not run as scripted ({0}); its timings would be meaningless. Check that no settings or hooks in OURO_HOME deny or change tool calls, then report it if it persists"
+    )]
+    Invalid(String),
+}
+
+impl BenchError {
+    pub fn io(context: impl Into<String>, source: io::Error) -> Self {
+        BenchError::Io {
+            context: context.into(),
+            source,
+        }
+    }
+}
+
+/// `ouro bench` flags.
+#[derive(Debug, Clone, clap::Args)]
+pub struct BenchArgs {
+    /// Model turns with tool calls (a final text turn follows).
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
+    pub turns: u32,
+    /// Tool calls in each of those turns.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub calls_per_turn: u32,
+    /// Tools the calls cycle through: read, grep, glob, edit, bash (comma separated).
+    #[arg(long, default_value = "read,grep,glob,edit,bash")]
+    pub mix: Mix,
+    /// Files in the generated project tree.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(10..=200_000))]
+    pub files: u32,
+    /// Measured runs of each series (median, min and max are reported).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    pub runs: u32,
+    /// Unmeasured runs before each series.
+    #[arg(long, default_value_t = 1)]
+    pub warmup: u32,
+    /// Seed of the generated tree and scenario.
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// Print the results as JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Also time the Grep tool against ripgrep (`rg`) on the same tree and patterns.
+    #[arg(long)]
+    pub compare_rg: bool,
+    /// Internal: run `ouro <flags after -->` and report its peak RSS (see bench::startup).
+    #[arg(long, hide = true)]
+    pub probe: bool,
+    #[arg(last = true, hide = true)]
+    pub probe_flags: Vec<String>,
+}
+
+/// Runs the benchmark and prints the report on stdout (progress goes to stderr). Returns
+/// whether it completed.
+pub async fn run(args: &BenchArgs) -> Result<bool, BenchError> {
+    if args.probe {
+        return startup::probe(&args.probe_flags);
+    }
+    let files = args.files as usize;
+    let plan = Plan {
+        turns: args.turns as usize,
+        calls_per_turn: args.calls_per_turn as usize,
+        mix: args.mix.clone(),
+        seed: args.seed,
+    };
+    if let Some(home) = crate::settings::ouro_home()
+        && home.join("settings.json").exists()
+    {
+        eprintln!(
+            "ouro bench: note: {} applies to the in-process runs; hooks in it are timed too",
+            home.join("settings.json").display()
+        );
+    }
+    let host = MockHost::new()?;
+    let (warmup, runs) = (args.warmup as usize, args.runs as usize);
+
+    progress("the scenario, in process");
+    let main = series(warmup, runs, || run::run_once(&host, &plan, files)).await?;
+
+    let reads_high = plan.calls_per_turn.max(2);
+    let read_plan = |calls| Plan {
+        calls_per_turn: calls,
+        mix: Mix(vec![ToolKind::Read]),
+        ..plan.clone()
+    };
+    progress("the marginal cost of a read-only call");
+    let (low_plan, high_plan) = (read_plan(1), read_plan(reads_high));
+    let low = series(warmup, runs, || run::run_once(&host, &low_plan, files)).await?;
+    let high = series(warmup, runs, || run::run_once(&host, &high_plan, files)).await?;
+
+    progress("`ouro -p` in its own process");
+    let starts = series(warmup, runs, || startup::measure(&host, &plan, files)).await?;
+
+    let compare_rg = if args.compare_rg {
+        progress("Grep against rg");
+        let dir = WorkDir::new("rg")
+            .map_err(|e| BenchError::io("could not create the fixture directory", e))?;
+        Fixture::generate(dir.path(), files, plan.seed)
+            .map_err(|e| BenchError::io("could not write the fixture tree", e))?;
+        Some(rg::compare(dir.path(), runs.max(5)).await?)
+    } else {
+        None
+    };
+
+    let config = Config {
+        version: env!("CARGO_PKG_VERSION"),
+        turns: plan.turns,
+        calls_per_turn: plan.calls_per_turn,
+        mix: plan.mix.to_string(),
+        files,
+        runs,
+        warmup,
+        seed: plan.seed,
+    };
+    let marginal = MarginalRuns {
+        low: &low,
+        high: &high,
+        reads_low: 1,
+        reads_high,
+        turns: plan.turns,
+    };
+    let report = report::build(config, &main, marginal, &starts, compare_rg);
+    if args.json {
+        let text = serde_json::to_string_pretty(&report)
+            .map_err(|e| BenchError::Failed(format!("could not encode the report: {e}")))?;
+        println!("{text}");
+    } else {
+        print!("{}", report::table(&report));
+    }
+    Ok(true)
+}
+
+fn progress(what: &str) {
+    eprintln!("ouro bench: measuring {what}...");
+}
+
+/// `warmup` unmeasured runs, then `runs` measured ones.
+async fn series<T, F, Fut>(warmup: usize, runs: usize, mut once: F) -> Result<Vec<T>, BenchError>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, BenchError>>,
+{
+    for _ in 0..warmup {
+        once().await?;
+    }
+    let mut out = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        out.push(once().await?);
+    }
+    Ok(out)
+}

@@ -1,0 +1,442 @@
+//! The benchmark's figures, built from the raw samples, as a table or as JSON (same data).
+//! Every duration is in milliseconds (`_ms`); the table shows pipeline phases in µs.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::measure::{Percentiles, Spread, median, ms};
+use super::rg::RgReport;
+use super::run::RunSample;
+use super::startup::StartSample;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Config {
+    pub version: &'static str,
+    pub turns: usize,
+    pub calls_per_turn: usize,
+    pub mix: String,
+    pub files: usize,
+    pub runs: usize,
+    pub warmup: usize,
+    pub seed: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub config: Config,
+    pub tool_calls_per_run: usize,
+    pub requests_per_run: usize,
+    pub wall_ms: Spread,
+    pub calls_per_sec: Spread,
+    /// Per run, the median of the turns' client time; then median/min/max over runs.
+    pub client_turn_ms: Spread,
+    /// Every turn of every measured run.
+    pub client_turn_all_ms: Percentiles,
+    /// Request start to message end (mock, HTTP, SSE parsing), per-run medians.
+    pub response_ms: Spread,
+    pub phases: Vec<ToolPhases>,
+    pub marginal: Marginal,
+    pub startup: Startup,
+    pub compare_rg: Option<RgReport>,
+    pub targets: Vec<Target>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolPhases {
+    pub tool: String,
+    pub schema_ms: Percentiles,
+    pub semantic_ms: Percentiles,
+    pub pre_hooks_ms: Percentiles,
+    pub permission_ms: Percentiles,
+    pub execution_ms: Percentiles,
+    pub post_hooks_ms: Percentiles,
+    /// Submission to result, queueing for the concurrency gate included.
+    pub total_ms: Percentiles,
+}
+
+/// The same turns with 1 and with `reads_high` Read calls each.
+#[derive(Debug, Clone, Serialize)]
+pub struct Marginal {
+    pub reads_low: usize,
+    pub reads_high: usize,
+    pub wall_low_ms: Spread,
+    pub wall_high_ms: Spread,
+    pub client_turn_low_ms: Spread,
+    pub client_turn_high_ms: Spread,
+    /// Extra wall time per extra call, from the medians.
+    pub per_call_wall_ms: f64,
+    /// Extra client time per turn per extra call, from the medians.
+    pub per_call_client_ms: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Startup {
+    pub first_request_ms: Spread,
+    pub peak_rss_mb: Spread,
+    /// The probe's own high-water mark, which the child's peak includes as a lower bound.
+    pub floor_mb: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Target {
+    pub name: String,
+    pub measured: f64,
+    pub limit: f64,
+    pub unit: &'static str,
+    pub met: bool,
+}
+
+/// The three series behind the marginal cost, each a list of measured runs.
+pub struct MarginalRuns<'a> {
+    pub low: &'a [RunSample],
+    pub high: &'a [RunSample],
+    pub reads_low: usize,
+    pub reads_high: usize,
+    pub turns: usize,
+}
+
+fn spread(values: impl IntoIterator<Item = f64>) -> Spread {
+    let values: Vec<f64> = values.into_iter().collect();
+    Spread::of(&values).unwrap_or(Spread {
+        median: 0.0,
+        min: 0.0,
+        max: 0.0,
+    })
+}
+
+fn percentiles(values: &[f64]) -> Percentiles {
+    Percentiles::of(values).unwrap_or(Percentiles {
+        count: 0,
+        p50: 0.0,
+        p95: 0.0,
+        max: 0.0,
+    })
+}
+
+fn client_median(run: &RunSample) -> f64 {
+    let turns: Vec<f64> = run.client_turns.iter().copied().map(ms).collect();
+    median(&turns).unwrap_or(0.0)
+}
+
+pub fn build(
+    config: Config,
+    runs: &[RunSample],
+    marginal: MarginalRuns<'_>,
+    starts: &[StartSample],
+    compare_rg: Option<RgReport>,
+) -> Report {
+    let all_turns: Vec<f64> = runs
+        .iter()
+        .flat_map(|r| r.client_turns.iter().copied().map(ms))
+        .collect();
+    let marginal = marginal_figures(&marginal);
+    let startup = Startup {
+        first_request_ms: spread(starts.iter().map(|s| ms(s.first_request))),
+        peak_rss_mb: spread(starts.iter().map(|s| s.peak_rss_kb as f64 / 1024.0)),
+        floor_mb: starts.iter().map(|s| s.floor_kb).max().unwrap_or(0) as f64 / 1024.0,
+    };
+    let mut report = Report {
+        tool_calls_per_run: runs.first().map_or(0, |r| r.calls),
+        requests_per_run: runs.first().map_or(0, |r| r.requests),
+        wall_ms: spread(runs.iter().map(|r| ms(r.wall))),
+        calls_per_sec: spread(runs.iter().map(RunSample::calls_per_sec)),
+        client_turn_ms: spread(runs.iter().map(client_median)),
+        client_turn_all_ms: percentiles(&all_turns),
+        response_ms: spread(runs.iter().map(|r| {
+            let responses: Vec<f64> = r.responses.iter().copied().map(ms).collect();
+            median(&responses).unwrap_or(0.0)
+        })),
+        phases: phases(runs),
+        marginal,
+        startup,
+        compare_rg,
+        targets: Vec::new(),
+        config,
+    };
+    report.targets = targets(&report);
+    report
+}
+
+fn marginal_figures(m: &MarginalRuns<'_>) -> Marginal {
+    let wall_low = spread(m.low.iter().map(|r| ms(r.wall)));
+    let wall_high = spread(m.high.iter().map(|r| ms(r.wall)));
+    let client_low = spread(m.low.iter().map(client_median));
+    let client_high = spread(m.high.iter().map(client_median));
+    let extra_per_turn = m.reads_high.saturating_sub(m.reads_low).max(1) as f64;
+    Marginal {
+        reads_low: m.reads_low,
+        reads_high: m.reads_high,
+        per_call_wall_ms: (wall_high.median - wall_low.median)
+            / (extra_per_turn * m.turns.max(1) as f64),
+        per_call_client_ms: (client_high.median - client_low.median) / extra_per_turn,
+        wall_low_ms: wall_low,
+        wall_high_ms: wall_high,
+        client_turn_low_ms: client_low,
+        client_turn_high_ms: client_high,
+    }
+}
+
+fn phases(runs: &[RunSample]) -> Vec<ToolPhases> {
+    let mut by_tool: BTreeMap<&str, [Vec<f64>; 7]> = BTreeMap::new();
+    for tool in runs.iter().flat_map(|r| &r.tools) {
+        let t = tool.timings;
+        let slots = by_tool.entry(tool.name.as_str()).or_default();
+        let values = [
+            t.schema,
+            t.semantic,
+            t.pre_hooks,
+            t.permission,
+            t.execution,
+            t.post_hooks,
+            tool.elapsed,
+        ];
+        for (slot, value) in slots.iter_mut().zip(values) {
+            slot.push(ms(value));
+        }
+    }
+    by_tool
+        .into_iter()
+        .map(
+            |(tool, [schema, semantic, pre, permission, execution, post, total])| ToolPhases {
+                tool: tool.to_string(),
+                schema_ms: percentiles(&schema),
+                semantic_ms: percentiles(&semantic),
+                pre_hooks_ms: percentiles(&pre),
+                permission_ms: percentiles(&permission),
+                execution_ms: percentiles(&execution),
+                post_hooks_ms: percentiles(&post),
+                total_ms: percentiles(&total),
+            },
+        )
+        .collect()
+}
+
+fn target(name: String, measured: f64, limit: f64, unit: &'static str) -> Target {
+    Target {
+        name,
+        measured,
+        limit,
+        unit,
+        met: measured <= limit,
+    }
+}
+
+fn targets(r: &Report) -> Vec<Target> {
+    let m = &r.marginal;
+    let mut out = vec![
+        target(
+            "marginal cost per read-only tool call".into(),
+            m.per_call_wall_ms,
+            1.0,
+            "ms",
+        ),
+        target(
+            format!(
+                "client time per turn, {} parallel read-only calls",
+                m.reads_high
+            ),
+            m.client_turn_high_ms.median,
+            5.0,
+            "ms",
+        ),
+        target(
+            "start to first request (ouro -p)".into(),
+            r.startup.first_request_ms.median,
+            10.0,
+            "ms",
+        ),
+        target(
+            "peak RSS (ouro -p)".into(),
+            r.startup.peak_rss_mb.median,
+            20.0,
+            "MiB",
+        ),
+    ];
+    if let Some(ratio) = r.compare_rg.as_ref().and_then(|c| c.overall_ratio) {
+        out.push(target("Grep time / rg time".into(), ratio, 1.3, "x"));
+    }
+    out
+}
+
+fn spread_cells(s: &Spread, unit: &str) -> String {
+    format!("{:>10.3} {unit:<4}{:>10.3}{:>10.3}", s.median, s.min, s.max)
+}
+
+fn micros(p: &Percentiles) -> String {
+    format!("{:.0}/{:.0}/{:.0}", p.p50 * 1e3, p.p95 * 1e3, p.max * 1e3)
+}
+
+/// Left-aligned columns, each as wide as its widest cell plus two spaces.
+fn grid(rows: &[Vec<String>]) -> String {
+    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|cell| cell.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for row in rows {
+        let line: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|(cell, width)| format!("{cell:<width$}"))
+            .collect();
+        let _ = writeln!(out, "{}", line.join("  ").trim_end());
+    }
+    out
+}
+
+/// The human-readable table.
+pub fn table(r: &Report) -> String {
+    let c = &r.config;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "ouro {} bench: {} turns x {} calls ({}), {} files, seed {}; {} runs after {} warm-up",
+        c.version, c.turns, c.calls_per_turn, c.mix, c.files, c.seed, c.runs, c.warmup
+    );
+    let _ = writeln!(
+        out,
+        "{} tool calls and {} requests per run\n",
+        r.tool_calls_per_run, r.requests_per_run
+    );
+    let _ = writeln!(
+        out,
+        "{:<44}{:>10}     {:>10}{:>10}",
+        "", "median", "min", "max"
+    );
+    let rows = [
+        ("total wall time", &r.wall_ms, "ms"),
+        ("tool calls per second", &r.calls_per_sec, "/s"),
+        ("client time per turn", &r.client_turn_ms, "ms"),
+        ("response time (mock + HTTP + SSE)", &r.response_ms, "ms"),
+        (
+            "start to first request (ouro -p)",
+            &r.startup.first_request_ms,
+            "ms",
+        ),
+        ("peak RSS (ouro -p)", &r.startup.peak_rss_mb, "MiB"),
+    ];
+    for (name, s, unit) in rows {
+        let _ = writeln!(out, "{name:<44}{}", spread_cells(s, unit));
+    }
+    let all = &r.client_turn_all_ms;
+    let _ = writeln!(
+        out,
+        "client time per turn, all {} turns: p50 {:.3} ms, p95 {:.3} ms, max {:.3} ms",
+        all.count, all.p50, all.p95, all.max
+    );
+    let _ = writeln!(
+        out,
+        "(peak RSS includes the probe's own {:.1} MiB floor)\n",
+        r.startup.floor_mb
+    );
+
+    let m = &r.marginal;
+    let _ = writeln!(
+        out,
+        "marginal read-only call: the same turns with {} vs {} Read calls each",
+        m.reads_low, m.reads_high
+    );
+    let _ = writeln!(
+        out,
+        "{:<44}{}",
+        "wall time, low",
+        spread_cells(&m.wall_low_ms, "ms")
+    );
+    let _ = writeln!(
+        out,
+        "{:<44}{}",
+        "wall time, high",
+        spread_cells(&m.wall_high_ms, "ms")
+    );
+    let _ = writeln!(
+        out,
+        "{:<44}{}",
+        "client time per turn, low",
+        spread_cells(&m.client_turn_low_ms, "ms")
+    );
+    let _ = writeln!(
+        out,
+        "{:<44}{}",
+        "client time per turn, high",
+        spread_cells(&m.client_turn_high_ms, "ms")
+    );
+    let _ = writeln!(
+        out,
+        "per extra call: {:.3} ms of wall time, {:.3} ms of client time\n",
+        m.per_call_wall_ms, m.per_call_client_ms
+    );
+
+    let _ = writeln!(out, "pipeline phases per tool, microseconds p50/p95/max");
+    let mut rows = vec![
+        [
+            "tool",
+            "calls",
+            "schema",
+            "semantic",
+            "pre-hooks",
+            "permission",
+            "execution",
+            "post-hooks",
+            "total",
+        ]
+        .map(String::from)
+        .to_vec(),
+    ];
+    for p in &r.phases {
+        rows.push(vec![
+            p.tool.clone(),
+            p.total_ms.count.to_string(),
+            micros(&p.schema_ms),
+            micros(&p.semantic_ms),
+            micros(&p.pre_hooks_ms),
+            micros(&p.permission_ms),
+            micros(&p.execution_ms),
+            micros(&p.post_hooks_ms),
+            micros(&p.total_ms),
+        ]);
+    }
+    out.push_str(&grid(&rows));
+
+    if let Some(rg) = &r.compare_rg {
+        out.push('\n');
+        match &rg.rg_version {
+            None => out.push_str("Grep vs rg: rg is not on PATH, so there is nothing to compare; install ripgrep and rerun with --compare-rg\n"),
+            Some(version) => {
+                let _ = writeln!(out, "Grep tool vs {version} (medians, ms)");
+                for case in &rg.cases {
+                    let _ = writeln!(
+                        out,
+                        "  {:<34}{:<20}Grep {:>8.3}  rg {:>8.3}  ratio {:.2}",
+                        case.pattern, case.mode, case.grep_ms.median, case.rg_ms.median, case.ratio
+                    );
+                }
+                if let Some(ratio) = rg.overall_ratio {
+                    let _ = writeln!(out, "  overall ratio (sum of medians): {ratio:.2}");
+                }
+            }
+        }
+    }
+
+    out.push_str("\ntargets\n");
+    for t in &r.targets {
+        let _ = writeln!(
+            out,
+            "  [{}] {:<52}{:>9.3} {:<3} (limit {} {})",
+            if t.met { " ok " } else { "MISS" },
+            t.name,
+            t.measured,
+            t.unit,
+            t.limit,
+            t.unit
+        );
+    }
+    out
+}

@@ -1,0 +1,239 @@
+//! Print mode as a user runs it: the real `ouro -p` binary, timed from its spawn to the mock
+//! receiving its first request, with its peak resident memory.
+//!
+//! Peak RSS needs a go-between. Linux copies the parent's memory high-water mark into a child's
+//! `ru_maxrss` when the child execs, so `wait4` on a child of this (large) process reports at
+//! least this process's own peak. So `ouro bench --probe -- <flags>` is spawned instead: a fresh
+//! small process that spawns `ouro <flags>`, reaps it with `wait4` and prints what it saw. The
+//! grandchild inherits only the probe's small high-water mark, reported as `floor_kb`: a peak
+//! above it is the grandchild's own.
+
+use std::io::Read as _;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use super::BenchError;
+use super::fixture::{Fixture, WorkDir};
+use super::host::MockHost;
+use super::run::{API_KEY, PROMPT, session_flags};
+use super::scenario::{self, Plan};
+use crate::api::mock::MockServer;
+
+/// How long the first request may take before the measurement is abandoned.
+const FIRST_REQUEST_DEADLINE: Duration = Duration::from_secs(60);
+/// The poll interval for the mock's request log: the resolution of the start-up time.
+const POLL: Duration = Duration::from_micros(50);
+
+#[derive(Debug, Clone, Copy)]
+pub struct StartSample {
+    pub first_request: Duration,
+    pub peak_rss_kb: u64,
+    pub floor_kb: u64,
+}
+
+/// What the probe prints, one JSON line.
+#[derive(Debug, Serialize, Deserialize)]
+struct ProbeReport {
+    /// CLOCK_MONOTONIC just before the spawn, comparable across processes.
+    spawned_ns: u64,
+    max_rss_kb: u64,
+    floor_kb: u64,
+    /// The exit code, or minus the signal that ended it.
+    exit_code: i32,
+}
+
+/// Runs `ouro -p` once through the probe on the scenario of `plan`.
+pub async fn measure(
+    host: &MockHost,
+    plan: &Plan,
+    files: usize,
+) -> Result<StartSample, BenchError> {
+    let dir = WorkDir::new("print")
+        .map_err(|e| BenchError::io("could not create the fixture directory", e))?;
+    let home = WorkDir::new("home")
+        .map_err(|e| BenchError::io("could not create a private OURO_HOME", e))?;
+    let fixture = Fixture::generate(dir.path(), files, plan.seed)
+        .map_err(|e| BenchError::io("could not write the fixture tree", e))?;
+    let server = host
+        .serve(scenario::generate(plan, &fixture).scenario)
+        .await?;
+    let exe = std::env::current_exe()
+        .map_err(|e| BenchError::io("could not find the ouro executable", e))?;
+    let mut command = Command::new(exe);
+    command
+        .args(["bench", "--probe", "--", "-p", PROMPT])
+        .args(session_flags())
+        .current_dir(dir.path())
+        .env("ANTHROPIC_BASE_URL", server.url())
+        .env("ANTHROPIC_API_KEY", API_KEY)
+        .env("OURO_HOME", home.path())
+        .env_remove("ANTHROPIC_MODEL")
+        .env_remove("OURO_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = command
+        .spawn()
+        .map_err(|e| BenchError::io("could not start `ouro bench --probe`", e))?;
+    let finished = Arc::new(AtomicBool::new(false));
+    let watcher = {
+        let (server, finished) = (Arc::clone(&server), Arc::clone(&finished));
+        tokio::task::spawn_blocking(move || first_request(&server, &finished))
+    };
+    let output = tokio::task::spawn_blocking(move || child.wait_with_output()).await;
+    finished.store(true, Ordering::Relaxed);
+    let first_seen = watcher.await.ok().flatten();
+    host.stop(server).await;
+    let output = output
+        .map_err(|e| BenchError::Failed(format!("waiting for the probe failed: {e}")))?
+        .map_err(|e| BenchError::io("waiting for the probe failed", e))?;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let report: ProbeReport = serde_json::from_slice(&output.stdout).map_err(|_| {
+        BenchError::Failed(format!(
+            "the print-mode probe did not report (exit status {}): {}",
+            output.status,
+            stderr.trim()
+        ))
+    })?;
+    if report.exit_code != 0 {
+        return Err(BenchError::Invalid(format!(
+            "`ouro -p` exited with code {}: {}",
+            report.exit_code,
+            stderr.trim()
+        )));
+    }
+    let first_seen = first_seen.ok_or_else(|| {
+        BenchError::Invalid("the mock API never received a request from `ouro -p`".into())
+    })?;
+    Ok(StartSample {
+        first_request: Duration::from_nanos(first_seen.saturating_sub(report.spawned_ns)),
+        peak_rss_kb: report.max_rss_kb,
+        floor_kb: report.floor_kb,
+    })
+}
+
+/// The monotonic time the mock's log first holds a request, or `None` if none came.
+fn first_request(server: &MockServer, finished: &AtomicBool) -> Option<u64> {
+    let deadline = Instant::now() + FIRST_REQUEST_DEADLINE;
+    loop {
+        if !server.requests().is_empty() {
+            return Some(monotonic_ns());
+        }
+        if finished.load(Ordering::Relaxed) || Instant::now() > deadline {
+            return None;
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+/// The probe's side (`ouro bench --probe -- <flags>`): run `ouro <flags>` and print a
+/// [`ProbeReport`] line. Returns whether the child succeeded.
+pub fn probe(flags: &[String]) -> Result<bool, BenchError> {
+    let exe = std::env::current_exe()
+        .map_err(|e| BenchError::io("could not find the ouro executable", e))?;
+    let floor_kb = own_high_water_kb()?;
+    let spawned_ns = monotonic_ns();
+    let child = Command::new(exe)
+        .args(flags)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| BenchError::io("could not start `ouro -p`", e))?;
+    let (exit_code, max_rss_kb) = reap(child.id())?;
+    let report = ProbeReport {
+        spawned_ns,
+        max_rss_kb,
+        floor_kb,
+        exit_code,
+    };
+    let line = serde_json::to_string(&report)
+        .map_err(|e| BenchError::Failed(format!("could not encode the probe report: {e}")))?;
+    println!("{line}");
+    Ok(exit_code == 0)
+}
+
+/// Waits for `pid` with `wait4`, which also returns its resource usage (`std` cannot).
+fn reap(pid: u32) -> Result<(i32, u64), BenchError> {
+    let pid = libc::pid_t::try_from(pid)
+        .map_err(|_| BenchError::Failed(format!("process id {pid} is out of range")))?;
+    let mut status: libc::c_int = 0;
+    // SAFETY: rusage is plain old data; all-zero is a valid value that wait4 overwrites.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: both pointers are to live, writable locals of the right types.
+        let reaped = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+        if reaped == pid {
+            break;
+        }
+        let error = std::io::Error::last_os_error();
+        if error.kind() != std::io::ErrorKind::Interrupted {
+            return Err(BenchError::io("waiting for `ouro -p` failed", error));
+        }
+    }
+    let code = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        -libc::WTERMSIG(status)
+    };
+    // Linux reports ru_maxrss in kilobytes.
+    Ok((code, u64::try_from(usage.ru_maxrss).unwrap_or(0)))
+}
+
+/// This process's own resident high-water mark (`VmHWM`), which unlike `ru_maxrss` is not
+/// inherited from the parent.
+fn own_high_water_kb() -> Result<u64, BenchError> {
+    let mut status = String::new();
+    std::fs::File::open("/proc/self/status")
+        .and_then(|mut f| f.read_to_string(&mut status))
+        .map_err(|e| BenchError::io("could not read /proc/self/status", e))?;
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        .ok_or_else(|| BenchError::Failed("/proc/self/status has no VmHWM line".into()))
+}
+
+/// CLOCK_MONOTONIC in nanoseconds: one clock for every process on the machine.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a live, writable timespec; CLOCK_MONOTONIC always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reap_reports_exit_codes_and_memory() {
+        let pid = Command::new("sh")
+            .args(["-c", "exit 3"])
+            .spawn()
+            .unwrap()
+            .id();
+        let (code, rss) = reap(pid).unwrap();
+        assert_eq!(code, 3);
+        assert!(rss > 0);
+    }
+
+    #[test]
+    fn high_water_mark_is_read() {
+        assert!(own_high_water_kb().unwrap() > 100);
+    }
+
+    #[test]
+    fn monotonic_clock_moves_forward() {
+        let a = monotonic_ns();
+        std::thread::sleep(Duration::from_millis(2));
+        assert!(monotonic_ns() >= a + 1_000_000);
+    }
+}

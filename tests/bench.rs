@@ -1,0 +1,142 @@
+//! Smoke tests of `ouro bench` with tiny settings: it runs end to end and reports every field.
+//! Nothing here asserts a timing.
+
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn bench(extra: &[&str]) -> Output {
+    let home = tempfile::tempdir().unwrap();
+    Command::new(env!("CARGO_BIN_EXE_ouro"))
+        .args([
+            "bench",
+            "--turns",
+            "2",
+            "--calls-per-turn",
+            "3",
+            "--files",
+            "30",
+            "--runs",
+            "1",
+            "--warmup",
+            "0",
+        ])
+        .args(extra)
+        .env("OURO_HOME", home.path())
+        .env_remove("OURO_LOG")
+        .env_remove("ANTHROPIC_MODEL")
+        .output()
+        .unwrap()
+}
+
+fn stdout(output: &Output) -> String {
+    assert!(
+        output.status.success(),
+        "ouro bench failed: {}\n{}",
+        String::from_utf8_lossy(&output.stderr),
+        String::from_utf8_lossy(&output.stdout)
+    );
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+#[test]
+fn the_table_names_every_figure() {
+    let text = stdout(&bench(&["--mix", "read,grep,glob,edit,bash"]));
+    for label in [
+        "2 turns x 3 calls (read,grep,glob,edit,bash), 30 files, seed 42",
+        "6 tool calls and 3 requests per run",
+        "total wall time",
+        "tool calls per second",
+        "client time per turn",
+        "response time (mock + HTTP + SSE)",
+        "start to first request (ouro -p)",
+        "peak RSS (ouro -p)",
+        "marginal read-only call: the same turns with 1 vs 3 Read calls each",
+        "per extra call:",
+        "schema",
+        "semantic",
+        "pre-hooks",
+        "permission",
+        "execution",
+        "post-hooks",
+        "targets",
+    ] {
+        assert!(text.contains(label), "missing {label:?} in:\n{text}");
+    }
+    for tool in ["Bash", "Glob", "Grep", "Read"] {
+        assert!(
+            text.lines().any(|l| l.starts_with(tool)),
+            "no phase row for {tool}:\n{text}"
+        );
+    }
+}
+
+fn number(v: &Value, path: &str) -> f64 {
+    v.pointer(path)
+        .and_then(Value::as_f64)
+        .unwrap_or_else(|| panic!("{path} is missing or not a number in {v:#}"))
+}
+
+#[test]
+fn json_has_the_same_figures() {
+    let report: Value = serde_json::from_str(&stdout(&bench(&["--json", "--compare-rg"]))).unwrap();
+    assert_eq!(report["config"]["mix"], "read,grep,glob,edit,bash");
+    assert_eq!(report["tool_calls_per_run"], 6);
+    assert_eq!(report["requests_per_run"], 3);
+    for figure in [
+        "wall_ms",
+        "calls_per_sec",
+        "client_turn_ms",
+        "response_ms",
+        "startup/first_request_ms",
+        "startup/peak_rss_mb",
+        "marginal/wall_low_ms",
+        "marginal/wall_high_ms",
+    ] {
+        for stat in ["median", "min", "max"] {
+            let value = number(&report, &format!("/{figure}/{stat}"));
+            assert!(value > 0.0, "{figure}.{stat} = {value}");
+        }
+    }
+    assert_eq!(number(&report, "/client_turn_all_ms/count"), 2.0);
+    number(&report, "/marginal/per_call_wall_ms");
+    let phases = report["phases"].as_array().unwrap();
+    let calls: f64 = phases.iter().map(|p| number(p, "/total_ms/count")).sum();
+    assert_eq!(calls, 6.0);
+    for phase in phases {
+        for key in [
+            "schema_ms",
+            "semantic_ms",
+            "pre_hooks_ms",
+            "permission_ms",
+            "execution_ms",
+            "post_hooks_ms",
+        ] {
+            for stat in ["p50", "p95", "max"] {
+                number(phase, &format!("/{key}/{stat}"));
+            }
+        }
+    }
+    let rg = &report["compare_rg"];
+    match rg["rg_version"].as_str() {
+        Some(_) => {
+            assert_eq!(rg["cases"].as_array().unwrap().len(), 5);
+            assert!(number(rg, "/overall_ratio") > 0.0);
+        }
+        None => assert!(rg["cases"].as_array().unwrap().is_empty()),
+    }
+    let targets = report["targets"].as_array().unwrap();
+    assert!(targets.len() >= 4);
+    assert!(targets.iter().all(|t| t["met"].is_boolean()));
+}
+
+#[test]
+fn a_bad_mix_is_refused_with_the_choices() {
+    let output = bench(&["--mix", "read,write"]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("`write` is not a benchmark tool"),
+        "{stderr}"
+    );
+}
