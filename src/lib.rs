@@ -16,3 +16,4 @@ pub mod permissions;
 pub mod session;
 pub mod settings;
 pub mod tools;
+pub mod repl;

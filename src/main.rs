@@ -64,9 +64,8 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
         None => {}
     }
     if !args.print {
-        anyhow::bail!(
-            "the interactive session is not available in this build; run a single prompt with `ouro -p \"...\"`"
-        );
+        ouro::repl::run(args, &cwd).await?;
+        return Ok(ExitCode::SUCCESS);
     }
     Ok(exit(headless::run(&args, &cwd).await?))
 }

@@ -1,0 +1,173 @@
+//! Permission questions in the REPL. The engine runs its turn while the main loop owns the
+//! terminal, so the asker only forwards each question over a channel and waits; the main loop
+//! shows it inline, reads the answer with the line editor and sends it back.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+use tokio::sync::oneshot;
+
+use super::style::Style;
+use crate::exec::{AskAnswer, AskRequest, Asker};
+
+/// The prompt the answer is typed at.
+pub fn answer_prompt(request: &AskRequest) -> &'static str {
+    if request.suggested_rule.trim().is_empty() {
+        "Allow? (y/n) › "
+    } else {
+        "Allow? (y/n/a) › "
+    }
+}
+
+/// A question waiting for the user, with the way back to the tool call that asked.
+pub struct Pending {
+    pub request: AskRequest,
+    pub reply: oneshot::Sender<AskAnswer>,
+}
+
+impl Pending {
+    /// The call stopped waiting (its turn was interrupted), so nobody needs the answer.
+    pub fn is_stale(&self) -> bool {
+        self.reply.is_closed()
+    }
+
+    pub fn answer(self, answer: AskAnswer) {
+        // The call may have been cancelled meanwhile; then the answer has nowhere to go.
+        let _ = self.reply.send(answer);
+    }
+}
+
+pub struct ReplAsker {
+    questions: UnboundedSender<Pending>,
+}
+
+/// The asker to build the session with, and the receiving end for the main loop.
+pub fn channel() -> (Arc<ReplAsker>, UnboundedReceiver<Pending>) {
+    let (questions, rx) = unbounded_channel();
+    (Arc::new(ReplAsker { questions }), rx)
+}
+
+impl Asker for ReplAsker {
+    fn ask(&self, request: AskRequest) -> BoxFuture<'_, AskAnswer> {
+        Box::pin(async move {
+            let (reply, answer) = oneshot::channel();
+            if self.questions.send(Pending { request, reply }).is_err() {
+                return AskAnswer::Deny(None);
+            }
+            // The REPL went away without answering: refusing is the safe reading.
+            answer.await.unwrap_or(AskAnswer::Deny(None))
+        })
+    }
+}
+
+/// The question block: what the call wants to do, why ouro asks, and the choices.
+pub fn question(style: Style, request: &AskRequest) -> String {
+    let mut out = String::new();
+    out.push_str(&style.yellow("╭ Permission needed"));
+    out.push('\n');
+    out.push_str(&format!("│ {}\n", style.bold(&request.summary)));
+    if !request.reason.trim().is_empty() {
+        out.push_str(&format!("│ {}\n", style.dim(request.reason.trim())));
+    }
+    out.push_str("│ y  yes, this once\n");
+    let no = "n  no (or `n, <message>` to tell the model what to do instead)";
+    if request.suggested_rule.trim().is_empty() {
+        // Without a rule there is nothing to remember, so "always" is not offered.
+        out.push_str(&format!("╰ {no}\n"));
+    } else {
+        out.push_str(&format!("│ {no}\n"));
+        out.push_str(&format!(
+            "╰ a  yes, and don't ask again for {} (saved to .ouro/settings.local.json)\n",
+            style.bold(&request.suggested_rule)
+        ));
+    }
+    out
+}
+
+/// Reads a typed answer; `None` means it was not one of the choices.
+pub fn parse_answer(text: &str) -> Option<AskAnswer> {
+    let text = text.trim();
+    let word_end = text
+        .find(|c: char| !c.is_alphabetic())
+        .unwrap_or(text.len());
+    let (word, rest) = text.split_at(word_end);
+    let rest = rest.trim_start_matches([',', ':', ';', '-', ' ']).trim();
+    match word.to_lowercase().as_str() {
+        "y" | "yes" if rest.is_empty() => Some(AskAnswer::AllowOnce),
+        "a" | "always" if rest.is_empty() => Some(AskAnswer::AllowAlways),
+        "n" | "no" => Some(AskAnswer::Deny(
+            (!rest.is_empty()).then(|| rest.to_string()),
+        )),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn request(rule: &str) -> AskRequest {
+        AskRequest {
+            tool: "Bash".into(),
+            input: json!({"command": "rm -rf build"}),
+            summary: "Bash: rm -rf build".into(),
+            reason: "This command changes files.".into(),
+            suggested_rule: rule.into(),
+        }
+    }
+
+    #[test]
+    fn answers_are_parsed() {
+        assert_eq!(parse_answer("y"), Some(AskAnswer::AllowOnce));
+        assert_eq!(parse_answer(" Yes "), Some(AskAnswer::AllowOnce));
+        assert_eq!(parse_answer("a"), Some(AskAnswer::AllowAlways));
+        assert_eq!(parse_answer("always"), Some(AskAnswer::AllowAlways));
+        assert_eq!(parse_answer("n"), Some(AskAnswer::Deny(None)));
+        assert_eq!(
+            parse_answer("n, use git clean instead"),
+            Some(AskAnswer::Deny(Some("use git clean instead".into())))
+        );
+        assert_eq!(
+            parse_answer("no: stop"),
+            Some(AskAnswer::Deny(Some("stop".into())))
+        );
+        assert_eq!(parse_answer(""), None);
+        assert_eq!(parse_answer("yes please"), None);
+        assert_eq!(parse_answer("maybe"), None);
+    }
+
+    #[test]
+    fn question_names_action_reason_and_rule() {
+        let text = question(Style::new(false), &request("Bash(rm:*)"));
+        assert!(text.contains("Bash: rm -rf build"), "{text}");
+        assert!(text.contains("This command changes files."), "{text}");
+        assert!(text.contains("don't ask again for Bash(rm:*)"), "{text}");
+        let text = question(Style::new(false), &request(""));
+        assert!(!text.contains("don't ask again"), "{text}");
+        assert!(text.contains("╰ n  no"), "{text}");
+    }
+
+    #[tokio::test]
+    async fn asker_forwards_the_question_and_returns_the_answer() {
+        let (asker, mut rx) = channel();
+        let waiting = tokio::spawn(async move { asker.ask(request("")).await });
+        let pending = rx.recv().await.unwrap();
+        assert_eq!(pending.request.summary, "Bash: rm -rf build");
+        assert!(!pending.is_stale());
+        pending.answer(AskAnswer::AllowAlways);
+        assert_eq!(waiting.await.unwrap(), AskAnswer::AllowAlways);
+    }
+
+    #[tokio::test]
+    async fn a_question_nobody_answers_is_a_denial() {
+        let (asker, rx) = channel();
+        drop(rx);
+        assert_eq!(asker.ask(request("")).await, AskAnswer::Deny(None));
+        let (asker, mut rx) = channel();
+        let waiting = tokio::spawn(async move { asker.ask(request("")).await });
+        drop(rx.recv().await.unwrap());
+        assert_eq!(waiting.await.unwrap(), AskAnswer::Deny(None));
+    }
+}

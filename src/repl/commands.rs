@@ -1,0 +1,146 @@
+//! Project commands: every `.ouro/commands/<name>.md` becomes `/<name>`. The file is a prompt
+//! template; `$ARGUMENTS` is replaced by what follows the command. An optional front matter
+//! block (`---` lines) may give a `description:` for `/help`.
+
+use std::path::Path;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProjectCommand {
+    pub name: String,
+    pub description: String,
+    template: String,
+}
+
+/// The project's commands, sorted by name. Read on every use, so a file added while the REPL
+/// runs is picked up without a restart; unreadable files are skipped.
+pub fn load(project_root: &Path) -> Vec<ProjectCommand> {
+    let dir = project_root.join(".ouro").join("commands");
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    let mut out: Vec<ProjectCommand> = entries
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            let path = e.path();
+            if path.extension().and_then(|x| x.to_str()) != Some("md") {
+                return None;
+            }
+            let name = path.file_stem()?.to_str()?.to_string();
+            if !valid_name(&name) {
+                return None;
+            }
+            let text = std::fs::read_to_string(&path).ok()?;
+            Some(ProjectCommand::parse(name, &text))
+        })
+        .collect();
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    out
+}
+
+fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == ':')
+}
+
+impl ProjectCommand {
+    pub fn parse(name: String, text: &str) -> ProjectCommand {
+        let (description, body) = split_front_matter(text);
+        let description = description.unwrap_or_else(|| {
+            body.lines()
+                .map(|l| l.trim().trim_start_matches('#').trim())
+                .find(|l| !l.is_empty())
+                .unwrap_or("")
+                .chars()
+                .take(70)
+                .collect()
+        });
+        ProjectCommand {
+            name,
+            description,
+            template: body.trim().to_string(),
+        }
+    }
+
+    /// The prompt to send. A template without `$ARGUMENTS` gets the arguments appended, so
+    /// they are never silently dropped.
+    pub fn expand(&self, arguments: &str) -> String {
+        let arguments = arguments.trim();
+        if self.template.contains("$ARGUMENTS") {
+            self.template.replace("$ARGUMENTS", arguments)
+        } else if arguments.is_empty() {
+            self.template.clone()
+        } else {
+            format!("{}\n\n{arguments}", self.template)
+        }
+    }
+}
+
+/// The `description:` from a leading `---` block, and the text after the block.
+fn split_front_matter(text: &str) -> (Option<String>, &str) {
+    let Some(rest) = text
+        .strip_prefix("---\n")
+        .or_else(|| text.strip_prefix("---\r\n"))
+    else {
+        return (None, text);
+    };
+    let Some(end) = rest.find("\n---") else {
+        return (None, text);
+    };
+    let block = &rest[..end];
+    let after = &rest[end + 4..];
+    let body = after
+        .find('\n')
+        .map(|i| &after[i + 1..])
+        .unwrap_or_default();
+    let description = block.lines().find_map(|l| {
+        l.trim()
+            .strip_prefix("description:")
+            .map(|d| d.trim().trim_matches('"').to_string())
+    });
+    (description, body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arguments_are_substituted_or_appended() {
+        let c = ProjectCommand::parse("fix".into(), "Fix issue $ARGUMENTS now.\n");
+        assert_eq!(c.expand(" 42 "), "Fix issue 42 now.");
+        assert_eq!(c.description, "Fix issue $ARGUMENTS now.");
+        let c = ProjectCommand::parse("review".into(), "# Review\nLook at the diff.");
+        assert_eq!(c.expand(""), "# Review\nLook at the diff.");
+        assert_eq!(
+            c.expand("src/a.rs"),
+            "# Review\nLook at the diff.\n\nsrc/a.rs"
+        );
+        assert_eq!(c.description, "Review");
+    }
+
+    #[test]
+    fn front_matter_gives_the_description_and_is_not_sent() {
+        let c = ProjectCommand::parse(
+            "t".into(),
+            "---\ndescription: \"Run the tests\"\n---\nRun cargo test $ARGUMENTS\n",
+        );
+        assert_eq!(c.description, "Run the tests");
+        assert_eq!(c.expand("--lib"), "Run cargo test --lib");
+    }
+
+    #[test]
+    fn load_reads_markdown_files_sorted() {
+        let dir = tempfile::tempdir().unwrap();
+        let commands = dir.path().join(".ouro").join("commands");
+        std::fs::create_dir_all(&commands).unwrap();
+        std::fs::write(commands.join("zeta.md"), "Z").unwrap();
+        std::fs::write(commands.join("alpha.md"), "A $ARGUMENTS").unwrap();
+        std::fs::write(commands.join("notes.txt"), "ignored").unwrap();
+        std::fs::write(commands.join("bad name.md"), "ignored").unwrap();
+        let names: Vec<String> = load(dir.path()).into_iter().map(|c| c.name).collect();
+        assert_eq!(names, ["alpha", "zeta"]);
+        assert!(load(&dir.path().join("missing")).is_empty());
+    }
+}

@@ -1,0 +1,217 @@
+//! The line editor: rustyline with history kept in `~/.ouro/history`, a trailing `\` that
+//! continues the message on the next line, bracketed paste (pasted newlines stay in one
+//! message), slash command completion, and Ctrl-C that clears a typed line before it quits.
+
+use std::path::PathBuf;
+
+use rustyline::completion::{Completer, Pair};
+use rustyline::error::ReadlineError;
+use rustyline::highlight::Highlighter;
+use rustyline::hint::Hinter;
+use rustyline::history::FileHistory;
+use rustyline::validate::{ValidationContext, ValidationResult, Validator};
+use rustyline::{
+    Cmd, ConditionalEventHandler, Config, Context, Editor, Event, EventContext, EventHandler,
+    Helper, KeyEvent, Movement, RepeatCount,
+};
+
+const MAX_HISTORY: usize = 1000;
+
+#[derive(Debug, thiserror::Error)]
+pub enum EditorError {
+    #[error("could not set up line editing on this terminal: {0}")]
+    Open(#[source] ReadlineError),
+    #[error("could not read from the terminal: {0}")]
+    Read(#[source] ReadlineError),
+    #[error("the line editor stopped unexpectedly; restart ouro (your session is saved)")]
+    Lost,
+}
+
+/// What one read produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Input {
+    Line(String),
+    /// Ctrl-C on an empty line.
+    Interrupted,
+    /// Ctrl-D on an empty line, or the end of piped input.
+    Eof,
+}
+
+struct ReplHelper {
+    /// Completion candidates, each with its leading slash.
+    commands: Vec<String>,
+}
+
+impl Completer for ReplHelper {
+    type Candidate = Pair;
+
+    fn complete(
+        &self,
+        line: &str,
+        pos: usize,
+        _ctx: &Context<'_>,
+    ) -> rustyline::Result<(usize, Vec<Pair>)> {
+        let head = line.get(..pos).unwrap_or(line);
+        if !head.starts_with('/') || head.contains(char::is_whitespace) {
+            return Ok((0, Vec::new()));
+        }
+        let found = self
+            .commands
+            .iter()
+            .filter(|c| c.starts_with(head))
+            .map(|c| Pair {
+                display: c.clone(),
+                replacement: format!("{c} "),
+            })
+            .collect();
+        Ok((0, found))
+    }
+}
+
+impl Hinter for ReplHelper {
+    type Hint = String;
+}
+
+impl Highlighter for ReplHelper {}
+
+impl Validator for ReplHelper {
+    /// A line ending in `\` is not finished: Enter then inserts a newline instead.
+    fn validate(&self, ctx: &mut ValidationContext) -> rustyline::Result<ValidationResult> {
+        if ctx.input().ends_with('\\') {
+            Ok(ValidationResult::Incomplete)
+        } else {
+            Ok(ValidationResult::Valid(None))
+        }
+    }
+}
+
+impl Helper for ReplHelper {}
+
+/// Ctrl-C clears a typed line and only interrupts (the first step to quitting) on an empty one.
+struct ClearOrInterrupt;
+
+impl ConditionalEventHandler for ClearOrInterrupt {
+    fn handle(&self, _: &Event, _: RepeatCount, _: bool, ctx: &EventContext) -> Option<Cmd> {
+        if ctx.line().is_empty() {
+            None
+        } else {
+            Some(Cmd::Kill(Movement::WholeBuffer))
+        }
+    }
+}
+
+type Inner = Editor<ReplHelper, FileHistory>;
+
+pub struct LineEditor {
+    /// Lent to a blocking task while a line is read.
+    editor: Option<Inner>,
+    history: Option<PathBuf>,
+}
+
+impl LineEditor {
+    /// An editor with the history of earlier sessions loaded from `history` (if given).
+    pub fn new(history: Option<PathBuf>, commands: Vec<String>) -> Result<LineEditor, EditorError> {
+        let config = Config::builder()
+            .max_history_size(MAX_HISTORY)
+            .and_then(|b| b.history_ignore_dups(true))
+            .map_err(EditorError::Open)?
+            .history_ignore_space(true)
+            .auto_add_history(false)
+            .bracketed_paste(true)
+            .build();
+        let mut editor = Inner::with_config(config).map_err(EditorError::Open)?;
+        editor.set_helper(Some(ReplHelper { commands }));
+        editor.bind_sequence(
+            KeyEvent::ctrl('C'),
+            EventHandler::Conditional(Box::new(ClearOrInterrupt)),
+        );
+        if let Some(path) = &history
+            && path.exists()
+            && let Err(e) = editor.load_history(path)
+        {
+            tracing::warn!(path = %path.display(), error = %e, "could not load the input history");
+        }
+        Ok(LineEditor {
+            editor: Some(editor),
+            history,
+        })
+    }
+
+    /// The slash commands offered by Tab completion.
+    pub fn set_commands(&mut self, commands: Vec<String>) {
+        if let Some(helper) = self.editor.as_mut().and_then(|e| e.helper_mut()) {
+            helper.commands = commands;
+        }
+    }
+
+    /// Reads one message. rustyline blocks, so it runs on the blocking pool while the async
+    /// runtime goes on (the engine may be waiting for a permission answer meanwhile).
+    pub async fn read(&mut self, prompt: &str) -> Result<Input, EditorError> {
+        let mut editor = self.editor.take().ok_or(EditorError::Lost)?;
+        let prompt = prompt.to_string();
+        let (editor, result) = tokio::task::spawn_blocking(move || {
+            let result = editor.readline(&prompt);
+            (editor, result)
+        })
+        .await
+        .map_err(|_| EditorError::Lost)?;
+        self.editor = Some(editor);
+        match result {
+            Ok(line) => Ok(Input::Line(join_continued_lines(&line))),
+            Err(ReadlineError::Interrupted) => Ok(Input::Interrupted),
+            Err(ReadlineError::Eof) => Ok(Input::Eof),
+            Err(e) => Err(EditorError::Read(e)),
+        }
+    }
+
+    /// Adds a message to the history and appends it to the history file at once, so it
+    /// survives a crash as well as a clean exit.
+    pub fn remember(&mut self, line: &str) {
+        let Some(editor) = self.editor.as_mut() else {
+            return;
+        };
+        if !matches!(editor.add_history_entry(line), Ok(true)) {
+            return;
+        }
+        if let Some(path) = &self.history {
+            if let Some(dir) = path.parent() {
+                let _ = std::fs::create_dir_all(dir);
+            }
+            if let Err(e) = editor.append_history(path) {
+                tracing::warn!(path = %path.display(), error = %e, "could not save the input history");
+            }
+        }
+    }
+}
+
+/// The message as meant: each `\` that continued a line is dropped, the line break kept.
+pub fn join_continued_lines(text: &str) -> String {
+    text.replace("\\\r\n", "\n").replace("\\\n", "\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn continuation_backslashes_are_removed() {
+        assert_eq!(join_continued_lines("one\\\ntwo"), "one\ntwo");
+        assert_eq!(join_continued_lines("a\\\r\nb\\\nc"), "a\nb\nc");
+        assert_eq!(join_continued_lines("path C:\\dir"), "path C:\\dir");
+    }
+
+    #[test]
+    fn completion_offers_matching_commands() {
+        let helper = ReplHelper {
+            commands: vec!["/help".into(), "/history".into(), "/cost".into()],
+        };
+        let history = FileHistory::new();
+        let ctx = Context::new(&history);
+        let (start, found) = helper.complete("/h", 2, &ctx).unwrap();
+        assert_eq!(start, 0);
+        let names: Vec<&str> = found.iter().map(|p| p.display.as_str()).collect();
+        assert_eq!(names, ["/help", "/history"]);
+        assert!(helper.complete("/help me", 8, &ctx).unwrap().1.is_empty());
+        assert!(helper.complete("hi", 2, &ctx).unwrap().1.is_empty());
+    }
+}

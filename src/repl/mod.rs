@@ -1,0 +1,242 @@
+//! The interactive session (`ouro` without `-p`).
+//!
+//! One task owns the terminal: it reads lines with the editor, and while a turn runs it polls
+//! the engine's future together with the event stream (rendered as it comes), permission
+//! questions (answered through the same editor) and SIGINT (which cancels only that turn).
+//! The engine never touches stdin, so a question can never race the prompt for input.
+
+mod ask;
+mod commands;
+mod editor;
+mod render;
+mod slash;
+mod spinner;
+mod style;
+
+use std::future::Future;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use futures::FutureExt;
+use tokio::signal::unix::{Signal, SignalKind, signal};
+use tokio::sync::mpsc::UnboundedReceiver;
+use tokio_util::sync::CancellationToken;
+
+use crate::cli::Args;
+use crate::cli::setup::{self, Endpoint};
+use crate::engine::Engine;
+use crate::event::Event;
+use crate::exec::AskAnswer;
+use crate::permissions::PermissionEngine;
+use ask::{Pending, ReplAsker};
+use editor::{Input, LineEditor};
+use render::Renderer;
+use style::Style;
+
+/// The prompt messages are typed at.
+const PROMPT: &str = "› ";
+/// How often the spinner moves.
+const TICK: Duration = Duration::from_millis(100);
+
+/// Runs the REPL until the user quits. A positional prompt in `args` is sent first;
+/// `--resume` / `--continue` open the earlier session and show its last exchange.
+pub async fn run(mut args: Args, cwd: &Path) -> anyhow::Result<()> {
+    let endpoint = Endpoint::from_env()?;
+    let (asker, questions) = ask::channel();
+    let session = setup::build(&args, cwd, endpoint.clone(), asker.clone(), true)?;
+    // Registered before the first read: rustyline puts back the SIGINT handler it found, so
+    // this one is active whenever a turn runs.
+    let sigint = signal(SignalKind::interrupt()).context("could not watch for Ctrl-C")?;
+    let style = Style::detect();
+    let live = std::io::stdout().is_terminal();
+    let mut renderer = Renderer::new(Box::new(std::io::stdout()), style, live);
+    renderer.set_model(&session.engine.config().model);
+    let history = crate::settings::ouro_home().map(|home| home.join("history"));
+    let editor = LineEditor::new(history, slash::completions(&commands::load(cwd)))?;
+    let first_prompt = args.prompt.take();
+    let mut repl = Repl {
+        args,
+        cwd: cwd.to_path_buf(),
+        endpoint,
+        asker,
+        engine: session.engine,
+        permissions: session.permissions,
+        ui: Ui {
+            render: renderer,
+            editor,
+            events: session.events,
+            questions,
+            sigint,
+        },
+        interrupted_once: false,
+    };
+    repl.greet(session.resumed);
+    if let Some(prompt) = first_prompt.filter(|p| !p.trim().is_empty()) {
+        repl.prompt(&prompt).await;
+    }
+    repl.main_loop().await
+}
+
+struct Repl {
+    /// The flags the session was built from; `/resume` rebuilds from them.
+    args: Args,
+    cwd: PathBuf,
+    endpoint: Endpoint,
+    asker: Arc<ReplAsker>,
+    engine: Engine,
+    permissions: Arc<PermissionEngine>,
+    ui: Ui,
+    /// Ctrl-C was pressed on an empty prompt; pressing it again right away quits.
+    interrupted_once: bool,
+}
+
+/// Everything a running turn needs besides the engine, so both can be borrowed at once.
+struct Ui {
+    render: Renderer,
+    editor: LineEditor,
+    events: UnboundedReceiver<Event>,
+    questions: UnboundedReceiver<Pending>,
+    sigint: Signal,
+}
+
+impl Repl {
+    fn greet(&mut self, resumed: bool) {
+        let style = self.ui.render.style();
+        let config = self.engine.config();
+        let head = format!(
+            "{} {} · {} · {}",
+            style.bold("ouro"),
+            env!("CARGO_PKG_VERSION"),
+            config.model,
+            self.cwd.display()
+        );
+        let line = format!(
+            "session {} · /help lists commands · Ctrl-C interrupts · Ctrl-D quits",
+            self.engine.session_id()
+        );
+        self.ui.render.print(&head);
+        self.ui.render.print(&style.dim(&line));
+        if resumed {
+            let note = style.dim("Resumed. The last exchange was:");
+            self.ui.render.print(&note);
+            self.ui.render.last_exchange(self.engine.history());
+        }
+    }
+
+    async fn main_loop(&mut self) -> anyhow::Result<()> {
+        loop {
+            let input = self.ui.editor.read(PROMPT).await?;
+            let line = match input {
+                Input::Eof => break,
+                Input::Interrupted if self.interrupted_once => break,
+                Input::Interrupted => {
+                    self.interrupted_once = true;
+                    let hint = self.ui.render.style().dim("Press Ctrl-C again to exit.");
+                    self.ui.render.print(&hint);
+                    continue;
+                }
+                Input::Line(line) => line,
+            };
+            self.interrupted_once = false;
+            if line.trim().is_empty() {
+                continue;
+            }
+            self.ui.editor.remember(&line);
+            let project = commands::load(&self.cwd);
+            self.ui.editor.set_commands(slash::completions(&project));
+            match slash::parse(&line, project) {
+                Some(command) => {
+                    if self.slash(command).await == slash::Flow::Exit {
+                        break;
+                    }
+                }
+                None => self.prompt(&line).await,
+            }
+        }
+        Ok(())
+    }
+
+    /// One prompt to the model; the outcome is rendered from the events.
+    async fn prompt(&mut self, text: &str) {
+        let cancel = CancellationToken::new();
+        self.ui.drive(self.engine.run(text, &cancel), &cancel).await;
+    }
+}
+
+impl Ui {
+    /// Runs `work` (a turn, or a compaction) to its end while rendering its events, answering
+    /// its permission questions and turning Ctrl-C into `cancel`.
+    async fn drive<F: Future>(&mut self, work: F, cancel: &CancellationToken) -> F::Output {
+        // A Ctrl-C that arrived between turns belongs to no turn.
+        while let Some(Some(())) = self.sigint.recv().now_or_never() {}
+        let mut ticker = tokio::time::interval(TICK);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        tokio::pin!(work);
+        let output = loop {
+            tokio::select! {
+                biased;
+                Some(event) = self.events.recv() => self.render.event(&event),
+                Some(pending) = self.questions.recv() => self.answer(pending, cancel).await,
+                Some(()) = self.sigint.recv() => {
+                    if !cancel.is_cancelled() {
+                        cancel.cancel();
+                        self.render.interrupting();
+                    }
+                }
+                output = &mut work => break output,
+                _ = ticker.tick() => self.render.tick(),
+            }
+        };
+        while let Ok(event) = self.events.try_recv() {
+            self.render.event(&event);
+        }
+        // Questions of calls that were cancelled before anyone saw them.
+        while let Ok(pending) = self.questions.try_recv() {
+            pending.answer(AskAnswer::Deny(None));
+        }
+        output
+    }
+
+    /// Shows a permission question inline and reads the answer. Ctrl-C here refuses the call
+    /// and interrupts the turn, as it would anywhere else during a turn.
+    async fn answer(&mut self, pending: Pending, cancel: &CancellationToken) {
+        if pending.is_stale() || cancel.is_cancelled() {
+            pending.answer(AskAnswer::Deny(None));
+            return;
+        }
+        self.render.pause();
+        let question = ask::question(self.render.style(), &pending.request);
+        self.render.print(&question);
+        let prompt = ask::answer_prompt(&pending.request);
+        loop {
+            let answer = match self.editor.read(prompt).await {
+                Ok(Input::Line(text)) => match ask::parse_answer(&text) {
+                    Some(answer) => answer,
+                    None => {
+                        let hint = self.render.style().dim(
+                            "Type y (yes), n (no), `n, <message>` (no, and tell the model), or a (always).",
+                        );
+                        self.render.print(&hint);
+                        continue;
+                    }
+                },
+                Ok(Input::Interrupted) => {
+                    cancel.cancel();
+                    self.render.interrupting();
+                    AskAnswer::Deny(None)
+                }
+                Ok(Input::Eof) => AskAnswer::Deny(None),
+                Err(e) => {
+                    let line = self.render.style().red(&format!("✗ {e}"));
+                    self.render.print(&line);
+                    AskAnswer::Deny(None)
+                }
+            };
+            pending.answer(answer);
+            return;
+        }
+    }
+}

@@ -1,0 +1,559 @@
+//! Draws the engine's event stream on the terminal while a turn runs: text token by token, one
+//! line per tool call with a short result, Bash output dimmed and capped, Edit diffs in colour,
+//! a spinner while nothing else moves, and a status line when the turn ends.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::time::Duration;
+
+use super::spinner::Spinner;
+use super::style::Style;
+use crate::api::types::{ContentBlock, Message, Role};
+use crate::cli::print::key_argument;
+use crate::event::{Event, ResultKind, RunResult};
+use crate::exec::CANCELLED;
+
+/// Lines of one call's live output shown on screen; the model still gets all of it.
+const MAX_PROGRESS_LINES: usize = 12;
+const MAX_LINE_CHARS: usize = 160;
+
+/// What kind of streamed text is being written, so a switch starts a new line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stream {
+    Text,
+    Thinking,
+}
+
+struct ToolView {
+    name: String,
+    key: String,
+    shown: usize,
+    hidden: bool,
+    /// Output after the last newline, printed once its line is complete.
+    partial: String,
+}
+
+pub struct Renderer {
+    out: Box<dyn Write + Send>,
+    style: Style,
+    /// A spinner needs a terminal that understands carriage return and erase-line.
+    live: bool,
+    spinner: Option<Spinner>,
+    spinner_drawn: bool,
+    at_line_start: bool,
+    stream: Option<Stream>,
+    /// Set by deltas, so a finished text block is not printed a second time.
+    streamed: bool,
+    model: String,
+    tools: HashMap<String, ToolView>,
+    /// The call whose line is the latest on screen; its output and result follow directly.
+    last_tool: Option<String>,
+    running: usize,
+}
+
+impl Renderer {
+    pub fn new(out: Box<dyn Write + Send>, style: Style, live: bool) -> Renderer {
+        Renderer {
+            out,
+            style,
+            live,
+            spinner: None,
+            spinner_drawn: false,
+            at_line_start: true,
+            stream: None,
+            streamed: false,
+            model: String::new(),
+            tools: HashMap::new(),
+            last_tool: None,
+            running: 0,
+        }
+    }
+
+    pub fn style(&self) -> Style {
+        self.style
+    }
+
+    pub fn set_model(&mut self, model: &str) {
+        self.model = model.to_string();
+    }
+
+    /// Writes whole lines (slash command output, banners, questions).
+    pub fn print(&mut self, text: &str) {
+        self.stop_spinner();
+        self.end_line();
+        let mut text = text.to_string();
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+        self.put(&text);
+    }
+
+    /// Clears the spinner and leaves the cursor at the start of a line, before a question.
+    pub fn pause(&mut self) {
+        self.erase_spinner();
+        self.end_line();
+    }
+
+    /// Ctrl-C was pressed during a turn; the result line follows once the turn has stopped.
+    pub fn interrupting(&mut self) {
+        if self.live && self.at_line_start {
+            // The terminal echoed ^C on the spinner's line.
+            self.write_raw("\r\x1b[2K");
+            self.spinner_drawn = false;
+        }
+        if let Some(s) = self.spinner.as_mut() {
+            *s = Spinner::new("Interrupting");
+            self.tick();
+        }
+    }
+
+    /// Redraws the spinner, if one runs and nothing else is on its line.
+    pub fn tick(&mut self) {
+        if !self.live || !self.at_line_start {
+            return;
+        }
+        let Some(spinner) = self.spinner.as_mut() else {
+            return;
+        };
+        let frame = self.style.dim(&spinner.next_frame());
+        self.write_raw(&format!("\r\x1b[2K{frame}"));
+        self.spinner_drawn = true;
+    }
+
+    pub fn event(&mut self, event: &Event) {
+        match event {
+            Event::Init(info) => self.model.clone_from(&info.model),
+            Event::RequestStarted { .. } => self.start_spinner("Thinking"),
+            Event::TextDelta { text } => self.stream_text(Stream::Text, text),
+            Event::ThinkingDelta { text } => self.stream_text(Stream::Thinking, text),
+            Event::AssistantBlock { block, .. } => {
+                if let ContentBlock::Text { text } = block
+                    && !self.streamed
+                {
+                    self.stream_text(Stream::Text, text);
+                }
+                self.streamed = false;
+                self.end_stream();
+            }
+            Event::MessageDone { .. } => {
+                // Calls may already run while their message ends; their spinner stays.
+                if self.running == 0 {
+                    self.stop_spinner();
+                }
+                self.end_stream();
+            }
+            Event::ToolStarted { id, name, input } => self.tool_started(id, name, input),
+            Event::ToolProgress { id, chunk } => self.tool_progress(id, chunk),
+            Event::ToolFinished {
+                id,
+                name,
+                result,
+                elapsed,
+                ..
+            } => self.tool_finished(id, name, result, *elapsed),
+            Event::ApiRetry(r) => {
+                let status = r.error_status.map(|s| format!(" {s}")).unwrap_or_default();
+                let line = format!(
+                    "· API error{status} ({}); retry {}/{} in {:.1}s",
+                    r.error,
+                    r.attempt,
+                    r.max_retries,
+                    r.retry_delay_ms as f64 / 1000.0
+                );
+                let line = self.style.dim(&line);
+                self.line(&line);
+            }
+            Event::Compacting(true) => self.start_spinner("Compacting the conversation"),
+            Event::Compacting(false) => self.stop_spinner(),
+            Event::CompactBoundary(c) => {
+                let line = format!(
+                    "· Compacted {} earlier messages into a summary ({} kept as they were)",
+                    c.messages_summarised, c.messages_kept
+                );
+                let line = self.style.dim(&line);
+                self.line(&line);
+            }
+            // Denials arrive as the call's error result too; engine-written messages
+            // (continuations, summaries) are bookkeeping the user did not type.
+            Event::PermissionDenied(_) | Event::SyntheticUser { .. } => {}
+            Event::Result(result) => self.result(result),
+        }
+    }
+
+    /// The last prompt of a loaded conversation and the answer to it, after `--resume`.
+    pub fn last_exchange(&mut self, history: &[Message]) {
+        let prompt_at = history.iter().rposition(|m| {
+            m.role == Role::User
+                && m.content
+                    .iter()
+                    .any(|b| matches!(b, ContentBlock::Text { text } if !text.trim().is_empty()))
+        });
+        let Some(at) = prompt_at else {
+            self.print(&self.style.dim("(the conversation has no messages yet)"));
+            return;
+        };
+        let prompt = format!("› {}", history[at].text().trim());
+        let prompt = self.style.bold(&prompt);
+        self.print(&prompt);
+        for message in &history[at + 1..] {
+            for block in &message.content {
+                match block {
+                    ContentBlock::Text { text } if message.role == Role::Assistant => {
+                        self.print(text.trim_end());
+                    }
+                    ContentBlock::ToolUse { name, input, .. } => {
+                        let line = self.tool_line(name, &key_argument(input));
+                        self.print(&line);
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    fn result(&mut self, r: &RunResult) {
+        self.stop_spinner();
+        self.end_stream();
+        match r.kind {
+            ResultKind::Success => {}
+            ResultKind::ErrorAborted => {
+                let line = self
+                    .style
+                    .yellow("⎿ Interrupted. Tell ouro what to do instead.");
+                self.line(&line);
+            }
+            _ => {
+                let line = self.style.red(&format!("✗ {}", r.text));
+                self.line(&line);
+            }
+        }
+        let line = self.style.dim(&status_line(&self.model, r));
+        self.line(&line);
+        self.tools.clear();
+        self.last_tool = None;
+        self.running = 0;
+    }
+
+    fn stream_text(&mut self, kind: Stream, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        self.stop_spinner();
+        if self.stream != Some(kind) {
+            self.end_stream();
+            self.end_line();
+            self.stream = Some(kind);
+        }
+        self.streamed = true;
+        self.last_tool = None;
+        let text = match kind {
+            Stream::Text => text.to_string(),
+            Stream::Thinking => self.style.dim(text),
+        };
+        self.put(&text);
+    }
+
+    fn end_stream(&mut self) {
+        if self.stream.take().is_some() {
+            self.end_line();
+        }
+    }
+
+    fn tool_line(&self, name: &str, key: &str) -> String {
+        let head = format!("{} {}", self.style.cyan("●"), self.style.bold(name));
+        if key.is_empty() {
+            head
+        } else {
+            format!("{head}({key})")
+        }
+    }
+
+    fn tool_started(&mut self, id: &str, name: &str, input: &serde_json::Value) {
+        self.stop_spinner();
+        self.end_stream();
+        let key = key_argument(input);
+        let line = self.tool_line(name, &key);
+        self.line(&line);
+        self.tools.insert(
+            id.to_string(),
+            ToolView {
+                name: name.to_string(),
+                key,
+                shown: 0,
+                hidden: false,
+                partial: String::new(),
+            },
+        );
+        self.last_tool = Some(id.to_string());
+        self.running += 1;
+        self.start_spinner(&format!("Running {name}"));
+    }
+
+    /// Reprints a call's line when other output came in between, so its output and result
+    /// stay readable next to their call.
+    fn focus(&mut self, id: &str) {
+        if self.last_tool.as_deref() == Some(id) {
+            return;
+        }
+        if let Some(view) = self.tools.get(id) {
+            let line = self.tool_line(&view.name, &view.key);
+            self.line(&line);
+        }
+        self.last_tool = Some(id.to_string());
+    }
+
+    fn tool_progress(&mut self, id: &str, chunk: &str) {
+        if !self.tools.contains_key(id) {
+            return;
+        }
+        self.focus(id);
+        let lines = match self.tools.get_mut(id) {
+            Some(view) => {
+                view.partial.push_str(chunk);
+                take_lines(&mut view.partial)
+            }
+            None => return,
+        };
+        for line in lines {
+            self.progress_line(id, &line);
+        }
+    }
+
+    fn progress_line(&mut self, id: &str, line: &str) {
+        let Some(view) = self.tools.get_mut(id) else {
+            return;
+        };
+        let text = if view.shown < MAX_PROGRESS_LINES {
+            view.shown += 1;
+            format!("  │ {}", truncate(line, MAX_LINE_CHARS))
+        } else if !view.hidden {
+            view.hidden = true;
+            "  │ … (more output; the model sees all of it)".to_string()
+        } else {
+            return;
+        };
+        let text = self.style.dim(&text);
+        self.line(&text);
+    }
+
+    fn tool_finished(&mut self, id: &str, name: &str, result: &ContentBlock, elapsed: Duration) {
+        let ContentBlock::ToolResult {
+            content, is_error, ..
+        } = result
+        else {
+            return;
+        };
+        self.erase_spinner();
+        self.end_stream();
+        if !self.tools.contains_key(id) {
+            self.tools.insert(
+                id.to_string(),
+                ToolView {
+                    name: name.to_string(),
+                    key: String::new(),
+                    shown: 0,
+                    hidden: false,
+                    partial: String::new(),
+                },
+            );
+            self.last_tool = None;
+        } else {
+            self.running = self.running.saturating_sub(1);
+        }
+        self.focus(id);
+        let rest = self
+            .tools
+            .get_mut(id)
+            .map(|v| std::mem::take(&mut v.partial))
+            .unwrap_or_default();
+        if !rest.is_empty() {
+            self.progress_line(id, &rest);
+        }
+        let streamed = self.tools.get(id).is_some_and(|v| v.shown > 0);
+        for line in summary(self.style, name, content, *is_error, streamed, elapsed) {
+            self.line(&line);
+        }
+        if self.running == 0 {
+            self.stop_spinner();
+        }
+    }
+
+    fn start_spinner(&mut self, label: &str) {
+        if self.spinner.as_ref().is_some_and(|s| s.label() == label) {
+            return;
+        }
+        self.spinner = Some(Spinner::new(label));
+        self.tick();
+    }
+
+    fn stop_spinner(&mut self) {
+        self.erase_spinner();
+        self.spinner = None;
+    }
+
+    fn erase_spinner(&mut self) {
+        if self.spinner_drawn {
+            self.spinner_drawn = false;
+            self.write_raw("\r\x1b[2K");
+        }
+    }
+
+    fn end_line(&mut self) {
+        if !self.at_line_start {
+            self.put("\n");
+        }
+    }
+
+    fn line(&mut self, text: &str) {
+        self.erase_spinner();
+        self.end_line();
+        self.put(&format!("{text}\n"));
+    }
+
+    fn put(&mut self, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        self.erase_spinner();
+        self.write_raw(text);
+        self.at_line_start = text.ends_with('\n');
+    }
+
+    /// A terminal that went away cannot be told so; the turn goes on and is kept in the
+    /// transcript, hence write errors are ignored.
+    fn write_raw(&mut self, text: &str) {
+        let _ = self.out.write_all(text.as_bytes());
+        let _ = self.out.flush();
+    }
+}
+
+/// `model · tokens in / out · cost` after every turn.
+pub fn status_line(model: &str, r: &RunResult) -> String {
+    let cost = if r.cost_unknown {
+        "cost unknown (no price for this model)".to_string()
+    } else {
+        format!("${:.4}", r.cost_usd)
+    };
+    format!(
+        "{model} · {} in / {} out · {cost}",
+        r.usage.context_tokens(),
+        r.usage.output_tokens
+    )
+}
+
+/// Complete lines from the front of `buffer`; the unfinished tail stays.
+fn take_lines(buffer: &mut String) -> Vec<String> {
+    let Some(end) = buffer.rfind('\n') else {
+        return Vec::new();
+    };
+    let rest = buffer.split_off(end + 1);
+    let done = std::mem::replace(buffer, rest);
+    done.lines()
+        .map(|l| l.trim_end_matches('\r').to_string())
+        .collect()
+}
+
+/// The short report under a finished call.
+fn summary(
+    style: Style,
+    name: &str,
+    content: &str,
+    is_error: bool,
+    streamed: bool,
+    elapsed: Duration,
+) -> Vec<String> {
+    let took = if elapsed >= Duration::from_secs(1) {
+        style.dim(&format!(" · {:.1}s", elapsed.as_secs_f64()))
+    } else {
+        String::new()
+    };
+    let lines: Vec<&str> = content.lines().collect();
+    let first = lines
+        .iter()
+        .find(|l| !l.trim().is_empty())
+        .copied()
+        .unwrap_or("");
+    let more = |shown: usize| match lines.len().saturating_sub(shown) {
+        0 => String::new(),
+        n => style.dim(&format!(" (+{n} lines)")),
+    };
+    if content == CANCELLED {
+        return vec![style.yellow("  ⎿ Cancelled")];
+    }
+    if is_error {
+        let last = lines.last().copied().unwrap_or("");
+        let shown = if streamed { last } else { first };
+        let text = format!("  ✗ {}", truncate(shown, MAX_LINE_CHARS));
+        return vec![format!("{}{took}", style.red(&text))];
+    }
+    match name {
+        "Read" => match numbered_lines(&lines) {
+            0 => vec![format!("  ⎿ {}{took}", truncate(first, MAX_LINE_CHARS))],
+            n => vec![format!("  ⎿ Read {n} lines{took}")],
+        },
+        "Bash" if streamed => vec![format!("  ⎿ Done ({} lines of output){took}", lines.len())],
+        "Edit" => {
+            let mut out = vec![format!("  ⎿ {}{took}", truncate(first, MAX_LINE_CHARS))];
+            out.extend(diff_lines(style, content));
+            out
+        }
+        _ => vec![format!(
+            "  ⎿ {}{}{took}",
+            truncate(first, MAX_LINE_CHARS),
+            more(1)
+        )],
+    }
+}
+
+/// Lines of file text in a Read result (`<number>\t<text>`). A file ending in a newline shows
+/// an empty last numbered line, which is not counted.
+fn numbered_lines(lines: &[&str]) -> usize {
+    let numbered: Vec<&str> = lines
+        .iter()
+        .take_while(|l| {
+            l.split_once('\t')
+                .is_some_and(|(n, _)| !n.is_empty() && n.trim().chars().all(|c| c.is_ascii_digit()))
+        })
+        .copied()
+        .collect();
+    let trailing_empty = numbered
+        .last()
+        .is_some_and(|l| l.split_once('\t').is_some_and(|(_, text)| text.is_empty()));
+    numbered.len() - usize::from(trailing_empty)
+}
+
+/// The unified diff inside an Edit result, coloured line by line.
+pub fn diff_lines(style: Style, content: &str) -> Vec<String> {
+    let Some(start) = content.lines().position(|l| l.starts_with("@@")) else {
+        return Vec::new();
+    };
+    content
+        .lines()
+        .skip(start)
+        .map(|line| {
+            let text = format!("    {}", truncate(line, MAX_LINE_CHARS));
+            if line.starts_with("@@") {
+                style.cyan(&text)
+            } else if line.starts_with('+') {
+                style.green(&text)
+            } else if line.starts_with('-') {
+                style.red(&text)
+            } else if line.starts_with('…') {
+                style.dim(&text)
+            } else {
+                text
+            }
+        })
+        .collect()
+}
+
+fn truncate(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &s[..at]),
+        None => s.to_string(),
+    }
+}
+
+#[cfg(test)]
+#[path = "render_tests.rs"]
+mod tests;

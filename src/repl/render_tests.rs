@@ -1,0 +1,264 @@
+use std::sync::{Arc, Mutex};
+
+use serde_json::json;
+
+use super::*;
+use crate::api::types::Usage;
+use crate::event::InitInfo;
+use crate::exec::PhaseTimings;
+
+#[derive(Clone, Default)]
+struct Screen(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Screen {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Screen {
+    fn text(&self) -> String {
+        String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+    }
+}
+
+fn renderer(colour: bool, live: bool) -> (Renderer, Screen) {
+    let screen = Screen::default();
+    (
+        Renderer::new(Box::new(screen.clone()), Style::new(colour), live),
+        screen,
+    )
+}
+
+fn finished(id: &str, name: &str, content: &str, is_error: bool) -> Event {
+    Event::ToolFinished {
+        id: id.into(),
+        name: name.into(),
+        result: ContentBlock::tool_result(id, content, is_error),
+        elapsed: Duration::from_millis(5),
+        timings: PhaseTimings::default(),
+    }
+}
+
+fn result(kind: ResultKind) -> RunResult {
+    RunResult {
+        kind,
+        text: "went wrong".into(),
+        session_id: "s".into(),
+        num_turns: 1,
+        duration: Duration::ZERO,
+        api_duration: Duration::ZERO,
+        stop_reason: None,
+        usage: Usage {
+            input_tokens: 1000,
+            output_tokens: 200,
+            cache_creation_input_tokens: 0,
+            cache_read_input_tokens: 50,
+        },
+        cost_usd: 0.006,
+        cost_unknown: false,
+        api_error_status: None,
+        permission_denials: Vec::new(),
+    }
+}
+
+#[test]
+fn text_streams_as_it_arrives_and_is_not_repeated_by_the_finished_block() {
+    let (mut r, screen) = renderer(false, false);
+    r.event(&Event::TextDelta { text: "Hel".into() });
+    assert_eq!(screen.text(), "Hel");
+    r.event(&Event::TextDelta { text: "lo".into() });
+    r.event(&Event::AssistantBlock {
+        message_id: "m".into(),
+        model: "x".into(),
+        block: ContentBlock::text("Hello"),
+        usage: Usage::default(),
+    });
+    assert_eq!(screen.text(), "Hello\n");
+}
+
+#[test]
+fn tool_call_is_one_line_with_key_argument_and_a_result_summary() {
+    let (mut r, screen) = renderer(false, false);
+    r.event(&Event::ToolStarted {
+        id: "t1".into(),
+        name: "Read".into(),
+        input: json!({"file_path": "/p/a.txt"}),
+    });
+    r.event(&finished("t1", "Read", "1\tone\n2\ttwo\n3\t", false));
+    assert_eq!(screen.text(), "● Read(/p/a.txt)\n  ⎿ Read 2 lines\n");
+    r.event(&finished(
+        "t2",
+        "Read",
+        "The file /p/b exists but is empty.",
+        false,
+    ));
+    assert!(
+        screen
+            .text()
+            .ends_with("  ⎿ The file /p/b exists but is empty.\n")
+    );
+}
+
+#[test]
+fn bash_output_is_capped_on_screen() {
+    let (mut r, screen) = renderer(false, false);
+    r.event(&Event::ToolStarted {
+        id: "b".into(),
+        name: "Bash".into(),
+        input: json!({"command": "seq 100"}),
+    });
+    let all: String = (1..=100).map(|i| format!("{i}\n")).collect();
+    let (a, b) = all.split_at(7);
+    r.event(&Event::ToolProgress {
+        id: "b".into(),
+        chunk: a.into(),
+    });
+    r.event(&Event::ToolProgress {
+        id: "b".into(),
+        chunk: b.into(),
+    });
+    r.event(&finished("b", "Bash", all.trim_end(), false));
+    let text = screen.text();
+    assert!(text.contains("  │ 12\n"), "{text}");
+    assert!(!text.contains("  │ 13\n"), "{text}");
+    assert_eq!(text.matches("more output").count(), 1, "{text}");
+    assert!(text.contains("⎿ Done (100 lines of output)"), "{text}");
+}
+
+#[test]
+fn partial_progress_line_is_flushed_when_the_call_ends() {
+    let (mut r, screen) = renderer(false, false);
+    r.event(&Event::ToolStarted {
+        id: "b".into(),
+        name: "Bash".into(),
+        input: json!({"command": "printf x"}),
+    });
+    r.event(&Event::ToolProgress {
+        id: "b".into(),
+        chunk: "no newline".into(),
+    });
+    assert!(!screen.text().contains("no newline"));
+    r.event(&finished("b", "Bash", "no newline", false));
+    assert!(
+        screen.text().contains("  │ no newline\n"),
+        "{}",
+        screen.text()
+    );
+}
+
+#[test]
+fn edit_diff_is_coloured_on_a_terminal() {
+    let (mut r, screen) = renderer(true, false);
+    r.event(&finished(
+        "e",
+        "Edit",
+        "The file a.rs has been updated.\n\n@@ -1,2 +1,2 @@\n keep\n-old line\n+new line",
+        false,
+    ));
+    let text = screen.text();
+    assert!(text.contains("\x1b[31m    -old line\x1b[0m"), "{text:?}");
+    assert!(text.contains("\x1b[32m    +new line\x1b[0m"), "{text:?}");
+    assert!(
+        text.contains("\x1b[36m    @@ -1,2 +1,2 @@\x1b[0m"),
+        "{text:?}"
+    );
+}
+
+#[test]
+fn without_colour_there_are_no_escape_codes() {
+    let (mut r, screen) = renderer(false, false);
+    r.event(&finished(
+        "e",
+        "Edit",
+        "Updated.\n\n@@ -1 +1 @@\n-a\n+b",
+        false,
+    ));
+    r.event(&Event::Result(result(ResultKind::Success)));
+    assert!(!screen.text().contains('\x1b'), "{:?}", screen.text());
+}
+
+#[test]
+fn cancelled_and_failed_calls_are_marked() {
+    let (mut r, screen) = renderer(false, false);
+    r.event(&finished("a", "Bash", CANCELLED, true));
+    r.event(&finished("b", "Bash", "boom\nExit code 2", true));
+    let text = screen.text();
+    assert!(text.contains("⎿ Cancelled"), "{text}");
+    assert!(text.contains("✗ boom"), "{text}");
+}
+
+#[test]
+fn status_line_shows_model_tokens_and_cost() {
+    let (mut r, screen) = renderer(false, false);
+    r.event(&Event::Init(InitInfo {
+        session_id: "s".into(),
+        cwd: "/".into(),
+        model: "claude-sonnet-4-5".into(),
+        tools: vec![],
+        permission_mode: "default".into(),
+    }));
+    r.event(&Event::Result(result(ResultKind::Success)));
+    assert_eq!(
+        screen.text(),
+        "claude-sonnet-4-5 · 1050 in / 200 out · $0.0060\n"
+    );
+}
+
+#[test]
+fn aborted_and_failed_turns_say_so_before_the_status() {
+    let (mut r, screen) = renderer(false, false);
+    r.event(&Event::Result(result(ResultKind::ErrorAborted)));
+    r.event(&Event::Result(result(ResultKind::ErrorDuringExecution)));
+    let text = screen.text();
+    assert!(text.contains("Interrupted."), "{text}");
+    assert!(text.contains("✗ went wrong"), "{text}");
+}
+
+#[test]
+fn spinner_is_drawn_while_waiting_and_erased_by_the_first_token() {
+    let (mut r, screen) = renderer(false, true);
+    r.event(&Event::RequestStarted { turn: 1 });
+    assert!(
+        screen.text().contains("Thinking… 0s"),
+        "{:?}",
+        screen.text()
+    );
+    r.event(&Event::TextDelta { text: "Hi".into() });
+    assert!(
+        screen.text().ends_with("\r\x1b[2KHi"),
+        "{:?}",
+        screen.text()
+    );
+    r.tick();
+    assert!(
+        screen.text().ends_with("Hi"),
+        "no spinner after the first token"
+    );
+}
+
+#[test]
+fn last_exchange_shows_the_final_prompt_and_its_answer() {
+    let (mut r, screen) = renderer(false, false);
+    let history = vec![
+        Message::user_text("first"),
+        Message::assistant(vec![ContentBlock::text("one")]),
+        Message::user_text("second"),
+        Message::assistant(vec![ContentBlock::ToolUse {
+            id: "t".into(),
+            name: "Read".into(),
+            input: json!({"file_path": "x"}),
+        }]),
+        Message {
+            role: Role::User,
+            content: vec![ContentBlock::tool_result("t", "1\tx", false)],
+        },
+        Message::assistant(vec![ContentBlock::text("two")]),
+    ];
+    r.last_exchange(&history);
+    assert_eq!(screen.text(), "› second\n● Read(x)\ntwo\n");
+}

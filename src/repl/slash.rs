@@ -1,0 +1,437 @@
+//! Slash commands: the built-in ones, the project's `.ouro/commands/*.md`, and `/help`.
+//! Only `/compact` and project commands talk to the model; the others work offline.
+
+use tokio_util::sync::CancellationToken;
+
+use super::Repl;
+use super::commands::ProjectCommand;
+use super::style::Style;
+use crate::api::pricing;
+use crate::brain;
+use crate::cli::setup;
+use crate::engine::Costs;
+use crate::session::{self, Transcript};
+
+/// Built-in commands: name, argument hint, what it does.
+const BUILTIN: &[(&str, &str, &str)] = &[
+    ("help", "", "List the commands"),
+    (
+        "clear",
+        "",
+        "Start a new session (the current one stays on disk)",
+    ),
+    (
+        "compact",
+        " [focus]",
+        "Summarise the conversation so far to free context",
+    ),
+    ("cost", "", "Tokens and USD per model for this session"),
+    (
+        "model",
+        " [name]",
+        "Show the model, or switch to another one",
+    ),
+    (
+        "resume",
+        " [id]",
+        "List recent sessions of this directory, or load one",
+    ),
+    (
+        "permissions",
+        "",
+        "The permission mode and every effective rule",
+    ),
+    ("brain", " [slug]", "List the brain slugs, or look one up"),
+    ("exit", "", "Quit (Ctrl-D works too)"),
+];
+
+/// How many sessions `/resume` lists.
+const RECENT_SESSIONS: usize = 10;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Slash {
+    Help,
+    Clear,
+    Compact(Option<String>),
+    Cost,
+    Model(Option<String>),
+    Resume(Option<String>),
+    Permissions,
+    Brain(Option<String>),
+    Exit,
+    Project(ProjectCommand, String),
+    Unknown(String),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    Continue,
+    Exit,
+}
+
+/// The command a line names, or `None` when the line is a message for the model. A first word
+/// with a second slash (`/usr/bin is slow`) is a path, hence a message.
+pub fn parse(line: &str, project: Vec<ProjectCommand>) -> Option<Slash> {
+    let rest = line.trim().strip_prefix('/')?;
+    let (name, argument) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+    if name.is_empty() || name.contains('/') {
+        return None;
+    }
+    let argument = argument.trim();
+    let optional = (!argument.is_empty()).then(|| argument.to_string());
+    Some(match name {
+        "help" => Slash::Help,
+        "clear" => Slash::Clear,
+        "compact" => Slash::Compact(optional),
+        "cost" => Slash::Cost,
+        "model" => Slash::Model(optional),
+        "resume" => Slash::Resume(optional),
+        "permissions" => Slash::Permissions,
+        "brain" => Slash::Brain(optional),
+        "exit" | "quit" => Slash::Exit,
+        other => match project.into_iter().find(|c| c.name == other) {
+            Some(command) => Slash::Project(command, argument.to_string()),
+            None => Slash::Unknown(other.to_string()),
+        },
+    })
+}
+
+/// Every command with a line on what it does.
+pub fn help(style: Style, project: &[ProjectCommand]) -> String {
+    let mut out = String::from("Commands:\n");
+    for (name, argument, what) in BUILTIN {
+        let left = format!("/{name}{argument}");
+        out.push_str(&format!(
+            "  {}  {}\n",
+            style.bold(&format!("{left:<18}")),
+            what
+        ));
+    }
+    let project: Vec<&ProjectCommand> = project.iter().filter(|c| !is_builtin(&c.name)).collect();
+    if !project.is_empty() {
+        out.push_str("Project commands (.ouro/commands):\n");
+        for c in project {
+            let left = format!("/{} [args]", c.name);
+            out.push_str(&format!(
+                "  {}  {}\n",
+                style.bold(&format!("{left:<18}")),
+                c.description
+            ));
+        }
+    }
+    out.push_str("End a line with \\ to continue on the next one; Ctrl-C interrupts a turn.");
+    out
+}
+
+fn is_builtin(name: &str) -> bool {
+    BUILTIN.iter().any(|(n, _, _)| *n == name)
+}
+
+/// Names for Tab completion.
+pub fn completions(project: &[ProjectCommand]) -> Vec<String> {
+    BUILTIN
+        .iter()
+        .map(|(n, _, _)| format!("/{n}"))
+        .chain(project.iter().map(|c| format!("/{}", c.name)))
+        .collect()
+}
+
+/// `/cost`: per model, tokens in (with cache reads and writes) and out, and USD.
+pub fn cost_report(costs: &Costs) -> String {
+    if costs.by_model.is_empty() {
+        return "No API calls in this session yet: 0 tokens, $0.0000.".to_string();
+    }
+    let mut out = String::from("Session cost:\n");
+    for (model, (usage, usd)) in &costs.by_model {
+        out.push_str(&format!(
+            "  {model}: {} in (+{} cache read, +{} cache write) / {} out · ${usd:.4}\n",
+            usage.input_tokens,
+            usage.cache_read_input_tokens,
+            usage.cache_creation_input_tokens,
+            usage.output_tokens
+        ));
+    }
+    if costs.by_model.len() > 1 {
+        out.push_str(&format!("  total: ${:.4}\n", costs.total_usd()));
+    }
+    if !costs.unpriced.is_empty() {
+        out.push_str(&format!(
+            "  ouro has no price for {}, so it counts as $0.\n",
+            costs.unpriced.join(", ")
+        ));
+    }
+    out
+}
+
+impl Repl {
+    pub(super) async fn slash(&mut self, command: Slash) -> Flow {
+        let style = self.ui.render.style();
+        match command {
+            Slash::Help => {
+                let text = help(style, &super::commands::load(&self.cwd));
+                self.ui.render.print(&text);
+            }
+            Slash::Clear => self.clear(),
+            Slash::Compact(focus) => self.compact(focus.as_deref()).await,
+            Slash::Cost => {
+                let text = cost_report(self.engine.costs());
+                self.ui.render.print(&text);
+            }
+            Slash::Model(name) => self.model(name),
+            Slash::Resume(None) => self.list_sessions(),
+            Slash::Resume(Some(id)) => self.resume(&id),
+            Slash::Permissions => {
+                let text = self.permissions.describe();
+                self.ui.render.print(text.trim_end());
+            }
+            Slash::Brain(slug) => self.brain(slug.as_deref()),
+            Slash::Exit => return Flow::Exit,
+            Slash::Project(command, arguments) => {
+                let prompt = command.expand(&arguments);
+                self.prompt(&prompt).await;
+            }
+            Slash::Unknown(name) => {
+                let text = format!(
+                    "Unknown command /{name}.\n{}",
+                    help(style, &super::commands::load(&self.cwd))
+                );
+                self.ui.render.print(&text);
+            }
+        }
+        Flow::Continue
+    }
+
+    fn fail(&mut self, text: &str) {
+        let line = self.ui.render.style().red(&format!("✗ {text}"));
+        self.ui.render.print(&line);
+    }
+
+    fn clear(&mut self) {
+        let id = session::new_session_id();
+        let model = self.engine.config().model.clone();
+        let transcript = match session::project_dir(&self.cwd) {
+            Some(dir) => {
+                match Transcript::open(&dir.join(format!("{id}.jsonl")), &id, &self.cwd, &model) {
+                    Ok(t) => Some(t),
+                    Err(e) => {
+                        self.fail(&format!("The new session will not be saved: {e}"));
+                        None
+                    }
+                }
+            }
+            None => None,
+        };
+        let previous = self.engine.session_id().to_string();
+        self.engine.reset(id.clone(), transcript);
+        self.ui.render.print(&format!(
+            "Started a new session {id}. The previous one is kept: /resume {previous}"
+        ));
+    }
+
+    async fn compact(&mut self, focus: Option<&str>) {
+        let cancel = CancellationToken::new();
+        let result = self
+            .ui
+            .drive(self.engine.compact_now(focus, &cancel), &cancel)
+            .await;
+        if let Err(e) = result {
+            self.fail(&format!("Nothing was compacted: {e}."));
+        }
+    }
+
+    fn model(&mut self, name: Option<String>) {
+        let Some(name) = name else {
+            let text = format!(
+                "Model: {}. Switch with /model <name>, e.g. /model claude-opus-4-5.",
+                self.engine.config().model
+            );
+            self.ui.render.print(&text);
+            return;
+        };
+        self.engine.set_model(name.clone());
+        self.ui.render.set_model(&name);
+        let mut text = format!("Model set to {name}.");
+        if pricing::pricing(&name).is_none() {
+            text.push_str(" ouro has no price for it, so its cost will show as unknown.");
+        }
+        self.args.model = Some(name);
+        self.ui.render.print(&text);
+    }
+
+    fn list_sessions(&mut self) {
+        let sessions = session::list(&self.cwd);
+        if sessions.is_empty() {
+            self.ui
+                .render
+                .print("There are no saved sessions for this directory yet.");
+            return;
+        }
+        let style = self.ui.render.style();
+        let mut out = String::from("Recent sessions in this directory (newest first):\n");
+        for info in sessions.iter().take(RECENT_SESSIONS) {
+            let when = chrono::DateTime::<chrono::Local>::from(info.modified)
+                .format("%Y-%m-%d %H:%M")
+                .to_string();
+            let first = session::transcript::load(&info.path)
+                .ok()
+                .and_then(|l| {
+                    l.messages
+                        .iter()
+                        .map(|m| m.text())
+                        .find(|t| !t.trim().is_empty())
+                })
+                .map(|t| preview(&t))
+                .unwrap_or_default();
+            let current = if info.id == self.engine.session_id() {
+                style.dim(" (current)")
+            } else {
+                String::new()
+            };
+            out.push_str(&format!("  {}  {when}  {first}{current}\n", info.id));
+        }
+        out.push_str("Load one with /resume <id>.");
+        self.ui.render.print(&out);
+    }
+
+    fn resume(&mut self, id: &str) {
+        self.args.resume = Some(id.to_string());
+        self.args.continue_last = false;
+        let built = setup::build(
+            &self.args,
+            &self.cwd,
+            self.endpoint.clone(),
+            self.asker.clone(),
+            true,
+        );
+        self.args.resume = None;
+        match built {
+            Ok(session) => {
+                self.engine = session.engine;
+                self.ui.events = session.events;
+                self.permissions = session.permissions;
+                self.ui.render.set_model(&self.engine.config().model);
+                let text = format!(
+                    "Resumed session {}. The last exchange was:",
+                    self.engine.session_id()
+                );
+                self.ui.render.print(&text);
+                self.ui.render.last_exchange(self.engine.history());
+            }
+            Err(e) => self.fail(&format!("{e:#}")),
+        }
+    }
+
+    fn brain(&mut self, slug: Option<&str>) {
+        let Some(slug) = slug else {
+            let mut text = String::from("Brain slugs (<binary>@<supplier>/<atom>):\n");
+            for s in brain::list_slugs() {
+                text.push_str(&format!("  {s}\n"));
+            }
+            text.push_str("Look one up with /brain <slug>.");
+            self.ui.render.print(&text);
+            return;
+        };
+        match brain::slug::parse(slug) {
+            Ok(spec) => {
+                let text = format!(
+                    "{slug} is the model {}. Switching this session to a brain is not supported in this build; it keeps talking to {} directly. To use that model here, run /model {}.",
+                    spec.model_id(),
+                    self.engine.config().model,
+                    spec.model_id()
+                );
+                self.ui.render.print(&text);
+            }
+            Err(e) => self.fail(&e.to_string()),
+        }
+    }
+}
+
+fn preview(text: &str) -> String {
+    let line = text
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim();
+    match line.char_indices().nth(60) {
+        Some((at, _)) => format!("{}…", &line[..at]),
+        None => line.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::types::Usage;
+
+    #[test]
+    fn lines_are_parsed_into_commands() {
+        assert_eq!(parse("/help", vec![]), Some(Slash::Help));
+        assert_eq!(parse("  /cost  ", vec![]), Some(Slash::Cost));
+        assert_eq!(
+            parse("/compact keep the API notes", vec![]),
+            Some(Slash::Compact(Some("keep the API notes".into())))
+        );
+        assert_eq!(parse("/model", vec![]), Some(Slash::Model(None)));
+        assert_eq!(parse("/quit", vec![]), Some(Slash::Exit));
+        assert_eq!(
+            parse("/nope x", vec![]),
+            Some(Slash::Unknown("nope".into()))
+        );
+        assert_eq!(parse("hello /help", vec![]), None);
+        assert_eq!(parse("/usr/bin is slow", vec![]), None);
+        assert_eq!(parse("/", vec![]), None);
+    }
+
+    #[test]
+    fn project_commands_are_found_and_builtins_win() {
+        let fix = ProjectCommand::parse("fix".into(), "Fix $ARGUMENTS");
+        let help_override = ProjectCommand::parse("help".into(), "mine");
+        let project = vec![fix.clone(), help_override];
+        assert_eq!(
+            parse("/fix issue 7", project.clone()),
+            Some(Slash::Project(fix, "issue 7".into()))
+        );
+        assert_eq!(parse("/help", project.clone()), Some(Slash::Help));
+        let text = help(Style::new(false), &project);
+        assert!(text.contains("/fix [args]"), "{text}");
+        assert!(!text.contains("mine"), "{text}");
+        assert!(completions(&project).contains(&"/fix".to_string()));
+    }
+
+    #[test]
+    fn help_lists_every_builtin() {
+        let text = help(Style::new(false), &[]);
+        for (name, _, _) in BUILTIN {
+            assert!(
+                text.contains(&format!("/{name}")),
+                "{name} missing from {text}"
+            );
+        }
+    }
+
+    #[test]
+    fn cost_report_shows_tokens_and_dollars_per_model() {
+        let mut costs = Costs::default();
+        assert!(cost_report(&costs).contains("$0.0000"));
+        costs.record(
+            "claude-sonnet-4-5",
+            &Usage {
+                input_tokens: 1000,
+                output_tokens: 200,
+                ..Usage::default()
+            },
+        );
+        let text = cost_report(&costs);
+        assert!(
+            text.contains(
+                "claude-sonnet-4-5: 1000 in (+0 cache read, +0 cache write) / 200 out · $0.0060"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("total"), "{text}");
+        costs.record("mystery-model", &Usage::default());
+        let text = cost_report(&costs);
+        assert!(text.contains("total: $0.0060"), "{text}");
+        assert!(text.contains("no price for mystery-model"), "{text}");
+    }
+}

@@ -1,0 +1,506 @@
+//! End-to-end: the interactive REPL of the real `ouro` binary in a pseudo-terminal, against the
+//! mock Messages API (issue 7).
+
+mod common;
+#[path = "repl/pty.rs"]
+mod pty;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use common::{Sandbox, bodies, server};
+use ouro::exec::CANCELLED;
+use pty::{Options, Term};
+use serde_json::{Value, json};
+
+/// The text of the last user message of a request body (the prompt, or tool results).
+fn last_user_text(body: &Value) -> String {
+    let messages = body["messages"].as_array().unwrap();
+    let last = messages.last().unwrap();
+    last["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|b| b["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("")
+}
+
+/// Every tool_result block of a request body.
+fn tool_results(body: &Value) -> Vec<Value> {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .filter(|b| b["type"] == "tool_result")
+        .collect()
+}
+
+fn session_id_after(text: &str, marker: &str) -> String {
+    let at = text
+        .rfind(marker)
+        .unwrap_or_else(|| panic!("{marker:?} not in {text}"));
+    text[at + marker.len()..].chars().take(36).collect()
+}
+
+fn transcript_of(sb: &Sandbox, id: &str) -> Option<PathBuf> {
+    sb.transcripts()
+        .into_iter()
+        .find(|p| p.file_stem().is_some_and(|s| s == id))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_prompt_gets_its_answer_and_cost_prints_figures() {
+    let mock = server(json!({"turns": [{
+        "content": [{"type": "text", "text": "Hello from the mock."}],
+        "usage": {"input_tokens": 1000, "output_tokens": 200}
+    }]}))
+    .await;
+    let sb = Sandbox::new();
+    let mut term = Term::start(&sb, &mock.url(), Options::default());
+    term.expect("ouro ");
+    term.expect("claude-sonnet-4-5");
+    term.submit("say hello");
+    term.expect("Hello from the mock.");
+    term.expect("claude-sonnet-4-5 · 1000 in / 200 out · $0.0060");
+    term.submit("/cost");
+    term.expect("claude-sonnet-4-5: 1000 in (+0 cache read, +0 cache write) / 200 out · $0.0060");
+    term.exit();
+    let bodies = bodies(&mock);
+    assert_eq!(bodies.len(), 1);
+    assert_eq!(last_user_text(&bodies[0]), "say hello");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tool_call_is_rendered_with_its_result() {
+    let sb = Sandbox::new();
+    let file = sb.write("notes.txt", "one\ntwo\nthree\n");
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "tool_use", "name": "Read", "input": {"file_path": file}}]},
+        {"content": [{"type": "text", "text": "The file has three lines."}]}
+    ]}))
+    .await;
+    let mut term = Term::start(&sb, &mock.url(), Options::default());
+    term.submit("read notes");
+    term.expect(&format!("● Read({})", file.display()));
+    term.expect("⎿ Read 3 lines");
+    term.expect("The file has three lines.");
+    term.exit();
+    let results = tool_results(&bodies(&mock)[1]);
+    assert_eq!(results.len(), 1);
+    assert!(results[0]["content"].as_str().unwrap().contains("three"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_edit_shows_a_coloured_diff() {
+    let sb = Sandbox::new();
+    let file = sb.write("a.txt", "keep\nold line\n");
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "tool_use", "name": "Read", "input": {"file_path": file}}]},
+        {"content": [{"type": "tool_use", "name": "Edit", "input": {
+            "file_path": file, "old_string": "old line", "new_string": "new line"}}]},
+        {"content": [{"type": "text", "text": "Edited."}]}
+    ]}))
+    .await;
+    let mut term = Term::start(
+        &sb,
+        &mock.url(),
+        Options {
+            args: &["--permission-mode", "acceptEdits"],
+            colour: true,
+        },
+    );
+    term.submit("change it");
+    term.expect("● Edit(");
+    term.expect("-old line");
+    term.expect("+new line");
+    term.expect("Edited.");
+    let raw = term.raw();
+    assert!(raw.contains("\x1b[31m    -old line\x1b[0m"), "{raw:?}");
+    assert!(raw.contains("\x1b[32m    +new line\x1b[0m"), "{raw:?}");
+    term.exit();
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "keep\nnew line\n");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn no_color_turns_colours_off() {
+    let sb = Sandbox::new();
+    let file = sb.write("a.txt", "old\n");
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "tool_use", "name": "Read", "input": {"file_path": file}}]},
+        {"content": [{"type": "tool_use", "name": "Edit", "input": {
+            "file_path": file, "old_string": "old", "new_string": "new"}}]},
+        {"content": [{"type": "text", "text": "Edited."}]}
+    ]}))
+    .await;
+    let mut term = Term::start(
+        &sb,
+        &mock.url(),
+        Options {
+            args: &["--permission-mode", "acceptEdits"],
+            ..Options::default()
+        },
+    );
+    term.submit("change it");
+    term.expect("+new");
+    term.expect("Edited.");
+    term.exit();
+    let raw = term.raw();
+    for code in ["\x1b[31m", "\x1b[32m", "\x1b[36m", "\x1b[1m", "\x1b[2m"] {
+        assert!(!raw.contains(code), "{code:?} in {raw:?}");
+    }
+}
+
+/// Processes whose command line is exactly `words`.
+fn processes_running(words: &[&str]) -> usize {
+    let wanted: Vec<u8> = words.join("\0").into_bytes();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            std::fs::read(e.path().join("cmdline"))
+                .is_ok_and(|c| c.strip_suffix(b"\0").unwrap_or(&c) == wanted.as_slice())
+        })
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ctrl_c_interrupts_a_long_bash_call_and_the_next_prompt_works() {
+    // A duration no other test uses, so the process can be looked up by its command line.
+    let sleep = ["sleep", "41.37"];
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "tool_use", "name": "Bash",
+            "input": {"command": format!("echo started; {}", sleep.join(" "))}}]},
+        {"content": [{"type": "text", "text": "Stopped as you asked."}]}
+    ]}))
+    .await;
+    let sb = Sandbox::new();
+    let mut term = Term::start(
+        &sb,
+        &mock.url(),
+        Options {
+            args: &["--allowedTools", "Bash"],
+            ..Options::default()
+        },
+    );
+    term.submit("run the slow thing");
+    term.expect("● Bash(echo started;");
+    term.expect("│ started");
+    assert_eq!(processes_running(&sleep), 1, "the command is running");
+    let pressed = Instant::now();
+    term.send("\x03");
+    term.expect("⎿ Cancelled");
+    term.expect("Interrupted.");
+    term.expect("› ");
+    // The command sleeps for 41 s; being back well before proves the turn was cut short.
+    assert!(pressed.elapsed() < Duration::from_secs(30));
+    let deadline = Instant::now() + pty::WAIT;
+    while processes_running(&sleep) > 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the sleep process was not killed"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    term.line("go on");
+    term.expect("Stopped as you asked.");
+    term.exit();
+    let bodies = bodies(&mock);
+    assert_eq!(bodies.len(), 2);
+    let results = tool_results(&bodies[1]);
+    assert_eq!(results.len(), 1);
+    assert_eq!(results[0]["content"], CANCELLED);
+    assert_eq!(results[0]["is_error"], true);
+    assert!(bodies[1].to_string().contains("go on"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn clear_starts_a_new_session_without_calling_the_api() {
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "text", "text": "First answer."}]},
+        {"content": [{"type": "text", "text": "Second answer."}]}
+    ]}))
+    .await;
+    let sb = Sandbox::new();
+    let mut term = Term::start(&sb, &mock.url(), Options::default());
+    let banner = term.expect("/help lists commands");
+    let first = session_id_after(&banner, "session ");
+    term.submit("first question");
+    term.expect("First answer.");
+    term.submit("/clear");
+    let cleared = term.expect("The previous one is kept");
+    let second = session_id_after(&cleared, "Started a new session ");
+    assert_ne!(first, second);
+    assert_eq!(mock.requests().len(), 1, "/clear made no request");
+    assert!(
+        transcript_of(&sb, &second).is_some(),
+        "{:?}",
+        sb.transcripts()
+    );
+    term.submit("second question");
+    term.expect("Second answer.");
+    term.exit();
+    let bodies = bodies(&mock);
+    assert_eq!(
+        bodies[1]["messages"].as_array().unwrap().len(),
+        1,
+        "history was cleared"
+    );
+    assert_eq!(last_user_text(&bodies[1]), "second question");
+    let saved = std::fs::read_to_string(transcript_of(&sb, &second).unwrap()).unwrap();
+    assert!(saved.contains("second question") && !saved.contains("first question"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn history_survives_a_restart() {
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "text", "text": "Noted once."}]},
+        {"content": [{"type": "text", "text": "Noted twice."}]}
+    ]}))
+    .await;
+    let sb = Sandbox::new();
+    let mut term = Term::start(&sb, &mock.url(), Options::default());
+    term.submit("remember this line");
+    term.expect("Noted once.");
+    term.exit();
+    drop(term);
+    let saved = std::fs::read_to_string(sb.home.path().join("history")).unwrap();
+    assert!(saved.contains("remember this line"), "{saved}");
+
+    let mut term = Term::start(&sb, &mock.url(), Options::default());
+    term.expect("› ");
+    // Arrow up twice: past `/exit` to the prompt of the earlier run.
+    term.send("\x1b[A");
+    term.expect("/exit");
+    term.send("\x1b[A");
+    term.expect("remember this line");
+    term.send("\r");
+    term.expect("Noted twice.");
+    term.exit();
+    let bodies = bodies(&mock);
+    assert_eq!(last_user_text(&bodies[1]), "remember this line");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn commands_that_need_no_model_never_call_the_api() {
+    let mock = server(json!({"turns": []})).await;
+    let sb = Sandbox::new();
+    let mut term = Term::start(&sb, &mock.url(), Options::default());
+    term.submit("/help");
+    for name in [
+        "/help",
+        "/clear",
+        "/compact",
+        "/cost",
+        "/model",
+        "/resume",
+        "/permissions",
+        "/brain",
+        "/exit",
+    ] {
+        term.expect(name);
+    }
+    term.submit("/nope");
+    term.expect("Unknown command /nope.");
+    term.expect("/permissions");
+    term.submit("/cost");
+    term.expect("No API calls in this session yet");
+    term.submit("/permissions");
+    term.expect("Permission mode: default");
+    term.submit("/model");
+    term.expect("Model: claude-sonnet-4-5.");
+    term.submit("/brain");
+    term.expect("claude@anthropic/");
+    term.submit("/brain claude@anthropic/claude/opus");
+    term.expect("not supported in this build");
+    term.submit("/resume");
+    term.expect("Recent sessions in this directory");
+    term.expect("(current)");
+    term.exit();
+    assert!(mock.requests().is_empty(), "{:?}", mock.requests());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_permission_ask_answered_no_reaches_the_model_as_a_denial() {
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": "touch made.txt"}}]},
+        {"content": [{"type": "text", "text": "Understood, I did not touch it."}]}
+    ]}))
+    .await;
+    let sb = Sandbox::new();
+    let mut term = Term::start(&sb, &mock.url(), Options::default());
+    term.submit("make a file");
+    term.expect("Permission needed");
+    term.expect("touch made.txt");
+    term.expect("Allow? (y/n");
+    term.line("n, use the Write tool instead");
+    term.expect("Understood, I did not touch it.");
+    term.exit();
+    assert!(!sb.root().join("made.txt").exists());
+    let results = tool_results(&bodies(&mock)[1]);
+    assert_eq!(results.len(), 1);
+    assert_eq!(results[0]["is_error"], true);
+    let text = results[0]["content"].as_str().unwrap();
+    assert!(text.contains("was not approved"), "{text}");
+    assert!(
+        text.contains("The user said: use the Write tool instead"),
+        "{text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_permission_answered_always_runs_and_saves_the_rule() {
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": "touch made.txt"}}]},
+        {"content": [{"type": "text", "text": "Made it."}]}
+    ]}))
+    .await;
+    let sb = Sandbox::new();
+    let mut term = Term::start(&sb, &mock.url(), Options::default());
+    term.submit("make a file");
+    term.expect("don't ask again for ");
+    term.expect("Allow? (y/n/a)");
+    term.line("a");
+    term.expect("Made it.");
+    term.submit("/permissions");
+    term.expect("Bash(");
+    term.exit();
+    assert!(sb.root().join("made.txt").exists());
+    let local = std::fs::read_to_string(sb.root().join(".ouro/settings.local.json")).unwrap();
+    assert!(local.contains("Bash("), "{local}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn multi_line_input_is_one_message() {
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "text", "text": "Got two lines."}]},
+        {"content": [{"type": "text", "text": "Got the paste."}]}
+    ]}))
+    .await;
+    let sb = Sandbox::new();
+    let mut term = Term::start(&sb, &mock.url(), Options::default());
+    term.submit("first line\\");
+    term.line("second line");
+    term.expect("Got two lines.");
+    term.expect("› ");
+    // Bracketed paste, as a terminal sends it: the newline inside does not submit.
+    term.send("\x1b[200~alpha\rbeta\x1b[201~");
+    term.send("\r");
+    term.expect("Got the paste.");
+    term.exit();
+    let bodies = bodies(&mock);
+    assert_eq!(bodies.len(), 2);
+    assert_eq!(last_user_text(&bodies[0]), "first line\nsecond line");
+    assert_eq!(last_user_text(&bodies[1]), "alpha\nbeta");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ctrl_c_clears_a_line_and_twice_on_an_empty_line_quits() {
+    let mock = server(json!({"turns": []})).await;
+    let sb = Sandbox::new();
+    let mut term = Term::start(&sb, &mock.url(), Options::default());
+    term.expect("› ");
+    term.send("typed but not sent");
+    term.expect("typed but not sent");
+    term.send("\x03");
+    term.send("\x03");
+    term.expect("Press Ctrl-C again to exit.");
+    term.send("\x03");
+    let status = term.wait_exit();
+    assert!(status.success(), "{status:?}");
+    assert!(mock.requests().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ctrl_d_quits() {
+    let mock = server(json!({"turns": []})).await;
+    let sb = Sandbox::new();
+    let mut term = Term::start(&sb, &mock.url(), Options::default());
+    term.expect("› ");
+    term.send("\x04");
+    assert!(term.wait_exit().success());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn project_commands_expand_their_arguments() {
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "text", "text": "Hello, Ada."}]}
+    ]}))
+    .await;
+    let sb = Sandbox::new();
+    sb.write(
+        ".ouro/commands/greet.md",
+        "---\ndescription: Greet someone\n---\nSay hello to $ARGUMENTS.\n",
+    );
+    let mut term = Term::start(&sb, &mock.url(), Options::default());
+    term.submit("/help");
+    term.expect("/greet [args]");
+    term.expect("Greet someone");
+    term.submit("/greet Ada");
+    term.expect("Hello, Ada.");
+    term.exit();
+    assert_eq!(last_user_text(&bodies(&mock)[0]), "Say hello to Ada.");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn model_switch_applies_to_the_next_request() {
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "text", "text": "Opus here."}]}
+    ]}))
+    .await;
+    let sb = Sandbox::new();
+    let mut term = Term::start(&sb, &mock.url(), Options::default());
+    term.submit("/model claude-opus-4-5");
+    term.expect("Model set to claude-opus-4-5.");
+    term.submit("who are you");
+    term.expect("Opus here.");
+    term.expect("claude-opus-4-5 · ");
+    term.exit();
+    assert_eq!(bodies(&mock)[0]["model"], "claude-opus-4-5");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn continue_and_resume_show_the_last_exchange() {
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "text", "text": "The first answer."}]},
+        {"content": [{"type": "text", "text": "Still here."}]}
+    ]}))
+    .await;
+    let sb = Sandbox::new();
+    let mut term = Term::start(&sb, &mock.url(), Options::default());
+    let banner = term.expect("/help lists commands");
+    let id = session_id_after(&banner, "session ");
+    term.submit("the first question");
+    term.expect("The first answer.");
+    term.exit();
+    drop(term);
+
+    let mut term = Term::start(
+        &sb,
+        &mock.url(),
+        Options {
+            args: &["--continue"],
+            ..Options::default()
+        },
+    );
+    term.expect(&format!("session {id}"));
+    term.expect("Resumed.");
+    term.expect("› the first question");
+    term.expect("The first answer.");
+    term.submit("and now?");
+    term.expect("Still here.");
+    term.exit();
+    drop(term);
+    assert_eq!(bodies(&mock)[1]["messages"].as_array().unwrap().len(), 3);
+
+    let mut term = Term::start(&sb, &mock.url(), Options::default());
+    term.submit("/resume");
+    term.expect(&id);
+    term.expect("the first question");
+    term.submit(&format!("/resume {id}"));
+    term.expect(&format!("Resumed session {id}"));
+    term.expect("› and now?");
+    term.expect("Still here.");
+    term.exit();
+}

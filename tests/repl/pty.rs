@@ -1,0 +1,200 @@
+//! The real `ouro` binary in a pseudo-terminal: type into it, wait for text on its screen.
+
+use std::io::{Read, Write};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use portable_pty::{Child, CommandBuilder, ExitStatus, MasterPty, PtySize, native_pty_system};
+
+use crate::common::{API_KEY, Sandbox};
+
+/// Generous, for a loaded 2-core machine; a passing test never waits this long.
+pub const WAIT: Duration = Duration::from_secs(90);
+
+pub struct Term {
+    child: Box<dyn Child + Send + Sync>,
+    writer: Box<dyn Write + Send>,
+    raw: Arc<Mutex<Vec<u8>>>,
+    /// How much of the plain text `expect` has consumed.
+    seen: usize,
+    _master: Box<dyn MasterPty + Send>,
+}
+
+#[derive(Default)]
+pub struct Options<'a> {
+    pub args: &'a [&'a str],
+    /// Leave colour on (the default for a terminal) instead of setting NO_COLOR.
+    pub colour: bool,
+}
+
+impl Term {
+    pub fn start(sb: &Sandbox, url: &str, options: Options<'_>) -> Term {
+        let pair = native_pty_system()
+            .openpty(PtySize {
+                rows: 60,
+                cols: 220,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .unwrap();
+        let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_ouro"));
+        cmd.args(options.args);
+        cmd.cwd(sb.root());
+        for key in [
+            "ANTHROPIC_MODEL",
+            "OURO_LOG",
+            "NO_COLOR",
+            "OURO_ALLOW_ROOT_BYPASS",
+        ] {
+            cmd.env_remove(key);
+        }
+        cmd.env("ANTHROPIC_BASE_URL", url);
+        cmd.env("ANTHROPIC_API_KEY", API_KEY);
+        cmd.env("OURO_HOME", sb.home.path());
+        cmd.env("HOME", sb.home.path());
+        cmd.env("TERM", "xterm-256color");
+        if !options.colour {
+            cmd.env("NO_COLOR", "1");
+        }
+        let child = pair.slave.spawn_command(cmd).unwrap();
+        drop(pair.slave);
+        let mut reader = pair.master.try_clone_reader().unwrap();
+        let writer = pair.master.take_writer().unwrap();
+        let raw = Arc::new(Mutex::new(Vec::new()));
+        let sink = raw.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = reader.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock().unwrap().extend_from_slice(&buf[..n]);
+            }
+        });
+        Term {
+            child,
+            writer,
+            raw,
+            seen: 0,
+            _master: pair.master,
+        }
+    }
+
+    /// Bytes as typed (escape sequences included).
+    pub fn send(&mut self, keys: &str) {
+        self.writer.write_all(keys.as_bytes()).unwrap();
+        self.writer.flush().unwrap();
+    }
+
+    /// Types a line and presses Enter.
+    pub fn line(&mut self, text: &str) {
+        self.send(&format!("{text}\r"));
+    }
+
+    /// Waits for the prompt, then types a line.
+    pub fn submit(&mut self, text: &str) {
+        self.expect("› ");
+        self.line(text);
+    }
+
+    /// Waits until `needle` shows up after everything matched so far; returns the text up to
+    /// and including it.
+    pub fn expect(&mut self, needle: &str) -> String {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let text = self.text();
+            if let Some(at) = text[self.seen..].find(needle) {
+                let end = self.seen + at + needle.len();
+                let found = text[self.seen..end].to_string();
+                self.seen = end;
+                return found;
+            }
+            if Instant::now() > deadline {
+                panic!(
+                    "timed out waiting for {needle:?}\n--- screen after the last match ---\n{}\n--- whole screen ---\n{text}",
+                    &text[self.seen..]
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Everything printed so far, as plain text (escape sequences and carriage returns removed).
+    pub fn text(&self) -> String {
+        strip_escapes(&self.raw())
+    }
+
+    /// Everything printed so far, escape sequences included. A multi-byte character still
+    /// arriving is left out, so earlier text never changes.
+    pub fn raw(&self) -> String {
+        let bytes = self.raw.lock().unwrap().clone();
+        match std::str::from_utf8(&bytes) {
+            Ok(s) => s.to_string(),
+            Err(e) if e.error_len().is_none() => {
+                String::from_utf8_lossy(&bytes[..e.valid_up_to()]).into_owned()
+            }
+            Err(_) => String::from_utf8_lossy(&bytes).into_owned(),
+        }
+    }
+
+    pub fn wait_exit(&mut self) -> ExitStatus {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            if Instant::now() > deadline {
+                panic!("ouro did not exit\n{}", self.text());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Quits with /exit and checks that ouro ended cleanly.
+    pub fn exit(&mut self) {
+        self.submit("/exit");
+        let status = self.wait_exit();
+        assert!(status.success(), "exit status {status:?}\n{}", self.text());
+    }
+}
+
+impl Drop for Term {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+    }
+}
+
+/// Removes CSI and OSC sequences, other two-byte escapes, and carriage returns. An unfinished
+/// sequence at the end is dropped whole, so the result only ever grows.
+pub fn strip_escapes(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\x1b' => match chars.next() {
+                Some('[') => {
+                    for c in chars.by_ref() {
+                        if ('@'..='~').contains(&c) {
+                            break;
+                        }
+                    }
+                }
+                Some(']') => {
+                    while let Some(c) = chars.next() {
+                        if c == '\x07' {
+                            break;
+                        }
+                        if c == '\x1b' {
+                            chars.next();
+                            break;
+                        }
+                    }
+                }
+                _ => {}
+            },
+            '\r' => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
