@@ -54,6 +54,10 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
             server.shutdown().await;
             return Ok(ExitCode::SUCCESS);
         }
+        Some(Command::Brains) => {
+            print!("{}", ouro::brain::print::catalogue());
+            return Ok(ExitCode::SUCCESS);
+        }
         Some(Command::Permissions) => {
             let cli = args.cli_permissions().map_err(anyhow::Error::msg)?;
             let engine =

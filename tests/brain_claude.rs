@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use ouro::brain::claude::{ClaudeBrain, ClaudeConfig};
+use ouro::brain::BrainConfig;
+use ouro::brain::claude::ClaudeBrain;
 use ouro::brain::{BrainCli, BrainError, ExitInfo, Mode, TermSize, Verb};
 use serde_json::Value;
 
@@ -21,14 +22,14 @@ struct Rig {
     data: Arc<Mutex<Vec<u8>>>,
 }
 
-fn config(dir: &Path) -> ClaudeConfig {
-    ClaudeConfig::new(dir, dir.join("state"))
+fn config(dir: &Path) -> BrainConfig {
+    BrainConfig::new(dir, dir.join("state"))
         .program(FAKE)
         .env("FAKE_CLAUDE_LOG", dir.join("fake.log"))
         .kill_grace(Duration::from_secs(10))
 }
 
-fn rig_with(tweak: impl FnOnce(ClaudeConfig) -> ClaudeConfig) -> Rig {
+fn rig_with(tweak: impl FnOnce(BrainConfig) -> BrainConfig) -> Rig {
     let dir = tempfile::tempdir().unwrap();
     let brain = ClaudeBrain::new(SLUG, tweak(config(dir.path()))).unwrap();
     let exits = Arc::new(Mutex::new(Vec::new()));

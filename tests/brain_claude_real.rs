@@ -13,7 +13,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ouro::api::mock::{MockBlock, MockServer, Scenario, Turn};
-use ouro::brain::claude::{ClaudeBrain, ClaudeConfig};
+use ouro::brain::BrainConfig;
+use ouro::brain::claude::ClaudeBrain;
 use ouro::brain::{BrainCli, BrainOutput, ExitInfo, Mode};
 use serde_json::json;
 
@@ -87,7 +88,7 @@ impl Rig {
             "projects": {work.to_string_lossy(): {"hasTrustDialogAccepted": true}},
         });
         std::fs::write(home.join(".claude.json"), settings.to_string()).unwrap();
-        let config = ClaudeConfig::new(work, dir.path().join("state"))
+        let config = BrainConfig::new(work, dir.path().join("state"))
             .program(program)
             .env("ANTHROPIC_BASE_URL", server.url())
             .env("ANTHROPIC_API_KEY", "test")

@@ -12,19 +12,30 @@ pub enum BrainError {
     #[error("the slug '{slug}' runs on the {binary} binary, which this supplier does not run")]
     WrongBinary { slug: String, binary: &'static str },
 
+    #[error(
+        "the brain '{slug}' runs the claude CLI, which ouro drives from print mode only; add -p, \
+         or pick an ouro@ slug (see `ouro brains`)"
+    )]
+    PrintOnly { slug: String },
+
+    #[error(
+        "the brain '{slug}' takes its prompt as text; drop --input-format stream-json, or pick \
+         an ouro@ slug"
+    )]
+    StreamJsonInput { slug: String },
+
     #[error("cannot {verb}: no brain process is running; boot it in dispatch mode first")]
     NotRunning { verb: &'static str },
 
     #[error("cannot {verb} while the brain runs in interact mode; boot it in dispatch mode first")]
     InteractMode { verb: &'static str },
 
-    #[error(
-        "could not start '{program}': {source}; install Claude Code \
-         (npm install -g @anthropic-ai/claude-code) or point OURO_CLAUDE_BIN at it"
-    )]
+    #[error("could not start '{program}': {source}; {hint}")]
     Spawn {
         program: String,
         source: std::io::Error,
+        /// What to do about it, which depends on the program.
+        hint: &'static str,
     },
 
     #[error("could not open a terminal for '{program}': {reason}")]

@@ -10,13 +10,19 @@
 //! - terminal: `write` / `resize` and subscriptions to output bytes and process exits.
 //!
 //! [`BrainCli`] is object-safe (its async methods return boxed futures), so callers hold a
-//! `Box<dyn BrainCli>` and suppliers are added without touching them. The claude-CLI supplier
-//! is [`claude::ClaudeBrain`].
+//! `Box<dyn BrainCli>` from [`open`] and suppliers are added without touching them. Both
+//! suppliers run their brain as a child process speaking Claude Code's stream-json protocol
+//! ([`cli::CliBrain`]): [`claude::ClaudeBrain`] runs the `claude` binary, [`native::NativeBrain`]
+//! runs `ouro` itself.
 
 pub mod claude;
+pub mod cli;
+mod config;
 mod error;
 pub mod memory;
+pub mod native;
 mod output;
+pub mod print;
 mod process;
 pub mod slug;
 pub mod stream_json;
@@ -29,10 +35,22 @@ use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use config::BrainConfig;
 pub use error::BrainError;
 pub use memory::{Episode, Series};
-pub use slug::{BrainSpec, SlugError, list_slugs};
+pub use output::CostReport;
+pub use slug::{Binary, BrainSpec, SlugError, list_slugs};
 pub use terminal::{DataCallback, ExitCallback, SubscriptionId, TermSize};
+
+/// A brain for `slug` on the supplier its binary names: `claude@…` drives the `claude` CLI,
+/// `ouro@…` ouro's own engine. An unknown slug is an error that lists the valid ones.
+pub fn open(slug: &str, config: BrainConfig) -> Result<Box<dyn BrainCli>, BrainError> {
+    let spec = slug::parse(slug)?;
+    Ok(match spec.binary {
+        Binary::Claude => Box::new(claude::ClaudeBrain::from_spec(spec, config)?),
+        Binary::Ouro => Box::new(native::NativeBrain::from_spec(spec, config)?),
+    })
+}
 
 /// What a boxed brain future resolves to.
 pub type BrainFuture<'a, T> = BoxFuture<'a, Result<T, BrainError>>;

@@ -1,11 +1,10 @@
 //! The brain config table: which binaries and suppliers exist, which models each slug may name,
 //! what those models cost, and which tools each verb may use.
 //!
-//! Prices are USD per million tokens from Anthropic's published pricing (5-minute cache writes).
-//! Versions within a family are listed oldest first, so the last one is what the family alias
+//! Prices come from `api::pricing`, ouro's one price list. Versions within a family are listed oldest first, so the last one is what the family alias
 //! (`claude/opus`) means.
 
-use crate::api::pricing::Pricing;
+use crate::api::pricing::{self, Pricing};
 use crate::api::types::Usage;
 
 use super::Verb;
@@ -33,14 +32,6 @@ pub fn tools_for(verb: Verb) -> &'static [&'static str] {
     }
 }
 
-/// A higher price band that applies to a whole request once its prompt passes a length.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct LongPrompt {
-    /// Prompt tokens (input + cache reads + cache writes) above which `rates` apply.
-    pub threshold: u64,
-    pub rates: Pricing,
-}
-
 /// One model a slug can name.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ModelEntry {
@@ -50,131 +41,46 @@ pub struct ModelEntry {
     pub version: &'static str,
     /// The Messages API model id.
     pub model_id: &'static str,
-    pub rates: Pricing,
-    pub long_prompt: Option<LongPrompt>,
 }
 
 impl ModelEntry {
+    /// The model's prices, from ouro's one price list. Every model here has a row there (a
+    /// test checks), so `None` would only mean an unpriced model, costed as 0.
+    pub fn pricing(&self) -> Option<Pricing> {
+        pricing::pricing(self.model_id)
+    }
+
     /// What a request with this usage costs. `usage` is one request's usage; a turn that made
     /// several requests and only reports their sum is priced as if it were one.
     pub fn cost(&self, usage: &Usage) -> f64 {
-        let rates = match self.long_prompt {
-            Some(band) if usage.context_tokens() > band.threshold => band.rates,
-            _ => self.rates,
-        };
-        rates.cost(usage)
+        self.pricing().map_or(0.0, |p| p.cost(usage))
     }
 }
 
-const fn rates(input: f64, output: f64, cache_write: f64, cache_read: f64) -> Pricing {
-    Pricing {
-        input,
-        output,
-        cache_write,
-        cache_read,
-    }
-}
-
-const fn entry(
-    family: &'static str,
-    version: &'static str,
-    model_id: &'static str,
-    rates: Pricing,
-) -> ModelEntry {
+const fn entry(family: &'static str, version: &'static str, model_id: &'static str) -> ModelEntry {
     ModelEntry {
         family,
         version,
         model_id,
-        rates,
-        long_prompt: None,
     }
 }
 
 /// Every model a slug can name, grouped by family, each family oldest first.
 pub const MODELS: &[ModelEntry] = &[
-    entry(
-        "opus",
-        "4.5",
-        "claude-opus-4-5",
-        rates(5.0, 25.0, 6.25, 0.50),
-    ),
-    entry(
-        "opus",
-        "4.6",
-        "claude-opus-4-6",
-        rates(5.0, 25.0, 6.25, 0.50),
-    ),
-    entry(
-        "opus",
-        "4.7",
-        "claude-opus-4-7",
-        rates(5.0, 25.0, 6.25, 0.50),
-    ),
-    entry(
-        "opus",
-        "4.8",
-        "claude-opus-4-8",
-        rates(5.0, 25.0, 6.25, 0.50),
-    ),
-    entry("opus", "5", "claude-opus-5", rates(5.0, 25.0, 6.25, 0.50)),
-    entry(
-        "opus",
-        "5.5",
-        "claude-opus-5-5",
-        rates(4.0, 20.0, 5.0, 0.20),
-    ),
-    entry(
-        "sonnet",
-        "4.5",
-        "claude-sonnet-4-5",
-        rates(3.0, 15.0, 3.75, 0.30),
-    ),
-    entry(
-        "sonnet",
-        "4.6",
-        "claude-sonnet-4-6",
-        rates(3.0, 15.0, 3.75, 0.30),
-    ),
-    entry(
-        "sonnet",
-        "5",
-        "claude-sonnet-5",
-        rates(2.0, 10.0, 2.50, 0.20),
-    ),
-    entry(
-        "sonnet",
-        "5.5",
-        "claude-sonnet-5-5",
-        rates(2.0, 10.0, 2.50, 0.10),
-    ),
-    entry(
-        "haiku",
-        "4.5",
-        "claude-haiku-4-5",
-        rates(1.0, 5.0, 1.25, 0.10),
-    ),
-    ModelEntry {
-        family: "haiku",
-        version: "5.5",
-        model_id: "claude-haiku-5-5",
-        rates: rates(0.10, 0.50, 0.125, 0.01),
-        long_prompt: Some(LongPrompt {
-            threshold: 100_000,
-            rates: rates(0.50, 2.50, 0.625, 0.05),
-        }),
-    },
-    entry(
-        "fable",
-        "5",
-        "claude-fable-5",
-        rates(10.0, 50.0, 12.50, 1.0),
-    ),
-    entry(
-        "fable",
-        "5.1",
-        "claude-fable-5-1",
-        rates(10.0, 50.0, 12.50, 0.25),
-    ),
+    entry("opus", "4.5", "claude-opus-4-5"),
+    entry("opus", "4.6", "claude-opus-4-6"),
+    entry("opus", "4.7", "claude-opus-4-7"),
+    entry("opus", "4.8", "claude-opus-4-8"),
+    entry("opus", "5", "claude-opus-5"),
+    entry("opus", "5.5", "claude-opus-5-5"),
+    entry("sonnet", "4.5", "claude-sonnet-4-5"),
+    entry("sonnet", "4.6", "claude-sonnet-4-6"),
+    entry("sonnet", "5", "claude-sonnet-5"),
+    entry("sonnet", "5.5", "claude-sonnet-5-5"),
+    entry("haiku", "4.5", "claude-haiku-4-5"),
+    entry("haiku", "5.5", "claude-haiku-5-5"),
+    entry("fable", "5", "claude-fable-5"),
+    entry("fable", "5.1", "claude-fable-5-1"),
 ];
 
 /// Family names in table order, each once.
@@ -253,20 +159,24 @@ mod tests {
     }
 
     #[test]
-    fn cost_uses_all_four_rates() {
-        let opus = find("opus", "4.5").unwrap();
-        let c = opus.cost(&usage(1_000_000, 1_000_000, 1_000_000, 1_000_000));
-        assert!((c - (5.0 + 25.0 + 6.25 + 0.5)).abs() < 1e-9, "{c}");
-        // The recorded multi-turn capture: 1723 input + 7 output tokens on an Opus-priced model.
-        let c = opus.cost(&usage(1723, 7, 0, 0));
-        assert!((c - 0.00879).abs() < 1e-12, "{c}");
+    fn every_model_has_its_own_price_row() {
+        for m in MODELS {
+            let p = m
+                .pricing()
+                .unwrap_or_else(|| panic!("{} is unpriced", m.model_id));
+            assert!(p.input > 0.0 && p.output > p.input, "{}: {p:?}", m.model_id);
+        }
+        // The rows the family prefixes would get wrong.
+        assert_eq!(find("opus", "4.7").unwrap().pricing().unwrap().input, 5.0);
+        assert_eq!(find("opus", "5.5").unwrap().pricing().unwrap().input, 4.0);
     }
 
     #[test]
-    fn long_prompts_switch_the_whole_request_to_the_higher_band() {
+    fn cost_follows_the_price_list() {
+        let opus = find("opus", "4.5").unwrap();
+        let c = opus.cost(&usage(1_000_000, 1_000_000, 1_000_000, 1_000_000));
+        assert!((c - (5.0 + 25.0 + 6.25 + 0.5)).abs() < 1e-9, "{c}");
         let haiku = find("haiku", "5.5").unwrap();
-        let short = haiku.cost(&usage(100_000, 1_000_000, 0, 0));
-        assert!((short - (0.01 + 0.5)).abs() < 1e-9, "{short}");
         let long = haiku.cost(&usage(50_000, 1_000_000, 0, 50_001));
         let expected = (50_000.0 * 0.5 + 1_000_000.0 * 2.5 + 50_001.0 * 0.05) / 1e6;
         assert!((long - expected).abs() < 1e-9, "{long}");

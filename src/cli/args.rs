@@ -33,6 +33,10 @@ pub struct Args {
     #[arg(long)]
     pub model: Option<String>,
 
+    /// Run on this brain, e.g. ouro@anthropic/claude/sonnet/v4.5 (`ouro brains` lists them).
+    #[arg(long, value_name = "SLUG", conflicts_with = "model")]
+    pub brain: Option<String>,
+
     /// Maximum API calls for this prompt.
     #[arg(long)]
     pub max_turns: Option<u32>,
@@ -101,6 +105,8 @@ pub enum Command {
     Permissions,
     /// Measure tool throughput end to end against the built-in mock API.
     Bench(crate::bench::BenchArgs),
+    /// List the brain slugs --brain takes, with their models and prices.
+    Brains,
 }
 
 impl Args {
@@ -117,6 +123,14 @@ impl Args {
             disallowed: self.disallowed_tools.clone(),
             mode,
         })
+    }
+
+    /// The model to run: `--model`, or the one an `ouro@…` `--brain` slug names.
+    pub fn model_choice(&self) -> Result<Option<String>, crate::brain::BrainError> {
+        match &self.brain {
+            Some(slug) => crate::brain::print::native_model(slug).map(|m| Some(m.to_string())),
+            None => Ok(self.model.clone()),
+        }
     }
 
     /// `--tools`, split on commas and spaces.

@@ -13,10 +13,16 @@ use tokio_util::sync::CancellationToken;
 use super::Args;
 use super::print::{self, InputFormat};
 use super::setup::{self, Endpoint};
+use crate::brain;
 use crate::exec::NeverAsk;
 
 /// Run print mode; returns whether the (last) run succeeded.
 pub async fn run(args: &Args, cwd: &Path) -> anyhow::Result<bool> {
+    // A claude@ brain answers through the claude CLI; an ouro@ one only picks the model.
+    if let Some(spec) = brain::print::claude_brain(args.brain.as_deref(), args.input_format)? {
+        let prompt = prompt_text(args)?;
+        return Ok(brain::print::run(spec, &prompt, args.output_format, cwd).await?);
+    }
     let single = match args.input_format {
         InputFormat::Text => Some(prompt_text(args)?),
         InputFormat::StreamJson => None,

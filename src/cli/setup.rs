@@ -83,8 +83,7 @@ pub fn build(
 
     let (loaded, session_id, path) = resolve_session(args, cwd)?;
     let model = args
-        .model
-        .clone()
+        .model_choice()?
         .or(settings.model.clone())
         .or_else(|| {
             std::env::var("ANTHROPIC_MODEL")

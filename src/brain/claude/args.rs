@@ -1,7 +1,5 @@
 //! The command lines and stdin messages the `claude` CLI is driven with.
 
-use serde_json::json;
-
 /// Headless mode: prompts arrive as stream-json lines on stdin and every event is printed as a
 /// stream-json line, so one process serves many turns. `--verbose` is required by the CLI for
 /// stream-json output in print mode.
@@ -38,15 +36,6 @@ fn push_common(args: &mut Vec<String>, model_id: Option<&str>, resume: Option<&s
     if let Some(exid) = resume.filter(|id| !id.is_empty()) {
         args.extend(["--resume".to_string(), exid.to_string()]);
     }
-}
-
-/// One user turn as a stdin line (without the newline).
-pub fn user_message(prompt: &str) -> String {
-    json!({
-        "type": "user",
-        "message": {"role": "user", "content": [{"type": "text", "text": prompt}]},
-    })
-    .to_string()
 }
 
 #[cfg(test)]
@@ -115,15 +104,5 @@ mod tests {
             interact_args(Some("claude-sonnet-4-5"), Some("sess-2")),
             ["--model", "claude-sonnet-4-5", "--resume", "sess-2"].map(String::from)
         );
-    }
-
-    #[test]
-    fn user_message_is_one_json_line() {
-        let line = user_message("two\nlines \"quoted\"");
-        assert!(!line.contains('\n'));
-        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
-        assert_eq!(v["type"], "user");
-        assert_eq!(v["message"]["role"], "user");
-        assert_eq!(v["message"]["content"][0]["text"], "two\nlines \"quoted\"");
     }
 }

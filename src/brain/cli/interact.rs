@@ -1,4 +1,4 @@
-//! The interactive `claude` TUI in a pseudo-terminal: bytes written go to its keyboard, bytes it
+//! A brain's terminal UI in a pseudo-terminal: bytes written go to its keyboard, bytes it
 //! draws go to the data subscribers unchanged.
 
 use std::io::{Read, Write};
@@ -50,6 +50,7 @@ pub(crate) fn spawn(
         .map_err(|e| BrainError::Spawn {
             program: program.clone(),
             source: std::io::Error::other(format!("{e:#}")),
+            hint: launch.spawn_hint,
         })?;
     // The reader sees end-of-file only once no slave handle is left open in this process.
     drop(pair.slave);
@@ -61,7 +62,7 @@ pub(crate) fn spawn(
     drop(child);
     let reader = pair.master.try_clone_reader().map_err(pty_error)?;
     let writer = pair.master.take_writer().map_err(pty_error)?;
-    tracing::debug!(pid, args = ?launch.args, "started claude in a terminal");
+    tracing::debug!(pid, program = launch.name, args = ?launch.args, "started a brain in a terminal");
 
     let (core, reporter) = process::track(pid, on_exit);
     let (done_tx, done_rx) = mpsc::channel();

@@ -1,4 +1,4 @@
-//! A headless `claude -p` process: stream-json in on stdin, stream-json out on stdout. Turns are
+//! A headless `-p` process: stream-json in on stdin, stream-json out on stdout. Turns are
 //! delimited by `result` events, never by the process exiting, so one process serves many turns.
 
 use std::ffi::OsString;
@@ -7,12 +7,12 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use serde_json::json;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 use tokio::sync::{mpsc, oneshot};
 
-use super::args::user_message;
-use crate::brain::output::{CostTracker, TurnAccumulator, TurnOutcome};
+use crate::brain::output::{CostReport, CostTracker, TurnAccumulator, TurnOutcome};
 use crate::brain::process::{self, ExitReporter, OnExit, ProcessCore};
 use crate::brain::stream_json::{StreamEvent, parse_line};
 use crate::brain::terminal::Subscribers;
@@ -52,14 +52,28 @@ pub(crate) enum TurnEnd {
 
 pub(crate) struct Launch<'a> {
     pub program: &'a OsString,
+    /// The binary's short name, for logs.
+    pub name: &'static str,
+    /// What to do when the program cannot be started.
+    pub spawn_hint: &'static str,
     pub args: Vec<String>,
     pub cwd: &'a Path,
     pub env: &'a [(OsString, OsString)],
 }
 
+/// One user turn as a stdin line (without the newline).
+pub fn user_message(prompt: &str) -> String {
+    json!({
+        "type": "user",
+        "message": {"role": "user", "content": [{"type": "text", "text": prompt}]},
+    })
+    .to_string()
+}
+
 pub(crate) fn spawn(
     launch: Launch<'_>,
     verb: Verb,
+    cost: CostReport,
     subscribers: Arc<Subscribers>,
     on_exit: OnExit,
 ) -> Result<DispatchProc, BrainError> {
@@ -74,6 +88,7 @@ pub(crate) fn spawn(
         .map_err(|source| BrainError::Spawn {
             program: launch.program.to_string_lossy().into_owned(),
             source,
+            hint: launch.spawn_hint,
         })?;
     let (Some(pid), Some(stdin), Some(stdout), Some(stderr)) = (
         child.id(),
@@ -86,24 +101,26 @@ pub(crate) fn spawn(
             source: std::io::Error::other("the child process has no pid or pipes"),
         });
     };
-    tracing::debug!(pid, args = ?launch.args, "started a claude dispatch process");
+    let name = launch.name;
+    tracing::debug!(pid, program = name, args = ?launch.args, "started a dispatch process");
     let (core, reporter) = process::track(pid, on_exit);
     let (tx, rx) = mpsc::unbounded_channel();
     let (done_tx, done_rx) = oneshot::channel();
-    tokio::spawn(read_stdout(pid, stdout, tx, subscribers, done_tx));
-    tokio::spawn(log_stderr(pid, stderr));
-    tokio::spawn(watch_exit(child, done_rx, reporter));
+    tokio::spawn(read_stdout(pid, name, stdout, tx, subscribers, done_tx));
+    tokio::spawn(log_stderr(pid, name, stderr));
+    tokio::spawn(watch_exit(child, name, done_rx, reporter));
     Ok(DispatchProc {
         core,
         verb,
         stdin: tokio::sync::Mutex::new(Some(stdin)),
         events: tokio::sync::Mutex::new(Events { rx, unanswered: 0 }),
-        costs: Mutex::new(CostTracker::default()),
+        costs: Mutex::new(CostTracker::new(cost)),
     })
 }
 
 async fn read_stdout(
     pid: u32,
+    name: &'static str,
     stdout: ChildStdout,
     tx: mpsc::UnboundedSender<StreamEvent>,
     subscribers: Arc<Subscribers>,
@@ -126,14 +143,15 @@ async fn read_stdout(
                     Ok(None) => {}
                     Err(e) => tracing::warn!(
                         pid,
+                        program = name,
                         error = %e,
                         line = %line.trim_end().chars().take(LOGGED_LINE).collect::<String>(),
-                        "skipping a line of claude output that is not stream-json"
+                        "skipping a line of brain output that is not stream-json"
                     ),
                 }
             }
             Err(e) => {
-                tracing::warn!(pid, error = %e, "stopped reading claude output");
+                tracing::warn!(pid, program = name, error = %e, "stopped reading brain output");
                 break;
             }
         }
@@ -141,25 +159,32 @@ async fn read_stdout(
     let _ = done.send(());
 }
 
-async fn log_stderr(pid: u32, stderr: ChildStderr) {
+async fn log_stderr(pid: u32, name: &'static str, stderr: ChildStderr) {
     let mut lines = BufReader::new(stderr).lines();
     loop {
         match lines.next_line().await {
-            Ok(Some(line)) => tracing::info!(pid, stderr = %line, "claude wrote to stderr"),
+            Ok(Some(line)) => {
+                tracing::info!(pid, program = name, stderr = %line, "a brain wrote to stderr")
+            }
             Ok(None) => break,
             Err(e) => {
-                tracing::debug!(pid, error = %e, "stopped reading claude stderr");
+                tracing::debug!(pid, program = name, error = %e, "stopped reading brain stderr");
                 break;
             }
         }
     }
 }
 
-async fn watch_exit(mut child: Child, stdout_done: oneshot::Receiver<()>, reporter: ExitReporter) {
+async fn watch_exit(
+    mut child: Child,
+    name: &'static str,
+    stdout_done: oneshot::Receiver<()>,
+    reporter: ExitReporter,
+) {
     let info = match child.wait().await {
         Ok(status) => status.into(),
         Err(e) => {
-            tracing::warn!(error = %e, "could not wait for the claude process");
+            tracing::warn!(program = name, error = %e, "could not wait for a brain process");
             ExitInfo {
                 code: None,
                 signal: None,
@@ -249,5 +274,20 @@ impl DispatchProc {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .turn_cost(total, priced)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn user_message_is_one_json_line() {
+        let line = user_message("two\nlines \"quoted\"");
+        assert!(!line.contains('\n'));
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(v["type"], "user");
+        assert_eq!(v["message"]["role"], "user");
+        assert_eq!(v["message"]["content"][0]["text"], "two\nlines \"quoted\"");
     }
 }

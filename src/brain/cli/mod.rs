@@ -1,0 +1,395 @@
+//! The machinery shared by every brain whose process is a CLI speaking Claude Code's stream-json
+//! protocol: the `claude` binary (Claude Code) and `ouro` itself.
+//!
+//! Dispatch mode keeps one headless process (`-p --input-format stream-json --output-format
+//! stream-json`) alive across calls. The tool set is a start-up flag, so when a call needs the
+//! other verb's tools the process is replaced by one started with `--resume <exid>`; the caller
+//! sees only a new pid. Interact mode runs the program's own terminal UI in a pseudo-terminal.
+//! What differs between programs (the executable, its flags, how it reports cost) is a
+//! [`CliProgram`].
+
+mod dispatch;
+mod interact;
+
+use std::ffi::OsString;
+use std::marker::PhantomData;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Instant;
+
+pub use dispatch::user_message;
+use dispatch::{DispatchProc, Launch, TurnEnd};
+use interact::PtyProc;
+
+use super::error::verb_name;
+use super::memory::SeriesStore;
+use super::output::CostReport;
+use super::process::{OnExit, ProcessCore};
+use super::slug::{self, Binary, BrainSpec};
+use super::terminal::Subscribers;
+use super::{
+    BrainCli, BrainConfig, BrainError, BrainFuture, BrainOutput, DataCallback, Episode,
+    ExitCallback, Instance, Metrics, Mode, Series, SubscriptionId, TermSize, Verb,
+};
+
+/// One kind of stream-json CLI: which slugs it serves and how it is started.
+pub trait CliProgram: Send + Sync + 'static {
+    /// The slug binary (`claude@…`, `ouro@…`) this program runs.
+    const BINARY: Binary;
+    /// Environment variable naming the executable when the config does not.
+    const BIN_ENV: &'static str;
+    /// What to do when the executable cannot be started, appended to the error.
+    const SPAWN_HINT: &'static str;
+    /// What the `result` line's `total_cost_usd` means.
+    const COST: CostReport;
+
+    /// The executable when neither the config nor [`Self::BIN_ENV`] names one.
+    fn default_program() -> Result<OsString, BrainError>;
+
+    /// Headless flags: stream-json in and out, the verb's tools allowed, resuming `resume`.
+    fn dispatch_args(model_id: Option<&str>, tools: &[&str], resume: Option<&str>) -> Vec<String>;
+
+    /// Flags of the terminal UI, resuming `resume`.
+    fn interact_args(model_id: Option<&str>, resume: Option<&str>) -> Vec<String>;
+}
+
+/// A brain driven through the stream-json CLI `P`.
+pub struct CliBrain<P: CliProgram> {
+    spec: BrainSpec,
+    config: BrainConfig,
+    program: OsString,
+    subscribers: Arc<Subscribers>,
+    store: SeriesStore,
+    series: Mutex<Option<Series>>,
+    slot: Arc<Mutex<Slot>>,
+    size: Mutex<TermSize>,
+    /// One turn at a time: a process answers its prompts in order.
+    turn: tokio::sync::Mutex<()>,
+    /// One start or stop at a time; never held while waiting for an answer, so `kill` can
+    /// always interrupt a turn.
+    lifecycle: tokio::sync::Mutex<()>,
+    program_kind: PhantomData<P>,
+}
+
+#[derive(Default)]
+struct Slot {
+    /// Bumped at each start, so a late exit report cannot clear a newer process.
+    generation: u64,
+    running: Option<Running>,
+}
+
+#[derive(Clone)]
+enum Running {
+    Dispatch(Arc<DispatchProc>),
+    Interact(Arc<PtyProc>),
+}
+
+impl Running {
+    fn core(&self) -> &ProcessCore {
+        match self {
+            Running::Dispatch(p) => &p.core,
+            Running::Interact(p) => &p.core,
+        }
+    }
+
+    fn instance(&self) -> Instance {
+        let mode = match self {
+            Running::Dispatch(_) => Mode::Dispatch,
+            Running::Interact(_) => Mode::Interact,
+        };
+        Instance {
+            pid: self.core().pid,
+            mode,
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl<P: CliProgram> CliBrain<P> {
+    /// A brain for a slug of `P`'s binary. Loads the series stored in `config.state_dir`, if
+    /// any.
+    pub fn new(slug: &str, config: BrainConfig) -> Result<Self, BrainError> {
+        Self::from_spec(slug::parse(slug)?, config)
+    }
+
+    pub fn from_spec(spec: BrainSpec, config: BrainConfig) -> Result<Self, BrainError> {
+        if spec.binary != P::BINARY {
+            return Err(BrainError::WrongBinary {
+                slug: spec.slug.clone(),
+                binary: spec.binary.name(),
+            });
+        }
+        let store = SeriesStore::new(&config.state_dir);
+        let series = store.load()?;
+        let program = match &config.program {
+            Some(p) => p.clone().into_os_string(),
+            None => match std::env::var_os(P::BIN_ENV) {
+                Some(p) => p,
+                None => P::default_program()?,
+            },
+        };
+        Ok(Self {
+            program,
+            spec,
+            config,
+            subscribers: Arc::new(Subscribers::default()),
+            store,
+            series: Mutex::new(series),
+            slot: Arc::new(Mutex::new(Slot::default())),
+            size: Mutex::new(TermSize::default()),
+            turn: tokio::sync::Mutex::new(()),
+            lifecycle: tokio::sync::Mutex::new(()),
+            program_kind: PhantomData,
+        })
+    }
+
+    pub fn spec(&self) -> &BrainSpec {
+        &self.spec
+    }
+
+    /// The live process; one that has ended but not yet been cleared counts as gone.
+    fn current(&self) -> Option<Running> {
+        lock(&self.slot)
+            .running
+            .clone()
+            .filter(|r| r.core().exited().is_none())
+    }
+
+    fn exid(&self) -> Option<String> {
+        lock(&self.series).as_ref().map(|s| s.exid.clone())
+    }
+
+    fn exit_hook(&self, generation: u64) -> OnExit {
+        let slot = Arc::downgrade(&self.slot);
+        let subscribers = self.subscribers.clone();
+        Box::new(move |info| {
+            if let Some(slot) = slot.upgrade() {
+                let mut slot = lock(&slot);
+                if slot.generation == generation {
+                    slot.running = None;
+                }
+            }
+            tracing::debug!(exit = %info, program = P::BINARY.name(), "a brain process ended");
+            subscribers.exit(info);
+        })
+    }
+
+    /// Stops whatever runs. Callers hold `lifecycle`.
+    async fn stop(&self) -> Result<(), BrainError> {
+        let running = lock(&self.slot).running.take();
+        if let Some(running) = running {
+            running.core().terminate(self.config.kill_grace).await?;
+        }
+        Ok(())
+    }
+
+    /// Replaces whatever runs with a new process. Callers hold `lifecycle`.
+    async fn start(&self, mode: Mode, verb: Verb) -> Result<Running, BrainError> {
+        self.stop().await?;
+        let generation = {
+            let mut slot = lock(&self.slot);
+            slot.generation += 1;
+            slot.generation
+        };
+        let exid = self.exid();
+        let model = Some(self.spec.model_id());
+        let launch = |args| Launch {
+            program: &self.program,
+            name: P::BINARY.name(),
+            spawn_hint: P::SPAWN_HINT,
+            args,
+            cwd: &self.config.cwd,
+            env: &self.config.env,
+        };
+        let on_exit = self.exit_hook(generation);
+        let running = match mode {
+            Mode::Dispatch => {
+                let args = P::dispatch_args(model, self.spec.tools(verb), exid.as_deref());
+                let subs = self.subscribers.clone();
+                Running::Dispatch(Arc::new(dispatch::spawn(
+                    launch(args),
+                    verb,
+                    P::COST,
+                    subs,
+                    on_exit,
+                )?))
+            }
+            Mode::Interact => {
+                let args = P::interact_args(model, exid.as_deref());
+                let size = *lock(&self.size);
+                let subs = self.subscribers.clone();
+                Running::Interact(Arc::new(interact::spawn(
+                    launch(args),
+                    size,
+                    subs,
+                    on_exit,
+                )?))
+            }
+        };
+        let mut slot = lock(&self.slot);
+        if slot.generation == generation {
+            slot.running = Some(running.clone());
+        }
+        Ok(running)
+    }
+
+    /// The dispatch process for `verb`, restarted with the right tool set if needed.
+    async fn dispatch_proc(&self, verb: Verb) -> Result<Arc<DispatchProc>, BrainError> {
+        let _life = self.lifecycle.lock().await;
+        let name = verb_name(verb);
+        match self.current() {
+            None => Err(BrainError::NotRunning { verb: name }),
+            Some(Running::Interact(_)) => Err(BrainError::InteractMode { verb: name }),
+            Some(Running::Dispatch(p)) if p.verb == verb => Ok(p),
+            Some(Running::Dispatch(_)) => match self.start(Mode::Dispatch, verb).await? {
+                Running::Dispatch(p) => Ok(p),
+                Running::Interact(_) => Err(BrainError::InteractMode { verb: name }),
+            },
+        }
+    }
+
+    async fn run_turn(&self, verb: Verb, prompt: &str) -> Result<BrainOutput, BrainError> {
+        let _turn = self.turn.lock().await;
+        let started = Instant::now();
+        let proc = self.dispatch_proc(verb).await?;
+        let end = proc.turn(prompt).await?;
+        let wall_time = started.elapsed();
+        let outcome = match end {
+            TurnEnd::Done(outcome) => outcome,
+            TurnEnd::Died { exit, session_id } => {
+                if let Some(exid) = session_id {
+                    self.update_series(|s| s.exid = exid)?;
+                }
+                return Err(BrainError::DiedMidTurn { exit });
+            }
+        };
+        let usage = outcome.usage;
+        let metrics = Metrics {
+            input_tokens: usage.input_tokens,
+            output_tokens: usage.output_tokens,
+            cache_read_tokens: usage.cache_read_input_tokens,
+            cache_write_tokens: usage.cache_creation_input_tokens,
+            wall_time,
+            cost_usd: proc.turn_cost(outcome.total_cost_usd, || self.spec.cost(&usage)),
+        };
+        let exid = outcome
+            .session_id
+            .clone()
+            .or_else(|| self.exid())
+            .unwrap_or_default();
+        let episode = Episode {
+            verb,
+            prompt: prompt.to_string(),
+            text: outcome.text.clone(),
+            is_error: outcome.is_error,
+            metrics,
+            exid: exid.clone(),
+            finished_at: chrono::Utc::now().to_rfc3339(),
+        };
+        let series = self.update_series(move |s| {
+            s.exid = exid;
+            s.episodes.push(episode);
+        })?;
+        if outcome.is_error {
+            return Err(BrainError::TurnFailed {
+                message: outcome.text,
+                api_error_status: outcome.api_error_status,
+            });
+        }
+        Ok(BrainOutput {
+            text: outcome.text,
+            metrics,
+            tool_calls: outcome.tool_calls,
+            series,
+        })
+    }
+
+    /// Changes the series (creating it on first use) and stores it.
+    fn update_series(&self, change: impl FnOnce(&mut Series)) -> Result<Series, BrainError> {
+        let mut guard = lock(&self.series);
+        let mut series = guard.clone().unwrap_or(Series {
+            exid: String::new(),
+            episodes: Vec::new(),
+        });
+        change(&mut series);
+        self.store.save(&series)?;
+        *guard = Some(series.clone());
+        Ok(series)
+    }
+}
+
+impl<P: CliProgram> Drop for CliBrain<P> {
+    fn drop(&mut self) {
+        if let Some(running) = lock(&self.slot).running.take() {
+            running.core().kill_now();
+        }
+    }
+}
+
+impl<P: CliProgram> BrainCli for CliBrain<P> {
+    fn slug(&self) -> &str {
+        &self.spec.slug
+    }
+
+    fn ask<'a>(&'a self, prompt: &'a str) -> BrainFuture<'a, BrainOutput> {
+        Box::pin(self.run_turn(Verb::Ask, prompt))
+    }
+
+    fn act<'a>(&'a self, prompt: &'a str) -> BrainFuture<'a, BrainOutput> {
+        Box::pin(self.run_turn(Verb::Act, prompt))
+    }
+
+    fn series(&self) -> Option<Series> {
+        lock(&self.series).clone()
+    }
+
+    fn instance(&self) -> Option<Instance> {
+        self.current().map(|r| r.instance())
+    }
+
+    fn boot(&self, mode: Mode) -> BrainFuture<'_, Instance> {
+        Box::pin(async move {
+            let _life = self.lifecycle.lock().await;
+            Ok(self.start(mode, Verb::Ask).await?.instance())
+        })
+    }
+
+    fn kill(&self) -> BrainFuture<'_, ()> {
+        Box::pin(async move {
+            let _life = self.lifecycle.lock().await;
+            self.stop().await
+        })
+    }
+
+    fn write<'a>(&'a self, data: &'a [u8]) -> BrainFuture<'a, ()> {
+        Box::pin(async move {
+            match self.current() {
+                None => Err(BrainError::NotRunning { verb: "write" }),
+                Some(Running::Dispatch(p)) => p.write(data).await,
+                Some(Running::Interact(p)) => p.write(data),
+            }
+        })
+    }
+
+    fn resize(&self, size: TermSize) -> Result<(), BrainError> {
+        *lock(&self.size) = size;
+        match self.current() {
+            Some(Running::Interact(p)) => p.resize(size),
+            _ => Ok(()),
+        }
+    }
+
+    fn on_data(&self, callback: DataCallback) -> SubscriptionId {
+        self.subscribers.on_data(callback)
+    }
+
+    fn on_exit(&self, callback: ExitCallback) -> SubscriptionId {
+        self.subscribers.on_exit(callback)
+    }
+
+    fn unsubscribe(&self, id: SubscriptionId) -> bool {
+        self.subscribers.unsubscribe(id)
+    }
+}

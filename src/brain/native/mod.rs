@@ -1,0 +1,53 @@
+//! The native supplier: a brain backed by ouro's own engine, run as a child `ouro` process so
+//! that it has a pid, can be killed and rebooted, and reports its exit like any other brain.
+//!
+//! Dispatch mode runs `ouro -p` in its stream-json mode, which speaks Claude Code's protocol,
+//! so the shared machinery in [`super::cli`] drives it unchanged; the series id is ouro's session
+//! id, and `--resume` reloads its transcript. Interact mode runs the `ouro` REPL in a
+//! pseudo-terminal on the same session.
+
+mod args;
+
+use std::ffi::OsString;
+
+pub use args::{dispatch_args, interact_args};
+
+use super::BrainError;
+use super::cli::{CliBrain, CliProgram};
+use super::output::CostReport;
+use super::slug::Binary;
+
+/// Environment variable naming the `ouro` executable when the config does not.
+pub const BIN_ENV: &str = "OURO_BIN";
+
+/// A brain on ouro's own engine.
+pub type NativeBrain = CliBrain<Native>;
+
+/// `ouro` itself as a [`CliProgram`].
+pub struct Native;
+
+impl CliProgram for Native {
+    const BINARY: Binary = Binary::Ouro;
+    const BIN_ENV: &'static str = BIN_ENV;
+    const SPAWN_HINT: &'static str = "point OURO_BIN at the ouro executable";
+    const COST: CostReport = CostReport::PerTurn;
+
+    /// This very executable, which is `ouro` whenever the brain is used from the binary.
+    fn default_program() -> Result<OsString, BrainError> {
+        std::env::current_exe()
+            .map(|p| p.into_os_string())
+            .map_err(|source| BrainError::Spawn {
+                program: "ouro".into(),
+                source,
+                hint: Self::SPAWN_HINT,
+            })
+    }
+
+    fn dispatch_args(model_id: Option<&str>, tools: &[&str], resume: Option<&str>) -> Vec<String> {
+        dispatch_args(model_id, tools, resume)
+    }
+
+    fn interact_args(model_id: Option<&str>, resume: Option<&str>) -> Vec<String> {
+        interact_args(model_id, resume)
+    }
+}
