@@ -167,8 +167,10 @@ fn processes_running(words: &[&str]) -> usize {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn ctrl_c_interrupts_a_long_bash_call_and_the_next_prompt_works() {
-    // A duration no other test uses, so the process can be looked up by its command line.
-    let sleep = ["sleep", "41.37"];
+    // A duration no other test (or test run) uses, so the process can be found by its
+    // command line.
+    let seconds = format!("41.{}", std::process::id());
+    let sleep = ["sleep", seconds.as_str()];
     let mock = server(json!({"turns": [
         {"content": [{"type": "tool_use", "name": "Bash",
             "input": {"command": format!("echo started; {}", sleep.join(" "))}}]},
@@ -503,4 +505,76 @@ async fn continue_and_resume_show_the_last_exchange() {
     term.expect("› and now?");
     term.expect("Still here.");
     term.exit();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn compact_summarises_with_the_given_focus() {
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "text", "text": "Hi, Ada."}]},
+        {"content": [{"type": "text", "text": "Summary: the user is Ada."}],
+         "expect_text": "Pay particular attention to: the user's name"},
+        {"content": [{"type": "text", "text": "You are Ada."}]}
+    ]}))
+    .await;
+    let sb = Sandbox::new();
+    let mut term = Term::start(&sb, &mock.url(), Options::default());
+    term.submit("/compact");
+    term.expect("Nothing was compacted: there is too little conversation to summarise.");
+    assert!(mock.requests().is_empty());
+    term.submit("I am Ada");
+    term.expect("Hi, Ada.");
+    term.submit("/compact the user's name");
+    term.expect("Compacted 2 earlier messages into a summary");
+    term.submit("who am I?");
+    term.expect("You are Ada.");
+    term.exit();
+    let bodies = bodies(&mock);
+    assert_eq!(bodies.len(), 3, "{:?}", mock.requests());
+    let first = &bodies[2]["messages"][0];
+    assert!(
+        first.to_string().contains("Summary: the user is Ada."),
+        "{first}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_positional_prompt_is_the_first_message() {
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "text", "text": "Started with your prompt."}]}
+    ]}))
+    .await;
+    let sb = Sandbox::new();
+    let mut term = Term::start(
+        &sb,
+        &mock.url(),
+        Options {
+            args: &["explain this repo"],
+            ..Options::default()
+        },
+    );
+    term.expect("Started with your prompt.");
+    term.exit();
+    assert_eq!(last_user_text(&bodies(&mock)[0]), "explain this repo");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ctrl_c_at_a_permission_question_interrupts_the_turn() {
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": "touch made.txt"}}]},
+        {"content": [{"type": "text", "text": "Back again."}]}
+    ]}))
+    .await;
+    let sb = Sandbox::new();
+    let mut term = Term::start(&sb, &mock.url(), Options::default());
+    term.submit("make a file");
+    term.expect("Allow? (y/n");
+    term.send("\x03");
+    term.expect("⎿ Cancelled");
+    term.expect("Interrupted.");
+    term.submit("hello");
+    term.expect("Back again.");
+    term.exit();
+    assert!(!sb.root().join("made.txt").exists());
+    let results = tool_results(&bodies(&mock)[1]);
+    assert_eq!(results[0]["content"], CANCELLED);
 }

@@ -70,6 +70,7 @@ pub async fn run(mut args: Args, cwd: &Path) -> anyhow::Result<()> {
             events: session.events,
             questions,
             sigint,
+            parked: Vec::new(),
         },
         interrupted_once: false,
     };
@@ -100,6 +101,9 @@ struct Ui {
     events: UnboundedReceiver<Event>,
     questions: UnboundedReceiver<Pending>,
     sigint: Signal,
+    /// Questions left unanswered by Ctrl-C: their calls end as cancelled when the turn stops,
+    /// rather than as refused, so they are held until then.
+    parked: Vec<Pending>,
 }
 
 impl Repl {
@@ -197,11 +201,12 @@ impl Ui {
         while let Ok(pending) = self.questions.try_recv() {
             pending.answer(AskAnswer::Deny(None));
         }
+        self.parked.clear();
         output
     }
 
-    /// Shows a permission question inline and reads the answer. Ctrl-C here refuses the call
-    /// and interrupts the turn, as it would anywhere else during a turn.
+    /// Shows a permission question inline and reads the answer. Ctrl-C here interrupts the
+    /// turn, as it would anywhere else during a turn.
     async fn answer(&mut self, pending: Pending, cancel: &CancellationToken) {
         if pending.is_stale() || cancel.is_cancelled() {
             pending.answer(AskAnswer::Deny(None));
@@ -226,7 +231,8 @@ impl Ui {
                 Ok(Input::Interrupted) => {
                     cancel.cancel();
                     self.render.interrupting();
-                    AskAnswer::Deny(None)
+                    self.parked.push(pending);
+                    return;
                 }
                 Ok(Input::Eof) => AskAnswer::Deny(None),
                 Err(e) => {
