@@ -314,8 +314,9 @@ async fn commands_that_need_no_model_never_call_the_api() {
     term.expect("Model: claude-sonnet-4-5.");
     term.submit("/brain");
     term.expect("claude@anthropic/");
+    term.expect("This session runs on ouro's engine with claude-sonnet-4-5.");
     term.submit("/brain claude@anthropic/claude/opus");
-    term.expect("not supported in this build");
+    term.expect("print mode only");
     term.submit("/resume");
     term.expect("Recent sessions in this directory");
     term.expect("(current)");
@@ -446,9 +447,10 @@ async fn project_commands_expand_their_arguments() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn model_switch_applies_to_the_next_request() {
+async fn model_and_brain_switches_apply_to_the_next_request() {
     let mock = server(json!({"turns": [
-        {"content": [{"type": "text", "text": "Opus here."}]}
+        {"content": [{"type": "text", "text": "Opus here."}]},
+        {"content": [{"type": "text", "text": "Haiku here."}]}
     ]}))
     .await;
     let sb = Sandbox::new();
@@ -458,8 +460,21 @@ async fn model_switch_applies_to_the_next_request() {
     term.submit("who are you");
     term.expect("Opus here.");
     term.expect("claude-opus-4-5 · ");
+    term.submit("/brain ouro@anthropic/claude/haiku");
+    let shown = term.expect(").");
+    let model = shown
+        .rsplit("(model ")
+        .next()
+        .unwrap()
+        .trim_end_matches(").")
+        .to_string();
+    assert!(model.starts_with("claude-haiku"), "{shown}");
+    term.submit("and now?");
+    term.expect("Haiku here.");
     term.exit();
-    assert_eq!(bodies(&mock)[0]["model"], "claude-opus-4-5");
+    let bodies = bodies(&mock);
+    assert_eq!(bodies[0]["model"], "claude-opus-4-5");
+    assert_eq!(bodies[1]["model"], model.as_str());
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -41,7 +41,11 @@ const BUILTIN: &[(&str, &str, &str)] = &[
         "",
         "The permission mode and every effective rule",
     ),
-    ("brain", " [slug]", "List the brain slugs, or look one up"),
+    (
+        "brain",
+        " [slug]",
+        "List the brains, or switch to an ouro@ one",
+    ),
     ("exit", "", "Quit (Ctrl-D works too)"),
 ];
 
@@ -255,6 +259,8 @@ impl Repl {
             text.push_str(" ouro has no price for it, so its cost will show as unknown.");
         }
         self.args.model = Some(name);
+        // The latest choice wins when `/resume` rebuilds the session.
+        self.args.brain = None;
         self.ui.render.print(&text);
     }
 
@@ -321,27 +327,34 @@ impl Repl {
         }
     }
 
+    /// An `ouro@` brain runs on this engine and only picks the model, so switching to one
+    /// works here; a `claude@` brain runs the claude CLI, which only print mode drives.
     fn brain(&mut self, slug: Option<&str>) {
         let Some(slug) = slug else {
-            let mut text = String::from("Brain slugs (<binary>@<supplier>/<atom>):\n");
-            for s in brain::list_slugs() {
-                text.push_str(&format!("  {s}\n"));
-            }
-            text.push_str("Look one up with /brain <slug>.");
+            let current = match &self.args.brain {
+                Some(slug) => format!("This session runs on the brain {slug}."),
+                None => format!(
+                    "This session runs on ouro's engine with {}.",
+                    self.engine.config().model
+                ),
+            };
+            let text = format!(
+                "{}{current}\nSwitch with /brain <slug> (ouro@ slugs; claude@ ones need print mode).",
+                brain::print::catalogue()
+            );
             self.ui.render.print(&text);
             return;
         };
-        match brain::slug::parse(slug) {
-            Ok(spec) => {
-                let text = format!(
-                    "{slug} is the model {}. Switching this session to a brain is not supported in this build; it keeps talking to {} directly. To use that model here, run /model {}.",
-                    spec.model_id(),
-                    self.engine.config().model,
-                    spec.model_id()
-                );
+        match brain::print::native_model(slug) {
+            Ok(model) => {
+                self.engine.set_model(model);
+                self.ui.render.set_model(model);
+                self.args.brain = Some(slug.to_string());
+                self.args.model = None;
+                let text = format!("Switched to the brain {slug} (model {model}).");
                 self.ui.render.print(&text);
             }
-            Err(e) => self.fail(&e.to_string()),
+            Err(e) => self.fail(&format!("{e}")),
         }
     }
 }
