@@ -145,7 +145,11 @@ pub struct RunResult {
     pub api_duration: Duration,
     pub stop_reason: Option<StopReason>,
     pub usage: Usage,
+    /// What this run cost.
     pub cost_usd: f64,
+    /// What this process has spent on the session so far: Claude Code's `total_cost_usd`,
+    /// which keeps growing across the turns of one live process.
+    pub total_cost_usd: f64,
     /// Set when the model has no pricing entry, so the cost is reported as 0.
     pub cost_unknown: bool,
     pub api_error_status: Option<u16>,

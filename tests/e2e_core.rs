@@ -559,8 +559,9 @@ async fn transcript_has_the_user_message_and_resume_continues() {
 #[tokio::test]
 async fn stream_json_input_serves_many_turns_in_one_process() {
     let mock = server(json!({"turns": [
-        {"content": [{"type": "text", "text": "one"}]},
-        {"content": [{"type": "text", "text": "two"}], "expect_text": "second question"}
+        {"content": [{"type": "text", "text": "one"}], "usage": {"input_tokens": 1000, "output_tokens": 100}},
+        {"content": [{"type": "text", "text": "two"}], "expect_text": "second question",
+         "usage": {"input_tokens": 1000, "output_tokens": 100}}
     ]}))
     .await;
     let sb = Sandbox::new();
@@ -596,6 +597,15 @@ async fn stream_json_input_serves_many_turns_in_one_process() {
     assert_eq!(results[0]["result"], "one");
     assert_eq!(results[1]["result"], "two");
     assert_eq!(results[0]["session_id"], results[1]["session_id"]);
+    // As in Claude Code, total_cost_usd keeps growing over the turns of one process.
+    let (first, second) = (
+        results[0]["total_cost_usd"].as_f64().unwrap(),
+        results[1]["total_cost_usd"].as_f64().unwrap(),
+    );
+    assert!(
+        first > 0.0 && (second - 2.0 * first).abs() < 1e-12,
+        "{first} {second}"
+    );
     assert_eq!(run.of_type("system", Some("init")).len(), 2);
     assert_eq!(bodies(&mock)[1]["messages"].as_array().unwrap().len(), 3);
 }

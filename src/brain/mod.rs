@@ -38,7 +38,6 @@ use serde_json::Value;
 pub use config::BrainConfig;
 pub use error::BrainError;
 pub use memory::{Episode, Series};
-pub use output::CostReport;
 pub use slug::{Binary, BrainSpec, SlugError, list_slugs};
 pub use terminal::{DataCallback, ExitCallback, SubscriptionId, TermSize};
 

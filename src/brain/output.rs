@@ -129,40 +129,22 @@ impl TurnAccumulator {
     }
 }
 
-/// What a `result` line's `total_cost_usd` means.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CostReport {
-    /// A running total over the life of the process, starting again from zero in a new one
-    /// (Claude Code).
-    Cumulative,
-    /// The cost of that turn alone (ouro).
-    PerTurn,
-}
-
-/// Turns the CLI's reported cost into per-turn costs.
-#[derive(Debug)]
+/// Turns the CLI's `total_cost_usd`, a running total over the life of the process (both
+/// Claude Code and ouro start again from zero in a new process), into per-turn costs.
+#[derive(Debug, Default)]
 pub(crate) struct CostTracker {
-    report: CostReport,
     last_total: Option<f64>,
 }
 
 impl CostTracker {
-    pub fn new(report: CostReport) -> Self {
-        Self {
-            report,
-            last_total: None,
-        }
-    }
-
     /// This turn's cost from what the CLI reported, or `priced` when it reported none.
     pub fn turn_cost(&mut self, reported: Option<f64>, priced: impl FnOnce() -> f64) -> f64 {
-        match (reported, self.report) {
-            (Some(cost), CostReport::PerTurn) => cost,
-            (Some(total), CostReport::Cumulative) => {
+        match reported {
+            Some(total) => {
                 let before = self.last_total.replace(total).unwrap_or(0.0);
                 (total - before).max(0.0)
             }
-            (None, _) => priced(),
+            None => priced(),
         }
     }
 }
@@ -172,14 +154,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn cumulative_totals_become_differences_and_per_turn_costs_pass_through() {
-        let mut cumulative = CostTracker::new(CostReport::Cumulative);
+    fn cumulative_totals_become_differences() {
+        let mut cumulative = CostTracker::default();
         assert_eq!(cumulative.turn_cost(Some(0.25), || 9.0), 0.25);
         assert_eq!(cumulative.turn_cost(Some(0.75), || 9.0), 0.5);
         assert_eq!(cumulative.turn_cost(None, || 0.125), 0.125);
-        let mut per_turn = CostTracker::new(CostReport::PerTurn);
-        assert_eq!(per_turn.turn_cost(Some(0.25), || 9.0), 0.25);
-        assert_eq!(per_turn.turn_cost(Some(0.25), || 9.0), 0.25);
-        assert_eq!(per_turn.turn_cost(None, || 0.125), 0.125);
     }
 }

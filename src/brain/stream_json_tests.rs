@@ -1,7 +1,7 @@
 //! The parser against the recorded Claude Code captures in `shared/fixtures/claude-cli/`.
 
 use super::*;
-use crate::brain::output::{CostReport, CostTracker, TurnAccumulator, TurnOutcome};
+use crate::brain::output::{CostTracker, TurnAccumulator, TurnOutcome};
 
 fn fixture(name: &str) -> Vec<StreamEvent> {
     let path = format!(
@@ -130,7 +130,7 @@ fn multiturn_results_are_per_turn_and_cost_totals_are_cumulative() {
     assert_eq!(outcomes[1].usage.output_tokens, 7);
     assert_eq!(outcomes[1].text, "(fakeapi: scenario exhausted)");
 
-    let mut costs = CostTracker::new(CostReport::Cumulative);
+    let mut costs = CostTracker::default();
     let first = costs.turn_cost(outcomes[0].total_cost_usd, || unreachable!());
     let second = costs.turn_cost(outcomes[1].total_cost_usd, || unreachable!());
     assert!((first - 0.008795).abs() < 1e-12, "{first}");

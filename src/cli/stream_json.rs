@@ -126,7 +126,7 @@ pub fn result(r: &RunResult) -> Value {
         "result": r.text,
         "stop_reason": r.stop_reason.map(|s| s.as_str()),
         "session_id": r.session_id,
-        "total_cost_usd": r.cost_usd,
+        "total_cost_usd": r.total_cost_usd,
         "usage": usage_json(&r.usage),
         "permission_denials": r.permission_denials,
         "uuid": uuid(),

@@ -77,6 +77,7 @@ impl Engine {
             stop_reason: ending.stop_reason,
             usage: run.usage,
             cost_usd: run.cost_usd,
+            total_cost_usd: self.costs.total_usd(),
             cost_unknown: costs_unknown,
             api_error_status: ending.api_error_status,
             permission_denials: run.denials,

@@ -60,6 +60,7 @@ fn result(kind: ResultKind) -> RunResult {
             cache_read_input_tokens: 50,
         },
         cost_usd: 0.006,
+        total_cost_usd: 0.006,
         cost_unknown: false,
         api_error_status: None,
         permission_denials: Vec::new(),

@@ -9,7 +9,6 @@ pub use args::{dispatch_args, interact_args};
 
 use super::BrainError;
 use super::cli::{CliBrain, CliProgram};
-use super::output::CostReport;
 use super::slug::Binary;
 
 /// Environment variable naming the `claude` executable when the config does not.
@@ -26,7 +25,6 @@ impl CliProgram for Claude {
     const BIN_ENV: &'static str = BIN_ENV;
     const SPAWN_HINT: &'static str = "install Claude Code (npm install -g \
          @anthropic-ai/claude-code) or point OURO_CLAUDE_BIN at it";
-    const COST: CostReport = CostReport::Cumulative;
 
     fn default_program() -> Result<OsString, BrainError> {
         Ok("claude".into())

@@ -12,7 +12,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::brain::output::{CostReport, CostTracker, TurnAccumulator, TurnOutcome};
+use crate::brain::output::{CostTracker, TurnAccumulator, TurnOutcome};
 use crate::brain::process::{self, ExitReporter, OnExit, ProcessCore};
 use crate::brain::stream_json::{StreamEvent, parse_line};
 use crate::brain::terminal::Subscribers;
@@ -73,7 +73,6 @@ pub fn user_message(prompt: &str) -> String {
 pub(crate) fn spawn(
     launch: Launch<'_>,
     verb: Verb,
-    cost: CostReport,
     subscribers: Arc<Subscribers>,
     on_exit: OnExit,
 ) -> Result<DispatchProc, BrainError> {
@@ -114,7 +113,7 @@ pub(crate) fn spawn(
         verb,
         stdin: tokio::sync::Mutex::new(Some(stdin)),
         events: tokio::sync::Mutex::new(Events { rx, unanswered: 0 }),
-        costs: Mutex::new(CostTracker::new(cost)),
+        costs: Mutex::new(CostTracker::default()),
     })
 }
 

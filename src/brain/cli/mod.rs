@@ -22,7 +22,6 @@ use interact::PtyProc;
 
 use super::error::verb_name;
 use super::memory::SeriesStore;
-use super::output::CostReport;
 use super::process::{OnExit, ProcessCore};
 use super::slug::{self, Binary, BrainSpec};
 use super::terminal::Subscribers;
@@ -39,8 +38,6 @@ pub trait CliProgram: Send + Sync + 'static {
     const BIN_ENV: &'static str;
     /// What to do when the executable cannot be started, appended to the error.
     const SPAWN_HINT: &'static str;
-    /// What the `result` line's `total_cost_usd` means.
-    const COST: CostReport;
 
     /// The executable when neither the config nor [`Self::BIN_ENV`] names one.
     fn default_program() -> Result<OsString, BrainError>;
@@ -211,7 +208,6 @@ impl<P: CliProgram> CliBrain<P> {
                 Running::Dispatch(Arc::new(dispatch::spawn(
                     launch(args),
                     verb,
-                    P::COST,
                     subs,
                     on_exit,
                 )?))

@@ -14,7 +14,6 @@ pub use args::{dispatch_args, interact_args};
 
 use super::BrainError;
 use super::cli::{CliBrain, CliProgram};
-use super::output::CostReport;
 use super::slug::Binary;
 
 /// Environment variable naming the `ouro` executable when the config does not.
@@ -30,7 +29,6 @@ impl CliProgram for Native {
     const BINARY: Binary = Binary::Ouro;
     const BIN_ENV: &'static str = BIN_ENV;
     const SPAWN_HINT: &'static str = "point OURO_BIN at the ouro executable";
-    const COST: CostReport = CostReport::PerTurn;
 
     /// This very executable, which is `ouro` whenever the brain is used from the binary.
     fn default_program() -> Result<OsString, BrainError> {
