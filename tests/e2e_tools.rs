@@ -309,3 +309,48 @@ async fn proactive_compaction_when_the_context_passes_the_threshold() {
     assert_eq!(boundary[0]["compact_metadata"]["pre_tokens"], 150000);
     assert_eq!(run.result()["result"], "finished");
 }
+
+#[tokio::test]
+async fn permissions_command_lists_rules_with_their_sources() {
+    let sb = Sandbox::new();
+    sb.write(
+        ".ouro/settings.json",
+        r#"{"permissions": {"deny": ["Bash(rm:*)"]}}"#,
+    );
+    let run = sb
+        .run(
+            "http://127.0.0.1:9",
+            &[
+                "permissions",
+                "--allowedTools",
+                "Bash(git status:*),Edit(src/**)",
+                "--permission-mode",
+                "plan",
+            ],
+        )
+        .await;
+    assert!(run.status.success(), "{}", run.debug());
+    assert!(run.stdout.contains("plan"), "{}", run.stdout);
+    let line = |needle: &str| {
+        run.stdout
+            .lines()
+            .find(|l| l.contains(needle))
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(
+        line("Bash(git status:*)").contains("command-line flags"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        line("Edit(src/**)").contains("command-line flags"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        line("Bash(rm:*)").contains(".ouro/settings.json"),
+        "{}",
+        run.stdout
+    );
+}

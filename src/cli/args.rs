@@ -66,19 +66,25 @@ pub struct Args {
     pub continue_last: bool,
 
     /// Allow rules, e.g. "Bash(git status:*),Edit(src/**)"; repeat the flag or separate rules with commas or spaces.
-    #[arg(long = "allowedTools", alias = "allowed-tools", value_name = "RULES")]
+    #[arg(
+        long = "allowedTools",
+        alias = "allowed-tools",
+        value_name = "RULES",
+        global = true
+    )]
     pub allowed_tools: Vec<String>,
 
     /// Deny rules, same syntax as --allowedTools.
     #[arg(
         long = "disallowedTools",
         alias = "disallowed-tools",
-        value_name = "RULES"
+        value_name = "RULES",
+        global = true
     )]
     pub disallowed_tools: Vec<String>,
 
     /// default, acceptEdits, plan, dontAsk or bypassPermissions.
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub permission_mode: Option<String>,
 
     /// Only offer these tools to the model (comma or space separated).
