@@ -440,3 +440,131 @@ pub fn table(r: &Report) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::bench::run::ToolSample;
+    use crate::exec::PhaseTimings;
+
+    fn run(wall_ms: u64, client_ms: &[u64], tools: &[(&str, u64)]) -> RunSample {
+        RunSample {
+            wall: Duration::from_millis(wall_ms),
+            calls: tools.len(),
+            requests: client_ms.len() + 1,
+            client_turns: client_ms
+                .iter()
+                .map(|&m| Duration::from_millis(m))
+                .collect(),
+            responses: vec![Duration::from_millis(1); client_ms.len() + 1],
+            tools: tools
+                .iter()
+                .map(|&(name, exec_ms)| ToolSample {
+                    name: name.into(),
+                    timings: PhaseTimings {
+                        execution: Duration::from_millis(exec_ms),
+                        ..PhaseTimings::default()
+                    },
+                    elapsed: Duration::from_millis(exec_ms + 1),
+                })
+                .collect(),
+        }
+    }
+
+    fn config() -> Config {
+        Config {
+            version: "0",
+            turns: 10,
+            calls_per_turn: 5,
+            mix: "read".into(),
+            files: 10,
+            runs: 2,
+            warmup: 0,
+            seed: 1,
+        }
+    }
+
+    #[test]
+    fn figures_marginal_cost_and_targets() {
+        let runs = [
+            run(100, &[2, 4, 6], &[("Read", 1), ("Grep", 3)]),
+            run(120, &[3, 5, 7], &[("Read", 2)]),
+        ];
+        let low = [run(50, &[1], &[]), run(52, &[1], &[])];
+        let high = [run(90, &[3], &[]), run(94, &[5], &[])];
+        let marginal = MarginalRuns {
+            low: &low,
+            high: &high,
+            reads_low: 1,
+            reads_high: 5,
+            turns: 10,
+        };
+        let start = StartSample {
+            first_request: Duration::from_millis(12),
+            peak_rss_kb: 10 * 1024,
+            floor_kb: 2048,
+        };
+        let r = build(config(), &runs, marginal, &[start], None);
+        assert_eq!(
+            (r.wall_ms.median, r.wall_ms.min, r.wall_ms.max),
+            (110.0, 100.0, 120.0)
+        );
+        assert_eq!(r.client_turn_ms.median, 4.5);
+        assert_eq!(r.client_turn_all_ms.count, 6);
+        // (92 - 51) ms over 10 turns x 4 extra calls; (4 - 1) ms over 4 extra calls per turn.
+        assert!((r.marginal.per_call_wall_ms - 1.025).abs() < 1e-9);
+        assert!((r.marginal.per_call_client_ms - 0.75).abs() < 1e-9);
+        let tools: Vec<(&str, usize)> = r
+            .phases
+            .iter()
+            .map(|p| (p.tool.as_str(), p.total_ms.count))
+            .collect();
+        assert_eq!(tools, [("Grep", 1), ("Read", 2)]);
+        assert_eq!(r.phases[1].execution_ms.max, 2.0);
+        let met: Vec<bool> = r.targets.iter().map(|t| t.met).collect();
+        assert_eq!(met, [false, true, false, true]);
+        assert_eq!(r.startup.floor_mb, 2.0);
+        let table = table(&r);
+        assert!(table.contains("[MISS] marginal cost per read-only tool call"));
+        assert!(table.contains("[ ok ] peak RSS (ouro -p)"));
+    }
+
+    #[test]
+    fn the_grep_target_appears_only_with_a_ratio() {
+        let runs = [run(10, &[1], &[])];
+        let marginal = || MarginalRuns {
+            low: &runs,
+            high: &runs,
+            reads_low: 1,
+            reads_high: 2,
+            turns: 1,
+        };
+        let rg = RgReport {
+            rg_version: Some("ripgrep 14".into()),
+            cases: Vec::new(),
+            overall_ratio: Some(1.5),
+        };
+        let with = build(config(), &runs, marginal(), &[], Some(rg));
+        let last = with.targets.last().unwrap();
+        assert_eq!((last.measured, last.met), (1.5, false));
+        let missing = RgReport {
+            rg_version: None,
+            cases: Vec::new(),
+            overall_ratio: None,
+        };
+        let without = build(config(), &runs, marginal(), &[], Some(missing));
+        assert_eq!(without.targets.len(), 4);
+        assert!(table(&without).contains("rg is not on PATH"));
+    }
+
+    #[test]
+    fn grid_pads_columns_to_the_widest_cell() {
+        let rows = vec![
+            vec!["a".to_string(), "bb".to_string(), "c".to_string()],
+            vec!["long".to_string(), "x".to_string(), "y".to_string()],
+        ];
+        assert_eq!(grid(&rows), "a     bb  c\nlong  x   y\n");
+    }
+}
