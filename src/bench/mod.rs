@@ -17,6 +17,7 @@ pub mod rg;
 pub mod run;
 pub mod scenario;
 pub mod startup;
+mod table;
 
 use fixture::{Fixture, WorkDir};
 use host::MockHost;
@@ -161,7 +162,7 @@ pub async fn run(args: &BenchArgs) -> Result<bool, BenchError> {
             .map_err(|e| BenchError::Failed(format!("could not encode the report: {e}")))?;
         println!("{text}");
     } else {
-        print!("{}", report::table(&report));
+        print!("{}", table::render(&report));
     }
     Ok(true)
 }

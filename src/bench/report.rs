@@ -1,8 +1,7 @@
-//! The benchmark's figures, built from the raw samples, as a table or as JSON (same data).
-//! Every duration is in milliseconds (`_ms`); the table shows pipeline phases in µs.
+//! The benchmark's figures, built from the raw samples; serialised as is for `--json`.
+//! Every duration is in milliseconds (`_ms`).
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 
 use serde::Serialize;
 
@@ -260,187 +259,6 @@ fn targets(r: &Report) -> Vec<Target> {
     out
 }
 
-fn spread_cells(s: &Spread, unit: &str) -> String {
-    format!("{:>10.3} {unit:<4}{:>10.3}{:>10.3}", s.median, s.min, s.max)
-}
-
-fn micros(p: &Percentiles) -> String {
-    format!("{:.0}/{:.0}/{:.0}", p.p50 * 1e3, p.p95 * 1e3, p.max * 1e3)
-}
-
-/// Left-aligned columns, each as wide as its widest cell plus two spaces.
-fn grid(rows: &[Vec<String>]) -> String {
-    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
-    let widths: Vec<usize> = (0..columns)
-        .map(|c| {
-            rows.iter()
-                .filter_map(|r| r.get(c))
-                .map(|cell| cell.chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let mut out = String::new();
-    for row in rows {
-        let line: Vec<String> = row
-            .iter()
-            .zip(&widths)
-            .map(|(cell, width)| format!("{cell:<width$}"))
-            .collect();
-        let _ = writeln!(out, "{}", line.join("  ").trim_end());
-    }
-    out
-}
-
-/// The human-readable table.
-pub fn table(r: &Report) -> String {
-    let c = &r.config;
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "ouro {} bench: {} turns x {} calls ({}), {} files, seed {}; {} runs after {} warm-up",
-        c.version, c.turns, c.calls_per_turn, c.mix, c.files, c.seed, c.runs, c.warmup
-    );
-    let _ = writeln!(
-        out,
-        "{} tool calls and {} requests per run\n",
-        r.tool_calls_per_run, r.requests_per_run
-    );
-    let _ = writeln!(
-        out,
-        "{:<44}{:>10}     {:>10}{:>10}",
-        "", "median", "min", "max"
-    );
-    let rows = [
-        ("total wall time", &r.wall_ms, "ms"),
-        ("tool calls per second", &r.calls_per_sec, "/s"),
-        ("client time per turn", &r.client_turn_ms, "ms"),
-        ("response time (mock + HTTP + SSE)", &r.response_ms, "ms"),
-        (
-            "start to first request (ouro -p)",
-            &r.startup.first_request_ms,
-            "ms",
-        ),
-        ("peak RSS (ouro -p)", &r.startup.peak_rss_mb, "MiB"),
-    ];
-    for (name, s, unit) in rows {
-        let _ = writeln!(out, "{name:<44}{}", spread_cells(s, unit));
-    }
-    let all = &r.client_turn_all_ms;
-    let _ = writeln!(
-        out,
-        "client time per turn, all {} turns: p50 {:.3} ms, p95 {:.3} ms, max {:.3} ms",
-        all.count, all.p50, all.p95, all.max
-    );
-    let _ = writeln!(
-        out,
-        "(peak RSS includes the probe's own {:.1} MiB floor)\n",
-        r.startup.floor_mb
-    );
-
-    let m = &r.marginal;
-    let _ = writeln!(
-        out,
-        "marginal read-only call: the same turns with {} vs {} Read calls each",
-        m.reads_low, m.reads_high
-    );
-    let _ = writeln!(
-        out,
-        "{:<44}{}",
-        "wall time, low",
-        spread_cells(&m.wall_low_ms, "ms")
-    );
-    let _ = writeln!(
-        out,
-        "{:<44}{}",
-        "wall time, high",
-        spread_cells(&m.wall_high_ms, "ms")
-    );
-    let _ = writeln!(
-        out,
-        "{:<44}{}",
-        "client time per turn, low",
-        spread_cells(&m.client_turn_low_ms, "ms")
-    );
-    let _ = writeln!(
-        out,
-        "{:<44}{}",
-        "client time per turn, high",
-        spread_cells(&m.client_turn_high_ms, "ms")
-    );
-    let _ = writeln!(
-        out,
-        "per extra call: {:.3} ms of wall time, {:.3} ms of client time\n",
-        m.per_call_wall_ms, m.per_call_client_ms
-    );
-
-    let _ = writeln!(out, "pipeline phases per tool, microseconds p50/p95/max");
-    let mut rows = vec![
-        [
-            "tool",
-            "calls",
-            "schema",
-            "semantic",
-            "pre-hooks",
-            "permission",
-            "execution",
-            "post-hooks",
-            "total",
-        ]
-        .map(String::from)
-        .to_vec(),
-    ];
-    for p in &r.phases {
-        rows.push(vec![
-            p.tool.clone(),
-            p.total_ms.count.to_string(),
-            micros(&p.schema_ms),
-            micros(&p.semantic_ms),
-            micros(&p.pre_hooks_ms),
-            micros(&p.permission_ms),
-            micros(&p.execution_ms),
-            micros(&p.post_hooks_ms),
-            micros(&p.total_ms),
-        ]);
-    }
-    out.push_str(&grid(&rows));
-
-    if let Some(rg) = &r.compare_rg {
-        out.push('\n');
-        match &rg.rg_version {
-            None => out.push_str("Grep vs rg: rg is not on PATH, so there is nothing to compare; install ripgrep and rerun with --compare-rg\n"),
-            Some(version) => {
-                let _ = writeln!(out, "Grep tool vs {version} (medians, ms)");
-                for case in &rg.cases {
-                    let _ = writeln!(
-                        out,
-                        "  {:<34}{:<20}Grep {:>8.3}  rg {:>8.3}  ratio {:.2}",
-                        case.pattern, case.mode, case.grep_ms.median, case.rg_ms.median, case.ratio
-                    );
-                }
-                if let Some(ratio) = rg.overall_ratio {
-                    let _ = writeln!(out, "  overall ratio (sum of medians): {ratio:.2}");
-                }
-            }
-        }
-    }
-
-    out.push_str("\ntargets\n");
-    for t in &r.targets {
-        let _ = writeln!(
-            out,
-            "  [{}] {:<52}{:>9.3} {:<3} (limit {} {})",
-            if t.met { " ok " } else { "MISS" },
-            t.name,
-            t.measured,
-            t.unit,
-            t.limit,
-            t.unit
-        );
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
@@ -526,7 +344,7 @@ mod tests {
         let met: Vec<bool> = r.targets.iter().map(|t| t.met).collect();
         assert_eq!(met, [false, true, false, true]);
         assert_eq!(r.startup.floor_mb, 2.0);
-        let table = table(&r);
+        let table = crate::bench::table::render(&r);
         assert!(table.contains("[MISS] marginal cost per read-only tool call"));
         assert!(table.contains("[ ok ] peak RSS (ouro -p)"));
     }
@@ -556,15 +374,6 @@ mod tests {
         };
         let without = build(config(), &runs, marginal(), &[], Some(missing));
         assert_eq!(without.targets.len(), 4);
-        assert!(table(&without).contains("rg is not on PATH"));
-    }
-
-    #[test]
-    fn grid_pads_columns_to_the_widest_cell() {
-        let rows = vec![
-            vec!["a".to_string(), "bb".to_string(), "c".to_string()],
-            vec!["long".to_string(), "x".to_string(), "y".to_string()],
-        ];
-        assert_eq!(grid(&rows), "a     bb  c\nlong  x   y\n");
+        assert!(crate::bench::table::render(&without).contains("rg is not on PATH"));
     }
 }
