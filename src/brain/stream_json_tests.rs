@@ -1,11 +1,12 @@
-//! The parser against the recorded Claude Code captures in `shared/fixtures/claude-cli/`.
+//! The parser against recorded Claude Code captures (`tests/fixtures/claude-cli/`, copied from
+//! the real CLI's stream-json output).
 
 use super::*;
 use crate::brain::output::{CostTracker, TurnAccumulator, TurnOutcome};
 
 fn fixture(name: &str) -> Vec<StreamEvent> {
     let path = format!(
-        "{}/../shared/fixtures/claude-cli/{name}",
+        "{}/tests/fixtures/claude-cli/{name}",
         env!("CARGO_MANIFEST_DIR")
     );
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
