@@ -13,7 +13,7 @@ pub mod event;
 pub mod exec;
 pub mod hooks;
 pub mod permissions;
+pub mod repl;
 pub mod session;
 pub mod settings;
 pub mod tools;
-pub mod repl;
