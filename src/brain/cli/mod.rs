@@ -8,6 +8,7 @@
 //! What differs between programs (the executable, its flags, how it reports cost) is a
 //! [`CliProgram`].
 
+pub mod args;
 mod dispatch;
 mod interact;
 

@@ -10,7 +10,8 @@ mod args;
 
 use std::ffi::OsString;
 
-pub use args::{dispatch_args, interact_args};
+pub use super::cli::args::interact_args;
+pub use args::dispatch_args;
 
 use super::BrainError;
 use super::cli::{CliBrain, CliProgram};
