@@ -12,6 +12,12 @@ use ouro::permissions::PermissionEngine;
 use ouro::settings::LayeredSettings;
 
 fn main() -> ExitCode {
+    // glibc gives every thread that allocates its own malloc arena; with tokio's workers that is
+    // megabytes of mostly empty heap for a process that allocates little. Two arenas suffice.
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 2);
+    }
     let filter = tracing_subscriber::EnvFilter::try_from_env("OURO_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("error"));
     tracing_subscriber::fmt()
@@ -58,8 +64,8 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
             print!("{}", ouro::brain::print::catalogue());
             return Ok(ExitCode::SUCCESS);
         }
-        Some(Command::Permissions) => {
-            let cli = args.cli_permissions().map_err(anyhow::Error::msg)?;
+        Some(Command::Permissions(flags)) => {
+            let cli = flags.cli_permissions().map_err(anyhow::Error::msg)?;
             let engine =
                 PermissionEngine::from_settings(&cwd, &LayeredSettings::load(&cwd)?, &cli)?;
             print!("{}", engine.describe());

@@ -266,8 +266,11 @@ mod tests {
         let mut argv = vec!["ouro".to_string(), "-p".to_string()];
         argv.extend(session_flags());
         let args = Args::try_parse_from(argv).unwrap();
-        assert_eq!(args.permission_mode.as_deref(), Some("acceptEdits"));
-        assert_eq!(args.allowed_tools, BASH_ALLOW_RULES);
+        assert_eq!(
+            args.permissions.permission_mode.as_deref(),
+            Some("acceptEdits")
+        );
+        assert_eq!(args.permissions.allowed_tools, BASH_ALLOW_RULES);
         assert_eq!(args.max_retries, Some(0));
     }
 }

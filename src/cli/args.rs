@@ -65,27 +65,8 @@ pub struct Args {
     #[arg(short = 'c', long = "continue")]
     pub continue_last: bool,
 
-    /// Allow rules, e.g. "Bash(git status:*),Edit(src/**)"; repeat the flag or separate rules with commas or spaces.
-    #[arg(
-        long = "allowedTools",
-        alias = "allowed-tools",
-        value_name = "RULES",
-        global = true
-    )]
-    pub allowed_tools: Vec<String>,
-
-    /// Deny rules, same syntax as --allowedTools.
-    #[arg(
-        long = "disallowedTools",
-        alias = "disallowed-tools",
-        value_name = "RULES",
-        global = true
-    )]
-    pub disallowed_tools: Vec<String>,
-
-    /// default, acceptEdits, plan, dontAsk or bypassPermissions.
-    #[arg(long, global = true)]
-    pub permission_mode: Option<String>,
+    #[command(flatten)]
+    pub permissions: PermissionFlags,
 
     /// Only offer these tools to the model (comma or space separated).
     #[arg(long, value_name = "NAMES")]
@@ -108,15 +89,35 @@ pub enum Command {
         port: u16,
     },
     /// List the effective permission rules and where each came from.
-    Permissions,
+    Permissions(PermissionFlags),
     /// Measure tool throughput end to end against the built-in mock API.
     Bench(crate::bench::BenchArgs),
     /// List the brain slugs --brain takes, with their models and prices.
     Brains,
 }
 
-impl Args {
-    /// The permission flags, as the permission engine takes them.
+/// The permission flags, shared by sessions and `ouro permissions`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct PermissionFlags {
+    /// Allow rules, e.g. "Bash(git status:*),Edit(src/**)"; repeat the flag or separate rules with commas or spaces.
+    #[arg(long = "allowedTools", alias = "allowed-tools", value_name = "RULES")]
+    pub allowed_tools: Vec<String>,
+
+    /// Deny rules, same syntax as --allowedTools.
+    #[arg(
+        long = "disallowedTools",
+        alias = "disallowed-tools",
+        value_name = "RULES"
+    )]
+    pub disallowed_tools: Vec<String>,
+
+    /// default, acceptEdits, plan, dontAsk or bypassPermissions.
+    #[arg(long)]
+    pub permission_mode: Option<String>,
+}
+
+impl PermissionFlags {
+    /// The flags as the permission engine takes them.
     pub fn cli_permissions(&self) -> Result<CliPermissions, String> {
         let mode = self
             .permission_mode
@@ -130,7 +131,9 @@ impl Args {
             mode,
         })
     }
+}
 
+impl Args {
     /// The model to run: `--model`, or the one an `ouro@…` `--brain` slug names.
     pub fn model_choice(&self) -> Result<Option<String>, crate::brain::BrainError> {
         match &self.brain {

@@ -8,7 +8,8 @@ use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 
 use super::Args;
 use crate::api::client::{Client, DEFAULT_BASE_URL};
-use crate::engine::{DEFAULT_MODEL, Engine, EngineConfig};
+use crate::engine::prompt::ProjectContext;
+use crate::engine::{Conversation, DEFAULT_MODEL, Engine, EngineConfig};
 use crate::event::Event;
 use crate::exec::{Asker, Executor};
 use crate::hooks::Hooks;
@@ -57,9 +58,17 @@ pub fn build(
     asker: Arc<dyn Asker>,
     persist: bool,
 ) -> anyhow::Result<Session> {
+    // The slow, independent parts of start-up, loading the system's CA certificates and running
+    // git for the prompt's environment facts, run on their own threads meanwhile.
+    let client_job = std::thread::spawn(move || Client::new(endpoint.base_url, endpoint.api_key));
+    let context_dir = cwd.to_path_buf();
+    let context_job = std::thread::spawn(move || ProjectContext::gather(&context_dir));
     let layered = LayeredSettings::load(cwd)?;
     let settings = layered.merged();
-    let cli_permissions = args.cli_permissions().map_err(anyhow::Error::msg)?;
+    let cli_permissions = args
+        .permissions
+        .cli_permissions()
+        .map_err(anyhow::Error::msg)?;
     let permissions = Arc::new(PermissionEngine::from_settings(
         cwd,
         &layered,
@@ -71,7 +80,7 @@ pub fn build(
         .permissions
         .deny
         .iter()
-        .chain(args.disallowed_tools.iter())
+        .chain(args.permissions.disallowed_tools.iter())
         .flat_map(|r| crate::permissions::split_rule_list(r))
         .filter(|r| !r.contains('('))
         .collect();
@@ -97,7 +106,9 @@ pub fn build(
         _ => None,
     };
 
-    let client = Client::new(endpoint.base_url, endpoint.api_key)?;
+    let client = client_job
+        .join()
+        .map_err(|_| anyhow::anyhow!("building the HTTP client failed unexpectedly"))??;
     let mut ctx = ToolContext::new(cwd.to_path_buf());
     ctx.env_passthrough = Arc::new(settings.bash_env_passthrough.clone());
     let hooks = Arc::new(Hooks::new(&settings.hooks, session_id.clone()));
@@ -117,9 +128,15 @@ pub fn build(
     }
     let resumed = loaded.is_some();
     let history = loaded.map(|l| l.messages).unwrap_or_default();
-    let engine = Engine::new(
-        client, executor, config, session_id, history, transcript, tx,
-    );
+    let context = context_job
+        .join()
+        .map_err(|_| anyhow::anyhow!("reading the project's instructions failed unexpectedly"))?;
+    let conversation = Conversation {
+        session_id,
+        history,
+        transcript,
+    };
+    let engine = Engine::new(client, executor, config, context, conversation, tx);
     Ok(Session {
         engine,
         events: rx,

@@ -100,6 +100,7 @@ pub struct Engine {
     client: Client,
     executor: Executor,
     config: EngineConfig,
+    context: prompt::ProjectContext,
     system: Vec<SystemBlock>,
     history: Vec<Message>,
     transcript: Option<Transcript>,
@@ -110,25 +111,33 @@ pub struct Engine {
     last_context_tokens: u64,
 }
 
+/// The conversation an engine starts with: new and empty, or loaded by `--resume`.
+pub struct Conversation {
+    pub session_id: String,
+    pub history: Vec<Message>,
+    /// Where new messages are appended; `None` keeps the session in memory only.
+    pub transcript: Option<Transcript>,
+}
+
 impl Engine {
     pub fn new(
         client: Client,
         executor: Executor,
         config: EngineConfig,
-        session_id: String,
-        history: Vec<Message>,
-        transcript: Option<Transcript>,
+        context: prompt::ProjectContext,
+        conversation: Conversation,
         events: UnboundedSender<Event>,
     ) -> Self {
-        let system = prompt::system_prompt(&config.cwd, &config.model);
+        let system = prompt::system_prompt(&context, &config.model);
         Engine {
             client,
             executor,
             config,
+            context,
             system,
-            history,
-            transcript,
-            session_id,
+            history: conversation.history,
+            transcript: conversation.transcript,
+            session_id: conversation.session_id,
             events,
             costs: Costs::default(),
             last_context_tokens: 0,
@@ -157,7 +166,7 @@ impl Engine {
 
     pub fn set_model(&mut self, model: impl Into<String>) {
         self.config.model = model.into();
-        self.system = prompt::system_prompt(&self.config.cwd, &self.config.model);
+        self.system = prompt::system_prompt(&self.context, &self.config.model);
     }
 
     /// Start a new, empty session (`/clear`).

@@ -17,21 +17,40 @@ pub const INSTRUCTION_FILES: &[&str] = &["OURO.md", "CLAUDE.md", "AGENTS.md"];
 /// Project instruction files larger than this are cut, so one huge file cannot eat the context.
 const MAX_INSTRUCTIONS_BYTES: usize = 64 * 1024;
 
+/// What the system prompt says about the project: gathered once per session (it reads files and
+/// runs git, so callers start it early, off the critical path), then combined with the model.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ProjectContext {
+    instructions: String,
+    environment: String,
+}
+
+impl ProjectContext {
+    pub fn gather(cwd: &Path) -> Self {
+        ProjectContext {
+            instructions: project_instructions(cwd),
+            environment: environment(cwd),
+        }
+    }
+}
+
 /// The system prompt blocks. The stable part comes first and carries the cache breakpoint, so
 /// the environment facts that change between runs do not invalidate the cached prefix.
-pub fn system_prompt(cwd: &Path, model: &str) -> Vec<SystemBlock> {
+pub fn system_prompt(context: &ProjectContext, model: &str) -> Vec<SystemBlock> {
     let mut stable = SystemBlock::text(SYSTEM.trim_end());
     stable.cache_control = Some(CacheControl::ephemeral());
     let mut blocks = vec![stable];
-    let instructions = project_instructions(cwd);
-    if !instructions.is_empty() {
-        blocks.push(SystemBlock::text(instructions));
+    if !context.instructions.is_empty() {
+        blocks.push(SystemBlock::text(context.instructions.clone()));
     }
-    blocks.push(SystemBlock::text(environment(cwd, model)));
+    blocks.push(SystemBlock::text(format!(
+        "{}Model: {model}\n",
+        context.environment
+    )));
     blocks
 }
 
-fn environment(cwd: &Path, model: &str) -> String {
+fn environment(cwd: &Path) -> String {
     let mut out = String::from("# Environment\n");
     out.push_str(&format!("Working directory: {}\n", cwd.display()));
     out.push_str(&format!(
@@ -43,7 +62,6 @@ fn environment(cwd: &Path, model: &str) -> String {
         "Today's date: {}\n",
         chrono::Local::now().format("%Y-%m-%d")
     ));
-    out.push_str(&format!("Model: {model}\n"));
     match git(cwd, &["rev-parse", "--abbrev-ref", "HEAD"]) {
         Some(branch) => {
             out.push_str(&format!("Git repository: yes, branch {}\n", branch.trim()));
@@ -125,7 +143,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("CLAUDE.md"), "Always use tabs.").unwrap();
         std::fs::write(dir.path().join("AGENTS.md"), "Run make test.").unwrap();
-        let blocks = system_prompt(dir.path(), "m");
+        let blocks = system_prompt(&ProjectContext::gather(dir.path()), "m");
         let all: String = blocks.iter().map(|b| b.text.clone()).collect();
         assert!(all.contains("Always use tabs.") && all.contains("Run make test."));
         assert!(all.find("Always use tabs.") < all.find("Run make test."));

@@ -118,6 +118,11 @@ impl MockServer {
         let app = server::router(Arc::clone(&shared));
         let stop = cancel.clone().cancelled_owned();
         let task = tokio::spawn(async move {
+            // Small SSE frames must leave at once: with Nagle's algorithm on, they wait for the
+            // client's delayed ACK (~40 ms), which distorts every timing taken against the mock.
+            let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+                let _ = tcp.set_nodelay(true);
+            });
             if let Err(e) = axum::serve(listener, app)
                 .with_graceful_shutdown(stop)
                 .await
