@@ -46,24 +46,19 @@ async fn prompt_from_stdin_and_json_output() {
     )
     .await;
     let sb = Sandbox::new();
-    let mut cmd = sb.command(
-        &mock.url(),
-        &[
-            "-p",
-            "--output-format",
-            "json",
-            "--model",
-            "claude-sonnet-4-5",
-        ],
-    );
-    cmd.stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped());
-    let mut child = cmd.spawn().unwrap();
-    use tokio::io::AsyncWriteExt;
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(b"from stdin").await.unwrap();
-    drop(stdin);
-    let run = common::Run::from(child.wait_with_output().await.unwrap());
+    let run = sb
+        .run_with_stdin(
+            &mock.url(),
+            &[
+                "-p",
+                "--output-format",
+                "json",
+                "--model",
+                "claude-sonnet-4-5",
+            ],
+            b"from stdin",
+        )
+        .await;
     assert!(run.status.success(), "{}", run.debug());
     let result: serde_json::Value = serde_json::from_str(run.stdout.trim()).unwrap();
     assert_eq!(result["type"], "result");
@@ -565,32 +560,26 @@ async fn stream_json_input_serves_many_turns_in_one_process() {
     ]}))
     .await;
     let sb = Sandbox::new();
-    let mut cmd = sb.command(
-        &mock.url(),
-        &[
-            "-p",
-            "--input-format",
-            "stream-json",
-            "--output-format",
-            "stream-json",
-            "--verbose",
-        ],
-    );
-    cmd.stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped());
-    let mut child = cmd.spawn().unwrap();
-    use tokio::io::AsyncWriteExt;
-    let mut stdin = child.stdin.take().unwrap();
+    let mut input = String::new();
     for q in ["first question", "second question"] {
         let line = json!({"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": q}]}});
-        stdin
-            .write_all(format!("{line}\n").as_bytes())
-            .await
-            .unwrap();
+        input.push_str(&format!("{line}\n"));
     }
-    stdin.write_all(b"not json\n").await.unwrap();
-    drop(stdin);
-    let run = common::Run::from(child.wait_with_output().await.unwrap());
+    input.push_str("not json\n");
+    let run = sb
+        .run_with_stdin(
+            &mock.url(),
+            &[
+                "-p",
+                "--input-format",
+                "stream-json",
+                "--output-format",
+                "stream-json",
+                "--verbose",
+            ],
+            input.as_bytes(),
+        )
+        .await;
     assert!(run.status.success(), "{}", run.debug());
     let results = run.of_type("result", None);
     assert_eq!(results.len(), 2);

@@ -57,6 +57,20 @@ impl Sandbox {
         Run::from(output)
     }
 
+    /// Run with `input` on stdin (closed afterwards).
+    pub async fn run_with_stdin(&self, url: &str, args: &[&str], input: &[u8]) -> Run {
+        use tokio::io::AsyncWriteExt;
+        let mut cmd = self.command(url, args);
+        cmd.stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(input).await.unwrap();
+        drop(stdin);
+        Run::from(child.wait_with_output().await.unwrap())
+    }
+
     /// Transcript files of this project.
     pub fn transcripts(&self) -> Vec<PathBuf> {
         let mut out = Vec::new();
