@@ -9,6 +9,7 @@ use ignore::{WalkBuilder, WalkState};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use super::memo::Memo;
 use super::paths;
 use super::{Progress, Tool, ToolContext, ToolError, ToolOutput};
 use crate::permissions::Access;
@@ -24,6 +25,9 @@ pub struct GlobInput {
     pub pattern: String,
     /// The directory to search in. Defaults to the current working directory.
     pub path: Option<String>,
+    #[serde(skip)]
+    #[schemars(skip)]
+    search: Memo<Search>,
 }
 
 /// What to walk and how to match, worked out from the input.
@@ -47,7 +51,7 @@ impl Tool for GlobTool {
     }
 
     fn validate(&self, input: &GlobInput, ctx: &ToolContext) -> Result<(), String> {
-        let search = plan(input, ctx)?;
+        let search = planned(input, ctx)?;
         let meta = paths::require_existing(&search.root)?;
         if meta.is_dir() {
             Ok(())
@@ -60,8 +64,8 @@ impl Tool for GlobTool {
     }
 
     fn access(&self, input: &GlobInput, ctx: &ToolContext) -> Access {
-        let root = match plan(input, ctx) {
-            Ok(search) => search.root,
+        let root = match planned(input, ctx) {
+            Ok(search) => search.root.clone(),
             Err(_) => paths::search_root(input.path.as_deref(), ctx),
         };
         Access::Read(root)
@@ -88,10 +92,14 @@ impl Tool for GlobTool {
         ctx: &ToolContext,
         _progress: &Progress,
     ) -> Result<ToolOutput, ToolError> {
-        let search = plan(&input, ctx).map_err(ToolError::Invalid)?;
+        let search = planned(&input, ctx).map_err(ToolError::Invalid)?;
         let ctx = ctx.clone();
         paths::blocking(move || run(&search, &ctx)).await
     }
+}
+
+fn planned(input: &GlobInput, ctx: &ToolContext) -> Result<std::sync::Arc<Search>, String> {
+    input.search.get_or_try(|| plan(input, ctx))
 }
 
 fn plan(input: &GlobInput, ctx: &ToolContext) -> Result<Search, String> {
@@ -357,10 +365,8 @@ mod tests {
     async fn typed_call_access_and_flags() {
         let (dir, ctx) = setup();
         touch(&dir.path().join("x.md"), 1);
-        let input = GlobInput {
-            pattern: "*.md".into(),
-            path: None,
-        };
+        let input: GlobInput =
+            serde_json::from_value(serde_json::json!({"pattern": "*.md"})).unwrap();
         assert_eq!(
             GlobTool.access(&input, &ctx),
             Access::Read(dir.path().to_path_buf())

@@ -10,6 +10,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::SystemTime;
 
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
+
+use super::memo::Memo;
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
 use ignore::overrides::{Override, OverrideBuilder};
 use ignore::types::{Types, TypesBuilder};
@@ -77,6 +79,9 @@ pub struct GrepInput {
     pub head_limit: Option<usize>,
     /// Skip the first N lines or entries, to page through results with head_limit.
     pub offset: Option<usize>,
+    #[serde(skip)]
+    #[schemars(skip)]
+    search: Memo<Search>,
 }
 
 fn yes() -> bool {
@@ -121,7 +126,7 @@ impl Tool for GrepTool {
     }
 
     fn validate(&self, input: &GrepInput, ctx: &ToolContext) -> Result<(), String> {
-        compile(input, ctx).map(|_| ())
+        compiled(input, ctx).map(|_| ())
     }
 
     fn access(&self, input: &GrepInput, ctx: &ToolContext) -> Access {
@@ -149,10 +154,14 @@ impl Tool for GrepTool {
         ctx: &ToolContext,
         _progress: &Progress,
     ) -> Result<ToolOutput, ToolError> {
-        let search = compile(&input, ctx).map_err(ToolError::Invalid)?;
+        let search = compiled(&input, ctx).map_err(ToolError::Invalid)?;
         let ctx = ctx.clone();
         paths::blocking(move || run(&search, &ctx)).await
     }
+}
+
+fn compiled(input: &GrepInput, ctx: &ToolContext) -> Result<std::sync::Arc<Search>, String> {
+    input.search.get_or_try(|| compile(input, ctx))
 }
 
 fn compile(input: &GrepInput, ctx: &ToolContext) -> Result<Search, String> {

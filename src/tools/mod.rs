@@ -19,6 +19,7 @@ pub mod edit;
 pub mod file_state;
 pub mod glob;
 pub mod grep;
+pub mod memo;
 pub mod paths;
 pub mod pool;
 pub mod read;
