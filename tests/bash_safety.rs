@@ -225,6 +225,24 @@ fn every_command_gets_the_expected_decision_in_every_mode() {
 }
 
 #[test]
+fn code_points_that_crashed_the_bash_grammar_are_judged_safely() {
+    let dir = project();
+    let default = engine(dir.path(), PermissionMode::Default, Vec::new());
+    // `{` followed by U+E0147 made tree-sitter-bash's scanner read out of bounds (SIGSEGV).
+    for command in ["{\u{E0147}", "echo {\u{E0147}.}", "ls {\u{1D4AA}"] {
+        let _ = decide(&default, command);
+        let _ = is_read_only_command(command);
+    }
+    // Look-alike program names are still unknown programs, judged by their real text.
+    assert!(!is_read_only_command("\u{0441}at README.md"));
+    assert!(
+        matches!(decide(&default, "\u{0441}at README.md"), Decision::Ask(r) if r.contains('\u{0441}'))
+    );
+    // Non-ASCII arguments of a known read-only command stay fine.
+    assert!(is_read_only_command("echo caf\u{e9} \u{1F600}"));
+}
+
+#[test]
 fn long_and_deeply_nested_commands_ask() {
     let dir = project();
     let default = engine(dir.path(), PermissionMode::Default, Vec::new());
@@ -327,13 +345,20 @@ fn read_only_commands_are_recognised_for_concurrency() {
     }
 }
 
+/// Whether the grammar leaves an error node. Like the analyser, it parses the command with every
+/// non-ASCII byte standing in as `x` (bash's syntax is ASCII; raw code points can crash the
+/// grammar's scanner).
 fn has_error_node(command: &str) -> bool {
+    let ascii: Vec<u8> = command
+        .bytes()
+        .map(|b| if b.is_ascii() { b } else { b'x' })
+        .collect();
     let mut parser = tree_sitter::Parser::new();
     parser
         .set_language(&tree_sitter_bash::LANGUAGE.into())
         .unwrap();
     parser
-        .parse(command, None)
+        .parse(&ascii, None)
         .is_none_or(|tree| tree.root_node().has_error())
 }
 

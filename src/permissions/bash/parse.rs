@@ -39,7 +39,7 @@ pub(super) fn parse(command: &str) -> Parsed {
     }
     let mut parser = Parser::new();
     let tree = match parser.set_language(&tree_sitter_bash::LANGUAGE.into()) {
-        Ok(()) => parser.parse(command, None),
+        Ok(()) => parser.parse(ascii_stand_in(command), None),
         Err(_) => None,
     };
     let Some(tree) = tree else {
@@ -59,6 +59,19 @@ pub(super) fn parse(command: &str) -> Parsed {
     };
     walker.statement(root, 0);
     walker.out
+}
+
+/// The bytes the parser sees: every non-ASCII byte becomes `x`. tree-sitter-bash's scanner
+/// passes arbitrary code points to C's `isdigit`, which is undefined behaviour and crashes on
+/// some (`{` then U+E0147 does). Bash's syntax is all ASCII, so non-ASCII text is always plain
+/// word characters; `x` keeps that, errs on the cautious side where it differs (`$é` is
+/// literal in bash, `$xx` an expansion), and keeps every byte offset, so node ranges still
+/// index the original command, whose real text is what gets judged.
+fn ascii_stand_in(command: &str) -> Vec<u8> {
+    command
+        .bytes()
+        .map(|b| if b.is_ascii() { b } else { b'x' })
+        .collect()
 }
 
 struct Walker<'s> {
