@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 use super::call::{CallError, CallOutcome};
+use super::compact::CompactError;
 use super::{Engine, MAX_CONTINUATIONS, prompt, repair};
 use crate::api::client::ApiError;
 use crate::api::pricing;
@@ -98,6 +99,9 @@ impl Engine {
                 && self.over_compact_threshold()
                 && let Err(e) = self.compact(CompactTrigger::Auto, None, run, cancel).await
             {
+                if matches!(e, CompactError::Aborted) {
+                    return aborted();
+                }
                 tracing::warn!(error = %e, "proactive compaction failed; sending the full history");
             }
             let request = self.build_request();
@@ -119,6 +123,9 @@ impl Engine {
                             run.turns -= 1;
                             continue;
                         }
+                        // Ctrl-C during the summary request is an interruption, not a
+                        // failure to compact.
+                        Err(CompactError::Aborted) => return aborted(),
                         Err(reason) => {
                             return Ending {
                                 api_error_status: Some(400),
@@ -136,10 +143,7 @@ impl Engine {
                 Err(CallError::Aborted { outcome }) => {
                     let results = batch.abort().await;
                     self.record_round(outcome, results.results, run, results.denials);
-                    return Ending::error(
-                        ResultKind::ErrorAborted,
-                        "The turn was interrupted by the user.",
-                    );
+                    return aborted();
                 }
                 Err(CallError::Cut { outcome, error }) => {
                     let results = batch.finish().await;
@@ -168,10 +172,7 @@ impl Engine {
                 answer.clear();
                 continuations = 0;
                 if cancel.is_cancelled() {
-                    return Ending::error(
-                        ResultKind::ErrorAborted,
-                        "The turn was interrupted by the user.",
-                    );
+                    return aborted();
                 }
                 continue;
             }
@@ -200,10 +201,7 @@ impl Engine {
     /// Budget gates, checked before every API call.
     fn gate(&self, run: &RunState, cancel: &CancellationToken) -> Option<Ending> {
         if cancel.is_cancelled() {
-            return Some(Ending::error(
-                ResultKind::ErrorAborted,
-                "The turn was interrupted by the user.",
-            ));
+            return Some(aborted());
         }
         if let Some(max) = self.config.max_turns
             && run.turns >= max.max(1)
@@ -293,6 +291,13 @@ impl Engine {
             self.history.push(message);
         }
     }
+}
+
+fn aborted() -> Ending {
+    Ending::error(
+        ResultKind::ErrorAborted,
+        "The turn was interrupted by the user.",
+    )
 }
 
 fn prompt_too_long(e: &ApiError) -> Ending {
