@@ -331,3 +331,70 @@ async fn resume_after_compaction_starts_from_the_summary() {
         messages.len()
     );
 }
+
+#[tokio::test]
+async fn a_retried_attempt_is_not_counted_twice_in_usage_or_cost() {
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "text", "text": "after the retry"}],
+         "usage": {"input_tokens": 1000, "output_tokens": 10},
+         "faults": [{"kind": "sse_error", "after_events": 3, "error_type": "overloaded_error"}]}
+    ]}))
+    .await;
+    let sb = Sandbox::new();
+    let run = sb
+        .run(
+            &mock.url(),
+            &[
+                "-p",
+                "--output-format",
+                "stream-json",
+                "--model",
+                "claude-sonnet-4-5",
+                "go",
+            ],
+        )
+        .await;
+    assert!(run.status.success(), "{}", run.debug());
+    assert_eq!(
+        run.of_type("system", Some("api_retry")).len(),
+        1,
+        "{}",
+        run.debug()
+    );
+    let result = run.result();
+    assert_eq!(result["usage"]["input_tokens"], 1000, "{result}");
+    let cost = result["total_cost_usd"].as_f64().unwrap();
+    assert!(
+        (cost - (1000.0 * 3.0 + 10.0 * 15.0) / 1e6).abs() < 1e-9,
+        "{cost}"
+    );
+}
+
+#[tokio::test]
+async fn ctrl_c_during_a_retry_wait_ends_the_run_at_once() {
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "text", "text": "never"}],
+         "faults": [{"kind": "http", "status": 429, "retry_after": 60}]}
+    ]}))
+    .await;
+    let sb = Sandbox::new();
+    let child = sb
+        .command(&mock.url(), &["-p", "--output-format", "stream-json", "go"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while mock.requests().is_empty() {
+        assert!(tokio::time::Instant::now() < deadline, "no request came");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    unsafe { libc::kill(child.id().unwrap() as i32, libc::SIGINT) };
+    let out = tokio::time::timeout(Duration::from_secs(20), child.wait_with_output())
+        .await
+        .expect("the retry wait is interrupted")
+        .unwrap();
+    let run = common::Run::from(out);
+    assert_eq!(run.result()["subtype"], "error_aborted", "{}", run.debug());
+    assert_eq!(mock.turns_served(), 0);
+}

@@ -126,9 +126,19 @@ impl Engine {
                 break None;
             }
         };
-        self.account(run, &asm);
         match failure {
+            // The retry sends the same request and reports its own usage; counting the failed
+            // attempt's message_start too would bill the input twice.
+            Some(e) if asm.blocks.is_empty() => Attempt::Retryable(e),
+            Some(e) => {
+                self.account(run, &asm);
+                Attempt::Fatal(CallError::Cut {
+                    outcome: outcome(asm),
+                    error: e,
+                })
+            }
             None => {
+                self.account(run, &asm);
                 if batch.is_some() {
                     self.emit(Event::MessageDone {
                         message_id: asm.message_id.clone(),
@@ -138,11 +148,6 @@ impl Engine {
                 }
                 Attempt::Done(outcome(asm))
             }
-            Some(e) if asm.blocks.is_empty() => Attempt::Retryable(e),
-            Some(e) => Attempt::Fatal(CallError::Cut {
-                outcome: outcome(asm),
-                error: e,
-            }),
         }
     }
 
