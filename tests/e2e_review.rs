@@ -398,3 +398,51 @@ async fn ctrl_c_during_a_retry_wait_ends_the_run_at_once() {
     assert_eq!(run.result()["subtype"], "error_aborted", "{}", run.debug());
     assert_eq!(mock.turns_served(), 0);
 }
+
+#[tokio::test]
+async fn a_twenty_thousand_message_resume_over_the_context_limit_is_compacted() {
+    let sb = Sandbox::new();
+    let mock = server(json!({"turns": [{"content": [{"type": "text", "text": "first"}]}]})).await;
+    let run = sb
+        .run(&mock.url(), &["-p", "--output-format", "json", "start"])
+        .await;
+    assert!(run.status.success(), "{}", run.debug());
+    let id = sid(&run);
+    let path = sb.transcripts()[0].clone();
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    for i in 0..10_000 {
+        let user = json!({"type": "user", "uuid": format!("u{i}"),
+            "timestamp": "2026-01-01T00:00:00.000Z",
+            "message": {"role": "user", "content": [
+                {"type": "text", "text": format!("question number {i} about the parser")}]}});
+        let assistant = json!({"type": "assistant", "uuid": format!("a{i}"),
+            "timestamp": "2026-01-01T00:00:00.000Z", "message_id": format!("msg_{i}"),
+            "message": {"role": "assistant", "content": [
+                {"type": "text", "text": format!("answer number {i} about the parser")}]}});
+        text.push_str(&format!("{user}\n{assistant}\n"));
+    }
+    std::fs::write(&path, text).unwrap();
+    let mock2 = server(json!({"context_limit_tokens": 200_000, "turns": [
+        {"content": [{"type": "text", "text": "SUMMARY-OF-20K"}]},
+        {"content": [{"type": "text", "text": "resumed"}], "expect_text": "SUMMARY-OF-20K"}
+    ]}))
+    .await;
+    let run2 = sb
+        .run(
+            &mock2.url(),
+            &[
+                "-p",
+                "--output-format",
+                "stream-json",
+                "--resume",
+                &id,
+                "last one",
+            ],
+        )
+        .await;
+    assert!(run2.status.success(), "{}", run2.debug());
+    assert_eq!(run2.result()["result"], "resumed");
+    assert_eq!(run2.of_type("system", Some("compact_boundary")).len(), 1);
+    let last = bodies(&mock2).pop().unwrap();
+    assert!(last["messages"].to_string().contains("last one"));
+}
