@@ -446,3 +446,60 @@ async fn a_twenty_thousand_message_resume_over_the_context_limit_is_compacted() 
     let last = bodies(&mock2).pop().unwrap();
     assert!(last["messages"].to_string().contains("last one"));
 }
+
+#[tokio::test]
+async fn resume_of_a_transcript_that_ends_mid_message_is_repaired() {
+    let sb = Sandbox::new();
+    let mock = server(json!({"turns": [{"content": [{"type": "text", "text": "first"}]}]})).await;
+    let run = sb
+        .run(&mock.url(), &["-p", "--output-format", "json", "start"])
+        .await;
+    assert!(run.status.success(), "{}", run.debug());
+    let id = sid(&run);
+    let path = sb.transcripts()[0].clone();
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    let block = |uuid: &str, b: Value| {
+        json!({"type": "assistant", "uuid": uuid, "timestamp": "2026-01-01T00:00:00.000Z",
+               "message_id": "msg_cut", "message": {"role": "assistant", "content": [b]}})
+        .to_string()
+    };
+    text.push_str(
+        &json!({"type": "user", "uuid": "u1", "timestamp": "2026-01-01T00:00:00.000Z",
+                "message": {"role": "user", "content": [{"type": "text", "text": "do two things"}]}})
+        .to_string(),
+    );
+    text.push('\n');
+    text.push_str(&block(
+        "a1",
+        json!({"type": "thinking", "thinking": "plan", "signature": "s"}),
+    ));
+    text.push('\n');
+    text.push_str(&block(
+        "a2",
+        json!({"type": "tool_use", "id": "toolu_cut_1", "name": "Bash", "input": {"command": "true"}}),
+    ));
+    text.push('\n');
+    text.push_str(r#"{"type":"assistant","uuid":"a3","timestamp":"2026-01-01T00:00:00.000Z","message_id":"msg_cut","message":{"role":"assistant","content":[{"type":"tool_use","id":"toolu_cut_2","na"#);
+    std::fs::write(&path, text).unwrap();
+
+    let mock2 = server(json!({"turns": [
+        {"content": [{"type": "text", "text": "picked up"}], "expect_text": "interrupted"}
+    ]}))
+    .await;
+    let run2 = sb
+        .run(
+            &mock2.url(),
+            &["-p", "--output-format", "json", "--resume", &id, "go on"],
+        )
+        .await;
+    assert!(run2.status.success(), "{}", run2.debug());
+    let body = &bodies(&mock2)[0];
+    let messages = body["messages"].as_array().unwrap();
+    let assistant = &messages[messages.len() - 2];
+    assert_eq!(assistant["content"][0]["type"], "thinking");
+    assert_eq!(assistant["content"][1]["id"], "toolu_cut_1");
+    let last = messages.last().unwrap();
+    assert_eq!(last["content"][0]["tool_use_id"], "toolu_cut_1");
+    assert_eq!(last["content"][0]["is_error"], true);
+    assert_eq!(last["content"][1]["text"], "go on");
+}
