@@ -21,7 +21,7 @@ pub(crate) fn decide(
         ));
     }
     let lexical = paths::lexical(&engine.root, path);
-    let resolved = paths::resolve(&lexical);
+    let resolved = paths::real(&engine.root, path);
     if paths::is_device(&lexical, &resolved) {
         return Decision::Deny(format!(
             "`{shown}` is a device file; ouro does not read or write devices"

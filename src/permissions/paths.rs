@@ -46,6 +46,19 @@ fn resolve_from(base: &Path, path: &Path, hops: &mut u32) -> PathBuf {
     out
 }
 
+/// Where `path` (relative to `base`) really leads. `..` is applied after the symlinks before
+/// it are followed, as the kernel does: with `link -> /etc/ssl`, `link/../passwd` is
+/// /etc/passwd, not a sibling of `link`.
+pub fn real(base: &Path, path: &Path) -> PathBuf {
+    let mut hops = 0;
+    let start = if path.is_absolute() {
+        Path::new("/")
+    } else {
+        base
+    };
+    resolve_from(&resolve(start), path, &mut hops)
+}
+
 /// `path` made absolute against `base` and with `.`/`..` removed, symlinks untouched: the
 /// path as the model named it.
 pub fn lexical(base: &Path, path: &Path) -> PathBuf {
@@ -115,6 +128,19 @@ mod tests {
         let root = resolve(dir.path());
         let missing = root.join("new/deeper/../../../escape.txt");
         assert_eq!(resolve(&missing), root.parent().unwrap().join("escape.txt"));
+    }
+
+    #[test]
+    fn real_applies_parent_dirs_after_following_symlinks() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = resolve(dir.path());
+        std::fs::create_dir_all(root.join("deep/inner")).unwrap();
+        std::os::unix::fs::symlink(root.join("deep/inner"), root.join("link")).unwrap();
+        assert_eq!(real(&root, Path::new("link/../x")), root.join("deep/x"));
+        assert_eq!(
+            resolve(&lexical(&root, Path::new("link/../x"))),
+            root.join("x")
+        );
     }
 
     #[test]

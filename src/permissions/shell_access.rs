@@ -122,10 +122,9 @@ fn deny(
     ];
     for (verb, tool, access, words) in checks {
         for word in words {
-            let Some(lexical) = word_path(engine, word) else {
+            let Some((lexical, resolved)) = word_path(engine, word) else {
                 continue;
             };
-            let resolved = paths::resolve(&lexical);
             let hit = applicable.all.iter().find(|r| {
                 r.kind == RuleKind::Deny
                     && !r.is_whole_tool()
@@ -223,49 +222,61 @@ fn concern(engine: &PermissionEngine, part: &Part) -> String {
     }
 }
 
-/// The path a literal word names, absolute against the project root.
-fn word_path(engine: &PermissionEngine, word: &Word) -> Option<PathBuf> {
+/// The path a literal word names, absolute against the project root (`.` and `..` removed
+/// as written), and where it really leads.
+fn word_path(engine: &PermissionEngine, word: &Word) -> Option<(PathBuf, PathBuf)> {
+    let raw = word_raw_path(engine, word)?;
+    Some((
+        paths::lexical(&engine.root, &raw),
+        paths::real(&engine.root, &raw),
+    ))
+}
+
+fn word_raw_path(engine: &PermissionEngine, word: &Word) -> Option<PathBuf> {
     if !word.literal {
         return None;
     }
     let text = word.text.as_str();
-    let path = if text.starts_with('~') {
-        paths::expand_home(text, engine.home.as_deref())?
+    if text.starts_with('~') {
+        paths::expand_home(text, engine.home.as_deref())
     } else {
-        PathBuf::from(text)
-    };
-    Some(paths::lexical(&engine.root, &path))
+        Some(PathBuf::from(text))
+    }
 }
 
 /// Whether a word, used as a path, surely stays inside the project.
 pub(crate) fn word_inside(engine: &PermissionEngine, word: &Word) -> bool {
-    let Some(lexical) = word_path(engine, word) else {
+    let Some(raw) = word_raw_path(engine, word) else {
         return false;
     };
     if !word.glob {
-        return engine.is_inside(&paths::resolve(&lexical));
+        return engine.is_inside(&paths::real(&engine.root, &raw));
     }
-    // A glob may match `..` (`.*`) or a symlink leading out; only a last-component glob over a
-    // directory without symlinks is judged safe.
-    let components: Vec<String> = lexical
+    // A glob may match `..` (`.*`) or a symlink leading out (also when `..` follows it); only
+    // a last-component glob over a directory without symlinks is judged safe.
+    let components: Vec<String> = raw
         .components()
         .map(|c| c.as_os_str().to_string_lossy().into_owned())
         .collect();
     let is_glob = |c: &String| c.contains(['*', '?', '[']);
     let Some(first_glob) = components.iter().position(is_glob) else {
-        return engine.is_inside(&paths::resolve(&lexical));
+        return engine.is_inside(&paths::real(&engine.root, &raw));
     };
     if first_glob + 1 != components.len() || components[first_glob].starts_with('.') {
         return false;
     }
-    let Some(dir) = lexical.parent() else {
+    let Some(dir) = raw.parent() else {
         return false;
     };
-    let resolved = paths::resolve(dir);
-    engine.is_inside(&resolved) && !has_symlinks(&resolved)
+    let resolved = paths::real(&engine.root, dir);
+    // A bare `*` hands the names it matches to the program as arguments: a file called
+    // `-delete` or `--output=x` becomes an option.
+    let names_become_options = components.len() == 1;
+    engine.is_inside(&resolved) && !has_risky_entries(&resolved, names_become_options)
 }
 
-fn has_symlinks(dir: &std::path::Path) -> bool {
+/// Whether the directory holds a symlink, or (when `dashes`) a name starting with `-`.
+fn has_risky_entries(dir: &std::path::Path, dashes: bool) -> bool {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return false;
     };
@@ -275,11 +286,11 @@ fn has_symlinks(dir: &std::path::Path) -> bool {
         if seen > MAX_GLOB_DIR_ENTRIES {
             return true;
         }
-        let is_link = entry
-            .and_then(|e| e.file_type())
-            .map(|t| t.is_symlink())
-            .unwrap_or(true);
-        if is_link {
+        let Ok(entry) = entry else {
+            return true;
+        };
+        let is_link = entry.file_type().map(|t| t.is_symlink()).unwrap_or(true);
+        if is_link || (dashes && entry.file_name().as_encoded_bytes().starts_with(b"-")) {
             return true;
         }
     }

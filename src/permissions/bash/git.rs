@@ -1,6 +1,6 @@
 //! Which git invocations only read.
 
-use super::readonly::path_arguments;
+use super::readonly::{long_flag_is, path_arguments};
 use super::{Effect, Word};
 
 /// Subcommands that only read, whatever their (non-writing) flags.
@@ -108,18 +108,16 @@ pub(super) fn classify(args: &[Word]) -> Effect {
     let rest = &args[i + 1..];
     let reads_only = match sub.text.as_str() {
         s if READERS.contains(&s) => {
-            if let Some(flag) = rest
-                .iter()
-                .find(|w| WRITING_FLAGS.iter().any(|f| flag_is(&w.text, f)))
-            {
+            if let Some(flag) = writing_flag(rest) {
                 return Effect::Mutates(format!(
                     "has `{}`, which writes or runs programs",
                     flag.text
                 ));
             }
-            if rest.iter().any(|w| w.text == "--no-index") {
-                paths.extend(path_arguments(rest, false));
-            }
+            // Any operand or flag value may name a file: `git diff a b` compares two files
+            // outside the repository as if `--no-index` were given, `git blame --contents f`
+            // and `git grep -f f` read `f`.
+            paths.extend(path_arguments(rest, false));
             true
         }
         "branch" => branch_lists(rest),
@@ -133,9 +131,22 @@ pub(super) fn classify(args: &[Word]) -> Effect {
             [] | ["-v"] | ["--verbose"] | ["get-url", _]
         ),
         "config" => config_reads(rest),
-        "stash" => matches!(texts(rest).first(), Some(&"list") | Some(&"show")),
-        "worktree" => matches!(texts(rest).as_slice(), ["list", ..]),
-        "reflog" => matches!(texts(rest).first(), None | Some(&"show")),
+        // These take `git log` and `git diff` options, `--output` included.
+        "stash" | "reflog" | "worktree" => {
+            let listing = match sub.text.as_str() {
+                "stash" => matches!(texts(rest).first(), Some(&"list") | Some(&"show")),
+                "worktree" => matches!(texts(rest).first(), Some(&"list")),
+                _ => matches!(texts(rest).first(), None | Some(&"show")),
+            };
+            if let Some(flag) = writing_flag(rest).filter(|_| listing) {
+                return Effect::Mutates(format!(
+                    "has `{}`, which writes or runs programs",
+                    flag.text
+                ));
+            }
+            paths.extend(path_arguments(rest, false));
+            listing
+        }
         _ => return Effect::Unknown,
     };
     if reads_only {
@@ -156,13 +167,18 @@ fn texts(words: &[Word]) -> Vec<&str> {
     words.iter().map(|w| w.text.as_str()).collect()
 }
 
-/// `--output` matches `--output` and `--output=x`; `-O` matches `-Ovim` too.
+fn writing_flag(args: &[Word]) -> Option<&Word> {
+    args.iter()
+        .find(|w| WRITING_FLAGS.iter().any(|f| flag_is(&w.text, f)))
+}
+
+/// `--output` matches `--output=x` and abbreviations like `--outp` (git accepts unique
+/// prefixes); `-O` matches `-Ovim` too.
 fn flag_is(text: &str, flag: &str) -> bool {
-    match text.strip_prefix(flag) {
-        Some("") => true,
-        Some(rest) => rest.starts_with('=') || !flag.starts_with("--"),
-        None => false,
+    if flag.starts_with("--") {
+        return long_flag_is(text, flag);
     }
+    text.starts_with(flag)
 }
 
 fn branch_lists(args: &[Word]) -> bool {

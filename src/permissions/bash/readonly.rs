@@ -244,7 +244,10 @@ fn pure(program: &str, args: &[Word]) -> Effect {
     // `test -v 'a[$(cmd)]'` evaluates the subscript.
     let evaluates = matches!(program, "test" | "[" | "[[")
         && args.iter().any(|w| w.text == "-v" || w.text == "-R");
-    if evaluates {
+    // `printf -v 'a[$(cmd)]'` evaluates the subscript too, and any `-v` sets a variable.
+    let assigns =
+        program == "printf" && args.iter().any(|w| !w.literal || w.text.starts_with("-v"));
+    if evaluates || assigns {
         return Effect::Unknown;
     }
     Effect::ReadOnly { paths: Vec::new() }
@@ -252,7 +255,7 @@ fn pure(program: &str, args: &[Word]) -> Effect {
 
 fn date(args: &[Word]) -> Effect {
     let sets = args.iter().any(|w| {
-        w.text.starts_with("--set")
+        long_flag_is(&w.text, "--set")
             || (w.text.starts_with('-') && !w.text.starts_with("--") && w.text.contains('s'))
     });
     if sets {
@@ -297,7 +300,7 @@ fn writing_flag(program: &str, args: &[Word]) -> Option<&'static str> {
             w.text.starts_with('-') && !w.text.starts_with("--") && w.text[1..].contains(letter)
         })
     };
-    let long_has = |name: &str| args.iter().any(|w| w.text.starts_with(name));
+    let long_has = |name: &str| args.iter().any(|w| long_flag_is(&w.text, name));
     match program {
         "sort" if short_has('o') || long_has("--output") => Some("writes its output to a file"),
         "sort" if long_has("--compress-program") => Some("runs a compression program"),
@@ -317,6 +320,13 @@ fn writing_flag(program: &str, args: &[Word]) -> Option<&'static str> {
     }
 }
 
+/// Whether `text` is the long option `flag`, with a value, abbreviated (GNU getopt and git
+/// accept any unique prefix, so `--outp=x` is `--output=x`) or extended (`--pre-glob`).
+pub(super) fn long_flag_is(text: &str, flag: &str) -> bool {
+    let name = text.split_once('=').map_or(text, |(name, _)| name);
+    name.starts_with("--") && name.len() > 2 && (flag.starts_with(name) || name.starts_with(flag))
+}
+
 /// `find` primaries that run commands, delete or write files.
 pub(super) fn find_action(args: &[Word]) -> Option<&'static str> {
     args.iter().find_map(|w| match w.text.as_str() {
@@ -334,10 +344,12 @@ pub(super) fn path_arguments(args: &[Word], pattern_first: bool) -> Vec<Word> {
         let t = w.text.as_str();
         t == "-e" || t == "-f" || t.starts_with("--regexp") || t.starts_with("--file")
     });
+    // Without knowing which flags take a value, the pattern is only known to be the first
+    // operand when no flag comes before it (`grep -r root /etc` searches /etc).
     let mut skip_pattern = pattern_first && !explicit_pattern;
     let mut paths = Vec::new();
     let mut after_dashdash = false;
-    for (i, word) in args.iter().enumerate() {
+    for word in args {
         if !word.literal {
             paths.push(word.clone());
             continue;
@@ -347,7 +359,9 @@ pub(super) fn path_arguments(args: &[Word], pattern_first: bool) -> Vec<Word> {
             after_dashdash = true;
             continue;
         }
-        if !after_dashdash && text.starts_with('-') && text != "-" {
+        // A glob like `-*` may expand to any option; it is judged as the files it matches.
+        if !after_dashdash && text.starts_with('-') && text != "-" && !word.glob {
+            skip_pattern = false;
             if let Some(value) = flag_value(text) {
                 paths.push(Word {
                     text: value.to_string(),
@@ -356,8 +370,7 @@ pub(super) fn path_arguments(args: &[Word], pattern_first: bool) -> Vec<Word> {
             }
             continue;
         }
-        let follows_flag = i > 0 && !after_dashdash && is_flag(&args[i - 1]);
-        if skip_pattern && !follows_flag {
+        if skip_pattern {
             skip_pattern = false;
             continue;
         }

@@ -1,0 +1,299 @@
+//! Adversarial probes of the permission engine: commands and file accesses that write, delete,
+//! run code, reach the network or read outside the project must never be allowed without the
+//! user's say-so, neither with no rules nor with typical narrow allow rules.
+
+use std::path::Path;
+
+use ouro::permissions::{
+    Access, Decision, PermissionEngine, PermissionMode, PermissionPolicy, PermissionRequest,
+    RuleKind, SourcedRule,
+};
+use ouro::settings::SettingsSource;
+
+/// A project with sources, a symlink to /etc inside `links/`, and files whose names look like
+/// options (what a bare `*` would hand to a program as flags).
+fn project() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    std::fs::write(root.join("src/main.rs"), "fn main() {}\n").unwrap();
+    std::fs::create_dir_all(root.join("links")).unwrap();
+    std::os::unix::fs::symlink("/etc", root.join("links/escape")).unwrap();
+    std::fs::create_dir_all(root.join("dashed")).unwrap();
+    std::fs::write(root.join("dashed/-delete"), "").unwrap();
+    std::fs::write(root.join("dashed/--output=pwned"), "").unwrap();
+    dir
+}
+
+fn engine(root: &Path, mode: PermissionMode, allow: &[&str]) -> PermissionEngine {
+    let rules = allow
+        .iter()
+        .map(|r| SourcedRule::new(*r, RuleKind::Allow, SettingsSource::Project))
+        .collect();
+    PermissionEngine::new(root.to_path_buf(), mode, rules, Vec::new()).unwrap()
+}
+
+fn decide(engine: &PermissionEngine, tool: &str, access: Access) -> Decision {
+    engine.decide(&PermissionRequest {
+        tool,
+        access: &access,
+        read_only: false,
+    })
+}
+
+fn bash(engine: &PermissionEngine, command: &str) -> Decision {
+    decide(engine, "Bash", Access::Execute(command.to_string()))
+}
+
+const TYPICAL_RULES: &[&str] = &[
+    "Bash(git status:*)",
+    "Bash(npm test:*)",
+    "Bash(ls:*)",
+    "Edit(src/**)",
+];
+
+/// Each of these writes, deletes, runs code or reads outside the project.
+const NEVER_ALLOWED: &[&str] = &[
+    // Array subscripts in `printf -v` are evaluated, running the substitution.
+    "printf -v 'a[$(touch pwned)]' x",
+    "printf -v a x",
+    // git pagers, hooks and output files.
+    "git -c core.pager='touch pwned' log",
+    "git --exec-path=/tmp status",
+    "git log --output=/tmp/pwned",
+    "git diff --output /tmp/pwned",
+    "git stash show --output=/tmp/pwned",
+    "git stash list --output=/tmp/pwned",
+    "git stash show --ext-diff",
+    "git reflog show --output=/tmp/pwned",
+    "git reflog --output=/tmp/pwned",
+    // git grep accepts unique abbreviations of long options.
+    "git grep --open=sh x",
+    "git grep --open-files=sh x",
+    // Outside a repository, or with a path outside it, `git diff` compares any two files.
+    "git diff /etc/passwd /etc/hostname",
+    "git diff -- /etc/passwd src/main.rs",
+    "git blame --contents /etc/passwd src/main.rs",
+    "git blame --contents=/etc/passwd src/main.rs",
+    "git grep -f /etc/passwd",
+    "git -C /etc status",
+    "git --git-dir=/etc/x log",
+    // Writing flags, also abbreviated (GNU getopt accepts unique prefixes).
+    "sort -o out.txt src/main.rs",
+    "sort -uo out.txt src/main.rs",
+    "sort --outp=out.txt src/main.rs",
+    "sort --o=out.txt src/main.rs",
+    "sort --compress-prog=sh src/main.rs",
+    "date --se='2020-01-01'",
+    "date -s 2020-01-01",
+    "tree -o out.txt",
+    "tree --output out.txt",
+    "file -C -m src/main.rs",
+    "file --comp -m src/main.rs",
+    "rg --pre=sh x",
+    "rg --pre sh x",
+    "uniq src/main.rs out.txt",
+    "find . -fprint out.txt",
+    "find . -delete",
+    "find . -exec rm {} ;",
+    "sed -n 'w out.txt' src/main.rs",
+    "sed -i s/a/b/ src/main.rs",
+    "sed 's/a/b/e' src/main.rs",
+    "cd dashed && find *",
+    // Wrappers and indirection.
+    "env -S 'sh -c id'",
+    "env sh -c id",
+    "/usr/bin/env bash -c id",
+    "timeout 5 bash -c id",
+    "nice -n 5 sh -c id",
+    "command rm x",
+    "builtin eval id",
+    "exec rm x",
+    "xargs rm < src/main.rs",
+    "awk 'BEGIN{system(\"id\")}'",
+    "python3 -c 'import os'",
+    "\\rm x",
+    "'rm' x",
+    "r''m x",
+    "$'rm' x",
+    // Redirections, substitutions, here-documents.
+    "cat src/main.rs > out.txt",
+    "cat src/main.rs >| out.txt",
+    "cat src/main.rs &> out.txt",
+    "cat src/main.rs >& out.txt",
+    "cat src/main.rs <> out.txt",
+    "echo x | tee out.txt",
+    "echo x | tee -a out.txt",
+    "cat <(touch pwned)",
+    "echo $(touch pwned)",
+    "echo `touch pwned`",
+    "echo $((a[$(touch pwned)]))",
+    "[[ -v 'a[$(touch pwned)]' ]]",
+    "test -v 'a[$(touch pwned)]'",
+    "bash <<< 'touch pwned'",
+    "sh <<EOF\ntouch pwned\nEOF",
+    "cat <<EOF\n$(touch pwned)\nEOF",
+    "ls\ntouch pwned",
+    "ls # comment\ntouch pwned",
+    "ls \\\n; touch pwned",
+    "ls;touch pwned",
+    "ls&touch pwned",
+    "ls|sh",
+    // Reads outside the project.
+    "cat /etc/passwd",
+    "cat ~/.ssh/id_rsa",
+    "cat ~root/.ssh/id_rsa",
+    "cat //etc/passwd",
+    "cat src/../../../etc/passwd",
+    "cat links/escape/passwd",
+    "cat links/escape/../etc/passwd",
+    "cat links/*",
+    "cat {/etc/passwd,src/main.rs}",
+    "cat $'/etc/passwd'",
+    "cat $HOME/.bashrc",
+    "cat < /etc/passwd",
+    "grep -f /etc/passwd src/main.rs",
+    "grep -r root /etc",
+    "grep --file=/etc/passwd src/main.rs",
+    "diff --from-file=/etc/passwd src/main.rs",
+    "jq --rawfile a /etc/passwd -n '$a'",
+    "du -sh /",
+    "cd / && cat etc/passwd",
+    "cd links/escape && cat passwd",
+    // Network.
+    "cat < /dev/tcp/example.com/80",
+    "echo x > /dev/tcp/example.com/80",
+    "curl https://example.com",
+    "git status && curl https://example.com",
+];
+
+/// Allow rules with a prefix must not stretch past their command.
+const PREFIX_BYPASSES: &[&str] = &[
+    "git status; rm x",
+    "git status && rm x",
+    "git status || rm x",
+    "git status | sh",
+    "git status $(rm x)",
+    "git status `rm x`",
+    "git status\nrm x",
+    "git statusx",
+    "git status > out.txt",
+    "git  status ; rm x",
+    "'git' status ; rm x",
+    "npm test; rm x",
+    "npm test && curl https://example.com",
+    "FOO=1 npm test",
+    "npm test <(rm x)",
+    "ls; rm x",
+    "ls > out.txt",
+    "ls -la /etc > /dev/null; rm x",
+];
+
+#[test]
+fn dangerous_commands_are_never_allowed_in_default_mode() {
+    let dir = project();
+    let no_rules = engine(dir.path(), PermissionMode::Default, &[]);
+    let typical = engine(dir.path(), PermissionMode::Default, TYPICAL_RULES);
+    let mut allowed = Vec::new();
+    for command in NEVER_ALLOWED.iter().chain(PREFIX_BYPASSES) {
+        for (label, engine) in [("no rules", &no_rules), ("typical rules", &typical)] {
+            if bash(engine, command) == Decision::Allow {
+                allowed.push(format!("{command:?} ({label})"));
+            }
+        }
+    }
+    assert!(allowed.is_empty(), "allowed: {allowed:#?}");
+}
+
+#[test]
+fn dangerous_commands_are_never_allowed_in_accept_edits_or_plan_mode() {
+    let dir = project();
+    let mut allowed = Vec::new();
+    for mode in [PermissionMode::AcceptEdits, PermissionMode::Plan] {
+        let engine = engine(dir.path(), mode, TYPICAL_RULES);
+        for command in NEVER_ALLOWED.iter().chain(PREFIX_BYPASSES) {
+            if bash(&engine, command) == Decision::Allow {
+                allowed.push(format!("{command:?} ({mode:?})"));
+            }
+        }
+    }
+    assert!(allowed.is_empty(), "allowed: {allowed:#?}");
+}
+
+#[test]
+fn safe_reads_stay_allowed() {
+    let dir = project();
+    let engine = engine(dir.path(), PermissionMode::Default, &[]);
+    for command in [
+        "cat src/main.rs",
+        "git status",
+        "git diff",
+        "git diff HEAD~1 -- src/main.rs",
+        "git log --oneline -5",
+        "git stash list",
+        "git blame src/main.rs",
+        "sort src/main.rs",
+        "ls src/*",
+    ] {
+        assert_eq!(bash(&engine, command), Decision::Allow, "{command}");
+    }
+}
+
+#[test]
+fn globs_cannot_smuggle_options_through_file_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::write(root.join("-delete"), "").unwrap();
+    std::fs::write(root.join("--output=pwned"), "").unwrap();
+    std::fs::write(root.join("a.txt"), "").unwrap();
+    let engine = engine(root, PermissionMode::Default, &[]);
+    // `find *` becomes `find --output=pwned -delete a.txt`: it deletes everything.
+    for command in [
+        "find *",
+        "sort *",
+        "sort ?*",
+        "cat *",
+        "git diff *",
+        "tree [-]*",
+    ] {
+        assert_ne!(bash(&engine, command), Decision::Allow, "{command}");
+    }
+}
+
+#[test]
+fn parent_dirs_after_a_symlink_are_resolved_from_where_it_leads() {
+    let dir = project();
+    let engine = engine(dir.path(), PermissionMode::AcceptEdits, &["Edit(links/**)"]);
+    // `links/escape/..` is `/`, so this is /etc/passwd, not links/etc/passwd.
+    let sneaky = dir.path().join("links/escape/../etc/passwd");
+    for (tool, access) in [
+        ("Read", Access::Read(sneaky.clone())),
+        ("Write", Access::Write(sneaky.clone())),
+        ("Edit", Access::Write(sneaky)),
+        ("Read", Access::Read("links/escape/../etc/shadow".into())),
+    ] {
+        let decision = decide(&engine, tool, access.clone());
+        assert_ne!(decision, Decision::Allow, "{tool} {access:?}");
+    }
+}
+
+#[test]
+fn file_tools_stay_inside_the_project() {
+    let dir = project();
+    let engine = engine(dir.path(), PermissionMode::AcceptEdits, TYPICAL_RULES);
+    for path in [
+        "/etc/passwd",
+        "../outside.txt",
+        "src/../../outside.txt",
+        "links/escape/passwd",
+        "links/escape/",
+        "src/new/dir/../../../../outside.txt",
+        "//etc/passwd",
+        "/dev/sda",
+    ] {
+        let write = decide(&engine, "Write", Access::Write(dir.path().join(path)));
+        assert_ne!(write, Decision::Allow, "Write {path}");
+        let read = decide(&engine, "Read", Access::Read(dir.path().join(path)));
+        assert_ne!(read, Decision::Allow, "Read {path}");
+    }
+}
