@@ -502,4 +502,28 @@ async fn resume_of_a_transcript_that_ends_mid_message_is_repaired() {
     assert_eq!(last["content"][0]["tool_use_id"], "toolu_cut_1");
     assert_eq!(last["content"][0]["is_error"], true);
     assert_eq!(last["content"][1]["text"], "go on");
+
+    // What the resumed run wrote must survive the next resume too, although the file
+    // ended in a torn line.
+    let mock3 = server(json!({"turns": [{"content": [{"type": "text", "text": "third"}]}]})).await;
+    let run3 = sb
+        .run(
+            &mock3.url(),
+            &[
+                "-p",
+                "--output-format",
+                "json",
+                "--resume",
+                &id,
+                "and again",
+            ],
+        )
+        .await;
+    assert!(run3.status.success(), "{}", run3.debug());
+    let all = bodies(&mock3)[0]["messages"].to_string();
+    assert!(
+        all.contains("go on"),
+        "the prompt after the torn line was lost: {all}"
+    );
+    assert!(all.contains("picked up"), "{all}");
 }

@@ -84,6 +84,7 @@ impl Transcript {
             std::fs::create_dir_all(parent).map_err(err)?;
         }
         let fresh = !path.exists();
+        let torn = !fresh && ends_in_torn_line(path).map_err(err)?;
         let file = OpenOptions::new()
             .create(true)
             .append(true)
@@ -93,6 +94,11 @@ impl Transcript {
             path: path.to_path_buf(),
             file,
         };
+        // A crash mid-write leaves a last line without its newline; the next entry must start
+        // on a line of its own, or it is glued to the torn one and lost on the next load.
+        if torn {
+            t.file.write_all(b"\n").map_err(err)?;
+        }
         if fresh {
             t.write(&Entry::Meta {
                 session_id: session_id.to_string(),
@@ -152,6 +158,18 @@ impl Transcript {
                 source,
             })
     }
+}
+
+fn ends_in_torn_line(path: &Path) -> std::io::Result<bool> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = File::open(path)?;
+    if file.metadata()?.len() == 0 {
+        return Ok(false);
+    }
+    file.seek(SeekFrom::End(-1))?;
+    let mut last = [0u8; 1];
+    file.read_exact(&mut last)?;
+    Ok(last[0] != b'\n')
 }
 
 /// A transcript read back.
@@ -258,6 +276,25 @@ mod tests {
         assert_eq!(loaded.messages.len(), 4);
         assert_eq!(loaded.messages[1].content.len(), 2);
         assert_eq!(loaded.messages[3].text(), "c");
+    }
+
+    #[test]
+    fn an_entry_after_a_torn_last_line_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let mut t = Transcript::open(&path, "sid", dir.path(), "m").unwrap();
+        t.append_user(&Message::user_text("before")).unwrap();
+        drop(t);
+        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+        f.write_all(br#"{"type":"assistant","uuid":"x","mess"#)
+            .unwrap();
+        drop(f);
+        let mut t = Transcript::open(&path, "sid", dir.path(), "m").unwrap();
+        t.append_user(&Message::user_text("after")).unwrap();
+        let loaded = load(&path).unwrap();
+        assert_eq!(loaded.skipped_lines, 1);
+        let texts: Vec<String> = loaded.messages.iter().map(Message::text).collect();
+        assert_eq!(texts, vec!["before", "after"]);
     }
 
     #[test]
