@@ -297,3 +297,24 @@ fn file_tools_stay_inside_the_project() {
         assert_ne!(read, Decision::Allow, "Read {path}");
     }
 }
+
+#[test]
+fn accept_edits_does_not_reach_files_that_run_code_or_grant_permissions() {
+    let dir = project();
+    std::fs::create_dir_all(dir.path().join(".git")).unwrap();
+    let engine = engine(dir.path(), PermissionMode::AcceptEdits, TYPICAL_RULES);
+    // With core.fsmonitor or core.pager in .git/config, the auto-allowed `git status` runs
+    // any program; project settings can allow every command.
+    for path in [
+        ".git/config",
+        ".git/hooks/pre-commit",
+        "vendor/lib/.git/config",
+        ".ouro/settings.json",
+        ".ouro/settings.local.json",
+    ] {
+        let write = decide(&engine, "Write", Access::Write(dir.path().join(path)));
+        assert_ne!(write, Decision::Allow, "Write {path}");
+    }
+    let normal = decide(&engine, "Write", Access::Write(dir.path().join("notes.md")));
+    assert_eq!(normal, Decision::Allow);
+}

@@ -73,8 +73,16 @@ pub(crate) fn decide(
         ));
     }
     if inside {
-        if engine.mode == PermissionMode::AcceptEdits || allowing.next().is_some() {
+        let protected = is_protected(engine, &lexical) || is_protected(engine, &resolved);
+        let accepted = engine.mode == PermissionMode::AcceptEdits && !protected;
+        if accepted || allowing.next().is_some() {
             return Decision::Allow;
+        }
+        if protected {
+            return Decision::Ask(format!(
+                "`{tool}` would change {target}: git runs programs named in repository config \
+                 and hooks, and ouro settings grant permissions, so this always needs approval"
+            ));
         }
         return Decision::Ask(format!("`{tool}` would change {target}; it needs approval"));
     }
@@ -85,4 +93,11 @@ pub(crate) fn decide(
     Decision::Ask(format!(
         "`{tool}` would change {target}, outside the project; writes outside the project always need approval"
     ))
+}
+
+/// Files that decide what runs without asking: a `.git` directory's config and hooks (the
+/// auto-allowed `git status` runs `core.fsmonitor`) and the project's ouro settings.
+fn is_protected(engine: &PermissionEngine, path: &Path) -> bool {
+    path.components().any(|c| c.as_os_str() == ".git")
+        || path.starts_with(engine.root.join(".ouro"))
 }
