@@ -527,3 +527,67 @@ async fn resume_of_a_transcript_that_ends_mid_message_is_repaired() {
     );
     assert!(all.contains("picked up"), "{all}");
 }
+
+#[tokio::test]
+async fn ctrl_c_mid_stream_after_a_tool_call_keeps_the_pair_for_resume() {
+    let sb = Sandbox::new();
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": "sleep 30"}},
+                     {"type": "text", "text": "a slow trailing text block that never finishes"}],
+         "delay_ms": 400},
+        {"content": [{"type": "text", "text": "never"}]}
+    ]}))
+    .await;
+    let child = sb
+        .command(
+            &mock.url(),
+            &[
+                "-p",
+                "--output-format",
+                "stream-json",
+                "--allowedTools",
+                "Bash(sleep:*)",
+                "wait",
+            ],
+        )
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while !sb
+        .transcripts()
+        .first()
+        .is_some_and(|t| std::fs::read_to_string(t).unwrap().contains("sleep 30"))
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the tool call never arrived"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    unsafe { libc::kill(child.id().unwrap() as i32, libc::SIGINT) };
+    let out = tokio::time::timeout(Duration::from_secs(15), child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    let run = common::Run::from(out);
+    assert_eq!(run.result()["subtype"], "error_aborted", "{}", run.debug());
+    assert_eq!(run.tool_results().len(), 1, "{}", run.debug());
+    assert_eq!(mock.turns_served(), 1);
+
+    let mock2 = server(json!({"turns": [{"content": [{"type": "text", "text": "fine"}]}]})).await;
+    let run2 = sb
+        .run(
+            &mock2.url(),
+            &["-p", "--output-format", "json", "--continue", "status?"],
+        )
+        .await;
+    assert!(run2.status.success(), "{}", run2.debug());
+    let messages = bodies(&mock2)[0]["messages"].clone();
+    let last = messages.as_array().unwrap().last().unwrap().clone();
+    assert_eq!(
+        last["content"][0]["tool_use_id"], "toolu_mock_0000_00",
+        "{messages}"
+    );
+    assert_eq!(last["content"][0]["is_error"], true);
+}
