@@ -230,6 +230,9 @@ pub(super) fn classify(words: &[Word]) -> Effect {
         }
         "tee" => tee(args),
         p if PURE.contains(&p) => pure(p, args),
+        // Following symlinks while recursing may lead anywhere; the paths checked are only
+        // where the walk starts.
+        p if FILE_READERS.contains(&p) && follows_symlinks(p, args) => Effect::Unknown,
         p if FILE_READERS.contains(&p) => match writing_flag(p, args) {
             Some(what) => Effect::Mutates(what.to_string()),
             None => Effect::ReadOnly {
@@ -317,6 +320,26 @@ fn writing_flag(program: &str, args: &[Word]) -> Option<&'static str> {
         }
         "find" => find_action(args),
         _ => None,
+    }
+}
+
+fn follows_symlinks(program: &str, args: &[Word]) -> bool {
+    let short_has = |letter: char| {
+        args.iter().any(|w| {
+            w.text.starts_with('-') && !w.text.starts_with("--") && w.text[1..].contains(letter)
+        })
+    };
+    let long_has = |name: &str| args.iter().any(|w| long_flag_is(&w.text, name));
+    match program {
+        "grep" | "egrep" | "fgrep" => short_has('R') || long_has("--dereference-recursive"),
+        "rg" => short_has('L') || long_has("--follow"),
+        "tree" => short_has('l'),
+        "ls" => short_has('L') || long_has("--dereference"),
+        "du" => short_has('L') || long_has("--dereference"),
+        "find" => args
+            .iter()
+            .any(|w| matches!(w.text.as_str(), "-L" | "-follow")),
+        _ => false,
     }
 }
 
