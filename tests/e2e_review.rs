@@ -591,3 +591,56 @@ async fn ctrl_c_mid_stream_after_a_tool_call_keeps_the_pair_for_resume() {
     );
     assert_eq!(last["content"][0]["is_error"], true);
 }
+
+#[tokio::test]
+async fn ctrl_c_reaches_a_tool_still_running_after_the_stream_was_cut() {
+    let sb = Sandbox::new();
+    // The tool_use block completes (7 events), then the connection drops in the text block.
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": "sleep 30"}},
+                     {"type": "text", "text": "trailing words that are cut"}],
+         "faults": [{"kind": "cut", "after_events": 9}]},
+        {"content": [{"type": "text", "text": "never"}]}
+    ]}))
+    .await;
+    let child = sb
+        .command(
+            &mock.url(),
+            &[
+                "-p",
+                "--output-format",
+                "stream-json",
+                "--allowedTools",
+                "Bash(sleep:*)",
+                "wait",
+            ],
+        )
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while !sb
+        .transcripts()
+        .first()
+        .is_some_and(|t| std::fs::read_to_string(t).unwrap().contains("sleep 30"))
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the tool call never arrived"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Let the cut land, so the engine is waiting for the tool.
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    unsafe { libc::kill(child.id().unwrap() as i32, libc::SIGINT) };
+    let out = tokio::time::timeout(Duration::from_secs(15), child.wait_with_output())
+        .await
+        .expect("Ctrl-C stops the tool instead of waiting 30 s for it")
+        .unwrap();
+    let run = common::Run::from(out);
+    assert_eq!(run.result()["subtype"], "error_aborted", "{}", run.debug());
+    let results = run.tool_results();
+    assert_eq!(results.len(), 1, "{}", run.debug());
+    assert_eq!(results[0]["is_error"], true);
+    assert_eq!(mock.turns_served(), 0, "the cut attempt served no turn");
+}

@@ -146,8 +146,12 @@ impl Engine {
                     return aborted();
                 }
                 Err(CallError::Cut { outcome, error }) => {
-                    let results = batch.finish().await;
+                    // Tools started before the cut may run long; Ctrl-C must still reach them.
+                    let results = batch.finish_or_abort(cancel).await;
                     self.record_round(outcome, results.results, run, results.denials);
+                    if cancel.is_cancelled() {
+                        return aborted();
+                    }
                     return Ending {
                         api_error_status: error.status(),
                         ..Ending::error(
