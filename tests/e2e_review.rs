@@ -644,3 +644,42 @@ async fn ctrl_c_reaches_a_tool_still_running_after_the_stream_was_cut() {
     assert_eq!(results[0]["is_error"], true);
     assert_eq!(mock.turns_served(), 0, "the cut attempt served no turn");
 }
+
+#[tokio::test]
+async fn proactive_compaction_is_not_a_turn_and_its_usage_is_counted_once() {
+    let sb = Sandbox::new();
+    let f = sb.write("a.txt", "a\n");
+    std::fs::create_dir_all(sb.root().join(".ouro")).unwrap();
+    std::fs::write(
+        sb.root().join(".ouro/settings.json"),
+        r#"{"autoCompactThreshold": 0.5}"#,
+    )
+    .unwrap();
+    let read = |n: u64| {
+        json!({"content": [{"type": "tool_use", "name": "Read", "input": {"file_path": f}}],
+               "usage": {"input_tokens": n, "output_tokens": 10}})
+    };
+    let mock = server(json!({"turns": [
+        read(1000), read(150000),
+        {"content": [{"type": "text", "text": "SUMMARY"}], "usage": {"input_tokens": 500, "output_tokens": 20}},
+        {"content": [{"type": "text", "text": "finished"}], "expect_text": "SUMMARY",
+         "usage": {"input_tokens": 700, "output_tokens": 5}}
+    ]}))
+    .await;
+    let run = sb
+        .run(&mock.url(), &["-p", "--output-format", "json", "go"])
+        .await;
+    assert!(run.status.success(), "{}", run.debug());
+    let result = run.result();
+    assert_eq!(result["num_turns"], 3, "{result}");
+    assert_eq!(
+        result["usage"]["input_tokens"],
+        1000 + 150000 + 500 + 700,
+        "{result}"
+    );
+    assert_eq!(
+        result["usage"]["output_tokens"],
+        10 + 10 + 20 + 5,
+        "{result}"
+    );
+}
