@@ -130,6 +130,13 @@ const NEVER_ALLOWED: &[&str] = &[
     "echo $((a[$(touch pwned)]))",
     "[[ -v 'a[$(touch pwned)]' ]]",
     "test -v 'a[$(touch pwned)]'",
+    // `$_` is the last argument of the previous command: here the operator `-v`.
+    "echo -v; test \"$_\" 'a[$(touch pwned)]'",
+    "echo -v; [ \"$_\" 'a[$(touch pwned)]' ]",
+    "echo -v; [ $_ 'a[$(touch pwned)]' ]",
+    "echo -v; [ ! \"$_\" 'a[$(touch pwned)]' ]",
+    "echo -v; [ x = x -a \"$_\" 'a[$(touch pwned)]' ]",
+    "echo -v; printf \"$_\" 'a[$(touch pwned)]' x",
     "bash <<< 'touch pwned'",
     "sh <<EOF\ntouch pwned\nEOF",
     "cat <<EOF\n$(touch pwned)\nEOF",

@@ -56,6 +56,7 @@ pub(super) fn parse(command: &str) -> Parsed {
         src: command,
         out,
         too_deep: false,
+        dynamic_test_words: 0,
     };
     walker.statement(root, 0);
     walker.out
@@ -78,6 +79,8 @@ struct Walker<'s> {
     src: &'s str,
     out: Parsed,
     too_deep: bool,
+    /// Words of test expressions that are not literal, seen so far.
+    dynamic_test_words: usize,
 }
 
 /// A node's children paired with the field name each one fills, if any.
@@ -396,8 +399,16 @@ impl<'s> Walker<'s> {
             words: vec![Word::literal(bracket)],
             ..RawCommand::default()
         });
+        let findings_before = self.out.findings.len();
+        let dynamic_before = self.dynamic_test_words;
         for child in named_children(node) {
             self.test_expression(child, depth + 1);
+        }
+        // In `[ ]` an expanded word can be the operator: `[ "$_" 'a[$(cmd)]' ]` after
+        // `echo -v` is `-v`, whose array subscript runs cmd. `[[ ]]` parses operators first.
+        let dynamic = self.dynamic_test_words > dynamic_before;
+        if bracket == "[" && dynamic && self.out.findings.len() == findings_before {
+            self.find(FindingKind::Arithmetic, node);
         }
     }
 
@@ -421,6 +432,9 @@ impl<'s> Walker<'s> {
                 if ARITHMETIC_TESTS.contains(&operator) {
                     let plain_numbers = operands.iter().all(|op| {
                         let word = self.word(*op, depth + 1);
+                        if !word.literal {
+                            self.dynamic_test_words += 1;
+                        }
                         word.literal && is_integer(&word.text)
                     });
                     if !plain_numbers {
@@ -444,7 +458,9 @@ impl<'s> Walker<'s> {
             | "regex"
             | "extglob_pattern"
             | "ansi_c_string" => {
-                self.word(node, depth + 1);
+                if !self.word(node, depth + 1).literal {
+                    self.dynamic_test_words += 1;
+                }
             }
             other => {
                 self.find(FindingKind::Unsupported(other.to_string()), node);

@@ -245,8 +245,11 @@ pub(super) fn classify(words: &[Word]) -> Effect {
 
 fn pure(program: &str, args: &[Word]) -> Effect {
     // `test -v 'a[$(cmd)]'` evaluates the subscript.
+    // An expanded word can be that operator too (`test "$_" ...` after `echo -v`).
     let evaluates = matches!(program, "test" | "[" | "[[")
-        && args.iter().any(|w| w.text == "-v" || w.text == "-R");
+        && args
+            .iter()
+            .any(|w| !w.literal || w.text == "-v" || w.text == "-R");
     // `printf -v 'a[$(cmd)]'` evaluates the subscript too, and any `-v` sets a variable.
     let assigns =
         program == "printf" && args.iter().any(|w| !w.literal || w.text.starts_with("-v"));
