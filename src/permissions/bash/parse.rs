@@ -323,10 +323,15 @@ impl<'s> Walker<'s> {
             }
             "heredoc_redirect" => {
                 *fed = true;
+                // `<<'EOF'`, `<<"EOF"` and `<<\EOF` keep the body literal.
+                let expands = named_children(node)
+                    .iter()
+                    .find(|c| c.kind() == "heredoc_start")
+                    .is_some_and(|start| !self.text(*start).contains(['\'', '"', '\\']));
                 for (field, child) in fields(node) {
                     match (field, child.kind()) {
                         (_, "heredoc_start" | "heredoc_end" | "file_descriptor") => {}
-                        (_, "heredoc_body") => self.heredoc_body(child, depth + 1),
+                        (_, "heredoc_body") => self.heredoc_body(child, depth + 1, expands),
                         (Some("redirect"), _) => self.redirect(child, depth + 1, fed),
                         (Some("argument"), _) => {
                             self.word(child, depth + 1);
@@ -343,7 +348,11 @@ impl<'s> Walker<'s> {
         }
     }
 
-    fn heredoc_body(&mut self, node: Node<'_>, depth: usize) {
+    fn heredoc_body(&mut self, node: Node<'_>, depth: usize, expands: bool) {
+        if expands && self.text(node).contains('`') {
+            // The parser leaves backquotes in a body as text; bash runs them.
+            self.find(FindingKind::CommandSubstitution, node);
+        }
         for child in named_children(node) {
             if child.kind() != "heredoc_content" {
                 self.word(child, depth + 1);
@@ -575,7 +584,13 @@ impl<'s> Walker<'s> {
                 continue;
             }
             match child.kind() {
-                "variable_name" | "special_variable_name" | "regex" => {}
+                "variable_name" | "special_variable_name" => {}
+                // `${x#$(cmd)}`: the pattern is expanded, and the parser keeps it as text.
+                "regex" if self.text(child).contains(['$', '`']) => self.find(
+                    FindingKind::Unsupported("a substitution inside a `${...}` pattern".into()),
+                    child,
+                ),
+                "regex" => {}
                 "subscript" => self.find(FindingKind::Arithmetic, child),
                 _ if !child.is_named() => {}
                 _ => {
