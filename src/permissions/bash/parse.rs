@@ -571,6 +571,11 @@ impl<'s> Walker<'s> {
     /// `${...}`: plain reads are fine; assignments, indirection, transformations and
     /// subscripts (arithmetic) are findings.
     fn expansion(&mut self, node: Node<'_>, depth: usize) {
+        // The parser leaves some operands as text (`${x:+`cmd`}`, `${x/a/`cmd`}`); bash
+        // expands them.
+        if self.text(node).contains('`') || self.text(node).contains("$(") {
+            self.find(FindingKind::CommandSubstitution, node);
+        }
         for (field, child) in fields(node) {
             if field == Some("operator") {
                 match self.text(child) {
