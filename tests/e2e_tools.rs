@@ -354,3 +354,39 @@ async fn permissions_command_lists_rules_with_their_sources() {
         run.stdout
     );
 }
+
+#[tokio::test]
+async fn ctrl_c_keeps_the_partial_answer_in_the_transcript() {
+    let sb = Sandbox::new();
+    // Text goes out in three deltas; with 1.5 s between events the first delta arrives after
+    // about 4.5 s and the message could not complete before about 9 s.
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "text", "text": "AAAAAAAAAA BBBBBBBBBB CCCCCCCCCC"}], "delay_ms": 1500},
+        {"content": [{"type": "text", "text": "next"}], "expect_text": "AAAAAAAAAA"}
+    ]}))
+    .await;
+    let child = sb
+        .command(&mock.url(), &["-p", "--output-format", "json", "tell me"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while mock.requests().is_empty() {
+        assert!(tokio::time::Instant::now() < deadline, "no request");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(6000)).await;
+    unsafe { libc::kill(child.id().unwrap() as i32, libc::SIGINT) };
+    let run = common::Run::from(child.wait_with_output().await.unwrap());
+    assert_eq!(run.status.code(), Some(1), "{}", run.debug());
+    let transcript = std::fs::read_to_string(&sb.transcripts()[0]).unwrap();
+    assert!(transcript.contains("AAAAAAAAAA"), "{transcript}");
+    assert!(!transcript.contains("CCCCCCCCCC"), "{transcript}");
+
+    let run = sb.run(&mock.url(), &["-p", "--continue", "go on"]).await;
+    assert!(
+        run.status.success(),
+        "the partial answer is sent back: {}",
+        run.debug()
+    );
+}

@@ -146,6 +146,23 @@ impl Assembler {
         }
     }
 
+    /// End the text blocks still streaming, as they stand, when the stream is abandoned (Ctrl-C):
+    /// the user saw that text, so it stays in the conversation. Unfinished thinking (its
+    /// signature is missing) and tool calls (their input is incomplete) are dropped.
+    pub fn keep_partial_text(&mut self) -> Vec<ContentBlock> {
+        let mut kept = Vec::new();
+        for (_, partial) in std::mem::take(&mut self.pending) {
+            if let Partial::Text(text) = partial
+                && !text.is_empty()
+            {
+                let block = ContentBlock::Text { text };
+                self.blocks.push(block.clone());
+                kept.push(block);
+            }
+        }
+        kept
+    }
+
     fn finish_block(&mut self, partial: Partial) -> Vec<Assembled> {
         let (block, out) = match partial {
             Partial::Text(text) => {
@@ -300,6 +317,22 @@ mod tests {
                 ContentBlock::text("Hello")
             ]
         );
+    }
+
+    #[test]
+    fn abandoned_text_is_kept_but_unfinished_tool_calls_are_not() {
+        let mut a = Assembler::new();
+        a.push(ev(
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#,
+        ));
+        a.push(ev(r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"half an ans"}}"#));
+        a.push(ev(r#"{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"t","name":"Read","input":{}}}"#));
+        assert_eq!(
+            a.keep_partial_text(),
+            vec![ContentBlock::text("half an ans")]
+        );
+        assert_eq!(a.blocks, vec![ContentBlock::text("half an ans")]);
+        assert!(a.keep_partial_text().is_empty());
     }
 
     #[test]

@@ -105,6 +105,11 @@ impl Engine {
             };
             let item = match next {
                 None => {
+                    if batch.is_some() {
+                        for block in asm.keep_partial_text() {
+                            self.announce(&asm, &block);
+                        }
+                    }
                     self.account(run, &asm);
                     return Attempt::Fatal(CallError::Aborted {
                         outcome: outcome(asm),
