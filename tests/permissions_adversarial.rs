@@ -193,6 +193,30 @@ const NEVER_ALLOWED: &[&str] = &[
     "case x in $(touch pwned)) ls;; esac",
     "case `touch pwned` in x) ls;; esac",
     "for f in `touch pwned`; do ls; done",
+    "cat < `touch pwned`",
+    "cat < $(touch pwned)",
+    "ls x`touch pwned`",
+    "cat <<< `touch pwned`",
+    "ls $x`touch pwned`",
+    "ls ~`touch pwned`",
+    "ls {a,`touch pwned`}",
+    "ls [`touch pwned`]",
+    "ls *`touch pwned`",
+    "ls $'a'`touch pwned`",
+    "ls -- `touch pwned`",
+    "ls --color=`touch pwned`",
+    "ls -I`touch pwned`",
+    "cd `touch pwned`",
+    "echo `touch pwned`",
+    "printf %s `touch pwned`",
+    "[ `touch pwned` ]",
+    "test `touch pwned`",
+    "ls 2>`touch pwned`",
+    "ls >&`touch pwned`",
+    "ls 2>/dev/null`touch pwned`",
+    "git status `touch pwned`",
+    "git status --porcelain=`touch pwned`",
+    "npm test `touch pwned`",
     "ls\t;\ttouch pwned",
     // Reads outside the project.
     "cat /etc/passwd",
@@ -433,4 +457,27 @@ fn accept_edits_does_not_reach_files_that_run_code_or_grant_permissions() {
     }
     let normal = decide(&engine, "Write", Access::Write(dir.path().join("notes.md")));
     assert_eq!(normal, Decision::Allow);
+}
+
+#[test]
+fn accept_edits_does_not_write_through_hard_links() {
+    let dir = project();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let outside = elsewhere.path().join("bashrc");
+    std::fs::write(&outside, "").unwrap();
+    std::fs::hard_link(&outside, dir.path().join("src/linked.rs")).unwrap();
+    let engine = engine(dir.path(), PermissionMode::AcceptEdits, TYPICAL_RULES);
+    // The same inode as a file outside the project: writing it changes that file.
+    let write = decide(
+        &engine,
+        "Edit",
+        Access::Write(dir.path().join("src/linked.rs")),
+    );
+    assert_ne!(write, Decision::Allow);
+    let plain = decide(
+        &engine,
+        "Edit",
+        Access::Write(dir.path().join("src/main.rs")),
+    );
+    assert_eq!(plain, Decision::Allow);
 }

@@ -74,6 +74,12 @@ pub(crate) fn decide(
     }
     if inside {
         let protected = is_protected(engine, &lexical) || is_protected(engine, &resolved);
+        if is_hard_linked(&resolved) {
+            return Decision::Ask(format!(
+                "`{tool}` would change {target}, a file with other hard links that may be \
+                 outside the project; it needs approval"
+            ));
+        }
         let accepted = engine.mode == PermissionMode::AcceptEdits && !protected;
         if accepted || allowing.next().is_some() {
             return Decision::Allow;
@@ -100,4 +106,10 @@ pub(crate) fn decide(
 fn is_protected(engine: &PermissionEngine, path: &Path) -> bool {
     path.components().any(|c| c.as_os_str() == ".git")
         || path.starts_with(engine.root.join(".ouro"))
+}
+
+/// A regular file with more than one name: writing it changes every other name too.
+fn is_hard_linked(path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file() && m.nlink() > 1)
 }
