@@ -525,3 +525,38 @@ fn accept_edits_does_not_write_through_hard_links() {
     );
     assert_eq!(plain, Decision::Allow);
 }
+
+#[test]
+fn a_blanket_allow_does_not_run_a_denied_command_hidden_in_another() {
+    let dir = project();
+    let rules = vec![
+        SourcedRule::new("Bash", RuleKind::Allow, SettingsSource::Project),
+        SourcedRule::new("Bash(rm:*)", RuleKind::Deny, SettingsSource::Project),
+    ];
+    let engine = PermissionEngine::new(
+        dir.path().to_path_buf(),
+        PermissionMode::Default,
+        rules,
+        Vec::new(),
+    )
+    .unwrap();
+    for command in [
+        "sh -c 'rm -rf src'",
+        "bash -c \"rm -rf src\"",
+        "eval 'rm -rf src'",
+        "command rm -rf src",
+        "builtin command rm -rf src",
+        "exec rm -rf src",
+        "xargs rm -rf < list.txt",
+        "find . -exec rm {} +",
+        "sudo rm -rf src",
+        "setsid rm -rf src",
+        "stdbuf -o0 rm -rf src",
+        "bash <<< 'rm -rf src'",
+        "python3 -c 'import shutil; shutil.rmtree(\"src\")' && rm x",
+    ] {
+        assert_ne!(bash(&engine, command), Decision::Allow, "{command}");
+    }
+    assert_eq!(bash(&engine, "npm run build"), Decision::Allow);
+    assert_eq!(bash(&engine, "grep -n rm src/main.rs"), Decision::Allow);
+}

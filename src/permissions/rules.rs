@@ -436,6 +436,24 @@ impl CompiledRule {
             })
     }
 
+    /// For deny rules: the rule's command appears later in the part, where a wrapper this
+    /// engine does not know (`command rm`, `sudo rm`, `setsid rm`) may run it.
+    pub fn may_run_in(&self, part: &Part) -> bool {
+        let words: Vec<Option<&str>> = part
+            .words
+            .iter()
+            .map(|w| w.literal.then(|| w.text.rsplit('/').next().unwrap_or("")))
+            .collect();
+        (1..words.len()).any(|start| {
+            let mut candidate = words[start..].to_vec();
+            // Later words keep their full text; only the program is compared by name.
+            for (word, full) in candidate.iter_mut().zip(&part.words[start..]).skip(1) {
+                *word = full.literal.then_some(full.text.as_str());
+            }
+            self.matches_words(&candidate)
+        })
+    }
+
     fn matches_words(&self, candidate: &[Option<&str>]) -> bool {
         let equal = |rule: &[String]| {
             rule.iter()

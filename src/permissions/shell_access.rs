@@ -50,6 +50,9 @@ pub(crate) fn decide(
     if let Some(finding) = analysis.incomplete() {
         return Decision::Ask(finding.reason());
     }
+    if let Some(reason) = hides_denied(applicable, &analysis) {
+        return Decision::Ask(reason);
+    }
     if applicable
         .of(RuleKind::Allow)
         .any(|r| r.matches_command_line(command))
@@ -139,6 +142,52 @@ fn deny(
                     rule_clause(rule)
                 )));
             }
+        }
+    }
+    None
+}
+
+/// With command deny rules in force, a command that runs code the analysis cannot see, or
+/// that may run a denied command through an unknown wrapper, is never allowed by an allow
+/// rule: `Bash` allows everything but `Bash(rm:*)` is denied, and `sh -c 'rm x'` is rm.
+fn hides_denied(applicable: &Applicable<'_>, analysis: &Analysis) -> Option<String> {
+    let deny_rules: Vec<_> = applicable.of(RuleKind::Deny).collect();
+    if deny_rules.is_empty() {
+        return None;
+    }
+    let hiding = analysis.findings.iter().find(|f| {
+        matches!(
+            f.kind,
+            FindingKind::Eval
+                | FindingKind::ShellString
+                | FindingKind::Exec
+                | FindingKind::Source
+                | FindingKind::Xargs
+                | FindingKind::FindAction
+                | FindingKind::HeredocToInterpreter
+        )
+    });
+    if let Some(finding) = hiding {
+        return Some(format!(
+            "{}, so the deny rules cannot be checked; it needs approval",
+            finding.what()
+        ));
+    }
+    for part in &analysis.parts {
+        let shown = bash::short(&part.source);
+        if part.core_words().first().is_some_and(|w| !w.literal) {
+            return Some(format!(
+                "`{shown}` runs a program named by an expansion, so the deny rules cannot be \
+                 checked; it needs approval"
+            ));
+        }
+        // Programs known to be read-only never run their arguments (`grep rm notes.txt`).
+        let may_run = !matches!(part.effect, Effect::ReadOnly { .. });
+        if let Some(rule) = deny_rules.iter().find(|r| may_run && r.may_run_in(part)) {
+            return Some(format!(
+                "`{shown}` may run a command that {}; it needs approval",
+                rule_clause(rule)
+            ));
         }
     }
     None
