@@ -560,3 +560,25 @@ fn a_blanket_allow_does_not_run_a_denied_command_hidden_in_another() {
     assert_eq!(bash(&engine, "npm run build"), Decision::Allow);
     assert_eq!(bash(&engine, "grep -n rm src/main.rs"), Decision::Allow);
 }
+
+#[test]
+fn rules_and_accept_edits_do_not_plant_a_git_repository() {
+    let dir = project();
+    std::fs::create_dir_all(dir.path().join("src/evil")).unwrap();
+    std::fs::write(dir.path().join("src/evil/HEAD"), "ref: refs/heads/main\n").unwrap();
+    // A directory with HEAD, config, objects/ and refs/ is a repository to git; its
+    // core.fsmonitor runs on the auto-allowed `git -C src/evil status`.
+    for mode in [PermissionMode::Default, PermissionMode::AcceptEdits] {
+        let engine = engine(dir.path(), mode, TYPICAL_RULES);
+        for path in ["src/evil/config", "src/other/HEAD", "HEAD"] {
+            let write = decide(&engine, "Write", Access::Write(dir.path().join(path)));
+            assert_ne!(write, Decision::Allow, "{mode:?} Write {path}");
+        }
+        let plain = decide(
+            &engine,
+            "Write",
+            Access::Write(dir.path().join("src/config")),
+        );
+        assert_eq!(plain, Decision::Allow, "{mode:?}");
+    }
+}

@@ -80,15 +80,21 @@ pub(crate) fn decide(
                  outside the project; it needs approval"
             ));
         }
-        let accepted = engine.mode == PermissionMode::AcceptEdits && !protected;
-        if accepted || allowing.next().is_some() {
-            return Decision::Allow;
-        }
         if protected {
+            // Only a rule naming the file itself lets it through, not `Edit(src/**)`.
+            if applicable
+                .of(RuleKind::Allow)
+                .any(|r| r.names_path(&resolved))
+            {
+                return Decision::Allow;
+            }
             return Decision::Ask(format!(
                 "`{tool}` would change {target}: git runs programs named in repository config \
                  and hooks, and ouro settings grant permissions, so this always needs approval"
             ));
+        }
+        if engine.mode == PermissionMode::AcceptEdits || allowing.next().is_some() {
+            return Decision::Allow;
         }
         return Decision::Ask(format!("`{tool}` would change {target}; it needs approval"));
     }
@@ -102,10 +108,16 @@ pub(crate) fn decide(
 }
 
 /// Files that decide what runs without asking: a `.git` directory's config and hooks (the
-/// auto-allowed `git status` runs `core.fsmonitor`) and the project's ouro settings.
+/// auto-allowed `git status` runs `core.fsmonitor`), the project's ouro settings, and the
+/// `HEAD` and `config` that make any directory a repository git discovers (`git -C dir
+/// status` runs the fsmonitor of a `dir/config` next to `dir/HEAD`).
 fn is_protected(engine: &PermissionEngine, path: &Path) -> bool {
+    let name = path.file_name().and_then(|n| n.to_str());
+    let beside_head = || path.with_file_name("HEAD").exists();
     path.components().any(|c| c.as_os_str() == ".git")
         || path.starts_with(engine.root.join(".ouro"))
+        || name == Some("HEAD")
+        || (name == Some("config") && beside_head())
 }
 
 /// A regular file with more than one name: writing it changes every other name too.

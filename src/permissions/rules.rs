@@ -124,7 +124,7 @@ pub(crate) struct CompiledRule {
 pub(crate) enum Spec {
     /// Every call of the tool.
     Any,
-    Path(PathPattern),
+    Path(Box<PathPattern>),
     Command(CommandPattern),
 }
 
@@ -143,6 +143,8 @@ struct PathGlob {
     matcher: GlobMatcher,
     /// `dir/**` also matches `dir` itself.
     base: Option<PathBuf>,
+    /// No glob characters: the rule names one path.
+    exact: bool,
 }
 
 impl PathGlob {
@@ -159,7 +161,11 @@ impl PathGlob {
             .map_err(|e| invalid(rule, format!("the path pattern is not a valid glob ({e})")))?
             .compile_matcher();
         let base = (rest.len() == 1 && rest[0] == "**").then_some(literal);
-        Ok(PathGlob { matcher, base })
+        Ok(PathGlob {
+            matcher,
+            base,
+            exact: rest.is_empty(),
+        })
     }
 
     fn matches(&self, path: &Path) -> bool {
@@ -222,7 +228,7 @@ pub(crate) fn compile(
         }
         Some(inner) if tool == "Bash" => Spec::Command(command_pattern(text, inner)?),
         Some(inner) if READ_TOOLS.contains(&tool) || WRITE_TOOLS.contains(&tool) => {
-            Spec::Path(path_pattern(text, inner, anchor)?)
+            Spec::Path(Box::new(path_pattern(text, inner, anchor)?))
         }
         Some(_) => {
             return Err(invalid(
@@ -369,6 +375,14 @@ impl CompiledRule {
             Spec::Any => true,
             Spec::Path(p) => p.written.matches(path),
             Spec::Command(_) => false,
+        }
+    }
+
+    /// For allow rules on sensitive files: the rule names this very path, without globs.
+    pub fn names_path(&self, path: &Path) -> bool {
+        match &self.spec {
+            Spec::Path(p) => p.written.exact && p.written.matches(path),
+            _ => false,
         }
     }
 
