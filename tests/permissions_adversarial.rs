@@ -474,6 +474,11 @@ fn file_tools_stay_inside_the_project() {
         "src/new/dir/../../../../outside.txt",
         "//etc/passwd",
         "/dev/sda",
+        "links/escape/./passwd",
+        "links//escape/passwd",
+        "links/escape/../etc/passwd",
+        "src//..//..//outside.txt",
+        "links/./escape/../etc/hostname",
     ] {
         let write = decide(&engine, "Write", Access::Write(dir.path().join(path)));
         assert_ne!(write, Decision::Allow, "Write {path}");
