@@ -124,6 +124,8 @@ const NEVER_ALLOWED: &[&str] = &[
     "cat src/main.rs <> out.txt",
     "echo x | tee out.txt",
     "echo x | tee -a out.txt",
+    "echo x | tee -- -a",
+    "echo x | tee /dev/null -- -p",
     "cat <(touch pwned)",
     "echo $(touch pwned)",
     "echo `touch pwned`",

@@ -109,7 +109,7 @@ fn classify(raw: RawCommand, findings: &mut Vec<Finding>, writes: &mut Vec<Word>
         n if SHELLS.contains(&n) && runs_string(args) => Some(FindingKind::ShellString),
         "find" => readonly::find_action(args).map(|_| FindingKind::FindAction),
         "tee" if matches!(effect, Effect::Mutates(_)) => {
-            writes.extend(args.iter().filter(|w| !w.text.starts_with('-')).cloned());
+            writes.extend(readonly::tee_files(args).cloned());
             Some(FindingKind::Tee)
         }
         _ => None,

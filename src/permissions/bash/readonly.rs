@@ -274,15 +274,25 @@ fn date(args: &[Word]) -> Effect {
 }
 
 fn tee(args: &[Word]) -> Effect {
-    let files: Vec<&Word> = args
-        .iter()
-        .filter(|w| !is_flag(w) && !w.is_harmless_sink())
-        .collect();
-    if files.is_empty() {
+    if tee_files(args).next().is_none() {
         Effect::ReadOnly { paths: Vec::new() }
     } else {
         Effect::Mutates("writes a file".into())
     }
+}
+
+/// The files `tee` writes: its operands, including option-like ones after `--`.
+pub(super) fn tee_files(args: &[Word]) -> impl Iterator<Item = &Word> {
+    let options_end = args
+        .iter()
+        .position(|w| w.text == "--")
+        .unwrap_or(args.len());
+    args.iter()
+        .enumerate()
+        .filter(move |(i, w)| {
+            *i > options_end || (*i < options_end && !is_flag(w) && !w.is_harmless_sink())
+        })
+        .map(|(_, w)| w)
 }
 
 fn change_directory(args: &[Word]) -> Effect {
