@@ -59,6 +59,7 @@ fn decide(engine: &PermissionEngine, command: &str) -> Decision {
         tool: "Bash",
         access: &access,
         read_only: false,
+        cwd: None,
     })
 }
 

@@ -49,6 +49,7 @@ fn ask(engine: &PermissionEngine, tool: &str, access: Access) -> Decision {
         tool,
         access: &access,
         read_only: matches!(access, Access::Read(_)),
+        cwd: None,
     })
 }
 
@@ -617,6 +618,7 @@ fn suggested_rules_are_narrow_and_work_once_granted() {
             tool,
             access: &access,
             read_only: false,
+            cwd: None,
         })
     };
     let cmd = |c: &str| suggest(Access::Execute(c.into()), "Bash");

@@ -38,6 +38,7 @@ fn decide(engine: &PermissionEngine, tool: &str, access: Access) -> Decision {
         tool,
         access: &access,
         read_only: false,
+        cwd: None,
     })
 }
 
@@ -588,4 +589,32 @@ fn rules_and_accept_edits_do_not_plant_a_git_repository() {
         );
         assert_eq!(plain, Decision::Allow, "{mode:?}");
     }
+}
+
+#[test]
+fn relative_paths_are_judged_from_the_directory_the_shell_is_in() {
+    let dir = project();
+    let root = dir.path().canonicalize().unwrap();
+    let e = engine(&root, PermissionMode::Default, &[]);
+    let in_links = root.join("links");
+    let from = |cwd: &Path, command: &str| {
+        e.decide(&PermissionRequest {
+            tool: "Bash",
+            access: &Access::Execute(command.to_string()),
+            read_only: true,
+            cwd: Some(cwd),
+        })
+    };
+    // After an allowed `cd links`, `escape/passwd` is /etc/passwd, not <root>/escape/passwd.
+    assert_ne!(from(&in_links, "cat escape/passwd"), Decision::Allow);
+    assert_ne!(
+        from(&in_links, "cat ../links/escape/hosts"),
+        Decision::Allow
+    );
+    assert_eq!(from(&root, "cat src/main.rs"), Decision::Allow);
+    assert_eq!(from(&root.join("src"), "cat main.rs"), Decision::Allow);
+    assert_ne!(
+        from(&root.join("src"), "cat ../../outside.txt"),
+        Decision::Allow
+    );
 }

@@ -267,10 +267,12 @@ impl Pipeline {
     ) -> Permission {
         let name = call.tool.name();
         let access = call.prepared.access(ctx);
+        let cwd = ctx.current_dir();
         let request = PermissionRequest {
             tool: name,
             access: &access,
             read_only: call.prepared.is_read_only(),
+            cwd: Some(&cwd),
         };
         let decision = match hook {
             Some(HookVerdict::Allow) => Decision::Allow,

@@ -235,7 +235,10 @@ impl PermissionPolicy for PermissionEngine {
         let decision = match request.access {
             Access::Read(path) => file_access::decide(self, &applicable, request.tool, path, false),
             Access::Write(path) => file_access::decide(self, &applicable, request.tool, path, true),
-            Access::Execute(command) => shell_access::decide(self, &applicable, command),
+            Access::Execute(command) => {
+                let base = request.cwd.unwrap_or(&self.root);
+                shell_access::decide(self, base, &applicable, command)
+            }
             Access::None => self.decide_plain_tool(&applicable, request.tool),
         };
         settle(self.mode, decision)

@@ -1,6 +1,6 @@
 //! The permission engine: what the model may do on the user's machine. Phase 4 of the pipeline.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// What a tool call would touch, as the permission engine sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,6 +30,9 @@ pub struct PermissionRequest<'a> {
     pub tool: &'a str,
     pub access: &'a Access,
     pub read_only: bool,
+    /// Where a shell command runs, when that is not the project root (Bash keeps the
+    /// directory a `cd` left it in): its relative paths are judged from there.
+    pub cwd: Option<&'a Path>,
 }
 
 /// Anything that can decide a permission request: the rule engine, or a test double.

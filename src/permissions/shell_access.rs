@@ -1,7 +1,7 @@
 //! Decisions for shell commands, made on the bash analyser's output: every part of a command
 //! line must be allowed on its own, and findings always need approval.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::bash::{self, Analysis, Effect, FindingKind, Part, Word};
 use super::engine::{Applicable, PermissionEngine, rule_clause};
@@ -12,14 +12,16 @@ use super::{Access, Decision, paths};
 /// Directory listings larger than this are not searched for symlinks; the glob asks instead.
 const MAX_GLOB_DIR_ENTRIES: usize = 10_000;
 
+/// `base` is the directory the command runs in: relative paths are judged from there.
 pub(crate) fn decide(
     engine: &PermissionEngine,
+    base: &Path,
     applicable: &Applicable<'_>,
     command: &str,
 ) -> Decision {
     let analysis = bash::analyse(command);
     let shown = bash::short(command);
-    if let Some(denied) = deny(engine, applicable, command, &analysis) {
+    if let Some(denied) = deny(engine, base, applicable, command, &analysis) {
         return denied;
     }
     if engine.mode == PermissionMode::BypassPermissions {
@@ -64,11 +66,18 @@ pub(crate) fn decide(
     }
     for part in &analysis.parts {
         let by_rule = || applicable.of(RuleKind::Allow).any(|r| r.allows_part(part));
-        if !auto_allowed(engine, part) && !by_rule() {
-            return Decision::Ask(format!("{}; it needs approval", concern(engine, part)));
+        if !auto_allowed(engine, base, part) && !by_rule() {
+            return Decision::Ask(format!(
+                "{}; it needs approval",
+                concern(engine, base, part)
+            ));
         }
     }
-    if let Some(read) = analysis.reads.iter().find(|w| !word_inside(engine, w)) {
+    if let Some(read) = analysis
+        .reads
+        .iter()
+        .find(|w| !word_inside(engine, base, w))
+    {
         return Decision::Ask(format!(
             "`{shown}` reads `{}`, outside the project; it needs approval",
             read.text
@@ -81,6 +90,7 @@ pub(crate) fn decide(
 /// writes, denies the whole command line.
 fn deny(
     engine: &PermissionEngine,
+    base: &Path,
     applicable: &Applicable<'_>,
     command: &str,
     analysis: &Analysis,
@@ -125,7 +135,7 @@ fn deny(
     ];
     for (verb, tool, access, words) in checks {
         for word in words {
-            let Some((lexical, resolved)) = word_path(engine, word) else {
+            let Some((lexical, resolved)) = word_path(engine, base, word) else {
                 continue;
             };
             let hit = applicable.all.iter().find(|r| {
@@ -234,24 +244,24 @@ fn plan_blocker(analysis: &Analysis) -> Option<String> {
 }
 
 /// Read-only (or `cd`) and touching only paths inside the project.
-pub(crate) fn auto_allowed(engine: &PermissionEngine, part: &Part) -> bool {
+pub(crate) fn auto_allowed(engine: &PermissionEngine, base: &Path, part: &Part) -> bool {
     if !part.assignments.is_empty() {
         return false;
     }
     match &part.effect {
-        Effect::ReadOnly { paths } => paths.iter().all(|w| word_inside(engine, w)),
-        Effect::ChangesDirectory { target: Some(dir) } => word_inside(engine, dir),
+        Effect::ReadOnly { paths } => paths.iter().all(|w| word_inside(engine, base, w)),
+        Effect::ChangesDirectory { target: Some(dir) } => word_inside(engine, base, dir),
         _ => false,
     }
 }
 
 /// What about a part needs approval, as a clause: "`npm test` is not a command ...".
-fn concern(engine: &PermissionEngine, part: &Part) -> String {
+fn concern(engine: &PermissionEngine, base: &Path, part: &Part) -> String {
     let shown = bash::short(&part.source);
     match &part.effect {
         Effect::Mutates(what) => format!("`{shown}` {what}"),
         Effect::Unknown => format!("`{shown}` is not a command ouro knows to be read-only"),
-        Effect::ReadOnly { paths } => match paths.iter().find(|w| !word_inside(engine, w)) {
+        Effect::ReadOnly { paths } => match paths.iter().find(|w| !word_inside(engine, base, w)) {
             Some(w) if !w.literal => {
                 format!(
                     "`{shown}` reads `{}`, a path that depends on variables",
@@ -271,14 +281,11 @@ fn concern(engine: &PermissionEngine, part: &Part) -> String {
     }
 }
 
-/// The path a literal word names, absolute against the project root (`.` and `..` removed
+/// The path a literal word names, absolute against `base` (`.` and `..` removed
 /// as written), and where it really leads.
-fn word_path(engine: &PermissionEngine, word: &Word) -> Option<(PathBuf, PathBuf)> {
+fn word_path(engine: &PermissionEngine, base: &Path, word: &Word) -> Option<(PathBuf, PathBuf)> {
     let raw = word_raw_path(engine, word)?;
-    Some((
-        paths::lexical(&engine.root, &raw),
-        paths::real(&engine.root, &raw),
-    ))
+    Some((paths::lexical(base, &raw), paths::real(base, &raw)))
 }
 
 fn word_raw_path(engine: &PermissionEngine, word: &Word) -> Option<PathBuf> {
@@ -294,12 +301,12 @@ fn word_raw_path(engine: &PermissionEngine, word: &Word) -> Option<PathBuf> {
 }
 
 /// Whether a word, used as a path, surely stays inside the project.
-pub(crate) fn word_inside(engine: &PermissionEngine, word: &Word) -> bool {
+pub(crate) fn word_inside(engine: &PermissionEngine, base: &Path, word: &Word) -> bool {
     let Some(raw) = word_raw_path(engine, word) else {
         return false;
     };
     if !word.glob {
-        return engine.is_inside(&paths::real(&engine.root, &raw));
+        return engine.is_inside(&paths::real(base, &raw));
     }
     // A glob may match `..` (`.*`) or a symlink leading out (also when `..` follows it); only
     // a last-component glob over a directory without symlinks is judged safe.
@@ -309,7 +316,7 @@ pub(crate) fn word_inside(engine: &PermissionEngine, word: &Word) -> bool {
         .collect();
     let is_glob = |c: &String| c.contains(['*', '?', '[']);
     let Some(first_glob) = components.iter().position(is_glob) else {
-        return engine.is_inside(&paths::real(&engine.root, &raw));
+        return engine.is_inside(&paths::real(base, &raw));
     };
     if first_glob + 1 != components.len() || components[first_glob].starts_with('.') {
         return false;
@@ -317,7 +324,7 @@ pub(crate) fn word_inside(engine: &PermissionEngine, word: &Word) -> bool {
     let Some(dir) = raw.parent() else {
         return false;
     };
-    let resolved = paths::real(&engine.root, dir);
+    let resolved = paths::real(base, dir);
     // A bare `*` hands the names it matches to the program as arguments: a file called
     // `-delete` or `--output=x` becomes an option.
     let names_become_options = components.len() == 1;

@@ -61,7 +61,11 @@ fn command_rule(engine: &PermissionEngine, command: &str) -> String {
     if !analysis.findings.is_empty() {
         return exact;
     }
-    let Some(part) = analysis.parts.iter().find(|p| !auto_allowed(engine, p)) else {
+    let Some(part) = analysis
+        .parts
+        .iter()
+        .find(|p| !auto_allowed(engine, &engine.root, p))
+    else {
         return exact;
     };
     match prefix_words(part) {
