@@ -553,18 +553,7 @@ async fn ctrl_c_mid_stream_after_a_tool_call_keeps_the_pair_for_resume() {
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while !sb
-        .transcripts()
-        .first()
-        .is_some_and(|t| std::fs::read_to_string(t).unwrap().contains("sleep 30"))
-    {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the tool call never arrived"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    sb.wait_for_transcript("sleep 30").await;
     unsafe { libc::kill(child.id().unwrap() as i32, libc::SIGINT) };
     let out = tokio::time::timeout(Duration::from_secs(15), child.wait_with_output())
         .await
@@ -618,18 +607,7 @@ async fn ctrl_c_reaches_a_tool_still_running_after_the_stream_was_cut() {
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while !sb
-        .transcripts()
-        .first()
-        .is_some_and(|t| std::fs::read_to_string(t).unwrap().contains("sleep 30"))
-    {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the tool call never arrived"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    sb.wait_for_transcript("sleep 30").await;
     // Let the cut land, so the engine is waiting for the tool.
     tokio::time::sleep(Duration::from_millis(700)).await;
     unsafe { libc::kill(child.id().unwrap() as i32, libc::SIGINT) };

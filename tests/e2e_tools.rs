@@ -247,18 +247,7 @@ async fn sigint_stops_the_turn_cleanly_and_keeps_the_transcript() {
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while !sb
-        .transcripts()
-        .first()
-        .is_some_and(|t| std::fs::read_to_string(t).unwrap().contains("sleep 30"))
-    {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the tool call never started"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    sb.wait_for_transcript("sleep 30").await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     let started = std::time::Instant::now();
     unsafe { libc::kill(child.id().unwrap() as i32, libc::SIGINT) };

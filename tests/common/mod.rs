@@ -71,6 +71,22 @@ impl Sandbox {
         Run::from(child.wait_with_output().await.unwrap())
     }
 
+    /// Wait (up to 30 s) until this project's transcript contains `needle`.
+    pub async fn wait_for_transcript(&self, needle: &str) {
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !self.transcripts().first().is_some_and(|t| {
+            std::fs::read_to_string(t)
+                .unwrap_or_default()
+                .contains(needle)
+        }) {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the transcript never showed {needle:?}"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+
     /// Transcript files of this project.
     pub fn transcripts(&self) -> Vec<PathBuf> {
         let mut out = Vec::new();
