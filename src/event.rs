@@ -1,6 +1,7 @@
 //! The events the engine emits while it works. Every front end (text, json, stream-json, REPL,
 //! benchmark) is a rendering of this one stream.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -150,6 +151,9 @@ pub struct RunResult {
     /// What this process has spent on the session so far: Claude Code's `total_cost_usd`,
     /// which keeps growing across the turns of one live process.
     pub total_cost_usd: f64,
+    /// Tokens and USD per model over the same span as `total_cost_usd` (Claude Code's
+    /// `modelUsage`).
+    pub model_usage: BTreeMap<String, (Usage, f64)>,
     /// Set when the model has no pricing entry, so the cost is reported as 0.
     pub cost_unknown: bool,
     pub api_error_status: Option<u16>,

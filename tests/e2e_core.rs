@@ -72,6 +72,10 @@ async fn prompt_from_stdin_and_json_output() {
         (cost - (1000.0 * 3.0 + 200.0 * 15.0) / 1e6).abs() < 1e-9,
         "{cost}"
     );
+    let per_model = &result["modelUsage"]["claude-sonnet-4-5"];
+    assert_eq!(per_model["inputTokens"], 1000);
+    assert_eq!(per_model["outputTokens"], 200);
+    assert_eq!(per_model["costUSD"].as_f64(), Some(cost));
     assert_eq!(
         bodies(&mock)[0]["messages"][0]["content"][0]["text"],
         "from stdin"

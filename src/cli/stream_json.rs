@@ -113,6 +113,26 @@ pub fn render(event: &Event, session_id: &str) -> Option<Value> {
     })
 }
 
+/// Per model, in Claude Code's `modelUsage` shape.
+fn model_usage(r: &RunResult) -> Value {
+    let mut out = serde_json::Map::new();
+    for (model, (u, cost)) in &r.model_usage {
+        out.insert(
+            model.clone(),
+            json!({
+                "inputTokens": u.input_tokens,
+                "outputTokens": u.output_tokens,
+                "cacheReadInputTokens": u.cache_read_input_tokens,
+                "cacheCreationInputTokens": u.cache_creation_input_tokens,
+                "webSearchRequests": 0,
+                "costUSD": cost,
+                "contextWindow": crate::api::pricing::context_window(model),
+            }),
+        );
+    }
+    Value::Object(out)
+}
+
 /// The final `result` object (also the whole output of `--output-format json`).
 pub fn result(r: &RunResult) -> Value {
     let mut v = json!({
@@ -127,6 +147,7 @@ pub fn result(r: &RunResult) -> Value {
         "stop_reason": r.stop_reason.map(|s| s.as_str()),
         "session_id": r.session_id,
         "total_cost_usd": r.total_cost_usd,
+        "modelUsage": model_usage(r),
         "usage": usage_json(&r.usage),
         "permission_denials": r.permission_denials,
         "uuid": uuid(),

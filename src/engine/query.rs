@@ -79,6 +79,7 @@ impl Engine {
             usage: run.usage,
             cost_usd: run.cost_usd,
             total_cost_usd: self.costs.total_usd(),
+            model_usage: self.costs.by_model.clone(),
             cost_unknown: costs_unknown,
             api_error_status: ending.api_error_status,
             permission_denials: run.denials,

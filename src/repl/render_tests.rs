@@ -61,6 +61,7 @@ fn result(kind: ResultKind) -> RunResult {
         },
         cost_usd: 0.006,
         total_cost_usd: 0.006,
+        model_usage: Default::default(),
         cost_unknown: false,
         api_error_status: None,
         permission_denials: Vec::new(),
