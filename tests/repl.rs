@@ -189,6 +189,11 @@ async fn ctrl_c_interrupts_a_long_bash_call_and_the_next_prompt_works() {
     term.submit("run the slow thing");
     term.expect("● Bash(echo started;");
     term.expect("│ started");
+    // `echo` prints before bash has started `sleep`: wait for it to appear.
+    let appear = Instant::now() + pty::WAIT;
+    while processes_running(&sleep) == 0 && Instant::now() < appear {
+        std::thread::sleep(Duration::from_millis(20));
+    }
     assert_eq!(processes_running(&sleep), 1, "the command is running");
     let pressed = Instant::now();
     term.send("\x03");
