@@ -559,13 +559,14 @@ async fn ouros_own_client_reads_turns_and_faults() {
     let server = MockServer::start(Scenario::new(vec![first])).await.unwrap();
     let client = Client::new(server.url(), "sk-test-key").unwrap();
     let request = MessagesRequest {
-        model: "claude-test-1".into(),
+        model: "claude-test-1",
         max_tokens: 100,
-        messages: vec![Message::user_text("read /x")],
-        system: Vec::new(),
-        tools: Vec::new(),
+        messages: &[Message::user_text("read /x")],
+        system: &[],
+        tools: &[],
         stream: true,
-    };
+    }
+    .to_body();
 
     let err = client.stream(&request).await.err().unwrap();
     assert_eq!(err.status(), Some(429));

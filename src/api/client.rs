@@ -7,7 +7,7 @@ use eventsource_stream::Eventsource;
 use futures::{Stream, StreamExt};
 use reqwest::header::{HeaderMap, HeaderValue};
 
-use super::types::{MessagesRequest, StreamEvent};
+use super::types::StreamEvent;
 
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
@@ -121,7 +121,7 @@ impl Client {
     /// back here; errors after it come through the stream.
     pub async fn stream(
         &self,
-        request: &MessagesRequest,
+        body: &[u8],
     ) -> Result<impl Stream<Item = Result<StreamEvent, ApiError>> + Send + use<>, ApiError> {
         let url = format!("{}/v1/messages", self.base_url);
         let mut headers = HeaderMap::new();
@@ -141,7 +141,7 @@ impl Client {
             .http
             .post(&url)
             .headers(headers)
-            .json(request)
+            .body(body.to_vec())
             .send()
             .await
             .map_err(|e| ApiError::Connect {

@@ -263,17 +263,26 @@ pub struct ToolDefinition {
     pub cache_control: Option<CacheControl>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MessagesRequest {
-    pub model: String,
+/// A request, borrowing the conversation it sends: the history can be long, and it is
+/// serialised once per call instead of being copied first.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct MessagesRequest<'a> {
+    pub model: &'a str,
     pub max_tokens: u32,
-    pub messages: Vec<Message>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub system: Vec<SystemBlock>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tools: Vec<ToolDefinition>,
-    #[serde(default)]
+    pub messages: &'a [Message],
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub system: &'a [SystemBlock],
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub tools: &'a [ToolDefinition],
     pub stream: bool,
+}
+
+impl MessagesRequest<'_> {
+    /// The JSON body, sent as is by every attempt of the call.
+    pub fn to_body(&self) -> Vec<u8> {
+        // Only strings, numbers and JSON values with string keys: serialising cannot fail.
+        serde_json::to_vec(self).expect("a Messages request always serialises")
+    }
 }
 
 /// The `message` object inside `message_start`.

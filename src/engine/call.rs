@@ -10,7 +10,7 @@ use super::Engine;
 use super::query::RunState;
 use crate::api::client::ApiError;
 use crate::api::stream::{Assembled, Assembler, bad_input_message};
-use crate::api::types::{ContentBlock, MessagesRequest, StopReason};
+use crate::api::types::{ContentBlock, StopReason};
 use crate::event::{Event, RetryInfo};
 use crate::exec::Batch;
 
@@ -45,7 +45,7 @@ impl Engine {
     /// submitted) and `None` for internal calls such as compaction.
     pub(super) async fn call_model(
         &mut self,
-        request: &MessagesRequest,
+        body: &[u8],
         run: &mut RunState,
         cancel: &CancellationToken,
         mut batch: Option<&mut Batch>,
@@ -53,9 +53,7 @@ impl Engine {
         let mut attempt = 0u32;
         loop {
             let started = Instant::now();
-            let result = self
-                .attempt(request, run, cancel, batch.as_deref_mut())
-                .await;
+            let result = self.attempt(body, run, cancel, batch.as_deref_mut()).await;
             run.api_time += started.elapsed();
             let error = match result {
                 Attempt::Done(outcome) => return Ok(outcome),
@@ -84,14 +82,14 @@ impl Engine {
 
     async fn attempt(
         &mut self,
-        request: &MessagesRequest,
+        body: &[u8],
         run: &mut RunState,
         cancel: &CancellationToken,
         mut batch: Option<&mut Batch>,
     ) -> Attempt {
         let opened = tokio::select! {
             _ = cancel.cancelled() => return Attempt::Fatal(CallError::Aborted { outcome: CallOutcome::default() }),
-            r = self.client.stream(request) => r,
+            r = self.client.stream(body) => r,
         };
         let mut stream = match opened {
             Ok(s) => Box::pin(s),

@@ -104,15 +104,16 @@ impl Engine {
         if let Some(focus) = focus.filter(|f| !f.trim().is_empty()) {
             ask.push_str(&format!(" Pay particular attention to: {}", focus.trim()));
         }
-        let request = MessagesRequest {
-            model: self.config.model.clone(),
+        let body = MessagesRequest {
+            model: &self.config.model,
             max_tokens: SUMMARY_MAX_TOKENS.min(self.config.max_tokens.max(1024)),
-            messages: vec![Message::user_text(ask)],
-            system: vec![SystemBlock::text(prompt::COMPACT.trim_end())],
-            tools: Vec::new(),
+            messages: &[Message::user_text(ask)],
+            system: &[SystemBlock::text(prompt::COMPACT.trim_end())],
+            tools: &[],
             stream: true,
-        };
-        match self.call_model(&request, run, cancel, None).await {
+        }
+        .to_body();
+        match self.call_model(&body, run, cancel, None).await {
             Ok(outcome) => {
                 let text: String = text_of(&outcome.blocks);
                 if text.trim().is_empty() {

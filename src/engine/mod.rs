@@ -15,7 +15,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use crate::api::client::Client;
 use crate::api::pricing;
 use crate::api::retry::RetryPolicy;
-use crate::api::types::{Message, SystemBlock, Usage};
+use crate::api::types::{CacheControl, Message, SystemBlock, ToolDefinition, Usage};
 use crate::event::Event;
 use crate::exec::Executor;
 use crate::session::Transcript;
@@ -102,6 +102,8 @@ pub struct Engine {
     config: EngineConfig,
     context: prompt::ProjectContext,
     system: Vec<SystemBlock>,
+    /// The executor's tools as the API takes them; fixed for the session.
+    tools: Vec<ToolDefinition>,
     history: Vec<Message>,
     transcript: Option<Transcript>,
     session_id: String,
@@ -129,12 +131,14 @@ impl Engine {
         events: UnboundedSender<Event>,
     ) -> Self {
         let system = prompt::system_prompt(&context, &config.model);
+        let tools = tool_definitions(&executor);
         Engine {
             client,
             executor,
             config,
             context,
             system,
+            tools,
             history: conversation.history,
             transcript: conversation.transcript,
             session_id: conversation.session_id,
@@ -191,4 +195,24 @@ impl Engine {
             tracing::error!(error = %e, "transcript write failed");
         }
     }
+}
+
+/// Tool definitions sorted by name, with a cache breakpoint after the last, so the prompt
+/// prefix stays byte-identical from request to request.
+fn tool_definitions(executor: &Executor) -> Vec<ToolDefinition> {
+    let mut tools: Vec<ToolDefinition> = executor
+        .tools()
+        .iter()
+        .map(|t| ToolDefinition {
+            name: t.name().to_string(),
+            description: t.description().to_string(),
+            input_schema: t.input_schema().clone(),
+            cache_control: None,
+        })
+        .collect();
+    tools.sort_by(|a, b| a.name.cmp(&b.name));
+    if let Some(last) = tools.last_mut() {
+        last.cache_control = Some(CacheControl::ephemeral());
+    }
+    tools
 }

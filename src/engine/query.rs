@@ -10,10 +10,7 @@ use super::compact::CompactError;
 use super::{Engine, MAX_CONTINUATIONS, prompt, repair};
 use crate::api::client::ApiError;
 use crate::api::pricing;
-use crate::api::types::{
-    CacheControl, ContentBlock, Message, MessagesRequest, Role, StopReason, ToolDefinition, Usage,
-    text_of,
-};
+use crate::api::types::{ContentBlock, Message, MessagesRequest, Role, StopReason, Usage, text_of};
 use crate::event::{CompactTrigger, Denial, Event, InitInfo, ResultKind, RunResult};
 
 /// What one run has used so far.
@@ -105,13 +102,11 @@ impl Engine {
                 }
                 tracing::warn!(error = %e, "proactive compaction failed; sending the full history");
             }
-            let request = self.build_request();
+            let body = self.build_request();
             run.turns += 1;
             self.emit(Event::RequestStarted { turn: run.turns });
             let mut batch = self.executor.batch();
-            let called = self
-                .call_model(&request, run, cancel, Some(&mut batch))
-                .await;
+            let called = self.call_model(&body, run, cancel, Some(&mut batch)).await;
             let outcome = match called {
                 Ok(outcome) => outcome,
                 Err(CallError::Api(e)) if e.is_prompt_too_long() => {
@@ -248,31 +243,18 @@ impl Engine {
         self.last_context_tokens as f64 > window * self.config.auto_compact_threshold
     }
 
-    pub(super) fn build_request(&mut self) -> MessagesRequest {
+    /// The body of the next request, after repairing the history.
+    pub(super) fn build_request(&mut self) -> Vec<u8> {
         repair::repair(&mut self.history);
-        let mut tools: Vec<ToolDefinition> = self
-            .executor
-            .tools()
-            .iter()
-            .map(|t| ToolDefinition {
-                name: t.name().to_string(),
-                description: t.description().to_string(),
-                input_schema: t.input_schema().clone(),
-                cache_control: None,
-            })
-            .collect();
-        tools.sort_by(|a, b| a.name.cmp(&b.name));
-        if let Some(last) = tools.last_mut() {
-            last.cache_control = Some(CacheControl::ephemeral());
-        }
         MessagesRequest {
-            model: self.config.model.clone(),
+            model: &self.config.model,
             max_tokens: self.config.max_tokens,
-            messages: self.history.clone(),
-            system: self.system.clone(),
-            tools,
+            messages: &self.history,
+            system: &self.system,
+            tools: &self.tools,
             stream: true,
         }
+        .to_body()
     }
 
     /// Put an assistant message and its tool results into the history and transcript.
