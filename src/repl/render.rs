@@ -9,7 +9,7 @@ use std::time::Duration;
 use super::spinner::Spinner;
 use super::style::Style;
 use crate::api::types::{ContentBlock, Message, Role};
-use crate::cli::print::key_argument;
+use crate::cli::print::{key_argument, truncate};
 use crate::event::{Event, ResultKind, RunResult};
 use crate::exec::CANCELLED;
 
@@ -545,13 +545,6 @@ pub fn diff_lines(style: Style, content: &str) -> Vec<String> {
             }
         })
         .collect()
-}
-
-fn truncate(s: &str, max: usize) -> String {
-    match s.char_indices().nth(max) {
-        Some((at, _)) => format!("{}…", &s[..at]),
-        None => s.to_string(),
-    }
 }
 
 #[cfg(test)]
