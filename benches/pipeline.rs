@@ -10,8 +10,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use ouro::exec::hooks::Hooks;
 use ouro::exec::{Executor, NeverAsk};
-use ouro::hooks::Hooks;
 use ouro::permissions::{Access, CliPermissions, PermissionEngine, bash};
 use ouro::settings::{HookSettings, LayeredSettings};
 use ouro::tools::{Progress, Tool, ToolContext, ToolError, ToolOutput, erase, pool};

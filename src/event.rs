@@ -8,7 +8,6 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::api::types::{ContentBlock, StopReason, Usage};
-use crate::exec::PhaseTimings;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
@@ -158,4 +157,15 @@ pub struct RunResult {
     pub cost_unknown: bool,
     pub api_error_status: Option<u16>,
     pub permission_denials: Vec<Denial>,
+}
+
+/// How long each pipeline phase took for one call.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct PhaseTimings {
+    pub schema: Duration,
+    pub semantic: Duration,
+    pub pre_hooks: Duration,
+    pub permission: Duration,
+    pub execution: Duration,
+    pub post_hooks: Duration,
 }

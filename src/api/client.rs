@@ -231,7 +231,7 @@ fn parse_error_body(body: &str) -> (String, String) {
         .and_then(|e| e.get("message"))
         .and_then(|m| m.as_str())
         .map(str::to_string)
-        .unwrap_or_else(|| body.chars().take(300).collect());
+        .unwrap_or_else(|| crate::text::prefix_chars(body, 300).0.to_string());
     (kind, message)
 }
 

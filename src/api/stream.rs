@@ -224,7 +224,7 @@ fn parse_tool_input(json: &str) -> Result<Value, String> {
 /// The tool_result text for a tool_use whose input could not be parsed.
 pub fn bad_input_message(name: &str, raw: &str, error: &str) -> String {
     const SHOWN: usize = 200;
-    let shown: String = raw.chars().take(SHOWN).collect();
+    let (shown, _) = crate::text::prefix_chars(raw, SHOWN);
     let total = raw.len();
     format!(
         "{name} was not run: its input is not valid JSON ({error}).\n\

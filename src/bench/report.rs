@@ -265,7 +265,7 @@ mod tests {
 
     use super::*;
     use crate::bench::run::ToolSample;
-    use crate::exec::PhaseTimings;
+    use crate::event::PhaseTimings;
 
     fn run(wall_ms: u64, client_ms: &[u64], tools: &[(&str, u64)]) -> RunSample {
         RunSample {

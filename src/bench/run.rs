@@ -16,8 +16,9 @@ use super::scenario::{self, BASH_ALLOW_RULES, FINAL_TEXT, Plan};
 use crate::api::types::ContentBlock;
 use crate::cli::Args;
 use crate::cli::setup::{self, Endpoint};
+use crate::event::PhaseTimings;
 use crate::event::{Event, ResultKind, RunResult};
-use crate::exec::{NeverAsk, PhaseTimings};
+use crate::exec::NeverAsk;
 
 pub const PROMPT: &str = "Work through the benchmark project.";
 /// The mock checks that a key is sent, not which.

@@ -7,6 +7,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use super::stream_json;
 use crate::api::types::ContentBlock;
 use crate::event::{Event, RunResult};
+use crate::text::truncate;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum InputFormat {
@@ -120,12 +121,4 @@ pub fn key_argument(input: &serde_json::Value) -> String {
         }
     }
     String::new()
-}
-
-/// At most `max` characters of `s`, with `…` when something was cut.
-pub fn truncate(s: &str, max: usize) -> String {
-    match s.char_indices().nth(max) {
-        Some((at, _)) => format!("{}…", &s[..at]),
-        None => s.to_string(),
-    }
 }

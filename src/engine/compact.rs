@@ -255,11 +255,8 @@ fn cut(text: &str, max: usize) -> String {
     if text.len() <= max {
         return text.to_string();
     }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}… [{} more characters]", &text[..end], text.len() - end)
+    let head = crate::text::prefix_bytes(text, max);
+    format!("{head}… [{} more characters]", text.len() - head.len())
 }
 
 #[cfg(test)]

@@ -118,16 +118,9 @@ fn project_instructions(cwd: &Path) -> String {
         if out.is_empty() {
             out.push_str("# Instructions from the user and the project\nFollow these; they override the defaults above.\n");
         }
-        let mut cut = text.len().min(MAX_INSTRUCTIONS_BYTES);
-        while !text.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        out.push_str(&format!(
-            "\n## {}\n{}\n",
-            path.display(),
-            text[..cut].trim_end()
-        ));
-        if cut < text.len() {
+        let kept = crate::text::prefix_bytes(&text, MAX_INSTRUCTIONS_BYTES);
+        out.push_str(&format!("\n## {}\n{}\n", path.display(), kept.trim_end()));
+        if kept.len() < text.len() {
             out.push_str("(file cut: it is longer than 64 KiB)\n");
         }
     }

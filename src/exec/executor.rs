@@ -21,11 +21,12 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+use super::Asker;
+use super::hooks::Hooks;
 use super::pipeline::{Admitted, Outcome, Pipeline, Slot};
-use super::{Asker, PhaseTimings};
 use crate::api::types::ContentBlock;
+use crate::event::PhaseTimings;
 use crate::event::{Denial, Event};
-use crate::hooks::Hooks;
 use crate::permissions::PermissionPolicy;
 use crate::tools::{DynTool, ToolContext, ToolOutput};
 

@@ -1,15 +1,12 @@
 //! Runs the model's tool calls: the streaming executor (who runs when) and the six-phase
 //! pipeline (what happens to each call).
 
-use std::time::Duration;
-
 use futures::future::BoxFuture;
 use serde_json::Value;
 
-pub mod elide;
 pub mod executor;
+pub mod hooks;
 mod pipeline;
-pub mod process;
 
 pub use executor::{Batch, BatchOutcome, Executor};
 pub use pipeline::CANCELLED;
@@ -46,15 +43,4 @@ impl Asker for NeverAsk {
     fn ask(&self, _request: AskRequest) -> BoxFuture<'_, AskAnswer> {
         Box::pin(async { AskAnswer::Deny(None) })
     }
-}
-
-/// How long each pipeline phase took for one call.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct PhaseTimings {
-    pub schema: Duration,
-    pub semantic: Duration,
-    pub pre_hooks: Duration,
-    pub permission: Duration,
-    pub execution: Duration,
-    pub post_hooks: Duration,
 }

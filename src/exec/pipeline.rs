@@ -9,12 +9,13 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
 
-use super::elide::elide_middle;
-use super::{AskAnswer, AskRequest, Asker, PhaseTimings};
+use super::hooks::{HookSite, HookVerdict, Hooks};
+use super::{AskAnswer, AskRequest, Asker};
+use crate::event::PhaseTimings;
 use crate::event::{Denial, Event};
-use crate::hooks::{HookSite, HookVerdict, Hooks};
 use crate::permissions::{Decision, PermissionPolicy, PermissionRequest};
 use crate::settings;
+use crate::text::elide_middle;
 use crate::tools::{DynTool, PreparedCall, Progress, ToolContext, ToolError, ToolOutput};
 
 /// The text of the result of every call the user cancelled.

@@ -9,9 +9,10 @@ use std::time::Duration;
 use super::spinner::Spinner;
 use super::style::Style;
 use crate::api::types::{ContentBlock, Message, Role};
-use crate::cli::print::{key_argument, truncate};
+use crate::cli::print::key_argument;
 use crate::event::{Event, ResultKind, RunResult};
 use crate::exec::CANCELLED;
+use crate::text::truncate;
 
 /// Lines of one call's live output shown on screen; the model still gets all of it.
 const MAX_PROGRESS_LINES: usize = 12;

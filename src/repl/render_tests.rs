@@ -5,7 +5,7 @@ use serde_json::json;
 use super::*;
 use crate::api::types::Usage;
 use crate::event::InitInfo;
-use crate::exec::PhaseTimings;
+use crate::event::PhaseTimings;
 
 #[derive(Clone, Default)]
 struct Screen(Arc<Mutex<Vec<u8>>>);

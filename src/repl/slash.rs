@@ -365,10 +365,7 @@ fn preview(text: &str) -> String {
         .find(|l| !l.trim().is_empty())
         .unwrap_or("")
         .trim();
-    match line.char_indices().nth(60) {
-        Some((at, _)) => format!("{}…", &line[..at]),
-        None => line.to_string(),
-    }
+    crate::text::truncate(line, 60)
 }
 
 #[cfg(test)]

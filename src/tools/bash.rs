@@ -13,10 +13,10 @@ use tokio::process::Command;
 use tokio_util::sync::CancellationToken;
 
 use super::{Progress, Tool, ToolContext, ToolError, ToolOutput};
-use crate::exec::elide::HeadTail;
-use crate::exec::process::GroupChild;
 use crate::permissions::Access;
 use crate::permissions::bash::is_read_only_command;
+use crate::sys::process::GroupChild;
+use crate::text::HeadTail;
 
 mod env;
 mod stream;

@@ -348,10 +348,7 @@ fn diff_excerpt(old: &str, new: &str) -> String {
     let mut out: Vec<String> = text
         .lines()
         .take(MAX_DIFF_LINES)
-        .map(|line| match line.char_indices().nth(MAX_DIFF_LINE_CHARS) {
-            Some((at, _)) => format!("{}…", &line[..at]),
-            None => line.to_string(),
-        })
+        .map(|line| crate::text::truncate(line, MAX_DIFF_LINE_CHARS))
         .collect();
     if total > MAX_DIFF_LINES {
         out.push(format!(

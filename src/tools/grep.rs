@@ -289,12 +289,10 @@ impl FileSink<'_> {
         if let (true, Some(n)) = (self.search.line_numbers, number) {
             let _ = write!(self.text, "{n}{separator}");
         }
-        match text.char_indices().nth(MAX_LINE_CHARS) {
-            Some((at, _)) => {
-                self.text.push_str(&text[..at]);
-                self.text.push_str(" [... line truncated]");
-            }
-            None => self.text.push_str(&text),
+        let (shown, cut) = crate::text::prefix_chars(&text, MAX_LINE_CHARS);
+        self.text.push_str(shown);
+        if cut {
+            self.text.push_str(" [... line truncated]");
         }
         self.text.push('\n');
         self.lines += 1;

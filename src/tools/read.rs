@@ -286,11 +286,8 @@ impl Lines {
             bytes = &bytes[..bytes.len() - 1];
         }
         let decoded = String::from_utf8_lossy(bytes);
-        let (shown, cut) = match decoded.char_indices().nth(MAX_LINE_CHARS) {
-            Some((at, _)) => (&decoded[..at], true),
-            // Lines cut by bytes always exceed MAX_LINE_CHARS, so they take the arm above.
-            None => (&*decoded, false),
-        };
+        // Lines cut by bytes always exceed MAX_LINE_CHARS, so they are reported as cut here.
+        let (shown, cut) = crate::text::prefix_chars(&decoded, MAX_LINE_CHARS);
         if self.last_shown > 0 && self.text.len() + shown.len() + 24 > OUTPUT_BUDGET {
             self.budget_hit = true;
         } else {

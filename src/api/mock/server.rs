@@ -187,7 +187,7 @@ fn stream_response(
 fn message_response(reply: &Reply<'_>, mut feed: Feed, request_id: &str) -> Response {
     let json = reply.message().to_string();
     let body = if feed.cut {
-        let (head, _) = json.split_at(json.floor_char_boundary(json.len() / 2));
+        let head = crate::text::prefix_bytes(&json, json.len() / 2);
         feed.frames.push_back(Bytes::from(head.to_string()));
         feed.delay = Duration::ZERO;
         Body::from_stream(feed.into_stream())

@@ -144,7 +144,7 @@ async fn read_stdout(
                         pid,
                         program = name,
                         error = %e,
-                        line = %line.trim_end().chars().take(LOGGED_LINE).collect::<String>(),
+                        line = %crate::text::prefix_chars(line.trim_end(), LOGGED_LINE).0,
                         "skipping a line of brain output that is not stream-json"
                     ),
                 }

@@ -301,9 +301,10 @@ impl Analysis {
 pub fn short(text: &str) -> String {
     const MAX: usize = 80;
     let first_line = text.trim().lines().next().unwrap_or("");
-    let mut out: String = first_line.chars().take(MAX).collect();
-    if out.len() < text.trim().len() {
-        out.push('…');
+    let (head, _) = crate::text::prefix_chars(first_line, MAX);
+    if head.len() < text.trim().len() {
+        format!("{head}…")
+    } else {
+        head.to_string()
     }
-    out
 }

@@ -4,7 +4,7 @@
 use tokio::io::AsyncReadExt;
 use tokio::process::{ChildStderr, ChildStdout};
 
-use crate::exec::elide::HeadTail;
+use crate::text::HeadTail;
 use crate::tools::Progress;
 
 /// Streams both pipes to `progress` chunk by chunk and keeps them, interleaved, in `kept`.

@@ -11,8 +11,8 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
 
-use crate::exec::process::GroupChild;
 use crate::settings::{HookCommand, HookMatcher, HookSettings};
+use crate::sys::process::GroupChild;
 use crate::tools::ToolOutput;
 
 const DEFAULT_TIMEOUT_SECS: u64 = 60;

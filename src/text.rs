@@ -1,5 +1,27 @@
-//! Cutting long tool output down to its head and tail: the model sees how a command started and
-//! how it ended, and the middle no longer floods its context.
+//! Cutting text to a size without splitting a character: a prefix for one-line displays, a
+//! byte-bounded prefix for prompts, and head + tail for long tool output (the model sees how a
+//! command started and how it ended, and the middle no longer floods its context).
+
+/// The first `max` characters of `s`, and whether anything was cut.
+pub fn prefix_chars(s: &str, max: usize) -> (&str, bool) {
+    match s.char_indices().nth(max) {
+        Some((at, _)) => (&s[..at], true),
+        None => (s, false),
+    }
+}
+
+/// At most `max` characters of `s`, with `…` when something was cut.
+pub fn truncate(s: &str, max: usize) -> String {
+    match prefix_chars(s, max) {
+        (head, true) => format!("{head}…"),
+        (whole, false) => whole.to_string(),
+    }
+}
+
+/// The longest prefix of `s` that is at most `max` bytes and ends on a character boundary.
+pub fn prefix_bytes(s: &str, max: usize) -> &str {
+    &s[..s.floor_char_boundary(max.min(s.len()))]
+}
 
 /// Keeps the first and last characters of a text that arrives in pieces, in memory bounded by
 /// about twice the limit however long the text grows.
@@ -33,8 +55,8 @@ impl HeadTail {
         let mut rest = text;
         if self.head_chars < self.head_cap {
             let room = self.head_cap - self.head_chars;
-            let cut = rest.char_indices().nth(room).map_or(rest.len(), |(i, _)| i);
-            let (taken, after) = rest.split_at(cut);
+            let (taken, _) = prefix_chars(rest, room);
+            let after = &rest[taken.len()..];
             self.head.push_str(taken);
             self.head_chars += taken.chars().count();
             rest = after;
@@ -92,6 +114,17 @@ pub fn elide_middle(text: &str, max_chars: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn prefixes_never_split_a_character() {
+        assert_eq!(prefix_chars("héllo", 2), ("hé", true));
+        assert_eq!(prefix_chars("hé", 2), ("hé", false));
+        assert_eq!(truncate("héllo", 3), "hél…");
+        assert_eq!(truncate("hé", 3), "hé");
+        assert_eq!(prefix_bytes("héllo", 2), "h");
+        assert_eq!(prefix_bytes("héllo", 3), "hé");
+        assert_eq!(prefix_bytes("hé", 10), "hé");
+    }
 
     #[test]
     fn short_text_is_unchanged() {

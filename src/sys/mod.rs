@@ -1,0 +1,3 @@
+//! Thin layers over the operating system that several parts of ouro share.
+
+pub mod process;
