@@ -5,12 +5,15 @@
 //! into a `tools` implementation, guarded by `permissions`; every step is an `event::Event`.
 
 pub mod api;
+#[cfg(feature = "mock")]
 pub mod bench;
 pub mod brain;
 pub mod cli;
 pub mod engine;
 pub mod event;
 pub mod exec;
+#[cfg(feature = "mock")]
+pub mod mock;
 pub mod permissions;
 pub mod repl;
 pub mod session;

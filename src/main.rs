@@ -1,13 +1,11 @@
 //! The `ouro` binary: parse flags, pick a front end, run. anyhow lives only here.
 
-use std::net::SocketAddr;
 use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Parser;
 
-use ouro::api::mock::{MockServer, Scenario};
-use ouro::cli::{Args, Command, demo, headless};
+use ouro::cli::{Args, Command, headless};
 use ouro::permissions::PermissionEngine;
 use ouro::settings::LayeredSettings;
 
@@ -45,12 +43,19 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
         .and_then(|d| d.canonicalize())
         .context("cannot read the current directory")?;
     match &args.command {
-        Some(Command::Demo) => return Ok(exit(demo::run().await?)),
+        #[cfg(feature = "mock")]
+        Some(Command::Demo) => return Ok(exit(ouro::cli::demo::run().await?)),
+        #[cfg(feature = "mock")]
         Some(Command::Bench(bench)) => return Ok(exit(ouro::bench::run(bench).await?)),
+        #[cfg(feature = "mock")]
         Some(Command::MockServer { scenario, port }) => {
+            use ouro::mock::{MockServer, Scenario};
             let scenario = Scenario::from_file(scenario)?;
-            let server =
-                MockServer::start_on(SocketAddr::from(([127, 0, 0, 1], *port)), scenario).await?;
+            let server = MockServer::start_on(
+                std::net::SocketAddr::from(([127, 0, 0, 1], *port)),
+                scenario,
+            )
+            .await?;
             println!("{}", server.url());
             eprintln!(
                 "mock Messages API listening; set ANTHROPIC_BASE_URL={} (Ctrl-C stops)",

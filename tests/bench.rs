@@ -1,6 +1,8 @@
 //! Smoke tests of `ouro bench` with tiny settings: it runs end to end and reports every field.
 //! Nothing here asserts a timing.
 
+#![cfg(feature = "mock")]
+
 use std::process::{Command, Output};
 
 use serde_json::Value;

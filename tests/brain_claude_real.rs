@@ -8,14 +8,16 @@
 //! The fresh `HOME` gets a `.claude.json` that marks onboarding done, the test key approved and
 //! the working directory trusted, so the interactive TUI opens straight at its prompt.
 
+#![cfg(feature = "mock")]
+
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use ouro::api::mock::{MockBlock, MockServer, Scenario, Turn};
 use ouro::brain::BrainConfig;
 use ouro::brain::claude::ClaudeBrain;
 use ouro::brain::{BrainCli, BrainOutput, ExitInfo, Mode};
+use ouro::mock::{MockBlock, MockServer, Scenario, Turn};
 use serde_json::json;
 
 const SLUG: &str = "claude@anthropic/claude/haiku/v4.5";

@@ -1,14 +1,16 @@
 //! The native brain: the real `ouro` binary as a child process (`ouro -p` in stream-json mode for
 //! dispatch, the REPL in a pseudo-terminal for interact), against ouro's mock Messages API.
 
+#![cfg(feature = "mock")]
+
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use ouro::api::mock::{MockBlock, MockServer, Scenario, Turn};
 use ouro::api::types::Usage;
 use ouro::brain::native::NativeBrain;
 use ouro::brain::{BrainCli, BrainConfig, BrainError, BrainOutput, ExitInfo, Mode, TermSize};
+use ouro::mock::{MockBlock, MockServer, Scenario, Turn};
 use serde_json::{Value, json};
 
 const SLUG: &str = "ouro@anthropic/claude/opus/v4.5";

@@ -1,6 +1,8 @@
 //! End-to-end: `ouro brains` and `ouro --brain <slug> -p`, for an ouro slug against the mock
 //! Messages API and for a claude slug against the fake `claude` (tests/fixtures/fake_claude.py).
 
+#![cfg(feature = "mock")]
+
 mod common;
 
 use common::{Run, Sandbox, bodies, server};

@@ -1,5 +1,7 @@
 //! End-to-end: the `ouro` binary in print mode against the mock Messages API (issue: core slice).
 
+#![cfg(feature = "mock")]
+
 mod common;
 
 use common::{API_KEY, Sandbox, bodies, server};

@@ -2,6 +2,8 @@
 //! wrong: pause_turn, thinking before tool_use, max_tokens with tool calls, cuts after a tool
 //! call, Ctrl-C during compaction, hooks from the project settings, and huge resumes.
 
+#![cfg(feature = "mock")]
+
 mod common;
 
 use std::time::Duration;

@@ -1,5 +1,7 @@
 //! End-to-end: tool calls, permissions and interruption through the real binary and mock API.
 
+#![cfg(feature = "mock")]
+
 mod common;
 
 use std::time::Duration;

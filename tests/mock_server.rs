@@ -1,10 +1,12 @@
 //! Drives the mock Messages API server over real HTTP, the way ouro's client will.
 
+#![cfg(feature = "mock")]
+
 use std::time::{Duration, Instant};
 
 use eventsource_stream::Eventsource;
 use futures::StreamExt;
-use ouro::api::mock::{Fault, MockServer, Scenario, Turn};
+use ouro::mock::{Fault, MockServer, Scenario, Turn};
 use serde_json::{Value, json};
 
 fn client() -> reqwest::Client {

@@ -1,6 +1,8 @@
 //! End-to-end: the interactive REPL of the real `ouro` binary in a pseudo-terminal, against the
 //! mock Messages API (issue 7).
 
+#![cfg(feature = "mock")]
+
 mod common;
 #[path = "repl/pty.rs"]
 mod pty;

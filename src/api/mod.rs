@@ -1,7 +1,6 @@
-//! The Anthropic Messages API: wire types, the streaming client, and a scriptable mock server.
+//! The Anthropic Messages API client: wire types, the SSE stream, retries and prices.
 
 pub mod client;
-pub mod mock;
 pub mod pricing;
 pub mod retry;
 pub mod stream;

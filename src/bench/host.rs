@@ -6,7 +6,7 @@ use std::sync::Arc;
 use tokio::runtime::Runtime;
 
 use super::BenchError;
-use crate::api::mock::{MockServer, Scenario};
+use crate::mock::{MockServer, Scenario};
 
 pub struct MockHost {
     runtime: Option<Runtime>,

@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::fixture::{EDITS_PER_FILE, FileKind, Fixture, NEEDLE, Rng};
-use crate::api::mock::{MockBlock, Scenario, Turn};
+use crate::mock::{MockBlock, Scenario, Turn};
 
 /// The shell commands the scenario runs; all read-only, so the analyser lets them run in
 /// parallel, and each is allowed by one of [`BASH_ALLOW_RULES`].

@@ -21,7 +21,7 @@ use super::fixture::{Fixture, WorkDir};
 use super::host::MockHost;
 use super::run::{API_KEY, PROMPT, session_flags};
 use super::scenario::{self, Plan};
-use crate::api::mock::MockServer;
+use crate::mock::MockServer;
 
 /// How long the first request may take before the measurement is abandoned.
 const FIRST_REQUEST_DEADLINE: Duration = Duration::from_secs(60);

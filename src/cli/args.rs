@@ -1,7 +1,5 @@
 //! Command-line flags, spelled as Claude Code spells them.
 
-use std::path::PathBuf;
-
 use clap::{Parser, Subcommand};
 
 use super::print::{InputFormat, OutputFormat};
@@ -79,18 +77,21 @@ pub struct Args {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run a scripted example against the built-in mock API (no key needed).
+    #[cfg(feature = "mock")]
     Demo,
     /// Serve the scriptable mock Messages API on loopback.
+    #[cfg(feature = "mock")]
     MockServer {
         /// Scenario JSON file.
         #[arg(long)]
-        scenario: PathBuf,
+        scenario: std::path::PathBuf,
         #[arg(long, default_value_t = 0)]
         port: u16,
     },
     /// List the effective permission rules and where each came from.
     Permissions(PermissionFlags),
     /// Measure tool throughput end to end against the built-in mock API.
+    #[cfg(feature = "mock")]
     Bench(crate::bench::BenchArgs),
     /// List the brain slugs --brain takes, with their models and prices.
     Brains,

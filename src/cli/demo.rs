@@ -9,8 +9,8 @@ use clap::Parser;
 use super::Args;
 use super::print::{self, OutputFormat};
 use super::setup::{self, Endpoint};
-use crate::api::mock::{MockServer, Scenario};
 use crate::exec::NeverAsk;
+use crate::mock::{MockServer, Scenario};
 
 const SCENARIO: &str = include_str!("../../examples/demo.json");
 const PROMPT: &str = "The add function gives wrong results. Find and fix it.";

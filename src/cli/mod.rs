@@ -1,6 +1,7 @@
 //! The command-line front end: flags, session setup, print mode and the demo.
 
 pub mod args;
+#[cfg(feature = "mock")]
 pub mod demo;
 pub mod headless;
 pub mod print;

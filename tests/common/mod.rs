@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use ouro::api::mock::{MockServer, Scenario};
+use ouro::mock::{MockServer, Scenario};
 use serde_json::Value;
 
 pub const API_KEY: &str = "sk-ant-test-0123456789abcdef";

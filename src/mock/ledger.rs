@@ -222,7 +222,7 @@ fn contains_text(body: &Value, needle: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::mock::scenario::Turn;
+    use crate::mock::scenario::Turn;
     use serde_json::json;
 
     fn request(body: Value) -> RecordedRequest {

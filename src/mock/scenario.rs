@@ -16,7 +16,7 @@ pub enum ScenarioError {
         #[source]
         source: std::io::Error,
     },
-    #[error("scenario JSON is invalid: {0}; see the format in the ouro::api::mock module docs")]
+    #[error("scenario JSON is invalid: {0}; see the format in the ouro::mock module docs")]
     Json(#[from] serde_json::Error),
     #[error("scenario turn {turn} is invalid: {reason}")]
     Turn { turn: usize, reason: String },

@@ -65,7 +65,7 @@
 //!
 //! ```no_run
 //! # async fn demo() -> std::io::Result<()> {
-//! use ouro::api::mock::{MockServer, Scenario, Turn};
+//! use ouro::mock::{MockServer, Scenario, Turn};
 //! let server = MockServer::start(Scenario::new(vec![Turn::text("Hello")])).await?;
 //! // ... run ouro with ANTHROPIC_BASE_URL = server.url() ...
 //! assert_eq!(server.turns_served(), 1);
