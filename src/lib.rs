@@ -5,6 +5,7 @@
 //! into a `tools` implementation, guarded by `permissions`; every step is an `event::Event`.
 
 pub mod api;
+pub mod app;
 #[cfg(feature = "mock")]
 pub mod bench;
 pub mod brain;
@@ -18,6 +19,7 @@ pub mod permissions;
 pub mod repl;
 pub mod session;
 pub mod settings;
+pub mod stream_json;
 pub mod sys;
 pub mod text;
 pub mod tools;

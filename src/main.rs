@@ -66,7 +66,7 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::SUCCESS);
         }
         Some(Command::Brains) => {
-            print!("{}", ouro::brain::print::catalogue());
+            print!("{}", ouro::brain::catalogue::catalogue());
             return Ok(ExitCode::SUCCESS);
         }
         Some(Command::Permissions(flags)) => {
@@ -79,7 +79,8 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
         None => {}
     }
     if !args.print {
-        ouro::repl::run(args, &cwd).await?;
+        let options = args.options()?;
+        ouro::repl::run(options, args.brain.clone(), args.prompt.clone(), &cwd).await?;
         return Ok(ExitCode::SUCCESS);
     }
     Ok(exit(headless::run(&args, &cwd).await?))

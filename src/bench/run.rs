@@ -5,7 +5,6 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use clap::Parser;
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio_util::sync::CancellationToken;
 
@@ -14,18 +13,31 @@ use super::fixture::{Fixture, WorkDir};
 use super::host::MockHost;
 use super::scenario::{self, BASH_ALLOW_RULES, FINAL_TEXT, Plan};
 use crate::api::types::ContentBlock;
-use crate::cli::Args;
-use crate::cli::setup::{self, Endpoint};
+use crate::app::{self, Endpoint, Options};
 use crate::event::PhaseTimings;
 use crate::event::{Event, ResultKind, RunResult};
 use crate::exec::NeverAsk;
+use crate::permissions::{CliPermissions, PermissionMode};
 
 pub const PROMPT: &str = "Work through the benchmark project.";
 /// The mock checks that a key is sent, not which.
 pub const API_KEY: &str = "sk-ant-bench-0000000000000000";
 
-/// The flags every measured session gets: edits in the project and the scenario's read-only
-/// shell commands are allowed, and a failed request is not retried (it would distort timings).
+/// What every measured session gets: edits in the project and the scenario's read-only shell
+/// commands are allowed, and a failed request is not retried (it would distort timings).
+pub fn session_options() -> Options {
+    Options {
+        max_retries: Some(0),
+        permissions: CliPermissions {
+            allowed: BASH_ALLOW_RULES.iter().map(|r| r.to_string()).collect(),
+            disallowed: Vec::new(),
+            mode: Some(PermissionMode::AcceptEdits),
+        },
+        ..Options::default()
+    }
+}
+
+/// [`session_options`] as `ouro -p` flags, for the measured start-up of the real binary.
 pub fn session_flags() -> Vec<String> {
     let mut flags: Vec<String> = ["--permission-mode", "acceptEdits", "--max-retries", "0"]
         .map(String::from)
@@ -89,16 +101,11 @@ enum Stamp {
 type Stamped = Vec<(Instant, Stamp)>;
 
 async fn drive(base_url: &str, root: &Path) -> Result<(RunResult, Stamped, Duration), BenchError> {
-    let mut argv = vec!["ouro".to_string(), "-p".to_string()];
-    argv.extend(session_flags());
-    let args = Args::try_parse_from(argv).map_err(|e| {
-        BenchError::Failed(format!("the benchmark's session flags do not parse: {e}"))
-    })?;
     let endpoint = Endpoint {
         base_url: base_url.to_string(),
         api_key: API_KEY.to_string(),
     };
-    let session = setup::build(&args, root, endpoint, Arc::new(NeverAsk), false)
+    let session = app::build(&session_options(), root, endpoint, Arc::new(NeverAsk))
         .map_err(|e| BenchError::Failed(format!("could not build the session: {e:#}")))?;
     let mut engine = session.engine;
     let collector = tokio::spawn(collect(session.events));
@@ -260,18 +267,5 @@ mod tests {
         );
         assert_eq!(s.responses, [12, 25, 3].map(Duration::from_millis).to_vec());
         assert_eq!(s.calls_per_sec(), 40.0);
-    }
-
-    #[test]
-    fn session_flags_parse_as_print_mode_flags() {
-        let mut argv = vec!["ouro".to_string(), "-p".to_string()];
-        argv.extend(session_flags());
-        let args = Args::try_parse_from(argv).unwrap();
-        assert_eq!(
-            args.permissions.permission_mode.as_deref(),
-            Some("acceptEdits")
-        );
-        assert_eq!(args.permissions.allowed_tools, BASH_ALLOW_RULES);
-        assert_eq!(args.max_retries, Some(0));
     }
 }

@@ -12,20 +12,18 @@
 //! [`BrainCli`] is object-safe (its async methods return boxed futures), so callers hold a
 //! `Box<dyn BrainCli>` from [`open`] and suppliers are added without touching them. Both
 //! suppliers run their brain as a child process speaking Claude Code's stream-json protocol
-//! ([`cli::CliBrain`]): [`claude::ClaudeBrain`] runs the `claude` binary, [`native::NativeBrain`]
+//! ([`child::ChildBrain`]): [`claude::ClaudeBrain`] runs the `claude` binary, [`ouro::OuroBrain`]
 //! runs `ouro` itself.
 
+pub mod catalogue;
+pub mod child;
 pub mod claude;
-pub mod cli;
 mod config;
 mod error;
 pub mod memory;
-pub mod native;
+pub mod ouro;
 mod output;
-pub mod print;
-mod process;
 pub mod slug;
-pub mod stream_json;
 pub mod table;
 pub mod terminal;
 
@@ -47,7 +45,7 @@ pub fn open(slug: &str, config: BrainConfig) -> Result<Box<dyn BrainCli>, BrainE
     let spec = slug::parse(slug)?;
     Ok(match spec.binary {
         Binary::Claude => Box::new(claude::ClaudeBrain::from_spec(spec, config)?),
-        Binary::Ouro => Box::new(native::NativeBrain::from_spec(spec, config)?),
+        Binary::Ouro => Box::new(ouro::OuroBrain::from_spec(spec, config)?),
     })
 }
 

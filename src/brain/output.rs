@@ -3,7 +3,7 @@
 use crate::api::types::{ContentBlock, Usage};
 
 use super::ToolCall;
-use super::stream_json::{ResultEvent, StreamEvent};
+use crate::stream_json::read::{Line, ResultEvent};
 
 /// One turn in progress.
 #[derive(Debug, Default)]
@@ -32,10 +32,10 @@ pub(crate) struct TurnOutcome {
 
 impl TurnAccumulator {
     /// Takes one event; `true` once the turn's result has arrived.
-    pub fn feed(&mut self, event: StreamEvent) -> bool {
+    pub fn feed(&mut self, event: Line) -> bool {
         match event {
-            StreamEvent::Init(init) => self.session_id = Some(init.session_id),
-            StreamEvent::Assistant(msg) => {
+            Line::Init(init) => self.session_id = Some(init.session_id),
+            Line::Assistant(msg) => {
                 if self.message_id.as_deref() != Some(msg.message_id.as_str()) {
                     self.message_id = Some(msg.message_id.clone());
                     self.message_text.clear();
@@ -66,7 +66,7 @@ impl TurnAccumulator {
                     None => self.usage_by_message.push((msg.message_id, msg.usage)),
                 }
             }
-            StreamEvent::User(user) => {
+            Line::User(user) => {
                 for block in user.blocks {
                     if let ContentBlock::ToolResult {
                         tool_use_id,
@@ -80,21 +80,21 @@ impl TurnAccumulator {
                     }
                 }
             }
-            StreamEvent::ApiRetry(retry) => tracing::info!(
+            Line::ApiRetry(retry) => tracing::info!(
                 attempt = retry.attempt,
                 max_retries = retry.max_retries,
                 status = ?retry.error_status,
                 error = %retry.error,
                 "the brain's API request failed and is being retried"
             ),
-            StreamEvent::Result(result) => {
+            Line::Result(result) => {
                 if let Some(id) = &result.session_id {
                     self.session_id = Some(id.clone());
                 }
                 self.result = Some(result);
                 return true;
             }
-            StreamEvent::TextDelta(_) | StreamEvent::Other(_) => {}
+            Line::TextDelta(_) | Line::Other(_) => {}
         }
         false
     }
@@ -150,14 +150,4 @@ impl CostTracker {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cumulative_totals_become_differences() {
-        let mut cumulative = CostTracker::default();
-        assert_eq!(cumulative.turn_cost(Some(0.25), || 9.0), 0.25);
-        assert_eq!(cumulative.turn_cost(Some(0.75), || 9.0), 0.5);
-        assert_eq!(cumulative.turn_cost(None, || 0.125), 0.125);
-    }
-}
+mod tests;

@@ -3,6 +3,7 @@
 use clap::{Parser, Subcommand};
 
 use super::print::{InputFormat, OutputFormat};
+use crate::app::Options;
 use crate::permissions::{CliPermissions, PermissionMode};
 
 #[derive(Debug, Parser)]
@@ -135,10 +136,29 @@ impl PermissionFlags {
 }
 
 impl Args {
+    /// The session these flags ask for (persisted to a transcript).
+    pub fn options(&self) -> anyhow::Result<Options> {
+        Ok(Options {
+            model: self.model_choice()?,
+            max_turns: self.max_turns,
+            max_budget_usd: self.max_budget_usd,
+            max_output_tokens: self.max_output_tokens,
+            max_retries: self.max_retries,
+            permissions: self
+                .permissions
+                .cli_permissions()
+                .map_err(anyhow::Error::msg)?,
+            tools: self.tool_names(),
+            resume: self.resume.clone(),
+            continue_last: self.continue_last,
+            persist: true,
+        })
+    }
+
     /// The model to run: `--model`, or the one an `ouro@…` `--brain` slug names.
     pub fn model_choice(&self) -> Result<Option<String>, crate::brain::BrainError> {
         match &self.brain {
-            Some(slug) => crate::brain::print::native_model(slug).map(|m| Some(m.to_string())),
+            Some(slug) => crate::brain::catalogue::ouro_model(slug).map(|m| Some(m.to_string())),
             None => Ok(self.model.clone()),
         }
     }
@@ -156,5 +176,30 @@ impl Args {
                 .map(str::to_string)
                 .collect(),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_benchmark_session_flags_parse_to_its_session_options() {
+        let mut argv = vec!["ouro".to_string(), "-p".to_string()];
+        argv.extend(crate::bench::run::session_flags());
+        let args = Args::try_parse_from(argv).unwrap();
+        assert_eq!(
+            args.permissions.permission_mode.as_deref(),
+            Some("acceptEdits")
+        );
+        assert_eq!(
+            args.permissions.allowed_tools,
+            crate::bench::scenario::BASH_ALLOW_RULES
+        );
+        assert_eq!(args.max_retries, Some(0));
+        let options = args.options().unwrap();
+        let expected = crate::bench::run::session_options();
+        assert_eq!(options.permissions, expected.permissions);
+        assert_eq!(options.max_retries, expected.max_retries);
     }
 }

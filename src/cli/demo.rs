@@ -8,7 +8,7 @@ use clap::Parser;
 
 use super::Args;
 use super::print::{self, OutputFormat};
-use super::setup::{self, Endpoint};
+use crate::app::{self, Endpoint};
 use crate::exec::NeverAsk;
 use crate::mock::{MockServer, Scenario};
 
@@ -52,7 +52,9 @@ pub async fn run() -> anyhow::Result<bool> {
         base_url: server.url(),
         api_key: "demo-key".into(),
     };
-    let session = setup::build(&args, root, endpoint, Arc::new(NeverAsk), false)?;
+    let mut options = args.options()?;
+    options.persist = false;
+    let session = app::build(&options, root, endpoint, Arc::new(NeverAsk))?;
     let mut engine = session.engine;
     let renderer = tokio::spawn(print::render(session.events, OutputFormat::Text, true));
     let cancel = tokio_util::sync::CancellationToken::new();

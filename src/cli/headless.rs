@@ -12,22 +12,26 @@ use tokio_util::sync::CancellationToken;
 
 use super::Args;
 use super::print::{self, InputFormat};
-use super::setup::{self, Endpoint};
-use crate::brain;
+use crate::app::{self, Endpoint};
 use crate::exec::NeverAsk;
 
 /// Run print mode; returns whether the (last) run succeeded.
 pub async fn run(args: &Args, cwd: &Path) -> anyhow::Result<bool> {
     // A claude@ brain answers through the claude CLI; an ouro@ one only picks the model.
-    if let Some(spec) = brain::print::claude_brain(args.brain.as_deref(), args.input_format)? {
+    if let Some(spec) = super::brain::claude_brain(args.brain.as_deref(), args.input_format)? {
         let prompt = prompt_text(args)?;
-        return Ok(brain::print::run(spec, &prompt, args.output_format, cwd).await?);
+        return Ok(super::brain::run(spec, &prompt, args.output_format, cwd).await?);
     }
     let single = match args.input_format {
         InputFormat::Text => Some(prompt_text(args)?),
         InputFormat::StreamJson => None,
     };
-    let session = setup::build(args, cwd, Endpoint::from_env()?, Arc::new(NeverAsk), true)?;
+    let session = app::build(
+        &args.options()?,
+        cwd,
+        Endpoint::from_env()?,
+        Arc::new(NeverAsk),
+    )?;
     let mut engine = session.engine;
     let renderer = tokio::spawn(print::render(
         session.events,

@@ -1,11 +1,11 @@
-//! The command-line front end: flags, session setup, print mode and the demo.
+//! The command-line front end: flags, print mode (ouro's engine or a claude@ brain) and the
+//! demo. Sessions are assembled by `app`.
 
 pub mod args;
+pub mod brain;
 #[cfg(feature = "mock")]
 pub mod demo;
 pub mod headless;
 pub mod print;
-pub mod setup;
-pub mod stream_json;
 
 pub use args::{Args, Command};

@@ -4,9 +4,9 @@ use std::io::Write;
 
 use tokio::sync::mpsc::UnboundedReceiver;
 
-use super::stream_json;
 use crate::api::types::ContentBlock;
 use crate::event::{Event, RunResult};
+use crate::stream_json::write as stream_json;
 use crate::text::truncate;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -18,6 +18,7 @@ use crate::api::retry::RetryPolicy;
 use crate::api::types::{CacheControl, Message, SystemBlock, ToolDefinition, Usage};
 use crate::event::Event;
 use crate::exec::Executor;
+use crate::permissions::PermissionMode;
 use crate::session::Transcript;
 
 pub const DEFAULT_MODEL: &str = "claude-sonnet-4-5";
@@ -37,7 +38,7 @@ pub struct EngineConfig {
     /// Share of the context window after which the history is compacted before sending.
     pub auto_compact_threshold: f64,
     pub retry: RetryPolicy,
-    pub permission_mode: String,
+    pub permission_mode: PermissionMode,
     pub cwd: PathBuf,
 }
 
@@ -51,7 +52,7 @@ impl EngineConfig {
             max_output_tokens: None,
             auto_compact_threshold: 0.85,
             retry: RetryPolicy::default(),
-            permission_mode: "default".into(),
+            permission_mode: PermissionMode::Default,
             cwd,
         }
     }

@@ -58,7 +58,7 @@ impl Engine {
                 .iter()
                 .map(|t| t.name().to_string())
                 .collect(),
-            permission_mode: self.config.permission_mode.clone(),
+            permission_mode: self.config.permission_mode.to_string(),
         }));
         let user = Message::user_text(prompt_text);
         self.persist(|t| t.append_user(&user));

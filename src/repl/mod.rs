@@ -25,8 +25,7 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio_util::sync::CancellationToken;
 
-use crate::cli::Args;
-use crate::cli::setup::{self, Endpoint};
+use crate::app::{self, Endpoint, Options};
 use crate::engine::Engine;
 use crate::event::Event;
 use crate::exec::AskAnswer;
@@ -41,12 +40,18 @@ const PROMPT: &str = "› ";
 /// How often the spinner moves.
 const TICK: Duration = Duration::from_millis(100);
 
-/// Runs the REPL until the user quits. A positional prompt in `args` is sent first;
-/// `--resume` / `--continue` open the earlier session and show its last exchange.
-pub async fn run(mut args: Args, cwd: &Path) -> anyhow::Result<()> {
+/// Runs the REPL until the user quits. `first_prompt` is sent first; `options.resume` /
+/// `options.continue_last` open the earlier session and show its last exchange. `brain` is the
+/// slug the session was started with, if any.
+pub async fn run(
+    options: Options,
+    brain: Option<String>,
+    first_prompt: Option<String>,
+    cwd: &Path,
+) -> anyhow::Result<()> {
     let endpoint = Endpoint::from_env()?;
     let (asker, questions) = ask::channel();
-    let session = setup::build(&args, cwd, endpoint.clone(), asker.clone(), true)?;
+    let session = app::build(&options, cwd, endpoint.clone(), asker.clone())?;
     // Registered before the first read: rustyline puts back the SIGINT handler it found, so
     // this one is active whenever a turn runs.
     let sigint = signal(SignalKind::interrupt()).context("could not watch for Ctrl-C")?;
@@ -56,9 +61,9 @@ pub async fn run(mut args: Args, cwd: &Path) -> anyhow::Result<()> {
     renderer.set_model(&session.engine.config().model);
     let history = crate::settings::ouro_home().map(|home| home.join("history"));
     let editor = LineEditor::new(history, slash::completions(&commands::load(cwd)))?;
-    let first_prompt = args.prompt.take();
     let mut repl = Repl {
-        args,
+        options,
+        brain,
         cwd: cwd.to_path_buf(),
         endpoint,
         asker,
@@ -82,8 +87,10 @@ pub async fn run(mut args: Args, cwd: &Path) -> anyhow::Result<()> {
 }
 
 struct Repl {
-    /// The flags the session was built from; `/resume` rebuilds from them.
-    args: Args,
+    /// What the session was built from; `/resume` rebuilds from it.
+    options: Options,
+    /// The brain slug the session runs on, when one was chosen.
+    brain: Option<String>,
     cwd: PathBuf,
     endpoint: Endpoint,
     asker: Arc<ReplAsker>,

@@ -7,8 +7,8 @@ use super::Repl;
 use super::commands::ProjectCommand;
 use super::style::Style;
 use crate::api::pricing;
+use crate::app;
 use crate::brain;
-use crate::cli::setup;
 use crate::engine::Costs;
 use crate::session::{self, Transcript};
 
@@ -258,9 +258,9 @@ impl Repl {
         if pricing::pricing(&name).is_none() {
             text.push_str(" ouro has no price for it, so its cost will show as unknown.");
         }
-        self.args.model = Some(name);
+        self.options.model = Some(name);
         // The latest choice wins when `/resume` rebuilds the session.
-        self.args.brain = None;
+        self.brain = None;
         self.ui.render.print(&text);
     }
 
@@ -300,16 +300,15 @@ impl Repl {
     }
 
     fn resume(&mut self, id: &str) {
-        self.args.resume = Some(id.to_string());
-        self.args.continue_last = false;
-        let built = setup::build(
-            &self.args,
+        self.options.resume = Some(id.to_string());
+        self.options.continue_last = false;
+        let built = app::build(
+            &self.options,
             &self.cwd,
             self.endpoint.clone(),
             self.asker.clone(),
-            true,
         );
-        self.args.resume = None;
+        self.options.resume = None;
         match built {
             Ok(session) => {
                 self.engine = session.engine;
@@ -331,7 +330,7 @@ impl Repl {
     /// works here; a `claude@` brain runs the claude CLI, which only print mode drives.
     fn brain(&mut self, slug: Option<&str>) {
         let Some(slug) = slug else {
-            let current = match &self.args.brain {
+            let current = match &self.brain {
                 Some(slug) => format!("This session runs on the brain {slug}."),
                 None => format!(
                     "This session runs on ouro's engine with {}.",
@@ -340,17 +339,17 @@ impl Repl {
             };
             let text = format!(
                 "{}{current}\nSwitch with /brain <slug> (ouro@ slugs; claude@ ones need print mode).",
-                brain::print::catalogue()
+                brain::catalogue::catalogue()
             );
             self.ui.render.print(&text);
             return;
         };
-        match brain::print::native_model(slug) {
+        match brain::catalogue::ouro_model(slug) {
             Ok(model) => {
                 self.engine.set_model(model);
                 self.ui.render.set_model(model);
-                self.args.brain = Some(slug.to_string());
-                self.args.model = None;
+                self.brain = Some(slug.to_string());
+                self.options.model = Some(model.to_string());
                 let text = format!("Switched to the brain {slug} (model {model}).");
                 self.ui.render.print(&text);
             }

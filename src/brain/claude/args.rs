@@ -1,6 +1,6 @@
 //! The command lines and stdin messages the `claude` CLI is driven with.
 
-use crate::brain::cli::args::headless_args;
+use crate::brain::child::args::headless_args;
 
 /// Headless mode with the verb's tools allowed (Claude Code offers all of its tools anyway).
 pub fn dispatch_args(model_id: Option<&str>, tools: &[&str], resume: Option<&str>) -> Vec<String> {

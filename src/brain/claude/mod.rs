@@ -1,27 +1,27 @@
 //! The claude-CLI supplier: a brain backed by the real `claude` binary (Claude Code), driven
-//! through the shared stream-json CLI machinery in [`super::cli`].
+//! through the shared stream-json CLI machinery in [`super::child`].
 
 mod args;
 
 use std::ffi::OsString;
 
-pub use super::cli::args::interact_args;
+pub use super::child::args::interact_args;
 pub use args::dispatch_args;
 
 use super::BrainError;
-use super::cli::{CliBrain, CliProgram};
+use super::child::{ChildBrain, ChildProgram};
 use super::slug::Binary;
 
 /// Environment variable naming the `claude` executable when the config does not.
 pub const BIN_ENV: &str = "OURO_CLAUDE_BIN";
 
 /// A brain on the `claude` CLI.
-pub type ClaudeBrain = CliBrain<Claude>;
+pub type ClaudeBrain = ChildBrain<Claude>;
 
-/// The `claude` CLI as a [`CliProgram`].
+/// The `claude` CLI as a [`ChildProgram`].
 pub struct Claude;
 
-impl CliProgram for Claude {
+impl ChildProgram for Claude {
     const BINARY: Binary = Binary::Claude;
     const BIN_ENV: &'static str = BIN_ENV;
     const SPAWN_HINT: &'static str = "install Claude Code (npm install -g \

@@ -1,8 +1,8 @@
-//! A tolerant reader of Claude Code's `--output-format stream-json` lines.
+//! The reading half: a tolerant parser of stream-json lines, as Claude Code (and ouro) print them.
 //!
 //! Each line is one JSON object with a `type`. The ones a brain needs become typed events;
 //! anything else (new event kinds, system notices such as compaction) becomes
-//! [`StreamEvent::Other`] so a newer CLI never breaks the reader. Only a line that is not a JSON
+//! [`Line::Other`] so a newer CLI never breaks the reader. Only a line that is not a JSON
 //! object with a string `type` is an error, which the caller logs and skips.
 
 use serde_json::Value;
@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::api::types::{ContentBlock, Usage};
 
 #[derive(Debug, Clone, PartialEq)]
-pub enum StreamEvent {
+pub enum Line {
     /// `system/init`: emitted at the start of every turn.
     Init(InitEvent),
     /// `system/api_retry`: a request failed and will be retried.
@@ -86,7 +86,7 @@ pub enum ParseError {
 }
 
 /// Parses one stdout line; `Ok(None)` for a blank line.
-pub fn parse_line(line: &str) -> Result<Option<StreamEvent>, ParseError> {
+pub fn parse_line(line: &str) -> Result<Option<Line>, ParseError> {
     let line = line.trim();
     if line.is_empty() {
         return Ok(None);
@@ -98,7 +98,7 @@ pub fn parse_line(line: &str) -> Result<Option<StreamEvent>, ParseError> {
         .ok_or(ParseError::NoType)?;
     let subtype = str_field(&v, "subtype");
     Ok(Some(match (kind, subtype.as_deref()) {
-        ("system", Some("init")) => StreamEvent::Init(InitEvent {
+        ("system", Some("init")) => Line::Init(InitEvent {
             session_id: str_field(&v, "session_id").unwrap_or_default(),
             model: str_field(&v, "model").unwrap_or_default(),
             cwd: str_field(&v, "cwd").unwrap_or_default(),
@@ -112,7 +112,7 @@ pub fn parse_line(line: &str) -> Result<Option<StreamEvent>, ParseError> {
                 })
                 .unwrap_or_default(),
         }),
-        ("system", Some("api_retry")) => StreamEvent::ApiRetry(ApiRetry {
+        ("system", Some("api_retry")) => Line::ApiRetry(ApiRetry {
             attempt: v.get("attempt").and_then(Value::as_u64).unwrap_or(0),
             max_retries: v.get("max_retries").and_then(Value::as_u64).unwrap_or(0),
             error_status: status_field(&v, "error_status"),
@@ -120,7 +120,7 @@ pub fn parse_line(line: &str) -> Result<Option<StreamEvent>, ParseError> {
         }),
         ("assistant", _) => {
             let msg = v.get("message").unwrap_or(&Value::Null);
-            StreamEvent::Assistant(AssistantEvent {
+            Line::Assistant(AssistantEvent {
                 message_id: str_field(msg, "id").unwrap_or_default(),
                 model: str_field(msg, "model").unwrap_or_default(),
                 blocks: blocks(msg),
@@ -128,7 +128,7 @@ pub fn parse_line(line: &str) -> Result<Option<StreamEvent>, ParseError> {
                 error: str_field(&v, "error"),
             })
         }
-        ("user", _) => StreamEvent::User(UserEvent {
+        ("user", _) => Line::User(UserEvent {
             blocks: blocks(v.get("message").unwrap_or(&Value::Null)),
             synthetic: v
                 .get("isSynthetic")
@@ -136,7 +136,7 @@ pub fn parse_line(line: &str) -> Result<Option<StreamEvent>, ParseError> {
                 .unwrap_or(false),
         }),
         ("stream_event", _) => stream_event(v.get("event").unwrap_or(&Value::Null)),
-        ("result", _) => StreamEvent::Result(ResultEvent {
+        ("result", _) => Line::Result(ResultEvent {
             is_error: v.get("is_error").and_then(Value::as_bool).unwrap_or(false),
             text: str_field(&v, "result"),
             session_id: str_field(&v, "session_id"),
@@ -147,22 +147,22 @@ pub fn parse_line(line: &str) -> Result<Option<StreamEvent>, ParseError> {
             duration_ms: v.get("duration_ms").and_then(Value::as_u64).unwrap_or(0),
             subtype: subtype.unwrap_or_default(),
         }),
-        (kind, Some(sub)) => StreamEvent::Other(format!("{kind}/{sub}")),
-        (kind, None) => StreamEvent::Other(kind.to_string()),
+        (kind, Some(sub)) => Line::Other(format!("{kind}/{sub}")),
+        (kind, None) => Line::Other(kind.to_string()),
     }))
 }
 
 /// The raw API event inside a `stream_event` wrapper; only text deltas matter to a brain.
-fn stream_event(event: &Value) -> StreamEvent {
+fn stream_event(event: &Value) -> Line {
     let kind = str_field(event, "type").unwrap_or_default();
     let delta = event.get("delta").unwrap_or(&Value::Null);
     if kind == "content_block_delta"
         && delta.get("type").and_then(Value::as_str) == Some("text_delta")
         && let Some(text) = str_field(delta, "text")
     {
-        return StreamEvent::TextDelta(text);
+        return Line::TextDelta(text);
     }
-    StreamEvent::Other(format!("stream_event/{kind}"))
+    Line::Other(format!("stream_event/{kind}"))
 }
 
 fn str_field(v: &Value, key: &str) -> Option<String> {
@@ -204,7 +204,3 @@ fn blocks(msg: &Value) -> Vec<ContentBlock> {
         _ => Vec::new(),
     }
 }
-
-#[cfg(test)]
-#[path = "stream_json_tests.rs"]
-mod tests;

@@ -6,11 +6,12 @@
 //! other verb's tools the process is replaced by one started with `--resume <exid>`; the caller
 //! sees only a new pid. Interact mode runs the program's own terminal UI in a pseudo-terminal.
 //! What differs between programs (the executable, its flags, how it reports cost) is a
-//! [`CliProgram`].
+//! [`ChildProgram`].
 
 pub mod args;
 mod dispatch;
 mod interact;
+mod process;
 
 use std::ffi::OsString;
 use std::marker::PhantomData;
@@ -23,16 +24,16 @@ use interact::PtyProc;
 
 use super::error::verb_name;
 use super::memory::SeriesStore;
-use super::process::{OnExit, ProcessCore};
 use super::slug::{self, Binary, BrainSpec};
 use super::terminal::Subscribers;
 use super::{
     BrainCli, BrainConfig, BrainError, BrainFuture, BrainOutput, DataCallback, Episode,
     ExitCallback, Instance, Metrics, Mode, Series, SubscriptionId, TermSize, Verb,
 };
+use process::{OnExit, ProcessCore};
 
 /// One kind of stream-json CLI: which slugs it serves and how it is started.
-pub trait CliProgram: Send + Sync + 'static {
+pub trait ChildProgram: Send + Sync + 'static {
     /// The slug binary (`claude@…`, `ouro@…`) this program runs.
     const BINARY: Binary;
     /// Environment variable naming the executable when the config does not.
@@ -51,7 +52,7 @@ pub trait CliProgram: Send + Sync + 'static {
 }
 
 /// A brain driven through the stream-json CLI `P`.
-pub struct CliBrain<P: CliProgram> {
+pub struct ChildBrain<P: ChildProgram> {
     spec: BrainSpec,
     config: BrainConfig,
     program: OsString,
@@ -105,7 +106,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-impl<P: CliProgram> CliBrain<P> {
+impl<P: ChildProgram> ChildBrain<P> {
     /// A brain for a slug of `P`'s binary. Loads the series stored in `config.state_dir`, if
     /// any.
     pub fn new(slug: &str, config: BrainConfig) -> Result<Self, BrainError> {
@@ -317,7 +318,7 @@ impl<P: CliProgram> CliBrain<P> {
     }
 }
 
-impl<P: CliProgram> Drop for CliBrain<P> {
+impl<P: ChildProgram> Drop for ChildBrain<P> {
     fn drop(&mut self) {
         if let Some(running) = lock(&self.slot).running.take() {
             running.core().kill_now();
@@ -325,7 +326,7 @@ impl<P: CliProgram> Drop for CliBrain<P> {
     }
 }
 
-impl<P: CliProgram> BrainCli for CliBrain<P> {
+impl<P: ChildProgram> BrainCli for ChildBrain<P> {
     fn slug(&self) -> &str {
         &self.spec.slug
     }

@@ -1,4 +1,5 @@
-//! Events as Claude Code's stream-json lines, so existing consumers work unchanged.
+//! The writing half: the engine's events as Claude Code's stream-json lines, so existing
+//! consumers work unchanged.
 
 use serde_json::{Value, json};
 

@@ -1,6 +1,6 @@
 //! The command lines `ouro` itself is driven with as a brain.
 
-use crate::brain::cli::args::headless_args;
+use crate::brain::child::args::headless_args;
 
 /// Headless mode. Print mode cannot ask for permission, so the verb's tools are both the only
 /// ones offered (`--tools`) and allowed outright (`--allowedTools`).

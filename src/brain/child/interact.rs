@@ -8,7 +8,7 @@ use std::time::Duration;
 use portable_pty::{CommandBuilder, MasterPty, PtySize, native_pty_system};
 
 use super::dispatch::Launch;
-use crate::brain::process::{self, OnExit, ProcessCore};
+use super::process::{self, OnExit, ProcessCore};
 use crate::brain::terminal::Subscribers;
 use crate::brain::{BrainError, TermSize};
 

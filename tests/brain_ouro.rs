@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ouro::api::types::Usage;
-use ouro::brain::native::NativeBrain;
+use ouro::brain::ouro::OuroBrain;
 use ouro::brain::{BrainCli, BrainConfig, BrainError, BrainOutput, ExitInfo, Mode, TermSize};
 use ouro::mock::{MockBlock, MockServer, Scenario, Turn};
 use serde_json::{Value, json};
@@ -56,7 +56,7 @@ fn with_usage(turn: Turn, input: u64, output: u64) -> Turn {
 struct Rig {
     server: MockServer,
     dir: tempfile::TempDir,
-    brain: NativeBrain,
+    brain: OuroBrain,
     exits: Arc<Mutex<Vec<ExitInfo>>>,
     data: Arc<Mutex<Vec<u8>>>,
 }
@@ -75,7 +75,7 @@ impl Rig {
         let server = MockServer::start(Scenario::new(scenario(&work)))
             .await
             .unwrap();
-        let brain = NativeBrain::new(SLUG, config(dir.path(), &server.url())).unwrap();
+        let brain = OuroBrain::new(SLUG, config(dir.path(), &server.url())).unwrap();
         let exits = Arc::new(Mutex::new(Vec::new()));
         let data = Arc::new(Mutex::new(Vec::new()));
         let e = exits.clone();
@@ -208,11 +208,11 @@ async fn a_fresh_handle_has_no_instance_and_no_series() {
 async fn invalid_and_foreign_slugs_are_refused_and_open_picks_the_supplier() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = || config(dir.path(), "http://127.0.0.1:9");
-    let Err(e) = NativeBrain::new("ouro@anthropic/claude/opus/v0", cfg()) else {
+    let Err(e) = OuroBrain::new("ouro@anthropic/claude/opus/v0", cfg()) else {
         panic!("an unknown version was accepted");
     };
     assert!(e.to_string().contains("ouro@anthropic/claude/haiku"), "{e}");
-    let Err(e) = NativeBrain::new("claude@anthropic/claude/opus", cfg()) else {
+    let Err(e) = OuroBrain::new("claude@anthropic/claude/opus", cfg()) else {
         panic!("a claude slug was accepted by the native supplier");
     };
     assert!(matches!(e, BrainError::WrongBinary { .. }), "{e}");
@@ -390,7 +390,7 @@ async fn kill_then_boot_gives_a_new_pid_and_resumes_the_series() {
 
     // A new handle on the same state directory resumes too.
     r.brain.kill().await.unwrap();
-    let again = NativeBrain::new(SLUG, config(r.dir.path(), &r.server.url())).unwrap();
+    let again = OuroBrain::new(SLUG, config(r.dir.path(), &r.server.url())).unwrap();
     assert_eq!(again.series(), Some(next.series));
 }
 
@@ -568,7 +568,7 @@ async fn interact_mode_is_a_raw_terminal() {
 async fn a_missing_binary_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("no-such-ouro");
-    let brain = NativeBrain::new(
+    let brain = OuroBrain::new(
         SLUG,
         config(dir.path(), "http://127.0.0.1:9").program(&missing),
     )

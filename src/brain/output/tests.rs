@@ -1,10 +1,11 @@
 //! The parser against recorded Claude Code captures (`tests/fixtures/claude-cli/`, copied from
 //! the real CLI's stream-json output).
 
-use super::*;
-use crate::brain::output::{CostTracker, TurnAccumulator, TurnOutcome};
+use super::{CostTracker, TurnAccumulator, TurnOutcome};
+use crate::api::types::ContentBlock;
+use crate::stream_json::read::*;
 
-fn fixture(name: &str) -> Vec<StreamEvent> {
+fn fixture(name: &str) -> Vec<Line> {
     let path = format!(
         "{}/tests/fixtures/claude-cli/{name}",
         env!("CARGO_MANIFEST_DIR")
@@ -21,7 +22,7 @@ fn fixture(name: &str) -> Vec<StreamEvent> {
 }
 
 /// Feeds events until each result, returning the outcome of every completed turn.
-fn turns(events: Vec<StreamEvent>) -> (Vec<TurnOutcome>, TurnAccumulator) {
+fn turns(events: Vec<Line>) -> (Vec<TurnOutcome>, TurnAccumulator) {
     let mut out = Vec::new();
     let mut acc = TurnAccumulator::default();
     for event in events {
@@ -35,7 +36,7 @@ fn turns(events: Vec<StreamEvent>) -> (Vec<TurnOutcome>, TurnAccumulator) {
 #[test]
 fn tools_read_gives_text_tools_usage_cost_and_session() {
     let events = fixture("tools-read.jsonl");
-    let StreamEvent::Init(init) = &events[0] else {
+    let Line::Init(init) = &events[0] else {
         panic!("first event is not init: {:?}", events[0]);
     };
     assert_eq!(init.session_id, "d0e54d9c-fa16-4e6c-b274-956c240d1ce1");
@@ -76,7 +77,7 @@ fn tools_parallel_matches_results_that_arrive_out_of_order() {
     let events = fixture("tools-parallel.jsonl");
     let assistants = events
         .iter()
-        .filter(|e| matches!(e, StreamEvent::Assistant(a) if a.message_id == "msg_fake_0001"))
+        .filter(|e| matches!(e, Line::Assistant(a) if a.message_id == "msg_fake_0001"))
         .count();
     assert_eq!(assistants, 6, "one assistant event per block");
 
@@ -119,10 +120,7 @@ fn tools_parallel_matches_results_that_arrive_out_of_order() {
 #[test]
 fn multiturn_results_are_per_turn_and_cost_totals_are_cumulative() {
     let events = fixture("multiturn-stdin.jsonl");
-    let inits = events
-        .iter()
-        .filter(|e| matches!(e, StreamEvent::Init(_)))
-        .count();
+    let inits = events.iter().filter(|e| matches!(e, Line::Init(_))).count();
     assert_eq!(inits, 2, "every turn starts with init");
     let (outcomes, _) = turns(events);
     assert_eq!(outcomes.len(), 2);
@@ -146,7 +144,7 @@ fn extra_events_parse_retries_compaction_and_error_results() {
     let retries: Vec<&ApiRetry> = events
         .iter()
         .filter_map(|e| match e {
-            StreamEvent::ApiRetry(r) => Some(r),
+            Line::ApiRetry(r) => Some(r),
             _ => None,
         })
         .collect();
@@ -158,7 +156,7 @@ fn extra_events_parse_retries_compaction_and_error_results() {
     let others: Vec<&str> = events
         .iter()
         .filter_map(|e| match e {
-            StreamEvent::Other(kind) => Some(kind.as_str()),
+            Line::Other(kind) => Some(kind.as_str()),
             _ => None,
         })
         .collect();
@@ -174,14 +172,14 @@ fn extra_events_parse_retries_compaction_and_error_results() {
     );
     let synthetic = events
         .iter()
-        .filter(|e| matches!(e, StreamEvent::User(u) if u.synthetic))
+        .filter(|e| matches!(e, Line::User(u) if u.synthetic))
         .count();
     assert_eq!(synthetic, 1, "the compaction summary is marked synthetic");
 
     let results: Vec<&ResultEvent> = events
         .iter()
         .filter_map(|e| match e {
-            StreamEvent::Result(r) => Some(r),
+            Line::Result(r) => Some(r),
             _ => None,
         })
         .collect();
@@ -195,7 +193,7 @@ fn extra_events_parse_retries_compaction_and_error_results() {
     let errors: Vec<&str> = events
         .iter()
         .filter_map(|e| match e {
-            StreamEvent::Assistant(a) => a.error.as_deref(),
+            Line::Assistant(a) => a.error.as_deref(),
             _ => None,
         })
         .collect();
@@ -220,7 +218,7 @@ fn extra_events_fold_into_error_outcomes_and_error_tool_results() {
     );
     let last = fixture("extra-events.jsonl").pop().unwrap();
     rest.feed(last);
-    rest.feed(StreamEvent::Result(ResultEvent {
+    rest.feed(Line::Result(ResultEvent {
         subtype: "success".into(),
         is_error: false,
         text: Some("done".into()),
@@ -248,12 +246,12 @@ fn stream_event_wrappers_give_text_deltas() {
     let line = r#"{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hel"}},"session_id":"s"}"#;
     assert_eq!(
         parse_line(line).unwrap(),
-        Some(StreamEvent::TextDelta("Hel".into()))
+        Some(Line::TextDelta("Hel".into()))
     );
     let line = r#"{"type":"stream_event","event":{"type":"message_start","message":{}}}"#;
     assert_eq!(
         parse_line(line).unwrap(),
-        Some(StreamEvent::Other("stream_event/message_start".into()))
+        Some(Line::Other("stream_event/message_start".into()))
     );
 }
 
@@ -272,12 +270,20 @@ fn malformed_lines_are_errors_and_unknown_events_are_other() {
     assert_eq!(parse_line(r#"{"type":7}"#), Err(ParseError::NoType));
     assert_eq!(
         parse_line(r#"{"type":"rate_limit_event","info":{}}"#).unwrap(),
-        Some(StreamEvent::Other("rate_limit_event".into()))
+        Some(Line::Other("rate_limit_event".into()))
     );
     // Unknown content blocks are skipped, known ones kept.
     let line = r#"{"type":"assistant","message":{"id":"m","content":[{"type":"image","source":{}},{"type":"text","text":"hi"}]}}"#;
-    let Some(StreamEvent::Assistant(a)) = parse_line(line).unwrap() else {
+    let Some(Line::Assistant(a)) = parse_line(line).unwrap() else {
         panic!("not an assistant event");
     };
     assert_eq!(a.blocks, vec![ContentBlock::text("hi")]);
+}
+
+#[test]
+fn cumulative_totals_become_differences() {
+    let mut cumulative = CostTracker::default();
+    assert_eq!(cumulative.turn_cost(Some(0.25), || 9.0), 0.25);
+    assert_eq!(cumulative.turn_cost(Some(0.75), || 9.0), 0.5);
+    assert_eq!(cumulative.turn_cost(None, || 0.125), 0.125);
 }

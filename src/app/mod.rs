@@ -1,37 +1,57 @@
-//! Builds a ready engine from flags, settings files and the environment.
+//! Session assembly: a ready engine, its event stream and its permission engine, built from
+//! plain [`Options`], the settings files and the environment. Every front end (print mode, the
+//! REPL, the benchmark) builds its session here; none of them needs another's flags.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use anyhow::{Context, bail};
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 
-use super::Args;
-use crate::api::client::{Client, DEFAULT_BASE_URL};
+use crate::api::client::{ApiError, Client, DEFAULT_BASE_URL};
 use crate::engine::prompt::ProjectContext;
 use crate::engine::{Conversation, DEFAULT_MODEL, Engine, EngineConfig};
 use crate::event::Event;
 use crate::exec::hooks::Hooks;
 use crate::exec::{Asker, Executor};
-use crate::permissions::PermissionEngine;
-use crate::session::{self, Transcript};
-use crate::settings::LayeredSettings;
+use crate::permissions::{CliPermissions, PermissionEngine, PermissionError};
+use crate::session::{self, Transcript, TranscriptError};
+use crate::settings::{LayeredSettings, SettingsError};
 use crate::tools::{ToolContext, pool};
 
+/// What a front end decided from its own flags; everything else comes from the settings.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// The model id, already resolved from `--model` or a brain slug.
+    pub model: Option<String>,
+    /// API calls allowed per run.
+    pub max_turns: Option<u32>,
+    pub max_budget_usd: Option<f64>,
+    pub max_output_tokens: Option<u64>,
+    pub max_retries: Option<u32>,
+    /// Rules and mode from the command line (highest priority).
+    pub permissions: CliPermissions,
+    /// Only these tools are offered to the model (`--tools`); all when `None`.
+    pub tools: Option<Vec<String>>,
+    /// Load this earlier session (`--resume`).
+    pub resume: Option<String>,
+    /// Load the latest session of the directory (`--continue`).
+    pub continue_last: bool,
+    /// Write the conversation to a transcript (off for the demo and the benchmark).
+    pub persist: bool,
+}
+
 /// Where requests go and with which key.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct Endpoint {
     pub base_url: String,
     pub api_key: String,
 }
 
 impl Endpoint {
-    pub fn from_env() -> anyhow::Result<Self> {
+    pub fn from_env() -> Result<Self, AppError> {
         let api_key = std::env::var("ANTHROPIC_API_KEY").unwrap_or_default();
         if api_key.trim().is_empty() {
-            bail!(
-                "ANTHROPIC_API_KEY is not set. Export your Anthropic API key (export ANTHROPIC_API_KEY=sk-ant-...), or run `ouro demo` to try ouro against its built-in mock API."
-            );
+            return Err(AppError::NoApiKey);
         }
         let base_url = std::env::var("ANTHROPIC_BASE_URL")
             .ok()
@@ -41,7 +61,34 @@ impl Endpoint {
     }
 }
 
-pub struct Session {
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    #[error(
+        "ANTHROPIC_API_KEY is not set. Export your Anthropic API key (export ANTHROPIC_API_KEY=sk-ant-...), or run `ouro demo` to try ouro against its built-in mock API."
+    )]
+    NoApiKey,
+    #[error(
+        "There is no session `{0}` for this directory. Run `ouro --continue` for the latest one, or check the id under ~/.ouro/projects/."
+    )]
+    NoSuchSession(String),
+    #[error(
+        "There is no earlier session in this directory to continue. Start one with `ouro -p \"...\"`."
+    )]
+    NothingToContinue,
+    #[error(transparent)]
+    Settings(#[from] SettingsError),
+    #[error(transparent)]
+    Permissions(#[from] PermissionError),
+    #[error(transparent)]
+    Transcript(#[from] TranscriptError),
+    #[error(transparent)]
+    Client(#[from] ApiError),
+    #[error("{0} failed unexpectedly")]
+    StartupTask(&'static str),
+}
+
+/// A session ready to run.
+pub struct App {
     pub engine: Engine,
     pub events: UnboundedReceiver<Event>,
     /// Set when an earlier conversation was loaded (`--resume`, `--continue`).
@@ -50,14 +97,13 @@ pub struct Session {
     pub permissions: Arc<PermissionEngine>,
 }
 
-/// Everything a session needs, resolved from flags (highest), settings files and defaults.
+/// Everything a session needs, resolved from the options (highest), settings files and defaults.
 pub fn build(
-    args: &Args,
+    options: &Options,
     cwd: &Path,
     endpoint: Endpoint,
     asker: Arc<dyn Asker>,
-    persist: bool,
-) -> anyhow::Result<Session> {
+) -> Result<App, AppError> {
     // The slow, independent parts of start-up, loading the system's CA certificates and running
     // git for the prompt's environment facts, run on their own threads meanwhile.
     let client_job = std::thread::spawn(move || Client::new(endpoint.base_url, endpoint.api_key));
@@ -65,14 +111,10 @@ pub fn build(
     let context_job = std::thread::spawn(move || ProjectContext::gather(&context_dir));
     let layered = LayeredSettings::load(cwd)?;
     let settings = layered.merged();
-    let cli_permissions = args
-        .permissions
-        .cli_permissions()
-        .map_err(anyhow::Error::msg)?;
     let permissions = Arc::new(PermissionEngine::from_settings(
         cwd,
         &layered,
-        &cli_permissions,
+        &options.permissions,
     )?);
     let mode = permissions.mode();
 
@@ -80,19 +122,20 @@ pub fn build(
         .permissions
         .deny
         .iter()
-        .chain(args.permissions.disallowed_tools.iter())
+        .chain(options.permissions.disallowed.iter())
         .flat_map(|r| crate::permissions::split_rule_list(r))
         .filter(|r| !r.contains('('))
         .collect();
     let tools = pool::select(
         pool::builtin_tools(),
-        args.tool_names().as_deref(),
+        options.tools.as_deref(),
         &denied_tools,
     );
 
-    let (loaded, session_id, path) = resolve_session(args, cwd)?;
-    let model = args
-        .model_choice()?
+    let (loaded, session_id, path) = resolve_session(options, cwd)?;
+    let model = options
+        .model
+        .clone()
         .or(settings.model.clone())
         .or_else(|| {
             std::env::var("ANTHROPIC_MODEL")
@@ -101,14 +144,14 @@ pub fn build(
         })
         .or(loaded.as_ref().and_then(|l| l.model.clone()))
         .unwrap_or_else(|| DEFAULT_MODEL.to_string());
-    let transcript = match (persist, path) {
+    let transcript = match (options.persist, path) {
         (true, Some(path)) => Some(Transcript::open(&path, &session_id, cwd, &model)?),
         _ => None,
     };
 
     let client = client_job
         .join()
-        .map_err(|_| anyhow::anyhow!("building the HTTP client failed unexpectedly"))??;
+        .map_err(|_| AppError::StartupTask("building the HTTP client"))??;
     let mut ctx = ToolContext::new(cwd.to_path_buf());
     ctx.env_passthrough = Arc::new(settings.bash_env_passthrough.clone());
     let hooks = Arc::new(Hooks::new(&settings.hooks, session_id.clone()));
@@ -116,28 +159,28 @@ pub fn build(
     let executor = Executor::new(tools, ctx, permissions.clone(), asker, hooks, tx.clone());
 
     let mut config = EngineConfig::new(model, cwd.to_path_buf());
-    config.max_turns = args.max_turns;
-    config.max_budget_usd = args.max_budget_usd;
-    config.max_output_tokens = args.max_output_tokens;
-    config.permission_mode = mode.to_string();
+    config.max_turns = options.max_turns;
+    config.max_budget_usd = options.max_budget_usd;
+    config.max_output_tokens = options.max_output_tokens;
+    config.permission_mode = mode;
     if let Some(share) = settings.auto_compact_threshold {
         config.auto_compact_threshold = share;
     }
-    if let Some(n) = args.max_retries {
+    if let Some(n) = options.max_retries {
         config.retry.max_retries = n;
     }
     let resumed = loaded.is_some();
     let history = loaded.map(|l| l.messages).unwrap_or_default();
     let context = context_job
         .join()
-        .map_err(|_| anyhow::anyhow!("reading the project's instructions failed unexpectedly"))?;
+        .map_err(|_| AppError::StartupTask("reading the project's instructions"))?;
     let conversation = Conversation {
         session_id,
         history,
         transcript,
     };
     let engine = Engine::new(client, executor, config, context, conversation, tx);
-    Ok(Session {
+    Ok(App {
         engine,
         events: rx,
         resumed,
@@ -145,20 +188,18 @@ pub fn build(
     })
 }
 
-type Resolved = (Option<session::Loaded>, String, Option<std::path::PathBuf>);
+type Resolved = (Option<session::Loaded>, String, Option<PathBuf>);
 
-fn resolve_session(args: &Args, cwd: &Path) -> anyhow::Result<Resolved> {
-    let existing = if let Some(id) = &args.resume {
-        Some(session::locate(cwd, id).with_context(|| {
-            format!("There is no session `{id}` for this directory. Run `ouro --continue` for the latest one, or check the id under ~/.ouro/projects/.")
-        })?)
-    } else if args.continue_last {
+fn resolve_session(options: &Options, cwd: &Path) -> Result<Resolved, AppError> {
+    let existing = if let Some(id) = &options.resume {
+        Some(session::locate(cwd, id).ok_or_else(|| AppError::NoSuchSession(id.clone()))?)
+    } else if options.continue_last {
         Some(
             session::list(cwd)
                 .into_iter()
                 .next()
                 .map(|s| s.path)
-                .context("There is no earlier session in this directory to continue. Start one with `ouro -p \"...\"`.")?,
+                .ok_or(AppError::NothingToContinue)?,
         )
     } else {
         None

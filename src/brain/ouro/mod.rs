@@ -1,8 +1,8 @@
-//! The native supplier: a brain backed by ouro's own engine, run as a child `ouro` process so
+//! The ouro supplier: a brain backed by ouro's own engine, run as a child `ouro` process so
 //! that it has a pid, can be killed and rebooted, and reports its exit like any other brain.
 //!
 //! Dispatch mode runs `ouro -p` in its stream-json mode, which speaks Claude Code's protocol,
-//! so the shared machinery in [`super::cli`] drives it unchanged; the series id is ouro's session
+//! so the shared machinery in [`super::child`] drives it unchanged; the series id is ouro's session
 //! id, and `--resume` reloads its transcript. Interact mode runs the `ouro` REPL in a
 //! pseudo-terminal on the same session.
 
@@ -10,23 +10,23 @@ mod args;
 
 use std::ffi::OsString;
 
-pub use super::cli::args::interact_args;
+pub use super::child::args::interact_args;
 pub use args::dispatch_args;
 
 use super::BrainError;
-use super::cli::{CliBrain, CliProgram};
+use super::child::{ChildBrain, ChildProgram};
 use super::slug::Binary;
 
 /// Environment variable naming the `ouro` executable when the config does not.
 pub const BIN_ENV: &str = "OURO_BIN";
 
 /// A brain on ouro's own engine.
-pub type NativeBrain = CliBrain<Native>;
+pub type OuroBrain = ChildBrain<Ouro>;
 
-/// `ouro` itself as a [`CliProgram`].
-pub struct Native;
+/// `ouro` itself as a [`ChildProgram`].
+pub struct Ouro;
 
-impl CliProgram for Native {
+impl ChildProgram for Ouro {
     const BINARY: Binary = Binary::Ouro;
     const BIN_ENV: &'static str = BIN_ENV;
     const SPAWN_HINT: &'static str = "point OURO_BIN at the ouro executable";

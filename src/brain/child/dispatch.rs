@@ -12,11 +12,11 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 use tokio::sync::{mpsc, oneshot};
 
+use super::process::{self, ExitReporter, OnExit, ProcessCore};
 use crate::brain::output::{CostTracker, TurnAccumulator, TurnOutcome};
-use crate::brain::process::{self, ExitReporter, OnExit, ProcessCore};
-use crate::brain::stream_json::{StreamEvent, parse_line};
 use crate::brain::terminal::Subscribers;
 use crate::brain::{BrainError, ExitInfo, Verb};
+use crate::stream_json::read::{Line, parse_line};
 
 /// How long an exit report waits for stdout to be read to its end, so that every line the
 /// process printed reaches the turn and the subscribers before its exit does.
@@ -35,7 +35,7 @@ pub(crate) struct DispatchProc {
 }
 
 struct Events {
-    rx: mpsc::UnboundedReceiver<StreamEvent>,
+    rx: mpsc::UnboundedReceiver<Line>,
     /// Prompts written whose result has not been read: a turn whose caller gave up leaves its
     /// result behind, and the next turn must not take it for its own.
     unanswered: usize,
@@ -121,7 +121,7 @@ async fn read_stdout(
     pid: u32,
     name: &'static str,
     stdout: ChildStdout,
-    tx: mpsc::UnboundedSender<StreamEvent>,
+    tx: mpsc::UnboundedSender<Line>,
     subscribers: Arc<Subscribers>,
     done: oneshot::Sender<()>,
 ) {
@@ -218,7 +218,7 @@ impl DispatchProc {
         let mut events = self.events.lock().await;
         let mut stale = 0;
         while let Ok(event) = events.rx.try_recv() {
-            if matches!(event, StreamEvent::Result(_)) {
+            if matches!(event, Line::Result(_)) {
                 events.unanswered = events.unanswered.saturating_sub(1);
             }
         }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use super::{BrainError, ExitInfo};
+use crate::brain::{BrainError, ExitInfo};
 
 /// How long to wait for a process to vanish after SIGKILL before giving up on it.
 const AFTER_SIGKILL: Duration = Duration::from_secs(10);
