@@ -7,31 +7,12 @@ use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 
 use super::Engine;
-use super::query::RunState;
+use super::run::{CallError, CallOutcome, RunState};
 use crate::api::client::ApiError;
 use crate::api::stream::{Assembled, Assembler, bad_input_message};
-use crate::api::types::{ContentBlock, StopReason};
+use crate::api::types::ContentBlock;
 use crate::event::{Event, RetryInfo};
 use crate::exec::Batch;
-
-#[derive(Debug, Default)]
-pub(super) struct CallOutcome {
-    pub blocks: Vec<ContentBlock>,
-    pub stop_reason: Option<StopReason>,
-}
-
-#[derive(Debug)]
-pub(super) enum CallError {
-    /// Nothing usable arrived (after every allowed retry).
-    Api(ApiError),
-    /// The stream broke after some blocks had finished; those are kept, never replayed.
-    Cut {
-        outcome: CallOutcome,
-        error: ApiError,
-    },
-    /// The user aborted; finished blocks are kept.
-    Aborted { outcome: CallOutcome },
-}
 
 enum Attempt {
     Done(CallOutcome),

@@ -5,8 +5,7 @@
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::call::CallError;
-use super::query::RunState;
+use super::run::{CallError, RunState};
 use super::{Engine, prompt};
 use crate::api::types::{ContentBlock, Message, MessagesRequest, Role, SystemBlock, text_of};
 use crate::event::{CompactInfo, CompactTrigger, Event};

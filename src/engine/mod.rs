@@ -6,6 +6,7 @@ pub mod compact;
 pub mod prompt;
 mod query;
 pub mod repair;
+mod run;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -1,27 +1,17 @@
 //! The query loop of one run (one user prompt): budget gates before every call, tool rounds,
 //! max_tokens continuation, and compaction when the prompt grows too long.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 
-use super::call::{CallError, CallOutcome};
 use super::compact::CompactError;
+use super::run::{CallError, CallOutcome, RunState};
 use super::{Engine, MAX_CONTINUATIONS, prompt, repair};
 use crate::api::client::ApiError;
 use crate::api::pricing;
-use crate::api::types::{ContentBlock, Message, MessagesRequest, Role, StopReason, Usage, text_of};
+use crate::api::types::{ContentBlock, Message, MessagesRequest, Role, StopReason, text_of};
 use crate::event::{CompactTrigger, Denial, Event, InitInfo, ResultKind, RunResult};
-
-/// What one run has used so far.
-#[derive(Debug, Default)]
-pub(crate) struct RunState {
-    pub turns: u32,
-    pub api_time: Duration,
-    pub usage: Usage,
-    pub cost_usd: f64,
-    pub denials: Vec<Denial>,
-}
 
 /// How a run ends, before it is turned into a `RunResult`.
 struct Ending {

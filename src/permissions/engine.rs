@@ -6,8 +6,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{RwLock, RwLockReadGuard};
 
 use super::error::PermissionError;
-use super::mode::{PermissionMode, check_bypass_allowed};
-use super::rules::{Anchor, CliPermissions, CompiledRule, RuleKind, SourcedRule, compile};
+use super::mode::PermissionMode;
+use super::rules::{
+    Applicable, CliPermissions, CompiledRule, RuleKind, SourcedRule, compile, rule_clause,
+};
+use super::scope::Scope;
 use super::{
     Access, Decision, PermissionPolicy, PermissionRequest, file_access, paths, shell_access,
     suggest,
@@ -18,10 +21,7 @@ use crate::settings::{LayeredSettings, SettingsSource};
 pub const ROOT_BYPASS_ENV: &str = "OURO_ALLOW_ROOT_BYPASS";
 
 pub struct PermissionEngine {
-    pub(crate) root: PathBuf,
-    pub(crate) home: Option<PathBuf>,
-    pub(crate) mode: PermissionMode,
-    pub(crate) additional_dirs: Vec<PathBuf>,
+    scope: Scope,
     rules: Vec<CompiledRule>,
     granted: RwLock<Vec<CompiledRule>>,
 }
@@ -42,19 +42,18 @@ impl PermissionEngine {
             .iter()
             .map(|d| paths::resolve(&paths::lexical(&root, d)))
             .collect();
-        let anchor = Anchor {
-            root: &root,
-            home: home.as_deref(),
-        };
-        let rules = rules
-            .iter()
-            .map(|r| compile(r, &anchor))
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(PermissionEngine {
+        let scope = Scope {
             root,
             home,
             mode,
             additional_dirs,
+        };
+        let rules = rules
+            .iter()
+            .map(|r| compile(r, &scope.anchor()))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(PermissionEngine {
+            scope,
             rules,
             granted: RwLock::new(Vec::new()),
         })
@@ -119,7 +118,7 @@ impl PermissionEngine {
     }
 
     pub fn mode(&self) -> PermissionMode {
-        self.mode
+        self.scope.mode
     }
 
     /// The mode and every effective rule with its source, for `ouro permissions`.
@@ -128,12 +127,13 @@ impl PermissionEngine {
         let _ = writeln!(
             out,
             "Permission mode: {} ({})",
-            self.mode,
-            self.mode.summary()
+            self.scope.mode,
+            self.scope.mode.summary()
         );
-        let _ = writeln!(out, "Project root: {}", self.root.display());
-        if !self.additional_dirs.is_empty() {
+        let _ = writeln!(out, "Project root: {}", self.scope.root.display());
+        if !self.scope.additional_dirs.is_empty() {
             let dirs: Vec<String> = self
+                .scope
                 .additional_dirs
                 .iter()
                 .map(|d| d.display().to_string())
@@ -166,48 +166,6 @@ impl PermissionEngine {
             Err(poisoned) => poisoned.into_inner(),
         }
     }
-
-    /// Whether a resolved path is inside the project root or an added directory.
-    pub(crate) fn is_inside(&self, resolved: &Path) -> bool {
-        resolved.starts_with(&self.root)
-            || self.additional_dirs.iter().any(|d| resolved.starts_with(d))
-    }
-
-    /// A path for messages: relative to the project root when inside it.
-    pub(crate) fn display_path(&self, path: &Path) -> String {
-        match path.strip_prefix(&self.root) {
-            Ok(rel) if !rel.as_os_str().is_empty() => rel.display().to_string(),
-            _ => path.display().to_string(),
-        }
-    }
-}
-
-/// The rules that apply to one request, in force at the moment it is judged.
-pub(crate) struct Applicable<'a> {
-    /// Rules whose tool covers the request.
-    pub rules: Vec<&'a CompiledRule>,
-    /// Every rule, for commands checked against file rules.
-    pub all: Vec<&'a CompiledRule>,
-}
-
-impl<'a> Applicable<'a> {
-    pub fn of(&self, kind: RuleKind) -> impl Iterator<Item = &'a CompiledRule> + '_ {
-        self.rules.iter().copied().filter(move |r| r.kind == kind)
-    }
-}
-
-/// "is denied by the rule `Bash(rm:*)` from project settings (.ouro/settings.json)".
-pub(crate) fn rule_clause(rule: &CompiledRule) -> String {
-    let verb = match rule.kind {
-        RuleKind::Allow => "allowed",
-        RuleKind::Ask => "set to ask",
-        RuleKind::Deny => "denied",
-    };
-    format!(
-        "is {verb} by the rule `{}` from {}",
-        rule.text,
-        rule.source.label()
-    )
 }
 
 /// Whatever would ask is denied in dontAsk mode.
@@ -233,28 +191,28 @@ impl PermissionPolicy for PermissionEngine {
             all,
         };
         let decision = match request.access {
-            Access::Read(path) => file_access::decide(self, &applicable, request.tool, path, false),
-            Access::Write(path) => file_access::decide(self, &applicable, request.tool, path, true),
+            Access::Read(path) => {
+                file_access::decide(&self.scope, &applicable, request.tool, path, false)
+            }
+            Access::Write(path) => {
+                file_access::decide(&self.scope, &applicable, request.tool, path, true)
+            }
             Access::Execute(command) => {
-                let base = request.cwd.unwrap_or(&self.root);
-                shell_access::decide(self, base, &applicable, command)
+                let base = request.cwd.unwrap_or(&self.scope.root);
+                shell_access::decide(&self.scope, base, &applicable, command)
             }
             Access::None => self.decide_plain_tool(&applicable, request.tool),
         };
-        settle(self.mode, decision)
+        settle(self.scope.mode, decision)
     }
 
     fn suggest_rule(&self, request: &PermissionRequest<'_>) -> String {
-        suggest::rule_for(self, request)
+        suggest::rule_for(&self.scope, request)
     }
 
     fn grant(&self, rule: &str) {
-        let anchor = Anchor {
-            root: &self.root,
-            home: self.home.as_deref(),
-        };
         let sourced = SourcedRule::new(rule, RuleKind::Allow, SettingsSource::Session);
-        match compile(&sourced, &anchor) {
+        match compile(&sourced, &self.scope.anchor()) {
             Ok(compiled) => match self.granted.write() {
                 Ok(mut g) => g.push(compiled),
                 Err(poisoned) => poisoned.into_inner().push(compiled),
@@ -264,13 +222,26 @@ impl PermissionPolicy for PermissionEngine {
     }
 }
 
+/// bypassPermissions as root puts the whole machine in the model's hands, so it needs an
+/// explicit override (`OURO_ALLOW_ROOT_BYPASS=1`).
+pub fn check_bypass_allowed(
+    mode: PermissionMode,
+    is_root: bool,
+    root_override: bool,
+) -> Result<(), PermissionError> {
+    if mode == PermissionMode::BypassPermissions && is_root && !root_override {
+        return Err(PermissionError::RootBypass);
+    }
+    Ok(())
+}
+
 impl PermissionEngine {
     /// A tool that touches nothing outside ouro's own state: only rules naming it matter.
     fn decide_plain_tool(&self, applicable: &Applicable<'_>, tool: &str) -> Decision {
         if let Some(rule) = applicable.of(RuleKind::Deny).find(|r| r.is_whole_tool()) {
             return Decision::Deny(format!("`{tool}` {}", rule_clause(rule)));
         }
-        if self.mode == PermissionMode::BypassPermissions {
+        if self.scope.mode == PermissionMode::BypassPermissions {
             return Decision::Allow;
         }
         if let Some(rule) = applicable.of(RuleKind::Ask).find(|r| r.is_whole_tool()) {

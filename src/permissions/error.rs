@@ -1,14 +1,11 @@
 //! What can go wrong while setting up the permission engine.
 
-use super::mode::PermissionMode;
+use super::mode::{PermissionMode, UnknownMode};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PermissionError {
-    #[error(
-        "unknown permission mode `{given}`; use one of: {}",
-        PermissionMode::names()
-    )]
-    UnknownMode { given: String },
+    #[error(transparent)]
+    UnknownMode(#[from] UnknownMode),
     #[error(
         "the permission mode `{given}` in {source_label} is not valid; use one of: {}",
         PermissionMode::names()

@@ -2,13 +2,14 @@
 
 use std::path::Path;
 
-use super::engine::{Applicable, PermissionEngine, rule_clause};
 use super::mode::PermissionMode;
 use super::rules::RuleKind;
+use super::rules::{Applicable, rule_clause};
+use super::scope::Scope;
 use super::{Decision, paths};
 
 pub(crate) fn decide(
-    engine: &PermissionEngine,
+    scope: &Scope,
     applicable: &Applicable<'_>,
     tool: &str,
     path: &Path,
@@ -20,19 +21,19 @@ pub(crate) fn decide(
             "`{shown}` is a network share (UNC path); ouro does not read or write network paths"
         ));
     }
-    let lexical = paths::lexical(&engine.root, path);
-    let resolved = paths::real(&engine.root, path);
+    let lexical = paths::lexical(&scope.root, path);
+    let resolved = paths::real(&scope.root, path);
     if paths::is_device(&lexical, &resolved) {
         return Decision::Deny(format!(
             "`{shown}` is a device file; ouro does not read or write devices"
         ));
     }
     let target = if lexical == resolved {
-        format!("`{}`", engine.display_path(&lexical))
+        format!("`{}`", scope.display_path(&lexical))
     } else {
         format!(
             "`{}` (which resolves to `{}`)",
-            engine.display_path(&lexical),
+            scope.display_path(&lexical),
             resolved.display()
         )
     };
@@ -44,10 +45,10 @@ pub(crate) fn decide(
     if let Some(rule) = applicable.of(RuleKind::Deny).find(named_or_real) {
         return Decision::Deny(format!("`{tool}` on {target} {}", rule_clause(rule)));
     }
-    if engine.mode == PermissionMode::BypassPermissions {
+    if scope.mode == PermissionMode::BypassPermissions {
         return Decision::Allow;
     }
-    if write && engine.mode == PermissionMode::Plan {
+    if write && scope.mode == PermissionMode::Plan {
         return Decision::Deny(format!(
             "`{tool}` would change {target}, and plan mode runs nothing that changes files; \
              present the plan instead"
@@ -59,7 +60,7 @@ pub(crate) fn decide(
             rule_clause(rule)
         ));
     }
-    let inside = engine.is_inside(&resolved);
+    let inside = scope.is_inside(&resolved);
     // Allow rules are judged on the real target, so a symlink cannot borrow a rule.
     let mut allowing = applicable
         .of(RuleKind::Allow)
@@ -73,7 +74,7 @@ pub(crate) fn decide(
         ));
     }
     if inside {
-        let protected = is_protected(engine, &lexical) || is_protected(engine, &resolved);
+        let protected = is_protected(scope, &lexical) || is_protected(scope, &resolved);
         if is_hard_linked(&resolved) {
             return Decision::Ask(format!(
                 "`{tool}` would change {target}, a file with other hard links that may be \
@@ -93,7 +94,7 @@ pub(crate) fn decide(
                  and hooks, and ouro settings grant permissions, so this always needs approval"
             ));
         }
-        if engine.mode == PermissionMode::AcceptEdits || allowing.next().is_some() {
+        if scope.mode == PermissionMode::AcceptEdits || allowing.next().is_some() {
             return Decision::Allow;
         }
         return Decision::Ask(format!("`{tool}` would change {target}; it needs approval"));
@@ -111,11 +112,11 @@ pub(crate) fn decide(
 /// auto-allowed `git status` runs `core.fsmonitor`), the project's ouro settings, and the
 /// `HEAD` and `config` that make any directory a repository git discovers (`git -C dir
 /// status` runs the fsmonitor of a `dir/config` next to `dir/HEAD`).
-fn is_protected(engine: &PermissionEngine, path: &Path) -> bool {
+fn is_protected(scope: &Scope, path: &Path) -> bool {
     let name = path.file_name().and_then(|n| n.to_str());
     let beside_head = || path.with_file_name("HEAD").exists();
     path.components().any(|c| c.as_os_str() == ".git")
-        || path.starts_with(engine.root.join(".ouro"))
+        || path.starts_with(scope.root.join(".ouro"))
         || name == Some("HEAD")
         || (name == Some("config") && beside_head())
 }

@@ -53,10 +53,11 @@ mod file_access;
 mod mode;
 pub mod paths;
 mod rules;
+mod scope;
 mod shell_access;
 mod suggest;
 
-pub use engine::{PermissionEngine, ROOT_BYPASS_ENV};
+pub use engine::{PermissionEngine, ROOT_BYPASS_ENV, check_bypass_allowed};
 pub use error::PermissionError;
-pub use mode::{PermissionMode, check_bypass_allowed};
+pub use mode::{PermissionMode, UnknownMode};
 pub use rules::{CliPermissions, RuleKind, SourcedRule, split_rule_list};

@@ -3,8 +3,6 @@
 use std::fmt;
 use std::str::FromStr;
 
-use super::error::PermissionError;
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum PermissionMode {
     /// Read-only actions inside the project run; everything else asks.
@@ -64,6 +62,16 @@ impl PermissionMode {
     }
 }
 
+/// A mode name that is not one of [`PermissionMode::ALL`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "unknown permission mode `{given}`; use one of: {}",
+    PermissionMode::names()
+)]
+pub struct UnknownMode {
+    pub given: String,
+}
+
 impl fmt::Display for PermissionMode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
@@ -71,27 +79,14 @@ impl fmt::Display for PermissionMode {
 }
 
 impl FromStr for PermissionMode {
-    type Err = PermissionError;
+    type Err = UnknownMode;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         Self::ALL
             .into_iter()
             .find(|m| m.as_str() == s.trim())
-            .ok_or_else(|| PermissionError::UnknownMode {
+            .ok_or_else(|| UnknownMode {
                 given: s.to_string(),
             })
     }
-}
-
-/// bypassPermissions as root puts the whole machine in the model's hands, so it needs an
-/// explicit override (`OURO_ALLOW_ROOT_BYPASS=1`).
-pub fn check_bypass_allowed(
-    mode: PermissionMode,
-    is_root: bool,
-    root_override: bool,
-) -> Result<(), PermissionError> {
-    if mode == PermissionMode::BypassPermissions && is_root && !root_override {
-        return Err(PermissionError::RootBypass);
-    }
-    Ok(())
 }

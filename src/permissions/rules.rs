@@ -486,3 +486,31 @@ impl CompiledRule {
         }
     }
 }
+
+/// The rules that apply to one request, in force at the moment it is judged.
+pub(crate) struct Applicable<'a> {
+    /// Rules whose tool covers the request.
+    pub rules: Vec<&'a CompiledRule>,
+    /// Every rule, for commands checked against file rules.
+    pub all: Vec<&'a CompiledRule>,
+}
+
+impl<'a> Applicable<'a> {
+    pub fn of(&self, kind: RuleKind) -> impl Iterator<Item = &'a CompiledRule> + '_ {
+        self.rules.iter().copied().filter(move |r| r.kind == kind)
+    }
+}
+
+/// "is denied by the rule `Bash(rm:*)` from project settings (.ouro/settings.json)".
+pub(crate) fn rule_clause(rule: &CompiledRule) -> String {
+    let verb = match rule.kind {
+        RuleKind::Allow => "allowed",
+        RuleKind::Ask => "set to ask",
+        RuleKind::Deny => "denied",
+    };
+    format!(
+        "is {verb} by the rule `{}` from {}",
+        rule.text,
+        rule.source.label()
+    )
+}

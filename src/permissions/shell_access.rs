@@ -4,9 +4,10 @@
 use std::path::{Path, PathBuf};
 
 use super::bash::{self, Analysis, Effect, FindingKind, Part, Word};
-use super::engine::{Applicable, PermissionEngine, rule_clause};
 use super::mode::PermissionMode;
 use super::rules::RuleKind;
+use super::rules::{Applicable, rule_clause};
+use super::scope::Scope;
 use super::{Access, Decision, paths};
 
 /// Directory listings larger than this are not searched for symlinks; the glob asks instead.
@@ -14,17 +15,17 @@ const MAX_GLOB_DIR_ENTRIES: usize = 10_000;
 
 /// `base` is the directory the command runs in: relative paths are judged from there.
 pub(crate) fn decide(
-    engine: &PermissionEngine,
+    scope: &Scope,
     base: &Path,
     applicable: &Applicable<'_>,
     command: &str,
 ) -> Decision {
     let analysis = bash::analyse(command);
     let shown = bash::short(command);
-    if let Some(denied) = deny(engine, base, applicable, command, &analysis) {
+    if let Some(denied) = deny(scope, base, applicable, command, &analysis) {
         return denied;
     }
-    if engine.mode == PermissionMode::BypassPermissions {
+    if scope.mode == PermissionMode::BypassPermissions {
         return match analysis.incomplete() {
             Some(finding) if has_deny_rules(applicable) => Decision::Ask(format!(
                 "{}, so the deny rules cannot be checked; it needs approval",
@@ -33,7 +34,7 @@ pub(crate) fn decide(
             _ => Decision::Allow,
         };
     }
-    if engine.mode == PermissionMode::Plan
+    if scope.mode == PermissionMode::Plan
         && let Some(what) = plan_blocker(&analysis)
     {
         return Decision::Deny(format!(
@@ -66,18 +67,11 @@ pub(crate) fn decide(
     }
     for part in &analysis.parts {
         let by_rule = || applicable.of(RuleKind::Allow).any(|r| r.allows_part(part));
-        if !auto_allowed(engine, base, part) && !by_rule() {
-            return Decision::Ask(format!(
-                "{}; it needs approval",
-                concern(engine, base, part)
-            ));
+        if !auto_allowed(scope, base, part) && !by_rule() {
+            return Decision::Ask(format!("{}; it needs approval", concern(scope, base, part)));
         }
     }
-    if let Some(read) = analysis
-        .reads
-        .iter()
-        .find(|w| !word_inside(engine, base, w))
-    {
+    if let Some(read) = analysis.reads.iter().find(|w| !word_inside(scope, base, w)) {
         return Decision::Ask(format!(
             "`{shown}` reads `{}`, outside the project; it needs approval",
             read.text
@@ -89,7 +83,7 @@ pub(crate) fn decide(
 /// A deny rule matching any part, or a file deny rule matching a file the command reads or
 /// writes, denies the whole command line.
 fn deny(
-    engine: &PermissionEngine,
+    scope: &Scope,
     base: &Path,
     applicable: &Applicable<'_>,
     command: &str,
@@ -135,7 +129,7 @@ fn deny(
     ];
     for (verb, tool, access, words) in checks {
         for word in words {
-            let Some((lexical, resolved)) = word_path(engine, base, word) else {
+            let Some((lexical, resolved)) = word_path(scope, base, word) else {
                 continue;
             };
             let hit = applicable.all.iter().find(|r| {
@@ -244,24 +238,24 @@ fn plan_blocker(analysis: &Analysis) -> Option<String> {
 }
 
 /// Read-only (or `cd`) and touching only paths inside the project.
-pub(crate) fn auto_allowed(engine: &PermissionEngine, base: &Path, part: &Part) -> bool {
+pub(crate) fn auto_allowed(scope: &Scope, base: &Path, part: &Part) -> bool {
     if !part.assignments.is_empty() {
         return false;
     }
     match &part.effect {
-        Effect::ReadOnly { paths } => paths.iter().all(|w| word_inside(engine, base, w)),
-        Effect::ChangesDirectory { target: Some(dir) } => word_inside(engine, base, dir),
+        Effect::ReadOnly { paths } => paths.iter().all(|w| word_inside(scope, base, w)),
+        Effect::ChangesDirectory { target: Some(dir) } => word_inside(scope, base, dir),
         _ => false,
     }
 }
 
 /// What about a part needs approval, as a clause: "`npm test` is not a command ...".
-fn concern(engine: &PermissionEngine, base: &Path, part: &Part) -> String {
+fn concern(scope: &Scope, base: &Path, part: &Part) -> String {
     let shown = bash::short(&part.source);
     match &part.effect {
         Effect::Mutates(what) => format!("`{shown}` {what}"),
         Effect::Unknown => format!("`{shown}` is not a command ouro knows to be read-only"),
-        Effect::ReadOnly { paths } => match paths.iter().find(|w| !word_inside(engine, base, w)) {
+        Effect::ReadOnly { paths } => match paths.iter().find(|w| !word_inside(scope, base, w)) {
             Some(w) if !w.literal => {
                 format!(
                     "`{shown}` reads `{}`, a path that depends on variables",
@@ -283,30 +277,30 @@ fn concern(engine: &PermissionEngine, base: &Path, part: &Part) -> String {
 
 /// The path a literal word names, absolute against `base` (`.` and `..` removed
 /// as written), and where it really leads.
-fn word_path(engine: &PermissionEngine, base: &Path, word: &Word) -> Option<(PathBuf, PathBuf)> {
-    let raw = word_raw_path(engine, word)?;
+fn word_path(scope: &Scope, base: &Path, word: &Word) -> Option<(PathBuf, PathBuf)> {
+    let raw = word_raw_path(scope, word)?;
     Some((paths::lexical(base, &raw), paths::real(base, &raw)))
 }
 
-fn word_raw_path(engine: &PermissionEngine, word: &Word) -> Option<PathBuf> {
+fn word_raw_path(scope: &Scope, word: &Word) -> Option<PathBuf> {
     if !word.literal {
         return None;
     }
     let text = word.text.as_str();
     if text.starts_with('~') {
-        paths::expand_home(text, engine.home.as_deref())
+        paths::expand_home(text, scope.home.as_deref())
     } else {
         Some(PathBuf::from(text))
     }
 }
 
 /// Whether a word, used as a path, surely stays inside the project.
-pub(crate) fn word_inside(engine: &PermissionEngine, base: &Path, word: &Word) -> bool {
-    let Some(raw) = word_raw_path(engine, word) else {
+pub(crate) fn word_inside(scope: &Scope, base: &Path, word: &Word) -> bool {
+    let Some(raw) = word_raw_path(scope, word) else {
         return false;
     };
     if !word.glob {
-        return engine.is_inside(&paths::real(base, &raw));
+        return scope.is_inside(&paths::real(base, &raw));
     }
     // A glob may match `..` (`.*`) or a symlink leading out (also when `..` follows it); only
     // a last-component glob over a directory without symlinks is judged safe.
@@ -316,7 +310,7 @@ pub(crate) fn word_inside(engine: &PermissionEngine, base: &Path, word: &Word) -
         .collect();
     let is_glob = |c: &String| c.contains(['*', '?', '[']);
     let Some(first_glob) = components.iter().position(is_glob) else {
-        return engine.is_inside(&paths::real(base, &raw));
+        return scope.is_inside(&paths::real(base, &raw));
     };
     if first_glob + 1 != components.len() || components[first_glob].starts_with('.') {
         return false;
@@ -328,7 +322,7 @@ pub(crate) fn word_inside(engine: &PermissionEngine, base: &Path, word: &Word) -
     // A bare `*` hands the names it matches to the program as arguments: a file called
     // `-delete` or `--output=x` becomes an option.
     let names_become_options = components.len() == 1;
-    engine.is_inside(&resolved) && !has_risky_entries(&resolved, names_become_options)
+    scope.is_inside(&resolved) && !has_risky_entries(&resolved, names_become_options)
 }
 
 /// Whether the directory holds a symlink, or (when `dashes`) a name starting with `-`.

@@ -3,8 +3,8 @@
 use std::path::Path;
 
 use super::bash::{self, Part};
-use super::engine::PermissionEngine;
 use super::rules::program_text;
+use super::scope::Scope;
 use super::shell_access::auto_allowed;
 use super::{Access, PermissionRequest, paths};
 
@@ -12,38 +12,38 @@ use super::{Access, PermissionRequest, paths};
 /// third word is part of what the user approved (`npm run test`).
 const RUNNERS: &[&str] = &["run", "run-script", "exec", "x"];
 
-pub(crate) fn rule_for(engine: &PermissionEngine, request: &PermissionRequest<'_>) -> String {
+pub(crate) fn rule_for(scope: &Scope, request: &PermissionRequest<'_>) -> String {
     match request.access {
-        Access::Execute(command) => command_rule(engine, command),
-        Access::Write(path) => format!("Edit({})", rule_path(engine, &resolved(engine, path))),
+        Access::Execute(command) => command_rule(scope, command),
+        Access::Write(path) => format!("Edit({})", rule_path(scope, &resolved(scope, path))),
         Access::Read(path) => {
-            let target = resolved(engine, path);
-            if engine.is_inside(&target) {
-                return format!("Read({})", rule_path(engine, &target));
+            let target = resolved(scope, path);
+            if scope.is_inside(&target) {
+                return format!("Read({})", rule_path(scope, &target));
             }
             let dir = if target.is_dir() {
                 target.as_path()
             } else {
                 target.parent().unwrap_or(Path::new("/"))
             };
-            format!("Read({}/**)", rule_path(engine, dir).trim_end_matches('/'))
+            format!("Read({}/**)", rule_path(scope, dir).trim_end_matches('/'))
         }
         Access::None => request.tool.to_string(),
     }
 }
 
-fn resolved(engine: &PermissionEngine, path: &Path) -> std::path::PathBuf {
-    paths::resolve(&paths::lexical(&engine.root, path))
+fn resolved(scope: &Scope, path: &Path) -> std::path::PathBuf {
+    paths::resolve(&paths::lexical(&scope.root, path))
 }
 
 /// A path in rule syntax: relative inside the project, `~/...` under home, `//...` otherwise.
-fn rule_path(engine: &PermissionEngine, path: &Path) -> String {
-    if let Ok(rel) = path.strip_prefix(&engine.root)
+fn rule_path(scope: &Scope, path: &Path) -> String {
+    if let Ok(rel) = path.strip_prefix(&scope.root)
         && !rel.as_os_str().is_empty()
     {
         return globset::escape(&rel.to_string_lossy());
     }
-    if let Some(rel) = engine
+    if let Some(rel) = scope
         .home
         .as_deref()
         .and_then(|h| path.strip_prefix(h).ok())
@@ -55,7 +55,7 @@ fn rule_path(engine: &PermissionEngine, path: &Path) -> String {
 
 /// `Bash(<program> <subcommand>:*)` for the first part that needs approval; the exact command
 /// when that would be a guess (findings, flags or paths in second place, several parts).
-fn command_rule(engine: &PermissionEngine, command: &str) -> String {
+fn command_rule(scope: &Scope, command: &str) -> String {
     let exact = format!("Bash({})", command.trim());
     let analysis = bash::analyse(command);
     if !analysis.findings.is_empty() {
@@ -64,7 +64,7 @@ fn command_rule(engine: &PermissionEngine, command: &str) -> String {
     let Some(part) = analysis
         .parts
         .iter()
-        .find(|p| !auto_allowed(engine, &engine.root, p))
+        .find(|p| !auto_allowed(scope, &scope.root, p))
     else {
         return exact;
     };

@@ -1,6 +1,6 @@
 //! Which git invocations only read.
 
-use super::readonly::{long_flag_is, path_arguments};
+use super::args::{long_flag_is, may_be_flag, path_arguments};
 use super::{Effect, Word};
 
 /// Subcommands that only read, whatever their (non-writing) flags.
@@ -123,7 +123,7 @@ pub(super) fn classify(args: &[Word]) -> Effect {
         "branch" => branch_lists(rest),
         "tag" => {
             rest.iter()
-                .all(|w| !is_flag(w) || matches!(w.text.as_str(), "-l" | "--list" | "-n"))
+                .all(|w| !may_be_flag(w) || matches!(w.text.as_str(), "-l" | "--list" | "-n"))
                 && (rest.is_empty() || rest.iter().any(|w| w.text == "-l" || w.text == "--list"))
         }
         "remote" => matches!(
@@ -159,10 +159,6 @@ pub(super) fn classify(args: &[Word]) -> Effect {
     }
 }
 
-fn is_flag(word: &Word) -> bool {
-    word.text.starts_with('-')
-}
-
 fn texts(words: &[Word]) -> Vec<&str> {
     words.iter().map(|w| w.text.as_str()).collect()
 }
@@ -195,7 +191,7 @@ fn branch_lists(args: &[Word]) -> bool {
             .any(|f| text.starts_with(f) && text[f.len()..].starts_with('='))
         {
             i += 1;
-        } else if !is_flag(word) && listing {
+        } else if !may_be_flag(word) && listing {
             // A pattern for `--list`.
             i += 1;
         } else {
@@ -209,10 +205,10 @@ fn config_reads(args: &[Word]) -> bool {
     if matches!(texts(args).first(), Some(&"get") | Some(&"list")) {
         return args[1..]
             .iter()
-            .all(|w| !is_flag(w) || CONFIG_NEUTRAL.contains(&w.text.as_str()));
+            .all(|w| !may_be_flag(w) || CONFIG_NEUTRAL.contains(&w.text.as_str()));
     }
     let mut reads = false;
-    for word in args.iter().filter(|w| is_flag(w)) {
+    for word in args.iter().filter(|w| may_be_flag(w)) {
         let text = word.text.as_str();
         if CONFIG_READ.contains(&text) {
             reads = true;

@@ -5,6 +5,7 @@
 //! findings: constructs that always need the user's approval whatever the allow rules say.
 
 mod analyse;
+mod args;
 mod git;
 mod parse;
 mod readonly;

@@ -1,6 +1,7 @@
 //! The built-in knowledge of programs: which only read, which flags make them write, and which
 //! wrapper commands (`timeout`, `nice`, `nohup`, `time`, `env`) just run another command.
 
+use super::args::{is_flag, long_flag_is, path_arguments};
 use super::{Effect, Word, git, sed};
 
 /// The program a word names, if it is one ouro may know: a bare word, or a bare absolute path
@@ -53,10 +54,6 @@ pub(super) fn strip_wrappers(words: &[Word]) -> Stripped {
         }
     }
     Stripped { core, assignments }
-}
-
-fn is_flag(word: &Word) -> bool {
-    word.literal && word.text.starts_with('-') && word.text != "-"
 }
 
 /// How many words of `timeout`'s own options and duration precede the command.
@@ -356,13 +353,6 @@ fn follows_symlinks(program: &str, args: &[Word]) -> bool {
     }
 }
 
-/// Whether `text` is the long option `flag`, with a value, abbreviated (GNU getopt and git
-/// accept any unique prefix, so `--outp=x` is `--output=x`) or extended (`--pre-glob`).
-pub(super) fn long_flag_is(text: &str, flag: &str) -> bool {
-    let name = text.split_once('=').map_or(text, |(name, _)| name);
-    name.starts_with("--") && name.len() > 2 && (flag.starts_with(name) || name.starts_with(flag))
-}
-
 /// `find` primaries that run commands, delete or write files.
 pub(super) fn find_action(args: &[Word]) -> Option<&'static str> {
     args.iter().find_map(|w| match w.text.as_str() {
@@ -371,54 +361,4 @@ pub(super) fn find_action(args: &[Word]) -> Option<&'static str> {
         "-fprint" | "-fprint0" | "-fprintf" | "-fls" => Some("writes a file"),
         _ => None,
     })
-}
-
-/// The arguments that may name files: every operand and every flag value that looks like a
-/// path. Arguments that are not literal are kept, so the caller can refuse to guess.
-pub(super) fn path_arguments(args: &[Word], pattern_first: bool) -> Vec<Word> {
-    let explicit_pattern = args.iter().any(|w| {
-        let t = w.text.as_str();
-        t == "-e" || t == "-f" || t.starts_with("--regexp") || t.starts_with("--file")
-    });
-    // Without knowing which flags take a value, the pattern is only known to be the first
-    // operand when no flag comes before it (`grep -r root /etc` searches /etc).
-    let mut skip_pattern = pattern_first && !explicit_pattern;
-    let mut paths = Vec::new();
-    let mut after_dashdash = false;
-    for word in args {
-        if !word.literal {
-            paths.push(word.clone());
-            continue;
-        }
-        let text = word.text.as_str();
-        if !after_dashdash && text == "--" {
-            after_dashdash = true;
-            continue;
-        }
-        // A glob like `-*` may expand to any option; it is judged as the files it matches.
-        if !after_dashdash && text.starts_with('-') && text != "-" && !word.glob {
-            skip_pattern = false;
-            if let Some(value) = flag_value(text) {
-                paths.push(Word {
-                    text: value.to_string(),
-                    ..word.clone()
-                });
-            }
-            continue;
-        }
-        if skip_pattern {
-            skip_pattern = false;
-            continue;
-        }
-        paths.push(word.clone());
-    }
-    paths
-}
-
-/// The part of a flag that may be a path: after `=`, or from its first `/` or `~`.
-fn flag_value(flag: &str) -> Option<&str> {
-    if let Some((_, value)) = flag.split_once('=') {
-        return Some(value);
-    }
-    flag.find(['/', '~']).map(|at| &flag[at..])
 }

@@ -2,7 +2,7 @@
 //! runs commands (`e`, `s///e`). The script is checked by a small parser of sed's grammar that
 //! gives up (not read-only) on anything it does not recognise.
 
-use super::readonly::path_arguments;
+use super::args::path_arguments;
 use super::{Effect, Word};
 
 pub(super) fn classify(args: &[Word]) -> Effect {

@@ -1,0 +1,38 @@
+//! What a run and each of its model calls produce, shared by the query loop, the call itself
+//! and compaction.
+
+use std::time::Duration;
+
+use crate::api::client::ApiError;
+use crate::api::types::{ContentBlock, StopReason, Usage};
+use crate::event::Denial;
+
+/// What one run has used so far.
+#[derive(Debug, Default)]
+pub(super) struct RunState {
+    pub turns: u32,
+    pub api_time: Duration,
+    pub usage: Usage,
+    pub cost_usd: f64,
+    pub denials: Vec<Denial>,
+}
+
+/// What one model call returned: its finished blocks and why it stopped.
+#[derive(Debug, Default)]
+pub(super) struct CallOutcome {
+    pub blocks: Vec<ContentBlock>,
+    pub stop_reason: Option<StopReason>,
+}
+
+#[derive(Debug)]
+pub(super) enum CallError {
+    /// Nothing usable arrived (after every allowed retry).
+    Api(ApiError),
+    /// The stream broke after some blocks had finished; those are kept, never replayed.
+    Cut {
+        outcome: CallOutcome,
+        error: ApiError,
+    },
+    /// The user aborted; finished blocks are kept.
+    Aborted { outcome: CallOutcome },
+}

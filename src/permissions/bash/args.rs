@@ -1,0 +1,74 @@
+//! How the read-only grammars read a command's words: which are options, which long option a
+//! word spells, and which words may name files.
+
+use super::Word;
+
+/// A literal option word: it starts with `-` and is not `-` alone (stdin). A word that is not
+/// literal is never a flag here, because what it expands to is unknown; a grammar that must not
+/// let an expansion act as an option checks `word.literal` itself (see [`may_be_flag`]).
+pub(super) fn is_flag(word: &Word) -> bool {
+    word.literal && word.text.starts_with('-') && word.text != "-"
+}
+
+/// Whether a word may act as an option once bash expanded it: a flag, or any word that is not
+/// literal.
+pub(super) fn may_be_flag(word: &Word) -> bool {
+    !word.literal || is_flag(word)
+}
+
+/// Whether `text` is the long option `flag`, with a value, abbreviated (GNU getopt and git
+/// accept any unique prefix, so `--outp=x` is `--output=x`) or extended (`--pre-glob`).
+pub(super) fn long_flag_is(text: &str, flag: &str) -> bool {
+    let name = text.split_once('=').map_or(text, |(name, _)| name);
+    name.starts_with("--") && name.len() > 2 && (flag.starts_with(name) || name.starts_with(flag))
+}
+
+/// The arguments that may name files: every operand and every flag value that looks like a
+/// path. Arguments that are not literal are kept, so the caller can refuse to guess.
+pub(super) fn path_arguments(args: &[Word], pattern_first: bool) -> Vec<Word> {
+    let explicit_pattern = args.iter().any(|w| {
+        let t = w.text.as_str();
+        t == "-e" || t == "-f" || t.starts_with("--regexp") || t.starts_with("--file")
+    });
+    // Without knowing which flags take a value, the pattern is only known to be the first
+    // operand when no flag comes before it (`grep -r root /etc` searches /etc).
+    let mut skip_pattern = pattern_first && !explicit_pattern;
+    let mut paths = Vec::new();
+    let mut after_dashdash = false;
+    for word in args {
+        if !word.literal {
+            paths.push(word.clone());
+            continue;
+        }
+        let text = word.text.as_str();
+        if !after_dashdash && text == "--" {
+            after_dashdash = true;
+            continue;
+        }
+        // A glob like `-*` may expand to any option; it is judged as the files it matches.
+        if !after_dashdash && text.starts_with('-') && text != "-" && !word.glob {
+            skip_pattern = false;
+            if let Some(value) = flag_value(text) {
+                paths.push(Word {
+                    text: value.to_string(),
+                    ..word.clone()
+                });
+            }
+            continue;
+        }
+        if skip_pattern {
+            skip_pattern = false;
+            continue;
+        }
+        paths.push(word.clone());
+    }
+    paths
+}
+
+/// The part of a flag that may be a path: after `=`, or from its first `/` or `~`.
+fn flag_value(flag: &str) -> Option<&str> {
+    if let Some((_, value)) = flag.split_once('=') {
+        return Some(value);
+    }
+    flag.find(['/', '~']).map(|at| &flag[at..])
+}
