@@ -1,0 +1,230 @@
+//! The module graph stays one-way: no import cycle between the top-level modules of `src/`, nor
+//! between sibling modules inside any of them. Imports are read from the source text
+//! (`crate::a::b`, `super::x`, `super::{x, y}`, `crate::a::{b, c}`); unit-test modules are left
+//! out, since tests may reach anywhere.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+type Graph = BTreeMap<String, BTreeSet<String>>;
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// `src/a/b.rs` and `src/a/b/mod.rs` are both `["a", "b"]`.
+fn module_path(src: &Path, file: &Path) -> Vec<String> {
+    let rel = file.strip_prefix(src).unwrap().with_extension("");
+    let mut parts: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    if parts.last().is_some_and(|p| p == "mod") {
+        parts.pop();
+    }
+    parts
+}
+
+/// The code outside `#[cfg(test)]` items (a test module is always the file's last item here,
+/// or a file of its own named `tests.rs`).
+fn production_code(text: &str) -> &str {
+    text.split("#[cfg(test)]").next().unwrap_or("")
+}
+
+fn words_after<'t>(text: &'t str, prefix: &str) -> Vec<&'t str> {
+    text.match_indices(prefix)
+        .filter(|(at, _)| {
+            !text[..*at]
+                .chars()
+                .next_back()
+                .is_some_and(|c| c.is_alphanumeric() || c == '_')
+        })
+        .map(|(at, _)| &text[at + prefix.len()..])
+        .collect()
+}
+
+/// The module paths a piece of source refers to, absolute from the crate root.
+fn references(text: &str, module: &[String]) -> Vec<Vec<String>> {
+    // `super` is the parent module, whether the file is `a/b.rs` or `a/b/mod.rs`.
+    let parent_of_self = module[..module.len().saturating_sub(1)].to_vec();
+    let ident = |s: &str| -> String {
+        s.chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect()
+    };
+    let path_then_group = |rest: &str| -> Vec<Vec<String>> {
+        // `a::b::{c, d}` or `a::b::c`: the segments, and each name of a trailing group.
+        let mut segments = Vec::new();
+        let mut rest = rest;
+        loop {
+            if let Some(group) = rest.strip_prefix('{') {
+                let inner = group.split('}').next().unwrap_or("");
+                return inner
+                    .split(',')
+                    .map(|n| ident(n.trim()))
+                    .filter(|n| !n.is_empty())
+                    .map(|n| {
+                        let mut p = segments.clone();
+                        p.push(n);
+                        p
+                    })
+                    .collect();
+            }
+            let name = ident(rest);
+            if name.is_empty() {
+                return vec![segments];
+            }
+            rest = &rest[name.len()..];
+            segments.push(name);
+            match rest.strip_prefix("::") {
+                Some(r) => rest = r,
+                None => return vec![segments],
+            }
+        }
+    };
+    let mut refs = Vec::new();
+    for rest in words_after(text, "crate::") {
+        refs.extend(path_then_group(rest));
+    }
+    for rest in words_after(text, "super::") {
+        for p in path_then_group(rest) {
+            let mut full = parent_of_self.clone();
+            full.extend(p);
+            refs.push(full);
+        }
+    }
+    refs
+}
+
+fn graphs() -> (Graph, Graph) {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut top = Graph::new();
+    let mut siblings = Graph::new();
+    for file in files {
+        let module = module_path(&src, &file);
+        if module.is_empty()
+            || module == ["main"]
+            || module == ["lib"]
+            || module
+                .last()
+                .is_some_and(|m| m == "tests" || m.ends_with("_tests"))
+        {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        for target in references(production_code(&text), &module) {
+            if target.is_empty() {
+                continue;
+            }
+            if target[0] != module[0] {
+                top.entry(module[0].clone())
+                    .or_default()
+                    .insert(target[0].clone());
+            }
+            // Siblings: same parent, different child.
+            let depth = module.len() - 1;
+            if depth >= 1
+                && target.len() > depth
+                && target[..depth] == module[..depth]
+                && target[depth] != module[depth]
+            {
+                siblings
+                    .entry(module[..=depth].join("::"))
+                    .or_default()
+                    .insert(target[..=depth].join("::"));
+            }
+        }
+    }
+    (top, siblings)
+}
+
+/// Every cycle's members (strongly connected components of two or more nodes).
+fn cycles(graph: &Graph) -> Vec<Vec<String>> {
+    let nodes: BTreeSet<&String> = graph.keys().chain(graph.values().flatten()).collect();
+    let reaches = |from: &String| -> BTreeSet<String> {
+        let mut seen = BTreeSet::new();
+        let mut todo = vec![from.clone()];
+        while let Some(n) = todo.pop() {
+            for next in graph.get(&n).into_iter().flatten() {
+                if seen.insert(next.clone()) {
+                    todo.push(next.clone());
+                }
+            }
+        }
+        seen
+    };
+    let reach: BTreeMap<&String, BTreeSet<String>> =
+        nodes.iter().map(|n| (*n, reaches(n))).collect();
+    let mut found: BTreeSet<Vec<String>> = BTreeSet::new();
+    for n in &nodes {
+        let mut component: Vec<String> = nodes
+            .iter()
+            .filter(|m| reach[*n].contains(**m) && reach[**m].contains(*n))
+            .map(|m| (*m).clone())
+            .collect();
+        component.sort();
+        if component.len() > 1 {
+            found.insert(component);
+        }
+    }
+    found.into_iter().collect()
+}
+
+#[test]
+fn top_level_modules_import_each_other_one_way_only() {
+    let (top, _) = graphs();
+    assert!(
+        top.contains_key("engine") && top.contains_key("exec"),
+        "{top:?}"
+    );
+    assert_eq!(cycles(&top), Vec::<Vec<String>>::new(), "{top:#?}");
+}
+
+#[test]
+fn sibling_modules_import_each_other_one_way_only() {
+    let (_, siblings) = graphs();
+    assert!(!siblings.is_empty());
+    assert_eq!(
+        cycles(&siblings),
+        Vec::<Vec<String>>::new(),
+        "{siblings:#?}"
+    );
+}
+
+#[test]
+fn the_checker_sees_a_cycle() {
+    let mut g = Graph::new();
+    g.entry("a".into()).or_default().insert("b".into());
+    g.entry("b".into()).or_default().insert("c".into());
+    g.entry("c".into()).or_default().insert("a".into());
+    g.entry("c".into()).or_default().insert("d".into());
+    assert_eq!(
+        cycles(&g),
+        vec![vec!["a".to_string(), "b".into(), "c".into()]]
+    );
+    let refs = references(
+        "use super::{x, y::z};\nuse crate::api::{types, client::Client};",
+        &["engine".into(), "call".into()],
+    );
+    assert!(
+        refs.contains(&vec!["engine".into(), "x".into()]),
+        "{refs:?}"
+    );
+    assert!(
+        refs.contains(&vec!["engine".into(), "y".into()]),
+        "{refs:?}"
+    );
+    assert!(
+        refs.contains(&vec!["api".into(), "client".into()]),
+        "{refs:?}"
+    );
+}
