@@ -90,9 +90,7 @@ struct NoopInput {
 impl Tool for Noop {
     type Input = NoopInput;
 
-    fn name(&self) -> &'static str {
-        "Noop"
-    }
+    const NAME: &'static str = "Noop";
 
     fn description(&self) -> &'static str {
         "Does nothing."

@@ -44,6 +44,8 @@ pub enum Event {
         id: String,
         name: String,
         input: Value,
+        /// The call's key argument for one-line displays (`src/main.rs`, `cargo test`).
+        summary: String,
     },
     /// Output a running tool produced so far (Bash streams stdout/stderr here).
     ToolProgress {
@@ -55,12 +57,17 @@ pub enum Event {
         id: String,
         name: String,
         result: ContentBlock,
+        status: ToolStatus,
+        /// What a front end may show besides the text, so none has to re-parse it.
+        display: Option<ToolDisplay>,
         elapsed: Duration,
         timings: PhaseTimings,
     },
     PermissionDenied(Denial),
-    /// Compaction started (`true`) or ended (`false`).
-    Compacting(bool),
+    /// The conversation is being summarised.
+    CompactStarted,
+    /// Summarising ended, whether or not it succeeded (a `CompactBoundary` follows success).
+    CompactFinished,
     CompactBoundary(CompactInfo),
     /// A message the engine added on its own (continuation after max_tokens, compaction summary).
     SyntheticUser {
@@ -68,6 +75,29 @@ pub enum Event {
     },
     /// The run ended. Always the last event.
     Result(RunResult),
+}
+
+/// How a tool call ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolStatus {
+    Ok,
+    /// The call ran, or could not run, and its result is an error the model sees.
+    Error,
+    /// The user interrupted it.
+    Cancelled,
+    /// Permission was refused (by a rule, a hook or the user).
+    Denied,
+}
+
+/// Structured facts about a finished call, for displays.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolDisplay {
+    /// Lines of file text a read returned.
+    LinesRead(u64),
+    /// The unified diff of a change, already cut to a display size.
+    Diff(String),
+    /// How a command ended: its exit code, or `None` when a signal or timeout ended it.
+    Exit { code: Option<i32> },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

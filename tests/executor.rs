@@ -26,19 +26,16 @@ struct SlowInput {
     ms: u64,
 }
 
-/// Sleeps for `ms`, recording when it ran. `safe` decides whether it may run in parallel.
-struct Slow {
-    name: &'static str,
-    safe: bool,
+/// Sleeps for `ms`, recording when it ran. `SAFE` decides whether it may run in parallel
+/// (`SlowRead`) or not (`SlowWrite`).
+struct Slow<const SAFE: bool> {
     log: Log,
 }
 
-impl Tool for Slow {
+impl<const SAFE: bool> Tool for Slow<SAFE> {
     type Input = SlowInput;
 
-    fn name(&self) -> &'static str {
-        self.name
-    }
+    const NAME: &'static str = if SAFE { "SlowRead" } else { "SlowWrite" };
 
     fn description(&self) -> &'static str {
         "sleeps"
@@ -49,11 +46,11 @@ impl Tool for Slow {
     }
 
     fn is_read_only(&self, _input: &SlowInput) -> bool {
-        self.safe
+        SAFE
     }
 
     fn is_concurrency_safe(&self, _input: &SlowInput) -> bool {
-        self.safe
+        SAFE
     }
 
     fn summary(&self, input: &SlowInput) -> String {
@@ -92,9 +89,7 @@ struct Echo {
 impl Tool for Echo {
     type Input = EchoInput;
 
-    fn name(&self) -> &'static str {
-        "Echo"
-    }
+    const NAME: &'static str = "Echo";
 
     fn description(&self) -> &'static str {
         "echoes"
@@ -171,16 +166,8 @@ fn setup(decision: Decision, asker: Arc<dyn Asker>, hooks: HookSettings) -> Setu
     let dir = tempfile::tempdir().unwrap();
     let log: Log = Arc::default();
     let tools = vec![
-        erase(Slow {
-            name: "SlowRead",
-            safe: true,
-            log: log.clone(),
-        }),
-        erase(Slow {
-            name: "SlowWrite",
-            safe: false,
-            log: log.clone(),
-        }),
+        erase(Slow::<true> { log: log.clone() }),
+        erase(Slow::<false> { log: log.clone() }),
         erase(Echo { log: log.clone() }),
         erase(BashTool),
     ];

@@ -11,6 +11,12 @@ use serde_json::{Value, json};
 
 use super::fixture::{EDITS_PER_FILE, FileKind, Fixture, NEEDLE, Rng};
 use crate::mock::{MockBlock, Scenario, Turn};
+use crate::tools::Tool;
+use crate::tools::bash::BashTool;
+use crate::tools::edit::EditTool;
+use crate::tools::glob::GlobTool;
+use crate::tools::grep::GrepTool;
+use crate::tools::read::ReadTool;
 
 /// The shell commands the scenario runs; all read-only, so the analyser lets them run in
 /// parallel, and each is allowed by one of [`BASH_ALLOW_RULES`].
@@ -157,11 +163,11 @@ impl Generator<'_> {
     fn call(&mut self, kind: ToolKind, edited_now: &mut HashSet<usize>) -> (&'static str, Value) {
         match kind {
             ToolKind::Read => self.read(),
-            ToolKind::Grep => ("Grep", self.grep()),
-            ToolKind::Glob => ("Glob", self.glob()),
-            ToolKind::Bash => ("Bash", self.bash()),
+            ToolKind::Grep => (GrepTool::NAME, self.grep()),
+            ToolKind::Glob => (GlobTool::NAME, self.glob()),
+            ToolKind::Bash => (BashTool::NAME, self.bash()),
             ToolKind::Edit => match self.edit(edited_now) {
-                Some(input) => ("Edit", input),
+                Some(input) => (EditTool::NAME, input),
                 None => {
                     self.edits_replaced += 1;
                     self.read()
@@ -188,7 +194,10 @@ impl Generator<'_> {
             index = self.rng.below(files.len());
         }
         self.read_now.push(index);
-        ("Read", json!({ "file_path": self.file_path(index) }))
+        (
+            ReadTool::NAME,
+            json!({ "file_path": self.file_path(index) }),
+        )
     }
 
     fn edit(&mut self, edited_now: &mut HashSet<usize>) -> Option<Value> {

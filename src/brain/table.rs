@@ -8,6 +8,13 @@ use crate::api::pricing::{self, Pricing};
 use crate::api::types::Usage;
 
 use super::Verb;
+use crate::tools::Tool;
+use crate::tools::bash::BashTool;
+use crate::tools::edit::EditTool;
+use crate::tools::glob::GlobTool;
+use crate::tools::grep::GrepTool;
+use crate::tools::read::ReadTool;
+use crate::tools::write::WriteTool;
 
 /// Executables a brain can run as.
 pub const BINARIES: &[&str] = &["claude", "ouro"];
@@ -18,11 +25,19 @@ pub const SUPPLIERS: &[&str] = &["anthropic"];
 /// The first segment of every atom: the model line the supplier sells.
 pub const MODEL_LINE: &str = "claude";
 
-/// Read-only tools: an `ask` can look around but change nothing.
-pub const ASK_TOOLS: &[&str] = &["Glob", "Grep", "Read"];
+/// Read-only tools: an `ask` can look around but change nothing. (The claude CLI's tools
+/// have the same names as ouro's.)
+pub const ASK_TOOLS: &[&str] = &[GlobTool::NAME, GrepTool::NAME, ReadTool::NAME];
 
 /// Everything `ask` has plus the tools that change files or run commands.
-pub const ACT_TOOLS: &[&str] = &["Glob", "Grep", "Read", "Bash", "Edit", "Write"];
+pub const ACT_TOOLS: &[&str] = &[
+    GlobTool::NAME,
+    GrepTool::NAME,
+    ReadTool::NAME,
+    BashTool::NAME,
+    EditTool::NAME,
+    WriteTool::NAME,
+];
 
 /// The tool set a verb runs with.
 pub fn tools_for(verb: Verb) -> &'static [&'static str] {

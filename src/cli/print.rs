@@ -9,6 +9,9 @@ use crate::event::{Event, RunResult};
 use crate::stream_json::write as stream_json;
 use crate::text::truncate;
 
+/// Longest key argument shown on a call's line.
+const MAX_KEY_CHARS: usize = 120;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum InputFormat {
     Text,
@@ -85,7 +88,9 @@ pub fn narrate(event: &Event, out: &mut impl Write) {
             r.max_retries,
             r.retry_delay_ms
         ),
-        Event::ToolStarted { name, input, .. } => writeln!(out, "● {name} {}", key_argument(input)),
+        Event::ToolStarted { name, summary, .. } => {
+            writeln!(out, "● {name} {}", truncate(summary, MAX_KEY_CHARS))
+        }
         Event::ToolFinished {
             result: ContentBlock::ToolResult {
                 content, is_error, ..
@@ -111,14 +116,4 @@ pub fn narrate(event: &Event, out: &mut impl Write) {
         ),
         _ => Ok(()),
     };
-}
-
-/// The argument that says what a call is about: a path, a pattern or a command.
-pub fn key_argument(input: &serde_json::Value) -> String {
-    for key in ["command", "file_path", "pattern", "path", "url"] {
-        if let Some(v) = input.get(key).and_then(|v| v.as_str()) {
-            return truncate(v, 120);
-        }
-    }
-    String::new()
 }

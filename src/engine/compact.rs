@@ -55,9 +55,9 @@ impl Engine {
         super::repair::repair(&mut self.history);
         let split = split_point(&self.history).ok_or(CompactError::TooLittle)?;
         let pre_tokens = self.last_context_tokens;
-        self.emit(Event::Compacting(true));
+        self.emit(Event::CompactStarted);
         let result = self.summarise(split, focus, run, cancel).await;
-        self.emit(Event::Compacting(false));
+        self.emit(Event::CompactFinished);
         let summary = result?;
         let (older, tail) = self.history.split_at(split);
         let mut lead = continuation_text(&summary, older);

@@ -74,6 +74,16 @@ impl Executor {
         &self.pipeline.ctx
     }
 
+    /// The one-line summary of a call (as `Event::ToolStarted` carries it), for calls shown
+    /// again from the history; empty for an unknown tool or invalid input.
+    pub fn summarize(&self, name: &str, input: &Value) -> String {
+        self.tools()
+            .iter()
+            .find(|t| t.name() == name)
+            .and_then(|t| t.summarize(input))
+            .unwrap_or_default()
+    }
+
     /// One batch per assistant message.
     pub fn batch(&self) -> Batch {
         let mut ctx = self.pipeline.ctx.clone();
@@ -111,8 +121,8 @@ impl Batch {
         let call = match self.pipeline.admit(&name, input.clone(), &self.ctx) {
             Ok(call) => call,
             Err((message, timings)) => {
-                let output = ToolOutput::error(message);
-                self.record_now(id, name, output, timings, submitted);
+                let outcome = Outcome::ended(ToolOutput::error(message), timings);
+                self.record_now(id, name, outcome, submitted);
                 return;
             }
         };
@@ -148,8 +158,8 @@ impl Batch {
     /// A tool_use whose JSON input could not be parsed: its is_error result is recorded and
     /// nothing runs.
     pub fn submit_error(&mut self, id: String, name: String, message: String) {
-        let output = ToolOutput::error(message);
-        self.record_now(id, name, output, PhaseTimings::default(), Instant::now());
+        let outcome = Outcome::ended(ToolOutput::error(message), PhaseTimings::default());
+        self.record_now(id, name, outcome, Instant::now());
     }
 
     /// Waits for every call. Results are in submission order.
@@ -169,8 +179,8 @@ impl Batch {
                     Err(e) => {
                         let output =
                             ToolOutput::error(format!("The {name} tool stopped unexpectedly: {e}"));
-                        let timings = PhaseTimings::default();
-                        finished(&self.pipeline, id, name, output, None, timings, submitted)
+                        let outcome = Outcome::ended(output, PhaseTimings::default());
+                        finished(&self.pipeline, id, name, outcome, submitted)
                     }
                 },
             };
@@ -204,15 +214,8 @@ impl Batch {
         self.finish().await
     }
 
-    fn record_now(
-        &mut self,
-        id: String,
-        name: String,
-        output: ToolOutput,
-        timings: PhaseTimings,
-        submitted: Instant,
-    ) {
-        let record = finished(&self.pipeline, id, name, output, None, timings, submitted);
+    fn record_now(&mut self, id: String, name: String, outcome: Outcome, submitted: Instant) {
+        let record = finished(&self.pipeline, id, name, outcome, submitted);
         self.calls.push(Call::Done(record));
     }
 }
@@ -250,19 +253,12 @@ async fn run_call(
                 id: spec.id.clone(),
                 name: spec.name.clone(),
                 input: spec.input,
+                summary: call.summary(),
             });
             pipeline.complete(&spec.id, call, &ctx, &mut ticket).await
         }
     };
-    finished(
-        &pipeline,
-        spec.id,
-        spec.name,
-        outcome.output,
-        outcome.denial,
-        outcome.timings,
-        spec.submitted,
-    )
+    finished(&pipeline, spec.id, spec.name, outcome, spec.submitted)
 }
 
 /// Builds the record of a finished call and announces it with `Event::ToolFinished`, whose
@@ -271,18 +267,24 @@ fn finished(
     pipeline: &Pipeline,
     id: String,
     name: String,
-    output: ToolOutput,
-    denial: Option<Denial>,
-    timings: PhaseTimings,
+    outcome: Outcome,
     submitted: Instant,
 ) -> Record {
+    let Outcome {
+        output,
+        status,
+        denial,
+        timings,
+    } = outcome;
     let elapsed = submitted.elapsed();
-    tracing::debug!(tool = %name, %id, is_error = output.is_error, ?elapsed, ?timings, "tool call finished");
+    tracing::debug!(tool = %name, %id, ?status, ?elapsed, ?timings, "tool call finished");
     let result = ContentBlock::tool_result(id.clone(), output.content, output.is_error);
     let _ = pipeline.events.send(Event::ToolFinished {
         id,
         name,
         result: result.clone(),
+        status,
+        display: output.display,
         elapsed,
         timings,
     });

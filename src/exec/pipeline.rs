@@ -12,7 +12,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use super::hooks::{HookSite, HookVerdict, Hooks};
 use super::{AskAnswer, AskRequest, Asker};
 use crate::event::PhaseTimings;
-use crate::event::{Denial, Event};
+use crate::event::{Denial, Event, ToolStatus};
 use crate::permissions::{Decision, PermissionPolicy, PermissionRequest};
 use crate::settings;
 use crate::text::elide_middle;
@@ -49,11 +49,16 @@ impl Admitted {
     pub fn is_concurrency_safe(&self) -> bool {
         self.prepared.is_concurrency_safe()
     }
+
+    pub fn summary(&self) -> String {
+        self.prepared.summary()
+    }
 }
 
 /// How a call ended.
 pub(crate) struct Outcome {
     pub output: ToolOutput,
+    pub status: ToolStatus,
     pub denial: Option<Denial>,
     pub timings: PhaseTimings,
 }
@@ -62,17 +67,29 @@ impl Outcome {
     pub fn cancelled(timings: PhaseTimings) -> Self {
         Outcome {
             output: ToolOutput::error(CANCELLED),
+            status: ToolStatus::Cancelled,
+            denial: None,
+            timings,
+        }
+    }
+
+    /// A call that ran (or was stopped by a failing phase) without being cancelled or denied.
+    pub fn ended(output: ToolOutput, timings: PhaseTimings) -> Self {
+        let status = if output.is_error {
+            ToolStatus::Error
+        } else {
+            ToolStatus::Ok
+        };
+        Outcome {
+            output,
+            status,
             denial: None,
             timings,
         }
     }
 
     fn error(message: impl Into<String>, timings: PhaseTimings) -> Self {
-        Outcome {
-            output: ToolOutput::error(message),
-            denial: None,
-            timings,
-        }
+        Outcome::ended(ToolOutput::error(message), timings)
     }
 }
 
@@ -222,6 +239,7 @@ impl Pipeline {
                 let _ = self.events.send(Event::PermissionDenied(denial.clone()));
                 return Outcome {
                     output: ToolOutput::error(message),
+                    status: ToolStatus::Denied,
                     denial: Some(denial),
                     timings,
                 };
@@ -252,11 +270,7 @@ impl Pipeline {
                 output.content.push_str(&note);
             }
         }
-        Outcome {
-            output,
-            denial: None,
-            timings,
-        }
+        Outcome::ended(output, timings)
     }
 
     /// Phase 4. A hook's verdict outranks the policy.

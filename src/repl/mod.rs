@@ -133,7 +133,12 @@ impl Repl {
         if resumed {
             let note = style.dim("Resumed. The last exchange was:");
             self.ui.render.print(&note);
-            self.ui.render.last_exchange(self.engine.history());
+            let executor = self.engine.executor();
+            self.ui
+                .render
+                .last_exchange(self.engine.history(), |name, input| {
+                    executor.summarize(name, input)
+                });
         }
     }
 

@@ -6,17 +6,19 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::time::Duration;
 
+use serde_json::Value;
+
 use super::spinner::Spinner;
 use super::style::Style;
 use crate::api::types::{ContentBlock, Message, Role};
-use crate::cli::print::key_argument;
-use crate::event::{Event, ResultKind, RunResult};
-use crate::exec::CANCELLED;
+use crate::event::{Event, ResultKind, RunResult, ToolDisplay, ToolStatus};
 use crate::text::truncate;
 
 /// Lines of one call's live output shown on screen; the model still gets all of it.
 const MAX_PROGRESS_LINES: usize = 12;
 const MAX_LINE_CHARS: usize = 160;
+/// Longest key argument shown on a call's line.
+const MAX_KEY_CHARS: usize = 120;
 
 /// What kind of streamed text is being written, so a switch starts a new line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -143,15 +145,19 @@ impl Renderer {
                 }
                 self.end_stream();
             }
-            Event::ToolStarted { id, name, input } => self.tool_started(id, name, input),
+            Event::ToolStarted {
+                id, name, summary, ..
+            } => self.tool_started(id, name, summary),
             Event::ToolProgress { id, chunk } => self.tool_progress(id, chunk),
             Event::ToolFinished {
                 id,
                 name,
                 result,
+                status,
+                display,
                 elapsed,
                 ..
-            } => self.tool_finished(id, name, result, *elapsed),
+            } => self.tool_finished(id, name, result, *status, display.as_ref(), *elapsed),
             Event::ApiRetry(r) => {
                 let status = r.error_status.map(|s| format!(" {s}")).unwrap_or_default();
                 let line = format!(
@@ -164,8 +170,8 @@ impl Renderer {
                 let line = self.style.dim(&line);
                 self.line(&line);
             }
-            Event::Compacting(true) => self.start_spinner("Compacting the conversation"),
-            Event::Compacting(false) => self.stop_spinner(),
+            Event::CompactStarted => self.start_spinner("Compacting the conversation"),
+            Event::CompactFinished => self.stop_spinner(),
             Event::CompactBoundary(c) => {
                 let line = format!(
                     "· Compacted {} earlier messages into a summary ({} kept as they were)",
@@ -182,7 +188,12 @@ impl Renderer {
     }
 
     /// The last prompt of a loaded conversation and the answer to it, after `--resume`.
-    pub fn last_exchange(&mut self, history: &[Message]) {
+    /// `summarize` gives a call's one-line summary from its tool name and input.
+    pub fn last_exchange(
+        &mut self,
+        history: &[Message],
+        summarize: impl Fn(&str, &Value) -> String,
+    ) {
         let prompt_at = history.iter().rposition(|m| {
             m.role == Role::User
                 && m.content
@@ -203,7 +214,8 @@ impl Renderer {
                         self.print(text.trim_end());
                     }
                     ContentBlock::ToolUse { name, input, .. } => {
-                        let line = self.tool_line(name, &key_argument(input));
+                        let key = truncate(&summarize(name, input), MAX_KEY_CHARS);
+                        let line = self.tool_line(name, &key);
                         self.print(&line);
                     }
                     _ => {}
@@ -269,10 +281,10 @@ impl Renderer {
         }
     }
 
-    fn tool_started(&mut self, id: &str, name: &str, input: &serde_json::Value) {
+    fn tool_started(&mut self, id: &str, name: &str, summary: &str) {
         self.stop_spinner();
         self.end_stream();
-        let key = key_argument(input);
+        let key = truncate(summary, MAX_KEY_CHARS);
         let line = self.tool_line(name, &key);
         self.line(&line);
         self.tools.insert(
@@ -337,11 +349,16 @@ impl Renderer {
         self.line(&text);
     }
 
-    fn tool_finished(&mut self, id: &str, name: &str, result: &ContentBlock, elapsed: Duration) {
-        let ContentBlock::ToolResult {
-            content, is_error, ..
-        } = result
-        else {
+    fn tool_finished(
+        &mut self,
+        id: &str,
+        name: &str,
+        result: &ContentBlock,
+        status: ToolStatus,
+        display: Option<&ToolDisplay>,
+        elapsed: Duration,
+    ) {
+        let ContentBlock::ToolResult { content, .. } = result else {
             return;
         };
         self.erase_spinner();
@@ -371,7 +388,14 @@ impl Renderer {
             self.progress_line(id, &rest);
         }
         let streamed = self.tools.get(id).is_some_and(|v| v.shown > 0);
-        for line in summary(self.style, name, content, *is_error, streamed, elapsed) {
+        let report = Report {
+            content,
+            status,
+            display,
+            streamed,
+            elapsed,
+        };
+        for line in report.lines(self.style) {
             self.line(&line);
         }
         if self.running == 0 {
@@ -454,83 +478,66 @@ fn take_lines(buffer: &mut String) -> Vec<String> {
         .collect()
 }
 
-/// The short report under a finished call.
-fn summary(
-    style: Style,
-    name: &str,
-    content: &str,
-    is_error: bool,
+/// What is known of a finished call when its short report is written.
+struct Report<'a> {
+    content: &'a str,
+    status: ToolStatus,
+    display: Option<&'a ToolDisplay>,
+    /// Its output was shown live while it ran.
     streamed: bool,
     elapsed: Duration,
-) -> Vec<String> {
-    let took = if elapsed >= Duration::from_secs(1) {
-        style.dim(&format!(" · {:.1}s", elapsed.as_secs_f64()))
-    } else {
-        String::new()
-    };
-    let lines: Vec<&str> = content.lines().collect();
-    let first = lines
-        .iter()
-        .find(|l| !l.trim().is_empty())
-        .copied()
-        .unwrap_or("");
-    let more = |shown: usize| match lines.len().saturating_sub(shown) {
-        0 => String::new(),
-        n => style.dim(&format!(" (+{n} lines)")),
-    };
-    if content == CANCELLED {
-        return vec![style.yellow("  ⎿ Cancelled")];
-    }
-    if is_error {
-        let last = lines.last().copied().unwrap_or("");
-        let shown = if streamed { last } else { first };
-        let text = format!("  ✗ {}", truncate(shown, MAX_LINE_CHARS));
-        return vec![format!("{}{took}", style.red(&text))];
-    }
-    match name {
-        "Read" => match numbered_lines(&lines) {
-            0 => vec![format!("  ⎿ {}{took}", truncate(first, MAX_LINE_CHARS))],
-            n => vec![format!("  ⎿ Read {n} lines{took}")],
-        },
-        "Bash" if streamed => vec![format!("  ⎿ Done ({} lines of output){took}", lines.len())],
-        "Edit" => {
-            let mut out = vec![format!("  ⎿ {}{took}", truncate(first, MAX_LINE_CHARS))];
-            out.extend(diff_lines(style, content));
-            out
+}
+
+impl Report<'_> {
+    /// The short report under a finished call.
+    fn lines(&self, style: Style) -> Vec<String> {
+        let took = if self.elapsed >= Duration::from_secs(1) {
+            style.dim(&format!(" · {:.1}s", self.elapsed.as_secs_f64()))
+        } else {
+            String::new()
+        };
+        let lines: Vec<&str> = self.content.lines().collect();
+        let first = lines
+            .iter()
+            .find(|l| !l.trim().is_empty())
+            .copied()
+            .unwrap_or("");
+        let more = |shown: usize| match lines.len().saturating_sub(shown) {
+            0 => String::new(),
+            n => style.dim(&format!(" (+{n} lines)")),
+        };
+        match self.status {
+            ToolStatus::Cancelled => return vec![style.yellow("  ⎿ Cancelled")],
+            ToolStatus::Error | ToolStatus::Denied => {
+                let last = lines.last().copied().unwrap_or("");
+                let shown = if self.streamed { last } else { first };
+                let text = format!("  ✗ {}", truncate(shown, MAX_LINE_CHARS));
+                return vec![format!("{}{took}", style.red(&text))];
+            }
+            ToolStatus::Ok => {}
         }
-        _ => vec![format!(
-            "  ⎿ {}{}{took}",
-            truncate(first, MAX_LINE_CHARS),
-            more(1)
-        )],
+        match self.display {
+            Some(ToolDisplay::LinesRead(n)) => vec![format!("  ⎿ Read {n} lines{took}")],
+            Some(ToolDisplay::Diff(diff)) => {
+                let mut out = vec![format!("  ⎿ {}{took}", truncate(first, MAX_LINE_CHARS))];
+                out.extend(diff_lines(style, diff));
+                out
+            }
+            _ if self.streamed => {
+                vec![format!("  ⎿ Done ({} lines of output){took}", lines.len())]
+            }
+            _ => vec![format!(
+                "  ⎿ {}{}{took}",
+                truncate(first, MAX_LINE_CHARS),
+                more(1)
+            )],
+        }
     }
 }
 
-/// Lines of file text in a Read result (`<number>\t<text>`). A file ending in a newline shows
-/// an empty last numbered line, which is not counted.
-fn numbered_lines(lines: &[&str]) -> usize {
-    let numbered: Vec<&str> = lines
-        .iter()
-        .take_while(|l| {
-            l.split_once('\t')
-                .is_some_and(|(n, _)| !n.is_empty() && n.trim().chars().all(|c| c.is_ascii_digit()))
-        })
-        .copied()
-        .collect();
-    let trailing_empty = numbered
-        .last()
-        .is_some_and(|l| l.split_once('\t').is_some_and(|(_, text)| text.is_empty()));
-    numbered.len() - usize::from(trailing_empty)
-}
-
-/// The unified diff inside an Edit result, coloured line by line.
-pub fn diff_lines(style: Style, content: &str) -> Vec<String> {
-    let Some(start) = content.lines().position(|l| l.starts_with("@@")) else {
-        return Vec::new();
-    };
-    content
-        .lines()
-        .skip(start)
+/// A unified diff, coloured line by line.
+pub fn diff_lines(style: Style, diff: &str) -> Vec<String> {
+    diff.lines()
         .map(|line| {
             let text = format!("    {}", truncate(line, MAX_LINE_CHARS));
             if line.starts_with("@@") {
@@ -549,5 +556,4 @@ pub fn diff_lines(style: Style, content: &str) -> Vec<String> {
 }
 
 #[cfg(test)]
-#[path = "render_tests.rs"]
 mod tests;

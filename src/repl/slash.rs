@@ -320,7 +320,12 @@ impl Repl {
                     self.engine.session_id()
                 );
                 self.ui.render.print(&text);
-                self.ui.render.last_exchange(self.engine.history());
+                let executor = self.engine.executor();
+                self.ui
+                    .render
+                    .last_exchange(self.engine.history(), |name, input| {
+                        executor.summarize(name, input)
+                    });
             }
             Err(e) => self.fail(&format!("{e:#}")),
         }

@@ -17,7 +17,7 @@ mod tests {
     use crate::api::types::{ContentBlock, StopReason, Usage};
     use crate::event::{
         CompactInfo, CompactTrigger, Event, InitInfo, PhaseTimings, ResultKind, RetryInfo,
-        RunResult,
+        RunResult, ToolStatus,
     };
 
     fn usage(input: u64, output: u64) -> Usage {
@@ -110,6 +110,8 @@ mod tests {
             id: "toolu_1".into(),
             name: "Read".into(),
             result: result.clone(),
+            status: ToolStatus::Error,
+            display: None,
             elapsed: Duration::from_millis(5),
             timings: PhaseTimings::default(),
         };

@@ -76,10 +76,13 @@ pub fn render(event: &Event, session_id: &str) -> Option<Value> {
             "uuid": uuid(),
             "timestamp": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
         }),
-        Event::Compacting(on) => json!({
+        Event::CompactStarted | Event::CompactFinished => json!({
             "type": "system",
             "subtype": "status",
-            "status": if *on { Value::from("compacting") } else { Value::Null },
+            "status": match event {
+                Event::CompactStarted => Value::from("compacting"),
+                _ => Value::Null,
+            },
             "session_id": session_id,
             "uuid": uuid(),
         }),

@@ -13,6 +13,7 @@ use tokio::process::Command;
 use tokio_util::sync::CancellationToken;
 
 use super::{Progress, Tool, ToolContext, ToolError, ToolOutput};
+use crate::event::ToolDisplay;
 use crate::permissions::Access;
 use crate::permissions::bash::is_read_only_command;
 use crate::sys::process::GroupChild;
@@ -52,9 +53,7 @@ pub struct BashInput {
 impl Tool for BashTool {
     type Input = BashInput;
 
-    fn name(&self) -> &'static str {
-        "Bash"
-    }
+    const NAME: &'static str = "Bash";
 
     fn description(&self) -> &'static str {
         include_str!("../../tools/Bash.md")
@@ -133,6 +132,7 @@ impl Tool for BashTool {
             }
         }
         let mut is_error = false;
+        let code = run.status.and_then(|s| s.code()).filter(|_| !run.timed_out);
         if run.timed_out {
             is_error = true;
             notes.push(format!(
@@ -158,7 +158,11 @@ impl Tool for BashTool {
         if content.is_empty() {
             content = "(no output)".into();
         }
-        Ok(ToolOutput { content, is_error })
+        Ok(ToolOutput {
+            content,
+            is_error,
+            display: Some(ToolDisplay::Exit { code }),
+        })
     }
 }
 
@@ -348,13 +352,20 @@ mod tests {
         }
     }
 
+    fn exit(code: i32) -> ToolDisplay {
+        ToolDisplay::Exit { code: Some(code) }
+    }
+
     #[tokio::test]
     async fn output_and_exit_code() {
         let (_d, ctx) = context();
         let out = run(&ctx, "echo hello; exit 3", None).await.unwrap();
-        assert_eq!(out, ToolOutput::error("hello\nExit code 3"));
+        assert_eq!(
+            out,
+            ToolOutput::error("hello\nExit code 3").with_display(exit(3))
+        );
         let out = run(&ctx, "echo fine", None).await.unwrap();
-        assert_eq!(out, ToolOutput::ok("fine"));
+        assert_eq!(out, ToolOutput::ok("fine").with_display(exit(0)));
     }
 
     #[tokio::test]
@@ -373,11 +384,11 @@ mod tests {
         let (_d, ctx) = context();
         assert_eq!(
             run(&ctx, "true", None).await.unwrap(),
-            ToolOutput::ok("(no output)")
+            ToolOutput::ok("(no output)").with_display(exit(0))
         );
         assert_eq!(
             run(&ctx, "false", None).await.unwrap(),
-            ToolOutput::error("Exit code 1")
+            ToolOutput::error("Exit code 1").with_display(exit(1))
         );
     }
 
@@ -387,7 +398,7 @@ mod tests {
         let out = run(&ctx, "mkdir -p 'a b/c' && cd 'a b/c' && exit 4", None)
             .await
             .unwrap();
-        assert_eq!(out, ToolOutput::error("Exit code 4"));
+        assert_eq!(out, ToolOutput::error("Exit code 4").with_display(exit(4)));
         let expected = ctx.project_root.join("a b/c");
         assert_eq!(ctx.current_dir(), expected);
         let out = run(&ctx, "pwd -P", None).await.unwrap();

@@ -12,6 +12,7 @@ use similar::TextDiff;
 use super::file_state::{FileState, content_hash};
 use super::paths;
 use super::{Progress, Tool, ToolContext, ToolError, ToolOutput};
+use crate::event::ToolDisplay;
 use crate::permissions::Access;
 
 /// Diff lines shown after an edit; the model knows what it changed, this is a confirmation.
@@ -50,9 +51,7 @@ struct Plan {
 impl Tool for EditTool {
     type Input = EditInput;
 
-    fn name(&self) -> &'static str {
-        "Edit"
-    }
+    const NAME: &'static str = "Edit";
 
     fn description(&self) -> &'static str {
         include_str!("../../tools/Edit.md")
@@ -331,10 +330,8 @@ fn apply(plan: Plan, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
     } else {
         format!("The file {shown} has been updated.")
     };
-    Ok(ToolOutput::ok(format!(
-        "{what}\n\n{}",
-        diff_excerpt(&old, &plan.new)
-    )))
+    let diff = diff_excerpt(&old, &plan.new);
+    Ok(ToolOutput::ok(format!("{what}\n\n{diff}")).with_display(ToolDisplay::Diff(diff)))
 }
 
 /// A unified diff with 3 lines of context, cut to a few dozen lines.

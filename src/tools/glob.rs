@@ -42,9 +42,7 @@ struct Search {
 impl Tool for GlobTool {
     type Input = GlobInput;
 
-    fn name(&self) -> &'static str {
-        "Glob"
-    }
+    const NAME: &'static str = "Glob";
 
     fn description(&self) -> &'static str {
         include_str!("../../tools/Glob.md")

@@ -117,9 +117,7 @@ struct Hit {
 impl Tool for GrepTool {
     type Input = GrepInput;
 
-    fn name(&self) -> &'static str {
-        "Grep"
-    }
+    const NAME: &'static str = "Grep";
 
     fn description(&self) -> &'static str {
         include_str!("../../tools/Grep.md")

@@ -11,7 +11,7 @@ use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
-use crate::event::Event;
+use crate::event::{Event, ToolDisplay};
 use crate::permissions::Access;
 
 pub mod bash;
@@ -32,6 +32,8 @@ pub use file_state::FileStates;
 pub struct ToolOutput {
     pub content: String,
     pub is_error: bool,
+    /// Facts for displays (lines read, a diff, an exit code); the model never sees them.
+    pub display: Option<ToolDisplay>,
 }
 
 impl ToolOutput {
@@ -39,6 +41,7 @@ impl ToolOutput {
         ToolOutput {
             content: content.into(),
             is_error: false,
+            display: None,
         }
     }
 
@@ -46,7 +49,13 @@ impl ToolOutput {
         ToolOutput {
             content: content.into(),
             is_error: true,
+            display: None,
         }
+    }
+
+    pub fn with_display(mut self, display: ToolDisplay) -> Self {
+        self.display = Some(display);
+        self
     }
 }
 
@@ -151,7 +160,8 @@ impl Progress {
 pub trait Tool: Send + Sync + 'static {
     type Input: DeserializeOwned + JsonSchema + Send + Sync + 'static;
 
-    fn name(&self) -> &'static str;
+    /// The name the model calls the tool by; rules and hooks match it too.
+    const NAME: &'static str;
 
     /// The model-facing description (from `tools/<Name>.md`).
     fn description(&self) -> &'static str;
@@ -199,6 +209,9 @@ pub trait DynTool: Send + Sync {
     fn name(&self) -> &'static str;
     fn description(&self) -> &'static str;
     fn input_schema(&self) -> &Value;
+    /// The one-line summary of a call with this input, if the input is valid (for displays of
+    /// calls that are not running, such as a resumed conversation's).
+    fn summarize(&self, input: &Value) -> Option<String>;
     /// Phase 1: the raw input against the JSON Schema; the error lists every failing path.
     fn check_schema(&self, input: &Value) -> Result<(), String>;
     /// Phase 2: typed input plus the tool's own semantic checks.
@@ -246,7 +259,7 @@ pub fn erase<T: Tool>(tool: T) -> Arc<dyn DynTool> {
 
 impl<T: Tool> DynTool for Erased<T> {
     fn name(&self) -> &'static str {
-        self.tool.name()
+        T::NAME
     }
 
     fn description(&self) -> &'static str {
@@ -255,6 +268,11 @@ impl<T: Tool> DynTool for Erased<T> {
 
     fn input_schema(&self) -> &Value {
         &self.schema
+    }
+
+    fn summarize(&self, input: &Value) -> Option<String> {
+        let typed: T::Input = serde_json::from_value(input.clone()).ok()?;
+        Some(self.tool.summary(&typed))
     }
 
     fn check_schema(&self, input: &Value) -> Result<(), String> {
@@ -276,7 +294,7 @@ impl<T: Tool> DynTool for Erased<T> {
         } else {
             Err(format!(
                 "{} was called with input that does not match its schema:\n{}",
-                self.tool.name(),
+                T::NAME,
                 problems.join("\n")
             ))
         }
@@ -284,7 +302,7 @@ impl<T: Tool> DynTool for Erased<T> {
 
     fn prepare(&self, input: &Value, ctx: &ToolContext) -> Result<Box<dyn PreparedCall>, String> {
         let typed: T::Input = serde_json::from_value(input.clone())
-            .map_err(|e| format!("{} input is invalid: {e}", self.tool.name()))?;
+            .map_err(|e| format!("{} input is invalid: {e}", T::NAME))?;
         self.tool.validate(&typed, ctx)?;
         Ok(Box::new(Prepared {
             tool: self.tool.clone(),

@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 use super::file_state::{ContentHasher, FileState};
 use super::paths;
 use super::{Progress, Tool, ToolContext, ToolError, ToolOutput};
+use crate::event::ToolDisplay;
 use crate::permissions::Access;
 
 /// Lines shown when the model gives no limit.
@@ -46,10 +47,22 @@ struct Scan {
     text: String,
     /// Line number of the last line shown; 0 when none was.
     last_shown: u64,
+    /// The last line shown is the empty one after the file's final newline.
+    last_is_after_newline: bool,
     total_lines: u64,
     total_bytes: u64,
     budget_hit: bool,
     hash: u64,
+}
+
+impl Scan {
+    /// Lines of file text shown, not counting the empty line after a final newline.
+    fn lines_shown(&self, first: u64) -> u64 {
+        if self.last_shown < first {
+            return 0;
+        }
+        self.last_shown - first + 1 - u64::from(self.last_is_after_newline)
+    }
 }
 
 enum Outcome {
@@ -61,9 +74,7 @@ enum Outcome {
 impl Tool for ReadTool {
     type Input = ReadInput;
 
-    fn name(&self) -> &'static str {
-        "Read"
-    }
+    const NAME: &'static str = "Read";
 
     fn description(&self) -> &'static str {
         include_str!("../../tools/Read.md")
@@ -150,7 +161,12 @@ fn read_file(input: &ReadInput, ctx: &ToolContext) -> Result<ToolOutput, ToolErr
         Err(e) => return Err(ToolError::io(format!("cannot read {}", path.display()), e)),
     };
     ctx.files.record(&path, FileState::new(scan.hash, &meta));
-    Ok(ToolOutput::ok(render(&path, first, scan)))
+    let shown = scan.lines_shown(first);
+    let output = ToolOutput::ok(render(&path, first, scan));
+    Ok(match shown {
+        0 => output,
+        n => output.with_display(ToolDisplay::LinesRead(n)),
+    })
 }
 
 fn binary_message(path: &Path) -> String {
@@ -250,12 +266,15 @@ fn scan(
         }
         reader.consume(len);
     }
+    let mut last_is_after_newline = false;
     if line_no >= first && line_no <= last_wanted && !out.budget_hit && total_bytes > 0 {
+        last_is_after_newline = out.line_len == 0;
         out.emit(line_no);
     }
     Ok(Outcome::Text(Scan {
         text: out.text,
         last_shown: out.last_shown,
+        last_is_after_newline: last_is_after_newline && out.last_shown == line_no,
         total_lines: line_no,
         total_bytes,
         budget_hit: out.budget_hit,
@@ -327,6 +346,33 @@ mod tests {
         call.run(ctx, &Progress::none())
             .await
             .map_err(|e| e.to_string())
+    }
+
+    #[tokio::test]
+    async fn reports_how_many_lines_of_text_it_returned() {
+        let (dir, ctx) = setup();
+        let cases: [(&str, serde_json::Value, Option<u64>); 5] = [
+            ("one\ntwo\nthree\n", json!({}), Some(3)),
+            ("one\ntwo", json!({}), Some(2)),
+            ("a\nb\nc\nd\n", json!({"offset": 2, "limit": 2}), Some(2)),
+            ("a\nb\nc\nd\n", json!({"offset": 3}), Some(2)),
+            ("", json!({}), None),
+        ];
+        for (i, (text, window, expected)) in cases.into_iter().enumerate() {
+            let path = dir.path().join(format!("f{i}.txt"));
+            std::fs::write(&path, text).unwrap();
+            let mut input = json!({"file_path": path});
+            for (k, v) in window.as_object().unwrap() {
+                input[k] = v.clone();
+            }
+            let out = read(&ctx, input).await.unwrap();
+            assert_eq!(
+                out.display,
+                expected.map(ToolDisplay::LinesRead),
+                "{text:?} {window}: {}",
+                out.content
+            );
+        }
     }
 
     #[tokio::test]

@@ -32,9 +32,7 @@ struct Plan {
 impl Tool for WriteTool {
     type Input = WriteInput;
 
-    fn name(&self) -> &'static str {
-        "Write"
-    }
+    const NAME: &'static str = "Write";
 
     fn description(&self) -> &'static str {
         include_str!("../../tools/Write.md")

@@ -46,6 +46,11 @@ async fn replaces_a_unique_string_and_shows_a_diff() {
         out.content
             .contains("-the quick brwon fox\n+the quick brown fox")
     );
+    let Some(crate::event::ToolDisplay::Diff(diff)) = &out.display else {
+        panic!("no diff for displays: {:?}", out.display)
+    };
+    assert!(diff.starts_with("@@"), "{diff}");
+    assert!(out.content.ends_with(diff.as_str()), "{}", out.content);
     assert_eq!(
         fs::read_to_string(&file).unwrap(),
         "line one\nthe quick brown fox\nline three\n"

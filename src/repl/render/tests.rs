@@ -35,12 +35,38 @@ fn renderer(colour: bool, live: bool) -> (Renderer, Screen) {
 }
 
 fn finished(id: &str, name: &str, content: &str, is_error: bool) -> Event {
+    let status = if is_error {
+        ToolStatus::Error
+    } else {
+        ToolStatus::Ok
+    };
+    finished_as(id, name, content, status, None)
+}
+
+fn finished_as(
+    id: &str,
+    name: &str,
+    content: &str,
+    status: ToolStatus,
+    display: Option<ToolDisplay>,
+) -> Event {
     Event::ToolFinished {
         id: id.into(),
         name: name.into(),
-        result: ContentBlock::tool_result(id, content, is_error),
+        result: ContentBlock::tool_result(id, content, status != ToolStatus::Ok),
+        status,
+        display,
         elapsed: Duration::from_millis(5),
         timings: PhaseTimings::default(),
+    }
+}
+
+fn started(id: &str, name: &str, input: serde_json::Value, summary: &str) -> Event {
+    Event::ToolStarted {
+        id: id.into(),
+        name: name.into(),
+        input,
+        summary: summary.into(),
     }
 }
 
@@ -86,12 +112,19 @@ fn text_streams_as_it_arrives_and_is_not_repeated_by_the_finished_block() {
 #[test]
 fn tool_call_is_one_line_with_key_argument_and_a_result_summary() {
     let (mut r, screen) = renderer(false, false);
-    r.event(&Event::ToolStarted {
-        id: "t1".into(),
-        name: "Read".into(),
-        input: json!({"file_path": "/p/a.txt"}),
-    });
-    r.event(&finished("t1", "Read", "1\tone\n2\ttwo\n3\t", false));
+    r.event(&started(
+        "t1",
+        "Read",
+        json!({"file_path": "/p/a.txt"}),
+        "/p/a.txt",
+    ));
+    r.event(&finished_as(
+        "t1",
+        "Read",
+        "1\tone\n2\ttwo\n3\t",
+        ToolStatus::Ok,
+        Some(ToolDisplay::LinesRead(2)),
+    ));
     assert_eq!(screen.text(), "● Read(/p/a.txt)\n  ⎿ Read 2 lines\n");
     r.event(&finished(
         "t2",
@@ -109,11 +142,12 @@ fn tool_call_is_one_line_with_key_argument_and_a_result_summary() {
 #[test]
 fn bash_output_is_capped_on_screen() {
     let (mut r, screen) = renderer(false, false);
-    r.event(&Event::ToolStarted {
-        id: "b".into(),
-        name: "Bash".into(),
-        input: json!({"command": "seq 100"}),
-    });
+    r.event(&started(
+        "b",
+        "Bash",
+        json!({"command": "seq 100"}),
+        "seq 100",
+    ));
     let all: String = (1..=100).map(|i| format!("{i}\n")).collect();
     let (a, b) = all.split_at(7);
     r.event(&Event::ToolProgress {
@@ -135,11 +169,12 @@ fn bash_output_is_capped_on_screen() {
 #[test]
 fn partial_progress_line_is_flushed_when_the_call_ends() {
     let (mut r, screen) = renderer(false, false);
-    r.event(&Event::ToolStarted {
-        id: "b".into(),
-        name: "Bash".into(),
-        input: json!({"command": "printf x"}),
-    });
+    r.event(&started(
+        "b",
+        "Bash",
+        json!({"command": "printf x"}),
+        "printf x",
+    ));
     r.event(&Event::ToolProgress {
         id: "b".into(),
         chunk: "no newline".into(),
@@ -156,11 +191,13 @@ fn partial_progress_line_is_flushed_when_the_call_ends() {
 #[test]
 fn edit_diff_is_coloured_on_a_terminal() {
     let (mut r, screen) = renderer(true, false);
-    r.event(&finished(
+    let diff = "@@ -1,2 +1,2 @@\n keep\n-old line\n+new line";
+    r.event(&finished_as(
         "e",
         "Edit",
-        "The file a.rs has been updated.\n\n@@ -1,2 +1,2 @@\n keep\n-old line\n+new line",
-        false,
+        &format!("The file a.rs has been updated.\n\n{diff}"),
+        ToolStatus::Ok,
+        Some(ToolDisplay::Diff(diff.into())),
     ));
     let text = screen.text();
     assert!(text.contains("\x1b[31m    -old line\x1b[0m"), "{text:?}");
@@ -174,11 +211,12 @@ fn edit_diff_is_coloured_on_a_terminal() {
 #[test]
 fn without_colour_there_are_no_escape_codes() {
     let (mut r, screen) = renderer(false, false);
-    r.event(&finished(
+    r.event(&finished_as(
         "e",
         "Edit",
         "Updated.\n\n@@ -1 +1 @@\n-a\n+b",
-        false,
+        ToolStatus::Ok,
+        Some(ToolDisplay::Diff("@@ -1 +1 @@\n-a\n+b".into())),
     ));
     r.event(&Event::Result(result(ResultKind::Success)));
     assert!(!screen.text().contains('\x1b'), "{:?}", screen.text());
@@ -187,7 +225,13 @@ fn without_colour_there_are_no_escape_codes() {
 #[test]
 fn cancelled_and_failed_calls_are_marked() {
     let (mut r, screen) = renderer(false, false);
-    r.event(&finished("a", "Bash", CANCELLED, true));
+    r.event(&finished_as(
+        "a",
+        "Bash",
+        crate::exec::CANCELLED,
+        ToolStatus::Cancelled,
+        None,
+    ));
     r.event(&finished("b", "Bash", "boom\nExit code 2", true));
     let text = screen.text();
     assert!(text.contains("⎿ Cancelled"), "{text}");
@@ -261,6 +305,9 @@ fn last_exchange_shows_the_final_prompt_and_its_answer() {
         },
         Message::assistant(vec![ContentBlock::text("two")]),
     ];
-    r.last_exchange(&history);
+    r.last_exchange(&history, |name, input| {
+        assert_eq!(name, "Read");
+        input["file_path"].as_str().unwrap_or_default().to_string()
+    });
     assert_eq!(screen.text(), "› second\n● Read(x)\ntwo\n");
 }
