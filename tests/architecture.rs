@@ -3,6 +3,8 @@
 //! (`crate::a::b`, `super::x`, `super::{x, y}`, `crate::a::{b, c}`); unit-test modules are left
 //! out, since tests may reach anywhere.
 
+#![allow(clippy::unwrap_used)] // a failed unwrap in a test is a failed test
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 

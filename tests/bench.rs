@@ -1,6 +1,7 @@
 //! Smoke tests of `ouro bench` with tiny settings: it runs end to end and reports every field.
 //! Nothing here asserts a timing.
 
+#![allow(clippy::unwrap_used)] // a failed unwrap in a test is a failed test
 #![cfg(feature = "mock")]
 
 use std::process::{Command, Output};

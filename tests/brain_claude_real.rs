@@ -8,6 +8,7 @@
 //! The fresh `HOME` gets a `.claude.json` that marks onboarding done, the test key approved and
 //! the working directory trusted, so the interactive TUI opens straight at its prompt.
 
+#![allow(clippy::unwrap_used)] // a failed unwrap in a test is a failed test
 #![cfg(feature = "mock")]
 
 use std::path::PathBuf;

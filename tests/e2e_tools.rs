@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Sandbox, bodies, server};
+use common::{Sandbox, Watched, bodies, server};
 use serde_json::json;
 
 #[tokio::test]
@@ -234,31 +234,23 @@ async fn sigint_stops_the_turn_cleanly_and_keeps_the_transcript() {
         {"content": [{"type": "text", "text": "never"}]}
     ]}))
     .await;
-    let child = sb
-        .command(
-            &mock.url(),
-            &[
-                "-p",
-                "--output-format",
-                "stream-json",
-                "--allowedTools",
-                "Bash(sleep:*)",
-                "wait",
-            ],
-        )
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let ouro = Watched::spawn(sb.command(
+        &mock.url(),
+        &[
+            "-p",
+            "--output-format",
+            "stream-json",
+            "--allowedTools",
+            "Bash(sleep:*)",
+            "wait",
+        ],
+    ));
     sb.wait_for_transcript("sleep 30").await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    ouro.wait_for_descendant("sleep").await;
     let started = std::time::Instant::now();
-    unsafe { libc::kill(child.id().unwrap() as i32, libc::SIGINT) };
-    let out = tokio::time::timeout(Duration::from_secs(10), child.wait_with_output())
-        .await
-        .unwrap()
-        .unwrap();
+    ouro.interrupt();
+    let run = ouro.finish(Duration::from_secs(10)).await;
     assert!(started.elapsed() < Duration::from_secs(10));
-    let run = common::Run::from(out);
     assert_eq!(run.status.code(), Some(1), "{}", run.debug());
     assert_eq!(run.result()["subtype"], "error_aborted");
     let r = &run.tool_results()[0];
@@ -349,26 +341,21 @@ async fn permissions_command_lists_rules_with_their_sources() {
 #[tokio::test]
 async fn ctrl_c_keeps_the_partial_answer_in_the_transcript() {
     let sb = Sandbox::new();
-    // Text goes out in three deltas; with 1.5 s between events the first delta arrives after
-    // about 4.5 s and the message could not complete before about 9 s.
+    // Text goes out in three deltas; the reply is held after the first one (message_start,
+    // content_block_start, ping, one delta), so the message cannot complete.
     let mock = server(json!({"turns": [
-        {"content": [{"type": "text", "text": "AAAAAAAAAA BBBBBBBBBB CCCCCCCCCC"}], "delay_ms": 1500},
+        {"content": [{"type": "text", "text": "AAAAAAAAAA BBBBBBBBBB CCCCCCCCCC"}], "hold_after_events": 4},
         {"content": [{"type": "text", "text": "next"}], "expect_text": "AAAAAAAAAA"}
     ]}))
     .await;
-    let child = sb
-        .command(&mock.url(), &["-p", "--output-format", "json", "tell me"])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while mock.requests().is_empty() {
-        assert!(tokio::time::Instant::now() < deadline, "no request");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    tokio::time::sleep(Duration::from_millis(6000)).await;
-    unsafe { libc::kill(child.id().unwrap() as i32, libc::SIGINT) };
-    let run = common::Run::from(child.wait_with_output().await.unwrap());
+    let mut command = sb.command(&mock.url(), &["-p", "--output-format", "json", "tell me"]);
+    command.env("OURO_LOG", "ouro::api=trace");
+    let ouro = Watched::spawn(command);
+    mock.wait_held(1).await;
+    // ouro has read the first delta.
+    ouro.wait_stderr("content_block_delta").await;
+    ouro.interrupt();
+    let run = ouro.finish(Duration::from_secs(30)).await;
     assert_eq!(run.status.code(), Some(1), "{}", run.debug());
     let transcript = std::fs::read_to_string(&sb.transcripts()[0]).unwrap();
     assert!(transcript.contains("AAAAAAAAAA"), "{transcript}");
@@ -380,4 +367,64 @@ async fn ctrl_c_keeps_the_partial_answer_in_the_transcript() {
         "the partial answer is sent back: {}",
         run.debug()
     );
+}
+
+#[tokio::test]
+async fn hooks_from_project_settings_deny_and_annotate_end_to_end() {
+    let sb = Sandbox::new();
+    let file = sb.write("a.txt", "alpha\n");
+    std::fs::create_dir_all(sb.root().join(".ouro")).unwrap();
+    let settings = json!({"hooks": {
+        "PreToolUse": [{"matcher": "Bash", "hooks": [
+            {"type": "command", "command": "echo 'no shell today' >&2; exit 2"}]}],
+        "PostToolUse": [{"matcher": "Read", "hooks": [
+            {"type": "command", "command":
+             "echo '{\"hookSpecificOutput\":{\"hookEventName\":\"PostToolUse\",\"additionalContext\":\"HOOK-NOTE\"}}'"}]}]
+    }});
+    std::fs::write(sb.root().join(".ouro/settings.json"), settings.to_string()).unwrap();
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": "echo hi > hit.txt"}},
+                     {"type": "tool_use", "name": "Read", "input": {"file_path": file}}]},
+        {"content": [{"type": "text", "text": "ok"}], "expect_text": "HOOK-NOTE"}
+    ]}))
+    .await;
+    let out = sb
+        .command(
+            &mock.url(),
+            &[
+                "-p",
+                "--output-format",
+                "stream-json",
+                "--verbose",
+                "--permission-mode",
+                "bypassPermissions",
+                "go",
+            ],
+        )
+        .env("OURO_ALLOW_ROOT_BYPASS", "1")
+        .output()
+        .await
+        .unwrap();
+    let run = common::Run::from(out);
+    assert!(run.status.success(), "{}", run.debug());
+    assert!(
+        !sb.root().join("hit.txt").exists(),
+        "the hook's deny outranks bypass"
+    );
+    let results = run.tool_results();
+    let bash = results
+        .iter()
+        .find(|r| r["tool_use_id"] == "toolu_mock_0000_00")
+        .unwrap();
+    assert_eq!(bash["is_error"], true);
+    assert!(
+        bash["content"].to_string().contains("no shell today"),
+        "{bash}"
+    );
+    let read = results
+        .iter()
+        .find(|r| r["tool_use_id"] == "toolu_mock_0000_01")
+        .unwrap();
+    assert!(read["content"].to_string().contains("HOOK-NOTE"), "{read}");
+    assert!(read["content"].to_string().contains("alpha"), "{read}");
 }

@@ -163,17 +163,21 @@ impl Client {
         let key = self.api_key.clone();
         Ok(response.bytes_stream().eventsource().filter_map(move |item| {
             let out = match item {
-                Ok(event) => match serde_json::from_str::<StreamEvent>(&event.data) {
-                    Ok(StreamEvent::Error { error }) => Some(Err(ApiError::Server {
-                        kind: error.kind,
-                        message: error.message,
-                    })),
-                    Ok(ev) => Some(Ok(ev)),
-                    Err(e) => {
-                        tracing::warn!(event = %event.event, error = %e, "skipping an unreadable stream event");
-                        None
+                Ok(event) => {
+                    // What arrived when, for `OURO_LOG=ouro::api=trace`; tests wait on it.
+                    tracing::trace!(event = %event.event, "stream event received");
+                    match serde_json::from_str::<StreamEvent>(&event.data) {
+                        Ok(StreamEvent::Error { error }) => Some(Err(ApiError::Server {
+                            kind: error.kind,
+                            message: error.message,
+                        })),
+                        Ok(ev) => Some(Ok(ev)),
+                        Err(e) => {
+                            tracing::warn!(event = %event.event, error = %e, "skipping an unreadable stream event");
+                            None
+                        }
                     }
-                },
+                }
                 Err(e) => Some(Err(ApiError::Stream(redact(&e.to_string(), &key)))),
             };
             std::future::ready(out)

@@ -115,6 +115,7 @@ impl Engine {
             // attempt's message_start too would bill the input twice.
             Some(e) if asm.blocks.is_empty() => Attempt::Retryable(e),
             Some(e) => {
+                tracing::debug!(error = %e, blocks = asm.blocks.len(), "the stream broke after finished blocks");
                 self.account(run, &asm);
                 Attempt::Fatal(CallError::Cut {
                     outcome: outcome(asm),

@@ -39,7 +39,10 @@
 //!   (to imitate JSON cut off by `max_tokens`).
 //! - `stop_reason` defaults to `tool_use` when a tool is called, else `end_turn`.
 //! - `usage` defaults to input = body bytes / 4, output = content characters / 4 + 1.
-//! - `delay_ms` pauses before every SSE event after the first (slow streams, Ctrl-C tests).
+//! - `delay_ms` pauses before every SSE event after the first (slow streams).
+//! - `hold_after_events` sends that many events (0: only the headers), then holds the stream
+//!   until the test calls [`MockServer::release`]; [`MockServer::wait_held`] returns once it is
+//!   held. Tests interrupt the client at that known point instead of after a guessed sleep.
 //! - `faults`: each request aimed at the turn first consumes the next fault, in order; after
 //!   the faults the turn is served. `http` answers that status with the real error body
 //!   (429 `rate_limit_error` with `retry-after` if given, 529 `overloaded_error`, 5xx
@@ -151,6 +154,17 @@ impl MockServer {
     /// How many scenario turns have been served (faulted attempts do not count).
     pub fn turns_served(&self) -> usize {
         self.shared.ledger().turns_served()
+    }
+
+    /// Waits until `count` replies in all have reached their `hold_after_events` point.
+    pub async fn wait_held(&self, count: usize) {
+        let mut held = self.shared.hold.held.subscribe();
+        let _ = held.wait_for(|&n| n >= count).await;
+    }
+
+    /// Lets every reply held so far go on.
+    pub fn release(&self) {
+        self.shared.hold.released.send_modify(|n| *n += 1);
     }
 
     /// Stops accepting, ends in-flight streams and waits (briefly) for the server to finish.

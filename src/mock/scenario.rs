@@ -48,6 +48,10 @@ pub struct Turn {
     /// Pause before every SSE event after the first.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub delay_ms: u64,
+    /// Send this many events of the reply, then hold it until [`super::MockServer::release`]
+    /// (or the client hangs up), so a test can act at a known point of the stream.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hold_after_events: Option<usize>,
     /// Consumed one per request aimed at this turn, before the turn itself is served.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub faults: Vec<Fault>,

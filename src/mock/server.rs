@@ -11,6 +11,7 @@ use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::ledger::{Ending, Ledger, Outcome, RecordedRequest};
@@ -23,6 +24,15 @@ pub struct Shared {
     ledger: Mutex<Ledger>,
     /// Ends in-flight streams when the server shuts down, so shutdown never waits on a slow turn.
     cancel: CancellationToken,
+    pub hold: Arc<Hold>,
+}
+
+/// Replies held at their `hold_after_events` point, and the test's releases.
+pub struct Hold {
+    /// How many replies have been held, in all.
+    pub held: watch::Sender<usize>,
+    /// How many times the test released them.
+    pub released: watch::Sender<u64>,
 }
 
 impl Shared {
@@ -31,6 +41,10 @@ impl Shared {
             scenario,
             ledger: Mutex::new(Ledger::default()),
             cancel,
+            hold: Arc::new(Hold {
+                held: watch::Sender::new(0),
+                released: watch::Sender::new(0),
+            }),
         }
     }
 
@@ -98,6 +112,9 @@ async fn handle(
                 cut: matches!(ending, Ending::CutAfter(_)),
                 delay: Duration::from_millis(script.delay_ms),
                 started: false,
+                hold_at: script.hold_after_events,
+                sent: 0,
+                hold: shared.hold.clone(),
                 cancel: shared.cancel.clone(),
             };
             if streaming {
@@ -216,12 +233,24 @@ struct Feed {
     cut: bool,
     delay: Duration,
     started: bool,
+    /// Hold the reply once this many frames were sent.
+    hold_at: Option<usize>,
+    sent: usize,
+    hold: Arc<Hold>,
     cancel: CancellationToken,
 }
 
 impl Feed {
     fn into_stream(self) -> impl futures::Stream<Item = Result<Bytes, std::io::Error>> + Send {
         futures::stream::unfold(self, |mut feed| async move {
+            if feed.hold_at == Some(feed.sent) {
+                feed.hold_at = None;
+                if !feed.wait_for_release().await {
+                    feed.frames.clear();
+                    feed.cut = false;
+                    return Some((Err(cut_error("mock server shut down")), feed));
+                }
+            }
             let Some(frame) = feed.frames.pop_front() else {
                 if feed.cut {
                     feed.cut = false;
@@ -246,8 +275,20 @@ impl Feed {
                 }
             }
             feed.started = true;
+            feed.sent += 1;
             Some((Ok(frame), feed))
         })
+    }
+
+    /// Announces the hold and waits for the next release; `false` if the server shut down.
+    async fn wait_for_release(&self) -> bool {
+        let mut released = self.hold.released.subscribe();
+        let before = *released.borrow_and_update();
+        self.hold.held.send_modify(|n| *n += 1);
+        tokio::select! {
+            changed = released.wait_for(|&n| n > before) => changed.is_ok(),
+            () = self.cancel.cancelled() => false,
+        }
     }
 }
 

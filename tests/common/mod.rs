@@ -1,6 +1,8 @@
 //! Shared harness for end-to-end tests: the real `ouro` binary against the mock Messages API.
 
 #![allow(dead_code)]
+// A test harness: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used)]
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -187,4 +189,162 @@ pub fn bodies(server: &MockServer) -> Vec<Value> {
 
 pub fn path_str(p: &Path) -> String {
     p.to_string_lossy().into_owned()
+}
+
+/// The session id a run's `result` reports.
+pub fn session_id(run: &Run) -> String {
+    run.result()["session_id"].as_str().unwrap().to_string()
+}
+
+/// A running `ouro` whose output is collected as it comes, so a test can wait for the line
+/// that proves the state it wants to act on (and never for a guessed amount of time).
+pub struct Watched {
+    child: tokio::process::Child,
+    stdout: std::sync::Arc<std::sync::Mutex<String>>,
+    stderr: std::sync::Arc<std::sync::Mutex<String>>,
+    pumps: Vec<tokio::task::JoinHandle<()>>,
+}
+
+/// How long a test waits for a state before it fails.
+const WATCH_LIMIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+impl Watched {
+    /// Spawns `command` with its stdout and stderr collected.
+    pub fn spawn(mut command: tokio::process::Command) -> Watched {
+        command
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = command.spawn().unwrap();
+        let stdout = std::sync::Arc::default();
+        let stderr = std::sync::Arc::default();
+        let pumps = vec![
+            pump(child.stdout.take().unwrap(), std::sync::Arc::clone(&stdout)),
+            pump(child.stderr.take().unwrap(), std::sync::Arc::clone(&stderr)),
+        ];
+        Watched {
+            child,
+            stdout,
+            stderr,
+            pumps,
+        }
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.id().unwrap() as i32
+    }
+
+    /// Waits until stdout holds `needle`.
+    pub async fn wait_stdout(&self, needle: &str) {
+        wait_for_text(&self.stdout, needle, "stdout", &self.stderr).await;
+    }
+
+    /// Waits until stderr holds `needle`.
+    pub async fn wait_stderr(&self, needle: &str) {
+        wait_for_text(&self.stderr, needle, "stderr", &self.stdout).await;
+    }
+
+    /// Waits until a process running `program` descends from this one (a tool's command).
+    pub async fn wait_for_descendant(&self, program: &str) {
+        let deadline = tokio::time::Instant::now() + WATCH_LIMIT;
+        while !descendants(self.pid()).iter().any(|p| p == program) {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "no `{program}` process was started"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    }
+
+    pub fn interrupt(&self) {
+        // SAFETY: kill only sends a signal to our own child.
+        unsafe { libc::kill(self.pid(), libc::SIGINT) };
+    }
+
+    /// Waits (at most `limit`) for the process to end; its whole output.
+    pub async fn finish(mut self, limit: std::time::Duration) -> Run {
+        let status = tokio::time::timeout(limit, self.child.wait())
+            .await
+            .unwrap_or_else(|_| panic!("ouro did not exit within {limit:?}"))
+            .unwrap();
+        for pump in self.pumps.drain(..) {
+            pump.await.unwrap();
+        }
+        let text = |s: &std::sync::Mutex<String>| s.lock().unwrap().clone();
+        Run {
+            status,
+            stdout: text(&self.stdout),
+            stderr: text(&self.stderr),
+        }
+    }
+}
+
+fn pump(
+    mut from: impl tokio::io::AsyncRead + Unpin + Send + 'static,
+    into: std::sync::Arc<std::sync::Mutex<String>>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        use tokio::io::AsyncReadExt;
+        let mut buf = [0u8; 8192];
+        while let Ok(n) = from.read(&mut buf).await {
+            if n == 0 {
+                break;
+            }
+            into.lock()
+                .unwrap()
+                .push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    })
+}
+
+async fn wait_for_text(
+    text: &std::sync::Mutex<String>,
+    needle: &str,
+    name: &str,
+    other: &std::sync::Mutex<String>,
+) {
+    let deadline = tokio::time::Instant::now() + WATCH_LIMIT;
+    while !text.lock().unwrap().contains(needle) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{name} never showed {needle:?}.\n{name}:\n{}\nother stream:\n{}",
+            text.lock().unwrap(),
+            other.lock().unwrap()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}
+
+/// The program names of every process below `pid`.
+fn descendants(pid: i32) -> Vec<String> {
+    let mut parents: Vec<(i32, i32, String)> = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(id) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid ...`; comm may hold spaces and parentheses.
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+            continue;
+        };
+        let comm = stat[open + 1..close].to_string();
+        let ppid = stat[close + 1..]
+            .split_whitespace()
+            .nth(1)
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(0);
+        parents.push((id, ppid, comm));
+    }
+    let mut found = Vec::new();
+    let mut frontier = vec![pid];
+    while let Some(parent) = frontier.pop() {
+        for (id, ppid, comm) in &parents {
+            if *ppid == parent {
+                frontier.push(*id);
+                found.push(comm.clone());
+            }
+        }
+    }
+    found
 }

@@ -1,0 +1,140 @@
+//! End-to-end: Ctrl-C (SIGINT) at every stage of a print-mode run: during compaction, a retry
+//! wait, a streaming reply after a tool call, and a tool still running after a cut. Each test
+//! signals once the mock reports the state it wants to interrupt, never after a fixed sleep.
+
+#![cfg(feature = "mock")]
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Sandbox, Watched, bodies, server};
+use serde_json::json;
+
+#[tokio::test]
+async fn ctrl_c_during_the_compaction_request_is_an_abort() {
+    let sb = Sandbox::new();
+    let big = sb.write("big.txt", &"lorem ipsum dolor sit amet\n".repeat(400));
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "tool_use", "name": "Read", "input": {"file_path": big}}]},
+        {"content": [{"type": "tool_use", "name": "Read", "input": {"file_path": big}}]},
+        {"content": [{"type": "tool_use", "name": "Read", "input": {"file_path": big}}]},
+        {"content": [{"type": "text", "text": "SUMMARY that is held back"}],
+         "faults": [{"kind": "prompt_too_long"}], "hold_after_events": 0},
+        {"content": [{"type": "text", "text": "never"}]}
+    ]}))
+    .await;
+    let ouro =
+        Watched::spawn(sb.command(&mock.url(), &["-p", "--output-format", "stream-json", "go"]));
+    // Three tool rounds, the rejected fourth request, then the summary request, held.
+    mock.wait_held(1).await;
+    assert_eq!(mock.requests().len(), 5);
+    ouro.wait_stdout(r#""status":"compacting""#).await;
+    ouro.interrupt();
+    let run = ouro.finish(Duration::from_secs(15)).await;
+    assert_eq!(run.result()["subtype"], "error_aborted", "{}", run.debug());
+    assert_eq!(mock.requests().len(), 5, "no request after the interrupt");
+}
+
+#[tokio::test]
+async fn ctrl_c_during_a_retry_wait_ends_the_run_at_once() {
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "text", "text": "never"}],
+         "faults": [{"kind": "http", "status": 429, "retry_after": 60}]}
+    ]}))
+    .await;
+    let sb = Sandbox::new();
+    let ouro =
+        Watched::spawn(sb.command(&mock.url(), &["-p", "--output-format", "stream-json", "go"]));
+    // The retry event is written when the wait begins.
+    ouro.wait_stdout(r#""subtype":"api_retry""#).await;
+    ouro.interrupt();
+    let run = ouro.finish(Duration::from_secs(20)).await;
+    assert_eq!(run.result()["subtype"], "error_aborted", "{}", run.debug());
+    assert_eq!(mock.turns_served(), 0);
+}
+
+#[tokio::test]
+async fn ctrl_c_mid_stream_after_a_tool_call_keeps_the_pair_for_resume() {
+    let sb = Sandbox::new();
+    let mock = server(json!({"turns": [
+        // The tool_use block completes (7 events), the text block starts, and the reply is held.
+        {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": "sleep 30"}},
+                     {"type": "text", "text": "a trailing text block that never finishes"}],
+         "hold_after_events": 9},
+        {"content": [{"type": "text", "text": "never"}]}
+    ]}))
+    .await;
+    let ouro = Watched::spawn(sb.command(
+        &mock.url(),
+        &[
+            "-p",
+            "--output-format",
+            "stream-json",
+            "--allowedTools",
+            "Bash(sleep:*)",
+            "wait",
+        ],
+    ));
+    mock.wait_held(1).await;
+    ouro.wait_for_descendant("sleep").await;
+    ouro.interrupt();
+    let run = ouro.finish(Duration::from_secs(15)).await;
+    assert_eq!(run.result()["subtype"], "error_aborted", "{}", run.debug());
+    assert_eq!(run.tool_results().len(), 1, "{}", run.debug());
+    assert_eq!(mock.turns_served(), 1);
+
+    let mock2 = server(json!({"turns": [{"content": [{"type": "text", "text": "fine"}]}]})).await;
+    let run2 = sb
+        .run(
+            &mock2.url(),
+            &["-p", "--output-format", "json", "--continue", "status?"],
+        )
+        .await;
+    assert!(run2.status.success(), "{}", run2.debug());
+    let messages = bodies(&mock2)[0]["messages"].clone();
+    let last = messages.as_array().unwrap().last().unwrap().clone();
+    assert_eq!(
+        last["content"][0]["tool_use_id"], "toolu_mock_0000_00",
+        "{messages}"
+    );
+    assert_eq!(last["content"][0]["is_error"], true);
+}
+
+#[tokio::test]
+async fn ctrl_c_reaches_a_tool_still_running_after_the_stream_was_cut() {
+    let sb = Sandbox::new();
+    // The tool_use block completes (7 events), then the connection drops in the text block.
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": "sleep 30"}},
+                     {"type": "text", "text": "trailing words that are cut"}],
+         "faults": [{"kind": "cut", "after_events": 9}]},
+        {"content": [{"type": "text", "text": "never"}]}
+    ]}))
+    .await;
+    let mut command = sb.command(
+        &mock.url(),
+        &[
+            "-p",
+            "--output-format",
+            "stream-json",
+            "--allowedTools",
+            "Bash(sleep:*)",
+            "wait",
+        ],
+    );
+    command.env("OURO_LOG", "ouro::engine=debug");
+    let ouro = Watched::spawn(command);
+    ouro.wait_for_descendant("sleep").await;
+    // The cut has landed: the engine now waits for the tool.
+    ouro.wait_stderr("the stream broke after finished blocks")
+        .await;
+    ouro.interrupt();
+    // Well within the tool's 30 s: Ctrl-C stopped it instead of waiting for it.
+    let run = ouro.finish(Duration::from_secs(15)).await;
+    assert_eq!(run.result()["subtype"], "error_aborted", "{}", run.debug());
+    let results = run.tool_results();
+    assert_eq!(results.len(), 1, "{}", run.debug());
+    assert_eq!(results[0]["is_error"], true);
+    assert_eq!(mock.turns_served(), 0, "the cut attempt served no turn");
+}
