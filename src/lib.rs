@@ -1,8 +1,10 @@
 //! ouro: an AI coding-agent harness that talks to the Anthropic Messages API directly.
 //!
-//! Data flows one way: `cli` builds a session, `engine` asks the model through `api`, the
-//! model's tool_use blocks go to `exec`, which runs each call through the six-phase pipeline
-//! into a `tools` implementation, guarded by `permissions`; every step is an `event::Event`.
+//! Data flows one way: a front end (`cli`, `repl`, `bench`) builds its session in `app`,
+//! `engine` asks the model through `api`, the model's tool_use blocks go to `exec`, which runs
+//! each call through the six-phase pipeline into a `tools` implementation, guarded by
+//! `permissions`; every step is an `event::Event`. `tests/architecture.rs` keeps the imports
+//! between modules one-way.
 
 pub mod api;
 pub mod app;

@@ -214,7 +214,7 @@ async fn invalid_and_foreign_slugs_are_refused_and_open_picks_the_supplier() {
     };
     assert!(e.to_string().contains("ouro@anthropic/claude/haiku"), "{e}");
     let Err(e) = OuroBrain::new("claude@anthropic/claude/opus", cfg()) else {
-        panic!("a claude slug was accepted by the native supplier");
+        panic!("a claude slug was accepted by the ouro supplier");
     };
     assert!(matches!(e, BrainError::WrongBinary { .. }), "{e}");
 
