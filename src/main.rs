@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Parser;
 
+use ouro::cli::args::SandboxAction;
 use ouro::cli::{Args, Command, headless};
 use ouro::permissions::PermissionEngine;
 use ouro::settings::LayeredSettings;
@@ -63,6 +64,12 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
             );
             tokio::signal::ctrl_c().await?;
             server.shutdown().await;
+            return Ok(ExitCode::SUCCESS);
+        }
+        Some(Command::Sandbox {
+            action: SandboxAction::Check,
+        }) => {
+            print!("{}", ouro::cli::sandbox::check(&cwd).await?);
             return Ok(ExitCode::SUCCESS);
         }
         Some(Command::Brains) => {

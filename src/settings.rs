@@ -73,6 +73,27 @@ pub struct HookSettings {
     pub post_tool_use: Vec<HookMatcher>,
 }
 
+/// The OS sandbox Bash runs in (`sandbox` in the settings).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SandboxSettings {
+    /// `false` runs Bash without the sandbox (a warning says so).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// `false` refuses TCP to approved commands too (auto-allowed ones never have it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<bool>,
+    /// Extra paths approved commands may write (e.g. `~/.cargo`).
+    #[serde(default)]
+    pub writable_paths: Vec<String>,
+    /// Extra paths every command may read.
+    #[serde(default)]
+    pub readable_paths: Vec<String>,
+    /// Commands that, once approved, run outside the sandbox (prefixes, e.g. `docker`).
+    #[serde(default)]
+    pub excluded_commands: Vec<String>,
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Settings {
@@ -88,6 +109,8 @@ pub struct Settings {
     /// Share of the context window at which the conversation is compacted before sending.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auto_compact_threshold: Option<f64>,
+    #[serde(default)]
+    pub sandbox: SandboxSettings,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -184,6 +207,22 @@ impl LayeredSettings {
                 .extend(s.hooks.post_tool_use.iter().cloned());
             out.bash_env_passthrough
                 .extend(s.bash_env_passthrough.iter().cloned());
+            let (sandbox, layer) = (&mut out.sandbox, &s.sandbox);
+            if layer.enabled.is_some() {
+                sandbox.enabled = layer.enabled;
+            }
+            if layer.network.is_some() {
+                sandbox.network = layer.network;
+            }
+            sandbox
+                .writable_paths
+                .extend(layer.writable_paths.iter().cloned());
+            sandbox
+                .readable_paths
+                .extend(layer.readable_paths.iter().cloned());
+            sandbox
+                .excluded_commands
+                .extend(layer.excluded_commands.iter().cloned());
         }
         out
     }

@@ -10,7 +10,7 @@ use ouro::api::types::ContentBlock;
 use ouro::event::{Event, ToolStatus};
 use ouro::exec::hooks::Hooks;
 use ouro::exec::{AskAnswer, AskRequest, Asker, CANCELLED, Executor, NeverAsk};
-use ouro::permissions::{Access, Decision, PermissionPolicy, PermissionRequest};
+use ouro::permissions::{Access, Confinement, Decision, PermissionPolicy, PermissionRequest};
 use ouro::settings::{HookCommand, HookMatcher, HookSettings};
 use ouro::tools::bash::BashTool;
 use ouro::tools::{Progress, Tool, ToolContext, ToolError, ToolOutput, erase};
@@ -141,6 +141,10 @@ impl PermissionPolicy for Fixed {
 
     fn grant(&self, rule: &str) {
         self.granted.lock().unwrap().push(rule.to_string());
+    }
+    /// Like an allow rule: the command may write in the project.
+    fn confinement(&self, _request: &PermissionRequest<'_>) -> Confinement {
+        Confinement::Approved
     }
 }
 

@@ -16,6 +16,7 @@ use crate::exec::{Asker, Executor};
 use crate::permissions::{CliPermissions, PermissionEngine, PermissionError};
 use crate::session::{self, Transcript, TranscriptError};
 use crate::settings::{LayeredSettings, SettingsError};
+use crate::tools::bash::SandboxConfig;
 use crate::tools::{ToolContext, pool};
 
 /// What a front end decided from its own flags; everything else comes from the settings.
@@ -154,6 +155,11 @@ pub fn build(
         .map_err(|_| AppError::StartupTask("building the HTTP client"))??;
     let mut ctx = ToolContext::new(cwd.to_path_buf());
     ctx.env_passthrough = Arc::new(settings.bash_env_passthrough.clone());
+    ctx.sandbox = Arc::new(SandboxConfig::from_settings(
+        &settings.sandbox,
+        cwd,
+        permissions.additional_dirs(),
+    ));
     let hooks = Arc::new(Hooks::new(&settings.hooks, session_id.clone()));
     let (tx, rx) = unbounded_channel();
     let executor = Executor::new(tools, ctx, permissions.clone(), asker, hooks, tx.clone());

@@ -96,6 +96,17 @@ pub enum Command {
     Bench(crate::bench::BenchArgs),
     /// List the brain slugs --brain takes, with their models and prices.
     Brains,
+    /// The OS sandbox Bash runs in.
+    Sandbox {
+        #[command(subcommand)]
+        action: SandboxAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SandboxAction {
+    /// Show what the kernel supports and the sandbox a Bash call here would get.
+    Check,
 }
 
 /// The permission flags, shared by sessions and `ouro permissions`.

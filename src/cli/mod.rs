@@ -7,5 +7,6 @@ pub mod brain;
 pub mod demo;
 pub mod headless;
 pub mod print;
+pub mod sandbox;
 
 pub use args::{Args, Command};

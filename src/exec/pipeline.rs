@@ -13,7 +13,7 @@ use super::hooks::{HookSite, HookVerdict, Hooks};
 use super::{AskAnswer, AskRequest, Asker};
 use crate::event::PhaseTimings;
 use crate::event::{Denial, Event, ToolStatus};
-use crate::permissions::{Decision, PermissionPolicy, PermissionRequest};
+use crate::permissions::{Confinement, Decision, PermissionPolicy, PermissionRequest};
 use crate::settings;
 use crate::text::elide_middle;
 use crate::tools::{DynTool, PreparedCall, Progress, ToolContext, ToolError, ToolOutput};
@@ -100,7 +100,7 @@ pub(crate) trait Slot: Send {
 }
 
 enum Permission {
-    Granted,
+    Granted(Confinement),
     Refused(String),
     Cancelled,
 }
@@ -226,8 +226,8 @@ impl Pipeline {
         let start = Instant::now();
         let permission = self.authorize(&call, pre.verdict, ctx).await;
         timings.permission = start.elapsed();
-        match permission {
-            Permission::Granted => {}
+        let confinement = match permission {
+            Permission::Granted(confinement) => confinement,
             Permission::Cancelled => return Outcome::cancelled(timings),
             Permission::Refused(message) => {
                 let denial = Denial {
@@ -244,11 +244,13 @@ impl Pipeline {
                     timings,
                 };
             }
-        }
+        };
 
         let start = Instant::now();
         let input = call.input.clone();
-        let executed = self.execute(id, call.prepared, ctx).await;
+        let mut call_ctx = ctx.clone();
+        call_ctx.confinement = confinement;
+        let executed = self.execute(id, call.prepared, &call_ctx).await;
         timings.execution = start.elapsed();
         let Some(mut output) = executed else {
             return Outcome::cancelled(timings);
@@ -290,7 +292,7 @@ impl Pipeline {
             cwd: Some(&cwd),
         };
         let decision = match hook {
-            Some(HookVerdict::Allow) => Decision::Allow,
+            Some(HookVerdict::Allow) => return Permission::Granted(Confinement::Approved),
             Some(HookVerdict::Deny(reason)) => {
                 return Permission::Refused(format!(
                     "A PreToolUse hook blocked this call: {reason}"
@@ -303,7 +305,7 @@ impl Pipeline {
             None => self.policy.decide(&request),
         };
         let reason = match decision {
-            Decision::Allow => return Permission::Granted,
+            Decision::Allow => return Permission::Granted(self.policy.confinement(&request)),
             Decision::Deny(reason) => {
                 return Permission::Refused(format!(
                     "Permission to use {name} was denied: {reason}"
@@ -329,7 +331,7 @@ impl Pipeline {
             } => answer,
         };
         match answer {
-            AskAnswer::AllowOnce => Permission::Granted,
+            AskAnswer::AllowOnce => Permission::Granted(Confinement::Approved),
             AskAnswer::AllowAlways => {
                 if !rule.trim().is_empty() {
                     self.policy.grant(&rule);
@@ -338,7 +340,7 @@ impl Pipeline {
                         tracing::warn!("the rule {rule} is granted for this session only: {e}");
                     }
                 }
-                Permission::Granted
+                Permission::Granted(Confinement::Approved)
             }
             AskAnswer::Deny(message) => {
                 let mut text = format!(

@@ -12,8 +12,8 @@ use super::rules::{
 };
 use super::scope::Scope;
 use super::{
-    Access, Decision, PermissionPolicy, PermissionRequest, file_access, paths, shell_access,
-    suggest,
+    Access, Confinement, Decision, PermissionPolicy, PermissionRequest, file_access, paths,
+    shell_access, suggest,
 };
 use crate::settings::{LayeredSettings, SettingsSource};
 
@@ -121,6 +121,11 @@ impl PermissionEngine {
         self.scope.mode
     }
 
+    /// The directories besides the project root the session may work in, resolved.
+    pub fn additional_dirs(&self) -> &[PathBuf] {
+        &self.scope.additional_dirs
+    }
+
     /// The mode and every effective rule with its source, for `ouro permissions`.
     pub fn describe(&self) -> String {
         let mut out = String::new();
@@ -182,14 +187,7 @@ impl PermissionPolicy for PermissionEngine {
     fn decide(&self, request: &PermissionRequest<'_>) -> Decision {
         let granted = self.grants();
         let all: Vec<&CompiledRule> = self.rules.iter().chain(granted.iter()).collect();
-        let applicable = Applicable {
-            rules: all
-                .iter()
-                .copied()
-                .filter(|r| r.covers_tool(request.tool, request.access))
-                .collect(),
-            all,
-        };
+        let applicable = Applicable::to(request, all);
         let decision = match request.access {
             Access::Read(path) => {
                 file_access::decide(&self.scope, &applicable, request.tool, path, false)
@@ -208,6 +206,29 @@ impl PermissionPolicy for PermissionEngine {
 
     fn suggest_rule(&self, request: &PermissionRequest<'_>) -> String {
         suggest::rule_for(&self.scope, request)
+    }
+
+    fn confinement(&self, request: &PermissionRequest<'_>) -> Confinement {
+        if self.scope.mode == PermissionMode::BypassPermissions {
+            return Confinement::Unconfined;
+        }
+        let Access::Execute(command) = request.access else {
+            return Confinement::Approved;
+        };
+        // Judged again with every allow rule set aside: what passes now passed on its own.
+        let granted = self.grants();
+        let all: Vec<&CompiledRule> = self
+            .rules
+            .iter()
+            .chain(granted.iter())
+            .filter(|r| r.kind != RuleKind::Allow)
+            .collect();
+        let applicable = Applicable::to(request, all);
+        let base = request.cwd.unwrap_or(&self.scope.root);
+        match shell_access::decide(&self.scope, base, &applicable, command) {
+            Decision::Allow => Confinement::ReadOnly,
+            _ => Confinement::Approved,
+        }
     }
 
     fn grant(&self, rule: &str) {

@@ -15,6 +15,21 @@ pub enum Access {
     Execute(String),
 }
 
+/// How much an allowed shell command may do; the OS sandbox enforces it whatever the analyser
+/// thought of the command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Confinement {
+    /// Allowed only because it was judged read-only: no writes, no network, reads limited to
+    /// the project, added directories and system paths.
+    #[default]
+    ReadOnly,
+    /// Allowed by a rule, a hook or the user: writes in the project, added directories and a
+    /// private temp dir; network unless the settings refuse it.
+    Approved,
+    /// bypassPermissions: no sandbox at all.
+    Unconfined,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
     Allow,
@@ -45,6 +60,10 @@ pub trait PermissionPolicy: Send + Sync {
 
     /// Remember an allow rule the user granted for the rest of this session.
     fn grant(&self, rule: &str);
+
+    /// How confined a request that `decide` allowed runs: `ReadOnly` when it would be allowed
+    /// without any allow rule, `Approved` when a rule (or the mode) let it through.
+    fn confinement(&self, request: &PermissionRequest<'_>) -> Confinement;
 }
 pub mod bash;
 mod engine;

@@ -496,6 +496,18 @@ pub(crate) struct Applicable<'a> {
 }
 
 impl<'a> Applicable<'a> {
+    /// Of `all`, the rules whose tool covers `request`.
+    pub fn to(request: &super::PermissionRequest<'_>, all: Vec<&'a CompiledRule>) -> Self {
+        Applicable {
+            rules: all
+                .iter()
+                .copied()
+                .filter(|r| r.covers_tool(request.tool, request.access))
+                .collect(),
+            all,
+        }
+    }
+
     pub fn of(&self, kind: RuleKind) -> impl Iterator<Item = &'a CompiledRule> + '_ {
         self.rules.iter().copied().filter(move |r| r.kind == kind)
     }

@@ -14,14 +14,17 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Progress, Tool, ToolContext, ToolError, ToolOutput};
 use crate::event::ToolDisplay;
-use crate::permissions::Access;
 use crate::permissions::bash::is_read_only_command;
+use crate::permissions::{Access, Confinement};
 use crate::sys::process::GroupChild;
+use crate::sys::sandbox::{Prepared, Support};
 use crate::text::HeadTail;
 
+mod confine;
 mod env;
 mod stream;
 
+pub use confine::{PrivateTmp, SandboxConfig};
 pub use env::child_env;
 use stream::read_output;
 
@@ -116,6 +119,7 @@ impl Tool for BashTool {
             env: child_env(std::env::vars_os(), &ctx.env_passthrough),
             timeout: Duration::from_millis(timeout_ms),
             max_chars: MAX_OUTPUT_CHARS,
+            sandbox: Sandboxing::of(ctx),
         };
         let run = shell.run(&ctx.cancel, progress).await?;
         if let Some(dir) = run.final_dir {
@@ -173,6 +177,53 @@ struct Shell<'a> {
     env: Vec<(OsString, OsString)>,
     timeout: Duration,
     max_chars: usize,
+    sandbox: Sandboxing<'a>,
+}
+
+/// What decides the call's OS sandbox.
+struct Sandboxing<'a> {
+    config: &'a SandboxConfig,
+    confinement: Confinement,
+    project_root: &'a Path,
+}
+
+impl<'a> Sandboxing<'a> {
+    fn of(ctx: &'a ToolContext) -> Self {
+        Sandboxing {
+            config: &ctx.sandbox,
+            confinement: ctx.confinement,
+            project_root: &ctx.project_root,
+        }
+    }
+
+    /// Confines `command` (the child confines itself before it runs bash). Nothing runs when
+    /// the sandbox cannot be built.
+    fn apply(&self, command: &mut Command, line: &str, cwd_file: &Path) -> Result<(), ToolError> {
+        let plan = self
+            .config
+            .plan(self.confinement, self.project_root, line, cwd_file);
+        if let Some(tmpdir) = &plan.tmpdir {
+            command.env("TMPDIR", tmpdir);
+        }
+        let Some(policy) = plan.policy else {
+            return Ok(());
+        };
+        if self.confinement == Confinement::ReadOnly {
+            // Git treats an unreadable ~/.gitconfig as fatal; a read-only call gets none.
+            command.env("GIT_CONFIG_GLOBAL", "/dev/null");
+        }
+        match Prepared::new(&policy) {
+            Ok(Some(prepared)) => prepared.apply(command),
+            Ok(None) => confine::warn_unsupported(&Support::detect().describe()),
+            Err(e) => {
+                return Err(ToolError::Invalid(format!(
+                    "The command was not run: {e}. Run `ouro sandbox check` to see what this \
+                     machine supports."
+                )));
+            }
+        }
+        Ok(())
+    }
 }
 
 struct ShellRun {
@@ -197,7 +248,8 @@ impl Shell<'_> {
         cancel: &CancellationToken,
         progress: &Progress,
     ) -> Result<ShellRun, ToolError> {
-        let cwd_file = CwdFile::new();
+        let cwd_file =
+            CwdFile::new().map_err(|e| ToolError::io("could not create a temp file", e))?;
         let mut command = Command::new("bash");
         command
             .arg("-c")
@@ -208,6 +260,8 @@ impl Shell<'_> {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
+        self.sandbox
+            .apply(&mut command, self.command, &cwd_file.path)?;
         let mut group = GroupChild::spawn(&mut command)
             .map_err(|e| ToolError::io("could not start bash", e))?;
         let stdout = group.child_mut().stdout.take();
@@ -271,10 +325,14 @@ struct CwdFile {
 }
 
 impl CwdFile {
-    fn new() -> Self {
-        CwdFile {
-            path: std::env::temp_dir().join(format!("ouro-cwd-{}", uuid::Uuid::new_v4())),
-        }
+    /// Created empty, so a sandbox rule can name it before the shell writes to it.
+    fn new() -> std::io::Result<Self> {
+        let path = std::env::temp_dir().join(format!("ouro-cwd-{}", uuid::Uuid::new_v4()));
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)?;
+        Ok(CwdFile { path })
     }
 
     fn read(&self) -> Option<PathBuf> {
@@ -311,10 +369,14 @@ mod tests {
         BashTool.call(input, ctx, &Progress::none()).await
     }
 
+    /// The shell's mechanics under the sandbox of an approved call (tests/sandbox.rs covers
+    /// the confinement itself).
     fn context() -> (tempfile::TempDir, ToolContext) {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().canonicalize().unwrap();
-        (dir, ToolContext::new(root))
+        let mut ctx = ToolContext::new(root);
+        ctx.confinement = Confinement::Approved;
+        (dir, ctx)
     }
 
     /// Dead, or a zombie nobody reaped yet (containers often lack a reaping init).
@@ -521,6 +583,7 @@ mod tests {
             env: child_env(vars, &["ALLOWED_TOKEN".to_string()]),
             timeout: Duration::from_secs(60),
             max_chars: 1000,
+            sandbox: Sandboxing::of(&ctx),
         };
         let run = shell.run(&ctx.cancel, &Progress::none()).await.unwrap();
         assert_eq!(

@@ -12,7 +12,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
 use crate::event::{Event, ToolDisplay};
-use crate::permissions::Access;
+use crate::permissions::{Access, Confinement};
 
 pub mod bash;
 pub mod edit;
@@ -96,6 +96,10 @@ pub struct ToolContext {
     pub cancel: CancellationToken,
     /// Names of secret-looking environment variables the user allowed Bash to see.
     pub env_passthrough: Arc<Vec<String>>,
+    /// How the OS sandbox confines a shell command (the session's settings).
+    pub sandbox: Arc<bash::SandboxConfig>,
+    /// How much this call was allowed to do; set by the permission phase for each call.
+    pub confinement: Confinement,
 }
 
 impl ToolContext {
@@ -106,6 +110,8 @@ impl ToolContext {
             files: Arc::new(FileStates::default()),
             cancel: CancellationToken::new(),
             env_passthrough: Arc::new(Vec::new()),
+            sandbox: Arc::new(bash::SandboxConfig::default()),
+            confinement: Confinement::default(),
         }
     }
 

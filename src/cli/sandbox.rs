@@ -1,0 +1,134 @@
+//! `ouro sandbox check`: what the kernel can enforce, and the sandbox a Bash call in this
+//! directory would get, read-only (auto-allowed) and approved.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::permissions::{CliPermissions, Confinement, PermissionEngine};
+use crate::settings::LayeredSettings;
+use crate::sys::sandbox::{Policy, Prepared, Support};
+use crate::tools::bash::SandboxConfig;
+
+pub async fn check(cwd: &Path) -> anyhow::Result<String> {
+    let layered = LayeredSettings::load(cwd)?;
+    let permissions = PermissionEngine::from_settings(cwd, &layered, &CliPermissions::default())?;
+    let config = SandboxConfig::from_settings(
+        &layered.merged().sandbox,
+        cwd,
+        permissions.additional_dirs(),
+    );
+    let support = Support::detect();
+    let mut out = format!("Kernel: {}\n", support.describe());
+    if !config.enabled {
+        out.push_str("Settings: sandbox.enabled is false, so Bash runs unconfined.\n");
+        return Ok(out);
+    }
+    // Each call gets its own file recording where its shell ended up; shown apart.
+    let cwd_file = std::env::temp_dir().join("ouro-cwd-probe");
+    for (label, confinement) in [
+        ("Auto-allowed (read-only) calls", Confinement::ReadOnly),
+        ("Approved calls (a rule or your yes)", Confinement::Approved),
+    ] {
+        let plan = config.plan(confinement, cwd, "", &cwd_file);
+        let _ = writeln!(out, "\n{label}:");
+        match &plan.policy {
+            Some(policy) => {
+                describe(&mut out, policy, &cwd_file);
+                if let Some(tmp) = &plan.tmpdir {
+                    let _ = writeln!(out, "  TMPDIR:  {}", tmp.display());
+                }
+                match overhead(policy).await {
+                    Ok((plain, confined)) => {
+                        let _ = writeln!(
+                            out,
+                            "  cost:    starting `true` takes {:.2} ms confined, {:.2} ms not \
+                             (median of {PROBES}): the sandbox adds {:.2} ms",
+                            ms(confined),
+                            ms(plain),
+                            ms(confined.saturating_sub(plain))
+                        );
+                    }
+                    Err(e) => {
+                        let _ = writeln!(out, "  probe:   FAILED: {e}");
+                    }
+                }
+            }
+            None => out.push_str("  unconfined\n"),
+        }
+    }
+    if !config.excluded_commands.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nExcluded once approved: {}",
+            config.excluded_commands.join(", ")
+        );
+    }
+    Ok(out)
+}
+
+fn describe(out: &mut String, policy: &Policy, cwd_file: &Path) {
+    let list = |paths: &[PathBuf]| {
+        let shown: Vec<String> = paths
+            .iter()
+            .filter(|p| *p != cwd_file)
+            .map(|p| p.display().to_string())
+            .collect();
+        if shown.is_empty() {
+            "nothing".to_string()
+        } else {
+            shown.join(" ")
+        }
+    };
+    let _ = writeln!(out, "  read:    {}", list(&policy.read));
+    let _ = writeln!(
+        out,
+        "  write:   {} (and the call's own cwd record in the temp dir)",
+        list(&policy.write)
+    );
+    let _ = writeln!(out, "  devices: {}", list(&policy.devices));
+    let _ = writeln!(
+        out,
+        "  network: {}",
+        if policy.network {
+            "allowed"
+        } else {
+            "TCP connect and bind refused"
+        }
+    );
+}
+
+/// Runs per measurement.
+const PROBES: usize = 21;
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// Median times to build the ruleset (or not) and run `true`: unconfined, then confined.
+async fn overhead(policy: &Policy) -> anyhow::Result<(Duration, Duration)> {
+    let mut plain = Vec::with_capacity(PROBES);
+    let mut confined = Vec::with_capacity(PROBES);
+    for _ in 0..PROBES {
+        plain.push(probe(None).await?);
+        confined.push(probe(Some(policy)).await?);
+    }
+    plain.sort();
+    confined.sort();
+    Ok((plain[PROBES / 2], confined[PROBES / 2]))
+}
+
+/// Runs `true`, confined by `policy` if given; how long it took from building the ruleset.
+async fn probe(policy: Option<&Policy>) -> anyhow::Result<Duration> {
+    let started = Instant::now();
+    let mut command = tokio::process::Command::new("true");
+    if let Some(policy) = policy {
+        match Prepared::new(policy)? {
+            Some(prepared) => prepared.apply(&mut command),
+            None => anyhow::bail!("the kernel enforces nothing"),
+        }
+    }
+    let status = command.status().await?;
+    anyhow::ensure!(status.success(), "`true` exited with {status}");
+    Ok(started.elapsed())
+}

@@ -1,0 +1,155 @@
+//! The OS sandbox a shell command runs in (Linux Landlock). The permission engine decides what
+//! needs approval; this is the wall behind it: whatever a confined command tries, the kernel
+//! refuses writes, reads and connections outside its [`Policy`].
+//!
+//! The ruleset is built in the parent (it opens the allowed paths), and the child only calls
+//! `prctl(PR_SET_NO_NEW_PRIVS)` and `landlock_restrict_self` between fork and exec.
+
+use std::path::{Path, PathBuf};
+
+use landlock::{
+    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset,
+    RulesetAttr, RulesetCreated, RulesetCreatedAttr, Scope,
+};
+
+/// The newest Landlock ABI ouro asks for; the crate drops what the kernel lacks.
+const ABI_WANTED: ABI = ABI::V6;
+
+/// What a confined command may touch.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Policy {
+    /// Read (and execute) anything beneath these.
+    pub read: Vec<PathBuf>,
+    /// Read, write, create and remove anything beneath these (a path may also be one file).
+    pub write: Vec<PathBuf>,
+    /// Character devices a shell writes to (`/dev/null`, `/dev/tty`): read and write, no more.
+    pub devices: Vec<PathBuf>,
+    /// Outbound and listening TCP allowed.
+    pub network: bool,
+}
+
+/// What the running kernel offers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Support {
+    /// Landlock with this ABI version.
+    Landlock(i32),
+    /// Built in but switched off (boot without `lsm=…landlock`).
+    Disabled,
+    /// Not in this kernel.
+    Missing,
+}
+
+impl Support {
+    pub fn detect() -> Support {
+        // SAFETY: landlock_create_ruleset with a null attribute, size 0 and the VERSION flag
+        // only returns the ABI version (or an error); it touches no memory.
+        let version = unsafe {
+            libc::syscall(
+                libc::SYS_landlock_create_ruleset,
+                std::ptr::null::<libc::c_void>(),
+                0usize,
+                1u32,
+            )
+        };
+        if version > 0 {
+            return Support::Landlock(i32::try_from(version).unwrap_or(i32::MAX));
+        }
+        match std::io::Error::last_os_error().raw_os_error() {
+            Some(libc::EOPNOTSUPP) => Support::Disabled,
+            _ => Support::Missing,
+        }
+    }
+
+    pub fn describe(self) -> String {
+        match self {
+            Support::Landlock(abi) => {
+                let mut out = format!("Landlock ABI {abi}: file system rules");
+                if abi >= 4 {
+                    out.push_str(", TCP bind/connect rules");
+                }
+                if abi >= 6 {
+                    out.push_str(", signal and abstract-socket scoping");
+                }
+                out
+            }
+            Support::Disabled => {
+                "Landlock is built into this kernel but not enabled (add `landlock` to the \
+                 kernel's `lsm=` boot parameter)"
+                    .into()
+            }
+            Support::Missing => "this kernel has no Landlock (it needs Linux 5.13 or newer)".into(),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    #[error("could not build the sandbox's ruleset: {0}")]
+    Ruleset(#[from] landlock::RulesetError),
+}
+
+/// A ruleset ready to be applied to one child process.
+pub struct Prepared {
+    ruleset: Option<RulesetCreated>,
+}
+
+impl Prepared {
+    /// Builds the ruleset for `policy`. Paths that do not exist are left out (they grant
+    /// nothing). `None` when the kernel enforces nothing, so the caller can say so.
+    pub fn new(policy: &Policy) -> Result<Option<Prepared>, SandboxError> {
+        if !matches!(Support::detect(), Support::Landlock(_)) {
+            return Ok(None);
+        }
+        let mut ruleset = Ruleset::default()
+            .set_compatibility(CompatLevel::BestEffort)
+            .handle_access(AccessFs::from_all(ABI_WANTED))?;
+        if !policy.network {
+            ruleset = ruleset.handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)?;
+        }
+        let mut created = ruleset
+            .scope(Scope::AbstractUnixSocket | Scope::Signal)?
+            .create()?;
+        let read = AccessFs::from_read(ABI_WANTED);
+        let all = AccessFs::from_all(ABI_WANTED);
+        let device = AccessFs::ReadFile | AccessFs::WriteFile;
+        for (paths, access) in [
+            (&policy.read, read),
+            (&policy.write, all),
+            (&policy.devices, device),
+        ] {
+            for path in paths {
+                if let Some(fd) = open_path(path) {
+                    // A rule on a file may only carry file rights; the crate narrows them.
+                    created = created.add_rule(PathBeneath::new(fd, access))?;
+                }
+            }
+        }
+        Ok(Some(Prepared {
+            ruleset: Some(created),
+        }))
+    }
+
+    /// Makes `command`'s child confine itself just before it runs the program.
+    pub fn apply(mut self, command: &mut tokio::process::Command) {
+        let mut ruleset = self.ruleset.take();
+        // SAFETY: the closure runs in the forked child before exec. It allocates nothing: it
+        // makes two system calls (prctl and landlock_restrict_self) on a ruleset whose file
+        // descriptor was opened in the parent, and reports failure as an io::Error.
+        unsafe {
+            command.pre_exec(move || match ruleset.take() {
+                Some(r) => r
+                    .restrict_self()
+                    .map(|_| ())
+                    .map_err(|_| std::io::Error::from_raw_os_error(libc::EPERM)),
+                None => Ok(()),
+            });
+        }
+    }
+}
+
+fn open_path(path: &Path) -> Option<PathFd> {
+    if !path.exists() {
+        return None;
+    }
+    PathFd::new(path).ok()
+}

@@ -1,0 +1,294 @@
+//! Which OS sandbox a Bash call runs in. The permission phase says how the call was allowed
+//! ([`Confinement`]); this turns that and the session's `sandbox` settings into the paths and
+//! network the kernel will let the command use.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use crate::permissions::{Confinement, paths};
+use crate::settings::SandboxSettings;
+use crate::sys::sandbox::Policy;
+
+/// Where the system's programs, libraries and configuration live: readable by every call.
+const SYSTEM_READ: &[&str] = &[
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt",
+];
+
+/// Character devices every shell may read and write: writing to them changes no file.
+const DEVICES: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/tty",
+];
+
+/// The session's sandbox settings, resolved to absolute paths.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxConfig {
+    /// `false` (settings `sandbox.enabled: false`) runs every call unconfined.
+    pub enabled: bool,
+    /// Whether approved calls may use TCP (settings `sandbox.network`).
+    pub network: bool,
+    /// The permission engine's added directories: readable by every call, writable by approved
+    /// ones.
+    pub additional_dirs: Vec<PathBuf>,
+    /// Extra readable paths for every call (settings `sandbox.readablePaths`).
+    pub readable: Vec<PathBuf>,
+    /// Extra writable paths for approved calls (settings `sandbox.writablePaths`).
+    pub writable: Vec<PathBuf>,
+    /// Commands that, once approved, run outside the sandbox (settings
+    /// `sandbox.excludedCommands`, matched as a prefix of the command line).
+    pub excluded_commands: Vec<String>,
+    /// The session's private temp dir for approved calls (`TMPDIR`); removed with the session.
+    pub tmpdir: Option<Arc<PrivateTmp>>,
+}
+
+/// A temp dir only its owner can enter, removed when the last session holding it ends.
+#[derive(Debug, PartialEq, Eq)]
+pub struct PrivateTmp(PathBuf);
+
+impl PrivateTmp {
+    pub fn create() -> std::io::Result<PrivateTmp> {
+        use std::os::unix::fs::DirBuilderExt;
+        let dir = std::env::temp_dir().join(format!("ouro-tmp-{}", uuid::Uuid::new_v4()));
+        std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
+        Ok(PrivateTmp(dir))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for PrivateTmp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+impl Default for SandboxConfig {
+    fn default() -> Self {
+        SandboxConfig {
+            enabled: true,
+            network: true,
+            additional_dirs: Vec::new(),
+            readable: Vec::new(),
+            writable: Vec::new(),
+            excluded_commands: Vec::new(),
+            tmpdir: None,
+        }
+    }
+}
+
+/// The sandbox of one call, or `None` when it runs unconfined.
+pub struct Plan {
+    pub policy: Option<Policy>,
+    /// The private temp dir an approved call gets as `TMPDIR`.
+    pub tmpdir: Option<PathBuf>,
+}
+
+impl SandboxConfig {
+    /// The `sandbox` settings with `~` and relative paths resolved (relative to the project).
+    pub fn from_settings(
+        settings: &SandboxSettings,
+        project_root: &Path,
+        additional_dirs: &[PathBuf],
+    ) -> Self {
+        let home = dirs::home_dir();
+        let resolve = |text: &String| {
+            let path =
+                paths::expand_home(text, home.as_deref()).unwrap_or_else(|| PathBuf::from(text));
+            paths::lexical(project_root, &path)
+        };
+        SandboxConfig {
+            enabled: settings.enabled.unwrap_or(true),
+            network: settings.network.unwrap_or(true),
+            additional_dirs: additional_dirs.to_vec(),
+            readable: settings.readable_paths.iter().map(resolve).collect(),
+            writable: settings.writable_paths.iter().map(resolve).collect(),
+            excluded_commands: settings.excluded_commands.clone(),
+            tmpdir: match PrivateTmp::create() {
+                Ok(dir) => Some(Arc::new(dir)),
+                Err(e) => {
+                    tracing::warn!("approved commands get no private temp dir: {e}");
+                    None
+                }
+            },
+        }
+    }
+
+    /// `cwd_file` is where the shell records its final directory: writable by every call.
+    pub fn plan(
+        &self,
+        confinement: Confinement,
+        project_root: &Path,
+        command: &str,
+        cwd_file: &Path,
+    ) -> Plan {
+        let unconfined = Plan {
+            policy: None,
+            tmpdir: None,
+        };
+        if !self.enabled {
+            warn_once(
+                &DISABLED_WARNING,
+                "ouro: warning: sandbox.enabled is false in the settings, so Bash commands run \
+                 without the OS sandbox",
+            );
+            return unconfined;
+        }
+        let devices = DEVICES.iter().map(PathBuf::from).collect();
+        match confinement {
+            Confinement::Unconfined => {
+                warn_once(
+                    &BYPASS_WARNING,
+                    "ouro: warning: bypassPermissions: Bash commands run without the OS sandbox",
+                );
+                unconfined
+            }
+            Confinement::Approved if self.is_excluded(command) => unconfined,
+            Confinement::ReadOnly => {
+                let mut read: Vec<PathBuf> = SYSTEM_READ.iter().map(PathBuf::from).collect();
+                read.push(project_root.to_path_buf());
+                read.extend(self.additional_dirs.iter().cloned());
+                read.extend(self.readable.iter().cloned());
+                Plan {
+                    policy: Some(Policy {
+                        read,
+                        write: vec![cwd_file.to_path_buf()],
+                        devices,
+                        network: false,
+                    }),
+                    tmpdir: None,
+                }
+            }
+            Confinement::Approved => {
+                let tmpdir = self.tmpdir.as_ref().map(|t| t.path().to_path_buf());
+                let mut write = vec![project_root.to_path_buf(), cwd_file.to_path_buf()];
+                write.extend(self.additional_dirs.iter().cloned());
+                write.extend(self.writable.iter().cloned());
+                write.extend(tmpdir.clone());
+                Plan {
+                    policy: Some(Policy {
+                        read: vec![PathBuf::from("/")],
+                        write,
+                        devices,
+                        network: self.network,
+                    }),
+                    tmpdir,
+                }
+            }
+        }
+    }
+
+    fn is_excluded(&self, command: &str) -> bool {
+        let command = command.trim_start();
+        self.excluded_commands.iter().any(|excluded| {
+            let excluded = excluded.trim();
+            !excluded.is_empty()
+                && command
+                    .strip_prefix(excluded)
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with(char::is_whitespace))
+        })
+    }
+}
+
+static DISABLED_WARNING: OnceLock<()> = OnceLock::new();
+static BYPASS_WARNING: OnceLock<()> = OnceLock::new();
+
+/// Said once per process, on stderr, so it is seen without flooding.
+fn warn_once(flag: &OnceLock<()>, text: &str) {
+    if flag.set(()).is_ok() {
+        eprintln!("{text}");
+    }
+}
+
+/// Said when the kernel cannot enforce the sandbox.
+pub fn warn_unsupported(why: &str) {
+    static UNSUPPORTED: OnceLock<()> = OnceLock::new();
+    warn_once(
+        &UNSUPPORTED,
+        &format!("ouro: warning: Bash commands run without the OS sandbox: {why}"),
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn read_only_calls_write_nothing_but_their_cwd_file_and_have_no_network() {
+        let config = SandboxConfig::default();
+        let plan = config.plan(
+            Confinement::ReadOnly,
+            Path::new("/p"),
+            "ls",
+            Path::new("/tmp/cwd"),
+        );
+        let policy = plan.policy.unwrap();
+        assert_eq!(policy.write, vec![PathBuf::from("/tmp/cwd")]);
+        assert!(!policy.network);
+        assert!(policy.read.contains(&PathBuf::from("/p")));
+        assert!(!policy.read.contains(&PathBuf::from("/")));
+        assert!(plan.tmpdir.is_none());
+    }
+
+    #[test]
+    fn approved_calls_write_in_the_project_and_follow_the_network_setting() {
+        let config = SandboxConfig {
+            network: false,
+            writable: vec![PathBuf::from("/cache")],
+            ..SandboxConfig::default()
+        };
+        let plan = config.plan(
+            Confinement::Approved,
+            Path::new("/p"),
+            "make",
+            Path::new("/tmp/cwd"),
+        );
+        let policy = plan.policy.unwrap();
+        assert!(policy.write.contains(&PathBuf::from("/p")));
+        assert!(policy.write.contains(&PathBuf::from("/cache")));
+        assert!(!policy.network);
+        assert_eq!(policy.read, vec![PathBuf::from("/")]);
+    }
+
+    #[test]
+    fn excluded_commands_run_unconfined_only_once_approved() {
+        let config = SandboxConfig {
+            excluded_commands: vec!["docker".into()],
+            ..SandboxConfig::default()
+        };
+        let cwd = Path::new("/tmp/cwd");
+        let root = Path::new("/p");
+        assert!(
+            config
+                .plan(Confinement::Approved, root, "docker ps", cwd)
+                .policy
+                .is_none()
+        );
+        assert!(
+            config
+                .plan(Confinement::ReadOnly, root, "docker ps", cwd)
+                .policy
+                .is_some()
+        );
+        assert!(
+            config
+                .plan(Confinement::Approved, root, "dockerd", cwd)
+                .policy
+                .is_some()
+        );
+        let off = SandboxConfig {
+            enabled: false,
+            ..SandboxConfig::default()
+        };
+        assert!(
+            off.plan(Confinement::ReadOnly, root, "ls", cwd)
+                .policy
+                .is_none()
+        );
+    }
+}

@@ -1,0 +1,275 @@
+//! The OS sandbox under Bash, proved with real processes: whatever the analyser thought, a call
+//! allowed only as read-only cannot write, connect or read outside the project, and an approved
+//! call can write in the project but not elsewhere. Skipped, with a notice, on a kernel without
+//! Landlock.
+
+#![allow(clippy::unwrap_used)] // a failed unwrap in a test is a failed test
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use ouro::permissions::Confinement;
+use ouro::sys::sandbox::Support;
+use ouro::tools::bash::{BashTool, PrivateTmp, SandboxConfig};
+use ouro::tools::{Progress, ToolContext, ToolOutput, erase};
+use serde_json::json;
+
+struct Rig {
+    project: tempfile::TempDir,
+    /// Stands for the user's home: outside the project.
+    outside: tempfile::TempDir,
+}
+
+fn rig() -> Option<Rig> {
+    match Support::detect() {
+        Support::Landlock(_) => {}
+        other => {
+            eprintln!("sandbox tests skipped: {}", other.describe());
+            return None;
+        }
+    }
+    let rig = Rig {
+        project: tempfile::tempdir().unwrap(),
+        outside: tempfile::tempdir().unwrap(),
+    };
+    std::fs::write(rig.root().join("inside.txt"), "inside text\n").unwrap();
+    std::fs::write(rig.outside().join("secret"), "outside secret\n").unwrap();
+    Some(rig)
+}
+
+impl Rig {
+    fn root(&self) -> PathBuf {
+        self.project.path().canonicalize().unwrap()
+    }
+
+    fn outside(&self) -> PathBuf {
+        self.outside.path().canonicalize().unwrap()
+    }
+
+    async fn run(&self, confinement: Confinement, command: &str) -> ToolOutput {
+        let config = SandboxConfig {
+            tmpdir: Some(Arc::new(PrivateTmp::create().unwrap())),
+            ..SandboxConfig::default()
+        };
+        self.run_with(confinement, config, command).await
+    }
+
+    async fn run_with(
+        &self,
+        confinement: Confinement,
+        config: SandboxConfig,
+        command: &str,
+    ) -> ToolOutput {
+        let mut ctx = ToolContext::new(self.root());
+        ctx.confinement = confinement;
+        ctx.sandbox = Arc::new(config);
+        let tool = erase(BashTool);
+        let input = json!({ "command": command });
+        tool.check_schema(&input).unwrap();
+        let call = tool.prepare(&input, &ctx).unwrap();
+        call.run(&ctx, &Progress::none()).await.unwrap()
+    }
+}
+
+fn refused(out: &ToolOutput) -> bool {
+    out.is_error
+        && (out.content.contains("Permission denied")
+            || out.content.contains("Operation not permitted"))
+}
+
+fn quoted(p: &Path) -> String {
+    format!("'{}'", p.display())
+}
+
+#[tokio::test]
+async fn a_read_only_call_cannot_write_anywhere() {
+    let Some(r) = rig() else { return };
+    for target in [r.root().join("new.txt"), r.outside().join("new.txt")] {
+        let out = r
+            .run(
+                Confinement::ReadOnly,
+                &format!("echo payload > {}", quoted(&target)),
+            )
+            .await;
+        assert!(refused(&out), "{target:?}: {out:?}");
+        assert!(!target.exists(), "{target:?} was written");
+    }
+    let out = r
+        .run(Confinement::ReadOnly, "rm inside.txt; mkdir d; touch t")
+        .await;
+    assert!(refused(&out), "{out:?}");
+    assert!(r.root().join("inside.txt").exists());
+    assert!(!r.root().join("d").exists() && !r.root().join("t").exists());
+    let tmp = std::env::temp_dir().join(format!("ouro-sandbox-probe-{}", std::process::id()));
+    let out = r
+        .run(Confinement::ReadOnly, &format!("echo x > {}", quoted(&tmp)))
+        .await;
+    assert!(refused(&out), "{out:?}");
+    assert!(!tmp.exists());
+}
+
+#[tokio::test]
+async fn a_read_only_call_reads_the_project_and_the_system_but_nothing_else() {
+    let Some(r) = rig() else { return };
+    let out = r
+        .run(
+            Confinement::ReadOnly,
+            "cat inside.txt && ls /usr/bin >/dev/null && echo ok",
+        )
+        .await;
+    assert!(!out.is_error, "{out:?}");
+    assert!(out.content.contains("inside text") && out.content.contains("ok"));
+    let out = r
+        .run(
+            Confinement::ReadOnly,
+            &format!("cat {}", quoted(&r.outside().join("secret"))),
+        )
+        .await;
+    assert!(refused(&out), "{out:?}");
+    assert!(!out.content.contains("outside secret"));
+    // Another process's environment.
+    let out = r
+        .run(
+            Confinement::ReadOnly,
+            &format!("cat /proc/{}/environ", std::process::id()),
+        )
+        .await;
+    assert!(refused(&out), "{out:?}");
+}
+
+#[tokio::test]
+async fn a_read_only_call_cannot_connect_or_listen() {
+    let Some(r) = rig() else { return };
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let out = r
+        .run(
+            Confinement::ReadOnly,
+            &format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected"),
+        )
+        .await;
+    assert!(refused(&out), "{out:?}");
+    assert!(!out.content.contains("connected"));
+    let out = r
+        .run(
+            Confinement::ReadOnly,
+            "python3 -c 'import socket; s=socket.socket(); s.bind((\"127.0.0.1\", 0)); s.listen(); print(\"listening\")' || true",
+        )
+        .await;
+    assert!(!out.content.contains("listening"), "{out:?}");
+}
+
+#[tokio::test]
+async fn a_read_only_call_cannot_signal_processes_outside() {
+    let Some(r) = rig() else { return };
+    let Support::Landlock(abi) = Support::detect() else {
+        return;
+    };
+    if abi < 6 {
+        eprintln!("signal scoping needs Landlock ABI 6; this kernel has {abi}");
+        return;
+    }
+    let out = r
+        .run(
+            Confinement::ReadOnly,
+            &format!("kill -0 {}", std::process::id()),
+        )
+        .await;
+    assert!(refused(&out), "{out:?}");
+}
+
+#[tokio::test]
+async fn git_and_shell_basics_work_read_only() {
+    let Some(r) = rig() else { return };
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args(args)
+            .current_dir(r.root())
+            .env("HOME", r.outside())
+            .output()
+            .unwrap()
+    };
+    if git(&["init", "-q"]).status.success() {
+        let out = r.run(Confinement::ReadOnly, "git status --short").await;
+        assert!(!out.is_error, "{out:?}");
+        assert!(out.content.contains("inside.txt"), "{out:?}");
+    }
+    let out = r
+        .run(
+            Confinement::ReadOnly,
+            "cd sub 2>/dev/null; x=$(printf 'a\\nb\\n' | sort | wc -l); echo \"$x\" >/dev/null; echo $x",
+        )
+        .await;
+    assert!(!out.is_error, "{out:?}");
+    assert_eq!(out.content.trim(), "2");
+}
+
+#[tokio::test]
+async fn an_approved_call_writes_in_the_project_and_its_temp_dir_only() {
+    let Some(r) = rig() else { return };
+    let out = r
+        .run(
+            Confinement::Approved,
+            "mkdir -p build && echo built > build/out.txt && echo t > \"$TMPDIR/scratch\" && cat \"$TMPDIR/scratch\"",
+        )
+        .await;
+    assert!(!out.is_error, "{out:?}");
+    assert_eq!(
+        std::fs::read_to_string(r.root().join("build/out.txt")).unwrap(),
+        "built\n"
+    );
+    let target = r.outside().join("planted");
+    let out = r
+        .run(
+            Confinement::Approved,
+            &format!("echo payload > {}", quoted(&target)),
+        )
+        .await;
+    assert!(refused(&out), "{out:?}");
+    assert!(!target.exists());
+    // Reading outside is allowed once approved.
+    let out = r
+        .run(
+            Confinement::Approved,
+            &format!("cat {}", quoted(&r.outside().join("secret"))),
+        )
+        .await;
+    assert!(out.content.contains("outside secret"), "{out:?}");
+}
+
+#[tokio::test]
+async fn settings_widen_or_lift_the_sandbox() {
+    let Some(r) = rig() else { return };
+    let target = r.outside().join("allowed");
+    let config = SandboxConfig {
+        writable: vec![r.outside()],
+        network: false,
+        ..SandboxConfig::default()
+    };
+    let out = r
+        .run_with(
+            Confinement::Approved,
+            config.clone(),
+            &format!("echo ok > {}", quoted(&target)),
+        )
+        .await;
+    assert!(!out.is_error, "{out:?}");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let out = r
+        .run_with(
+            Confinement::Approved,
+            config,
+            &format!("exec 3<>/dev/tcp/127.0.0.1/{port}"),
+        )
+        .await;
+    assert!(refused(&out), "network off for approved calls: {out:?}");
+    let outside = r.outside().join("unconfined");
+    let out = r
+        .run(
+            Confinement::Unconfined,
+            &format!("echo x > {}", quoted(&outside)),
+        )
+        .await;
+    assert!(!out.is_error && outside.exists(), "{out:?}");
+}
