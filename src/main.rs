@@ -8,7 +8,6 @@ use clap::Parser;
 use ouro::cli::args::SandboxAction;
 use ouro::cli::{Args, Command, headless};
 use ouro::permissions::PermissionEngine;
-use ouro::settings::LayeredSettings;
 
 fn main() -> ExitCode {
     // glibc gives every thread that allocates its own malloc arena; with tokio's workers that is
@@ -76,11 +75,21 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
             print!("{}", ouro::brain::catalogue::catalogue());
             return Ok(ExitCode::SUCCESS);
         }
-        Some(Command::Permissions(flags)) => {
-            let cli = flags.cli_permissions().map_err(anyhow::Error::msg)?;
-            let engine =
-                PermissionEngine::from_settings(&cwd, &LayeredSettings::load(&cwd)?, &cli)?;
+        Some(Command::Permissions {
+            flags,
+            trust_project,
+        }) => {
+            let options = ouro::app::Options {
+                permissions: flags.cli_permissions().map_err(anyhow::Error::msg)?,
+                trust_project: *trust_project,
+                ..Default::default()
+            };
+            let (layered, ignored) = ouro::app::load_settings(&options, &cwd)?;
+            let engine = PermissionEngine::from_settings(&cwd, &layered, &options.permissions)?;
             print!("{}", engine.describe());
+            if !ignored.is_empty() {
+                println!("\n{}", ouro::app::untrusted_notice(&ignored));
+            }
             return Ok(ExitCode::SUCCESS);
         }
         None => {}

@@ -111,6 +111,10 @@ pub struct Settings {
     pub auto_compact_threshold: Option<f64>,
     #[serde(default)]
     pub sandbox: SandboxSettings,
+    /// Directories whose own settings and instructions take effect (honoured from the user's
+    /// settings only; the REPL's trust question adds to it).
+    #[serde(default)]
+    pub trusted_directories: Vec<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -139,6 +143,16 @@ pub enum SettingsError {
 #[derive(Debug, Clone, Default)]
 pub struct LayeredSettings {
     pub layers: Vec<(SettingsSource, Settings)>,
+}
+
+/// `~` and `~/x` expanded; other forms left alone.
+pub fn expand_home(text: &str, home: Option<&Path>) -> Option<PathBuf> {
+    let rest = if text == "~" {
+        ""
+    } else {
+        text.strip_prefix("~/")?
+    };
+    home.map(|h| h.join(rest))
 }
 
 pub fn ouro_home() -> Option<PathBuf> {
@@ -170,6 +184,71 @@ impl LayeredSettings {
             }
         }
         Ok(LayeredSettings { layers })
+    }
+
+    /// Whether the user trusts `project_root`: their own settings list it (or a directory
+    /// above it), or it is their home directory (whose `.ouro` is their own).
+    pub fn trusts(&self, project_root: &Path) -> bool {
+        if dirs::home_dir().is_some_and(|h| h == project_root) {
+            return true;
+        }
+        let home = dirs::home_dir();
+        self.layers
+            .iter()
+            .filter(|(source, _)| *source == SettingsSource::User)
+            .flat_map(|(_, s)| &s.trusted_directories)
+            .map(|d| expand_home(d, home.as_deref()).unwrap_or_else(|| PathBuf::from(d)))
+            .any(|d| project_root.starts_with(d))
+    }
+
+    /// Drops from the project's own layers whatever widens what ouro may do (allow rules, a
+    /// permissive mode, added directories, hooks, passed-through secrets, sandbox relaxations),
+    /// keeping what narrows it (deny and ask rules). Says what was dropped, with its file.
+    pub fn drop_untrusted_widenings(&mut self) -> Vec<String> {
+        let mut dropped = Vec::new();
+        for (source, s) in &mut self.layers {
+            if !matches!(source, SettingsSource::Project | SettingsSource::Local) {
+                continue;
+            }
+            let mut what = Vec::new();
+            let p = &mut s.permissions;
+            if !p.allow.is_empty() {
+                what.push("allow rules");
+                p.allow.clear();
+            }
+            if p.default_mode
+                .as_deref()
+                .is_some_and(|m| !matches!(m, "default" | "plan" | "dontAsk"))
+            {
+                what.push("defaultMode");
+                p.default_mode = None;
+            }
+            if !p.additional_directories.is_empty() {
+                what.push("additionalDirectories");
+                p.additional_directories.clear();
+            }
+            if s.hooks != HookSettings::default() {
+                what.push("hooks");
+                s.hooks = HookSettings::default();
+            }
+            if !s.bash_env_passthrough.is_empty() {
+                what.push("bashEnvPassthrough");
+                s.bash_env_passthrough.clear();
+            }
+            let narrowing_sandbox = SandboxSettings {
+                network: s.sandbox.network.filter(|on| !on),
+                ..SandboxSettings::default()
+            };
+            if s.sandbox != narrowing_sandbox {
+                what.push("sandbox relaxations");
+                s.sandbox = narrowing_sandbox;
+            }
+            s.trusted_directories.clear();
+            if !what.is_empty() {
+                dropped.push(format!("{} in {}", what.join(", "), source.label()));
+            }
+        }
+        dropped
     }
 
     /// Scalars from the highest layer that sets them; lists joined from all layers.
@@ -252,6 +331,26 @@ pub fn read_settings(path: &Path) -> Result<Option<Settings>, SettingsError> {
 
 /// Add an allow rule to a settings file, keeping every other key the file has.
 pub fn append_allow_rule(path: &Path, rule: &str) -> Result<(), SettingsError> {
+    append_to_list(path, &["permissions", "allow"], rule)
+}
+
+/// Records in the user's settings that `dir` is trusted.
+pub fn trust_directory(dir: &Path) -> Result<(), SettingsError> {
+    let Some(home) = ouro_home() else {
+        return Err(SettingsError::Write {
+            path: PathBuf::from("~/.ouro/settings.json"),
+            source: std::io::Error::other("there is no home directory"),
+        });
+    };
+    append_to_list(
+        &home.join("settings.json"),
+        &["trustedDirectories"],
+        &dir.to_string_lossy(),
+    )
+}
+
+/// Adds `value` (once) to the list at `keys` in the JSON file at `path`, keeping the rest.
+fn append_to_list(path: &Path, keys: &[&str], value: &str) -> Result<(), SettingsError> {
     let write_err = |source| SettingsError::Write {
         path: path.to_path_buf(),
         source,
@@ -265,24 +364,32 @@ pub fn append_allow_rule(path: &Path, rule: &str) -> Result<(), SettingsError> {
         }
         _ => serde_json::json!({}),
     };
-    let root = doc.as_object_mut().ok_or_else(|| {
-        write_err(std::io::Error::other(
-            "the settings file is not a JSON object",
-        ))
+    let mut node = &mut doc;
+    for (depth, key) in keys.iter().enumerate() {
+        let empty = if depth + 1 == keys.len() {
+            serde_json::json!([])
+        } else {
+            serde_json::json!({})
+        };
+        node = node
+            .as_object_mut()
+            .ok_or_else(|| {
+                write_err(std::io::Error::other(format!(
+                    "\"{}\" is not a JSON object",
+                    keys[..depth].join(".")
+                )))
+            })?
+            .entry(*key)
+            .or_insert(empty);
+    }
+    let list = node.as_array_mut().ok_or_else(|| {
+        write_err(std::io::Error::other(format!(
+            "\"{}\" is not a list",
+            keys.join(".")
+        )))
     })?;
-    let perms = root
-        .entry("permissions")
-        .or_insert_with(|| serde_json::json!({}));
-    let allow = perms
-        .as_object_mut()
-        .ok_or_else(|| write_err(std::io::Error::other("\"permissions\" is not an object")))?
-        .entry("allow")
-        .or_insert_with(|| serde_json::json!([]));
-    let list = allow
-        .as_array_mut()
-        .ok_or_else(|| write_err(std::io::Error::other("\"permissions.allow\" is not a list")))?;
-    if !list.iter().any(|r| r.as_str() == Some(rule)) {
-        list.push(serde_json::Value::String(rule.to_string()));
+    if !list.iter().any(|r| r.as_str() == Some(value)) {
+        list.push(serde_json::Value::String(value.to_string()));
     }
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).map_err(write_err)?;

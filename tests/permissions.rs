@@ -656,3 +656,51 @@ fn suggested_rules_are_narrow_and_work_once_granted() {
     e.grant("Bash(");
     assert!(is_ask(&bash(&e, "cargo publish")));
 }
+
+#[test]
+fn accept_edits_still_asks_for_files_that_decide_what_runs_or_what_the_model_is_told() {
+    let p = project();
+    let script = p.root.join("run.sh");
+    std::fs::write(&script, "#!/bin/sh\n").unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let accept = engine(
+        &p,
+        PermissionMode::AcceptEdits,
+        vec![rule("Edit(**)", RuleKind::Allow)],
+    );
+    for rel in [
+        "OURO.md",
+        "CLAUDE.md",
+        "docs/AGENTS.md",
+        ".envrc",
+        ".gitattributes",
+        ".gitignore",
+        ".github/workflows/ci.yml",
+        ".git/hooks/pre-commit",
+        ".ouro/settings.json",
+        ".claude/settings.json",
+        "sub/.claude/commands/x.md",
+        ".mcp.json",
+        "package.json",
+        "run.sh",
+    ] {
+        for tool in ["Edit", "Write"] {
+            let d = write(&accept, tool, &p.root.join(rel));
+            assert!(is_ask(&d), "{tool} {rel}: {d:?}");
+        }
+    }
+    assert_eq!(
+        write(&accept, "Edit", &p.root.join("src/main.rs")),
+        Decision::Allow
+    );
+    // A rule naming the file itself lets it through.
+    let named = engine(
+        &p,
+        PermissionMode::AcceptEdits,
+        vec![rule("Edit(CLAUDE.md)", RuleKind::Allow)],
+    );
+    assert_eq!(
+        write(&named, "Edit", &p.root.join("CLAUDE.md")),
+        Decision::Allow
+    );
+}

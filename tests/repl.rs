@@ -601,3 +601,32 @@ async fn ctrl_c_at_a_permission_question_interrupts_the_turn() {
     let results = tool_results(&bodies(&mock)[1]);
     assert_eq!(results[0]["content"], CANCELLED);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_untrusted_directory_asks_once_and_remembers_the_answer() {
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "text", "text": "First answer."}], "expect_text": "REPO-NOTE"},
+        {"content": [{"type": "text", "text": "Second answer."}], "expect_text": "REPO-NOTE"}
+    ]}))
+    .await;
+    let sb = Sandbox::new();
+    sb.write("OURO.md", "REPO-NOTE: prefer small commits.");
+    let mut term = Term::start(&sb, &mock.url(), Options::default());
+    term.expect("Do you trust the files in");
+    term.expect("the instructions in OURO.md");
+    term.line("y");
+    term.submit("hello");
+    term.expect("First answer.");
+    term.exit();
+    let user = std::fs::read_to_string(sb.home.path().join("settings.json")).unwrap();
+    assert!(
+        user.contains(&*sb.root().to_string_lossy()),
+        "trust is remembered: {user}"
+    );
+    // Trusted now: no question, the instructions are in.
+    let mut term = Term::start(&sb, &mock.url(), Options::default());
+    term.submit("again");
+    term.expect("Second answer.");
+    assert!(!term.text().contains("Do you trust"), "{}", term.text());
+    term.exit();
+}

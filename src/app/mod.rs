@@ -8,7 +8,7 @@ use std::sync::Arc;
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 
 use crate::api::client::{ApiError, Client, DEFAULT_BASE_URL};
-use crate::engine::prompt::ProjectContext;
+use crate::engine::prompt::{INSTRUCTION_FILES, ProjectContext};
 use crate::engine::{Conversation, DEFAULT_MODEL, Engine, EngineConfig};
 use crate::event::Event;
 use crate::exec::hooks::Hooks;
@@ -39,6 +39,45 @@ pub struct Options {
     pub continue_last: bool,
     /// Write the conversation to a transcript (off for the demo and the benchmark).
     pub persist: bool,
+    /// Trust the directory's own settings and instructions for this run (`--trust-project`).
+    pub trust_project: bool,
+}
+
+/// The settings in force: every layer, less what an untrusted directory's own files would widen.
+/// Also says what was left out (and the instruction files an untrusted directory has), empty
+/// when the directory is trusted.
+pub fn load_settings(
+    options: &Options,
+    cwd: &Path,
+) -> Result<(LayeredSettings, Vec<String>), AppError> {
+    let mut layered = LayeredSettings::load(cwd)?;
+    let ignored = untrusted(options, cwd, &mut layered);
+    Ok((layered, ignored))
+}
+
+/// Drops what an untrusted directory brings from `layered`; says what that was.
+fn untrusted(options: &Options, cwd: &Path, layered: &mut LayeredSettings) -> Vec<String> {
+    if options.trust_project || layered.trusts(cwd) {
+        return Vec::new();
+    }
+    let mut ignored = layered.drop_untrusted_widenings();
+    for name in INSTRUCTION_FILES {
+        if cwd.join(name).is_file() {
+            ignored.push(format!("the instructions in {name}"));
+        }
+    }
+    ignored
+}
+
+/// One line for stderr naming what an untrusted directory's files would have done.
+pub fn untrusted_notice(ignored: &[String]) -> String {
+    format!(
+        "ouro: this directory is not trusted, so {} {} ignored. Trust it by answering the \
+         question `ouro` asks here, by passing --trust-project, or by listing it in \
+         trustedDirectories in ~/.ouro/settings.json.",
+        ignored.join("; "),
+        if ignored.len() == 1 { "is" } else { "are" }
+    )
 }
 
 /// Where requests go and with which key.
@@ -90,6 +129,8 @@ pub enum AppError {
 
 /// A session ready to run.
 pub struct App {
+    /// What this untrusted directory's files would have done; empty when trusted.
+    pub ignored: Vec<String>,
     pub engine: Engine,
     pub events: UnboundedReceiver<Event>,
     /// Set when an earlier conversation was loaded (`--resume`, `--continue`).
@@ -108,9 +149,10 @@ pub fn build(
     // The slow, independent parts of start-up, loading the system's CA certificates and running
     // git for the prompt's environment facts, run on their own threads meanwhile.
     let client_job = std::thread::spawn(move || Client::new(endpoint.base_url, endpoint.api_key));
+    let (layered, ignored) = load_settings(options, cwd)?;
+    let trusted = options.trust_project || layered.trusts(cwd);
     let context_dir = cwd.to_path_buf();
-    let context_job = std::thread::spawn(move || ProjectContext::gather(&context_dir));
-    let layered = LayeredSettings::load(cwd)?;
+    let context_job = std::thread::spawn(move || ProjectContext::gather(&context_dir, trusted));
     let settings = layered.merged();
     let permissions = Arc::new(PermissionEngine::from_settings(
         cwd,
@@ -187,6 +229,7 @@ pub fn build(
     };
     let engine = Engine::new(client, executor, config, context, conversation, tx);
     Ok(App {
+        ignored,
         engine,
         events: rx,
         resumed,

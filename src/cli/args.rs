@@ -67,6 +67,11 @@ pub struct Args {
     #[command(flatten)]
     pub permissions: PermissionFlags,
 
+    /// Trust this directory's own settings (allow rules, hooks, added directories) and
+    /// instruction files for this run, without being asked.
+    #[arg(long)]
+    pub trust_project: bool,
+
     /// Only offer these tools to the model (comma or space separated).
     #[arg(long, value_name = "NAMES")]
     pub tools: Vec<String>,
@@ -90,7 +95,13 @@ pub enum Command {
         port: u16,
     },
     /// List the effective permission rules and where each came from.
-    Permissions(PermissionFlags),
+    Permissions {
+        #[command(flatten)]
+        flags: PermissionFlags,
+        /// Count this directory's own settings as trusted.
+        #[arg(long)]
+        trust_project: bool,
+    },
     /// Measure tool throughput end to end against the built-in mock API.
     #[cfg(feature = "mock")]
     Bench(crate::bench::BenchArgs),
@@ -163,6 +174,7 @@ impl Args {
             resume: self.resume.clone(),
             continue_last: self.continue_last,
             persist: true,
+            trust_project: self.trust_project,
         })
     }
 

@@ -32,6 +32,9 @@ pub async fn run(args: &Args, cwd: &Path) -> anyhow::Result<bool> {
         Endpoint::from_env()?,
         Arc::new(NeverAsk),
     )?;
+    if !session.ignored.is_empty() {
+        eprintln!("{}", app::untrusted_notice(&session.ignored));
+    }
     let mut engine = session.engine;
     let renderer = tokio::spawn(print::render(
         session.events,

@@ -74,14 +74,14 @@ pub(crate) fn decide(
         ));
     }
     if inside {
-        let protected = is_protected(scope, &lexical) || is_protected(scope, &resolved);
+        let protected = protection(&lexical).or_else(|| protection(&resolved));
         if is_hard_linked(&resolved) {
             return Decision::Ask(format!(
                 "`{tool}` would change {target}, a file with other hard links that may be \
                  outside the project; it needs approval"
             ));
         }
-        if protected {
+        if let Some(why) = protected {
             // Only a rule naming the file itself lets it through, not `Edit(src/**)`.
             if applicable
                 .of(RuleKind::Allow)
@@ -90,8 +90,7 @@ pub(crate) fn decide(
                 return Decision::Allow;
             }
             return Decision::Ask(format!(
-                "`{tool}` would change {target}: git runs programs named in repository config \
-                 and hooks, and ouro settings grant permissions, so this always needs approval"
+                "`{tool}` would change {target}: {why}, so this always needs approval"
             ));
         }
         if scope.mode == PermissionMode::AcceptEdits || allowing.next().is_some() {
@@ -108,17 +107,46 @@ pub(crate) fn decide(
     ))
 }
 
-/// Files that decide what runs without asking: a `.git` directory's config and hooks (the
-/// auto-allowed `git status` runs `core.fsmonitor`), the project's ouro settings, and the
-/// `HEAD` and `config` that make any directory a repository git discovers (`git -C dir
-/// status` runs the fsmonitor of a `dir/config` next to `dir/HEAD`).
-fn is_protected(scope: &Scope, path: &Path) -> bool {
-    let name = path.file_name().and_then(|n| n.to_str());
-    let beside_head = || path.with_file_name("HEAD").exists();
-    path.components().any(|c| c.as_os_str() == ".git")
-        || path.starts_with(scope.root.join(".ouro"))
-        || name == Some("HEAD")
-        || (name == Some("config") && beside_head())
+/// Instruction files: what the model is told at the start of every session.
+const INSTRUCTION_FILES: &[&str] = &["OURO.md", "CLAUDE.md", "CLAUDE.local.md", "AGENTS.md"];
+
+/// Why writing `path` needs approval even where edits are allowed, if it does: the file decides
+/// what runs later or what the model is told.
+fn protection(path: &Path) -> Option<&'static str> {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let component = |pred: fn(&str) -> bool| {
+        path.components()
+            .any(|c| c.as_os_str().to_str().is_some_and(pred))
+    };
+    if component(|c| c.starts_with(".git")) {
+        // `.git/config` and hooks run programs (the auto-allowed `git status` runs
+        // `core.fsmonitor`); .gitattributes names filter and diff drivers; .github holds CI.
+        return Some("git and CI run programs that files under `.git*` name");
+    }
+    if name == "HEAD" || (name == "config" && path.with_file_name("HEAD").exists()) {
+        // `HEAD` beside `config` makes any directory a repository git discovers.
+        return Some(
+            "a HEAD and config make a directory a git repository whose config runs programs",
+        );
+    }
+    if component(|c| c == ".ouro" || c == ".claude") || name == ".mcp.json" {
+        return Some("agent settings grant permissions, hooks and servers");
+    }
+    if INSTRUCTION_FILES.contains(&name) {
+        return Some("instruction files tell the model what to do in every later session");
+    }
+    if name == ".envrc" || name == "package.json" {
+        return Some("its commands run when the directory is entered or a script is run");
+    }
+    if is_executable(path) {
+        return Some("it is an executable that may run later");
+    }
+    None
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 /// A regular file with more than one name: writing it changes every other name too.

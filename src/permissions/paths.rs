@@ -1,6 +1,7 @@
 //! Path handling for permission checks: canonicalisation that also works for files not yet
 //! created, and the paths ouro refuses outright (devices, network shares).
 
+pub use crate::settings::expand_home;
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Component, Path, PathBuf};
 
@@ -106,16 +107,6 @@ pub fn is_device(lexical: &Path, resolved: &Path) -> bool {
                 t.is_block_device() || t.is_char_device()
             })
             .unwrap_or(false)
-}
-
-/// `~` and `~/x` expanded; other forms left alone.
-pub fn expand_home(text: &str, home: Option<&Path>) -> Option<PathBuf> {
-    let rest = if text == "~" {
-        ""
-    } else {
-        text.strip_prefix("~/")?
-    };
-    home.map(|h| h.join(rest))
 }
 
 #[cfg(test)]

@@ -44,12 +44,17 @@ const TICK: Duration = Duration::from_millis(100);
 /// `options.continue_last` open the earlier session and show its last exchange. `brain` is the
 /// slug the session was started with, if any.
 pub async fn run(
-    options: Options,
+    mut options: Options,
     brain: Option<String>,
     first_prompt: Option<String>,
     cwd: &Path,
 ) -> anyhow::Result<()> {
     let endpoint = Endpoint::from_env()?;
+    let (_, ignored) = app::load_settings(&options, cwd)?;
+    if !ignored.is_empty() && ask_trust(cwd, &ignored)? {
+        crate::settings::trust_directory(cwd)?;
+        options.trust_project = true;
+    }
     let (asker, questions) = ask::channel();
     let session = app::build(&options, cwd, endpoint.clone(), asker.clone())?;
     // Registered before the first read: rustyline puts back the SIGINT handler it found, so
@@ -84,6 +89,36 @@ pub async fn run(
         repl.prompt(&prompt).await;
     }
     repl.main_loop().await
+}
+
+/// Asks once, before the session starts, whether the directory's own files may take effect.
+fn ask_trust(cwd: &Path, ignored: &[String]) -> anyhow::Result<bool> {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "Do you trust the files in {}?\nTrusted, its {} take effect: they can allow commands, \
+         run hooks and steer the model. Only trust a project whose files you know.",
+        cwd.display(),
+        ignored.join("; ")
+    )?;
+    write!(
+        out,
+        "Trust this directory (remembered in ~/.ouro/settings.json)? [y/N] "
+    )?;
+    out.flush()?;
+    let mut answer = String::new();
+    std::io::stdin()
+        .read_line(&mut answer)
+        .context("could not read the answer")?;
+    let yes = matches!(answer.trim().to_lowercase().as_str(), "y" | "yes");
+    if !yes {
+        writeln!(
+            out,
+            "Not trusted: this session ignores them. (--trust-project trusts for one run.)"
+        )?;
+    }
+    Ok(yes)
 }
 
 struct Repl {
