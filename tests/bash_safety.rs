@@ -86,7 +86,9 @@ const TABLE: &[(&str, &str)] = &[
     ("sed 's/a/b/' src/main.rs", "AAAAAAA"),
     ("sort src/main.rs | uniq -c", "AAAAAAA"),
     ("git branch -a", "AAAAAAA"),
-    ("git config --get user.name", "AAAAAAA"),
+    ("git config --local --get user.name", "AAAAAAA"),
+    // Without --local, git reads ~/.gitconfig and /etc/gitconfig too.
+    ("git config --get user.name", "QQQDAQA"),
     ("jq . package.json", "AAAAAAA"),
     ("cargo --version", "AAAAAAA"),
     ("printenv", "AAAAAAA"),

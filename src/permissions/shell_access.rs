@@ -56,6 +56,11 @@ pub(crate) fn decide(
     if let Some(reason) = hides_denied(applicable, &analysis) {
         return Decision::Ask(reason);
     }
+    // A rule names a command, not the code an expansion or substitution hidden in its
+    // arguments would run: those ask whatever the rules say.
+    if let Some(finding) = analysis.findings.iter().find(|f| f.kind.hides_code()) {
+        return Decision::Ask(finding.reason());
+    }
     if applicable
         .of(RuleKind::Allow)
         .any(|r| r.matches_command_line(command))

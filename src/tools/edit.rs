@@ -58,6 +58,10 @@ impl Tool for EditTool {
     }
 
     fn validate(&self, input: &EditInput, ctx: &ToolContext) -> Result<(), String> {
+        let path = paths::absolute(&input.file_path, ctx)?;
+        if !paths::may_inspect(&path, ctx) {
+            return Ok(());
+        }
         plan(input, ctx).map(|_| ()).map_err(|e| e.to_string())
     }
 

@@ -50,15 +50,10 @@ impl Tool for GlobTool {
 
     fn validate(&self, input: &GlobInput, ctx: &ToolContext) -> Result<(), String> {
         let search = planned(input, ctx)?;
-        let meta = paths::require_existing(&search.root)?;
-        if meta.is_dir() {
-            Ok(())
-        } else {
-            Err(format!(
-                "{} is not a directory; Glob searches directories. Use Read to open a file.",
-                search.root.display()
-            ))
+        if !paths::may_inspect(&search.root, ctx) {
+            return Ok(());
         }
+        check_root(&search.root)
     }
 
     fn access(&self, input: &GlobInput, ctx: &ToolContext) -> Access {
@@ -91,8 +86,20 @@ impl Tool for GlobTool {
         _progress: &Progress,
     ) -> Result<ToolOutput, ToolError> {
         let search = planned(&input, ctx).map_err(ToolError::Invalid)?;
+        check_root(&search.root).map_err(ToolError::Invalid)?;
         let ctx = ctx.clone();
         paths::blocking(move || run(&search, &ctx)).await
+    }
+}
+
+fn check_root(root: &Path) -> Result<(), String> {
+    if paths::require_existing(root)?.is_dir() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} is not a directory; Glob searches directories. Use Read to open a file.",
+            root.display()
+        ))
     }
 }
 

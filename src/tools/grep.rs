@@ -124,6 +124,10 @@ impl Tool for GrepTool {
     }
 
     fn validate(&self, input: &GrepInput, ctx: &ToolContext) -> Result<(), String> {
+        let root = paths::search_root(input.path.as_deref(), ctx);
+        if !paths::may_inspect(&root, ctx) {
+            return Ok(());
+        }
         compiled(input, ctx).map(|_| ())
     }
 

@@ -38,6 +38,44 @@ pub fn search_root(raw: Option<&str>, ctx: &ToolContext) -> PathBuf {
     }
 }
 
+/// Whether validation (phase 2, before the permission check) may look at `path` on disk: only
+/// where it really leads inside the project or an added directory. Elsewhere the checks wait
+/// for phase 5, so a call that is then refused learns nothing about files outside (not even
+/// whether they exist, or their neighbours' names).
+pub fn may_inspect(path: &Path, ctx: &ToolContext) -> bool {
+    let Ok(resolved) = resolve_symlinks(path) else {
+        return false;
+    };
+    // The deepest existing ancestor, with every symlinked directory resolved.
+    let mut existing = resolved.as_path();
+    let mut rest = Vec::new();
+    let real = loop {
+        if let Ok(real) = fs::canonicalize(existing) {
+            break real;
+        }
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_owned());
+                existing = parent;
+            }
+            _ => return false,
+        }
+    };
+    let full = rest.iter().rev().fold(real, |p, name| p.join(name));
+    if full
+        .components()
+        .any(|c| c == std::path::Component::ParentDir)
+    {
+        return false;
+    }
+    full.starts_with(&ctx.project_root)
+        || ctx
+            .sandbox
+            .additional_dirs
+            .iter()
+            .any(|d| full.starts_with(d))
+}
+
 /// Check that a search root exists; the `Err` is a sentence for the model.
 pub fn require_existing(root: &Path) -> Result<Metadata, String> {
     fs::metadata(root).map_err(|e| match e.kind() {

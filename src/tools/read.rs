@@ -85,6 +85,9 @@ impl Tool for ReadTool {
         if input.limit == Some(0) {
             return Err("limit must be at least 1; omit it to read up to 2000 lines.".into());
         }
+        if !paths::may_inspect(&path, ctx) {
+            return Ok(());
+        }
         inspect(&path).map(|_| ()).map_err(|e| e.to_string())
     }
 

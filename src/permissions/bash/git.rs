@@ -62,16 +62,16 @@ const BRANCH_LISTING_WITH_VALUE: &[&str] = &[
 ];
 
 const CONFIG_READ: &[&str] = &["--get", "--get-all", "--get-regexp", "--list", "-l"];
+/// Options that do not change what a `--local` read reads. `--global`, `--system` and
+/// `--includes` are absent: they read files outside the project.
 const CONFIG_NEUTRAL: &[&str] = &[
-    "--global",
     "--local",
-    "--system",
+    "--worktree",
     "--show-origin",
     "--show-scope",
     "--null",
     "-z",
     "--name-only",
-    "--includes",
     "--no-includes",
 ];
 
@@ -130,7 +130,10 @@ pub(super) fn classify(args: &[Word]) -> Effect {
             texts(rest).as_slice(),
             [] | ["-v"] | ["--verbose"] | ["get-url", _]
         ),
-        "config" => config_reads(rest),
+        "config" => {
+            paths.extend(config_scope_paths(rest));
+            config_reads(rest)
+        }
         // These take `git log` and `git diff` options, `--output` included.
         "stash" | "reflog" | "worktree" => {
             let listing = match sub.text.as_str() {
@@ -169,12 +172,15 @@ fn writing_flag(args: &[Word]) -> Option<&Word> {
 }
 
 /// `--output` matches `--output=x` and abbreviations like `--outp` (git accepts unique
-/// prefixes); `-O` matches `-Ovim` too.
+/// prefixes); `-O` matches `-Ovim` and any cluster holding the letter (`-iOvim`).
 fn flag_is(text: &str, flag: &str) -> bool {
     if flag.starts_with("--") {
         return long_flag_is(text, flag);
     }
-    text.starts_with(flag)
+    match (text.strip_prefix('-'), flag.strip_prefix('-')) {
+        (Some(cluster), Some(letter)) if !cluster.starts_with('-') => cluster.contains(letter),
+        _ => false,
+    }
 }
 
 fn branch_lists(args: &[Word]) -> bool {
@@ -199,6 +205,26 @@ fn branch_lists(args: &[Word]) -> bool {
         }
     }
     true
+}
+
+/// Without `--local` (or `--worktree`) a config read reads the user's and the system's
+/// files too: they are named as paths it reads, so the call asks like any read outside.
+fn config_scope_paths(args: &[Word]) -> Vec<Word> {
+    let scoped = args
+        .iter()
+        .any(|w| w.literal && matches!(w.text.as_str(), "--local" | "--worktree"));
+    if scoped {
+        return Vec::new();
+    }
+    ["~/.gitconfig", "/etc/gitconfig"]
+        .into_iter()
+        .map(|p| Word {
+            text: p.to_string(),
+            literal: true,
+            glob: false,
+            bare: true,
+        })
+        .collect()
 }
 
 fn config_reads(args: &[Word]) -> bool {

@@ -7,6 +7,7 @@
 mod analyse;
 mod args;
 mod git;
+mod grammar;
 mod parse;
 mod readonly;
 mod sed;
@@ -192,6 +193,10 @@ pub enum FindingKind {
     ParseError,
     TooLong(usize),
     TooDeep,
+    /// Characters bash and the parser read differently (`\r`, `\v`, `\f`, ...).
+    Lexing,
+    /// `>` or `<` inside `[ ... ]`: bash redirects there, the parser sees a comparison.
+    RedirectInTest,
 }
 
 impl FindingKind {
@@ -199,7 +204,24 @@ impl FindingKind {
     pub fn is_incomplete(&self) -> bool {
         matches!(
             self,
-            FindingKind::ParseError | FindingKind::TooLong(_) | FindingKind::TooDeep
+            FindingKind::ParseError
+                | FindingKind::TooLong(_)
+                | FindingKind::TooDeep
+                | FindingKind::Lexing
+        )
+    }
+
+    /// Code runs that the command's words do not show: a rule for the command cannot have
+    /// meant it.
+    pub fn hides_code(&self) -> bool {
+        matches!(
+            self,
+            FindingKind::CommandSubstitution
+                | FindingKind::ProcessSubstitution
+                | FindingKind::Arithmetic
+                | FindingKind::Lexing
+                | FindingKind::RedirectInTest
+                | FindingKind::Unsupported(_)
         )
     }
 
@@ -238,6 +260,14 @@ impl FindingKind {
                 );
             }
             FindingKind::TooDeep => "is nested too deeply to analyse",
+            FindingKind::Lexing => {
+                "contains control characters (carriage return, vertical tab, form feed, or a \
+                 backslash before a tab) that bash reads differently from the analyser"
+            }
+            FindingKind::RedirectInTest => {
+                "has `>` or `<` inside `[ ]`, which bash treats as a redirection that writes or \
+                 reads a file"
+            }
         };
         text.to_string()
     }

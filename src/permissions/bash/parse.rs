@@ -37,6 +37,10 @@ pub(super) fn parse(command: &str) -> Parsed {
             .push(Finding::new(FindingKind::TooLong(command.len()), command));
         return out;
     }
+    if misread_characters(command) {
+        out.findings
+            .push(Finding::new(FindingKind::Lexing, command));
+    }
     let mut parser = Parser::new();
     let tree = match parser.set_language(&tree_sitter_bash::LANGUAGE.into()) {
         Ok(()) => parser.parse(ascii_stand_in(command), None),
@@ -60,6 +64,16 @@ pub(super) fn parse(command: &str) -> Parsed {
     };
     walker.statement(root, 0);
     walker.out
+}
+
+/// Control characters other than newline and tab, or a backslash before a tab: bash and
+/// tree-sitter-bash split words differently around them (`echo hi<VT># ; touch x` is one
+/// comment to the parser and two commands to bash), so the whole command is not analysed.
+fn misread_characters(command: &str) -> bool {
+    command
+        .bytes()
+        .any(|b| (b.is_ascii_control() && b != b'\n' && b != b'\t') || b == 0x7f)
+        || command.contains("\\\t")
 }
 
 /// The bytes the parser sees: every non-ASCII byte becomes `x`. tree-sitter-bash's scanner
@@ -410,6 +424,9 @@ impl<'s> Walker<'s> {
         });
         let findings_before = self.out.findings.len();
         let dynamic_before = self.dynamic_test_words;
+        if bracket == "[" && has_token(node, &["<", ">", ">>", "<<", "&>", ">&", "<&", ">|"]) {
+            self.find(FindingKind::RedirectInTest, node);
+        }
         for child in named_children(node) {
             self.test_expression(child, depth + 1);
         }
@@ -576,6 +593,7 @@ impl<'s> Walker<'s> {
         if self.text(node).contains('`') || self.text(node).contains("$(") {
             self.find(FindingKind::CommandSubstitution, node);
         }
+        let mut parameter_seen = false;
         for (field, child) in fields(node) {
             if field == Some("operator") {
                 match self.text(child) {
@@ -589,9 +607,16 @@ impl<'s> Walker<'s> {
                 continue;
             }
             match child.kind() {
-                "variable_name" | "special_variable_name" => {}
+                "variable_name" | "special_variable_name" if !parameter_seen => {
+                    parameter_seen = true;
+                }
+                // A name after the parameter is an operand evaluated as arithmetic
+                // (`${PWD:_}`), where an array subscript in its value runs commands.
+                "variable_name" | "special_variable_name" => {
+                    self.find(FindingKind::Arithmetic, child);
+                }
                 // `${x#$(cmd)}`: the pattern is expanded, and the parser keeps it as text.
-                "regex" if self.text(child).contains(['$', '`']) => self.find(
+                "regex" if !is_plain_pattern(self.text(child)) => self.find(
                     FindingKind::Unsupported("a substitution inside a `${...}` pattern".into()),
                     child,
                 ),
@@ -600,10 +625,49 @@ impl<'s> Walker<'s> {
                 _ if !child.is_named() => {}
                 _ => {
                     self.word(child, depth + 1);
+                    // The parser keeps `$[..]`, `<(..)` and line continuations in operands
+                    // as plain words; bash expands them.
+                    if !is_plain_operand(self.text(child)) {
+                        self.find(
+                            FindingKind::Unsupported(
+                                "a `${...}` operand that is not plain text".into(),
+                            ),
+                            child,
+                        );
+                    }
                 }
             }
         }
     }
+}
+
+/// Text with nothing bash would expand, substitute or continue.
+fn is_plain_operand(text: &str) -> bool {
+    !text.contains([
+        '$', '`', '<', '>', '(', ')', '\\', '{', '}', '\n', '"', '\'',
+    ])
+}
+
+/// A `${x#pattern}` pattern with nothing bash would expand or substitute in it (globs are
+/// fine: they only match).
+fn is_plain_pattern(text: &str) -> bool {
+    !(text.contains(['$', '`'])
+        || text.contains("<(")
+        || text.contains(">(")
+        || text.contains("\\\n"))
+}
+
+/// Whether an anonymous token of one of `kinds` appears anywhere below `node`.
+fn has_token(node: Node<'_>, kinds: &[&str]) -> bool {
+    let mut cursor = node.walk();
+    let mut stack = vec![node];
+    while let Some(n) = stack.pop() {
+        if !n.is_named() && kinds.contains(&n.kind()) {
+            return true;
+        }
+        stack.extend(n.children(&mut cursor));
+    }
+    false
 }
 
 fn is_integer(text: &str) -> bool {

@@ -2,7 +2,7 @@
 //! wrapper commands (`timeout`, `nice`, `nohup`, `time`, `env`) just run another command.
 
 use super::args::{is_flag, long_flag_is, path_arguments};
-use super::{Effect, Word, git, sed};
+use super::{Effect, Word, git, grammar, sed};
 
 /// The program a word names, if it is one ouro may know: a bare word, or a bare absolute path
 /// in /bin or /usr/bin. `./cat`, `/tmp/cat`, `\cat` and `"$X"` name unknown programs.
@@ -226,21 +226,96 @@ pub(super) fn classify(words: &[Word]) -> Effect {
             Effect::ReadOnly { paths: Vec::new() }
         }
         "tee" => tee(args),
+        "jq" => jq(args),
         p if PURE.contains(&p) => pure(p, args),
         // Following symlinks while recursing may lead anywhere; the paths checked are only
         // where the walk starts.
         p if FILE_READERS.contains(&p) && follows_symlinks(p, args) => Effect::Unknown,
-        p if FILE_READERS.contains(&p) => match writing_flag(p, args) {
-            Some(what) => Effect::Mutates(what.to_string()),
-            None => Effect::ReadOnly {
-                paths: path_arguments(args, PATTERN_FIRST.contains(&p)),
-            },
-        },
+        p if FILE_READERS.contains(&p) => file_reader(p, args),
         _ => Effect::Unknown,
     }
 }
 
+/// A reader is read-only with the options its grammar knows, and reads its operands.
+fn file_reader(program: &str, args: &[Word]) -> Effect {
+    if let Some(what) = writing_flag(program, args) {
+        return Effect::Mutates(what.to_string());
+    }
+    if let Some(odd) = unknown_option(program, args) {
+        return odd;
+    }
+    Effect::ReadOnly {
+        paths: path_arguments(args, PATTERN_FIRST.contains(&program)),
+    }
+}
+
+/// `Some` when a literal argument is not one of the program's known options. Words that
+/// bash expands are left to the path checks, which never let them through unasked.
+fn unknown_option(program: &str, args: &[Word]) -> Option<Effect> {
+    let literal: Vec<Word> = args.iter().filter(|w| w.literal).cloned().collect();
+    let checked = match program {
+        "find" => grammar::check_find(&literal),
+        _ => grammar::check(grammar::grammar(program)?, &literal),
+    };
+    checked.err().map(|word| {
+        Effect::Mutates(format!(
+            "uses `{}`, which is not an option ouro knows to be read-only for `{program}`",
+            word.text
+        ))
+    })
+}
+
+/// Filters that reach outside the input: modules from disk, the environment.
+const JQ_UNSAFE: &[&str] = &[
+    "import",
+    "include",
+    "$ENV",
+    "env",
+    "input_filename",
+    "$__loc__",
+];
+
+/// `jq`: its filter must not load modules or read the environment; `--arg(json) NAME VALUE`
+/// takes two words.
+fn jq(args: &[Word]) -> Effect {
+    let mut rest = Vec::with_capacity(args.len());
+    let mut i = 0;
+    while let Some(word) = args.get(i) {
+        if word.literal && matches!(word.text.as_str(), "--arg" | "--argjson") {
+            i += 3;
+            continue;
+        }
+        rest.push(word.clone());
+        i += 1;
+    }
+    if let Some(filter) = rest
+        .iter()
+        .find(|w| !(w.literal && w.text.starts_with('-')))
+        && JQ_UNSAFE.iter().any(|bad| filter.text.contains(bad))
+    {
+        return Effect::Mutates(
+            "has a filter that loads modules or reads the environment".to_string(),
+        );
+    }
+    file_reader("jq", &rest)
+}
+
 fn pure(program: &str, args: &[Word]) -> Effect {
+    // `echo $x` prints what a variable holds (a secret, or an arithmetic payload's result)
+    // and `pwd $x` can be any option: such words ask, like paths that depend on variables.
+    let expanded: Vec<Word> = args
+        .iter()
+        .filter(|w| !w.literal && w.text.contains(['$', '`']))
+        .cloned()
+        .collect();
+    if !expanded.is_empty() {
+        return Effect::ReadOnly { paths: expanded };
+    }
+    if !matches!(program, "test" | "[" | "[[")
+        && let Some(odd) = unknown_option(program, args)
+    {
+        return odd;
+    }
     // `test -v 'a[$(cmd)]'` evaluates the subscript.
     // An expanded word can be that operator too (`test "$_" ...` after `echo -v`).
     let evaluates = matches!(program, "test" | "[" | "[[")
@@ -325,12 +400,19 @@ fn writing_flag(program: &str, args: &[Word]) -> Option<&'static str> {
         "rg" if long_has("--pre") || long_has("--hostname-bin") => {
             Some("runs other programs on the files it searches")
         }
-        "uniq" if args.iter().filter(|w| !is_flag(w)).count() > 1 => {
-            Some("writes its output to a file")
-        }
+        "uniq" if operands(args) > 1 => Some("writes its output to a file"),
         "find" => find_action(args),
         _ => None,
     }
+}
+
+/// How many operands a command has: words that are not options, and every word after `--`.
+fn operands(args: &[Word]) -> usize {
+    let end = args
+        .iter()
+        .position(|w| w.literal && w.text == "--")
+        .unwrap_or(args.len());
+    args[..end].iter().filter(|w| !is_flag(w)).count() + args.len().saturating_sub(end + 1)
 }
 
 fn follows_symlinks(program: &str, args: &[Word]) -> bool {

@@ -1,0 +1,343 @@
+//! An adversarial corpus of the analyser's bypass classes (default mode, no allow rules): each
+//! input once ran without approval because bash and the analyser read it differently or a
+//! "read-only" program was not. Every input must need approval now; a handful of look-alikes
+//! that really are harmless must still run on their own, so the fixes stay narrow.
+
+#![allow(clippy::unwrap_used)] // a failed unwrap in a test is a failed test
+
+use std::path::Path;
+
+use ouro::permissions::{
+    Access, Decision, PermissionEngine, PermissionMode, PermissionPolicy, PermissionRequest,
+    RuleKind, SourcedRule,
+};
+use ouro::settings::SettingsSource;
+
+fn project() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("src")).unwrap();
+    std::fs::write(dir.path().join("src/main.rs"), "fn main() {}\n").unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "a\nb\n").unwrap();
+    dir
+}
+
+/// Prefix rules a user might well have: they allow the command, not code hidden inside it.
+const BLANKET_RULES: &[&str] = &[
+    "Bash(echo:*)",
+    "Bash(cat:*)",
+    "Bash(ls:*)",
+    "Bash(wc:*)",
+    "Bash(grep:*)",
+    "Bash(git status:*)",
+    "Bash(test:*)",
+];
+
+fn decide(root: &Path, command: &str) -> Decision {
+    decide_with(root, &[], command)
+}
+
+fn decide_with(root: &Path, allow: &[&str], command: &str) -> Decision {
+    let rules = allow
+        .iter()
+        .map(|r| SourcedRule::new(*r, RuleKind::Allow, SettingsSource::Project))
+        .collect();
+    let engine = PermissionEngine::new(
+        root.to_path_buf(),
+        PermissionMode::Default,
+        rules,
+        Vec::new(),
+    )
+    .unwrap();
+    engine.decide(&PermissionRequest {
+        tool: "Bash",
+        access: &Access::Execute(command.to_string()),
+        read_only: false,
+        cwd: None,
+    })
+}
+
+/// Characters bash splits or treats differently from tree-sitter-bash.
+fn lexing_corpus() -> Vec<String> {
+    let odd = [
+        "\r", "\x0b", "\x0c", "\x01", "\x1b", "\x7f", "\\\t", "\\\x0b", "\\\x0c", "\x00",
+    ];
+    let shapes = [
+        "echo hi{c}# ; touch x",
+        "ls{c}; rm -rf build",
+        "cat notes.txt{c}&& curl evil.example",
+        "echo ok{c}| sh",
+        "git status{c}$(id)",
+        "wc -l notes.txt {c}> notes.txt",
+        "grep a notes.txt{c}`id`",
+        "echo '{c}'; touch y",
+        "ls {c}",
+        "{c}ls",
+    ];
+    let mut out = Vec::new();
+    for c in odd {
+        for shape in shapes {
+            out.push(shape.replace("{c}", c));
+        }
+    }
+    out
+}
+
+/// Expansions whose operands bash expands, substitutes or evaluates as arithmetic.
+fn expansion_corpus() -> Vec<String> {
+    let payloads = [
+        "$[_]",
+        "<(id)",
+        ">(sh)",
+        "$(id)",
+        "`id`",
+        "a\\\nb",
+        "$[a[$(id)]]",
+        "${y}",
+        "$HOME",
+        "\"$(id)\"",
+    ];
+    let operators = [
+        ":-", "-", ":+", "+", ":=", "=", ":?", "#", "##", "%", "%%", "/a/", "//a/",
+    ];
+    let mut out = Vec::new();
+    for payload in payloads {
+        for op in operators {
+            out.push(format!("echo ${{x{op}{payload}}}"));
+        }
+    }
+    // Offsets and lengths are arithmetic: a name there is evaluated, subscript and all.
+    for operand in ["_", "x", "PWD", "a[0]", "_:_", "1:_", "$i", "i+1"] {
+        out.push(format!("echo ${{PWD:{operand}}}"));
+        out.push(format!("cat src/${{f:{operand}}}"));
+    }
+    out
+}
+
+/// `>` and `<` inside `[ ]` are redirections to bash.
+fn test_redirect_corpus() -> Vec<String> {
+    let mut out = Vec::new();
+    for target in ["~/.bashrc", "notes.txt", "/etc/x", "src/main.rs", "x"] {
+        for shape in [
+            "[ a > {t} ]",
+            "[ a < {t} ]",
+            "[ -n a > {t} ]",
+            "[ a >> {t} ]",
+            "test -z a && [ b > {t} ]",
+            "[ a = b ] || [ c > {t} ]",
+        ] {
+            out.push(shape.replace("{t}", target));
+        }
+    }
+    out
+}
+
+/// Programs that only read with the right arguments, given arguments that write, read
+/// elsewhere or run something.
+fn reader_flag_corpus() -> Vec<String> {
+    let mut out: Vec<String> = [
+        // response files and file lists
+        "strings @opts",
+        "strings -a @/etc/passwd",
+        "sort --files0-from=list",
+        "sort --files0-from list",
+        "wc --files0-from=list",
+        "du --files0-from=list",
+        "find . --files0-from list",
+        "find . -files0-from list",
+        "find -L . -name x",
+        "find . -follow -name x",
+        "find . -fprint out",
+        "find . -newerXY x",
+        "tail --files0-from=list",
+        "file -f -",
+        "file -f names.txt",
+        "file --files-from names.txt",
+        "file -C -m magic",
+        "file --no-sandbox notes.txt",
+        "file -p notes.txt",
+        // writes
+        "sort -o out notes.txt",
+        "sort -ro out notes.txt",
+        "sort -rno out notes.txt",
+        "sort --outp=out notes.txt",
+        "sort --output out notes.txt",
+        "sort -T /tmp notes.txt",
+        "sort --temporary-directory=/tmp notes.txt",
+        "sort --compress-program=sh notes.txt",
+        "sort --random-source=/dev/urandom notes.txt",
+        "tree -o out",
+        "tree -R",
+        "tree --output out",
+        "uniq notes.txt out",
+        "uniq -- notes.txt -out",
+        "uniq -c -- notes.txt out",
+        // programs run
+        "rg --pre=sh a",
+        "rg --pre sh a",
+        "rg --hostname-bin=sh a",
+        "rg -z a",
+        "rg --search-zip a",
+        "rg --ignore-file=/etc/x a",
+        // recursion that follows links
+        "diff -r src /etc",
+        "diff --recursive src other",
+        "grep -R root .",
+        "rg -L root",
+        "rg --follow root",
+        "ls -RL",
+        "du -L .",
+        // jq modules and environment
+        "jq 'import \"x\" as x; .' notes.txt",
+        "jq 'include \"x\"; .' notes.txt",
+        "jq -n '$ENV'",
+        "jq -n 'env.HOME'",
+        "jq -n '$ENV.ANTHROPIC_API_KEY'",
+        "jq -L /tmp -n 1",
+        "jq --rawfile k /etc/passwd -n '$k'",
+        "jq --slurpfile k /etc/passwd -n '$k'",
+        // git reading global config or opening pagers
+        "git config --get user.name",
+        "git config --global --get user.name",
+        "git config --system --list",
+        "git config --list",
+        "git config --includes --local --list",
+        "git config -f /etc/gitconfig --list",
+        "git grep -O less a",
+        "git grep -iOless a",
+        "git grep -niOvim a",
+        "git grep --open-files-in-pager=vim a",
+        "git diff --output=/tmp/x",
+        "git log --output=x",
+        "git diff --ext-diff",
+        // expanded arguments to printers
+        "echo $HOME",
+        "echo ${HOME}",
+        "echo \"$ANTHROPIC_API_KEY\"",
+        "printf %s $PATH",
+        "printf -v x %s y",
+        "pwd $x",
+        "echo -- $x",
+        "echo ${#x}",
+    ]
+    .map(String::from)
+    .to_vec();
+    // Unknown and abbreviated options of every reader.
+    for (program, bad) in [
+        ("cat", "--show"),
+        ("cat", "-Z"),
+        ("head", "--lin=3"),
+        ("tail", "--foll"),
+        ("wc", "--files0"),
+        ("ls", "--dire"),
+        ("ls", "-Y"),
+        ("stat", "--printff"),
+        ("du", "--files0-from"),
+        ("df", "--outp"),
+        ("nl", "-Q"),
+        ("od", "--rea"),
+        ("hexdump", "-Q"),
+        ("md5sum", "-c"),
+        ("sha256sum", "--check"),
+        ("cut", "--outp"),
+        ("diff", "--to-file=x"),
+        ("cmp", "-Q"),
+        ("realpath", "--rel"),
+        ("readlink", "-Q"),
+        ("tac", "-Q"),
+        ("column", "-Q"),
+        ("paste", "-Q"),
+        ("comm", "-4"),
+        ("join", "-Q"),
+        ("fold", "-Q"),
+        ("sort", "--sort-x"),
+        ("uniq", "-Q"),
+        ("grep", "--pre=sh"),
+        ("grep", "-Q"),
+        ("rg", "--pre-glob=x"),
+        ("tr", "-Q"),
+        ("expand", "-Q"),
+        ("fmt", "-Q"),
+        ("uname", "-Q"),
+        ("basename", "-Q"),
+        ("seq", "-Q"),
+    ] {
+        out.push(format!("{program} {bad} notes.txt"));
+    }
+    out
+}
+
+#[test]
+fn every_bypass_in_the_corpus_needs_approval() {
+    let dir = project();
+    let root = dir.path().canonicalize().unwrap();
+    let corpus: Vec<String> = [
+        lexing_corpus(),
+        expansion_corpus(),
+        test_redirect_corpus(),
+        reader_flag_corpus(),
+    ]
+    .concat();
+    assert!(corpus.len() >= 300, "{} inputs", corpus.len());
+    let allowed: Vec<String> = corpus
+        .iter()
+        .filter(|c| decide(&root, c) == Decision::Allow)
+        .map(|c| format!("{c:?}"))
+        .collect();
+    assert!(
+        allowed.is_empty(),
+        "{} of {} ran without approval:\n{}",
+        allowed.len(),
+        corpus.len(),
+        allowed.join("\n")
+    );
+}
+
+#[test]
+fn hidden_code_needs_approval_even_under_blanket_rules() {
+    let dir = project();
+    let root = dir.path().canonicalize().unwrap();
+    let corpus: Vec<String> =
+        [lexing_corpus(), expansion_corpus(), test_redirect_corpus()].concat();
+    let allowed: Vec<String> = corpus
+        .iter()
+        .filter(|c| decide_with(&root, BLANKET_RULES, c) == Decision::Allow)
+        .map(|c| format!("{c:?}"))
+        .collect();
+    assert!(
+        allowed.is_empty(),
+        "{} of {} ran under {BLANKET_RULES:?}:\n{}",
+        allowed.len(),
+        corpus.len(),
+        allowed.join("\n")
+    );
+}
+
+#[test]
+fn harmless_look_alikes_still_run_on_their_own() {
+    let dir = project();
+    let root = dir.path().canonicalize().unwrap();
+    for command in [
+        "echo hi\tthere",
+        "find src -name '*.rs' -type f -print",
+        "[[ a > b ]]",
+        "sort -rn -k 2 notes.txt",
+        "sort --key=2 notes.txt",
+        "uniq -c notes.txt",
+        "git config --local --get user.name",
+        "git grep -n a",
+        "jq -r '.a' notes.txt",
+        "jq --arg k v '.[$k]' notes.txt",
+        "strings -n 8 notes.txt",
+        "grep -rn main src",
+        "ls -la src",
+        "head -n 5 notes.txt",
+        "tail -20 notes.txt",
+        "wc -l -- notes.txt",
+        "echo {a,b}",
+        "pwd -P",
+        "cat -n notes.txt",
+        "diff notes.txt src/main.rs",
+    ] {
+        assert_eq!(decide(&root, command), Decision::Allow, "{command:?}");
+    }
+}
