@@ -341,3 +341,94 @@ fn harmless_look_alikes_still_run_on_their_own() {
         assert_eq!(decide(&root, command), Decision::Allow, "{command:?}");
     }
 }
+
+/// Prefix rules a project might have; they allow the command and subcommand only.
+const PREFIX_RULES: &[&str] = &[
+    "Bash(git diff:*)",
+    "Bash(git log:*)",
+    "Bash(npm test:*)",
+    "Bash(npm run build:*)",
+    "Bash(cargo test:*)",
+    "Bash(make test:*)",
+    "Bash(cat:*)",
+    "Bash(sort:*)",
+];
+
+#[test]
+fn prefix_rules_do_not_cover_options_that_write_read_elsewhere_or_run_code() {
+    let dir = project();
+    let root = dir.path().canonicalize().unwrap();
+    let corpus = [
+        "git diff --no-index src/main.rs /etc/passwd",
+        "git diff --no-index /etc/hostname /etc/passwd",
+        "git diff --output=/tmp/x",
+        "git diff --output /tmp/x",
+        "git diff --outp=/tmp/x",
+        "git diff --line-prefix='[alias]' --output=.git/config",
+        "git diff --ext-diff",
+        "git diff --textconv",
+        "git log --output=out.txt",
+        "git log -p --exec-path=/tmp",
+        "git log -- ../../etc/passwd",
+        "npm test --node-options=--require=./evil.js",
+        "npm test --node-options '--require ./evil.js'",
+        "npm test --prefix=/elsewhere",
+        "npm test --prefix /elsewhere",
+        "npm test -g",
+        "npm test --global",
+        "npm test --userconfig=/tmp/npmrc",
+        "npm test --globalconfig=/tmp/npmrc",
+        "npm test --script-shell=/tmp/sh",
+        "npm test --init-module=/tmp/x.js",
+        "npm run build --script-shell=./sh",
+        "npm run build -- --config=/tmp/x",
+        "cargo test --config build.rustc-wrapper=./x",
+        "cargo test --config=net.git-fetch-with-cli=true",
+        "cargo test -Zunstable-options",
+        "cargo test --manifest-path /tmp/Cargo.toml",
+        "cargo test --manifest-path=../other/Cargo.toml",
+        "make test -f /tmp/Makefile",
+        "make test --file=/tmp/Makefile",
+        "make test --makefile=x.mk",
+        "make test --eval=x",
+        "make test -C /tmp",
+        "make test --directory=/tmp",
+        "make test -E x",
+        "cat /etc/passwd",
+        "cat ~/.ssh/id_rsa",
+        "cat ../secret",
+        "cat src/../../secret",
+        "cat /proc/1/environ",
+        "sort -o /tmp/x src/main.rs",
+        "sort -T /tmp src/main.rs",
+        "sort --compress-program=./x src/main.rs",
+        "sort --files0-from=/tmp/list",
+    ];
+    let allowed: Vec<&str> = corpus
+        .iter()
+        .copied()
+        .filter(|c| decide_with(&root, PREFIX_RULES, c) == Decision::Allow)
+        .collect();
+    assert!(
+        allowed.is_empty(),
+        "ran under {PREFIX_RULES:?}:\n{}",
+        allowed.join("\n")
+    );
+    for harmless in [
+        "git diff src/main.rs",
+        "git diff --stat HEAD~1",
+        "git log -p -- src",
+        "npm test -- --watch",
+        "npm run build",
+        "cargo test --release -- --nocapture",
+        "make test V=1",
+        "cat src/main.rs",
+        "sort -rn src/main.rs",
+    ] {
+        assert_eq!(
+            decide_with(&root, PREFIX_RULES, harmless),
+            Decision::Allow,
+            "{harmless}"
+        );
+    }
+}

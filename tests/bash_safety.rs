@@ -107,9 +107,10 @@ const TABLE: &[(&str, &str)] = &[
     ("time ls", "AAAAAAA"),
     ("nice -n 5 nohup rm -rf x", "QQDDADD"),
     // Reads outside the project ask (a rule may allow them).
-    ("cat /etc/passwd", "QQQDAAA"),
+    // `Bash(cat:*)` allows cat, not reading outside the project.
+    ("cat /etc/passwd", "QQQDAQA"),
     ("ls ..", "QQQDAQA"),
-    ("cat ../secret", "QQQDAAA"),
+    ("cat ../secret", "QQQDAQA"),
     ("cat links/escape/passwd", "QQQDAAA"),
     ("cat links/*", "QQQDAAA"),
     ("cat .*/x", "QQQDAAA"),

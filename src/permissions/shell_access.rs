@@ -61,6 +61,7 @@ pub(crate) fn decide(
     if let Some(finding) = analysis.findings.iter().find(|f| f.kind.hides_code()) {
         return Decision::Ask(finding.reason());
     }
+    // A rule spelling out this very command line (or allowing every command) meant it.
     if applicable
         .of(RuleKind::Allow)
         .any(|r| r.matches_command_line(command))
@@ -71,9 +72,14 @@ pub(crate) fn decide(
         return Decision::Ask(finding.reason());
     }
     for part in &analysis.parts {
-        let by_rule = || applicable.of(RuleKind::Allow).any(|r| r.allows_part(part));
-        if !auto_allowed(scope, base, part) && !by_rule() {
+        if auto_allowed(scope, base, part) {
+            continue;
+        }
+        if !applicable.of(RuleKind::Allow).any(|r| r.allows_part(part)) {
             return Decision::Ask(format!("{}; it needs approval", concern(scope, base, part)));
+        }
+        if let Some(reason) = beyond_rules(scope, base, part) {
+            return Decision::Ask(reason);
         }
     }
     if let Some(read) = analysis.reads.iter().find(|w| !word_inside(scope, base, w)) {
@@ -83,6 +89,103 @@ pub(crate) fn decide(
         ));
     }
     Decision::Allow
+}
+
+/// Options that make a command write or read elsewhere, load configuration or run code, in
+/// the programs people write prefix rules for (git, npm and friends, cargo, make, ...). An
+/// allow rule names a command and its subcommand; it did not mean these.
+const BEYOND_RULES_LONG: &[&str] = &[
+    "--output",
+    "--ext-diff",
+    "--textconv",
+    "--exec-path",
+    "--upload-pack",
+    "--receive-pack",
+    "--open-files-in-pager",
+    "--config-env",
+    "--git-dir",
+    "--work-tree",
+    "--node-options",
+    "--prefix",
+    "--userconfig",
+    "--globalconfig",
+    "--script-shell",
+    "--global",
+    "--init-module",
+    "--config",
+    "--manifest-path",
+    "--eval",
+    "--makefile",
+    "--file",
+    "--directory",
+    "--rcfile",
+    "--init-file",
+    "--pre",
+    "--hostname-bin",
+    "--compress-program",
+    "--files0-from",
+    "--exec",
+];
+
+/// Short options of that kind, per program.
+fn beyond_rules_short(program: &str) -> &'static [char] {
+    match program {
+        "git" => &['c', 'C', 'O'],
+        "npm" | "pnpm" | "yarn" | "npx" => &['g', 'c', 'C'],
+        "cargo" => &['Z'],
+        "make" | "gmake" => &['f', 'C', 'E'],
+        "sort" => &['o', 'T'],
+        _ => &[],
+    }
+}
+
+/// Why an allow rule for `part`'s command does not cover this call, if it does not: an option
+/// that writes, reads elsewhere or runs code, or an argument naming a path outside the project.
+fn beyond_rules(scope: &Scope, base: &Path, part: &Part) -> Option<String> {
+    let words = part.core_words();
+    let program = words.first().and_then(|w| w.text.rsplit('/').next())?;
+    let shown = bash::short(&part.source);
+    let short = beyond_rules_short(program);
+    let mut options_end = false;
+    for word in words.iter().skip(1).filter(|w| w.literal) {
+        let text = word.text.as_str();
+        if text == "--" {
+            options_end = true;
+            continue;
+        }
+        let is_long = !options_end
+            && BEYOND_RULES_LONG
+                .iter()
+                .any(|flag| super::bash::long_flag_is(text, flag));
+        let is_short = !options_end
+            && text.len() > 1
+            && !text.starts_with("--")
+            && text
+                .strip_prefix('-')
+                .is_some_and(|cluster| cluster.chars().any(|c| short.contains(&c)));
+        if is_long || is_short {
+            return Some(format!(
+                "`{shown}` has `{text}`, which can write or read elsewhere or run code; an allow \
+                 rule for the command does not cover it, so it needs approval"
+            ));
+        }
+        let value = text.split_once('=').map_or(text, |(_, v)| v);
+        let looks_like_path =
+            value.starts_with('/') || value.starts_with('~') || value.split('/').any(|c| c == "..");
+        if looks_like_path {
+            let path = Word {
+                text: value.to_string(),
+                ..word.clone()
+            };
+            if !word_inside(scope, base, &path) {
+                return Some(format!(
+                    "`{shown}` names `{value}`, outside the project; an allow rule for the \
+                     command does not cover that, so it needs approval"
+                ));
+            }
+        }
+    }
+    None
 }
 
 /// A deny rule matching any part, or a file deny rule matching a file the command reads or

@@ -18,7 +18,7 @@ pub(super) fn may_be_flag(word: &Word) -> bool {
 
 /// Whether `text` is the long option `flag`, with a value, abbreviated (GNU getopt and git
 /// accept any unique prefix, so `--outp=x` is `--output=x`) or extended (`--pre-glob`).
-pub(super) fn long_flag_is(text: &str, flag: &str) -> bool {
+pub fn long_flag_is(text: &str, flag: &str) -> bool {
     let name = text.split_once('=').map_or(text, |(name, _)| name);
     name.starts_with("--") && name.len() > 2 && (flag.starts_with(name) || name.starts_with(flag))
 }

@@ -27,7 +27,13 @@ const READERS: &[&str] = &[
 ];
 
 /// Flags of those subcommands that write files or run other programs.
-const WRITING_FLAGS: &[&str] = &["--output", "-O", "--open-files-in-pager", "--ext-diff"];
+const WRITING_FLAGS: &[&str] = &[
+    "--output",
+    "-O",
+    "--open-files-in-pager",
+    "--ext-diff",
+    "--textconv",
+];
 
 /// `git branch` flags that only list.
 const BRANCH_LISTING: &[&str] = &[

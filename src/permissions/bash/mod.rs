@@ -6,6 +6,8 @@
 
 mod analyse;
 mod args;
+
+pub use args::long_flag_is;
 mod git;
 mod grammar;
 mod parse;
