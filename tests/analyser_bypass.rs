@@ -432,3 +432,173 @@ fn prefix_rules_do_not_cover_options_that_write_read_elsewhere_or_run_code() {
         );
     }
 }
+
+fn engine_with(root: &Path, mode: PermissionMode, rules: &[(&str, RuleKind)]) -> PermissionEngine {
+    let rules = rules
+        .iter()
+        .map(|(r, kind)| SourcedRule::new(*r, *kind, SettingsSource::Project))
+        .collect();
+    PermissionEngine::new(root.to_path_buf(), mode, rules, Vec::new()).unwrap()
+}
+
+fn bash_with(engine: &PermissionEngine, command: &str) -> Decision {
+    engine.decide(&PermissionRequest {
+        tool: "Bash",
+        access: &Access::Execute(command.to_string()),
+        read_only: false,
+        cwd: None,
+    })
+}
+
+#[test]
+fn deny_rules_on_files_hold_for_searches_and_git_history() {
+    let dir = project();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::create_dir_all(root.join("secrets")).unwrap();
+    std::fs::write(root.join("secrets/key"), "hunter2\n").unwrap();
+    let reaching = [
+        "grep -r hunter .",
+        "grep -R hunter .",
+        "grep -rn hunter",
+        "grep --recursive hunter .",
+        "grep -d recurse hunter .",
+        "egrep -r hunter .",
+        "rg hunter",
+        "rg -n hunter .",
+        "git grep hunter",
+        "git show HEAD:secrets/key",
+        "git show HEAD",
+        "git log -p",
+        "git log --patch",
+        "git log -u -1",
+        "git diff HEAD~1",
+        "git cat-file --batch",
+        "git cat-file -p HEAD:secrets/key",
+        "git archive HEAD",
+        "find .",
+        "find . -name key",
+        "ls -R",
+        "ls -laR .",
+        "tree",
+        "du -a",
+    ];
+    for mode in [
+        PermissionMode::Default,
+        PermissionMode::AcceptEdits,
+        PermissionMode::BypassPermissions,
+    ] {
+        let e = engine_with(
+            &root,
+            mode,
+            &[
+                ("Read(secrets/**)", RuleKind::Deny),
+                ("Bash", RuleKind::Allow),
+            ],
+        );
+        for command in reaching {
+            let d = bash_with(&e, command);
+            assert!(d != Decision::Allow, "{mode:?} {command}: {d:?}");
+        }
+        // Naming the file itself is denied outright.
+        assert!(matches!(
+            bash_with(&e, "cat secrets/key"),
+            Decision::Deny(_)
+        ));
+    }
+    // Without file deny rules, the same reads inside the project run on their own.
+    let plain = engine_with(&root, PermissionMode::Default, &[]);
+    assert_eq!(bash_with(&plain, "grep -rn hunter ."), Decision::Allow);
+}
+
+#[test]
+fn command_deny_rules_catch_globbed_and_absolute_spellings() {
+    let dir = project();
+    let root = dir.path().canonicalize().unwrap();
+    let e = engine_with(
+        &root,
+        PermissionMode::BypassPermissions,
+        &[("Bash(rm:*)", RuleKind::Deny), ("Bash", RuleKind::Allow)],
+    );
+    for command in [
+        "rm -rf src",
+        "/bin/rm -rf src",
+        "/usr/bin/rm -rf src",
+        "/bin/r[m] -rf src",
+        "/usr/bin/r? -rf src",
+        "/bin/r* -rf src",
+        "r[m] -rf src",
+        "\\rm -rf src",
+        "'r''m' -rf src",
+        "ls && /bin/r[m] src",
+    ] {
+        let d = bash_with(&e, command);
+        assert!(d != Decision::Allow, "{command}: {d:?}");
+    }
+    for command in [
+        "/bin/r[m] -rf src",
+        "/usr/bin/r? -rf src",
+        "/bin/r* -rf src",
+    ] {
+        let d = bash_with(&e, command);
+        assert!(matches!(d, Decision::Deny(_)), "{command}: {d:?}");
+    }
+    assert_eq!(bash_with(&e, "/bin/l[s] src"), Decision::Allow);
+}
+
+async fn run_tool(
+    tool: std::sync::Arc<dyn ouro::tools::DynTool>,
+    ctx: &ouro::tools::ToolContext,
+    input: serde_json::Value,
+) -> String {
+    tool.check_schema(&input).unwrap();
+    let call = tool.prepare(&input, ctx).unwrap();
+    call.run(ctx, &ouro::tools::Progress::none())
+        .await
+        .unwrap()
+        .content
+}
+
+#[tokio::test]
+async fn grep_and_glob_skip_what_deny_rules_forbid() {
+    use ouro::tools::erase;
+    use ouro::tools::glob::GlobTool;
+    use ouro::tools::grep::GrepTool;
+    let dir = project();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::create_dir_all(root.join("secrets/deep")).unwrap();
+    std::fs::write(root.join("secrets/key"), "hunter2\n").unwrap();
+    std::fs::write(root.join("secrets/deep/more"), "hunter3\n").unwrap();
+    std::fs::write(root.join(".env"), "TOKEN=hunter4\n").unwrap();
+    std::fs::write(root.join("open.txt"), "hunter5\n").unwrap();
+    std::os::unix::fs::symlink(root.join("secrets/key"), root.join("alias")).unwrap();
+    let e = engine_with(
+        &root,
+        PermissionMode::Default,
+        &[
+            ("Read(secrets/**)", RuleKind::Deny),
+            ("Read(.env)", RuleKind::Deny),
+        ],
+    );
+    let mut ctx = ouro::tools::ToolContext::new(root.clone());
+    ctx.read_denials = e.read_denials();
+    for mode in ["content", "files_with_matches", "count"] {
+        let out = run_tool(
+            erase(GrepTool),
+            &ctx,
+            serde_json::json!({"pattern": "hunter", "output_mode": mode, "-n": true}),
+        )
+        .await;
+        assert!(out.contains("open.txt"), "{mode}: {out}");
+        for hidden in ["hunter2", "hunter3", "hunter4", "secrets", ".env", "alias"] {
+            assert!(!out.contains(hidden), "{mode} showed {hidden}: {out}");
+        }
+    }
+    let out = run_tool(
+        erase(GlobTool),
+        &ctx,
+        serde_json::json!({"pattern": "**/*"}),
+    )
+    .await;
+    assert!(out.contains("open.txt"), "{out}");
+    assert!(!out.contains("secrets") && !out.contains(".env"), "{out}");
+}

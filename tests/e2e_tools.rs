@@ -491,3 +491,39 @@ async fn an_untrusted_directory_brings_no_rules_hooks_or_instructions() {
     let system = bodies(&mock)[0]["system"].to_string();
     assert!(system.contains("REPO-INSTRUCTION"), "{system}");
 }
+
+#[tokio::test]
+async fn a_refused_call_learns_nothing_about_files_outside_the_project() {
+    let sb = Sandbox::new();
+    let outside = tempfile::tempdir().unwrap();
+    let outside_root = outside.path().canonicalize().unwrap();
+    std::fs::write(outside_root.join("credentials.json"), "{}").unwrap();
+    let typo = outside_root.join("credential.json");
+    let mock = server(json!({"turns": [
+        {"content": [
+            {"type": "tool_use", "name": "Read", "input": {"file_path": typo}},
+            {"type": "tool_use", "name": "Edit", "input": {"file_path": typo, "old_string": "a", "new_string": "b"}},
+            {"type": "tool_use", "name": "Glob", "input": {"pattern": "*", "path": outside_root.join("nope")}},
+            {"type": "tool_use", "name": "Grep", "input": {"pattern": "x", "path": outside_root.join("nope")}}
+        ]},
+        {"content": [{"type": "text", "text": "done"}]}
+    ]}))
+    .await;
+    let run = sb
+        .run(
+            &mock.url(),
+            &["-p", "--output-format", "stream-json", "look"],
+        )
+        .await;
+    assert!(run.status.success(), "{}", run.debug());
+    let results = run.tool_results();
+    assert_eq!(results.len(), 4, "{}", run.debug());
+    for result in results {
+        let text = result["content"].to_string();
+        assert_eq!(result["is_error"], true, "{text}");
+        assert!(text.contains("approval"), "a permission answer: {text}");
+        for leak in ["credentials.json", "Did you mean", "does not exist"] {
+            assert!(!text.contains(leak), "leaked {leak:?}: {text}");
+        }
+    }
+}

@@ -197,6 +197,7 @@ pub fn build(
         .map_err(|_| AppError::StartupTask("building the HTTP client"))??;
     let mut ctx = ToolContext::new(cwd.to_path_buf());
     ctx.env_passthrough = Arc::new(settings.bash_env_passthrough.clone());
+    ctx.read_denials = permissions.read_denials();
     ctx.sandbox = Arc::new(SandboxConfig::from_settings(
         &settings.sandbox,
         cwd,

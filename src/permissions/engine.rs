@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::{RwLock, RwLockReadGuard};
 
+use super::denials::ReadDenials;
 use super::error::PermissionError;
 use super::mode::PermissionMode;
 use super::rules::{
@@ -119,6 +120,11 @@ impl PermissionEngine {
 
     pub fn mode(&self) -> PermissionMode {
         self.scope.mode
+    }
+
+    /// The deny rules on reading, for tools that walk directories.
+    pub fn read_denials(&self) -> ReadDenials {
+        ReadDenials::from_rules(self.rules.iter())
     }
 
     /// The directories besides the project root the session may work in, resolved.

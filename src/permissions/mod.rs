@@ -66,6 +66,7 @@ pub trait PermissionPolicy: Send + Sync {
     fn confinement(&self, request: &PermissionRequest<'_>) -> Confinement;
 }
 pub mod bash;
+mod denials;
 mod engine;
 mod error;
 mod file_access;
@@ -76,6 +77,7 @@ mod scope;
 mod shell_access;
 mod suggest;
 
+pub use denials::ReadDenials;
 pub use engine::{PermissionEngine, ROOT_BYPASS_ENV, check_bypass_allowed};
 pub use error::PermissionError;
 pub use mode::{PermissionMode, UnknownMode};

@@ -448,6 +448,27 @@ impl CompiledRule {
                 let candidate: Vec<Option<&str>> = words.iter().map(|w| w.as_deref()).collect();
                 self.matches_words(&candidate)
             })
+            || self.glob_program_may_be(part)
+    }
+
+    /// A program spelled as a glob (`/bin/r[m]`, `/usr/bin/r?`) runs whatever file it
+    /// matches: it counts as the rule's program when the pattern could name it.
+    fn glob_program_may_be(&self, part: &Part) -> bool {
+        let Some(first) = part.core_words().first().filter(|w| w.glob) else {
+            return false;
+        };
+        let program = match &self.spec {
+            Spec::Command(CommandPattern::Prefix(words)) => words.first(),
+            Spec::Command(CommandPattern::Exact {
+                words: Some(words), ..
+            }) => words.first(),
+            _ => None,
+        };
+        let Some(program) = program else {
+            return false;
+        };
+        let name = first.text.rsplit('/').next().unwrap_or("");
+        globset::Glob::new(name).map_or(true, |g| g.compile_matcher().is_match(program))
     }
 
     /// For deny rules: the rule's command appears later in the part, where a wrapper this

@@ -25,6 +25,17 @@ pub(crate) fn decide(
     if let Some(denied) = deny(scope, base, applicable, command, &analysis) {
         return denied;
     }
+    // A recursive search or a read of git's objects reaches files no argument names, so a
+    // deny rule on files cannot be checked against it.
+    if has_file_deny_rules(applicable)
+        && let Some(part) = analysis.parts.iter().find(|p| reaches_unnamed_files(p))
+    {
+        return Decision::Ask(format!(
+            "`{}` reads files it does not name (recursively or from git's history), and deny \
+             rules on files are set; it needs approval",
+            bash::short(&part.source)
+        ));
+    }
     if scope.mode == PermissionMode::BypassPermissions {
         return match analysis.incomplete() {
             Some(finding) if has_deny_rules(applicable) => Decision::Ask(format!(
@@ -306,11 +317,57 @@ fn hides_denied(applicable: &Applicable<'_>, analysis: &Analysis) -> Option<Stri
 }
 
 fn has_deny_rules(applicable: &Applicable<'_>) -> bool {
-    applicable.of(RuleKind::Deny).next().is_some()
-        || applicable
-            .all
-            .iter()
-            .any(|r| r.kind == RuleKind::Deny && (r.tool == "Read" || r.tool == "Edit"))
+    applicable.of(RuleKind::Deny).next().is_some() || has_file_deny_rules(applicable)
+}
+
+fn has_file_deny_rules(applicable: &Applicable<'_>) -> bool {
+    applicable
+        .all
+        .iter()
+        .any(|r| r.kind == RuleKind::Deny && (r.tool == "Read" || r.tool == "Edit"))
+}
+
+/// Whether a part reads or lists files that none of its arguments names: recursive searches
+/// and listings, and git commands that show the content of files from its object store.
+fn reaches_unnamed_files(part: &Part) -> bool {
+    let words = part.core_words();
+    let Some(program) = words.first().and_then(|w| w.text.rsplit('/').next()) else {
+        return false;
+    };
+    let args = &words[1..];
+    let short = |letters: &str| {
+        args.iter().any(|w| {
+            w.text.starts_with('-')
+                && !w.text.starts_with("--")
+                && w.text[1..].contains(|c| letters.contains(c))
+        })
+    };
+    let long = |names: &[&str]| {
+        args.iter()
+            .any(|w| names.iter().any(|n| bash::long_flag_is(&w.text, n)))
+    };
+    match program {
+        "grep" | "egrep" | "fgrep" => {
+            short("rRd") || long(&["--recursive", "--dereference-recursive", "--directories"])
+        }
+        "rg" | "ag" | "ack" | "find" | "tree" => true,
+        "ls" => short("R") || long(&["--recursive"]),
+        "du" => short("a") || long(&["--all"]),
+        "git" => {
+            let sub = args
+                .iter()
+                .find(|w| !w.text.starts_with('-'))
+                .map(|w| w.text.as_str());
+            match sub {
+                Some("grep" | "show" | "diff" | "cat-file" | "archive" | "format-patch") => true,
+                Some("log" | "whatchanged" | "reflog" | "stash") => {
+                    short("puL") || long(&["--patch", "--full-diff", "--word-diff"])
+                }
+                _ => false,
+            }
+        }
+        _ => false,
+    }
 }
 
 /// Why a command cannot run in plan mode, if it might change anything.

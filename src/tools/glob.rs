@@ -165,6 +165,9 @@ fn run(search: &Search, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
                 let Ok(entry) = entry else {
                     return WalkState::Continue;
                 };
+                if ctx.read_denials.denies(entry.path()) {
+                    return WalkState::Skip;
+                }
                 if !is_file(&entry) {
                     return WalkState::Continue;
                 }

@@ -372,6 +372,9 @@ fn run(search: &Search, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
             let Ok(entry) = entry else {
                 return WalkState::Continue;
             };
+            if ctx.read_denials.denies(entry.path()) {
+                return WalkState::Skip;
+            }
             if !is_searchable(&entry) {
                 return WalkState::Continue;
             }

@@ -12,7 +12,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
 use crate::event::{Event, ToolDisplay};
-use crate::permissions::{Access, Confinement};
+use crate::permissions::{Access, Confinement, ReadDenials};
 
 pub mod bash;
 pub mod edit;
@@ -100,6 +100,8 @@ pub struct ToolContext {
     pub sandbox: Arc<bash::SandboxConfig>,
     /// How much this call was allowed to do; set by the permission phase for each call.
     pub confinement: Confinement,
+    /// Files the user's deny rules forbid reading: walks skip them.
+    pub read_denials: ReadDenials,
 }
 
 impl ToolContext {
@@ -112,6 +114,7 @@ impl ToolContext {
             env_passthrough: Arc::new(Vec::new()),
             sandbox: Arc::new(bash::SandboxConfig::default()),
             confinement: Confinement::default(),
+            read_denials: ReadDenials::default(),
         }
     }
 
