@@ -156,7 +156,9 @@ pub async fn run(args: &BenchArgs) -> Result<bool, BenchError> {
         reads_high,
         turns: plan.turns,
     };
-    let report = report::build(config, &main, marginal, &starts, compare_rg);
+    progress("what the sandbox adds to a Bash call");
+    let mut report = report::build(config, &main, marginal, &starts, compare_rg);
+    report.sandbox = sandbox_cost(runs).await;
     if args.json {
         let text = serde_json::to_string_pretty(&report)
             .map_err(|e| BenchError::Failed(format!("could not encode the report: {e}")))?;
@@ -165,6 +167,28 @@ pub async fn run(args: &BenchArgs) -> Result<bool, BenchError> {
         print!("{}", table::render(&report));
     }
     Ok(true)
+}
+
+/// Spawns of `true` per figure.
+const SANDBOX_SPAWNS: usize = 41;
+
+async fn sandbox_cost(runs: usize) -> Option<report::SandboxCost> {
+    use crate::permissions::Confinement;
+    use crate::tools::bash::SandboxConfig;
+    let tmp = std::env::temp_dir();
+    let plan =
+        SandboxConfig::default().plan(Confinement::Approved, &tmp, "", &tmp.join("ouro-bench-cwd"));
+    let spawns = SANDBOX_SPAWNS.max(runs);
+    let (plain, confined) = crate::sys::sandbox::spawn_cost(&plan.policy?, spawns)
+        .await
+        .ok()??;
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
+    Some(report::SandboxCost {
+        spawns,
+        plain_ms: ms(plain),
+        confined_ms: ms(confined),
+        added_ms: ms(confined.saturating_sub(plain)),
+    })
 }
 
 fn progress(what: &str) {

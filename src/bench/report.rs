@@ -39,7 +39,18 @@ pub struct Report {
     pub marginal: Marginal,
     pub startup: Startup,
     pub compare_rg: Option<RgReport>,
+    /// What the OS sandbox adds to starting a Bash call; `None` where the kernel has none.
+    pub sandbox: Option<SandboxCost>,
     pub targets: Vec<Target>,
+}
+
+/// Median start of `true`, unconfined and under an approved call's sandbox.
+#[derive(Debug, Clone, Serialize)]
+pub struct SandboxCost {
+    pub spawns: usize,
+    pub plain_ms: f64,
+    pub confined_ms: f64,
+    pub added_ms: f64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -151,6 +162,7 @@ pub fn build(
         marginal,
         startup,
         compare_rg,
+        sandbox: None,
         targets: Vec::new(),
         config,
     };

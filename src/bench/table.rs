@@ -171,6 +171,17 @@ pub fn render(r: &Report) -> String {
         }
     }
 
+    match &r.sandbox {
+        Some(s) => {
+            let _ = writeln!(
+                out,
+                "\nsandbox: starting a Bash call takes {:.3} ms confined vs {:.3} ms not \
+                 (median of {} spawns): +{:.3} ms per call",
+                s.confined_ms, s.plain_ms, s.spawns, s.added_ms
+            );
+        }
+        None => out.push_str("\nsandbox: this kernel has no Landlock, so nothing was measured\n"),
+    }
     out.push_str("\ntargets\n");
     for t in &r.targets {
         let _ = writeln!(

@@ -3,12 +3,19 @@
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::permissions::{CliPermissions, Confinement, PermissionEngine};
 use crate::settings::LayeredSettings;
-use crate::sys::sandbox::{Policy, Prepared, Support};
+use crate::sys::sandbox::{Policy, Support, spawn_cost};
 use crate::tools::bash::SandboxConfig;
+
+/// Spawns per measurement (alternating unconfined and confined).
+const PROBES: usize = 21;
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
 
 pub async fn check(cwd: &Path) -> anyhow::Result<String> {
     let layered = LayeredSettings::load(cwd)?;
@@ -38,8 +45,8 @@ pub async fn check(cwd: &Path) -> anyhow::Result<String> {
                 if let Some(tmp) = &plan.tmpdir {
                     let _ = writeln!(out, "  TMPDIR:  {}", tmp.display());
                 }
-                match overhead(policy).await {
-                    Ok((plain, confined)) => {
+                match spawn_cost(policy, PROBES).await {
+                    Ok(Some((plain, confined))) => {
                         let _ = writeln!(
                             out,
                             "  cost:    starting `true` takes {:.2} ms confined, {:.2} ms not \
@@ -49,6 +56,7 @@ pub async fn check(cwd: &Path) -> anyhow::Result<String> {
                             ms(confined.saturating_sub(plain))
                         );
                     }
+                    Ok(None) => out.push_str("  probe:   the kernel enforces nothing\n"),
                     Err(e) => {
                         let _ = writeln!(out, "  probe:   FAILED: {e}");
                     }
@@ -96,39 +104,4 @@ fn describe(out: &mut String, policy: &Policy, cwd_file: &Path) {
             "TCP connect and bind refused"
         }
     );
-}
-
-/// Runs per measurement.
-const PROBES: usize = 21;
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
-
-/// Median times to build the ruleset (or not) and run `true`: unconfined, then confined.
-async fn overhead(policy: &Policy) -> anyhow::Result<(Duration, Duration)> {
-    let mut plain = Vec::with_capacity(PROBES);
-    let mut confined = Vec::with_capacity(PROBES);
-    for _ in 0..PROBES {
-        plain.push(probe(None).await?);
-        confined.push(probe(Some(policy)).await?);
-    }
-    plain.sort();
-    confined.sort();
-    Ok((plain[PROBES / 2], confined[PROBES / 2]))
-}
-
-/// Runs `true`, confined by `policy` if given; how long it took from building the ruleset.
-async fn probe(policy: Option<&Policy>) -> anyhow::Result<Duration> {
-    let started = Instant::now();
-    let mut command = tokio::process::Command::new("true");
-    if let Some(policy) = policy {
-        match Prepared::new(policy)? {
-            Some(prepared) => prepared.apply(&mut command),
-            None => anyhow::bail!("the kernel enforces nothing"),
-        }
-    }
-    let status = command.status().await?;
-    anyhow::ensure!(status.success(), "`true` exited with {status}");
-    Ok(started.elapsed())
 }
