@@ -111,6 +111,9 @@ pub struct Settings {
     pub auto_compact_threshold: Option<f64>,
     #[serde(default)]
     pub sandbox: SandboxSettings,
+    /// `false` sends no cache breakpoints (every turn is billed as fresh input).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_caching: Option<bool>,
     /// Directories whose own settings and instructions take effect (honoured from the user's
     /// settings only; the REPL's trust question adds to it).
     #[serde(default)]
@@ -265,6 +268,9 @@ impl LayeredSettings {
             }
             if s.auto_compact_threshold.is_some() {
                 out.auto_compact_threshold = s.auto_compact_threshold;
+            }
+            if s.prompt_caching.is_some() {
+                out.prompt_caching = s.prompt_caching;
             }
             out.permissions
                 .allow

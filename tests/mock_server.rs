@@ -392,6 +392,7 @@ async fn an_exhausted_scenario_fails_clearly() {
 async fn context_limit_rejects_large_prompts_only() {
     let scenario = Scenario {
         context_limit_tokens: Some(100),
+        cache_min_tokens: None,
         turns: vec![Turn::text("fits")],
     };
     let server = MockServer::start(scenario).await.unwrap();
@@ -564,7 +565,7 @@ async fn ouros_own_client_reads_turns_and_faults() {
     let request = MessagesRequest {
         model: "claude-test-1",
         max_tokens: 100,
-        messages: &[Message::user_text("read /x")],
+        messages: ouro::api::types::Breakpointed::plain(&[Message::user_text("read /x")]),
         system: &[],
         tools: &[],
         stream: true,

@@ -269,12 +269,100 @@ pub struct ToolDefinition {
 pub struct MessagesRequest<'a> {
     pub model: &'a str,
     pub max_tokens: u32,
-    pub messages: &'a [Message],
+    #[serde(serialize_with = "messages_with_breakpoints")]
+    pub messages: Breakpointed<'a>,
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     pub system: &'a [SystemBlock],
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     pub tools: &'a [ToolDefinition],
     pub stream: bool,
+}
+
+/// Messages, some of whose last cacheable block carries a cache breakpoint. The history
+/// itself never holds `cache_control`: breakpoints move as the conversation grows, and are
+/// added only to the bytes sent.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Breakpointed<'a> {
+    pub messages: &'a [Message],
+    /// Indices of the messages that end a cached prefix.
+    pub marks: &'a [usize],
+}
+
+impl<'a> Breakpointed<'a> {
+    pub fn plain(messages: &'a [Message]) -> Self {
+        Breakpointed {
+            messages,
+            marks: &[],
+        }
+    }
+}
+
+fn messages_with_breakpoints<S: serde::Serializer>(
+    value: &Breakpointed<'_>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeSeq;
+    let mut seq = serializer.serialize_seq(Some(value.messages.len()))?;
+    for (i, message) in value.messages.iter().enumerate() {
+        match value
+            .marks
+            .contains(&i)
+            .then(|| cacheable_block(message))
+            .flatten()
+        {
+            Some(at) => seq.serialize_element(&MarkedMessage { message, at })?,
+            None => seq.serialize_element(message)?,
+        }
+    }
+    seq.end()
+}
+
+/// The last block of a message that may carry `cache_control` (thinking blocks may not).
+fn cacheable_block(message: &Message) -> Option<usize> {
+    message.content.iter().rposition(|b| {
+        !matches!(
+            b,
+            ContentBlock::Thinking { .. } | ContentBlock::RedactedThinking { .. }
+        )
+    })
+}
+
+/// A message serialised with a breakpoint on block `at`.
+struct MarkedMessage<'a> {
+    message: &'a Message,
+    at: usize,
+}
+
+impl Serialize for MarkedMessage<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{Error, SerializeMap, SerializeSeq};
+        struct Blocks<'a>(&'a MarkedMessage<'a>);
+        impl Serialize for Blocks<'_> {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                let blocks = &self.0.message.content;
+                let mut seq = serializer.serialize_seq(Some(blocks.len()))?;
+                for (i, block) in blocks.iter().enumerate() {
+                    if i == self.0.at {
+                        let mut value = serde_json::to_value(block).map_err(S::Error::custom)?;
+                        if let Some(map) = value.as_object_mut() {
+                            map.insert(
+                                "cache_control".into(),
+                                serde_json::json!({"type": "ephemeral"}),
+                            );
+                        }
+                        seq.serialize_element(&value)?;
+                    } else {
+                        seq.serialize_element(block)?;
+                    }
+                }
+                seq.end()
+            }
+        }
+        let mut map = serializer.serialize_map(Some(2))?;
+        map.serialize_entry("role", &self.message.role)?;
+        map.serialize_entry("content", &Blocks(self))?;
+        map.end()
+    }
 }
 
 impl MessagesRequest<'_> {

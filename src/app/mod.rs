@@ -212,6 +212,9 @@ pub fn build(
     config.max_budget_usd = options.max_budget_usd;
     config.max_output_tokens = options.max_output_tokens;
     config.permission_mode = mode;
+    // Claude Code's switch works here too.
+    let caching_off_by_env = std::env::var("DISABLE_PROMPT_CACHING").is_ok_and(|v| v == "1");
+    config.prompt_caching = settings.prompt_caching.unwrap_or(true) && !caching_off_by_env;
     if let Some(share) = settings.auto_compact_threshold {
         config.auto_compact_threshold = share;
     }

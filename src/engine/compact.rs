@@ -7,7 +7,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::run::{CallError, RunState};
 use super::{Engine, prompt};
-use crate::api::types::{ContentBlock, Message, MessagesRequest, Role, SystemBlock, text_of};
+use crate::api::types::{
+    Breakpointed, ContentBlock, Message, MessagesRequest, Role, SystemBlock, text_of,
+};
 use crate::event::{CompactInfo, CompactTrigger, Event};
 
 /// Rounds (assistant messages and what follows them) kept verbatim when possible.
@@ -88,6 +90,7 @@ impl Engine {
         }
         self.history = new_history;
         self.last_context_tokens = 0;
+        self.cache_mark = None;
         Ok(info)
     }
 
@@ -106,7 +109,7 @@ impl Engine {
         let body = MessagesRequest {
             model: &self.config.model,
             max_tokens: SUMMARY_MAX_TOKENS.min(self.config.max_tokens.max(1024)),
-            messages: &[Message::user_text(ask)],
+            messages: Breakpointed::plain(&[Message::user_text(ask)]),
             system: &[SystemBlock::text(prompt::COMPACT.trim_end())],
             tools: &[],
             stream: true,

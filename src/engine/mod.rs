@@ -39,6 +39,9 @@ pub struct EngineConfig {
     /// Share of the context window after which the history is compacted before sending.
     pub auto_compact_threshold: f64,
     pub retry: RetryPolicy,
+    /// Cache breakpoints on the tools, the system prompt and the conversation (settings
+    /// `promptCaching`, or `DISABLE_PROMPT_CACHING=1`).
+    pub prompt_caching: bool,
     pub permission_mode: PermissionMode,
     pub cwd: PathBuf,
 }
@@ -53,6 +56,7 @@ impl EngineConfig {
             max_output_tokens: None,
             auto_compact_threshold: 0.85,
             retry: RetryPolicy::default(),
+            prompt_caching: true,
             permission_mode: PermissionMode::Default,
             cwd,
         }
@@ -113,6 +117,8 @@ pub struct Engine {
     costs: Costs,
     /// Input tokens the model read on the last request (for proactive compaction).
     last_context_tokens: u64,
+    /// The message that carried the newest cache breakpoint in the last request.
+    cache_mark: Option<usize>,
 }
 
 /// The conversation an engine starts with: new and empty, or loaded by `--resume`.
@@ -132,8 +138,11 @@ impl Engine {
         conversation: Conversation,
         events: UnboundedSender<Event>,
     ) -> Self {
-        let system = prompt::system_prompt(&context, &config.model);
-        let tools = tool_definitions(&executor);
+        let system = system_blocks(&context, &config);
+        let mut tools = tool_definitions(&executor);
+        if !config.prompt_caching {
+            tools.iter_mut().for_each(|t| t.cache_control = None);
+        }
         Engine {
             client,
             executor,
@@ -147,6 +156,7 @@ impl Engine {
             events,
             costs: Costs::default(),
             last_context_tokens: 0,
+            cache_mark: None,
         }
     }
 
@@ -172,7 +182,7 @@ impl Engine {
 
     pub fn set_model(&mut self, model: impl Into<String>) {
         self.config.model = model.into();
-        self.system = prompt::system_prompt(&self.context, &self.config.model);
+        self.system = system_blocks(&self.context, &self.config);
     }
 
     /// Start a new, empty session (`/clear`).
@@ -181,6 +191,7 @@ impl Engine {
         self.transcript = transcript;
         self.history.clear();
         self.last_context_tokens = 0;
+        self.cache_mark = None;
     }
 
     fn emit(&self, event: Event) {
@@ -197,6 +208,15 @@ impl Engine {
             tracing::error!(error = %e, "transcript write failed");
         }
     }
+}
+
+/// The system prompt, with its cache breakpoint only when caching is on.
+fn system_blocks(context: &prompt::ProjectContext, config: &EngineConfig) -> Vec<SystemBlock> {
+    let mut blocks = prompt::system_prompt(context, &config.model);
+    if !config.prompt_caching {
+        blocks.iter_mut().for_each(|b| b.cache_control = None);
+    }
+    blocks
 }
 
 /// Tool definitions sorted by name, with a cache breakpoint after the last, so the prompt

@@ -10,7 +10,9 @@ use super::run::{CallError, CallOutcome, RunState};
 use super::{Engine, MAX_CONTINUATIONS, prompt, repair};
 use crate::api::client::ApiError;
 use crate::api::pricing;
-use crate::api::types::{ContentBlock, Message, MessagesRequest, Role, StopReason, text_of};
+use crate::api::types::{
+    Breakpointed, ContentBlock, Message, MessagesRequest, Role, StopReason, text_of,
+};
 use crate::event::{CompactTrigger, Denial, Event, InitInfo, ResultKind, RunResult};
 
 /// How a run ends, before it is turned into a `RunResult`.
@@ -228,6 +230,23 @@ impl Engine {
         None
     }
 
+    /// Cache breakpoints for the next request: on the newest message, so the next turn reads
+    /// this one's prefix from cache, and on the message that was newest last time, so this
+    /// turn reads the prefix written then however many blocks were added since. With the
+    /// tools' and the system prompt's, that is the API's limit of four.
+    fn cache_marks(&mut self) -> Vec<usize> {
+        let Some(last) = self.history.len().checked_sub(1) else {
+            return Vec::new();
+        };
+        if !self.config.prompt_caching {
+            return Vec::new();
+        }
+        let mut marks: Vec<usize> = self.cache_mark.filter(|&m| m < last).into_iter().collect();
+        marks.push(last);
+        self.cache_mark = Some(last);
+        marks
+    }
+
     fn over_compact_threshold(&self) -> bool {
         let window = pricing::context_window(&self.config.model) as f64;
         self.last_context_tokens as f64 > window * self.config.auto_compact_threshold
@@ -236,10 +255,14 @@ impl Engine {
     /// The body of the next request, after repairing the history.
     pub(super) fn build_request(&mut self) -> Vec<u8> {
         repair::repair(&mut self.history);
+        let marks = self.cache_marks();
         MessagesRequest {
             model: &self.config.model,
             max_tokens: self.config.max_tokens,
-            messages: &self.history,
+            messages: Breakpointed {
+                messages: &self.history,
+                marks: &marks,
+            },
             system: &self.system,
             tools: &self.tools,
             stream: true,

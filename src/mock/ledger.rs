@@ -348,6 +348,7 @@ mod tests {
     fn context_limit_rejects_without_consuming() {
         let s = Scenario {
             context_limit_tokens: Some(50),
+            cache_min_tokens: None,
             turns: vec![Turn::text("hi")],
         };
         let mut l = Ledger::default();

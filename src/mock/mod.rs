@@ -78,6 +78,7 @@
 //! ```
 
 mod ledger;
+mod prompt_cache;
 mod scenario;
 mod server;
 mod sse;

@@ -30,6 +30,9 @@ pub struct Scenario {
     /// real "prompt is too long" error, without consuming a turn.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_limit_tokens: Option<u64>,
+    /// The smallest prefix (tokens) a cache breakpoint caches; 1024 unless given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_min_tokens: Option<u64>,
     pub turns: Vec<Turn>,
 }
 
@@ -127,6 +130,7 @@ impl Scenario {
     pub fn new(turns: Vec<Turn>) -> Scenario {
         Scenario {
             context_limit_tokens: None,
+            cache_min_tokens: None,
             turns,
         }
     }
@@ -220,13 +224,14 @@ impl Turn {
     }
 
     /// The usage reported for this turn when the request body had `body_len` bytes.
-    pub fn effective_usage(&self, body_len: usize) -> Usage {
+    /// The scripted usage, or the input as the cache model bills it and output = content
+    /// characters / 4 + 1.
+    pub fn effective_usage(&self, input: Usage) -> Usage {
         self.usage.unwrap_or_else(|| {
             let chars: usize = self.content.iter().map(MockBlock::char_count).sum();
             Usage {
-                input_tokens: (body_len / 4) as u64,
                 output_tokens: (chars / 4 + 1) as u64,
-                ..Usage::default()
+                ..input
             }
         })
     }
@@ -345,7 +350,11 @@ mod tests {
 
     #[test]
     fn default_usage_comes_from_body_and_content_sizes() {
-        let u = Turn::text("a".repeat(40)).effective_usage(400);
+        let input = Usage {
+            input_tokens: 100,
+            ..Usage::default()
+        };
+        let u = Turn::text("a".repeat(40)).effective_usage(input);
         assert_eq!((u.input_tokens, u.output_tokens), (100, 11));
     }
 

@@ -15,6 +15,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::ledger::{Ending, Ledger, Outcome, RecordedRequest};
+use super::prompt_cache::{self, PromptCache};
 use super::scenario::Scenario;
 use super::sse::{Reply, error_event};
 use super::validate::ApiError;
@@ -22,6 +23,7 @@ use super::validate::ApiError;
 pub struct Shared {
     scenario: Scenario,
     ledger: Mutex<Ledger>,
+    prompt_cache: Mutex<PromptCache>,
     /// Ends in-flight streams when the server shuts down, so shutdown never waits on a slow turn.
     cancel: CancellationToken,
     pub hold: Arc<Hold>,
@@ -37,9 +39,13 @@ pub struct Hold {
 
 impl Shared {
     pub fn new(scenario: Scenario, cancel: CancellationToken) -> Shared {
+        let min_tokens = scenario
+            .cache_min_tokens
+            .unwrap_or(prompt_cache::DEFAULT_MIN_TOKENS);
         Shared {
             scenario,
             ledger: Mutex::new(Ledger::default()),
+            prompt_cache: Mutex::new(PromptCache::new(min_tokens)),
             cancel,
             hold: Arc::new(Hold {
                 held: watch::Sender::new(0),
@@ -90,6 +96,8 @@ async fn handle(
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_string();
+    // Billed only if a turn is served; a rejected request writes no cache.
+    let sent = request.body.clone();
     let (outcome, request_id) =
         shared
             .ledger()
@@ -105,7 +113,13 @@ async fn handle(
                 turn: script,
                 index: turn,
                 model: &model,
-                usage: script.effective_usage(body.len()),
+                usage: script.effective_usage(
+                    shared
+                        .prompt_cache
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .usage(&sent, body.len()),
+                ),
             };
             let feed = Feed {
                 frames: VecDeque::new(),
