@@ -61,7 +61,14 @@ async fn a_prompt_gets_its_answer_and_cost_prints_figures() {
     }]}))
     .await;
     let sb = Sandbox::new();
-    let mut term = Term::start(&sb, &mock.url(), Options::default());
+    let mut term = Term::start(
+        &sb,
+        &mock.url(),
+        Options {
+            args: &["--model", "claude-sonnet-4-5"],
+            ..Options::default()
+        },
+    );
     term.expect("ouro ");
     term.expect("claude-sonnet-4-5");
     term.submit("say hello");
@@ -318,11 +325,20 @@ async fn commands_that_need_no_model_never_call_the_api() {
     term.expect("No API calls in this session yet");
     term.submit("/permissions");
     term.expect("Permission mode: default");
+    // With no model named, the newest Sonnet runs.
+    let default = ouro::api::models::default_model();
     term.submit("/model");
-    term.expect("Model: claude-sonnet-4-5.");
+    term.expect(&format!("Model: {default}."));
     term.submit("/brain");
     term.expect("claude@anthropic/");
-    term.expect("This session runs on ouro's engine with claude-sonnet-4-5.");
+    term.expect(&format!(
+        "This session runs on ouro's engine with {default}."
+    ));
+    term.submit("/model opus");
+    term.expect(&format!(
+        "Model set to {}.",
+        ouro::api::models::resolve("opus")
+    ));
     term.submit("/brain claude@anthropic/claude/opus");
     term.expect("print mode only");
     term.submit("/resume");

@@ -1,6 +1,7 @@
 //! The Anthropic Messages API client: wire types, the SSE stream, retries and prices.
 
 pub mod client;
+pub mod models;
 pub mod pricing;
 pub mod retry;
 pub mod stream;

@@ -8,8 +8,9 @@ use std::sync::Arc;
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 
 use crate::api::client::{ApiError, Client, DEFAULT_BASE_URL};
+use crate::api::models;
 use crate::engine::prompt::{INSTRUCTION_FILES, ProjectContext};
-use crate::engine::{Conversation, DEFAULT_MODEL, Engine, EngineConfig};
+use crate::engine::{Conversation, Engine, EngineConfig};
 use crate::event::Event;
 use crate::exec::hooks::Hooks;
 use crate::exec::{Asker, Executor};
@@ -186,7 +187,10 @@ pub fn build(
                 .filter(|m| !m.is_empty())
         })
         .or(loaded.as_ref().and_then(|l| l.model.clone()))
-        .unwrap_or_else(|| DEFAULT_MODEL.to_string());
+        .map_or_else(
+            || models::default_model().to_string(),
+            |m| models::resolve(&m),
+        );
     let transcript = match (options.persist, path) {
         (true, Some(path)) => Some(Transcript::open(&path, &session_id, cwd, &model)?),
         _ => None,

@@ -1,13 +1,11 @@
 //! The brain config table: which binaries and suppliers exist, which models each slug may name,
 //! what those models cost, and which tools each verb may use.
 //!
-//! Prices come from `api::pricing`, ouro's one price list. Versions within a family are listed oldest first, so the last one is what the family alias
-//! (`claude/opus`) means.
-
-use crate::api::pricing::{self, Pricing};
-use crate::api::types::Usage;
+//! The models and their prices come from `api::models` and `api::pricing`, ouro's one list of
+//! each; the newest model of a family is what the family alias (`claude/opus`) means.
 
 use super::Verb;
+pub use crate::api::models::{MODELS, ModelEntry, families, find, latest};
 use crate::tools::Tool;
 use crate::tools::bash::BashTool;
 use crate::tools::edit::EditTool;
@@ -47,80 +45,6 @@ pub fn tools_for(verb: Verb) -> &'static [&'static str] {
     }
 }
 
-/// One model a slug can name.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ModelEntry {
-    /// `opus`, `sonnet`, `haiku`, `fable`.
-    pub family: &'static str,
-    /// Written as in the slug, without the leading `v`: `4.5`, `5`.
-    pub version: &'static str,
-    /// The Messages API model id.
-    pub model_id: &'static str,
-}
-
-impl ModelEntry {
-    /// The model's prices, from ouro's one price list. Every model here has a row there (a
-    /// test checks), so `None` would only mean an unpriced model, costed as 0.
-    pub fn pricing(&self) -> Option<Pricing> {
-        pricing::pricing(self.model_id)
-    }
-
-    /// What a request with this usage costs. `usage` is one request's usage; a turn that made
-    /// several requests and only reports their sum is priced as if it were one.
-    pub fn cost(&self, usage: &Usage) -> f64 {
-        self.pricing().map_or(0.0, |p| p.cost(usage))
-    }
-}
-
-const fn entry(family: &'static str, version: &'static str, model_id: &'static str) -> ModelEntry {
-    ModelEntry {
-        family,
-        version,
-        model_id,
-    }
-}
-
-/// Every model a slug can name, grouped by family, each family oldest first.
-pub const MODELS: &[ModelEntry] = &[
-    entry("opus", "4.5", "claude-opus-4-5"),
-    entry("opus", "4.6", "claude-opus-4-6"),
-    entry("opus", "4.7", "claude-opus-4-7"),
-    entry("opus", "4.8", "claude-opus-4-8"),
-    entry("opus", "5", "claude-opus-5"),
-    entry("opus", "5.5", "claude-opus-5-5"),
-    entry("sonnet", "4.5", "claude-sonnet-4-5"),
-    entry("sonnet", "4.6", "claude-sonnet-4-6"),
-    entry("sonnet", "5", "claude-sonnet-5"),
-    entry("sonnet", "5.5", "claude-sonnet-5-5"),
-    entry("haiku", "4.5", "claude-haiku-4-5"),
-    entry("haiku", "5.5", "claude-haiku-5-5"),
-    entry("fable", "5", "claude-fable-5"),
-    entry("fable", "5.1", "claude-fable-5-1"),
-];
-
-/// Family names in table order, each once.
-pub fn families() -> Vec<&'static str> {
-    let mut out: Vec<&'static str> = Vec::new();
-    for m in MODELS {
-        if !out.contains(&m.family) {
-            out.push(m.family);
-        }
-    }
-    out
-}
-
-/// The newest model of a family: what the family alias resolves to.
-pub fn latest(family: &str) -> Option<&'static ModelEntry> {
-    MODELS.iter().rev().find(|m| m.family == family)
-}
-
-/// The model of a family at a version (`version` without its `v`).
-pub fn find(family: &str, version: &str) -> Option<&'static ModelEntry> {
-    MODELS
-        .iter()
-        .find(|m| m.family == family && m.version == version)
-}
-
 /// Every atom the table accepts: each family alias, then each versioned model.
 pub fn atoms() -> Vec<String> {
     let mut out = Vec::new();
@@ -136,6 +60,7 @@ pub fn atoms() -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::api::types::Usage;
 
     fn usage(input: u64, output: u64, write: u64, read: u64) -> Usage {
         Usage {

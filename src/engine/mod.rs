@@ -22,7 +22,6 @@ use crate::exec::Executor;
 use crate::permissions::PermissionMode;
 use crate::session::Transcript;
 
-pub const DEFAULT_MODEL: &str = "claude-sonnet-4-5";
 pub const DEFAULT_MAX_TOKENS: u32 = 32_000;
 /// How many times in a row a reply cut by max_tokens is continued.
 pub const MAX_CONTINUATIONS: u32 = 3;

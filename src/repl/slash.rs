@@ -244,9 +244,9 @@ impl Repl {
     }
 
     fn model(&mut self, name: Option<String>) {
-        let Some(name) = name else {
+        let Some(name) = name.map(|n| crate::api::models::resolve(&n)) else {
             let text = format!(
-                "Model: {}. Switch with /model <name>, e.g. /model claude-opus-4-5.",
+                "Model: {}. Switch with /model <name>: an id, or opus, sonnet or haiku for the newest of each.",
                 self.engine.config().model
             );
             self.ui.render.print(&text);

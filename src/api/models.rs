@@ -1,0 +1,118 @@
+//! The models ouro knows: each family's versions, oldest first, and the aliases that name a
+//! family's newest model (`opus`, `sonnet`, `haiku`) wherever a model is chosen (`--model`,
+//! `/model`, settings, `ANTHROPIC_MODEL`, brains).
+
+use super::pricing::{self, Pricing};
+use super::types::Usage;
+
+/// One model a slug can name.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ModelEntry {
+    /// `opus`, `sonnet`, `haiku`, `fable`.
+    pub family: &'static str,
+    /// Written as in the slug, without the leading `v`: `4.5`, `5`.
+    pub version: &'static str,
+    /// The Messages API model id.
+    pub model_id: &'static str,
+}
+
+impl ModelEntry {
+    /// The model's prices, from ouro's one price list. Every model here has a row there (a
+    /// test checks), so `None` would only mean an unpriced model, costed as 0.
+    pub fn pricing(&self) -> Option<Pricing> {
+        pricing::pricing(self.model_id)
+    }
+
+    /// What a request with this usage costs. `usage` is one request's usage; a turn that made
+    /// several requests and only reports their sum is priced as if it were one.
+    pub fn cost(&self, usage: &Usage) -> f64 {
+        self.pricing().map_or(0.0, |p| p.cost(usage))
+    }
+}
+
+const fn entry(family: &'static str, version: &'static str, model_id: &'static str) -> ModelEntry {
+    ModelEntry {
+        family,
+        version,
+        model_id,
+    }
+}
+
+/// Every model a slug can name, grouped by family, each family oldest first.
+pub const MODELS: &[ModelEntry] = &[
+    entry("opus", "4.5", "claude-opus-4-5"),
+    entry("opus", "4.6", "claude-opus-4-6"),
+    entry("opus", "4.7", "claude-opus-4-7"),
+    entry("opus", "4.8", "claude-opus-4-8"),
+    entry("opus", "5", "claude-opus-5"),
+    entry("opus", "5.5", "claude-opus-5-5"),
+    entry("sonnet", "4.5", "claude-sonnet-4-5"),
+    entry("sonnet", "4.6", "claude-sonnet-4-6"),
+    entry("sonnet", "5", "claude-sonnet-5"),
+    entry("sonnet", "5.5", "claude-sonnet-5-5"),
+    entry("haiku", "4.5", "claude-haiku-4-5"),
+    entry("haiku", "5.5", "claude-haiku-5-5"),
+    entry("fable", "5", "claude-fable-5"),
+    entry("fable", "5.1", "claude-fable-5-1"),
+];
+
+/// Family names in table order, each once.
+pub fn families() -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = Vec::new();
+    for m in MODELS {
+        if !out.contains(&m.family) {
+            out.push(m.family);
+        }
+    }
+    out
+}
+
+/// The newest model of a family: what the family alias resolves to.
+pub fn latest(family: &str) -> Option<&'static ModelEntry> {
+    MODELS.iter().rev().find(|m| m.family == family)
+}
+
+/// The model of a family at a version (`version` without its `v`).
+pub fn find(family: &str, version: &str) -> Option<&'static ModelEntry> {
+    MODELS
+        .iter()
+        .find(|m| m.family == family && m.version == version)
+}
+
+/// The family ouro runs when nothing names a model.
+const DEFAULT_FAMILY: &str = "sonnet";
+
+/// The model ouro runs when nothing names one: the newest Sonnet.
+pub fn default_model() -> &'static str {
+    latest(DEFAULT_FAMILY).map_or("claude-sonnet-4-6", |m| m.model_id)
+}
+
+/// A family alias (`opus`, `sonnet`, `haiku`, `fable`, any case) as its newest model's id;
+/// any other name unchanged.
+pub fn resolve(name: &str) -> String {
+    let trimmed = name.trim();
+    match latest(&trimmed.to_ascii_lowercase()) {
+        Some(model) => model.model_id.to_string(),
+        None => trimmed.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aliases_name_the_newest_model_of_their_family() {
+        assert_eq!(resolve("sonnet"), latest("sonnet").unwrap().model_id);
+        assert_eq!(resolve("Opus"), latest("opus").unwrap().model_id);
+        assert_eq!(resolve("haiku"), "claude-haiku-5-5");
+        assert_eq!(resolve("claude-opus-4-5"), "claude-opus-4-5");
+        assert_eq!(resolve("my-proxy-model"), "my-proxy-model");
+        assert_eq!(default_model(), resolve("sonnet"));
+        assert_ne!(
+            default_model(),
+            "claude-sonnet-4-5",
+            "within 30 days of end of life"
+        );
+    }
+}
