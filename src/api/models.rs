@@ -97,6 +97,68 @@ pub fn resolve(name: &str) -> String {
     }
 }
 
+/// How a model thinks before it answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Thinking {
+    /// `thinking: {type: "adaptive"}`; `only` when a fixed budget is refused (400).
+    Adaptive { only: bool },
+    /// `thinking: {type: "enabled", budget_tokens: N}` only.
+    Budget,
+    /// No extended thinking.
+    None,
+}
+
+/// What a model accepts beyond the basics: its kind of thinking and `output_config.effort`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Capabilities {
+    pub thinking: Thinking,
+    /// Takes `output_config.effort` (low, medium, high).
+    pub effort: bool,
+    /// Takes the `max` effort level too.
+    pub max_effort: bool,
+}
+
+const fn caps(thinking: Thinking, effort: bool, max_effort: bool) -> Capabilities {
+    Capabilities {
+        thinking,
+        effort,
+        max_effort,
+    }
+}
+
+const ADAPTIVE_ONLY: Thinking = Thinking::Adaptive { only: true };
+const ADAPTIVE: Thinking = Thinking::Adaptive { only: false };
+
+/// Model id prefixes, most specific first (as in the price list).
+const CAPABILITIES: &[(&str, Capabilities)] = &[
+    ("claude-fable-5", caps(ADAPTIVE_ONLY, true, true)),
+    ("claude-opus-5", caps(ADAPTIVE_ONLY, true, true)),
+    ("claude-opus-4-8", caps(ADAPTIVE_ONLY, true, true)),
+    ("claude-opus-4-7", caps(ADAPTIVE_ONLY, true, true)),
+    ("claude-opus-4-6", caps(ADAPTIVE, true, true)),
+    ("claude-opus-4-5", caps(Thinking::Budget, true, false)),
+    ("claude-opus-4", caps(Thinking::Budget, false, false)),
+    ("claude-sonnet-5", caps(ADAPTIVE, true, false)),
+    ("claude-sonnet-4-6", caps(ADAPTIVE, true, false)),
+    ("claude-sonnet-4", caps(Thinking::Budget, false, false)),
+    ("claude-3-7-sonnet", caps(Thinking::Budget, false, false)),
+    ("claude-haiku-5", caps(ADAPTIVE, true, false)),
+    ("claude-haiku-4-5", caps(Thinking::Budget, false, false)),
+];
+
+/// What `model` accepts; a model ouro does not know gets neither thinking nor effort, which
+/// every model accepts.
+pub fn capabilities(model: &str) -> Capabilities {
+    CAPABILITIES
+        .iter()
+        .find(|(prefix, _)| {
+            model
+                .strip_prefix(prefix)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with(['-', '[']))
+        })
+        .map_or(caps(Thinking::None, false, false), |(_, c)| *c)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
