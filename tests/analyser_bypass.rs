@@ -421,7 +421,7 @@ fn prefix_rules_do_not_cover_options_that_write_read_elsewhere_or_run_code() {
         "npm test -- --watch",
         "npm run build",
         "cargo test --release -- --nocapture",
-        "make test V=1",
+        "make test",
         "cat src/main.rs",
         "sort -rn src/main.rs",
     ] {
@@ -601,4 +601,134 @@ async fn grep_and_glob_skip_what_deny_rules_forbid() {
     .await;
     assert!(out.contains("open.txt"), "{out}");
     assert!(!out.contains("secrets") && !out.contains(".env"), "{out}");
+}
+
+/// Inputs an adversarial review found running unasked, each with the rules in force.
+#[test]
+fn the_review_probes_need_approval() {
+    let dir = project();
+    let root = dir.path().canonicalize().unwrap();
+    let no_rules: &[(&str, RuleKind)] = &[];
+    let push_denied: &[(&str, RuleKind)] = &[
+        ("Bash", RuleKind::Allow),
+        ("Bash(git push:*)", RuleKind::Deny),
+    ];
+    let diff_allowed: &[(&str, RuleKind)] = &[("Bash(git diff:*)", RuleKind::Allow)];
+    let cat_allowed: &[(&str, RuleKind)] = &[("Bash(cat:*)", RuleKind::Allow)];
+    let make_allowed: &[(&str, RuleKind)] = &[("Bash(make test:*)", RuleKind::Allow)];
+    let secrets_denied: &[(&str, RuleKind)] = &[
+        ("Bash", RuleKind::Allow),
+        ("Read(secrets/**)", RuleKind::Deny),
+        ("Read(config/**)", RuleKind::Deny),
+        ("Read(.env)", RuleKind::Deny),
+    ];
+    let cases: &[(&[(&str, RuleKind)], &str)] = &[
+        // Here-documents bash ends elsewhere than the parser.
+        (no_rules, "cat <<E\"OF\"\nEOF\ntouch pwned\nE\"OF\""),
+        (no_rules, "cat <<E'OF'\nEOF\ntouch pwned\nE'OF'"),
+        (no_rules, "cat <<EOF;\nEOF\ntouch pwned\nEOF;"),
+        (no_rules, "cat <<EOF|cat\nEOF\ntouch pwned\nEOF|cat"),
+        (no_rules, "cat <<EOF&&true\nEOF\ntouch pwned\nEOF&&true"),
+        (
+            no_rules,
+            "cat <<EOF>/dev/null\nEOF\ntouch pwned\nEOF>/dev/null",
+        ),
+        (
+            no_rules,
+            "cat <<-EOF\n  EOF\necho '\nEOF\ntouch pwned\necho '",
+        ),
+        (
+            no_rules,
+            "cat <<EOF\n  EOF\necho '\nEOF\ntouch pwned\necho '",
+        ),
+        (
+            no_rules,
+            "cat <<\"EO\"F\nEO\necho '\nEOF\ntouch pwned\necho '",
+        ),
+        (
+            no_rules,
+            "cat <<'EOF'X\nEOF\necho '\nEOFX\ntouch pwned\necho '",
+        ),
+        // Substitutions the parser keeps as text.
+        (no_rules, "[[ x =~ <(touch pwned) ]]"),
+        (no_rules, "[[ x =~ >(touch pwned) ]]"),
+        (no_rules, "[[ x =~ a<(touch pwned) ]]"),
+        (no_rules, "[[ x =~ (a|<(touch pwned)) ]]"),
+        (
+            no_rules,
+            "echo -- 'a[$(touch pwned)]'; cat <<EOF\nx $[_]\nEOF",
+        ),
+        (
+            no_rules,
+            "echo -- 'a[$(touch pwned)]'; cat <<EOF\nx$[_]y\nEOF",
+        ),
+        // Repositories elsewhere, whose config may run programs.
+        (no_rules, "git -C fixture status"),
+        (no_rules, "git --git-dir=fixture status"),
+        (no_rules, "git --work-tree=. --git-dir=fixture status"),
+        // Deny rules past global options and expansions.
+        (push_denied, "git -P push origin HEAD:refs/heads/b"),
+        (push_denied, "git --no-pager push origin HEAD:refs/heads/c"),
+        (push_denied, "git {push,origin,HEAD:refs/heads/d}"),
+        (push_denied, "git -c x.y=z push origin HEAD:refs/heads/e"),
+        (push_denied, "git -C . push origin HEAD:refs/heads/f"),
+        (
+            push_denied,
+            "git -C . --literal-pathspecs push origin HEAD:refs/heads/g",
+        ),
+        (push_denied, "echo -- push; git $_ origin HEAD"),
+        // Prefix rules and what bash expands.
+        (diff_allowed, "git diff {--output=pwned_brace.txt,}"),
+        (
+            diff_allowed,
+            "echo -- --output=pwned_us.txt; git diff HEAD $_",
+        ),
+        (
+            diff_allowed,
+            "git diff --no-index {/etc/hostname,/dev/null}",
+        ),
+        (cat_allowed, "cat $HOME/.ssh/id_rsa"),
+        (cat_allowed, "cat ~/.ssh/id_rsa"),
+        (make_allowed, "make test '.SHELLFLAGS=-c touch pwned'"),
+        (make_allowed, "make test SHELL=/tmp/evil"),
+        // Deny rules on files, read around.
+        (secrets_denied, "cat config/p*"),
+        (secrets_denied, "git -C . grep -h hunter"),
+        (secrets_denied, "git -C . show HEAD:secrets/key"),
+        (secrets_denied, "diff -N src ."),
+        (secrets_denied, "date -f.env"),
+        (secrets_denied, "date -f .env"),
+        (secrets_denied, "cat $PWD/secrets/key"),
+        (secrets_denied, "head secrets/*"),
+    ];
+    let mut ran = Vec::new();
+    for (rules, command) in cases {
+        for mode in [
+            PermissionMode::Default,
+            PermissionMode::Plan,
+            PermissionMode::BypassPermissions,
+        ] {
+            // bypassPermissions runs everything but what deny rules name.
+            let denies = rules.iter().any(|(_, kind)| *kind == RuleKind::Deny);
+            if mode == PermissionMode::BypassPermissions && !denies {
+                continue;
+            }
+            let e = engine_with(&root, mode, rules);
+            if bash_with(&e, command) == Decision::Allow {
+                ran.push(format!("{mode:?} {rules:?}: {command:?}"));
+            }
+        }
+    }
+    assert!(ran.is_empty(), "ran unasked:\n{}", ran.join("\n"));
+    // What the fixes must not stop.
+    let plain = engine_with(&root, PermissionMode::Default, no_rules);
+    for command in [
+        "cat <<'EOF'\nhello\nEOF",
+        "cat <<EOF\nhello\nEOF",
+        "cat <<-EOF\n\thello\n\tEOF",
+        "git status",
+        "git diff --stat",
+    ] {
+        assert_eq!(bash_with(&plain, command), Decision::Allow, "{command:?}");
+    }
 }

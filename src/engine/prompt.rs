@@ -96,6 +96,7 @@ fn environment(cwd: &Path, trusted: bool) -> String {
 fn git(cwd: &Path, args: &[&str]) -> Option<String> {
     let out = Command::new("git")
         .args(args)
+        .envs(crate::sys::git::safety_env())
         .current_dir(cwd)
         .output()
         .ok()?;

@@ -449,6 +449,38 @@ impl CompiledRule {
                 self.matches_words(&candidate)
             })
             || self.glob_program_may_be(part)
+            || self.words_appear_in_order(part)
+    }
+
+    /// The rule's words appear in the part in order, skipping whatever stands between them
+    /// (global options: `git -C . push`, `git -P push`), and a word bash expands may be any
+    /// of them (`git {push,origin}`, `git $_`).
+    fn words_appear_in_order(&self, part: &Part) -> bool {
+        let rule = match &self.spec {
+            Spec::Command(CommandPattern::Prefix(words)) => words,
+            Spec::Command(CommandPattern::Exact {
+                words: Some(words), ..
+            }) => words,
+            _ => return false,
+        };
+        let words = part.core_words();
+        let (Some(program), Some(first)) = (rule.first(), words.first()) else {
+            return false;
+        };
+        if first.literal && first.text.rsplit('/').next() != Some(program.as_str()) {
+            return false;
+        }
+        let mut wanted = rule[1..].iter().peekable();
+        for word in &words[1..] {
+            match wanted.peek() {
+                None => break,
+                Some(next) if !word.literal || word.text == **next => {
+                    wanted.next();
+                }
+                Some(_) => {}
+            }
+        }
+        wanted.peek().is_none()
     }
 
     /// A program spelled as a glob (`/bin/r[m]`, `/usr/bin/r?`) runs whatever file it

@@ -157,8 +157,26 @@ fn beyond_rules(scope: &Scope, base: &Path, part: &Part) -> Option<String> {
     let program = words.first().and_then(|w| w.text.rsplit('/').next())?;
     let shown = bash::short(&part.source);
     let short = beyond_rules_short(program);
+    if program == "make" || program == "gmake" {
+        // `VAR=value` arguments override the makefile's variables: `SHELL`, `.SHELLFLAGS`
+        // and the like run code.
+        if let Some(word) = words.iter().skip(1).find(|w| w.text.contains('=')) {
+            return Some(format!(
+                "`{shown}` sets `{}`, and make variables can run code; an allow rule for the \
+                 command does not cover that, so it needs approval",
+                word.text
+            ));
+        }
+    }
     let mut options_end = false;
-    for word in words.iter().skip(1).filter(|w| w.literal) {
+    for word in words.iter().skip(1) {
+        if !word.literal {
+            return Some(format!(
+                "`{shown}` passes `{}`, which bash expands into words no rule can have \
+                 meant; it needs approval",
+                word.text
+            ));
+        }
         let text = word.text.as_str();
         if text == "--" {
             options_end = true;
@@ -180,9 +198,10 @@ fn beyond_rules(scope: &Scope, base: &Path, part: &Part) -> Option<String> {
                  rule for the command does not cover it, so it needs approval"
             ));
         }
+        // Any operand or option value may be a path; a relative one can lead out through a
+        // symbolic link.
         let value = text.split_once('=').map_or(text, |(_, v)| v);
-        let looks_like_path =
-            value.starts_with('/') || value.starts_with('~') || value.split('/').any(|c| c == "..");
+        let looks_like_path = !value.is_empty() && !value.starts_with('-');
         if looks_like_path {
             let path = Word {
                 text: value.to_string(),
@@ -335,6 +354,10 @@ fn reaches_unnamed_files(part: &Part) -> bool {
         return false;
     };
     let args = &words[1..];
+    // A glob or an expansion names files only bash knows.
+    if args.iter().any(|w| w.glob || !w.literal) {
+        return true;
+    }
     let short = |letters: &str| {
         args.iter().any(|w| {
             w.text.starts_with('-')
@@ -350,22 +373,18 @@ fn reaches_unnamed_files(part: &Part) -> bool {
         "grep" | "egrep" | "fgrep" => {
             short("rRd") || long(&["--recursive", "--dereference-recursive", "--directories"])
         }
-        "rg" | "ag" | "ack" | "find" | "tree" => true,
+        // diff on directories compares every file in them.
+        "rg" | "ag" | "ack" | "find" | "tree" | "diff" => true,
         "ls" => short("R") || long(&["--recursive"]),
         "du" => short("a") || long(&["--all"]),
-        "git" => {
-            let sub = args
-                .iter()
-                .find(|w| !w.text.starts_with('-'))
-                .map(|w| w.text.as_str());
-            match sub {
-                Some("grep" | "show" | "diff" | "cat-file" | "archive" | "format-patch") => true,
-                Some("log" | "whatchanged" | "reflog" | "stash") => {
-                    short("puL") || long(&["--patch", "--full-diff", "--word-diff"])
-                }
-                _ => false,
+        // Whatever global options come first (`git -C . grep`).
+        "git" => args.iter().any(|w| match w.text.as_str() {
+            "grep" | "show" | "diff" | "cat-file" | "archive" | "format-patch" | "bundle" => true,
+            "log" | "whatchanged" | "reflog" | "stash" => {
+                short("puL") || long(&["--patch", "--full-diff", "--word-diff"])
             }
-        }
+            _ => false,
+        }),
         _ => false,
     }
 }

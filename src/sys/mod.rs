@@ -1,4 +1,5 @@
 //! Thin layers over the operating system that several parts of ouro share.
 
+pub mod git;
 pub mod process;
 pub mod sandbox;

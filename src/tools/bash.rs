@@ -209,8 +209,10 @@ impl<'a> Sandboxing<'a> {
             return Ok(());
         };
         if self.confinement == Confinement::ReadOnly {
-            // Git treats an unreadable ~/.gitconfig as fatal; a read-only call gets none.
+            // Git treats an unreadable ~/.gitconfig as fatal; a read-only call gets none, and
+            // runs nothing the repository's config names.
             command.env("GIT_CONFIG_GLOBAL", "/dev/null");
+            command.envs(crate::sys::git::safety_env());
         }
         match Prepared::new(&policy) {
             Ok(Some(prepared)) => prepared.apply(command),

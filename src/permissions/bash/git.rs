@@ -93,15 +93,11 @@ pub(super) fn classify(args: &[Word]) -> Effect {
             | "--no-optional-locks"
             | "--literal-pathspecs"
             | "--no-replace-objects" => i += 1,
-            "-C" => {
-                if let Some(dir) = args.get(i + 1) {
-                    paths.push(dir.clone());
-                }
-                i += 2;
-            }
-            t if t.starts_with("--git-dir=") || t.starts_with("--work-tree=") => {
-                paths.extend(path_arguments(std::slice::from_ref(word), false));
-                i += 1;
+            // Another directory may hold a repository the project ships, whose config runs
+            // programs (an embedded bare repository): that needs approval.
+            "-C" => return Effect::Unknown,
+            t if t.starts_with("--git-dir") || t.starts_with("--work-tree") => {
+                return Effect::Unknown;
             }
             // `-c` can set a pager, an fsmonitor hook or an alias: anything can run.
             t if t.starts_with('-') => return Effect::Unknown,

@@ -362,6 +362,9 @@ pub(super) fn grammar(program: &str) -> Option<&'static Grammar> {
                 "--suppress-blank-empty",
                 "--color",
                 "--normal",
+                // Optional values: given only as `--unified=5`, never as the next word.
+                "--unified",
+                "--context",
             ],
             long_with_value: &[
                 "--unified",

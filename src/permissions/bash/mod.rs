@@ -199,6 +199,8 @@ pub enum FindingKind {
     Lexing,
     /// `>` or `<` inside `[ ... ]`: bash redirects there, the parser sees a comparison.
     RedirectInTest,
+    /// A here-document bash ends elsewhere than the parser: text it runs looks like data.
+    HeredocMismatch,
 }
 
 impl FindingKind {
@@ -210,6 +212,7 @@ impl FindingKind {
                 | FindingKind::TooLong(_)
                 | FindingKind::TooDeep
                 | FindingKind::Lexing
+                | FindingKind::HeredocMismatch
         )
     }
 
@@ -223,6 +226,7 @@ impl FindingKind {
                 | FindingKind::Arithmetic
                 | FindingKind::Lexing
                 | FindingKind::RedirectInTest
+                | FindingKind::HeredocMismatch
                 | FindingKind::Unsupported(_)
         )
     }
@@ -265,6 +269,10 @@ impl FindingKind {
             FindingKind::Lexing => {
                 "contains control characters (carriage return, vertical tab, form feed, or a \
                  backslash before a tab) that bash reads differently from the analyser"
+            }
+            FindingKind::HeredocMismatch => {
+                "has a here-document whose end bash finds elsewhere than the analyser, so \
+                 what runs is unknown"
             }
             FindingKind::RedirectInTest => {
                 "has `>` or `<` inside `[ ]`, which bash treats as a redirection that writes or \

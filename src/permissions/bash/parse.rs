@@ -61,8 +61,15 @@ pub(super) fn parse(command: &str) -> Parsed {
         out,
         too_deep: false,
         dynamic_test_words: 0,
+        heredocs: Vec::new(),
     };
     walker.statement(root, 0);
+    if !heredocs_end_where_bash_ends_them(command, &mut walker.heredocs) {
+        walker
+            .out
+            .findings
+            .push(Finding::new(FindingKind::HeredocMismatch, command));
+    }
     walker.out
 }
 
@@ -95,6 +102,120 @@ struct Walker<'s> {
     too_deep: bool,
     /// Words of test expressions that are not literal, seen so far.
     dynamic_test_words: usize,
+    /// Every here-document, to check that the parser ended each where bash will.
+    heredocs: Vec<Heredoc>,
+}
+
+/// A here-document as the parser saw it.
+struct Heredoc {
+    /// Where its `<<` is.
+    start: usize,
+    /// `<<-`: leading tabs are stripped from body lines.
+    strip_tabs: bool,
+    /// The delimiter word as the parser took it (`EOF`, `'EOF'`, `E"OF"`).
+    word: String,
+    /// Where that word starts.
+    word_start: usize,
+    /// The byte after the parser's end line, if it found one.
+    parser_end: Option<usize>,
+}
+
+/// Bash ends a here-document at the first line equal to its delimiter (the word with quotes
+/// removed; tabs stripped first for `<<-`); tree-sitter-bash's scanner does not always agree
+/// (it keeps quotes, accepts prefixes, strips spaces). Where they differ, text bash runs as
+/// commands would pass as document text, so the caller refuses to judge the command.
+fn heredocs_end_where_bash_ends_them(command: &str, heredocs: &mut [Heredoc]) -> bool {
+    heredocs.sort_by_key(|h| h.start);
+    let mut cursor = 0;
+    for doc in heredocs.iter() {
+        // The parser must have taken the same word bash reads there.
+        if bash_word_at(command, doc.word_start) != doc.word {
+            return false;
+        }
+        // Only plain delimiter words: a metacharacter inside means the words differ already.
+        if doc.word.is_empty()
+            || !doc
+                .word
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_-.'\"\\".contains(c))
+        {
+            return false;
+        }
+        let delimiter = remove_quotes(&doc.word);
+        // The body starts on the line after the one holding the `<<`.
+        let from = cursor.max(doc.start);
+        let Some(newline) = command[from..].find('\n') else {
+            return doc.parser_end.is_none();
+        };
+        let mut at = from + newline + 1;
+        let mut bash_end = None;
+        while at <= command.len() {
+            let line_end = command[at..].find('\n').map_or(command.len(), |i| at + i);
+            let line = &command[at..line_end];
+            let line = if doc.strip_tabs {
+                line.trim_start_matches('\t')
+            } else {
+                line
+            };
+            if line == delimiter {
+                bash_end = Some(line_end);
+                break;
+            }
+            if line_end == command.len() {
+                break;
+            }
+            at = line_end + 1;
+        }
+        if bash_end != doc.parser_end {
+            return false;
+        }
+        cursor = bash_end.map_or(command.len(), |end| end);
+    }
+    true
+}
+
+/// The word bash reads from `start`: up to an unquoted blank or metacharacter.
+fn bash_word_at(command: &str, start: usize) -> &str {
+    let Some(text) = command.get(start..) else {
+        return "";
+    };
+    let (mut single, mut double, mut escaped) = (false, false, false);
+    for (i, c) in text.char_indices() {
+        if escaped {
+            escaped = false;
+            continue;
+        }
+        match c {
+            '\\' if !single => escaped = true,
+            '\'' if !double => single = !single,
+            '"' if !single => double = !double,
+            c if !single && !double && (c.is_whitespace() || ";&|<>()".contains(c)) => {
+                return &text[..i];
+            }
+            _ => {}
+        }
+    }
+    text
+}
+
+/// A word with bash's quote removal applied.
+fn remove_quotes(word: &str) -> String {
+    let mut out = String::with_capacity(word.len());
+    let (mut single, mut double) = (false, false);
+    let mut chars = word.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' if !double => single = !single,
+            '"' if !single => double = !double,
+            '\\' if !single => {
+                if let Some(next) = chars.next() {
+                    out.push(next);
+                }
+            }
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 /// A node's children paired with the field name each one fills, if any.
@@ -337,6 +458,24 @@ impl<'s> Walker<'s> {
             }
             "heredoc_redirect" => {
                 *fed = true;
+                let children = named_children(node);
+                self.heredocs.push(Heredoc {
+                    start: node.start_byte(),
+                    strip_tabs: has_token(node, &["<<-"]),
+                    word: children
+                        .iter()
+                        .find(|c| c.kind() == "heredoc_start")
+                        .map(|c| self.text(*c).to_string())
+                        .unwrap_or_default(),
+                    word_start: children
+                        .iter()
+                        .find(|c| c.kind() == "heredoc_start")
+                        .map_or(0, |c| c.start_byte()),
+                    parser_end: children
+                        .iter()
+                        .find(|c| c.kind() == "heredoc_end")
+                        .map(|c| c.end_byte()),
+                });
                 // `<<'EOF'`, `<<"EOF"` and `<<\EOF` keep the body literal.
                 let expands = named_children(node)
                     .iter()
@@ -363,7 +502,8 @@ impl<'s> Walker<'s> {
     }
 
     fn heredoc_body(&mut self, node: Node<'_>, depth: usize, expands: bool) {
-        if expands && self.text(node).contains('`') {
+        let text = self.text(node);
+        if expands && (text.contains('`') || text.contains("$[")) {
             // The parser leaves backquotes in a body as text; bash runs them.
             self.find(FindingKind::CommandSubstitution, node);
         }
@@ -504,6 +644,14 @@ impl<'s> Walker<'s> {
         if !node.is_named() {
             return Word::literal(raw);
         }
+        // Leaves the parser does not split further can still hold what bash expands
+        // (`[[ x =~ <(cmd) ]]`, `$[..]`).
+        if matches!(node.kind(), "word" | "regex" | "extglob_pattern") && expands_inside(raw) {
+            self.find(
+                FindingKind::Unsupported("an expansion the parser kept as plain text".into()),
+                node,
+            );
+        }
         match node.kind() {
             "word" => Word::unquoted(raw),
             "number" => {
@@ -639,6 +787,13 @@ impl<'s> Walker<'s> {
             }
         }
     }
+}
+
+/// Whether raw text holds the start of a substitution or arithmetic expansion.
+fn expands_inside(raw: &str) -> bool {
+    ["$(", "`", "<(", ">(", "$["]
+        .iter()
+        .any(|start| raw.contains(start))
 }
 
 /// Text with nothing bash would expand, substitute or continue.

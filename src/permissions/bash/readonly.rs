@@ -337,12 +337,21 @@ fn date(args: &[Word]) -> Effect {
             || (w.text.starts_with('-') && !w.text.starts_with("--") && w.text.contains('s'))
     });
     if sets {
-        Effect::Mutates("sets the system clock".into())
-    } else {
-        Effect::ReadOnly {
-            paths: path_arguments(args, false),
+        return Effect::Mutates("sets the system clock".into());
+    }
+    // `-f FILE` reads dates from a file, attached (`-f.env`) or not.
+    let mut paths = path_arguments(args, false);
+    for (i, word) in args.iter().enumerate() {
+        if let Some(attached) = word.text.strip_prefix("-f").filter(|v| !v.is_empty()) {
+            paths.push(Word {
+                text: attached.to_string(),
+                ..word.clone()
+            });
+        } else if word.text == "-f" || long_flag_is(&word.text, "--file") {
+            paths.extend(args.get(i + 1).cloned());
         }
     }
+    Effect::ReadOnly { paths }
 }
 
 fn tee(args: &[Word]) -> Effect {
