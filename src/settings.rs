@@ -246,6 +246,9 @@ impl LayeredSettings {
                 what.push("sandbox relaxations");
                 s.sandbox = narrowing_sandbox;
             }
+            if s.model.take().is_some() {
+                what.push("model");
+            }
             s.trusted_directories.clear();
             if !what.is_empty() {
                 dropped.push(format!("{} in {}", what.join(", "), source.label()));

@@ -183,14 +183,27 @@ impl SandboxConfig {
         }
     }
 
+    /// Only one plain command whose first words are an excluded entry's words leaves the
+    /// sandbox: `docker ps; rm -rf ~` or `docker ps $(...)` stays confined.
     fn is_excluded(&self, command: &str) -> bool {
-        let command = command.trim_start();
+        if self.excluded_commands.is_empty() {
+            return false;
+        }
+        let analysis = crate::permissions::bash::analyse(command);
+        let [part] = analysis.parts.as_slice() else {
+            return false;
+        };
+        if !analysis.findings.is_empty() || !part.assignments.is_empty() {
+            return false;
+        }
+        let words: Vec<&str> = part
+            .core_words()
+            .iter()
+            .map(|w| if w.literal { w.text.as_str() } else { "" })
+            .collect();
         self.excluded_commands.iter().any(|excluded| {
-            let excluded = excluded.trim();
-            !excluded.is_empty()
-                && command
-                    .strip_prefix(excluded)
-                    .is_some_and(|rest| rest.is_empty() || rest.starts_with(char::is_whitespace))
+            let wanted: Vec<&str> = excluded.split_whitespace().collect();
+            !wanted.is_empty() && words.starts_with(&wanted)
         })
     }
 }
@@ -275,12 +288,20 @@ mod tests {
                 .policy
                 .is_some()
         );
-        assert!(
-            config
-                .plan(Confinement::Approved, root, "dockerd", cwd)
-                .policy
-                .is_some()
-        );
+        for confined in [
+            "dockerd",
+            "docker ps; touch x",
+            "docker ps $(id)",
+            "X=1 docker ps",
+        ] {
+            assert!(
+                config
+                    .plan(Confinement::Approved, root, confined, cwd)
+                    .policy
+                    .is_some(),
+                "{confined}"
+            );
+        }
         let off = SandboxConfig {
             enabled: false,
             ..SandboxConfig::default()
