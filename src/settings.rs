@@ -114,6 +114,12 @@ pub struct Settings {
     /// `false` sends no cache breakpoints (every turn is billed as fresh input).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt_caching: Option<bool>,
+    /// `low`, `medium`, `high` or `max`, as `--effort`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effort: Option<String>,
+    /// `off`, `adaptive`, `auto` or a token budget, as `--thinking`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking: Option<String>,
     /// Directories whose own settings and instructions take effect (honoured from the user's
     /// settings only; the REPL's trust question adds to it).
     #[serde(default)]
@@ -274,6 +280,12 @@ impl LayeredSettings {
             }
             if s.prompt_caching.is_some() {
                 out.prompt_caching = s.prompt_caching;
+            }
+            if s.effort.is_some() {
+                out.effort.clone_from(&s.effort);
+            }
+            if s.thinking.is_some() {
+                out.thinking.clone_from(&s.thinking);
             }
             out.permissions
                 .allow

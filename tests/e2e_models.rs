@@ -54,3 +54,79 @@ async fn with_no_model_named_the_newest_sonnet_runs() {
     assert_eq!(bodies(&mock)[0]["model"], models::default_model());
     assert_eq!(models::default_model(), models::resolve("sonnet"));
 }
+
+/// The first request's body and `anthropic-beta` header for `ouro -p <args> hello`.
+async fn first_request(args: &[&str]) -> (serde_json::Value, Option<String>) {
+    let sb = Sandbox::new();
+    let mock = server(json!({"turns": [{"content": [{"type": "text", "text": "hi"}]}]})).await;
+    let mut all = vec!["-p"];
+    all.extend_from_slice(args);
+    all.push("hello");
+    let run = sb.run(&mock.url(), &all).await;
+    assert!(run.status.success(), "{args:?}: {}", run.debug());
+    let request = mock
+        .requests()
+        .into_iter()
+        .find(|r| r.path.starts_with("/v1/messages"))
+        .unwrap();
+    (request.body, request.headers.get("anthropic-beta").cloned())
+}
+
+#[tokio::test]
+async fn thinking_and_effort_go_only_to_models_that_take_them() {
+    // The default model thinks adaptively and takes an effort level.
+    let (body, beta) = first_request(&["--effort", "high"]).await;
+    assert_eq!(body["thinking"], json!({"type": "adaptive"}));
+    assert_eq!(body["output_config"], json!({"effort": "high"}));
+    assert_eq!(beta, None);
+    // `max` falls back to `high` where only Opus takes it.
+    let (body, _) = first_request(&["--effort", "max"]).await;
+    assert_eq!(body["output_config"], json!({"effort": "high"}));
+    let (body, _) = first_request(&["--model", "opus", "--effort", "max"]).await;
+    assert_eq!(body["output_config"], json!({"effort": "max"}));
+    // A budget-only model gets a budget, interleaved with tool calls, and no effort.
+    let (body, beta) = first_request(&["--model", "claude-sonnet-4-5", "--effort", "high"]).await;
+    assert_eq!(body["thinking"]["type"], "enabled");
+    assert!(body["thinking"]["budget_tokens"].as_u64().unwrap() >= 1024);
+    assert!(body.get("output_config").is_none(), "{body}");
+    assert_eq!(beta.as_deref(), Some("interleaved-thinking-2025-05-14"));
+    let (body, _) = first_request(&["--model", "claude-sonnet-4-5", "--thinking", "5000"]).await;
+    assert_eq!(body["thinking"]["budget_tokens"], 5000);
+    // A model with neither gets neither; `--thinking off` sends none.
+    let (body, _) = first_request(&["--model", "claude-3-5-haiku", "--effort", "low"]).await;
+    assert!(
+        body.get("thinking").is_none() && body.get("output_config").is_none(),
+        "{body}"
+    );
+    let (body, _) = first_request(&["--thinking", "off"]).await;
+    assert!(body.get("thinking").is_none(), "{body}");
+}
+
+#[tokio::test]
+async fn thinking_and_effort_come_from_the_settings_too() {
+    let sb = Sandbox::new();
+    std::fs::write(
+        sb.home.path().join("settings.json"),
+        json!({"effort": "low", "thinking": "off"}).to_string(),
+    )
+    .unwrap();
+    let mock = server(json!({"turns": [{"content": [{"type": "text", "text": "hi"}]}]})).await;
+    let run = sb.run(&mock.url(), &["-p", "hello"]).await;
+    assert!(run.status.success(), "{}", run.debug());
+    let body = &bodies(&mock)[0];
+    assert_eq!(body["output_config"], json!({"effort": "low"}));
+    assert!(body.get("thinking").is_none(), "{body}");
+    let bad = Sandbox::new();
+    std::fs::write(
+        bad.home.path().join("settings.json"),
+        json!({"effort": "extreme"}).to_string(),
+    )
+    .unwrap();
+    let run = bad.run(&mock.url(), &["-p", "hello"]).await;
+    assert!(!run.status.success());
+    assert!(
+        run.stderr.contains("effort") && run.stderr.contains("low, medium"),
+        "{}",
+        run.stderr
+    );
+}

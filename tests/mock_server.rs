@@ -568,15 +568,17 @@ async fn ouros_own_client_reads_turns_and_faults() {
         messages: ouro::api::types::Breakpointed::plain(&[Message::user_text("read /x")]),
         system: &[],
         tools: &[],
+        thinking: None,
+        output_config: None,
         stream: true,
     }
     .to_body();
 
-    let err = client.stream(&request).await.err().unwrap();
+    let err = client.stream(&request, &[]).await.err().unwrap();
     assert_eq!(err.status(), Some(429));
     assert_eq!(err.retry_after(), Some(Duration::from_secs(3)));
 
-    let mut events = Box::pin(client.stream(&request).await.unwrap());
+    let mut events = Box::pin(client.stream(&request, &[]).await.unwrap());
     let mut broke = false;
     while let Some(item) = events.next().await {
         if let Err(e) = item {
@@ -587,7 +589,7 @@ async fn ouros_own_client_reads_turns_and_faults() {
     assert!(broke, "a cut stream must surface as a stream error");
 
     let mut assembler = Assembler::new();
-    let mut events = Box::pin(client.stream(&request).await.unwrap());
+    let mut events = Box::pin(client.stream(&request, &[]).await.unwrap());
     while let Some(item) = events.next().await {
         assembler.push(item.unwrap());
     }

@@ -119,9 +119,11 @@ impl Client {
 
     /// Send one streaming request. Errors before the first byte (HTTP status, connection) come
     /// back here; errors after it come through the stream.
+    /// `betas` go in the `anthropic-beta` header.
     pub async fn stream(
         &self,
         body: &[u8],
+        betas: &[&str],
     ) -> Result<impl Stream<Item = Result<StreamEvent, ApiError>> + Send + use<>, ApiError> {
         let url = format!("{}/v1/messages", self.base_url);
         let mut headers = HeaderMap::new();
@@ -137,6 +139,11 @@ impl Client {
             HeaderValue::from_static(ANTHROPIC_VERSION),
         );
         headers.insert("content-type", HeaderValue::from_static("application/json"));
+        if !betas.is_empty()
+            && let Ok(value) = HeaderValue::from_str(&betas.join(","))
+        {
+            headers.insert("anthropic-beta", value);
+        }
         let response = self
             .http
             .post(&url)

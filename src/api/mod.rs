@@ -3,6 +3,7 @@
 pub mod client;
 pub mod models;
 pub mod pricing;
+pub mod reasoning;
 pub mod retry;
 pub mod stream;
 pub mod types;

@@ -275,6 +275,10 @@ pub struct MessagesRequest<'a> {
     pub system: &'a [SystemBlock],
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     pub tools: &'a [ToolDefinition],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thinking: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_config: Option<&'a Value>,
     pub stream: bool,
 }
 

@@ -9,6 +9,7 @@ use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 
 use crate::api::client::{ApiError, Client, DEFAULT_BASE_URL};
 use crate::api::models;
+use crate::api::reasoning::{Effort, ThinkingChoice};
 use crate::engine::prompt::{INSTRUCTION_FILES, ProjectContext};
 use crate::engine::{Conversation, Engine, EngineConfig};
 use crate::event::Event;
@@ -42,6 +43,10 @@ pub struct Options {
     pub persist: bool,
     /// Trust the directory's own settings and instructions for this run (`--trust-project`).
     pub trust_project: bool,
+    /// `--effort`, over the settings' `effort`.
+    pub effort: Option<Effort>,
+    /// `--thinking`, over the settings' `thinking`.
+    pub thinking: Option<ThinkingChoice>,
 }
 
 /// The settings in force: every layer, less what an untrusted directory's own files would widen.
@@ -126,6 +131,8 @@ pub enum AppError {
     Client(#[from] ApiError),
     #[error("{0} failed unexpectedly")]
     StartupTask(&'static str),
+    #[error("the setting `{key}` in the settings files is not valid: {reason}")]
+    InvalidSetting { key: &'static str, reason: String },
 }
 
 /// A session ready to run.
@@ -219,6 +226,22 @@ pub fn build(
     // Claude Code's switch works here too.
     let caching_off_by_env = std::env::var("DISABLE_PROMPT_CACHING").is_ok_and(|v| v == "1");
     config.prompt_caching = settings.prompt_caching.unwrap_or(true) && !caching_off_by_env;
+    config.effort = match (options.effort, &settings.effort) {
+        (Some(effort), _) => Some(effort),
+        (None, Some(text)) => Some(text.parse().map_err(|reason| AppError::InvalidSetting {
+            key: "effort",
+            reason,
+        })?),
+        (None, None) => None,
+    };
+    config.thinking = match (options.thinking, &settings.thinking) {
+        (Some(choice), _) => choice,
+        (None, Some(text)) => text.parse().map_err(|reason| AppError::InvalidSetting {
+            key: "thinking",
+            reason,
+        })?,
+        (None, None) => ThinkingChoice::Auto,
+    };
     if let Some(share) = settings.auto_compact_threshold {
         config.auto_compact_threshold = share;
     }

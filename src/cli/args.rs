@@ -3,6 +3,7 @@
 use clap::{Parser, Subcommand};
 
 use super::print::{InputFormat, OutputFormat};
+use crate::api::reasoning::{Effort, ThinkingChoice};
 use crate::app::Options;
 use crate::permissions::{CliPermissions, PermissionMode};
 
@@ -28,9 +29,17 @@ pub struct Args {
     #[arg(long, value_enum, default_value = "text")]
     pub input_format: InputFormat,
 
-    /// Model id, e.g. claude-sonnet-4-5.
+    /// Model id, or opus, sonnet or haiku for the newest of each.
     #[arg(long)]
     pub model: Option<String>,
+
+    /// How much effort the model spends: low, medium, high or max (models that take it).
+    #[arg(long, value_name = "LEVEL")]
+    pub effort: Option<Effort>,
+
+    /// Extended thinking: off, adaptive, auto (the default) or a token budget.
+    #[arg(long, value_name = "MODE")]
+    pub thinking: Option<ThinkingChoice>,
 
     /// Run on this brain, e.g. ouro@anthropic/claude/sonnet/v4.5 (`ouro brains` lists them).
     #[arg(long, value_name = "SLUG", conflicts_with = "model")]
@@ -175,6 +184,8 @@ impl Args {
             continue_last: self.continue_last,
             persist: true,
             trust_project: self.trust_project,
+            effort: self.effort,
+            thinking: self.thinking,
         })
     }
 

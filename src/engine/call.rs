@@ -7,7 +7,7 @@ use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 
 use super::Engine;
-use super::run::{CallError, CallOutcome, RunState};
+use super::run::{CallError, CallOutcome, Request, RunState};
 use crate::api::client::ApiError;
 use crate::api::stream::{Assembled, Assembler, bad_input_message};
 use crate::api::types::ContentBlock;
@@ -26,7 +26,7 @@ impl Engine {
     /// submitted) and `None` for internal calls such as compaction.
     pub(super) async fn call_model(
         &mut self,
-        body: &[u8],
+        request: &Request,
         run: &mut RunState,
         cancel: &CancellationToken,
         mut batch: Option<&mut Batch>,
@@ -34,7 +34,9 @@ impl Engine {
         let mut attempt = 0u32;
         loop {
             let started = Instant::now();
-            let result = self.attempt(body, run, cancel, batch.as_deref_mut()).await;
+            let result = self
+                .attempt(request, run, cancel, batch.as_deref_mut())
+                .await;
             run.api_time += started.elapsed();
             let error = match result {
                 Attempt::Done(outcome) => return Ok(outcome),
@@ -63,14 +65,14 @@ impl Engine {
 
     async fn attempt(
         &mut self,
-        body: &[u8],
+        request: &Request,
         run: &mut RunState,
         cancel: &CancellationToken,
         mut batch: Option<&mut Batch>,
     ) -> Attempt {
         let opened = tokio::select! {
             _ = cancel.cancelled() => return Attempt::Fatal(CallError::Aborted { outcome: CallOutcome::default() }),
-            r = self.client.stream(body) => r,
+            r = self.client.stream(&request.body, &request.betas) => r,
         };
         let mut stream = match opened {
             Ok(s) => Box::pin(s),

@@ -5,7 +5,7 @@
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::run::{CallError, RunState};
+use super::run::{CallError, Request, RunState};
 use super::{Engine, prompt};
 use crate::api::types::{
     Breakpointed, ContentBlock, Message, MessagesRequest, Role, SystemBlock, text_of,
@@ -112,10 +112,16 @@ impl Engine {
             messages: Breakpointed::plain(&[Message::user_text(ask)]),
             system: &[SystemBlock::text(prompt::COMPACT.trim_end())],
             tools: &[],
+            thinking: None,
+            output_config: None,
             stream: true,
         }
         .to_body();
-        match self.call_model(&body, run, cancel, None).await {
+        let request = Request {
+            body,
+            betas: Vec::new(),
+        };
+        match self.call_model(&request, run, cancel, None).await {
             Ok(outcome) => {
                 let text: String = text_of(&outcome.blocks);
                 if text.trim().is_empty() {

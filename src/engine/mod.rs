@@ -15,6 +15,7 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use crate::api::client::Client;
 use crate::api::pricing;
+use crate::api::reasoning::{Effort, ThinkingChoice};
 use crate::api::retry::RetryPolicy;
 use crate::api::types::{CacheControl, Message, SystemBlock, ToolDefinition, Usage};
 use crate::event::Event;
@@ -41,6 +42,10 @@ pub struct EngineConfig {
     /// Cache breakpoints on the tools, the system prompt and the conversation (settings
     /// `promptCaching`, or `DISABLE_PROMPT_CACHING=1`).
     pub prompt_caching: bool,
+    /// `--thinking`: how the model may reason before answering.
+    pub thinking: ThinkingChoice,
+    /// `--effort`, sent to models that take it.
+    pub effort: Option<Effort>,
     pub permission_mode: PermissionMode,
     pub cwd: PathBuf,
 }
@@ -56,6 +61,8 @@ impl EngineConfig {
             auto_compact_threshold: 0.85,
             retry: RetryPolicy::default(),
             prompt_caching: true,
+            thinking: ThinkingChoice::Auto,
+            effort: None,
             permission_mode: PermissionMode::Default,
             cwd,
         }

@@ -6,10 +6,11 @@ use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::compact::CompactError;
-use super::run::{CallError, CallOutcome, RunState};
+use super::run::{CallError, CallOutcome, Request, RunState};
 use super::{Engine, MAX_CONTINUATIONS, prompt, repair};
 use crate::api::client::ApiError;
 use crate::api::pricing;
+use crate::api::reasoning;
 use crate::api::types::{
     Breakpointed, ContentBlock, Message, MessagesRequest, Role, StopReason, text_of,
 };
@@ -94,11 +95,13 @@ impl Engine {
                 }
                 tracing::warn!(error = %e, "proactive compaction failed; sending the full history");
             }
-            let body = self.build_request();
+            let request = self.build_request();
             run.turns += 1;
             self.emit(Event::RequestStarted { turn: run.turns });
             let mut batch = self.executor.batch();
-            let called = self.call_model(&body, run, cancel, Some(&mut batch)).await;
+            let called = self
+                .call_model(&request, run, cancel, Some(&mut batch))
+                .await;
             let outcome = match called {
                 Ok(outcome) => outcome,
                 Err(CallError::Api(e)) if e.is_prompt_too_long() => {
@@ -252,11 +255,17 @@ impl Engine {
         self.last_context_tokens as f64 > window * self.config.auto_compact_threshold
     }
 
-    /// The body of the next request, after repairing the history.
-    pub(super) fn build_request(&mut self) -> Vec<u8> {
+    /// The next request, after repairing the history.
+    pub(super) fn build_request(&mut self) -> Request {
         repair::repair(&mut self.history);
         let marks = self.cache_marks();
-        MessagesRequest {
+        let reasoning = reasoning::reasoning(
+            &self.config.model,
+            self.config.thinking,
+            self.config.effort,
+            self.config.max_tokens,
+        );
+        let body = MessagesRequest {
             model: &self.config.model,
             max_tokens: self.config.max_tokens,
             messages: Breakpointed {
@@ -265,9 +274,15 @@ impl Engine {
             },
             system: &self.system,
             tools: &self.tools,
+            thinking: reasoning.thinking.as_ref(),
+            output_config: reasoning.output_config.as_ref(),
             stream: true,
         }
-        .to_body()
+        .to_body();
+        Request {
+            body,
+            betas: reasoning.betas,
+        }
     }
 
     /// Put an assistant message and its tool results into the history and transcript.

@@ -17,6 +17,12 @@ pub(super) struct RunState {
     pub denials: Vec<Denial>,
 }
 
+/// One request as sent by every attempt: the serialised body and its beta headers.
+pub(super) struct Request {
+    pub body: Vec<u8>,
+    pub betas: Vec<&'static str>,
+}
+
 /// What one model call returned: its finished blocks and why it stopped.
 #[derive(Debug, Default)]
 pub(super) struct CallOutcome {

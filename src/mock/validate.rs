@@ -107,6 +107,45 @@ pub fn check_headers(headers: &BTreeMap<String, String>) -> Result<(), ApiError>
     Ok(())
 }
 
+/// `thinking` and `output_config.effort` as the API takes them, for the model asked for.
+fn check_reasoning(obj: &serde_json::Map<String, Value>) -> Result<(), ApiError> {
+    use crate::api::models::{Thinking, capabilities};
+    let model = obj.get("model").and_then(Value::as_str).unwrap_or("");
+    let caps = capabilities(model);
+    let max_tokens = obj.get("max_tokens").and_then(Value::as_u64).unwrap_or(0);
+    if let Some(thinking) = obj.get("thinking") {
+        match (thinking["type"].as_str(), caps.thinking) {
+            (Some("adaptive"), Thinking::Adaptive { .. }) => {}
+            (Some("enabled"), Thinking::Budget | Thinking::Adaptive { only: false }) => {
+                let budget = thinking["budget_tokens"].as_u64().unwrap_or(0);
+                if budget < 1024 || budget >= max_tokens {
+                    return Err(ApiError::invalid_request(
+                        "thinking.budget_tokens: must be at least 1024 and less than max_tokens",
+                    ));
+                }
+            }
+            (Some("disabled"), Thinking::Budget | Thinking::Adaptive { only: false }) => {}
+            (kind, _) => {
+                return Err(ApiError::invalid_request(format!(
+                    "thinking.type: {} is not supported on {model}",
+                    kind.unwrap_or("a missing type")
+                )));
+            }
+        }
+    }
+    if let Some(config) = obj.get("output_config") {
+        let effort = config["effort"].as_str().unwrap_or("");
+        let known =
+            matches!(effort, "low" | "medium" | "high") || (effort == "max" && caps.max_effort);
+        if !caps.effort || !known {
+            return Err(ApiError::invalid_request(format!(
+                "output_config.effort: `{effort}` is not supported on {model}"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// The request body: required fields, message shapes and tool_use/tool_result pairing.
 pub fn check_body(body: &Value) -> Result<(), ApiError> {
     let Some(obj) = body.as_object() else {
@@ -132,6 +171,7 @@ pub fn check_body(body: &Value) -> Result<(), ApiError> {
             ));
         }
     }
+    check_reasoning(obj)?;
     let messages = match obj.get("messages") {
         None => return Err(ApiError::invalid_request("messages: Field required")),
         Some(Value::Array(m)) => m,
