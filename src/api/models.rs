@@ -149,14 +149,9 @@ const CAPABILITIES: &[(&str, Capabilities)] = &[
 /// What `model` accepts; a model ouro does not know gets neither thinking nor effort, which
 /// every model accepts.
 pub fn capabilities(model: &str) -> Capabilities {
-    CAPABILITIES
-        .iter()
-        .find(|(prefix, _)| {
-            model
-                .strip_prefix(prefix)
-                .is_some_and(|rest| rest.is_empty() || rest.starts_with(['-', '[']))
-        })
-        .map_or(caps(Thinking::None, false, false), |(_, c)| *c)
+    pricing::by_model(CAPABILITIES, model)
+        .copied()
+        .unwrap_or(caps(Thinking::None, false, false))
 }
 
 #[cfg(test)]

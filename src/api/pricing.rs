@@ -101,14 +101,21 @@ const TABLE: &[(&str, Pricing)] = &[
 /// `claude-opus-4-6[1m]` match their model); `None` for models ouro does not know, whose cost
 /// is then reported as 0.
 pub fn pricing(model: &str) -> Option<Pricing> {
-    TABLE
+    by_model(TABLE, model).copied()
+}
+
+/// The row of a table keyed by model id prefix, most specific first, that `model` falls
+/// under: the prefix is the whole id, or followed by a date (`-20250929`) or a variant
+/// (`[1m]`).
+pub(super) fn by_model<'t, T>(table: &'t [(&str, T)], model: &str) -> Option<&'t T> {
+    table
         .iter()
         .find(|(prefix, _)| {
             model
                 .strip_prefix(prefix)
                 .is_some_and(|rest| rest.is_empty() || rest.starts_with(['-', '[']))
         })
-        .map(|(_, p)| *p)
+        .map(|(_, row)| row)
 }
 
 /// The context window in tokens.
