@@ -15,6 +15,12 @@ pub enum Event {
     Init(InitInfo),
     /// A request failed with a retryable error and will be sent again after `delay`.
     ApiRetry(RetryInfo),
+    /// The model stayed overloaded, so the session moved to the fallback model.
+    ModelFallback {
+        from: String,
+        to: String,
+        reason: String,
+    },
     /// A request is about to be sent (turn = 1-based count of API calls in this run).
     RequestStarted {
         turn: u32,

@@ -130,3 +130,55 @@ async fn thinking_and_effort_come_from_the_settings_too() {
         run.stderr
     );
 }
+
+#[tokio::test]
+async fn a_persistently_overloaded_model_falls_back() {
+    let sb = Sandbox::new();
+    let default = models::default_model();
+    let fallback = models::resolve("haiku");
+    let mock = server(json!({
+        "overloaded_models": [default],
+        "turns": [{"content": [{"type": "text", "text": "answered by the fallback"}]}]
+    }))
+    .await;
+    let run = sb
+        .run(
+            &mock.url(),
+            &[
+                "-p",
+                "--output-format",
+                "stream-json",
+                "--fallback-model",
+                "haiku",
+                "hello",
+            ],
+        )
+        .await;
+    assert!(run.status.success(), "{}", run.debug());
+    assert_eq!(run.result()["result"], "answered by the fallback");
+    let switch = &run.of_type("system", Some("model_fallback"))[0];
+    assert_eq!(switch["from_model"], default);
+    assert_eq!(switch["model"], fallback.as_str());
+    let models_sent: Vec<String> = bodies(&mock)
+        .iter()
+        .map(|b| b["model"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        models_sent.iter().filter(|m| *m == default).count(),
+        3,
+        "{models_sent:?}"
+    );
+    assert_eq!(models_sent.last(), Some(&fallback));
+    assert_eq!(run.of_type("system", Some("api_retry")).len(), 2);
+
+    // Without a fallback, the same overload ends the run as an API error.
+    let mock = server(json!({
+        "overloaded_models": [default],
+        "turns": [{"content": [{"type": "text", "text": "never"}]}]
+    }))
+    .await;
+    let run = sb
+        .run(&mock.url(), &["-p", "--max-retries", "1", "hello"])
+        .await;
+    assert!(!run.status.success(), "{}", run.debug());
+}

@@ -393,6 +393,7 @@ async fn context_limit_rejects_large_prompts_only() {
     let scenario = Scenario {
         context_limit_tokens: Some(100),
         cache_min_tokens: None,
+        overloaded_models: Vec::new(),
         turns: vec![Turn::text("fits")],
     };
     let server = MockServer::start(scenario).await.unwrap();

@@ -47,6 +47,8 @@ pub struct Options {
     pub effort: Option<Effort>,
     /// `--thinking`, over the settings' `thinking`.
     pub thinking: Option<ThinkingChoice>,
+    /// `--fallback-model`.
+    pub fallback_model: Option<String>,
 }
 
 /// The settings in force: every layer, less what an untrusted directory's own files would widen.
@@ -226,6 +228,7 @@ pub fn build(
     // Claude Code's switch works here too.
     let caching_off_by_env = std::env::var("DISABLE_PROMPT_CACHING").is_ok_and(|v| v == "1");
     config.prompt_caching = settings.prompt_caching.unwrap_or(true) && !caching_off_by_env;
+    config.fallback_model = options.fallback_model.as_deref().map(models::resolve);
     config.effort = match (options.effort, &settings.effort) {
         (Some(effort), _) => Some(effort),
         (None, Some(text)) => Some(text.parse().map_err(|reason| AppError::InvalidSetting {

@@ -37,6 +37,10 @@ pub struct Args {
     #[arg(long, value_name = "LEVEL")]
     pub effort: Option<Effort>,
 
+    /// Move to this model once the model stays overloaded (three 529 answers in a row).
+    #[arg(long, value_name = "MODEL")]
+    pub fallback_model: Option<String>,
+
     /// Extended thinking: off, adaptive, auto (the default) or a token budget.
     #[arg(long, value_name = "MODE")]
     pub thinking: Option<ThinkingChoice>,
@@ -186,6 +190,7 @@ impl Args {
             trust_project: self.trust_project,
             effort: self.effort,
             thinking: self.thinking,
+            fallback_model: self.fallback_model.clone(),
         })
     }
 

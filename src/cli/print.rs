@@ -109,6 +109,9 @@ pub fn narrate(event: &Event, out: &mut impl Write) {
             )
         }
         Event::PermissionDenied(d) => writeln!(out, "  ✗ denied: {}", d.reason),
+        Event::ModelFallback { from, to, reason } => {
+            writeln!(out, "· {from} is overloaded ({reason}); switched to {to}")
+        }
         Event::CompactBoundary(c) => writeln!(
             out,
             "· compacted {} earlier messages into a summary",

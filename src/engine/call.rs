@@ -21,6 +21,9 @@ enum Attempt {
     Fatal(CallError),
 }
 
+/// Consecutive 529 answers after which a call moves to the fallback model.
+const FALLBACK_AFTER_OVERLOADED: u32 = 3;
+
 impl Engine {
     /// `batch` is `Some` for a conversation turn (blocks are emitted, persisted and tool calls
     /// submitted) and `None` for internal calls such as compaction.
@@ -32,6 +35,7 @@ impl Engine {
         mut batch: Option<&mut Batch>,
     ) -> Result<CallOutcome, CallError> {
         let mut attempt = 0u32;
+        let mut overloaded = 0u32;
         loop {
             let started = Instant::now();
             let result = self
@@ -43,6 +47,20 @@ impl Engine {
                 Attempt::Fatal(e) => return Err(e),
                 Attempt::Retryable(e) => e,
             };
+            overloaded = if error.status() == Some(529) {
+                overloaded + 1
+            } else {
+                0
+            };
+            if overloaded >= FALLBACK_AFTER_OVERLOADED
+                && self
+                    .config
+                    .fallback_model
+                    .as_ref()
+                    .is_some_and(|m| *m != self.config.model)
+            {
+                return Err(CallError::Overloaded(error));
+            }
             if !error.is_retryable() || attempt >= self.config.retry.max_retries {
                 return Err(CallError::Api(error));
             }

@@ -131,9 +131,9 @@ impl Engine {
                 }
             }
             Err(CallError::Aborted { .. }) => Err(CompactError::Aborted),
-            Err(CallError::Api(e)) | Err(CallError::Cut { error: e, .. }) => {
-                Err(CompactError::Request(e.to_string()))
-            }
+            Err(CallError::Api(e))
+            | Err(CallError::Cut { error: e, .. })
+            | Err(CallError::Overloaded(e)) => Err(CompactError::Request(e.to_string())),
         }
     }
 }

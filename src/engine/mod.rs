@@ -46,6 +46,8 @@ pub struct EngineConfig {
     pub thinking: ThinkingChoice,
     /// `--effort`, sent to models that take it.
     pub effort: Option<Effort>,
+    /// `--fallback-model`: where a call goes once the model stays overloaded.
+    pub fallback_model: Option<String>,
     pub permission_mode: PermissionMode,
     pub cwd: PathBuf,
 }
@@ -63,6 +65,7 @@ impl EngineConfig {
             prompt_caching: true,
             thinking: ThinkingChoice::Auto,
             effort: None,
+            fallback_model: None,
             permission_mode: PermissionMode::Default,
             cwd,
         }

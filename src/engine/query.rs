@@ -130,6 +130,20 @@ impl Engine {
                         }
                     }
                 }
+                Err(CallError::Overloaded(e)) => {
+                    let Some(fallback) = self.config.fallback_model.take() else {
+                        return api_failure(&e);
+                    };
+                    let from = self.config.model.clone();
+                    self.set_model(fallback.clone());
+                    self.emit(Event::ModelFallback {
+                        from,
+                        to: fallback,
+                        reason: e.label(),
+                    });
+                    run.turns -= 1;
+                    continue;
+                }
                 Err(CallError::Api(e)) => return api_failure(&e),
                 Err(CallError::Aborted { outcome }) => {
                     let results = batch.abort().await;

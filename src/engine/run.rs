@@ -41,4 +41,6 @@ pub(super) enum CallError {
     },
     /// The user aborted; finished blocks are kept.
     Aborted { outcome: CallOutcome },
+    /// The model stayed overloaded and a fallback model is set: switch and ask again.
+    Overloaded(ApiError),
 }

@@ -115,6 +115,17 @@ impl Ledger {
         {
             return reject(ApiError::prompt_too_long(estimate, limit));
         }
+        let model = request
+            .body
+            .get("model")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        if scenario.overloaded_models.iter().any(|m| m == model) {
+            return Outcome::Error {
+                error: ApiError::for_status(529, None),
+                retry_after: None,
+            };
+        }
         let index = self.next_turn;
         let Some(turn) = scenario.turns.get(index) else {
             return reject(ApiError::invalid_request(format!(
@@ -349,6 +360,7 @@ mod tests {
         let s = Scenario {
             context_limit_tokens: Some(50),
             cache_min_tokens: None,
+            overloaded_models: Vec::new(),
             turns: vec![Turn::text("hi")],
         };
         let mut l = Ledger::default();

@@ -33,6 +33,9 @@ pub struct Scenario {
     /// The smallest prefix (tokens) a cache breakpoint caches; 1024 unless given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_min_tokens: Option<u64>,
+    /// Models that answer every request with 529 overloaded (no turn is consumed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub overloaded_models: Vec<String>,
     pub turns: Vec<Turn>,
 }
 
@@ -131,6 +134,7 @@ impl Scenario {
         Scenario {
             context_limit_tokens: None,
             cache_min_tokens: None,
+            overloaded_models: Vec::new(),
             turns,
         }
     }

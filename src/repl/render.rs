@@ -170,6 +170,13 @@ impl Renderer {
                 let line = self.style.dim(&line);
                 self.line(&line);
             }
+            Event::ModelFallback { from, to, reason } => {
+                self.model.clone_from(to);
+                let line = self.style.dim(&format!(
+                    "· {from} is overloaded ({reason}); switched to {to}"
+                ));
+                self.line(&line);
+            }
             Event::CompactStarted => self.start_spinner("Compacting the conversation"),
             Event::CompactFinished => self.stop_spinner(),
             Event::CompactBoundary(c) => {

@@ -47,6 +47,15 @@ pub fn render(event: &Event, session_id: &str) -> Option<Value> {
             "session_id": session_id,
             "uuid": uuid(),
         }),
+        Event::ModelFallback { from, to, reason } => json!({
+            "type": "system",
+            "subtype": "model_fallback",
+            "from_model": from,
+            "model": to,
+            "reason": reason,
+            "session_id": session_id,
+            "uuid": uuid(),
+        }),
         Event::AssistantBlock {
             message_id,
             model,
