@@ -159,6 +159,21 @@ pub async fn run(args: &BenchArgs) -> Result<bool, BenchError> {
     progress("what the sandbox adds to a Bash call");
     let mut report = report::build(config, &main, marginal, &starts, compare_rg);
     report.sandbox = sandbox_cost(runs).await;
+    progress("what 10- and 50-turn sessions are billed");
+    for turns in COST_SESSION_TURNS {
+        let cost_plan = Plan {
+            turns,
+            calls_per_turn: 1,
+            ..plan.clone()
+        };
+        let sample = run::run_once(&host, &cost_plan, files).await?;
+        report.cost.push(report::SessionCost::new(
+            turns,
+            crate::api::models::default_model(),
+            &sample.usage,
+            sample.cost_usd,
+        ));
+    }
     if args.json {
         let text = serde_json::to_string_pretty(&report)
             .map_err(|e| BenchError::Failed(format!("could not encode the report: {e}")))?;
@@ -168,6 +183,9 @@ pub async fn run(args: &BenchArgs) -> Result<bool, BenchError> {
     }
     Ok(true)
 }
+
+/// The session lengths the cost series bills.
+const COST_SESSION_TURNS: [usize; 2] = [10, 50];
 
 /// Spawns of `true` per figure.
 const SANDBOX_SPAWNS: usize = 41;

@@ -41,7 +41,43 @@ pub struct Report {
     pub compare_rg: Option<RgReport>,
     /// What the OS sandbox adds to starting a Bash call; `None` where the kernel has none.
     pub sandbox: Option<SandboxCost>,
+    /// What scripted sessions of a few lengths are billed for input.
+    pub cost: Vec<SessionCost>,
     pub targets: Vec<Target>,
+}
+
+/// One scripted session's input bill, with prompt caching as the mock bills it.
+#[derive(Debug, Clone, Serialize)]
+pub struct SessionCost {
+    pub turns: usize,
+    pub model: String,
+    /// Uncached input + 1.25 × cache writes + 0.1 × cache reads.
+    pub base_rate_input_tokens: f64,
+    /// Every input token, as if none were cached.
+    pub input_tokens_uncached_equivalent: u64,
+    /// Cache reads over all input tokens.
+    pub cache_hit_ratio: f64,
+    /// The session's cost, output included.
+    pub usd: f64,
+}
+
+impl SessionCost {
+    pub fn new(turns: usize, model: &str, usage: &crate::api::types::Usage, usd: f64) -> Self {
+        let (input, write, read) = (
+            usage.input_tokens,
+            usage.cache_creation_input_tokens,
+            usage.cache_read_input_tokens,
+        );
+        let all = input + write + read;
+        SessionCost {
+            turns,
+            model: model.to_string(),
+            base_rate_input_tokens: input as f64 + 1.25 * write as f64 + 0.1 * read as f64,
+            input_tokens_uncached_equivalent: all,
+            cache_hit_ratio: read as f64 / all.max(1) as f64,
+            usd,
+        }
+    }
 }
 
 /// Median start of `true`, unconfined and under an approved call's sandbox.
@@ -163,6 +199,7 @@ pub fn build(
         startup,
         compare_rg,
         sandbox: None,
+        cost: Vec::new(),
         targets: Vec::new(),
         config,
     };
@@ -300,6 +337,8 @@ mod tests {
                     elapsed: Duration::from_millis(exec_ms + 1),
                 })
                 .collect(),
+            usage: crate::api::types::Usage::default(),
+            cost_usd: 0.0,
         }
     }
 

@@ -12,7 +12,7 @@ use super::BenchError;
 use super::fixture::{Fixture, WorkDir};
 use super::host::MockHost;
 use super::scenario::{self, BASH_ALLOW_RULES, FINAL_TEXT, Plan};
-use crate::api::types::ContentBlock;
+use crate::api::types::{ContentBlock, Usage};
 use crate::app::{self, Endpoint, Options};
 use crate::event::PhaseTimings;
 use crate::event::{Event, ResultKind, RunResult};
@@ -68,6 +68,9 @@ pub struct RunSample {
     /// `RequestStarted` to `MessageDone`: the mock answering plus HTTP and SSE parsing.
     pub responses: Vec<Duration>,
     pub tools: Vec<ToolSample>,
+    /// What the session's requests were billed, as the mock bills them (prompt caching too).
+    pub usage: Usage,
+    pub cost_usd: f64,
 }
 
 impl RunSample {
@@ -88,7 +91,10 @@ pub async fn run_once(host: &MockHost, plan: &Plan, files: usize) -> Result<RunS
     host.stop(server).await;
     let (result, stamps, wall) = outcome?;
     check(&result, &stamps, generated.calls)?;
-    Ok(sample(stamps, wall))
+    let mut sample = sample(stamps, wall);
+    sample.usage = result.usage;
+    sample.cost_usd = result.cost_usd;
+    Ok(sample)
 }
 
 enum Stamp {
@@ -202,6 +208,8 @@ fn sample(stamps: Stamped, wall: Duration) -> RunSample {
         client_turns: Vec::new(),
         responses: Vec::new(),
         tools: Vec::new(),
+        usage: Usage::default(),
+        cost_usd: 0.0,
     };
     let mut last_request: Option<Instant> = None;
     let mut last_done: Option<Instant> = None;

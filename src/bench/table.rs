@@ -182,6 +182,24 @@ pub fn render(r: &Report) -> String {
         }
         None => out.push_str("\nsandbox: this kernel has no Landlock, so nothing was measured\n"),
     }
+    if !r.cost.is_empty() {
+        out.push_str(
+            "\ninput cost per scripted session (prompt caching, billed as the API bills it)\n",
+        );
+        for c in &r.cost {
+            let _ = writeln!(
+                out,
+                "  {:>3} turns on {}: {:.0} base-rate input tokens for {} input tokens ({:.1}x less), cache hit ratio {:.2}, ${:.4}",
+                c.turns,
+                c.model,
+                c.base_rate_input_tokens,
+                c.input_tokens_uncached_equivalent,
+                c.input_tokens_uncached_equivalent as f64 / c.base_rate_input_tokens.max(1.0),
+                c.cache_hit_ratio,
+                c.usd
+            );
+        }
+    }
     out.push_str("\ntargets\n");
     for t in &r.targets {
         let _ = writeln!(
