@@ -62,9 +62,10 @@ pub async fn run() -> anyhow::Result<bool> {
     drop(engine);
     let _ = renderer.await;
     eprintln!(
-        "\n{} API calls, {} tokens in / {} out, {} ms. The file now reads:\n{}",
+        "\n{} API calls, {} tokens in ({} read from cache) / {} out, {} ms. The file now reads:\n{}",
         result.num_turns,
-        result.usage.input_tokens,
+        result.usage.context_tokens(),
+        result.usage.cache_read_input_tokens,
         result.usage.output_tokens,
         result.duration.as_millis(),
         std::fs::read_to_string(root.join("src/lib.rs")).unwrap_or_default()
