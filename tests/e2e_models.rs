@@ -182,3 +182,12 @@ async fn a_persistently_overloaded_model_falls_back() {
         .await;
     assert!(!run.status.success(), "{}", run.debug());
 }
+
+#[tokio::test]
+async fn the_long_context_window_sends_the_plain_id_and_its_beta() {
+    let (body, beta) = first_request(&["--model", "sonnet[1m]"]).await;
+    assert_eq!(body["model"], models::resolve("sonnet").as_str());
+    assert_eq!(beta.as_deref(), Some("context-1m-2025-08-07"));
+    let (_, beta) = first_request(&["--model", "sonnet"]).await;
+    assert_eq!(beta, None);
+}

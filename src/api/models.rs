@@ -91,8 +91,12 @@ pub fn default_model() -> &'static str {
 /// any other name unchanged.
 pub fn resolve(name: &str) -> String {
     let trimmed = name.trim();
-    match latest(&trimmed.to_ascii_lowercase()) {
-        Some(model) => model.model_id.to_string(),
+    let (base, suffix) = match trimmed.strip_suffix(LONG_CONTEXT_SUFFIX) {
+        Some(base) => (base, LONG_CONTEXT_SUFFIX),
+        None => (trimmed, ""),
+    };
+    match latest(&base.to_ascii_lowercase()) {
+        Some(model) => format!("{}{suffix}", model.model_id),
         None => trimmed.to_string(),
     }
 }
@@ -116,6 +120,8 @@ pub struct Capabilities {
     pub effort: bool,
     /// Takes the `max` effort level too.
     pub max_effort: bool,
+    /// Offers a 1M-token context window (model id suffix `[1m]`).
+    pub long_context: bool,
 }
 
 const fn caps(thinking: Thinking, effort: bool, max_effort: bool) -> Capabilities {
@@ -123,6 +129,40 @@ const fn caps(thinking: Thinking, effort: bool, max_effort: bool) -> Capabilitie
         thinking,
         effort,
         max_effort,
+        long_context: false,
+    }
+}
+
+const fn long(c: Capabilities) -> Capabilities {
+    Capabilities {
+        long_context: true,
+        ..c
+    }
+}
+
+/// A model id with this suffix asks for the model's 1M-token context window.
+pub const LONG_CONTEXT_SUFFIX: &str = "[1m]";
+/// The beta the 1M-token window needs.
+pub const LONG_CONTEXT_BETA: &str = "context-1m-2025-08-07";
+const CONTEXT_WINDOW: u64 = 200_000;
+const LONG_CONTEXT_WINDOW: u64 = 1_000_000;
+
+/// The id the API takes: without the `[1m]` suffix.
+pub fn api_model(model: &str) -> &str {
+    model.strip_suffix(LONG_CONTEXT_SUFFIX).unwrap_or(model)
+}
+
+/// Whether `model` asks for a 1M-token window that the model offers.
+pub fn wants_long_context(model: &str) -> bool {
+    model.ends_with(LONG_CONTEXT_SUFFIX) && capabilities(api_model(model)).long_context
+}
+
+/// The context window in tokens.
+pub fn context_window(model: &str) -> u64 {
+    if wants_long_context(model) {
+        LONG_CONTEXT_WINDOW
+    } else {
+        CONTEXT_WINDOW
     }
 }
 
@@ -132,15 +172,18 @@ const ADAPTIVE: Thinking = Thinking::Adaptive { only: false };
 /// Model id prefixes, most specific first (as in the price list).
 const CAPABILITIES: &[(&str, Capabilities)] = &[
     ("claude-fable-5", caps(ADAPTIVE_ONLY, true, true)),
-    ("claude-opus-5", caps(ADAPTIVE_ONLY, true, true)),
-    ("claude-opus-4-8", caps(ADAPTIVE_ONLY, true, true)),
-    ("claude-opus-4-7", caps(ADAPTIVE_ONLY, true, true)),
-    ("claude-opus-4-6", caps(ADAPTIVE, true, true)),
+    ("claude-opus-5", long(caps(ADAPTIVE_ONLY, true, true))),
+    ("claude-opus-4-8", long(caps(ADAPTIVE_ONLY, true, true))),
+    ("claude-opus-4-7", long(caps(ADAPTIVE_ONLY, true, true))),
+    ("claude-opus-4-6", long(caps(ADAPTIVE, true, true))),
     ("claude-opus-4-5", caps(Thinking::Budget, true, false)),
     ("claude-opus-4", caps(Thinking::Budget, false, false)),
-    ("claude-sonnet-5", caps(ADAPTIVE, true, false)),
-    ("claude-sonnet-4-6", caps(ADAPTIVE, true, false)),
-    ("claude-sonnet-4", caps(Thinking::Budget, false, false)),
+    ("claude-sonnet-5", long(caps(ADAPTIVE, true, false))),
+    ("claude-sonnet-4-6", long(caps(ADAPTIVE, true, false))),
+    (
+        "claude-sonnet-4",
+        long(caps(Thinking::Budget, false, false)),
+    ),
     ("claude-3-7-sonnet", caps(Thinking::Budget, false, false)),
     ("claude-haiku-5", caps(ADAPTIVE, true, false)),
     ("claude-haiku-4-5", caps(Thinking::Budget, false, false)),
@@ -171,5 +214,32 @@ mod tests {
             "claude-sonnet-4-5",
             "within 30 days of end of life"
         );
+    }
+
+    #[test]
+    fn every_listed_model_has_its_capabilities() {
+        for model in MODELS {
+            let c = capabilities(model.model_id);
+            assert_ne!(c.thinking, Thinking::None, "{}", model.model_id);
+        }
+        assert_eq!(capabilities("claude-opus-4-5").thinking, Thinking::Budget);
+        assert_eq!(capabilities("claude-opus-4-1").thinking, Thinking::Budget);
+        assert_eq!(
+            capabilities("claude-opus-4-7").thinking,
+            Thinking::Adaptive { only: true }
+        );
+        assert_eq!(capabilities("claude-3-5-haiku").thinking, Thinking::None);
+        assert!(!capabilities("claude-sonnet-5-5").max_effort);
+    }
+
+    #[test]
+    fn the_long_context_window_is_asked_for_with_a_suffix() {
+        assert_eq!(resolve("sonnet[1m]"), format!("{}[1m]", resolve("sonnet")));
+        assert_eq!(api_model("claude-sonnet-5-5[1m]"), "claude-sonnet-5-5");
+        assert_eq!(context_window("claude-sonnet-5-5[1m]"), 1_000_000);
+        assert_eq!(context_window("claude-sonnet-5-5"), 200_000);
+        // Only where the model offers it.
+        assert_eq!(context_window("claude-haiku-5-5[1m]"), 200_000);
+        assert!(!wants_long_context("claude-haiku-4-5[1m]"));
     }
 }

@@ -118,15 +118,6 @@ pub(super) fn by_model<'t, T>(table: &'t [(&str, T)], model: &str) -> Option<&'t
         .map(|(_, row)| row)
 }
 
-/// The context window in tokens.
-pub fn context_window(model: &str) -> u64 {
-    if model.contains("[1m]") {
-        1_000_000
-    } else {
-        200_000
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -107,7 +107,7 @@ impl Engine {
             ask.push_str(&format!(" Pay particular attention to: {}", focus.trim()));
         }
         let body = MessagesRequest {
-            model: &self.config.model,
+            model: crate::api::models::api_model(&self.config.model),
             max_tokens: SUMMARY_MAX_TOKENS.min(self.config.max_tokens.max(1024)),
             messages: Breakpointed::plain(&[Message::user_text(ask)]),
             system: &[SystemBlock::text(prompt::COMPACT.trim_end())],
@@ -117,10 +117,13 @@ impl Engine {
             stream: true,
         }
         .to_body();
-        let request = Request {
-            body,
-            betas: Vec::new(),
+        // The conversation being summarised may need the long window it was held in.
+        let betas = if crate::api::models::wants_long_context(&self.config.model) {
+            vec![crate::api::models::LONG_CONTEXT_BETA]
+        } else {
+            Vec::new()
         };
+        let request = Request { body, betas };
         match self.call_model(&request, run, cancel, None).await {
             Ok(outcome) => {
                 let text: String = text_of(&outcome.blocks);

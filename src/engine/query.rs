@@ -10,10 +10,10 @@ use super::run::{CallError, CallOutcome, Request, RunState};
 use super::{Engine, MAX_CONTINUATIONS, prompt, repair};
 use crate::api::client::ApiError;
 use crate::api::pricing;
-use crate::api::reasoning;
 use crate::api::types::{
     Breakpointed, ContentBlock, Message, MessagesRequest, Role, StopReason, text_of,
 };
+use crate::api::{models, reasoning};
 use crate::event::{CompactTrigger, Denial, Event, InitInfo, ResultKind, RunResult};
 
 /// How a run ends, before it is turned into a `RunResult`.
@@ -265,7 +265,7 @@ impl Engine {
     }
 
     fn over_compact_threshold(&self) -> bool {
-        let window = pricing::context_window(&self.config.model) as f64;
+        let window = models::context_window(&self.config.model) as f64;
         self.last_context_tokens as f64 > window * self.config.auto_compact_threshold
     }
 
@@ -279,8 +279,12 @@ impl Engine {
             self.config.effort,
             self.config.max_tokens,
         );
+        let mut betas = reasoning.betas;
+        if models::wants_long_context(&self.config.model) {
+            betas.push(models::LONG_CONTEXT_BETA);
+        }
         let body = MessagesRequest {
-            model: &self.config.model,
+            model: models::api_model(&self.config.model),
             max_tokens: self.config.max_tokens,
             messages: Breakpointed {
                 messages: &self.history,
@@ -293,10 +297,7 @@ impl Engine {
             stream: true,
         }
         .to_body();
-        Request {
-            body,
-            betas: reasoning.betas,
-        }
+        Request { body, betas }
     }
 
     /// Put an assistant message and its tool results into the history and transcript.

@@ -139,7 +139,7 @@ fn model_usage(r: &RunResult) -> Value {
                 "cacheCreationInputTokens": u.cache_creation_input_tokens,
                 "webSearchRequests": 0,
                 "costUSD": cost,
-                "contextWindow": crate::api::pricing::context_window(model),
+                "contextWindow": crate::api::models::context_window(model),
             }),
         );
     }
