@@ -120,6 +120,9 @@ pub struct Settings {
     /// `off`, `adaptive`, `auto` or a token budget, as `--thinking`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thinking: Option<String>,
+    /// `true` lets the API clear old tool results (and thinking) server-side.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_editing: Option<bool>,
     /// Directories whose own settings and instructions take effect (honoured from the user's
     /// settings only; the REPL's trust question adds to it).
     #[serde(default)]
@@ -286,6 +289,9 @@ impl LayeredSettings {
             }
             if s.thinking.is_some() {
                 out.thinking.clone_from(&s.thinking);
+            }
+            if s.context_editing.is_some() {
+                out.context_editing = s.context_editing;
             }
             out.permissions
                 .allow

@@ -191,3 +191,31 @@ async fn the_long_context_window_sends_the_plain_id_and_its_beta() {
     let (_, beta) = first_request(&["--model", "sonnet"]).await;
     assert_eq!(beta, None);
 }
+
+#[tokio::test]
+async fn context_editing_is_off_unless_the_settings_ask_for_it() {
+    let (body, beta) = first_request(&[]).await;
+    assert!(body.get("context_management").is_none(), "{body}");
+    assert_eq!(beta, None);
+
+    let sb = Sandbox::new();
+    std::fs::write(
+        sb.home.path().join("settings.json"),
+        json!({"contextEditing": true}).to_string(),
+    )
+    .unwrap();
+    let mock = server(json!({"turns": [{"content": [{"type": "text", "text": "hi"}]}]})).await;
+    let run = sb.run(&mock.url(), &["-p", "hello"]).await;
+    assert!(run.status.success(), "{}", run.debug());
+    let request = &mock.requests()[0];
+    let edits = request.body["context_management"]["edits"].to_string();
+    assert!(edits.contains("clear_tool_uses"), "{edits}");
+    assert!(
+        edits.contains("clear_thinking"),
+        "thinking is on by default: {edits}"
+    );
+    assert_eq!(
+        request.headers.get("anthropic-beta").map(String::as_str),
+        Some("context-management-2025-06-27")
+    );
+}

@@ -571,6 +571,7 @@ async fn ouros_own_client_reads_turns_and_faults() {
         tools: &[],
         thinking: None,
         output_config: None,
+        context_management: None,
         stream: true,
     }
     .to_body();

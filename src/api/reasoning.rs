@@ -13,6 +13,20 @@ use super::models::{self, Thinking};
 pub const DEFAULT_BUDGET: u32 = 16_000;
 /// The API's smallest thinking budget.
 pub const MIN_BUDGET: u32 = 1024;
+/// Server-side context editing: the API clears old tool results once the context grows.
+pub const CONTEXT_MANAGEMENT_BETA: &str = "context-management-2025-06-27";
+
+/// The `context_management` field that clears old tool results (and, with thinking, old
+/// thinking blocks) on the server.
+pub fn context_management(thinking: bool) -> Value {
+    let mut edits = Vec::new();
+    if thinking {
+        edits.push(json!({"type": "clear_thinking_20251015"}));
+    }
+    edits.push(json!({"type": "clear_tool_uses_20250919"}));
+    json!({ "edits": edits })
+}
+
 /// Lets a budget-thinking model think between tool calls.
 pub const INTERLEAVED_THINKING_BETA: &str = "interleaved-thinking-2025-05-14";
 

@@ -279,6 +279,8 @@ pub struct MessagesRequest<'a> {
     pub thinking: Option<&'a Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output_config: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context_management: Option<&'a Value>,
     pub stream: bool,
 }
 

@@ -229,6 +229,7 @@ pub fn build(
     let caching_off_by_env = std::env::var("DISABLE_PROMPT_CACHING").is_ok_and(|v| v == "1");
     config.prompt_caching = settings.prompt_caching.unwrap_or(true) && !caching_off_by_env;
     config.fallback_model = options.fallback_model.as_deref().map(models::resolve);
+    config.context_editing = settings.context_editing.unwrap_or(false);
     config.effort = match (options.effort, &settings.effort) {
         (Some(effort), _) => Some(effort),
         (None, Some(text)) => Some(text.parse().map_err(|reason| AppError::InvalidSetting {

@@ -114,6 +114,7 @@ impl Engine {
             tools: &[],
             thinking: None,
             output_config: None,
+            context_management: None,
             stream: true,
         }
         .to_body();

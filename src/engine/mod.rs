@@ -48,6 +48,8 @@ pub struct EngineConfig {
     pub effort: Option<Effort>,
     /// `--fallback-model`: where a call goes once the model stays overloaded.
     pub fallback_model: Option<String>,
+    /// Server-side context editing (settings `contextEditing`), off unless asked for.
+    pub context_editing: bool,
     pub permission_mode: PermissionMode,
     pub cwd: PathBuf,
 }
@@ -66,6 +68,7 @@ impl EngineConfig {
             thinking: ThinkingChoice::Auto,
             effort: None,
             fallback_model: None,
+            context_editing: false,
             permission_mode: PermissionMode::Default,
             cwd,
         }

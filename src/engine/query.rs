@@ -283,6 +283,10 @@ impl Engine {
         if models::wants_long_context(&self.config.model) {
             betas.push(models::LONG_CONTEXT_BETA);
         }
+        let context_management = self.config.context_editing.then(|| {
+            betas.push(reasoning::CONTEXT_MANAGEMENT_BETA);
+            reasoning::context_management(reasoning.thinking.is_some())
+        });
         let body = MessagesRequest {
             model: models::api_model(&self.config.model),
             max_tokens: self.config.max_tokens,
@@ -294,6 +298,7 @@ impl Engine {
             tools: &self.tools,
             thinking: reasoning.thinking.as_ref(),
             output_config: reasoning.output_config.as_ref(),
+            context_management: context_management.as_ref(),
             stream: true,
         }
         .to_body();
