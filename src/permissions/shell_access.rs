@@ -358,17 +358,8 @@ fn reaches_unnamed_files(part: &Part) -> bool {
     if args.iter().any(|w| w.glob || !w.literal) {
         return true;
     }
-    let short = |letters: &str| {
-        args.iter().any(|w| {
-            w.text.starts_with('-')
-                && !w.text.starts_with("--")
-                && w.text[1..].contains(|c| letters.contains(c))
-        })
-    };
-    let long = |names: &[&str]| {
-        args.iter()
-            .any(|w| names.iter().any(|n| bash::long_flag_is(&w.text, n)))
-    };
+    let short = |letters: &str| bash::has_short(args, letters);
+    let long = |names: &[&str]| bash::has_long(args, names);
     match program {
         "grep" | "egrep" | "fgrep" => {
             short("rRd") || long(&["--recursive", "--dereference-recursive", "--directories"])

@@ -41,7 +41,13 @@ pub enum Support {
 }
 
 impl Support {
+    /// What the kernel offers; asked once per process (every Bash call needs it).
     pub fn detect() -> Support {
+        static SUPPORT: std::sync::OnceLock<Support> = std::sync::OnceLock::new();
+        *SUPPORT.get_or_init(Support::query)
+    }
+
+    fn query() -> Support {
         // SAFETY: landlock_create_ruleset with a null attribute, size 0 and the VERSION flag
         // only returns the ABI version (or an error); it touches no memory.
         let version = unsafe {

@@ -72,3 +72,18 @@ fn flag_value(flag: &str) -> Option<&str> {
     }
     flag.find(['/', '~']).map(|at| &flag[at..])
 }
+
+/// Whether a short option cluster among `args` holds one of `letters` (`-la` holds `a`).
+pub fn has_short(args: &[Word], letters: &str) -> bool {
+    args.iter().any(|w| {
+        w.text.starts_with('-')
+            && !w.text.starts_with("--")
+            && w.text[1..].contains(|c| letters.contains(c))
+    })
+}
+
+/// Whether one of `args` spells one of the long options `names`, abbreviated or with a value.
+pub fn has_long(args: &[Word], names: &[&str]) -> bool {
+    args.iter()
+        .any(|w| names.iter().any(|name| long_flag_is(&w.text, name)))
+}

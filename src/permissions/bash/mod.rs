@@ -7,7 +7,7 @@
 mod analyse;
 mod args;
 
-pub use args::long_flag_is;
+pub use args::{has_long, has_short, long_flag_is};
 mod git;
 mod grammar;
 mod parse;

@@ -1,7 +1,7 @@
 //! The built-in knowledge of programs: which only read, which flags make them write, and which
 //! wrapper commands (`timeout`, `nice`, `nohup`, `time`, `env`) just run another command.
 
-use super::args::{is_flag, long_flag_is, path_arguments};
+use super::args::{has_long, has_short, is_flag, long_flag_is, path_arguments};
 use super::{Effect, Word, git, grammar, sed};
 
 /// The program a word names, if it is one ouro may know: a bare word, or a bare absolute path
@@ -392,21 +392,19 @@ fn change_directory(args: &[Word]) -> Effect {
 
 /// A flag that makes an otherwise read-only program write or run other programs.
 fn writing_flag(program: &str, args: &[Word]) -> Option<&'static str> {
-    let short_has = |letter: char| {
-        args.iter().any(|w| {
-            w.text.starts_with('-') && !w.text.starts_with("--") && w.text[1..].contains(letter)
-        })
-    };
-    let long_has = |name: &str| args.iter().any(|w| long_flag_is(&w.text, name));
     match program {
-        "sort" if short_has('o') || long_has("--output") => Some("writes its output to a file"),
-        "sort" if long_has("--compress-program") => Some("runs a compression program"),
+        "sort" if has_short(args, "o") || has_long(args, &["--output"]) => {
+            Some("writes its output to a file")
+        }
+        "sort" if has_long(args, &["--compress-program"]) => Some("runs a compression program"),
         // `-R` makes tree write an HTML file in every directory.
-        "tree" if short_has('o') || short_has('R') || long_has("--output") => {
+        "tree" if has_short(args, "o") || has_short(args, "R") || has_long(args, &["--output"]) => {
             Some("writes its output to files")
         }
-        "file" if short_has('C') || long_has("--compile") => Some("writes a compiled magic file"),
-        "rg" if long_has("--pre") || long_has("--hostname-bin") => {
+        "file" if has_short(args, "C") || has_long(args, &["--compile"]) => {
+            Some("writes a compiled magic file")
+        }
+        "rg" if has_long(args, &["--pre"]) || has_long(args, &["--hostname-bin"]) => {
             Some("runs other programs on the files it searches")
         }
         "uniq" if operands(args) > 1 => Some("writes its output to a file"),
@@ -425,18 +423,14 @@ fn operands(args: &[Word]) -> usize {
 }
 
 fn follows_symlinks(program: &str, args: &[Word]) -> bool {
-    let short_has = |letter: char| {
-        args.iter().any(|w| {
-            w.text.starts_with('-') && !w.text.starts_with("--") && w.text[1..].contains(letter)
-        })
-    };
-    let long_has = |name: &str| args.iter().any(|w| long_flag_is(&w.text, name));
     match program {
-        "grep" | "egrep" | "fgrep" => short_has('R') || long_has("--dereference-recursive"),
-        "rg" => short_has('L') || long_has("--follow"),
-        "tree" => short_has('l'),
-        "ls" => short_has('L') || long_has("--dereference"),
-        "du" => short_has('L') || long_has("--dereference"),
+        "grep" | "egrep" | "fgrep" => {
+            has_short(args, "R") || has_long(args, &["--dereference-recursive"])
+        }
+        "rg" => has_short(args, "L") || has_long(args, &["--follow"]),
+        "tree" => has_short(args, "l"),
+        "ls" => has_short(args, "L") || has_long(args, &["--dereference"]),
+        "du" => has_short(args, "L") || has_long(args, &["--dereference"]),
         "find" => args
             .iter()
             .any(|w| matches!(w.text.as_str(), "-L" | "-follow")),
