@@ -157,6 +157,11 @@ pub fn wants_long_context(model: &str) -> bool {
     model.ends_with(LONG_CONTEXT_SUFFIX) && capabilities(api_model(model)).long_context
 }
 
+/// The beta header a request for `model` needs for its context window, if any.
+pub fn context_beta(model: &str) -> Option<&'static str> {
+    wants_long_context(model).then_some(LONG_CONTEXT_BETA)
+}
+
 /// The context window in tokens.
 pub fn context_window(model: &str) -> u64 {
     if wants_long_context(model) {

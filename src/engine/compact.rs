@@ -119,11 +119,9 @@ impl Engine {
         }
         .to_body();
         // The conversation being summarised may need the long window it was held in.
-        let betas = if crate::api::models::wants_long_context(&self.config.model) {
-            vec![crate::api::models::LONG_CONTEXT_BETA]
-        } else {
-            Vec::new()
-        };
+        let betas = crate::api::models::context_beta(&self.config.model)
+            .into_iter()
+            .collect();
         let request = Request { body, betas };
         match self.call_model(&request, run, cancel, None).await {
             Ok(outcome) => {

@@ -280,9 +280,7 @@ impl Engine {
             self.config.max_tokens,
         );
         let mut betas = reasoning.betas;
-        if models::wants_long_context(&self.config.model) {
-            betas.push(models::LONG_CONTEXT_BETA);
-        }
+        betas.extend(models::context_beta(&self.config.model));
         let context_management = self.config.context_editing.then(|| {
             betas.push(reasoning::CONTEXT_MANAGEMENT_BETA);
             reasoning::context_management(reasoning.thinking.is_some())
