@@ -89,7 +89,8 @@ pub struct SandboxSettings {
     /// Extra paths every command may read.
     #[serde(default)]
     pub readable_paths: Vec<String>,
-    /// Commands that, once approved, run outside the sandbox (prefixes, e.g. `docker`).
+    /// Commands that, once approved, run outside the sandbox: a plain command whose first
+    /// words are an entry (`docker`, `docker compose`), never a command line holding more.
     #[serde(default)]
     pub excluded_commands: Vec<String>,
 }

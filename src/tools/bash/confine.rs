@@ -39,7 +39,7 @@ pub struct SandboxConfig {
     /// Extra writable paths for approved calls (settings `sandbox.writablePaths`).
     pub writable: Vec<PathBuf>,
     /// Commands that, once approved, run outside the sandbox (settings
-    /// `sandbox.excludedCommands`, matched as a prefix of the command line).
+    /// `sandbox.excludedCommands`, matched against the first words of one plain command).
     pub excluded_commands: Vec<String>,
     /// The session's private temp dir for approved calls (`TMPDIR`); removed with the session.
     pub tmpdir: Option<Arc<PrivateTmp>>,
