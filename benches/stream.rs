@@ -1,17 +1,18 @@
 //! SSE parsing throughput on a large stream shaped like the real API's: thousands of small
 //! text and thinking deltas, tool inputs in short `input_json_delta` chunks, pings, arriving
-//! in 4 KiB network chunks. Parsed exactly as the client does: eventsource-stream framing,
-//! serde into `StreamEvent`, then the `Assembler`.
+//! in 4 KiB network chunks; and one message whose text is a single 50 MB delta. Parsed exactly
+//! as the client does: `client::events` (SSE framing, serde into `StreamEvent`, the idle
+//! watchdog), then the `Assembler`.
 
 use std::convert::Infallible;
 use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use eventsource_stream::Eventsource;
 use futures::StreamExt;
 use serde_json::{Value, json};
 
+use ouro::api::client::{StreamLimits, events};
 use ouro::api::stream::{Assembled, Assembler};
 use ouro::api::types::StreamEvent;
 
@@ -106,21 +107,48 @@ fn recorded_stream() -> String {
     s
 }
 
-/// Frames, decodes and assembles the chunks; returns the finished blocks.
-fn parse(chunks: &[&[u8]]) -> usize {
-    futures::executor::block_on(async {
-        let mut events = futures::stream::iter(chunks.iter().copied().map(Ok::<&[u8], Infallible>))
-            .eventsource();
+/// One message whose only text arrives as a single `text_delta` of `bytes` bytes.
+fn one_huge_delta(bytes: usize) -> String {
+    let mut s = String::new();
+    event(
+        &mut s,
+        json!({"type": "message_start", "message": {"id": "msg_big", "model": "m",
+        "usage": {"input_tokens": 1, "output_tokens": 1}}}),
+    );
+    event(
+        &mut s,
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+    );
+    event(
+        &mut s,
+        json!({"type": "content_block_delta", "index": 0,
+        "delta": {"type": "text_delta", "text": "word ".repeat(bytes / 5)}}),
+    );
+    event(&mut s, json!({"type": "content_block_stop", "index": 0}));
+    event(
+        &mut s,
+        json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 9}}),
+    );
+    event(&mut s, json!({"type": "message_stop"}));
+    s
+}
+
+/// Frames, decodes and assembles the chunks the way the client does; returns the finished blocks.
+fn parse(runtime: &tokio::runtime::Runtime, chunks: &[&[u8]]) -> usize {
+    runtime.block_on(async {
+        let bytes = futures::stream::iter(chunks.iter().copied().map(Ok::<&[u8], Infallible>));
+        let limits = StreamLimits {
+            max_event_bytes: 256 << 20,
+            ..StreamLimits::default()
+        };
+        let mut events = Box::pin(events(bytes, limits, String::new()));
         let mut assembler = Assembler::new();
         let mut blocks = 0;
         while let Some(item) = events.next().await {
-            let Ok(item) = item else {
-                panic!("the recorded stream is not valid SSE")
-            };
-            let parsed: StreamEvent =
-                serde_json::from_str(&item.data).expect("every recorded event is valid JSON");
+            let event = item.expect("the recorded stream is valid");
             blocks += assembler
-                .push(parsed)
+                .push(event)
+                .expect("the recorded stream follows the grammar")
                 .iter()
                 .filter(|a| matches!(a, Assembled::Block(_)))
                 .count();
@@ -131,9 +159,13 @@ fn parse(chunks: &[&[u8]]) -> usize {
 }
 
 fn sse(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .expect("a tokio runtime");
     let body = recorded_stream();
     let chunks: Vec<&[u8]> = body.as_bytes().chunks(NETWORK_CHUNK).collect();
-    assert_eq!(parse(&chunks), TOOL_CALLS + 2);
+    assert_eq!(parse(&runtime, &chunks), TOOL_CALLS + 2);
     let data: Vec<String> = body
         .split("\n\n")
         .filter_map(|frame| frame.lines().find_map(|l| l.strip_prefix("data: ")))
@@ -143,7 +175,7 @@ fn sse(c: &mut Criterion) {
     let mut group = c.benchmark_group("sse");
     group.throughput(Throughput::Bytes(body.len() as u64));
     group.bench_function("frame_decode_assemble", |b| {
-        b.iter(|| parse(black_box(&chunks)))
+        b.iter(|| parse(&runtime, black_box(&chunks)))
     });
     group.bench_function("decode_only", |b| {
         b.iter(|| {
@@ -152,6 +184,17 @@ fn sse(c: &mut Criterion) {
                 black_box(parsed);
             }
         })
+    });
+    group.finish();
+
+    // One 50 MB line: linear framing keeps this near the speed of many small events.
+    let huge = one_huge_delta(50 << 20);
+    let chunks: Vec<&[u8]> = huge.as_bytes().chunks(64 << 10).collect();
+    let mut group = c.benchmark_group("sse_single_line");
+    group.sample_size(10);
+    group.throughput(Throughput::Bytes(huge.len() as u64));
+    group.bench_function("one_50mb_text_delta", |b| {
+        b.iter(|| parse(&runtime, black_box(&chunks)))
     });
     group.finish();
 }

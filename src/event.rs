@@ -21,6 +21,14 @@ pub enum Event {
         to: String,
         reason: String,
     },
+    /// The response stream broke after some blocks had finished: those are kept and the
+    /// model is asked to continue from there.
+    StreamCut {
+        error: String,
+        kept_blocks: usize,
+        /// 1-based count of continuations in this run (shared with max_tokens recovery).
+        continuation: u32,
+    },
     /// A request is about to be sent (turn = 1-based count of API calls in this run).
     RequestStarted {
         turn: u32,

@@ -213,10 +213,10 @@ async fn stream_cut_before_any_block_is_re_requested() {
 }
 
 #[tokio::test]
-async fn stream_cut_after_a_finished_block_ends_with_an_error_and_no_replay() {
+async fn a_fatal_stream_error_after_a_finished_block_keeps_it_and_does_not_replay() {
     let mock = server(json!({"turns": [
         {"content": [{"type": "text", "text": "first block"}, {"type": "text", "text": "second block"}],
-         "faults": [{"kind": "cut", "after_events": 8}]},
+         "faults": [{"kind": "sse_error", "after_events": 8, "error_type": "invalid_request_error"}]},
         {"content": [{"type": "text", "text": "never requested"}]}
     ]}))
     .await;
@@ -234,7 +234,7 @@ async fn stream_cut_after_a_finished_block_ends_with_an_error_and_no_replay() {
     let result = run.result();
     assert_eq!(result["is_error"], true);
     assert!(
-        result["result"].as_str().unwrap().contains("cut"),
+        result["result"].as_str().unwrap().contains("invalid_request_error"),
         "{result}"
     );
     assert_eq!(mock.requests().len(), 1, "not re-requested");

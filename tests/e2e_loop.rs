@@ -90,14 +90,15 @@ async fn max_tokens_with_a_finished_tool_call_runs_the_tool() {
 }
 
 #[tokio::test]
-async fn a_cut_after_a_tool_call_leaves_a_valid_history_for_the_next_prompt() {
+async fn a_cut_after_a_tool_call_runs_it_continues_and_leaves_a_valid_history() {
     let sb = Sandbox::new();
     let file = sb.write("a.txt", "alpha\n");
     // message_start, block start, ping?, input deltas, block stop, then the text block is cut.
     let mock = server(json!({"turns": [
         {"content": [{"type": "tool_use", "name": "Read", "input": {"file_path": file}},
                      {"type": "text", "text": "and then some more words here"}],
-         "faults": [{"kind": "cut", "after_events": 9}]},
+         "faults": [{"kind": "cut", "after_events": 9, "served": true}]},
+        {"content": [{"type": "text", "text": "It says alpha."}], "expect_text": "alpha"},
         {"content": [{"type": "text", "text": "second answer"}], "expect_text": "next prompt"}
     ]}))
     .await;
@@ -123,12 +124,8 @@ async fn a_cut_after_a_tool_call_leaves_a_valid_history_for_the_next_prompt() {
         .await;
     let results = run.of_type("result", None);
     assert_eq!(results.len(), 2, "{}", run.debug());
-    assert_eq!(
-        results[0]["subtype"],
-        "error_during_execution",
-        "{}",
-        run.debug()
-    );
+    assert_eq!(results[0]["subtype"], "success", "{}", run.debug());
+    assert_eq!(results[0]["result"], "It says alpha.");
     assert_eq!(results[1]["subtype"], "success", "{}", run.debug());
     assert_eq!(results[1]["result"], "second answer");
     let last = bodies(&mock).pop().unwrap();
@@ -137,6 +134,7 @@ async fn a_cut_after_a_tool_call_leaves_a_valid_history_for_the_next_prompt() {
         text.contains("tool_result") && text.contains("alpha"),
         "{text}"
     );
+    assert!(!text.contains("more words"), "{text}");
 }
 
 #[tokio::test]

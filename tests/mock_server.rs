@@ -5,7 +5,6 @@
 
 use std::time::{Duration, Instant};
 
-use eventsource_stream::Eventsource;
 use futures::StreamExt;
 use ouro::mock::{Fault, MockServer, Scenario, Turn};
 use serde_json::{Value, json};
@@ -139,7 +138,7 @@ async fn plain_text_turn_streams_the_full_event_sequence() {
 }
 
 #[tokio::test]
-async fn a_standard_sse_parser_reads_the_stream() {
+async fn the_sse_framing_names_each_event_by_its_type() {
     let server = MockServer::start(Scenario::new(vec![Turn::tool_use(
         "Bash",
         json!({"command": "ls -la"}),
@@ -147,14 +146,14 @@ async fn a_standard_sse_parser_reads_the_stream() {
     .await
     .unwrap();
     let response = post(&server, &request("hi", true)).await;
-    let events: Vec<_> = response
-        .bytes_stream()
-        .eventsource()
-        .map(|e| e.unwrap())
-        .collect()
-        .await;
-    assert_eq!(events.first().unwrap().event, "message_start");
-    assert_eq!(events.last().unwrap().event, "message_stop");
+    let mut decoder = ouro::api::sse::Decoder::new(1 << 20);
+    let mut events = std::collections::VecDeque::new();
+    let mut body = response.bytes_stream();
+    while let Some(chunk) = body.next().await {
+        decoder.feed(&chunk.unwrap(), &mut events).unwrap();
+    }
+    assert_eq!(events.front().unwrap().event, "message_start");
+    assert_eq!(events.back().unwrap().event, "message_stop");
     for e in &events {
         let data: Value = serde_json::from_str(&e.data).unwrap();
         assert_eq!(data["type"], e.event.as_str());
@@ -270,7 +269,10 @@ async fn http_faults_come_in_order_then_the_turn_is_served() {
 #[tokio::test]
 async fn cut_fault_drops_the_connection_mid_body() {
     let mut turn = Turn::text("this text will be cut off");
-    turn.faults = vec![Fault::Cut { after_events: 4 }];
+    turn.faults = vec![Fault::Cut {
+        after_events: 4,
+        served: false,
+    }];
     let server = MockServer::start(Scenario::new(vec![turn])).await.unwrap();
 
     let response = post(&server, &request("hi", true)).await;
@@ -290,7 +292,10 @@ async fn cut_fault_drops_the_connection_mid_body() {
 #[tokio::test]
 async fn cut_fault_on_a_non_streaming_request_breaks_the_json() {
     let mut turn = Turn::text("a reply long enough to be cut in half somewhere");
-    turn.faults = vec![Fault::Cut { after_events: 0 }];
+    turn.faults = vec![Fault::Cut {
+        after_events: 0,
+        served: false,
+    }];
     let server = MockServer::start(Scenario::new(vec![turn])).await.unwrap();
     let (text, broke) = read_until_break(post(&server, &request("hi", false)).await).await;
     assert!(broke);
@@ -559,7 +564,10 @@ async fn ouros_own_client_reads_turns_and_faults() {
             retry_after: Some(3),
             message: None,
         },
-        Fault::Cut { after_events: 5 },
+        Fault::Cut {
+            after_events: 5,
+            served: false,
+        },
     ];
     let server = MockServer::start(Scenario::new(vec![first])).await.unwrap();
     let client = Client::new(server.url(), "sk-test-key").unwrap();
@@ -593,7 +601,7 @@ async fn ouros_own_client_reads_turns_and_faults() {
     let mut assembler = Assembler::new();
     let mut events = Box::pin(client.stream(&request, &[]).await.unwrap());
     while let Some(item) = events.next().await {
-        assembler.push(item.unwrap());
+        assembler.push(item.unwrap()).unwrap();
     }
     assert!(assembler.complete);
     assert_eq!(assembler.stop_reason, Some(StopReason::ToolUse));
@@ -604,5 +612,138 @@ async fn ouros_own_client_reads_turns_and_faults() {
             name: "Read".into(),
             input: json!({"file_path": "/x"}),
         }]
+    );
+}
+
+/// A request for ouro's own client, and the client with short stream limits.
+fn own_client(server: &MockServer) -> (ouro::api::client::Client, Vec<u8>) {
+    use ouro::api::client::{Client, StreamLimits};
+    use ouro::api::types::{Message, MessagesRequest};
+    let client = Client::new(server.url(), "sk-test-key")
+        .unwrap()
+        .with_limits(StreamLimits {
+            max_event_bytes: 1 << 20,
+            idle_timeout: Duration::from_millis(400),
+        });
+    let body = MessagesRequest {
+        model: "claude-test-1",
+        max_tokens: 100,
+        messages: ouro::api::types::Breakpointed::plain(&[Message::user_text("hi")]),
+        system: &[],
+        tools: &[],
+        thinking: None,
+        output_config: None,
+        context_management: None,
+        stream: true,
+    }
+    .to_body();
+    (client, body)
+}
+
+/// Everything one streamed response gives ouro's client: the events assembled, and the first
+/// error (from the stream or the assembler).
+async fn assemble(
+    server: &MockServer,
+) -> (
+    ouro::api::stream::Assembler,
+    Option<ouro::api::client::ApiError>,
+) {
+    let (client, body) = own_client(server);
+    let mut assembler = ouro::api::stream::Assembler::new();
+    let mut events = Box::pin(client.stream(&body, &[]).await.unwrap());
+    while let Some(item) = events.next().await {
+        match item.and_then(|event| assembler.push(event)) {
+            Ok(_) => {}
+            Err(e) => return (assembler, Some(e)),
+        }
+    }
+    (assembler, None)
+}
+
+fn faulty(fault: Fault) -> Scenario {
+    let mut turn = Turn::text("Hello there, this is a complete answer.");
+    turn.faults = vec![fault];
+    Scenario::new(vec![turn])
+}
+
+#[tokio::test]
+async fn an_unreadable_delta_is_an_error_not_a_gap() {
+    let server = MockServer::start(faulty(Fault::InvalidJson { after_events: 4 }))
+        .await
+        .unwrap();
+    let (assembler, error) = assemble(&server).await;
+    let error = error.expect("the invalid event must surface");
+    assert!(
+        matches!(&error, ouro::api::client::ApiError::Malformed(m) if m.contains("content_block_delta")),
+        "{error}"
+    );
+    assert!(error.is_retryable());
+    assert!(!assembler.complete);
+}
+
+#[tokio::test]
+async fn a_block_without_its_stop_is_an_error() {
+    for event in ["content_block_stop", "message_stop"] {
+        let server = MockServer::start(faulty(Fault::DropEvents {
+            event: event.into(),
+        }))
+        .await
+        .unwrap();
+        let (assembler, error) = assemble(&server).await;
+        let error = match error {
+            Some(e) => e.to_string(),
+            None => {
+                assert!(
+                    !assembler.complete,
+                    "{event}: the message must not count as complete"
+                );
+                continue;
+            }
+        };
+        assert!(
+            error.contains("still open") || error.contains("not open"),
+            "{event}: {error}"
+        );
+        assert!(assembler.blocks.is_empty(), "{event}");
+    }
+}
+
+#[tokio::test]
+async fn a_stalled_stream_ends_even_while_pings_arrive() {
+    for pings in [false, true] {
+        let server = MockServer::start(faulty(Fault::Stall {
+            after_events: 3,
+            pings,
+        }))
+        .await
+        .unwrap();
+        let started = Instant::now();
+        let (_, error) = assemble(&server).await;
+        let error = error.expect("a stall must end the stream");
+        assert!(
+            matches!(error, ouro::api::client::ApiError::Stalled(_)),
+            "pings={pings}: {error}"
+        );
+        assert!(error.to_string().contains("stalled"), "{error}");
+        assert!(started.elapsed() < Duration::from_secs(10));
+    }
+}
+
+#[tokio::test]
+async fn an_endless_line_is_stopped_at_the_event_limit() {
+    let server = MockServer::start(faulty(Fault::OversizedLine {
+        after_events: 2,
+        bytes: 4 << 20,
+    }))
+    .await
+    .unwrap();
+    let (_, error) = assemble(&server).await;
+    let error = error
+        .expect("the oversized line must be refused")
+        .to_string();
+    assert!(
+        error.contains("larger than 1048576 bytes")
+            && error.contains("OURO_STREAM_MAX_EVENT_BYTES"),
+        "{error}"
     );
 }

@@ -3,10 +3,12 @@
 
 use std::time::Duration;
 
-use eventsource_stream::Eventsource;
+use std::collections::VecDeque;
+
 use futures::{Stream, StreamExt};
 use reqwest::header::{HeaderMap, HeaderValue};
 
+use super::sse::{Decoder, Frame};
 use super::types::StreamEvent;
 
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
@@ -27,6 +29,16 @@ pub enum ApiError {
     Connect { url: String, reason: String },
     #[error("the response stream broke: {0}")]
     Stream(String),
+    /// Only pings (or nothing) arrived for longer than the idle limit.
+    #[error(
+        "the response stream stalled: no content for {} s (OURO_STREAM_IDLE_TIMEOUT_MS sets the limit)",
+        .0.as_secs()
+    )]
+    Stalled(Duration),
+    /// The stream broke the Messages API's event grammar: unreadable JSON, an oversized
+    /// event, a block that never ended.
+    #[error("the response stream was malformed: {0}")]
+    Malformed(String),
     #[error("the API reported an error mid-stream ({kind}): {message}")]
     Server { kind: String, message: String },
 }
@@ -38,7 +50,10 @@ impl ApiError {
             ApiError::Status { status, .. } => {
                 matches!(status, 408 | 409 | 429 | 500 | 502 | 503 | 504 | 529)
             }
-            ApiError::Connect { .. } | ApiError::Stream(_) => true,
+            ApiError::Connect { .. }
+            | ApiError::Stream(_)
+            | ApiError::Stalled(_)
+            | ApiError::Malformed(_) => true,
             ApiError::Server { kind, .. } => kind == "overloaded_error" || kind == "api_error",
         }
     }
@@ -58,13 +73,23 @@ impl ApiError {
         }
     }
 
-    pub fn is_prompt_too_long(&self) -> bool {
+    /// The request does not fit: the prompt is too long for the model (400) or the body too
+    /// large for the API (413). Compacting the conversation may make it fit.
+    pub fn is_too_large(&self) -> bool {
         match self {
+            ApiError::Status { status: 413, .. } => true,
             ApiError::Status {
                 status: 400,
+                kind,
                 message,
                 ..
-            } => message.to_ascii_lowercase().contains("prompt is too long"),
+            } => {
+                let message = message.to_ascii_lowercase();
+                kind == "request_too_large"
+                    || message.contains("prompt is too long")
+                    || message.contains("request too large")
+                    || message.contains("request_too_large")
+            }
             _ => false,
         }
     }
@@ -75,6 +100,48 @@ impl ApiError {
             ApiError::Status { kind, .. } | ApiError::Server { kind, .. } => kind.clone(),
             ApiError::Connect { .. } => "connection_error".into(),
             ApiError::Stream(_) => "stream_error".into(),
+            ApiError::Stalled(_) => "stream_stalled".into(),
+            ApiError::Malformed(_) => "malformed_stream".into(),
+        }
+    }
+}
+
+/// Bounds on one response stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamLimits {
+    /// The largest single event accepted (`OURO_STREAM_MAX_EVENT_BYTES`).
+    pub max_event_bytes: usize,
+    /// How long the stream may go without content before it counts as stalled; pings keep the
+    /// connection open but do not count (`OURO_STREAM_IDLE_TIMEOUT_MS`).
+    pub idle_timeout: Duration,
+}
+
+impl Default for StreamLimits {
+    fn default() -> Self {
+        StreamLimits {
+            max_event_bytes: 64 << 20,
+            idle_timeout: Duration::from_secs(120),
+        }
+    }
+}
+
+impl StreamLimits {
+    /// The defaults, with the environment's overrides.
+    pub fn from_env() -> Self {
+        let number = |name: &str| {
+            std::env::var(name)
+                .ok()
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .filter(|&n| n > 0)
+        };
+        let default = StreamLimits::default();
+        StreamLimits {
+            max_event_bytes: number("OURO_STREAM_MAX_EVENT_BYTES")
+                .and_then(|n| usize::try_from(n).ok())
+                .unwrap_or(default.max_event_bytes),
+            idle_timeout: number("OURO_STREAM_IDLE_TIMEOUT_MS")
+                .map(Duration::from_millis)
+                .unwrap_or(default.idle_timeout),
         }
     }
 }
@@ -84,6 +151,7 @@ pub struct Client {
     http: reqwest::Client,
     base_url: String,
     api_key: String,
+    limits: StreamLimits,
 }
 
 impl std::fmt::Debug for Client {
@@ -110,7 +178,13 @@ impl Client {
             http,
             base_url,
             api_key: api_key.into(),
+            limits: StreamLimits::from_env(),
         })
+    }
+
+    pub fn with_limits(mut self, limits: StreamLimits) -> Self {
+        self.limits = limits;
+        self
     }
 
     pub fn base_url(&self) -> &str {
@@ -167,33 +241,88 @@ impl Client {
                 retry_after,
             });
         }
-        let key = self.api_key.clone();
-        Ok(response.bytes_stream().eventsource().filter_map(move |item| {
-            let out = match item {
-                Ok(event) => {
-                    // What arrived when, for `OURO_LOG=ouro::api=trace`; tests wait on it.
-                    tracing::trace!(event = %event.event, "stream event received");
-                    match serde_json::from_str::<StreamEvent>(&event.data) {
-                        Ok(StreamEvent::Error { error }) => Some(Err(ApiError::Server {
-                            kind: error.kind,
-                            message: error.message,
-                        })),
-                        Ok(ev) => Some(Ok(ev)),
-                        Err(e) => {
-                            tracing::warn!(event = %event.event, error = %e, "skipping an unreadable stream event");
-                            None
-                        }
-                    }
-                }
-                Err(e) => Some(Err(ApiError::Stream(redact(&e.to_string(), &key)))),
-            };
-            std::future::ready(out)
-        }))
+        Ok(events(
+            response.bytes_stream(),
+            self.limits,
+            self.api_key.clone(),
+        ))
     }
 
     fn redact(&self, text: &str) -> String {
         redact(text, &self.api_key)
     }
+}
+
+/// The response body as Messages API events. Framing errors, unreadable events and a stream
+/// without content for longer than the idle limit end it with an error: nothing is dropped.
+pub fn events<B, C, E>(
+    bytes: B,
+    limits: StreamLimits,
+    key: String,
+) -> impl Stream<Item = Result<StreamEvent, ApiError>> + Send + use<B, C, E>
+where
+    B: Stream<Item = Result<C, E>> + Send + Unpin,
+    C: AsRef<[u8]>,
+    E: std::fmt::Display,
+{
+    struct State<B> {
+        bytes: B,
+        decoder: Decoder,
+        frames: VecDeque<Frame>,
+        deadline: tokio::time::Instant,
+        limits: StreamLimits,
+        key: String,
+        ended: bool,
+    }
+    let state = State {
+        bytes,
+        decoder: Decoder::new(limits.max_event_bytes),
+        frames: VecDeque::new(),
+        deadline: tokio::time::Instant::now() + limits.idle_timeout,
+        limits,
+        key,
+        ended: false,
+    };
+    futures::stream::unfold(state, |mut s| async move {
+        loop {
+            if s.ended {
+                return None;
+            }
+            if let Some(frame) = s.frames.pop_front() {
+                // What arrived when, for `OURO_LOG=ouro::api=trace`; tests wait on it.
+                tracing::trace!(event = %frame.event, "stream event received");
+                let item = match serde_json::from_str::<StreamEvent>(&frame.data) {
+                    Ok(StreamEvent::Ping) => continue,
+                    Ok(StreamEvent::Error { error }) => Err(ApiError::Server {
+                        kind: error.kind,
+                        message: error.message,
+                    }),
+                    Ok(event) => {
+                        s.deadline = tokio::time::Instant::now() + s.limits.idle_timeout;
+                        Ok(event)
+                    }
+                    Err(e) => Err(ApiError::Malformed(format!(
+                        "a `{}` event is not valid JSON for its type ({e})",
+                        frame.event
+                    ))),
+                };
+                s.ended = item.is_err();
+                return Some((item, s));
+            }
+            let next = tokio::time::timeout_at(s.deadline, s.bytes.next()).await;
+            let error = match next {
+                Err(_) => ApiError::Stalled(s.limits.idle_timeout),
+                Ok(None) => return None,
+                Ok(Some(Err(e))) => ApiError::Stream(redact(&e.to_string(), &s.key)),
+                Ok(Some(Ok(chunk))) => match s.decoder.feed(chunk.as_ref(), &mut s.frames) {
+                    Ok(()) => continue,
+                    Err(e) => ApiError::Malformed(e.to_string()),
+                },
+            };
+            s.ended = true;
+            return Some((Err(error), s));
+        }
+    })
 }
 
 fn redact(text: &str, key: &str) -> String {
@@ -258,7 +387,7 @@ mod tests {
             message: "prompt is too long: 250000 tokens > 200000 maximum".into(),
             retry_after: None,
         };
-        assert!(e.is_prompt_too_long());
+        assert!(e.is_too_large());
         assert!(!e.is_retryable());
     }
 

@@ -5,5 +5,6 @@ pub mod models;
 pub mod pricing;
 pub mod reasoning;
 pub mod retry;
+pub mod sse;
 pub mod stream;
 pub mod types;

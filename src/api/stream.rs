@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use super::client::ApiError;
 use super::types::{ApiErrorBody, ContentBlock, Delta, StartBlock, StopReason, StreamEvent, Usage};
 
 /// What the assembler hands on after each stream event.
@@ -66,8 +67,12 @@ impl Assembler {
         Self::default()
     }
 
-    pub fn push(&mut self, event: StreamEvent) -> Vec<Assembled> {
-        match event {
+    /// Takes the next event. An event that breaks the stream's grammar (a delta or stop for a
+    /// block that is not open, a message that ends with a block still open) is an error, so
+    /// no block is ever lost without a word.
+    pub fn push(&mut self, event: StreamEvent) -> Result<Vec<Assembled>, ApiError> {
+        let malformed = |what: String| Err(ApiError::Malformed(what));
+        Ok(match event {
             StreamEvent::MessageStart { message } => {
                 self.message_id = message.id.clone();
                 self.model = message.model.clone();
@@ -95,12 +100,16 @@ impl Assembler {
                     StartBlock::RedactedThinking { data } => Partial::Redacted(data),
                     StartBlock::Unknown => Partial::Ignored,
                 };
-                self.pending.insert(index, partial);
+                if self.pending.insert(index, partial).is_some() {
+                    return malformed(format!("content block {index} started twice"));
+                }
                 Vec::new()
             }
             StreamEvent::ContentBlockDelta { index, delta } => {
                 let Some(partial) = self.pending.get_mut(&index) else {
-                    return Vec::new();
+                    return malformed(format!(
+                        "a delta arrived for content block {index}, which is not open"
+                    ));
                 };
                 match (partial, delta) {
                     (Partial::Text(t), Delta::TextDelta { text }) => {
@@ -125,12 +134,22 @@ impl Assembler {
                         signature.push_str(&s);
                         Vec::new()
                     }
-                    _ => Vec::new(),
+                    (Partial::Ignored, _) | (_, Delta::Unknown) => Vec::new(),
+                    (_, delta) => {
+                        return malformed(format!(
+                            "content block {index} got a delta of the wrong kind ({})",
+                            delta_kind(&delta)
+                        ));
+                    }
                 }
             }
             StreamEvent::ContentBlockStop { index } => match self.pending.remove(&index) {
                 Some(partial) => self.finish_block(partial),
-                None => Vec::new(),
+                None => {
+                    return malformed(format!(
+                        "content_block_stop arrived for block {index}, which is not open"
+                    ));
+                }
             },
             StreamEvent::MessageDelta { delta, usage } => {
                 usage.apply_to(&mut self.usage);
@@ -138,12 +157,17 @@ impl Assembler {
                 vec![Assembled::Stopped(delta.stop_reason)]
             }
             StreamEvent::MessageStop => {
+                if let Some(index) = self.pending.keys().next() {
+                    return malformed(format!(
+                        "the message ended while content block {index} was still open (no content_block_stop)"
+                    ));
+                }
                 self.complete = true;
                 vec![Assembled::Complete]
             }
             StreamEvent::Error { error } => vec![Assembled::ServerError(error)],
             StreamEvent::Ping | StreamEvent::Unknown => Vec::new(),
-        }
+        })
     }
 
     /// End the text blocks still streaming, as they stand, when the stream is abandoned (Ctrl-C):
@@ -209,6 +233,16 @@ impl Assembler {
     }
 }
 
+fn delta_kind(delta: &Delta) -> &'static str {
+    match delta {
+        Delta::TextDelta { .. } => "text_delta",
+        Delta::InputJsonDelta { .. } => "input_json_delta",
+        Delta::ThinkingDelta { .. } => "thinking_delta",
+        Delta::SignatureDelta { .. } => "signature_delta",
+        Delta::Unknown => "unknown",
+    }
+}
+
 /// A tool's input: the concatenated partial JSON, parsed once. An empty input means `{}`.
 fn parse_tool_input(json: &str) -> Result<Value, String> {
     if json.trim().is_empty() {
@@ -244,21 +278,72 @@ mod tests {
         serde_json::from_str(json).unwrap()
     }
 
+    fn push(a: &mut Assembler, json: &str) -> Vec<Assembled> {
+        a.push(ev(json)).unwrap()
+    }
+
+    #[test]
+    fn events_that_break_the_grammar_are_errors() {
+        let start =
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#;
+        let cases: [(&[&str], &str); 5] = [
+            (
+                &[
+                    r#"{"type":"content_block_delta","index":3,"delta":{"type":"text_delta","text":"x"}}"#,
+                ],
+                "block 3, which is not open",
+            ),
+            (&[r#"{"type":"content_block_stop","index":0}"#], "not open"),
+            (&[start, start], "started twice"),
+            (
+                &[
+                    start,
+                    r#"{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{"}}"#,
+                ],
+                "wrong kind (input_json_delta)",
+            ),
+            (
+                &[start, r#"{"type":"message_stop"}"#],
+                "block 0 was still open",
+            ),
+        ];
+        for (events, expected) in cases {
+            let mut a = Assembler::new();
+            let (last, first) = events.split_last().unwrap();
+            for e in first {
+                push(&mut a, e);
+            }
+            let error = a.push(ev(last)).unwrap_err().to_string();
+            assert!(error.contains(expected), "{error}");
+        }
+        let mut a = Assembler::new();
+        push(&mut a, start);
+        assert!(push(&mut a, r#"{"type":"content_block_delta","index":0,"delta":{"type":"citations_delta","citation":{}}}"#).is_empty());
+    }
+
     #[test]
     fn tool_input_is_parsed_once_at_block_stop() {
         let mut a = Assembler::new();
-        a.push(ev(r#"{"type":"message_start","message":{"id":"m1","model":"x","usage":{"input_tokens":5,"output_tokens":1}}}"#));
-        a.push(ev(r#"{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t1","name":"Read","input":{}}}"#));
+        push(
+            &mut a,
+            r#"{"type":"message_start","message":{"id":"m1","model":"x","usage":{"input_tokens":5,"output_tokens":1}}}"#,
+        );
+        push(
+            &mut a,
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t1","name":"Read","input":{}}}"#,
+        );
         for part in ["", "{\"file_", "path\": \"/a\"", "}"] {
-            let out = a.push(StreamEvent::ContentBlockDelta {
-                index: 0,
-                delta: Delta::InputJsonDelta {
-                    partial_json: part.into(),
-                },
-            });
+            let out = a
+                .push(StreamEvent::ContentBlockDelta {
+                    index: 0,
+                    delta: Delta::InputJsonDelta {
+                        partial_json: part.into(),
+                    },
+                })
+                .unwrap();
             assert!(out.is_empty());
         }
-        let out = a.push(ev(r#"{"type":"content_block_stop","index":0}"#));
+        let out = push(&mut a, r#"{"type":"content_block_stop","index":0}"#);
         assert_eq!(
             out,
             vec![Assembled::Block(ContentBlock::ToolUse {
@@ -267,7 +352,10 @@ mod tests {
                 input: serde_json::json!({"file_path": "/a"})
             })]
         );
-        a.push(ev(r#"{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":30}}"#));
+        push(
+            &mut a,
+            r#"{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":30}}"#,
+        );
         assert_eq!(a.usage.output_tokens, 30);
         assert_eq!(a.usage.input_tokens, 5);
         assert_eq!(a.stop_reason, Some(StopReason::ToolUse));
@@ -276,9 +364,15 @@ mod tests {
     #[test]
     fn cut_json_becomes_bad_tool_input() {
         let mut a = Assembler::new();
-        a.push(ev(r#"{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"t1","name":"Write","input":{}}}"#));
-        a.push(ev(r#"{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"file_path\": \"/o\", \"content\": \"par"}}"#));
-        let out = a.push(ev(r#"{"type":"content_block_stop","index":1}"#));
+        push(
+            &mut a,
+            r#"{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"t1","name":"Write","input":{}}}"#,
+        );
+        push(
+            &mut a,
+            r#"{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"file_path\": \"/o\", \"content\": \"par"}}"#,
+        );
+        let out = push(&mut a, r#"{"type":"content_block_stop","index":1}"#);
         let Assembled::BadToolInput { id, raw, .. } = &out[0] else {
             panic!("{out:?}")
         };
@@ -294,19 +388,33 @@ mod tests {
     #[test]
     fn text_and_thinking_stream_as_deltas() {
         let mut a = Assembler::new();
-        a.push(ev(r#"{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":""}}"#));
-        let d = a.push(ev(r#"{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hm"}}"#));
+        push(
+            &mut a,
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":""}}"#,
+        );
+        let d = push(
+            &mut a,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hm"}}"#,
+        );
         assert_eq!(d, vec![Assembled::ThinkingDelta("hm".into())]);
-        a.push(ev(r#"{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"sig"}}"#));
-        a.push(ev(r#"{"type":"content_block_stop","index":0}"#));
-        a.push(ev(
+        push(
+            &mut a,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"sig"}}"#,
+        );
+        push(&mut a, r#"{"type":"content_block_stop","index":0}"#);
+        push(
+            &mut a,
             r#"{"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}"#,
-        ));
-        a.push(ev(r#"{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"Hel"}}"#));
-        a.push(ev(
+        );
+        push(
+            &mut a,
+            r#"{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"Hel"}}"#,
+        );
+        push(
+            &mut a,
             r#"{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"lo"}}"#,
-        ));
-        a.push(ev(r#"{"type":"content_block_stop","index":1}"#));
+        );
+        push(&mut a, r#"{"type":"content_block_stop","index":1}"#);
         assert_eq!(
             a.blocks,
             vec![
@@ -322,11 +430,18 @@ mod tests {
     #[test]
     fn abandoned_text_is_kept_but_unfinished_tool_calls_are_not() {
         let mut a = Assembler::new();
-        a.push(ev(
+        push(
+            &mut a,
             r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#,
-        ));
-        a.push(ev(r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"half an ans"}}"#));
-        a.push(ev(r#"{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"t","name":"Read","input":{}}}"#));
+        );
+        push(
+            &mut a,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"half an ans"}}"#,
+        );
+        push(
+            &mut a,
+            r#"{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"t","name":"Read","input":{}}}"#,
+        );
         assert_eq!(
             a.keep_partial_text(),
             vec![ContentBlock::text("half an ans")]
@@ -338,12 +453,15 @@ mod tests {
     #[test]
     fn unknown_blocks_are_skipped() {
         let mut a = Assembler::new();
-        a.push(ev(r#"{"type":"content_block_start","index":0,"content_block":{"type":"server_tool_use","id":"s"}}"#));
-        a.push(ev(r#"{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{}"}}"#));
-        assert!(
-            a.push(ev(r#"{"type":"content_block_stop","index":0}"#))
-                .is_empty()
+        push(
+            &mut a,
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"server_tool_use","id":"s"}}"#,
         );
+        push(
+            &mut a,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{}"}}"#,
+        );
+        assert!(push(&mut a, r#"{"type":"content_block_stop","index":0}"#).is_empty());
         assert!(a.blocks.is_empty());
     }
 }

@@ -112,6 +112,12 @@ pub fn narrate(event: &Event, out: &mut impl Write) {
         Event::ModelFallback { from, to, reason } => {
             writeln!(out, "· {from} is overloaded ({reason}); switched to {to}")
         }
+        Event::StreamCut {
+            error, kept_blocks, ..
+        } => writeln!(
+            out,
+            "· the response stream broke ({error}); kept {kept_blocks} finished blocks, asking the model to continue"
+        ),
         Event::CompactBoundary(c) => writeln!(
             out,
             "· compacted {} earlier messages into a summary",

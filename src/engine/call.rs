@@ -9,6 +9,7 @@ use tokio_util::sync::CancellationToken;
 use super::Engine;
 use super::run::{CallError, CallOutcome, Request, RunState};
 use crate::api::client::ApiError;
+use crate::api::retry::Wait;
 use crate::api::stream::{Assembled, Assembler, bad_input_message};
 use crate::api::types::ContentBlock;
 use crate::event::{Event, RetryInfo};
@@ -65,7 +66,10 @@ impl Engine {
                 return Err(CallError::Api(error));
             }
             attempt += 1;
-            let delay = self.config.retry.delay(attempt, &error);
+            let delay = match self.config.retry.delay(attempt, &error) {
+                Wait::Retry(delay) => delay,
+                Wait::TooLong(wait) => return Err(CallError::WaitTooLong { error, wait }),
+            };
             tracing::warn!(attempt, error = %error, "retrying the API request");
             self.emit(Event::ApiRetry(RetryInfo {
                 attempt,
@@ -123,8 +127,13 @@ impl Engine {
                 Some(Some(Err(e))) => break Some(e),
                 Some(Some(Ok(ev))) => ev,
             };
-            for piece in asm.push(item) {
-                self.dispatch(piece, &asm, batch.as_deref_mut());
+            match asm.push(item) {
+                Ok(pieces) => {
+                    for piece in pieces {
+                        self.dispatch(piece, &asm, batch.as_deref_mut());
+                    }
+                }
+                Err(e) => break Some(e),
             }
             if asm.complete {
                 break None;
@@ -132,8 +141,9 @@ impl Engine {
         };
         match failure {
             // The retry sends the same request and reports its own usage; counting the failed
-            // attempt's message_start too would bill the input twice.
-            Some(e) if asm.blocks.is_empty() => Attempt::Retryable(e),
+            // attempt's message_start too would bill the input twice. A finished thinking block
+            // alone is not worth keeping: the retry thinks again.
+            Some(e) if !asm.blocks.iter().any(is_answer) => Attempt::Retryable(e),
             Some(e) => {
                 tracing::debug!(error = %e, blocks = asm.blocks.len(), "the stream broke after finished blocks");
                 self.account(run, &asm);
@@ -211,6 +221,14 @@ impl Engine {
         run.usage.add(&asm.usage);
         self.last_context_tokens = asm.usage.context_tokens();
     }
+}
+
+/// Text and tool calls are what a continuation can build on.
+fn is_answer(block: &ContentBlock) -> bool {
+    matches!(
+        block,
+        ContentBlock::Text { .. } | ContentBlock::ToolUse { .. }
+    )
 }
 
 fn outcome(asm: Assembler) -> CallOutcome {

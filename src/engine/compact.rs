@@ -135,6 +135,7 @@ impl Engine {
             Err(CallError::Aborted { .. }) => Err(CompactError::Aborted),
             Err(CallError::Api(e))
             | Err(CallError::Cut { error: e, .. })
+            | Err(CallError::WaitTooLong { error: e, .. })
             | Err(CallError::Overloaded(e)) => Err(CompactError::Request(e.to_string())),
         }
     }
@@ -182,7 +183,7 @@ fn continuation_text(summary: &str, older: &[Message]) -> String {
         .iter()
         .filter(|m| m.role == Role::User)
         .map(Message::text)
-        .filter(|t| !t.trim().is_empty() && !t.starts_with(prompt::MAX_TOKENS_CONTINUE.trim()))
+        .filter(|t| !t.trim().is_empty() && !prompt::is_nudge(t))
         .collect();
     if !prompts.is_empty() {
         out.push_str("\n\nThe user's most recent requests, verbatim:\n");

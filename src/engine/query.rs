@@ -1,7 +1,7 @@
 //! The query loop of one run (one user prompt): budget gates before every call, tool rounds,
 //! max_tokens continuation, and compaction when the prompt grows too long.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
@@ -104,7 +104,7 @@ impl Engine {
                 .await;
             let outcome = match called {
                 Ok(outcome) => outcome,
-                Err(CallError::Api(e)) if e.is_prompt_too_long() => {
+                Err(CallError::Api(e)) if e.is_too_large() => {
                     if compacted_for_this_call {
                         return prompt_too_long(&e);
                     }
@@ -145,6 +145,9 @@ impl Engine {
                     continue;
                 }
                 Err(CallError::Api(e)) => return api_failure(&e),
+                Err(CallError::WaitTooLong { error, wait }) => {
+                    return wait_too_long(&error, wait, self.config.retry.max_retry_after);
+                }
                 Err(CallError::Aborted { outcome }) => {
                     let results = batch.abort().await;
                     self.record_round(outcome, results.results, run, results.denials);
@@ -153,19 +156,30 @@ impl Engine {
                 Err(CallError::Cut { outcome, error }) => {
                     // Tools started before the cut may run long; Ctrl-C must still reach them.
                     let results = batch.finish_or_abort(cancel).await;
+                    let kept_blocks = outcome.blocks.len();
+                    let called_tools = !results.results.is_empty();
+                    let text = text_of(&outcome.blocks);
                     self.record_round(outcome, results.results, run, results.denials);
                     if cancel.is_cancelled() {
                         return aborted();
                     }
-                    return Ending {
-                        api_error_status: error.status(),
-                        ..Ending::error(
-                            ResultKind::ErrorDuringExecution,
-                            format!(
-                                "API error: the response was cut off mid-stream ({error}). What arrived before the cut is kept in the conversation; send a new message to continue."
-                            ),
-                        )
-                    };
+                    if !error.is_retryable() || continuations >= MAX_CONTINUATIONS {
+                        return cut_off(&error);
+                    }
+                    continuations += 1;
+                    self.emit(Event::StreamCut {
+                        error: error.to_string(),
+                        kept_blocks,
+                        continuation: continuations,
+                    });
+                    // Tool results already give the model the next user message to go on from.
+                    if called_tools {
+                        answer.clear();
+                    } else {
+                        answer.push_str(&text);
+                        self.nudge(prompt::STREAM_CUT_CONTINUE);
+                    }
+                    continue;
                 }
             };
             compacted_for_this_call = false;
@@ -189,10 +203,7 @@ impl Engine {
             answer.push_str(&text);
             if stop_reason == Some(StopReason::MaxTokens) && continuations < MAX_CONTINUATIONS {
                 continuations += 1;
-                let nudge = Message::user_text(prompt::MAX_TOKENS_CONTINUE.trim());
-                self.emit(Event::SyntheticUser { text: nudge.text() });
-                self.persist(|t| t.append_user(&nudge));
-                self.history.push(nudge);
+                self.nudge(prompt::MAX_TOKENS_CONTINUE);
                 continue;
             }
             if stop_reason == Some(StopReason::PauseTurn) {
@@ -205,6 +216,14 @@ impl Engine {
                 api_error_status: None,
             };
         }
+    }
+
+    /// Ask the model to go on from where its reply stopped.
+    fn nudge(&mut self, text: &str) {
+        let nudge = Message::user_text(text.trim());
+        self.emit(Event::SyntheticUser { text: nudge.text() });
+        self.persist(|t| t.append_user(&nudge));
+        self.history.push(nudge);
     }
 
     /// Budget gates, checked before every API call.
@@ -340,6 +359,40 @@ fn prompt_too_long(e: &ApiError) -> Ending {
             ResultKind::ErrorPromptTooLong,
             format!(
                 "The prompt is too long even after compaction ({e}). Start a new session or remove large content from the conversation."
+            ),
+        )
+    }
+}
+
+fn wait_too_long(error: &ApiError, wait: Duration, limit: Duration) -> Ending {
+    let at = chrono::Duration::from_std(wait)
+        .ok()
+        .and_then(|d| chrono::Local::now().checked_add_signed(d))
+        .map_or_else(
+            || "a long while".to_string(),
+            |t| t.format("%H:%M:%S").to_string(),
+        );
+    Ending {
+        api_error_status: error.status(),
+        ..Ending::error(
+            ResultKind::ErrorDuringExecution,
+            format!(
+                "API error: {error}. The API asked to wait {} s before the next request, longer than ouro waits ({} s); try again after {}.",
+                wait.as_secs(),
+                limit.as_secs(),
+                at
+            ),
+        )
+    }
+}
+
+fn cut_off(error: &ApiError) -> Ending {
+    Ending {
+        api_error_status: error.status(),
+        ..Ending::error(
+            ResultKind::ErrorDuringExecution,
+            format!(
+                "API error: the response was cut off mid-stream ({error}). What arrived before the cut is kept in the conversation; send a new message to continue."
             ),
         )
     }

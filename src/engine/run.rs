@@ -41,6 +41,11 @@ pub(super) enum CallError {
     },
     /// The user aborted; finished blocks are kept.
     Aborted { outcome: CallOutcome },
+    /// The API asked for a longer pause (`retry-after`) than a session waits.
+    WaitTooLong {
+        error: ApiError,
+        wait: std::time::Duration,
+    },
     /// The model stayed overloaded and a fallback model is set: switch and ask again.
     Overloaded(ApiError),
 }

@@ -8,6 +8,10 @@ use serde_json::Value;
 use super::scenario::{Fault, Scenario};
 use super::validate::{ApiError, MAX_BODY_BYTES, check_body, check_headers};
 
+/// How many bytes of request bodies the log keeps, newest first: a long session sends its whole
+/// history with every request, and the log must not hold all of them.
+pub const MAX_LOGGED_BODY_BYTES: usize = 64 << 20;
+
 /// The context window assumed by a `prompt_too_long` fault when the scenario sets no limit.
 const DEFAULT_CONTEXT_LIMIT: u64 = 200_000;
 
@@ -20,7 +24,14 @@ pub struct RecordedRequest {
     /// Header names are lowercase; repeated headers are joined with ", ".
     pub headers: BTreeMap<String, String>,
     /// The parsed JSON body; a body that is not JSON is kept as a string, an empty one as null.
+    /// Only the newest bodies are kept (see [`MAX_LOGGED_BODY_BYTES`]); older ones become null
+    /// with `body_dropped` set.
     pub body: Value,
+    /// The size of the body as received.
+    #[serde(default)]
+    pub body_bytes: usize,
+    #[serde(default)]
+    pub body_dropped: bool,
     pub status: u16,
     /// The scenario turn this request was served, or was aimed at when a fault, an
     /// `expect_text` mismatch or the context limit answered it instead.
@@ -51,6 +62,20 @@ pub enum Ending {
         after: usize,
         error: ApiError,
     },
+    /// After this many events, one whose data is not JSON; then the rest.
+    InvalidJsonAfter(usize),
+    /// Every event of this type is left out.
+    Without(String),
+    /// After this many events the stream goes quiet (apart from pings, if set).
+    StallAfter {
+        after: usize,
+        pings: bool,
+    },
+    /// After this many events, a line of this many bytes that never ends.
+    OversizedAfter {
+        after: usize,
+        bytes: usize,
+    },
 }
 
 #[derive(Debug, Default)]
@@ -58,6 +83,9 @@ pub struct Ledger {
     next_turn: usize,
     faults_used: usize,
     log: Vec<RecordedRequest>,
+    /// Body bytes held by the log, and the oldest entry that still holds its body.
+    logged_body_bytes: usize,
+    oldest_body: usize,
     responses: u64,
 }
 
@@ -97,9 +125,25 @@ impl Ledger {
             Outcome::Turn { .. } => 200,
         };
         request.turn = turn;
-        self.log.push(request);
+        request.body_bytes = body_len;
+        self.log(request);
         self.responses += 1;
         (outcome, format!("req_mock_{:06}", self.responses))
+    }
+
+    /// Logs `request`, dropping the oldest bodies beyond the byte budget (never the newest).
+    fn log(&mut self, request: RecordedRequest) {
+        self.logged_body_bytes += request.body_bytes;
+        self.log.push(request);
+        while self.logged_body_bytes > MAX_LOGGED_BODY_BYTES
+            && self.oldest_body + 1 < self.log.len()
+        {
+            let old = &mut self.log[self.oldest_body];
+            old.body = Value::Null;
+            old.body_dropped = true;
+            self.logged_body_bytes -= old.body_bytes;
+            self.oldest_body += 1;
+        }
     }
 
     /// Answers a valid request from the scenario: the context limit, the current turn's
@@ -160,9 +204,46 @@ impl Ledger {
                         limit,
                     ))
                 }
-                Fault::Cut { after_events } => Outcome::Turn {
+                Fault::Cut {
+                    after_events,
+                    served,
+                } => {
+                    if *served || *after_events >= super::sse::event_count(turn) {
+                        self.next_turn += 1;
+                        self.faults_used = 0;
+                    }
+                    Outcome::Turn {
+                        turn: index,
+                        ending: Ending::CutAfter(*after_events),
+                    }
+                }
+                Fault::InvalidJson { after_events } => Outcome::Turn {
                     turn: index,
-                    ending: Ending::CutAfter(*after_events),
+                    ending: Ending::InvalidJsonAfter(*after_events),
+                },
+                Fault::DropEvents { event } => Outcome::Turn {
+                    turn: index,
+                    ending: Ending::Without(event.clone()),
+                },
+                Fault::Stall {
+                    after_events,
+                    pings,
+                } => Outcome::Turn {
+                    turn: index,
+                    ending: Ending::StallAfter {
+                        after: *after_events,
+                        pings: *pings,
+                    },
+                },
+                Fault::OversizedLine {
+                    after_events,
+                    bytes,
+                } => Outcome::Turn {
+                    turn: index,
+                    ending: Ending::OversizedAfter {
+                        after: *after_events,
+                        bytes: *bytes,
+                    },
                 },
                 Fault::SseError {
                     after_events,
@@ -247,6 +328,8 @@ mod tests {
             query: None,
             headers,
             body,
+            body_bytes: 0,
+            body_dropped: false,
             status: 0,
             turn: None,
         }
@@ -271,7 +354,10 @@ mod tests {
                 retry_after: None,
                 message: None,
             },
-            Fault::Cut { after_events: 2 },
+            Fault::Cut {
+                after_events: 2,
+                served: false,
+            },
         ];
         let s = Scenario::new(vec![turn]);
         let mut l = Ledger::default();
@@ -395,6 +481,45 @@ mod tests {
         assert!(
             matches!(run(&mut l, &s, plain), Outcome::Error { error, .. } if error.status == 529)
         );
+    }
+
+    #[test]
+    fn the_log_keeps_only_the_newest_bodies() {
+        let s = Scenario::new(vec![Turn::text("hi")]);
+        let mut l = Ledger::default();
+        let big = MAX_LOGGED_BODY_BYTES / 3 + 1;
+        for _ in 0..5 {
+            l.handle(&s, valid("a"), None, big);
+        }
+        let log = l.requests();
+        assert_eq!(log.len(), 5);
+        let kept: Vec<bool> = log.iter().map(|r| !r.body_dropped).collect();
+        assert_eq!(kept, [false, false, false, true, true]);
+        assert!(log[0].body.is_null() && log[4].body.is_object());
+        assert_eq!(log[0].body_bytes, big);
+    }
+
+    #[test]
+    fn a_cut_after_every_event_serves_the_turn() {
+        let mut first = Turn::text("hi");
+        first.faults = vec![Fault::Cut {
+            after_events: 100,
+            served: false,
+        }];
+        let mut second = Turn::text("again");
+        second.faults = vec![Fault::Cut {
+            after_events: 4,
+            served: true,
+        }];
+        let s = Scenario::new(vec![first, second, Turn::text("last")]);
+        let mut l = Ledger::default();
+        for expected in [0, 1, 2] {
+            let Outcome::Turn { turn, .. } = run(&mut l, &s, valid("a")) else {
+                panic!("expected turn {expected}")
+            };
+            assert_eq!(turn, expected);
+        }
+        assert_eq!(l.turns_served(), 3);
     }
 
     #[test]

@@ -21,8 +21,12 @@
 //!       "faults": [ {"kind": "http", "status": 429, "retry_after": 1},
 //!                   {"kind": "http", "status": 529},
 //!                   {"kind": "prompt_too_long"},
-//!                   {"kind": "cut", "after_events": 4},
-//!                   {"kind": "sse_error", "after_events": 3, "error_type": "overloaded_error"} ],
+//!                   {"kind": "cut", "after_events": 4, "served": false},
+//!                   {"kind": "sse_error", "after_events": 3, "error_type": "overloaded_error"},
+//!                   {"kind": "invalid_json", "after_events": 3},
+//!                   {"kind": "drop_events", "event": "content_block_stop"},
+//!                   {"kind": "stall", "after_events": 2, "pings": true},
+//!                   {"kind": "oversized_line", "after_events": 1, "bytes": 1048576} ],
 //!       "expect_text": "what the request must contain"
 //!     },
 //!     { "content": [ {"type": "text", "text": "Done."} ] }
@@ -48,9 +52,15 @@
 //!   (429 `rate_limit_error` with `retry-after` if given, 529 `overloaded_error`, 5xx
 //!   `api_error`, ...; `message` overrides the text); `prompt_too_long` answers the 400 for a
 //!   prompt 25% over the limit; `cut` sends the first `after_events` SSE events and then drops
-//!   the connection mid-body; `sse_error` sends `after_events` events, then an `error` event,
-//!   then ends. For a non-streaming request `cut` sends half the JSON and drops the connection,
-//!   and `sse_error` becomes a plain error response of that type.
+//!   the connection mid-body (the turn counts as served when `served` is set or when every
+//!   event was sent, so the next request gets the next turn); `sse_error` sends `after_events`
+//!   events, then an `error` event, then ends; `invalid_json` inserts a `content_block_delta`
+//!   whose data is not JSON after `after_events` events; `drop_events` leaves out every event
+//!   of one type; `stall` goes quiet after `after_events` events (sending a `ping` every 50 ms
+//!   with `pings`) until the client hangs up; `oversized_line` sends a `data:` line of `bytes`
+//!   bytes that never ends. For a non-streaming request `cut` sends half the JSON and drops the
+//!   connection, `sse_error` becomes a plain error response of that type, and the other stream
+//!   faults serve the whole message.
 //! - `expect_text` (optional): a substring the request must contain (raw or inside any JSON
 //!   string); otherwise the answer is a 400 saying what was expected.
 //!
@@ -61,7 +71,8 @@
 //! tool_use in the previous message) get its 400 and consume neither a turn nor a fault.
 //!
 //! Every request, rejected or not, is logged ([`MockServer::requests`], or `GET
-//! /_mock/requests` as JSON). Streams are split deterministically: text and thinking into up to
+//! /_mock/requests` as JSON); only the newest 64 MB of bodies are kept, older entries keep
+//! their size (`body_bytes`) with `body_dropped` set. Streams are split deterministically: text and thinking into up to
 //! three deltas each, tool input into an empty first chunk plus up to three more, so a plain
 //! text turn is `message_start`, `content_block_start`, `ping`, three `content_block_delta`,
 //! `content_block_stop`, `message_delta`, `message_stop`.

@@ -114,7 +114,28 @@ pub enum Fault {
     /// 400 "prompt is too long: N tokens > LIMIT maximum".
     PromptTooLong,
     /// Send the turn's first `after_events` SSE events, then drop the connection mid-body.
-    Cut { after_events: usize },
+    /// The turn counts as served (the next request gets the next turn) when `served` is set or
+    /// when every event was sent before the cut.
+    Cut {
+        after_events: usize,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        served: bool,
+    },
+    /// Send `after_events` events, then a `content_block_delta` whose data is not valid JSON,
+    /// then the rest of the turn.
+    InvalidJson { after_events: usize },
+    /// Send the whole turn except every event of this type (`content_block_stop`,
+    /// `message_stop`, ...).
+    DropEvents { event: String },
+    /// Send `after_events` events, then nothing more (or, with `pings`, a `ping` every 50 ms)
+    /// until the client hangs up.
+    Stall {
+        after_events: usize,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        pings: bool,
+    },
+    /// Send `after_events` events, then a `data:` line of `bytes` bytes that never ends.
+    OversizedLine { after_events: usize, bytes: usize },
     /// Send the turn's first `after_events` SSE events, then an `error` event, then end.
     SseError {
         after_events: usize,

@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 use super::ledger::{Ending, Ledger, Outcome, RecordedRequest};
 use super::prompt_cache::{self, PromptCache};
 use super::scenario::Scenario;
-use super::sse::{Reply, error_event};
+use super::sse::{Reply, SseEvent, error_event};
 use super::validate::ApiError;
 
 pub struct Shared {
@@ -86,6 +86,8 @@ async fn handle(
         query: uri.query().map(str::to_string),
         headers: header_map(&headers),
         body: body_json,
+        body_bytes: body.len(),
+        body_dropped: false,
         status: 0,
         turn: None,
     };
@@ -123,7 +125,11 @@ async fn handle(
             };
             let feed = Feed {
                 frames: VecDeque::new(),
-                cut: matches!(ending, Ending::CutAfter(_)),
+                tail: match ending {
+                    Ending::CutAfter(_) => Tail::Cut,
+                    Ending::StallAfter { pings, .. } => Tail::Stall { pings },
+                    _ => Tail::End,
+                },
                 delay: Duration::from_millis(script.delay_ms),
                 started: false,
                 hold_at: script.hold_after_events,
@@ -189,16 +195,45 @@ fn stream_response(
     mut feed: Feed,
     request_id: &str,
 ) -> Response {
-    let mut events = reply.events();
-    match ending {
-        Ending::Complete => {}
-        Ending::CutAfter(n) => events.truncate(n),
+    let events = reply.events();
+    let frames = |events: &[SseEvent]| -> VecDeque<Bytes> {
+        events.iter().map(|e| Bytes::from(e.frame())).collect()
+    };
+    let head = |after: usize| &events[..after.min(events.len())];
+    feed.frames = match ending {
+        Ending::Complete => frames(&events),
+        Ending::CutAfter(after) | Ending::StallAfter { after, .. } => frames(head(after)),
         Ending::ErrorAfter { after, error } => {
-            events.truncate(after);
-            events.push(error_event(&error.kind, &error.message));
+            let mut out = frames(head(after));
+            out.push_back(Bytes::from(
+                error_event(&error.kind, &error.message).frame(),
+            ));
+            out
         }
-    }
-    feed.frames = events.iter().map(|e| Bytes::from(e.frame())).collect();
+        Ending::InvalidJsonAfter(after) => {
+            let mut out = frames(&events);
+            let garbage = "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"cut \n\n";
+            out.insert(after.min(out.len()), Bytes::from(garbage));
+            out
+        }
+        Ending::Without(name) => frames(
+            &events
+                .into_iter()
+                .filter(|e| e.name != name)
+                .collect::<Vec<_>>(),
+        ),
+        Ending::OversizedAfter { after, bytes } => {
+            let mut out = frames(head(after));
+            out.push_back(Bytes::from_static(b"event: content_block_delta\ndata: "));
+            const PIECE: usize = 1 << 16;
+            let piece = Bytes::from(vec![b'x'; PIECE]);
+            for _ in 0..bytes / PIECE {
+                out.push_back(piece.clone());
+            }
+            out.push_back(Bytes::from(vec![b'x'; bytes % PIECE]));
+            out
+        }
+    };
     (
         StatusCode::OK,
         [
@@ -217,7 +252,7 @@ fn stream_response(
 /// A non-streaming reply; a cut sends the first half of the JSON and then drops the connection.
 fn message_response(reply: &Reply<'_>, mut feed: Feed, request_id: &str) -> Response {
     let json = reply.message().to_string();
-    let body = if feed.cut {
+    let body = if feed.tail == Tail::Cut {
         let head = crate::text::prefix_bytes(&json, json.len() / 2);
         feed.frames.push_back(Bytes::from(head.to_string()));
         feed.delay = Duration::ZERO;
@@ -239,12 +274,26 @@ fn message_response(reply: &Reply<'_>, mut feed: Feed, request_id: &str) -> Resp
 /// Long enough for hyper to write out buffered frames before a cut.
 const FLUSH_PAUSE: Duration = Duration::from_millis(20);
 
+/// How long a quiet stream waits between pings.
+const PING_EVERY: Duration = Duration::from_millis(50);
+
+/// What a body does once its frames are sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tail {
+    End,
+    /// End with an I/O error instead of a clean end, which makes hyper abort the connection
+    /// without the final chunk: the client sees an incomplete body.
+    Cut,
+    /// Stay open without content until the client hangs up or the server stops.
+    Stall {
+        pings: bool,
+    },
+}
+
 /// The body of a response, written frame by frame.
 struct Feed {
     frames: VecDeque<Bytes>,
-    /// End with an I/O error instead of a clean end, which makes hyper abort the connection
-    /// without the final chunk: the client sees an incomplete body.
-    cut: bool,
+    tail: Tail,
     delay: Duration,
     started: bool,
     /// Hold the reply once this many frames were sent.
@@ -260,38 +309,54 @@ impl Feed {
             if feed.hold_at == Some(feed.sent) {
                 feed.hold_at = None;
                 if !feed.wait_for_release().await {
-                    feed.frames.clear();
-                    feed.cut = false;
-                    return Some((Err(cut_error("mock server shut down")), feed));
+                    return feed.shut_down();
                 }
             }
             let Some(frame) = feed.frames.pop_front() else {
-                if feed.cut {
-                    feed.cut = false;
-                    // hyper drops buffered output when a body fails; pausing first lets it
-                    // flush what was "sent", so the client really sees a body cut mid-way.
-                    tokio::time::sleep(FLUSH_PAUSE).await;
-                    return Some((
-                        Err(cut_error("mock scenario fault: connection cut mid-stream")),
-                        feed,
-                    ));
-                }
-                return None;
+                return match feed.tail {
+                    Tail::End => None,
+                    Tail::Cut => {
+                        feed.tail = Tail::End;
+                        // hyper drops buffered output when a body fails; pausing first lets it
+                        // flush what was "sent", so the client really sees a body cut mid-way.
+                        tokio::time::sleep(FLUSH_PAUSE).await;
+                        Some((
+                            Err(cut_error("mock scenario fault: connection cut mid-stream")),
+                            feed,
+                        ))
+                    }
+                    Tail::Stall { pings } => {
+                        let quiet = if pings {
+                            PING_EVERY
+                        } else {
+                            Duration::from_secs(3600)
+                        };
+                        tokio::select! {
+                            () = tokio::time::sleep(quiet) => {}
+                            () = feed.cancel.cancelled() => return feed.shut_down(),
+                        }
+                        let ping = SseEvent::ping().frame();
+                        Some((Ok(Bytes::from(ping)), feed))
+                    }
+                };
             };
             if feed.started && !feed.delay.is_zero() {
                 tokio::select! {
                     () = tokio::time::sleep(feed.delay) => {}
-                    () = feed.cancel.cancelled() => {
-                        feed.frames.clear();
-                        feed.cut = false;
-                        return Some((Err(cut_error("mock server shut down")), feed));
-                    }
+                    () = feed.cancel.cancelled() => return feed.shut_down(),
                 }
             }
             feed.started = true;
             feed.sent += 1;
             Some((Ok(frame), feed))
         })
+    }
+
+    /// Ends the body at once because the server is stopping.
+    fn shut_down(mut self) -> Option<(Result<Bytes, std::io::Error>, Feed)> {
+        self.frames.clear();
+        self.tail = Tail::End;
+        Some((Err(cut_error("mock server shut down")), self))
     }
 
     /// Announces the hold and waits for the next release; `false` if the server shut down.

@@ -31,6 +31,10 @@ impl SseEvent {
         SseEvent { name, data }
     }
 
+    pub fn ping() -> SseEvent {
+        SseEvent::new(json!({"type": "ping"}))
+    }
+
     /// The wire frame, terminated by the blank line that ends an event.
     pub fn frame(&self) -> String {
         format!("event: {}\ndata: {}\n\n", self.name, self.data)
@@ -148,6 +152,18 @@ impl Reply<'_> {
             "usage": self.usage_json(self.usage.output_tokens),
         })
     }
+}
+
+/// How many events a streamed reply of `turn` has.
+pub fn event_count(turn: &Turn) -> usize {
+    Reply {
+        turn,
+        index: 0,
+        model: "",
+        usage: Usage::default(),
+    }
+    .events()
+    .len()
 }
 
 /// The `error` event a stream ends with when the API fails mid-response.

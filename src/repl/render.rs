@@ -177,6 +177,14 @@ impl Renderer {
                 ));
                 self.line(&line);
             }
+            Event::StreamCut {
+                error, kept_blocks, ..
+            } => {
+                let line = self.style.dim(&format!(
+                    "· The response stream broke ({error}); kept {kept_blocks} finished blocks and asked the model to continue"
+                ));
+                self.line(&line);
+            }
             Event::CompactStarted => self.start_spinner("Compacting the conversation"),
             Event::CompactFinished => self.stop_spinner(),
             Event::CompactBoundary(c) => {

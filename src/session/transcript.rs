@@ -231,10 +231,15 @@ pub fn load(path: &Path) -> Result<Loaded, TranscriptError> {
                 message,
                 ..
             } => {
-                let same = last_assistant_id.as_deref() == Some(message_id.as_str());
-                match out.messages.last_mut() {
-                    Some(last) if same && last.role == Role::Assistant => {
-                        last.content.extend(message.content)
+                match (out.messages.last_mut(), last_assistant_id.as_deref()) {
+                    (Some(last), Some(id)) if last.role == Role::Assistant => {
+                        if id == message_id {
+                            last.content.extend(message.content)
+                        } else {
+                            // A new message straight after another one: the first was an
+                            // attempt whose stream broke and that was sent again.
+                            *last = message;
+                        }
                     }
                     _ => out.messages.push(message),
                 }
@@ -295,6 +300,27 @@ mod tests {
         assert_eq!(loaded.skipped_lines, 1);
         let texts: Vec<String> = loaded.messages.iter().map(Message::text).collect();
         assert_eq!(texts, vec!["before", "after"]);
+    }
+
+    #[test]
+    fn a_retried_attempt_replaces_the_broken_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let mut t = Transcript::open(&path, "sid", dir.path(), "m").unwrap();
+        t.append_user(&Message::user_text("q")).unwrap();
+        let thinking = ContentBlock::Thinking {
+            thinking: "first try".into(),
+            signature: "s".into(),
+        };
+        t.append_assistant_block("try1", &thinking).unwrap();
+        t.append_assistant_block("try2", &ContentBlock::text("answer"))
+            .unwrap();
+        let loaded = load(&path).unwrap();
+        assert_eq!(loaded.messages.len(), 2);
+        assert_eq!(
+            loaded.messages[1].content,
+            vec![ContentBlock::text("answer")]
+        );
     }
 
     #[test]

@@ -47,6 +47,19 @@ pub fn render(event: &Event, session_id: &str) -> Option<Value> {
             "session_id": session_id,
             "uuid": uuid(),
         }),
+        Event::StreamCut {
+            error,
+            kept_blocks,
+            continuation,
+        } => json!({
+            "type": "system",
+            "subtype": "stream_cut",
+            "error": error,
+            "kept_blocks": kept_blocks,
+            "continuation": continuation,
+            "session_id": session_id,
+            "uuid": uuid(),
+        }),
         Event::ModelFallback { from, to, reason } => json!({
             "type": "system",
             "subtype": "model_fallback",
