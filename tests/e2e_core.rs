@@ -234,7 +234,10 @@ async fn a_fatal_stream_error_after_a_finished_block_keeps_it_and_does_not_repla
     let result = run.result();
     assert_eq!(result["is_error"], true);
     assert!(
-        result["result"].as_str().unwrap().contains("invalid_request_error"),
+        result["result"]
+            .as_str()
+            .unwrap()
+            .contains("invalid_request_error"),
         "{result}"
     );
     assert_eq!(mock.requests().len(), 1, "not re-requested");

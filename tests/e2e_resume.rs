@@ -9,7 +9,7 @@ use common::{Sandbox, bodies, server};
 use serde_json::{Value, json};
 
 #[tokio::test]
-async fn resume_of_a_twenty_thousand_message_transcript() {
+async fn a_resume_too_big_for_the_window_compacts_before_its_first_request() {
     let sb = Sandbox::new();
     let mock = server(json!({"turns": [{"content": [{"type": "text", "text": "first"}]}]})).await;
     let run = sb
@@ -29,8 +29,10 @@ async fn resume_of_a_twenty_thousand_message_transcript() {
         text.push('\n');
     }
     std::fs::write(&path, text).unwrap();
+    // 20k messages are ~2 MB of JSON, ~500k tokens: past a 200k window before anything is sent.
     let mock2 = server(json!({"context_limit_tokens": 10_000_000,
-        "turns": [{"content": [{"type": "text", "text": "resumed"}],
+        "turns": [{"content": [{"type": "text", "text": "SUMMARY-20K"}]},
+                  {"content": [{"type": "text", "text": "resumed"}], "expect_text": "SUMMARY-20K",
                    "usage": {"input_tokens": 1000, "output_tokens": 5}}]}))
     .await;
     let run2 = sb
@@ -40,10 +42,13 @@ async fn resume_of_a_twenty_thousand_message_transcript() {
         )
         .await;
     assert!(run2.status.success(), "{}", run2.debug());
-    let body = &bodies(&mock2)[0];
-    let messages = body["messages"].as_array().unwrap();
-    assert_eq!(messages.len(), 20_003, "start, first, 20k, the new prompt");
-    assert_eq!(messages.last().unwrap()["content"][0]["text"], "last one");
+    let sent = bodies(&mock2);
+    assert_eq!(sent.len(), 2, "the summary request, then the answer: no refusal first");
+    assert!(sent[0].get("tools").is_none(), "the first request is the summary");
+    let messages = sent[1]["messages"].as_array().unwrap();
+    assert!(messages.len() < 10, "{}", messages.len());
+    let last = messages.last().unwrap()["content"].to_string();
+    assert!(last.contains("last one"), "{last}");
 }
 
 #[tokio::test]

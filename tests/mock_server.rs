@@ -574,7 +574,7 @@ async fn ouros_own_client_reads_turns_and_faults() {
     let request = MessagesRequest {
         model: "claude-test-1",
         max_tokens: 100,
-        messages: ouro::api::types::Breakpointed::plain(&[Message::user_text("read /x")]),
+        messages: ouro::api::types::Messages::plain(&[Message::user_text("read /x")]),
         system: &[],
         tools: &[],
         thinking: None,
@@ -628,7 +628,7 @@ fn own_client(server: &MockServer) -> (ouro::api::client::Client, Vec<u8>) {
     let body = MessagesRequest {
         model: "claude-test-1",
         max_tokens: 100,
-        messages: ouro::api::types::Breakpointed::plain(&[Message::user_text("hi")]),
+        messages: ouro::api::types::Messages::plain(&[Message::user_text("hi")]),
         system: &[],
         tools: &[],
         thinking: None,

@@ -263,14 +263,15 @@ pub struct ToolDefinition {
     pub cache_control: Option<CacheControl>,
 }
 
-/// A request, borrowing the conversation it sends: the history can be long, and it is
-/// serialised once per call instead of being copied first.
+/// A request, borrowing the conversation it sends: the history can be long, so it is never
+/// copied, and its messages may come already encoded (see [`Messages::Encoded`]).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct MessagesRequest<'a> {
     pub model: &'a str,
     pub max_tokens: u32,
-    #[serde(serialize_with = "messages_with_breakpoints")]
-    pub messages: Breakpointed<'a>,
+    /// Written last, by [`MessagesRequest::to_body`].
+    #[serde(skip)]
+    pub messages: Messages<'a>,
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     pub system: &'a [SystemBlock],
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
@@ -282,6 +283,15 @@ pub struct MessagesRequest<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub context_management: Option<&'a Value>,
     pub stream: bool,
+}
+
+/// The conversation of a request.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Messages<'a> {
+    /// Serialised now.
+    Breakpointed(Breakpointed<'a>),
+    /// The JSON of each message, encoded earlier and reused from request to request.
+    Encoded(&'a [std::borrow::Cow<'a, [u8]>]),
 }
 
 /// Messages, some of whose last cacheable block carries a cache breakpoint. The history
@@ -303,24 +313,20 @@ impl<'a> Breakpointed<'a> {
     }
 }
 
-fn messages_with_breakpoints<S: serde::Serializer>(
-    value: &Breakpointed<'_>,
-    serializer: S,
-) -> Result<S::Ok, S::Error> {
-    use serde::ser::SerializeSeq;
-    let mut seq = serializer.serialize_seq(Some(value.messages.len()))?;
-    for (i, message) in value.messages.iter().enumerate() {
-        match value
-            .marks
-            .contains(&i)
-            .then(|| cacheable_block(message))
-            .flatten()
-        {
-            Some(at) => seq.serialize_element(&MarkedMessage { message, at })?,
-            None => seq.serialize_element(message)?,
-        }
+impl<'a> Messages<'a> {
+    pub fn plain(messages: &'a [Message]) -> Self {
+        Messages::Breakpointed(Breakpointed::plain(messages))
     }
-    seq.end()
+}
+
+/// The JSON of one message, with a cache breakpoint on its last cacheable block if `marked`.
+pub fn encode_message(message: &Message, marked: bool, out: &mut Vec<u8>) {
+    // Strings, numbers and JSON values with string keys only: serialising cannot fail.
+    let written = match marked.then(|| cacheable_block(message)).flatten() {
+        Some(at) => serde_json::to_writer(&mut *out, &MarkedMessage { message, at }),
+        None => serde_json::to_writer(&mut *out, message),
+    };
+    debug_assert!(written.is_ok());
 }
 
 /// The last block of a message that may carry `cache_control` (thinking blocks may not).
@@ -372,10 +378,38 @@ impl Serialize for MarkedMessage<'_> {
 }
 
 impl MessagesRequest<'_> {
-    /// The JSON body, sent as is by every attempt of the call.
+    /// The JSON body, sent as is by every attempt of the call. `messages` comes last, so the
+    /// other fields are written first whatever the conversation's length.
     pub fn to_body(&self) -> Vec<u8> {
+        let mut out = Vec::new();
         // Only strings, numbers and JSON values with string keys: serialising cannot fail.
-        serde_json::to_vec(self).expect("a Messages request always serialises")
+        let written = serde_json::to_writer(&mut out, self);
+        debug_assert!(written.is_ok());
+        // `self` always has `model`, so the object is `{...}` with at least one field.
+        out.pop();
+        out.extend_from_slice(b",\"messages\":[");
+        match self.messages {
+            Messages::Breakpointed(b) => {
+                for (i, message) in b.messages.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    encode_message(message, b.marks.contains(&i), &mut out);
+                }
+            }
+            Messages::Encoded(pieces) => {
+                let len: usize = pieces.iter().map(|p| p.len() + 1).sum();
+                out.reserve(len + 2);
+                for (i, piece) in pieces.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    out.extend_from_slice(piece);
+                }
+            }
+        }
+        out.extend_from_slice(b"]}");
+        out
     }
 }
 

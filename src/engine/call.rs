@@ -113,7 +113,7 @@ impl Engine {
                             self.announce(&asm, &block);
                         }
                     }
-                    self.account(run, &asm);
+                    self.account(run, &asm, batch.is_some());
                     return Attempt::Fatal(CallError::Aborted {
                         outcome: outcome(asm),
                     });
@@ -146,14 +146,14 @@ impl Engine {
             Some(e) if !asm.blocks.iter().any(is_answer) => Attempt::Retryable(e),
             Some(e) => {
                 tracing::debug!(error = %e, blocks = asm.blocks.len(), "the stream broke after finished blocks");
-                self.account(run, &asm);
+                self.account(run, &asm, batch.is_some());
                 Attempt::Fatal(CallError::Cut {
                     outcome: outcome(asm),
                     error: e,
                 })
             }
             None => {
-                self.account(run, &asm);
+                self.account(run, &asm, batch.is_some());
                 if batch.is_some() {
                     self.emit(Event::MessageDone {
                         message_id: asm.message_id.clone(),
@@ -206,8 +206,9 @@ impl Engine {
         });
     }
 
-    /// Count what a response used, whether or not it completed.
-    fn account(&mut self, run: &mut RunState, asm: &Assembler) {
+    /// Count what a response used, whether or not it completed. A `conversation` response
+    /// (not a summary) also measures how much the history weighs.
+    fn account(&mut self, run: &mut RunState, asm: &Assembler, conversation: bool) {
         if asm.message_id.is_empty() {
             return;
         }
@@ -219,7 +220,9 @@ impl Engine {
         let cost = self.costs.record(&model, &asm.usage);
         run.cost_usd += cost;
         run.usage.add(&asm.usage);
-        self.last_context_tokens = asm.usage.context_tokens();
+        if conversation {
+            self.history.measured(asm.usage.context_tokens());
+        }
     }
 }
 

@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 use super::run::{CallError, Request, RunState};
 use super::{Engine, prompt};
 use crate::api::types::{
-    Breakpointed, ContentBlock, Message, MessagesRequest, Role, SystemBlock, text_of,
+    ContentBlock, Message, Messages, MessagesRequest, Role, SystemBlock, text_of,
 };
 use crate::event::{CompactInfo, CompactTrigger, Event};
 
@@ -54,14 +54,14 @@ impl Engine {
         run: &mut RunState,
         cancel: &CancellationToken,
     ) -> Result<CompactInfo, CompactError> {
-        super::repair::repair(&mut self.history);
-        let split = split_point(&self.history).ok_or(CompactError::TooLittle)?;
-        let pre_tokens = self.last_context_tokens;
+        self.history.repair();
+        let split = split_point(self.history.messages()).ok_or(CompactError::TooLittle)?;
+        let pre_tokens = self.estimated_context_tokens();
         self.emit(Event::CompactStarted);
         let result = self.summarise(split, focus, run, cancel).await;
         self.emit(Event::CompactFinished);
         let summary = result?;
-        let (older, tail) = self.history.split_at(split);
+        let (older, tail) = self.history.messages().split_at(split);
         let mut lead = continuation_text(&summary, older);
         let mut new_history = Vec::with_capacity(tail.len() + 1);
         let mut tail = tail.to_vec();
@@ -88,8 +88,7 @@ impl Engine {
         if let Some(first) = new_history.first() {
             self.emit(Event::SyntheticUser { text: first.text() });
         }
-        self.history = new_history;
-        self.last_context_tokens = 0;
+        self.history.replace(new_history);
         self.cache_mark = None;
         Ok(info)
     }
@@ -101,7 +100,7 @@ impl Engine {
         run: &mut RunState,
         cancel: &CancellationToken,
     ) -> Result<String, CompactError> {
-        let mut ask = render(&self.history[..split]);
+        let mut ask = render(&self.history.messages()[..split]);
         ask.push_str("\n\nWrite the summary of the conversation above now.");
         if let Some(focus) = focus.filter(|f| !f.trim().is_empty()) {
             ask.push_str(&format!(" Pay particular attention to: {}", focus.trim()));
@@ -109,7 +108,7 @@ impl Engine {
         let body = MessagesRequest {
             model: crate::api::models::api_model(&self.config.model),
             max_tokens: SUMMARY_MAX_TOKENS.min(self.config.max_tokens.max(1024)),
-            messages: Breakpointed::plain(&[Message::user_text(ask)]),
+            messages: Messages::plain(&[Message::user_text(ask)]),
             system: &[SystemBlock::text(prompt::COMPACT.trim_end())],
             tools: &[],
             thinking: None,

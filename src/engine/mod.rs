@@ -3,6 +3,7 @@
 
 mod call;
 pub mod compact;
+mod history;
 pub mod prompt;
 mod query;
 pub mod repair;
@@ -22,6 +23,7 @@ use crate::event::Event;
 use crate::exec::Executor;
 use crate::permissions::PermissionMode;
 use crate::session::Transcript;
+use history::History;
 
 pub const DEFAULT_MAX_TOKENS: u32 = 32_000;
 /// How many times in a row a reply cut by max_tokens is continued.
@@ -122,13 +124,11 @@ pub struct Engine {
     system: Vec<SystemBlock>,
     /// The executor's tools as the API takes them; fixed for the session.
     tools: Vec<ToolDefinition>,
-    history: Vec<Message>,
+    history: History,
     transcript: Option<Transcript>,
     session_id: String,
     events: UnboundedSender<Event>,
     costs: Costs,
-    /// Input tokens the model read on the last request (for proactive compaction).
-    last_context_tokens: u64,
     /// The message that carried the newest cache breakpoint in the last request.
     cache_mark: Option<usize>,
 }
@@ -162,12 +162,11 @@ impl Engine {
             context,
             system,
             tools,
-            history: conversation.history,
+            history: History::new(conversation.history),
             transcript: conversation.transcript,
             session_id: conversation.session_id,
             events,
             costs: Costs::default(),
-            last_context_tokens: 0,
             cache_mark: None,
         }
     }
@@ -177,7 +176,7 @@ impl Engine {
     }
 
     pub fn history(&self) -> &[Message] {
-        &self.history
+        self.history.messages()
     }
 
     pub fn costs(&self) -> &Costs {
@@ -202,7 +201,6 @@ impl Engine {
         self.session_id = session_id;
         self.transcript = transcript;
         self.history.clear();
-        self.last_context_tokens = 0;
         self.cache_mark = None;
     }
 

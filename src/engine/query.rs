@@ -7,14 +7,18 @@ use tokio_util::sync::CancellationToken;
 
 use super::compact::CompactError;
 use super::run::{CallError, CallOutcome, Request, RunState};
-use super::{Engine, MAX_CONTINUATIONS, prompt, repair};
+use super::{Engine, MAX_CONTINUATIONS, history, prompt};
 use crate::api::client::ApiError;
+use crate::api::client::MAX_REQUEST_BYTES;
 use crate::api::pricing;
 use crate::api::types::{
-    Breakpointed, ContentBlock, Message, MessagesRequest, Role, StopReason, text_of,
+    ContentBlock, Message, Messages, MessagesRequest, Role, StopReason, text_of,
 };
 use crate::api::{models, reasoning};
 use crate::event::{CompactTrigger, Denial, Event, InitInfo, ResultKind, RunResult};
+
+/// Compact before a request reaches this share of the API's size limit.
+const REQUEST_BYTES_MARGIN: f64 = 0.9;
 
 /// How a run ends, before it is turned into a `RunResult`.
 struct Ending {
@@ -87,7 +91,7 @@ impl Engine {
                 return ending;
             }
             if !compacted_for_this_call
-                && self.over_compact_threshold()
+                && self.needs_compaction()
                 && let Err(e) = self.compact(CompactTrigger::Auto, None, run, cancel).await
             {
                 if matches!(e, CompactError::Aborted) {
@@ -283,14 +287,32 @@ impl Engine {
         marks
     }
 
-    fn over_compact_threshold(&self) -> bool {
+    /// Whether the next request would pass the compaction threshold of the model's window, or
+    /// the API's limit on request size. Known before sending: a resumed session compacts
+    /// before its first request instead of after a refusal.
+    fn needs_compaction(&self) -> bool {
         let window = models::context_window(&self.config.model) as f64;
-        self.last_context_tokens as f64 > window * self.config.auto_compact_threshold
+        let tokens = self.estimated_context_tokens() as f64;
+        let bytes = self.history.json_bytes() + self.prompt_bytes();
+        tokens > window * self.config.auto_compact_threshold
+            || bytes as f64 > MAX_REQUEST_BYTES as f64 * REQUEST_BYTES_MARGIN
+    }
+
+    /// The tokens the next request will make the model read, as far as known before sending.
+    pub(super) fn estimated_context_tokens(&self) -> u64 {
+        self.history
+            .estimated_tokens(history::estimate_tokens(self.prompt_bytes() as usize))
+    }
+
+    /// The JSON size of the system prompt and tool definitions.
+    fn prompt_bytes(&self) -> u64 {
+        let len = |v: Result<Vec<u8>, serde_json::Error>| v.map_or(0, |b| b.len() as u64);
+        len(serde_json::to_vec(&self.system)) + len(serde_json::to_vec(&self.tools))
     }
 
     /// The next request, after repairing the history.
     pub(super) fn build_request(&mut self) -> Request {
-        repair::repair(&mut self.history);
+        self.history.repair();
         let marks = self.cache_marks();
         let reasoning = reasoning::reasoning(
             &self.config.model,
@@ -304,13 +326,11 @@ impl Engine {
             betas.push(reasoning::CONTEXT_MANAGEMENT_BETA);
             reasoning::context_management(reasoning.thinking.is_some())
         });
+        let pieces = self.history.encode(&marks);
         let body = MessagesRequest {
             model: models::api_model(&self.config.model),
             max_tokens: self.config.max_tokens,
-            messages: Breakpointed {
-                messages: &self.history,
-                marks: &marks,
-            },
+            messages: Messages::Encoded(&pieces),
             system: &self.system,
             tools: &self.tools,
             thinking: reasoning.thinking.as_ref(),

@@ -12,9 +12,6 @@ pub const INTERRUPTED: &str = "The tool call was interrupted before it finished 
 pub fn repair(history: &mut Vec<Message>) -> usize {
     history.retain(|m| !m.content.is_empty());
     merge_same_role(history);
-    if history.first().is_some_and(|m| m.role == Role::Assistant) {
-        history.insert(0, Message::user_text("(conversation resumed)"));
-    }
     let mut synthesised = 0;
     let mut i = 0;
     while i < history.len() {
@@ -22,6 +19,12 @@ pub fn repair(history: &mut Vec<Message>) -> usize {
             i += 1;
             continue;
         }
+        // Two merged messages can repeat a call id; the API takes each id once.
+        let mut seen = HashSet::new();
+        history[i].content.retain(|b| match b {
+            ContentBlock::ToolUse { id, .. } => seen.insert(id.clone()),
+            _ => true,
+        });
         let wanted: Vec<String> = history[i]
             .tool_uses()
             .map(|(id, _, _)| id.to_string())
@@ -70,6 +73,9 @@ pub fn repair(history: &mut Vec<Message>) -> usize {
                 synthesised += 1;
             }
         }
+        // What is left of the results are duplicates: the API takes one result per call.
+        next.content
+            .retain(|b| !matches!(b, ContentBlock::ToolResult { .. }));
         results.append(&mut next.content);
         next.content = results;
         i += 1;
@@ -78,7 +84,59 @@ pub fn repair(history: &mut Vec<Message>) -> usize {
     strip_orphan_results(history);
     history.retain(|m| !m.content.is_empty());
     merge_same_role(history);
+    // Stripping may have emptied the opening user message.
+    if history.first().is_some_and(|m| m.role == Role::Assistant) {
+        history.insert(0, Message::user_text("(conversation resumed)"));
+    }
     synthesised
+}
+
+/// Whether `history` is already what `repair` makes of it: no empty messages, roles that
+/// alternate starting with the user, and after every assistant message the results of its
+/// tool calls, first and in order, and no others. Cheap enough to run before every request.
+pub fn is_valid(history: &[Message]) -> bool {
+    if history.first().is_some_and(|m| m.role == Role::Assistant) {
+        return false;
+    }
+    for (i, m) in history.iter().enumerate() {
+        if m.content.is_empty() || history.get(i + 1).is_some_and(|n| n.role == m.role) {
+            return false;
+        }
+        let wanted: Vec<&str> = match i.checked_sub(1).map(|p| &history[p]) {
+            Some(prev) if m.role == Role::User => prev.tool_uses().map(|(id, _, _)| id).collect(),
+            _ => Vec::new(),
+        };
+        let mut ids: Vec<&str> = m.tool_uses().map(|(id, _, _)| id).collect();
+        ids.sort_unstable();
+        if ids.windows(2).any(|w| w[0] == w[1]) {
+            return false;
+        }
+        let results: Vec<(usize, &str)> = m
+            .content
+            .iter()
+            .enumerate()
+            .filter_map(|(at, b)| match b {
+                ContentBlock::ToolResult { tool_use_id, .. } => Some((at, tool_use_id.as_str())),
+                _ => None,
+            })
+            .collect();
+        let in_order = results.len() == wanted.len()
+            && results
+                .iter()
+                .zip(&wanted)
+                .enumerate()
+                .all(|(k, ((at, id), want))| *at == k && id == want);
+        if !in_order {
+            return false;
+        }
+        if m.role == Role::Assistant
+            && m.tool_uses().next().is_some()
+            && history.get(i + 1).is_none()
+        {
+            return false;
+        }
+    }
+    true
 }
 
 fn strip_orphan_results(history: &mut [Message]) {
@@ -185,6 +243,67 @@ mod tests {
                 Message::assistant(vec![ContentBlock::text("hello")])
             ]
         );
+    }
+
+    mod property {
+        use super::super::*;
+        use proptest::prelude::*;
+        use serde_json::json;
+
+        fn block() -> impl Strategy<Value = (u8, usize)> {
+            (0u8..3, 0usize..3)
+        }
+
+        fn history() -> impl Strategy<Value = Vec<Message>> {
+            let message = (any::<bool>(), proptest::collection::vec(block(), 0..4));
+            proptest::collection::vec(message, 0..7).prop_map(|raw| {
+                raw.into_iter()
+                    .map(|(assistant, blocks)| {
+                        let content = blocks
+                            .into_iter()
+                            .filter_map(|(kind, id)| {
+                                let id = ["a", "b", "c"][id].to_string();
+                                match kind {
+                                    0 => Some(ContentBlock::text("t")),
+                                    1 if assistant => Some(ContentBlock::ToolUse {
+                                        id,
+                                        name: "Read".into(),
+                                        input: json!({}),
+                                    }),
+                                    2 if !assistant => {
+                                        Some(ContentBlock::tool_result(id, "r", false))
+                                    }
+                                    _ => None,
+                                }
+                            })
+                            .collect();
+                        Message {
+                            role: if assistant {
+                                Role::Assistant
+                            } else {
+                                Role::User
+                            },
+                            content,
+                        }
+                    })
+                    .collect()
+            })
+        }
+
+        proptest! {
+            #[test]
+            fn repair_gives_a_valid_history_and_leaves_a_valid_one_alone(h in history()) {
+                let mut repaired = h.clone();
+                repair(&mut repaired);
+                prop_assert!(is_valid(&repaired), "{repaired:?}");
+                if is_valid(&h) {
+                    prop_assert_eq!(&repaired, &h);
+                }
+                let mut again = repaired.clone();
+                repair(&mut again);
+                prop_assert_eq!(again, repaired);
+            }
+        }
     }
 
     #[test]

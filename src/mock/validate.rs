@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashSet};
 use serde_json::{Value, json};
 
 /// The largest request body the real API accepts (32 MB).
-pub const MAX_BODY_BYTES: usize = 32 * 1024 * 1024;
+pub const MAX_BODY_BYTES: usize = crate::api::client::MAX_REQUEST_BYTES as usize;
 
 /// An error response as the API sends it: status, error type and message.
 #[derive(Debug, Clone, PartialEq, Eq)]
