@@ -2,35 +2,76 @@
 //! mid-message.
 
 #![cfg(feature = "mock")]
+#![allow(clippy::unwrap_used)] // a failed unwrap in a test is a failed test
 
 mod common;
 
 use common::{Sandbox, bodies, server};
 use serde_json::{Value, json};
 
-#[tokio::test]
-async fn a_resume_too_big_for_the_window_compacts_before_its_first_request() {
-    let sb = Sandbox::new();
+/// A session started with one prompt, its transcript extended with `entries` (JSON lines);
+/// returns its id.
+async fn session_with(sb: &Sandbox, entries: impl IntoIterator<Item = Value>) -> String {
     let mock = server(json!({"turns": [{"content": [{"type": "text", "text": "first"}]}]})).await;
     let run = sb
         .run(&mock.url(), &["-p", "--output-format", "json", "start"])
         .await;
     assert!(run.status.success(), "{}", run.debug());
-    let id = common::session_id(&run);
     let path = sb.transcripts()[0].clone();
     let mut text = std::fs::read_to_string(&path).unwrap();
-    for i in 0..10_000 {
-        text.push_str(&json!({"type": "user", "uuid": format!("u{i}"), "timestamp": "2026-01-01T00:00:00.000Z",
-            "message": {"role": "user", "content": [{"type": "text", "text": format!("question {i}")}]}}).to_string());
-        text.push('\n');
-        text.push_str(&json!({"type": "assistant", "uuid": format!("a{i}"), "timestamp": "2026-01-01T00:00:00.000Z",
-            "message_id": format!("msg_{i}"),
-            "message": {"role": "assistant", "content": [{"type": "text", "text": format!("answer {i}")}]}}).to_string());
+    for entry in entries {
+        text.push_str(&entry.to_string());
         text.push('\n');
     }
     std::fs::write(&path, text).unwrap();
-    // 20k messages are ~2 MB of JSON, ~500k tokens: past a 200k window before anything is sent.
-    let mock2 = server(json!({"context_limit_tokens": 10_000_000,
+    common::session_id(&run)
+}
+
+fn user(uuid: String, content: Value) -> Value {
+    json!({"type": "user", "uuid": uuid, "timestamp": "2026-01-01T00:00:00.000Z",
+           "message": {"role": "user", "content": content}})
+}
+
+fn assistant(uuid: String, content: Value) -> Value {
+    json!({"type": "assistant", "uuid": uuid.clone(), "timestamp": "2026-01-01T00:00:00.000Z",
+           "message_id": format!("msg_{uuid}"), "message": {"role": "assistant", "content": content}})
+}
+
+/// A round: a Read call and its result of `result` bytes.
+fn read_round(i: usize, result: usize) -> [Value; 2] {
+    let id = format!("toolu_{i}");
+    [
+        assistant(
+            format!("a{i}"),
+            json!([{"type": "tool_use", "id": id, "name": "Read", "input": {"file_path": format!("/p/f{i}.rs")}}]),
+        ),
+        user(
+            format!("u{i}"),
+            json!([{"type": "tool_result", "tool_use_id": id,
+                    "content": format!("{i:05} ").repeat(result / 6)}]),
+        ),
+    ]
+}
+
+#[tokio::test]
+async fn a_resume_too_big_for_the_window_compacts_before_its_first_request() {
+    let sb = Sandbox::new();
+    let entries = (0..6_000).flat_map(|i| {
+        [
+            user(
+                format!("u{i}"),
+                json!([{"type": "text", "text": format!("question {i}")}]),
+            ),
+            assistant(
+                format!("a{i}"),
+                json!([{"type": "text", "text": format!("answer {i}")}]),
+            ),
+        ]
+    });
+    let id = session_with(&sb, entries).await;
+    // 12k messages are ~800 KB of JSON, ~200k tokens: past the threshold of a 200k window
+    // before anything is sent (and short enough to summarise in one request).
+    let mock2 = server(json!({"context_limit_tokens": 200_000,
         "turns": [{"content": [{"type": "text", "text": "SUMMARY-20K"}]},
                   {"content": [{"type": "text", "text": "resumed"}], "expect_text": "SUMMARY-20K",
                    "usage": {"input_tokens": 1000, "output_tokens": 5}}]}))
@@ -38,17 +79,100 @@ async fn a_resume_too_big_for_the_window_compacts_before_its_first_request() {
     let run2 = sb
         .run(
             &mock2.url(),
-            &["-p", "--output-format", "json", "--resume", &id, "last one"],
+            &[
+                "-p",
+                "--output-format",
+                "stream-json",
+                "--verbose",
+                "--resume",
+                &id,
+                "last one",
+            ],
         )
         .await;
     assert!(run2.status.success(), "{}", run2.debug());
+    assert_eq!(run2.of_type("system", Some("compact_boundary")).len(), 1);
     let sent = bodies(&mock2);
-    assert_eq!(sent.len(), 2, "the summary request, then the answer: no refusal first");
-    assert!(sent[0].get("tools").is_none(), "the first request is the summary");
+    assert_eq!(
+        sent.len(),
+        2,
+        "the summary request, then the answer: no refusal first"
+    );
+    assert!(
+        sent[0].get("tools").is_none(),
+        "the first request is the summary"
+    );
     let messages = sent[1]["messages"].as_array().unwrap();
     assert!(messages.len() < 10, "{}", messages.len());
     let last = messages.last().unwrap()["content"].to_string();
     assert!(last.contains("last one"), "{last}");
+}
+
+#[tokio::test]
+async fn a_conversation_too_long_for_one_summary_is_summarised_in_chunks() {
+    let sb = Sandbox::new();
+    // 300 results of 3 KB: each is cut to 2,000 characters for the summariser, ~620k
+    // characters in all, more than one summary request takes.
+    let id = session_with(&sb, (0..300).flat_map(|i| read_round(i, 3_000))).await;
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "text", "text": "S1-PART"}]},
+        {"content": [{"type": "text", "text": "S2-ALL"}], "expect_text": "S1-PART"},
+        {"content": [{"type": "text", "text": "resumed"}], "expect_text": "S2-ALL"}
+    ]}))
+    .await;
+    let run = sb
+        .run(
+            &mock.url(),
+            &["-p", "--output-format", "json", "--resume", &id, "go on"],
+        )
+        .await;
+    assert!(run.status.success(), "{}", run.debug());
+    let sent = bodies(&mock);
+    let second = sent[1]["messages"].to_string();
+    assert!(
+        second.contains("Summary of the conversation before this part") && second.contains("00297"),
+        "the second chunk carries the first summary and the newest rounds"
+    );
+    let first = sent[0]["messages"].to_string();
+    assert!(first.contains("00000") && !first.contains("00297"));
+    let last = sent[2]["messages"].to_string();
+    assert!(
+        last.contains("00299") && !last.contains("00297"),
+        "the last two rounds are kept"
+    );
+    assert!(sent.iter().all(|b| b.to_string().len() < 600_000));
+}
+
+#[tokio::test]
+async fn an_oversized_result_in_the_kept_round_is_cut_in_place() {
+    let sb = Sandbox::new();
+    let mut entries = vec![user(
+        "u".into(),
+        json!([{"type": "text", "text": "the task"}]),
+    )];
+    entries.extend(read_round(1, 1_200_000));
+    entries.extend(read_round(2, 1_200_000));
+    let id = session_with(&sb, entries).await;
+    let mock = server(json!({"context_limit_tokens": 200_000, "turns": [
+        {"content": [{"type": "text", "text": "SUM-B"}]},
+        {"content": [{"type": "text", "text": "resumed"}], "expect_text": "its middle was cut"}
+    ]}))
+    .await;
+    let run = sb
+        .run(
+            &mock.url(),
+            &["-p", "--output-format", "json", "--resume", &id, "go on"],
+        )
+        .await;
+    assert!(run.status.success(), "{}", run.debug());
+    let last = bodies(&mock).pop().unwrap();
+    let text = last["messages"].to_string();
+    assert!(
+        text.contains("SUM-B") && text.contains("go on"),
+        "{}",
+        &text[..500]
+    );
+    assert!(text.len() < 400_000, "{}", text.len());
 }
 
 #[tokio::test]
@@ -102,54 +226,6 @@ async fn resume_after_compaction_starts_from_the_summary() {
         "the summarised rounds are gone: {}",
         messages.len()
     );
-}
-
-#[tokio::test]
-async fn a_twenty_thousand_message_resume_over_the_context_limit_is_compacted() {
-    let sb = Sandbox::new();
-    let mock = server(json!({"turns": [{"content": [{"type": "text", "text": "first"}]}]})).await;
-    let run = sb
-        .run(&mock.url(), &["-p", "--output-format", "json", "start"])
-        .await;
-    assert!(run.status.success(), "{}", run.debug());
-    let id = common::session_id(&run);
-    let path = sb.transcripts()[0].clone();
-    let mut text = std::fs::read_to_string(&path).unwrap();
-    for i in 0..10_000 {
-        let user = json!({"type": "user", "uuid": format!("u{i}"),
-            "timestamp": "2026-01-01T00:00:00.000Z",
-            "message": {"role": "user", "content": [
-                {"type": "text", "text": format!("question number {i} about the parser")}]}});
-        let assistant = json!({"type": "assistant", "uuid": format!("a{i}"),
-            "timestamp": "2026-01-01T00:00:00.000Z", "message_id": format!("msg_{i}"),
-            "message": {"role": "assistant", "content": [
-                {"type": "text", "text": format!("answer number {i} about the parser")}]}});
-        text.push_str(&format!("{user}\n{assistant}\n"));
-    }
-    std::fs::write(&path, text).unwrap();
-    let mock2 = server(json!({"context_limit_tokens": 200_000, "turns": [
-        {"content": [{"type": "text", "text": "SUMMARY-OF-20K"}]},
-        {"content": [{"type": "text", "text": "resumed"}], "expect_text": "SUMMARY-OF-20K"}
-    ]}))
-    .await;
-    let run2 = sb
-        .run(
-            &mock2.url(),
-            &[
-                "-p",
-                "--output-format",
-                "stream-json",
-                "--resume",
-                &id,
-                "last one",
-            ],
-        )
-        .await;
-    assert!(run2.status.success(), "{}", run2.debug());
-    assert_eq!(run2.result()["result"], "resumed");
-    assert_eq!(run2.of_type("system", Some("compact_boundary")).len(), 1);
-    let last = bodies(&mock2).pop().unwrap();
-    assert!(last["messages"].to_string().contains("last one"));
 }
 
 #[tokio::test]

@@ -290,7 +290,9 @@ async fn proactive_compaction_when_the_context_passes_the_threshold() {
     let boundary = run.of_type("system", Some("compact_boundary"));
     assert_eq!(boundary.len(), 1);
     // What the last response measured, plus an estimate of the round added since.
-    let pre = boundary[0]["compact_metadata"]["pre_tokens"].as_u64().unwrap();
+    let pre = boundary[0]["compact_metadata"]["pre_tokens"]
+        .as_u64()
+        .unwrap();
     assert!((150_000..151_000).contains(&pre), "{pre}");
     assert_eq!(run.result()["result"], "finished");
 }

@@ -17,10 +17,17 @@ const KEEP_ROUNDS: usize = 2;
 /// User prompts from the summarised part repeated word for word.
 const KEEP_USER_PROMPTS: usize = 3;
 const MAX_FILES_LISTED: usize = 30;
-/// Caps that keep the summary request itself from being too long.
+/// Caps that keep each summary request small: one block's share, and one request's share of
+/// the rendered conversation (a longer one is summarised in chunks, oldest first).
 const MAX_BLOCK_CHARS: usize = 2_000;
-const MAX_TRANSCRIPT_CHARS: usize = 400_000;
+const MAX_CHUNK_CHARS: usize = 400_000;
+/// Summary requests per compaction; the earliest part beyond them is left out, though the
+/// user's first and latest requests are always kept verbatim.
+const MAX_CHUNKS: usize = 6;
 const SUMMARY_MAX_TOKENS: u32 = 8_192;
+/// A kept tool result may take at most this share of the context window (in characters at
+/// ~4 per token); a longer one is cut in the middle, with a note to the model.
+const KEPT_RESULT_WINDOW_SHARE: f64 = 0.25;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CompactError {
@@ -55,8 +62,17 @@ impl Engine {
         cancel: &CancellationToken,
     ) -> Result<CompactInfo, CompactError> {
         self.history.repair();
-        let split = split_point(self.history.messages()).ok_or(CompactError::TooLittle)?;
         let pre_tokens = self.estimated_context_tokens();
+        let window = crate::api::models::context_window(&self.config.model) as f64;
+        let max_result_chars = (window * 4.0 * KEPT_RESULT_WINDOW_SHARE) as usize;
+        let Some(split) = split_point(self.history.messages()) else {
+            // Nothing to summarise, but an oversized result may still be cut to fit.
+            let mut messages = self.history.messages().to_vec();
+            if shorten_results(&mut messages, max_result_chars) == 0 {
+                return Err(CompactError::TooLittle);
+            }
+            return Ok(self.install(messages, trigger, pre_tokens, 0));
+        };
         self.emit(Event::CompactStarted);
         let result = self.summarise(split, focus, run, cancel).await;
         self.emit(Event::CompactFinished);
@@ -65,6 +81,7 @@ impl Engine {
         let mut lead = continuation_text(&summary, older);
         let mut new_history = Vec::with_capacity(tail.len() + 1);
         let mut tail = tail.to_vec();
+        shorten_results(&mut tail, max_result_chars);
         if tail.first().is_some_and(|m| m.role == Role::User) {
             let first = tail.remove(0);
             let mut content = vec![ContentBlock::text(std::mem::take(&mut lead))];
@@ -77,22 +94,38 @@ impl Engine {
             new_history.push(Message::user_text(lead));
         }
         new_history.extend(tail);
+        Ok(self.install(new_history, trigger, pre_tokens, split))
+    }
+
+    /// Make `messages` the conversation, on disk and in memory.
+    fn install(
+        &mut self,
+        messages: Vec<Message>,
+        trigger: CompactTrigger,
+        pre_tokens: u64,
+        summarised: usize,
+    ) -> CompactInfo {
         let info = CompactInfo {
             trigger,
             pre_tokens,
-            messages_summarised: split,
-            messages_kept: self.history.len() - split,
+            messages_summarised: summarised,
+            messages_kept: self.history.len() - summarised,
         };
-        self.persist(|t| t.append_compaction(&new_history));
+        self.persist(|t| t.append_compaction(&messages));
         self.emit(Event::CompactBoundary(info.clone()));
-        if let Some(first) = new_history.first() {
+        if summarised > 0
+            && let Some(first) = messages.first()
+        {
             self.emit(Event::SyntheticUser { text: first.text() });
         }
-        self.history.replace(new_history);
+        self.history.replace(messages);
         self.cache_mark = None;
-        Ok(info)
+        info
     }
 
+    /// The summary of `history[..split]`: one request, or one per chunk when the rendered
+    /// conversation is too long for one, each chunk summarised together with the summary of
+    /// what came before it.
     async fn summarise(
         &mut self,
         split: usize,
@@ -100,11 +133,38 @@ impl Engine {
         run: &mut RunState,
         cancel: &CancellationToken,
     ) -> Result<String, CompactError> {
-        let mut ask = render(&self.history.messages()[..split]);
-        ask.push_str("\n\nWrite the summary of the conversation above now.");
-        if let Some(focus) = focus.filter(|f| !f.trim().is_empty()) {
-            ask.push_str(&format!(" Pay particular attention to: {}", focus.trim()));
+        let window = crate::api::models::context_window(&self.config.model) as usize;
+        let max = MAX_CHUNK_CHARS.min(window * 2);
+        let (parts, mut left_out) = render(&self.history.messages()[..split], max * MAX_CHUNKS);
+        let chunks = chunks(parts, max);
+        let skip = chunks.len().saturating_sub(MAX_CHUNKS);
+        left_out |= skip > 0;
+        let mut summary: Option<String> = None;
+        for chunk in chunks.into_iter().skip(skip) {
+            let mut ask = String::new();
+            if let Some(before) = &summary {
+                ask.push_str(&format!(
+                    "Summary of the conversation before this part:\n<summary>\n{before}\n</summary>\n\nThe conversation continues:\n\n"
+                ));
+            } else if left_out {
+                ask.push_str("(the earliest part of the conversation was left out for length)\n\n");
+            }
+            ask.push_str(&chunk);
+            ask.push_str("\n\nWrite the summary of the conversation above now.");
+            if let Some(focus) = focus.filter(|f| !f.trim().is_empty()) {
+                ask.push_str(&format!(" Pay particular attention to: {}", focus.trim()));
+            }
+            summary = Some(self.summary_request(ask, run, cancel).await?);
         }
+        summary.ok_or(CompactError::TooLittle)
+    }
+
+    async fn summary_request(
+        &mut self,
+        ask: String,
+        run: &mut RunState,
+        cancel: &CancellationToken,
+    ) -> Result<String, CompactError> {
         let body = MessagesRequest {
             model: crate::api::models::api_model(&self.config.model),
             max_tokens: SUMMARY_MAX_TOKENS.min(self.config.max_tokens.max(1024)),
@@ -184,9 +244,16 @@ fn continuation_text(summary: &str, older: &[Message]) -> String {
         .map(Message::text)
         .filter(|t| !t.trim().is_empty() && !prompt::is_nudge(t))
         .collect();
+    let recent = prompts.len().saturating_sub(KEEP_USER_PROMPTS);
+    if recent > 0
+        && let Some(first) = prompts.first()
+    {
+        out.push_str("\n\nThe user's first request in this session, verbatim:\n");
+        out.push_str(&format!("<user-request>\n{first}\n</user-request>\n"));
+    }
     if !prompts.is_empty() {
         out.push_str("\n\nThe user's most recent requests, verbatim:\n");
-        for p in prompts.iter().rev().take(KEEP_USER_PROMPTS).rev() {
+        for p in &prompts[recent..] {
             out.push_str(&format!("<user-request>\n{p}\n</user-request>\n"));
         }
     }
@@ -216,15 +283,19 @@ fn files_in_play(messages: &[Message]) -> Vec<String> {
     files.split_off(skip)
 }
 
-/// The conversation as plain text for the summariser (tool calls and results included, cut).
-fn render(messages: &[Message]) -> String {
+/// The conversation as plain text for the summariser, one part per block (tool calls and
+/// results included, each cut to its head and tail): the newest parts up to `budget`
+/// characters, and whether older ones were left out. Rendered newest first, so a huge
+/// conversation costs only what is kept.
+fn render(messages: &[Message], budget: usize) -> (Vec<String>, bool) {
     let mut parts: Vec<String> = Vec::new();
-    for m in messages {
+    let mut total = 0;
+    for m in messages.iter().rev() {
         let who = match m.role {
             Role::User => "User",
             Role::Assistant => "Assistant",
         };
-        for block in &m.content {
+        for block in m.content.iter().rev() {
             let text = match block {
                 ContentBlock::Text { text } => format!("{who}: {}", cut(text, MAX_BLOCK_CHARS * 4)),
                 ContentBlock::ToolUse { name, input, .. } => {
@@ -242,31 +313,63 @@ fn render(messages: &[Message]) -> String {
                 ),
                 ContentBlock::Thinking { .. } | ContentBlock::RedactedThinking { .. } => continue,
             };
+            total += text.len() + 2;
+            if total > budget {
+                parts.reverse();
+                return (parts, true);
+            }
             parts.push(text);
         }
     }
-    let mut out = String::new();
-    let mut total = 0;
-    let mut kept = Vec::new();
-    for p in parts.iter().rev() {
-        total += p.len() + 2;
-        if total > MAX_TRANSCRIPT_CHARS {
-            out.push_str("(the earliest part of the conversation was left out for length)\n\n");
-            break;
+    parts.reverse();
+    (parts, false)
+}
+
+/// `parts` joined into chunks of at most about `max` characters, in order.
+fn chunks(parts: Vec<String>, max: usize) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut current = String::new();
+    for part in parts {
+        if !current.is_empty() && current.len() + part.len() + 2 > max {
+            out.push(std::mem::take(&mut current));
         }
-        kept.push(p.as_str());
+        if !current.is_empty() {
+            current.push_str("\n\n");
+        }
+        current.push_str(&part);
     }
-    kept.reverse();
-    out.push_str(&kept.join("\n\n"));
+    if !current.is_empty() {
+        out.push(current);
+    }
     out
 }
 
 fn cut(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_string();
+    crate::text::elide_middle(text, max)
+}
+
+/// Cut every tool result in `messages` longer than `max_chars` to its head and tail, telling
+/// the model what happened; returns how many were cut.
+fn shorten_results(messages: &mut [Message], max_chars: usize) -> usize {
+    let mut shortened = 0;
+    for block in messages.iter_mut().flat_map(|m| m.content.iter_mut()) {
+        if let ContentBlock::ToolResult { content, .. } = block
+            && content.len() > max_chars
+        {
+            let total = content.chars().count();
+            if total <= max_chars {
+                continue;
+            }
+            let note = format!(
+                "\n\n[ouro: this result had {total} characters; its middle was cut so the conversation fits the context window. Ask for smaller pieces (offset and limit, a narrower search, head or tail) if you need what was cut.]"
+            );
+            // Room for the note and the elision marker, so a cut result is not cut again.
+            let room = max_chars.saturating_sub(note.len() + 64);
+            *content = crate::text::elide_middle(content, room) + &note;
+            shortened += 1;
+        }
     }
-    let head = crate::text::prefix_bytes(text, max);
-    format!("{head}… [{} more characters]", text.len() - head.len())
+    shortened
 }
 
 #[cfg(test)]
@@ -326,7 +429,70 @@ mod tests {
             role: Role::User,
             content: vec![ContentBlock::tool_result("t", "y".repeat(10_000), false)],
         }];
-        let r = render(&h);
-        assert!(r.len() < 3_000 && r.contains("more characters"));
+        let (parts, left_out) = render(&h, 100_000);
+        assert!(!left_out);
+        let r = parts.join("\n\n");
+        assert!(r.len() < 3_000 && r.contains("characters elided"), "{r}");
+    }
+
+    #[test]
+    fn rendering_keeps_the_newest_parts_within_the_budget() {
+        let h: Vec<Message> = (0..100)
+            .map(|i| Message::user_text(format!("message number {i:03}")))
+            .collect();
+        let (parts, left_out) = render(&h, 20 * 20);
+        assert!(left_out);
+        assert_eq!(parts.last().unwrap(), "User: message number 099");
+        assert_eq!(parts.len(), 400 / 26);
+        let numbers: Vec<&str> = parts.iter().map(|p| &p[21..]).collect();
+        let mut sorted = numbers.clone();
+        sorted.sort();
+        assert_eq!(numbers, sorted, "oldest first");
+    }
+
+    #[test]
+    fn parts_are_packed_into_chunks_in_order() {
+        let parts: Vec<String> = (0..10).map(|i| format!("{i}").repeat(30)).collect();
+        let chunks = chunks(parts, 100);
+        assert_eq!(chunks.len(), 4);
+        assert!(chunks.iter().all(|c| c.len() <= 100));
+        assert!(chunks[0].starts_with('0') && chunks[3].ends_with('9'));
+    }
+
+    #[test]
+    fn oversized_results_are_cut_with_a_note_and_small_ones_kept() {
+        let mut h = round(1);
+        h.extend(vec![Message {
+            role: Role::User,
+            content: vec![ContentBlock::tool_result(
+                "t9",
+                format!("HEAD{}TAIL", "z".repeat(50_000)),
+                false,
+            )],
+        }]);
+        assert_eq!(shorten_results(&mut h, 1_000), 1);
+        let ContentBlock::ToolResult { content, .. } = &h[2].content[0] else {
+            panic!()
+        };
+        assert!(content.starts_with("HEAD") && content.contains("TAIL"));
+        assert!(
+            content.contains("50008 characters") && content.len() < 1_500,
+            "{content}"
+        );
+        assert_eq!(h[1].content, round(1)[1].content);
+        assert_eq!(shorten_results(&mut h, 1_000), 0, "already short enough");
+    }
+
+    #[test]
+    fn the_first_request_survives_with_the_latest() {
+        let h: Vec<Message> = ["the original task", "b", "c", "d", "e"]
+            .iter()
+            .map(|t| Message::user_text(*t))
+            .collect();
+        let text = continuation_text("S", &h);
+        assert!(text.contains(
+            "first request in this session, verbatim:\n<user-request>\nthe original task"
+        ));
+        assert!(text.contains("<user-request>\ne\n") && !text.contains("<user-request>\nb\n"));
     }
 }
