@@ -2,7 +2,7 @@
 //! on disk before the request that answers it starts, so nothing a user typed is ever lost.
 
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -161,7 +161,6 @@ impl Transcript {
 }
 
 fn ends_in_torn_line(path: &Path) -> std::io::Result<bool> {
-    use std::io::{Read, Seek, SeekFrom};
     let mut file = File::open(path)?;
     if file.metadata()?.len() == 0 {
         return Ok(false);
@@ -182,25 +181,38 @@ pub struct Loaded {
     pub skipped_lines: usize,
 }
 
-/// Read a transcript line by line (never the whole file at once), so resuming a huge session
-/// stays lean.
+/// Read a transcript: its first line for the session's facts, then only what follows its last
+/// compaction (found by scanning back from the end), line by line. Resuming a huge session costs
+/// the live conversation, not the file.
 pub fn load(path: &Path) -> Result<Loaded, TranscriptError> {
-    let file = File::open(path).map_err(|source| TranscriptError::Read {
+    let read_error = |source| TranscriptError::Read {
         path: path.to_path_buf(),
         source,
-    })?;
-    let mut reader = BufReader::with_capacity(256 * 1024, file);
+    };
+    let mut file = File::open(path).map_err(read_error)?;
     let mut out = Loaded::default();
+    let start = last_compaction(&mut file).map_err(read_error)?;
+    if let Some(at) = start {
+        let mut first = Vec::new();
+        BufReader::new(&mut file)
+            .take(MAX_META_LINE)
+            .read_until(b'\n', &mut first)
+            .map_err(read_error)?;
+        if let Ok(Entry::Meta {
+            session_id, model, ..
+        }) = serde_json::from_slice(&first)
+        {
+            out.session_id = Some(session_id);
+            out.model = Some(model);
+        }
+        file.seek(SeekFrom::Start(at)).map_err(read_error)?;
+    }
+    let mut reader = BufReader::with_capacity(256 * 1024, file);
     let mut last_assistant_id: Option<String> = None;
     let mut line = Vec::new();
     loop {
         line.clear();
-        let n = reader
-            .read_until(b'\n', &mut line)
-            .map_err(|source| TranscriptError::Read {
-                path: path.to_path_buf(),
-                source,
-            })?;
+        let n = reader.read_until(b'\n', &mut line).map_err(read_error)?;
         if n == 0 {
             break;
         }
@@ -252,6 +264,55 @@ pub fn load(path: &Path) -> Result<Loaded, TranscriptError> {
         }
     }
     Ok(out)
+}
+
+/// The first line (the session's facts) is small; a longer one is not read as such.
+const MAX_META_LINE: u64 = 64 * 1024;
+/// How much of the file is read at a time when scanning back for a compaction.
+const SCAN_BLOCK: u64 = 1 << 20;
+/// How every compaction line starts: serde writes the tag first, and a raw newline never occurs
+/// inside a JSON line, so this can only be the start of a line.
+const COMPACT_LINE: &[u8] = b"\n{\"type\":\"compact\"";
+
+/// Where the last readable compaction line starts, scanning back from the end of the file.
+fn last_compaction(file: &mut File) -> std::io::Result<Option<u64>> {
+    let mut before = file.metadata()?.len();
+    while let Some(at) = find_back(file, before)? {
+        file.seek(SeekFrom::Start(at))?;
+        let mut line = Vec::new();
+        BufReader::new(&mut *file).read_until(b'\n', &mut line)?;
+        // A compaction torn by a crash is skipped for the one before it.
+        if matches!(serde_json::from_slice(&line), Ok(Entry::Compact { .. })) {
+            file.seek(SeekFrom::Start(0))?;
+            return Ok(Some(at));
+        }
+        before = at;
+    }
+    file.seek(SeekFrom::Start(0))?;
+    Ok(None)
+}
+
+/// The start of the last compaction line that begins before `before`.
+fn find_back(file: &mut File, before: u64) -> std::io::Result<Option<u64>> {
+    let overlap = COMPACT_LINE.len() as u64 - 1;
+    let mut end = before;
+    let mut block = Vec::new();
+    while end > 0 {
+        let start = end.saturating_sub(SCAN_BLOCK);
+        // Read a little past `end` so a marker split between two blocks is still seen.
+        let stop = (end + overlap).min(before);
+        block.resize((stop - start) as usize, 0);
+        file.seek(SeekFrom::Start(start))?;
+        file.read_exact(&mut block)?;
+        if let Some(i) = block
+            .windows(COMPACT_LINE.len())
+            .rposition(|w| w == COMPACT_LINE)
+        {
+            return Ok(Some(start + i as u64 + 1));
+        }
+        end = start;
+    }
+    Ok(None)
 }
 
 #[cfg(test)]
@@ -321,6 +382,66 @@ mod tests {
             loaded.messages[1].content,
             vec![ContentBlock::text("answer")]
         );
+    }
+
+    #[test]
+    fn loading_starts_at_the_last_readable_compaction() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let mut t = Transcript::open(&path, "sid", dir.path(), "model-x").unwrap();
+        t.append_user(&Message::user_text("ancient")).unwrap();
+        t.append_compaction(&[Message::user_text("first summary")])
+            .unwrap();
+        t.append_user(&Message::user_text("middle")).unwrap();
+        t.append_compaction(&[Message::user_text("second summary")])
+            .unwrap();
+        t.append_assistant_block("m", &ContentBlock::text("after"))
+            .unwrap();
+        drop(t);
+        let loaded = load(&path).unwrap();
+        assert_eq!(loaded.session_id.as_deref(), Some("sid"));
+        assert_eq!(loaded.model.as_deref(), Some("model-x"));
+        let texts: Vec<String> = loaded.messages.iter().map(Message::text).collect();
+        assert_eq!(texts, ["second summary", "after"]);
+
+        // A compaction torn by a crash falls back to the one before it.
+        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+        f.write_all(br#"{"type":"compact","uuid":"x","timestamp":"t","messages":[{"role":"#)
+            .unwrap();
+        let loaded = load(&path).unwrap();
+        let texts: Vec<String> = loaded.messages.iter().map(Message::text).collect();
+        assert_eq!(texts, ["second summary", "after"]);
+        assert_eq!(loaded.skipped_lines, 1);
+    }
+
+    #[test]
+    fn a_marker_split_across_scan_blocks_is_found() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let mut t = Transcript::open(&path, "sid", dir.path(), "m").unwrap();
+        t.append_compaction(&[Message::user_text("summary")])
+            .unwrap();
+        drop(t);
+        let at = std::fs::read(&path)
+            .unwrap()
+            .windows(COMPACT_LINE.len())
+            .position(|w| w == COMPACT_LINE)
+            .unwrap() as u64;
+        // Pad after the compaction so the marker straddles a block boundary from the end.
+        let len = std::fs::metadata(&path).unwrap().len();
+        for split in 1..COMPACT_LINE.len() as u64 {
+            let pad = (SCAN_BLOCK - (len - at) + split) as usize;
+            let padded = dir.path().join(format!("p{split}.jsonl"));
+            std::fs::copy(&path, &padded).unwrap();
+            let mut g = OpenOptions::new().append(true).open(&padded).unwrap();
+            g.write_all(&vec![b' '; pad]).unwrap();
+            g.write_all(b"\n").unwrap();
+            assert_eq!(
+                load(&padded).unwrap().messages,
+                vec![Message::user_text("summary")],
+                "split {split}"
+            );
+        }
     }
 
     #[test]
