@@ -134,6 +134,22 @@ fn json_has_the_same_figures() {
 }
 
 #[test]
+fn long_session_and_resume_series_report_their_figures() {
+    let output = bench(&["--json", "--history-turns", "20", "--resume-mb", "1"]);
+    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(report["history"]["turns"], 20);
+    assert!(number(&report, "/history/early_turn_ms") > 0.0);
+    assert!(number(&report, "/history/late_turn_ms") > 0.0);
+    assert!(number(&report, "/history/last_request_mb") > 0.0);
+    assert!(number(&report, "/resume/transcript_mb") >= 1.0);
+    for run in ["with_compactions", "without_compactions"] {
+        assert!(number(&report, &format!("/resume/{run}/wall_ms")) > 0.0);
+        assert!(number(&report, &format!("/resume/{run}/peak_rss_mb")) > 0.0);
+        assert!(number(&report, &format!("/resume/{run}/requests")) >= 1.0);
+    }
+}
+
+#[test]
 fn a_bad_mix_is_refused_with_the_choices() {
     let output = bench(&["--mix", "read,write"]);
     assert!(!output.status.success());

@@ -49,6 +49,8 @@ pub struct Options {
     pub thinking: Option<ThinkingChoice>,
     /// `--fallback-model`.
     pub fallback_model: Option<String>,
+    /// Over the settings' `autoCompactThreshold` (the benchmark's long sessions turn it off).
+    pub auto_compact_threshold: Option<f64>,
 }
 
 /// The settings in force: every layer, less what an untrusted directory's own files would widen.
@@ -246,7 +248,10 @@ pub fn build(
         })?,
         (None, None) => ThinkingChoice::Auto,
     };
-    if let Some(share) = settings.auto_compact_threshold {
+    if let Some(share) = options
+        .auto_compact_threshold
+        .or(settings.auto_compact_threshold)
+    {
         config.auto_compact_threshold = share;
     }
     if let Some(n) = options.max_retries {

@@ -11,6 +11,7 @@ use std::io;
 
 pub mod fixture;
 mod host;
+pub mod long;
 pub mod measure;
 pub mod report;
 pub mod rg;
@@ -80,6 +81,14 @@ pub struct BenchArgs {
     /// Also time the Grep tool against ripgrep (`rg`) on the same tree and patterns.
     #[arg(long)]
     pub compare_rg: bool,
+    /// Also measure the client's time per turn at turn 10 and at turn N of one N-turn
+    /// session whose history only grows (e.g. 1000).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(20..=5000))]
+    pub history_turns: Option<u32>,
+    /// Also time `ouro -p --resume` of a generated transcript of this many MB (with and
+    /// without compactions in it), with its peak memory (e.g. 100).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=2000))]
+    pub resume_mb: Option<u32>,
     /// Internal: run `ouro <flags after -->` and report its peak RSS (see bench::startup).
     #[arg(long, hide = true)]
     pub probe: bool,
@@ -173,6 +182,14 @@ pub async fn run(args: &BenchArgs) -> Result<bool, BenchError> {
             &sample.usage,
             sample.cost_usd,
         ));
+    }
+    if let Some(turns) = args.history_turns {
+        progress(&format!("client time per turn over {turns} turns"));
+        report.history = Some(long::history_cost(&host, turns as usize, files, plan.seed).await?);
+    }
+    if let Some(mb) = args.resume_mb {
+        progress(&format!("resuming a {mb} MB transcript"));
+        report.resume = Some(long::resume_cost(&host, mb as usize).await?);
     }
     if args.json {
         let text = serde_json::to_string_pretty(&report)

@@ -43,6 +43,10 @@ pub struct Report {
     pub sandbox: Option<SandboxCost>,
     /// What scripted sessions of a few lengths are billed for input.
     pub cost: Vec<SessionCost>,
+    /// `--history-turns`: client time per turn early and late in one long session.
+    pub history: Option<super::long::HistoryCost>,
+    /// `--resume-mb`: resuming a huge transcript.
+    pub resume: Option<super::long::ResumeCost>,
     pub targets: Vec<Target>,
 }
 
@@ -200,6 +204,8 @@ pub fn build(
         compare_rg,
         sandbox: None,
         cost: Vec::new(),
+        history: None,
+        resume: None,
         targets: Vec::new(),
         config,
     };
@@ -326,6 +332,7 @@ mod tests {
                 .map(|&m| Duration::from_millis(m))
                 .collect(),
             responses: vec![Duration::from_millis(1); client_ms.len() + 1],
+            last_request_bytes: 0,
             tools: tools
                 .iter()
                 .map(|&(name, exec_ms)| ToolSample {

@@ -71,6 +71,8 @@ pub struct RunSample {
     /// What the session's requests were billed, as the mock bills them (prompt caching too).
     pub usage: Usage,
     pub cost_usd: f64,
+    /// The body size of the session's last request.
+    pub last_request_bytes: usize,
 }
 
 impl RunSample {
@@ -81,19 +83,31 @@ impl RunSample {
 
 /// Generates a fresh tree and scenario (edits change the tree), serves it and runs it once.
 pub async fn run_once(host: &MockHost, plan: &Plan, files: usize) -> Result<RunSample, BenchError> {
+    run_with(host, plan, files, &session_options()).await
+}
+
+/// [`run_once`] with other session options.
+pub async fn run_with(
+    host: &MockHost,
+    plan: &Plan,
+    files: usize,
+    options: &Options,
+) -> Result<RunSample, BenchError> {
     let dir = WorkDir::new("run")
         .map_err(|e| BenchError::io("could not create the fixture directory", e))?;
     let fixture = Fixture::generate(dir.path(), files, plan.seed)
         .map_err(|e| BenchError::io("could not write the fixture tree", e))?;
     let generated = scenario::generate(plan, &fixture);
     let server = host.serve(generated.scenario).await?;
-    let outcome = drive(&server.url(), dir.path()).await;
+    let outcome = drive(&server.url(), dir.path(), options).await;
+    let last_request_bytes = server.body_sizes().last().copied().unwrap_or(0);
     host.stop(server).await;
     let (result, stamps, wall) = outcome?;
     check(&result, &stamps, generated.calls)?;
     let mut sample = sample(stamps, wall);
     sample.usage = result.usage;
     sample.cost_usd = result.cost_usd;
+    sample.last_request_bytes = last_request_bytes;
     Ok(sample)
 }
 
@@ -106,12 +120,16 @@ enum Stamp {
 
 type Stamped = Vec<(Instant, Stamp)>;
 
-async fn drive(base_url: &str, root: &Path) -> Result<(RunResult, Stamped, Duration), BenchError> {
+async fn drive(
+    base_url: &str,
+    root: &Path,
+    options: &Options,
+) -> Result<(RunResult, Stamped, Duration), BenchError> {
     let endpoint = Endpoint {
         base_url: base_url.to_string(),
         api_key: API_KEY.to_string(),
     };
-    let session = app::build(&session_options(), root, endpoint, Arc::new(NeverAsk))
+    let session = app::build(options, root, endpoint, Arc::new(NeverAsk))
         .map_err(|e| BenchError::Failed(format!("could not build the session: {e:#}")))?;
     let mut engine = session.engine;
     let collector = tokio::spawn(collect(session.events));
@@ -210,6 +228,7 @@ fn sample(stamps: Stamped, wall: Duration) -> RunSample {
         tools: Vec::new(),
         usage: Usage::default(),
         cost_usd: 0.0,
+        last_request_bytes: 0,
     };
     let mut last_request: Option<Instant> = None;
     let mut last_done: Option<Instant> = None;

@@ -9,6 +9,7 @@
 //! above it is the grandchild's own.
 
 use std::io::Read as _;
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -37,13 +38,60 @@ pub struct StartSample {
 
 /// What the probe prints, one JSON line.
 #[derive(Debug, Serialize, Deserialize)]
-struct ProbeReport {
+pub struct ProbeReport {
     /// CLOCK_MONOTONIC just before the spawn, comparable across processes.
-    spawned_ns: u64,
-    max_rss_kb: u64,
-    floor_kb: u64,
+    pub spawned_ns: u64,
+    /// CLOCK_MONOTONIC just after the child was reaped.
+    pub exited_ns: u64,
+    pub max_rss_kb: u64,
+    pub floor_kb: u64,
     /// The exit code, or minus the signal that ended it.
-    exit_code: i32,
+    pub exit_code: i32,
+}
+
+/// `ouro bench --probe -- <flags>` in `dir`, with a private `home`, against the API at `url`.
+pub fn probe_command(
+    dir: &Path,
+    home: &Path,
+    url: &str,
+    flags: &[String],
+) -> Result<Command, BenchError> {
+    let exe = std::env::current_exe()
+        .map_err(|e| BenchError::io("could not find the ouro executable", e))?;
+    let mut command = Command::new(exe);
+    command
+        .args(["bench", "--probe", "--"])
+        .args(flags)
+        .current_dir(dir)
+        .env("ANTHROPIC_BASE_URL", url)
+        .env("ANTHROPIC_API_KEY", API_KEY)
+        .env("OURO_HOME", home)
+        .env_remove("ANTHROPIC_MODEL")
+        .env_remove("OURO_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    Ok(command)
+}
+
+/// The probe's report from its output; an `ouro` that failed makes the measurement invalid.
+pub fn probe_report(output: &std::process::Output) -> Result<ProbeReport, BenchError> {
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let report: ProbeReport = serde_json::from_slice(&output.stdout).map_err(|_| {
+        BenchError::Failed(format!(
+            "the print-mode probe did not report (exit status {}): {}",
+            output.status,
+            stderr.trim()
+        ))
+    })?;
+    if report.exit_code != 0 {
+        return Err(BenchError::Invalid(format!(
+            "`ouro -p` exited with code {}: {}",
+            report.exit_code,
+            stderr.trim()
+        )));
+    }
+    Ok(report)
 }
 
 /// Runs `ouro -p` once through the probe on the scenario of `plan`.
@@ -61,22 +109,9 @@ pub async fn measure(
     let server = host
         .serve(scenario::generate(plan, &fixture).scenario)
         .await?;
-    let exe = std::env::current_exe()
-        .map_err(|e| BenchError::io("could not find the ouro executable", e))?;
-    let mut command = Command::new(exe);
-    command
-        .args(["bench", "--probe", "--", "-p", PROMPT])
-        .args(session_flags())
-        .current_dir(dir.path())
-        .env("ANTHROPIC_BASE_URL", server.url())
-        .env("ANTHROPIC_API_KEY", API_KEY)
-        .env("OURO_HOME", home.path())
-        .env_remove("ANTHROPIC_MODEL")
-        .env_remove("OURO_LOG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let child = command
+    let mut flags = vec!["-p".to_string(), PROMPT.to_string()];
+    flags.extend(session_flags());
+    let child = probe_command(dir.path(), home.path(), &server.url(), &flags)?
         .spawn()
         .map_err(|e| BenchError::io("could not start `ouro bench --probe`", e))?;
     let finished = Arc::new(AtomicBool::new(false));
@@ -91,21 +126,7 @@ pub async fn measure(
     let output = output
         .map_err(|e| BenchError::Failed(format!("waiting for the probe failed: {e}")))?
         .map_err(|e| BenchError::io("waiting for the probe failed", e))?;
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    let report: ProbeReport = serde_json::from_slice(&output.stdout).map_err(|_| {
-        BenchError::Failed(format!(
-            "the print-mode probe did not report (exit status {}): {}",
-            output.status,
-            stderr.trim()
-        ))
-    })?;
-    if report.exit_code != 0 {
-        return Err(BenchError::Invalid(format!(
-            "`ouro -p` exited with code {}: {}",
-            report.exit_code,
-            stderr.trim()
-        )));
-    }
+    let report = probe_report(&output)?;
     let first_seen = first_seen.ok_or_else(|| {
         BenchError::Invalid("the mock API never received a request from `ouro -p`".into())
     })?;
@@ -147,6 +168,7 @@ pub fn probe(flags: &[String]) -> Result<bool, BenchError> {
     let (exit_code, max_rss_kb) = reap(child.id())?;
     let report = ProbeReport {
         spawned_ns,
+        exited_ns: monotonic_ns(),
         max_rss_kb,
         floor_kb,
         exit_code,

@@ -200,6 +200,30 @@ pub fn render(r: &Report) -> String {
             );
         }
     }
+    if let Some(h) = &r.history {
+        let _ = writeln!(
+            out,
+            "\nclient time per turn in one {}-turn session: {:.3} ms at turns 5-15, {:.3} ms at the last 10 (last request {:.1} MB)",
+            h.turns, h.early_turn_ms, h.late_turn_ms, h.last_request_mb
+        );
+    }
+    if let Some(r) = &r.resume {
+        let _ = writeln!(
+            out,
+            "\nresuming a {:.0} MB transcript (`ouro -p --resume`, the answer included)",
+            r.transcript_mb
+        );
+        for (what, run) in [
+            ("compacted every 600 KB", &r.with_compactions),
+            ("never compacted", &r.without_compactions),
+        ] {
+            let _ = writeln!(
+                out,
+                "  {what:<24}{:>9.1} ms, peak RSS {:>6.1} MB, {} requests",
+                run.wall_ms, run.peak_rss_mb, run.requests
+            );
+        }
+    }
     out.push_str("\ntargets\n");
     for t in &r.targets {
         let _ = writeln!(

@@ -191,6 +191,7 @@ impl Args {
             effort: self.effort,
             thinking: self.thinking,
             fallback_model: self.fallback_model.clone(),
+            auto_compact_threshold: None,
         })
     }
 

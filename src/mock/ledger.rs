@@ -94,6 +94,10 @@ impl Ledger {
         self.log.clone()
     }
 
+    pub fn body_sizes(&self) -> Vec<usize> {
+        self.log.iter().map(|r| r.body_bytes).collect()
+    }
+
     pub fn turns_served(&self) -> usize {
         self.next_turn
     }

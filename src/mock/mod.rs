@@ -163,6 +163,12 @@ impl MockServer {
         self.shared.ledger().requests()
     }
 
+    /// The body size of every request received so far, in arrival order (cheaper than
+    /// [`MockServer::requests`], which copies the bodies).
+    pub fn body_sizes(&self) -> Vec<usize> {
+        self.shared.ledger().body_sizes()
+    }
+
     /// How many scenario turns have been served (faulted attempts do not count).
     pub fn turns_served(&self) -> usize {
         self.shared.ledger().turns_served()
