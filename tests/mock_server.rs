@@ -616,7 +616,7 @@ async fn ouros_own_client_reads_turns_and_faults() {
 }
 
 /// A request for ouro's own client, and the client with short stream limits.
-fn own_client(server: &MockServer) -> (ouro::api::client::Client, Vec<u8>) {
+fn own_client(server: &MockServer) -> (ouro::api::client::Client, ouro::api::body::Body) {
     use ouro::api::client::{Client, StreamLimits};
     use ouro::api::types::{Message, MessagesRequest};
     let client = Client::new(server.url(), "sk-test-key")

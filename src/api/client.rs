@@ -8,6 +8,7 @@ use std::collections::VecDeque;
 use futures::{Stream, StreamExt};
 use reqwest::header::{HeaderMap, HeaderValue};
 
+use super::body::Body;
 use super::sse::{Decoder, Frame};
 use super::types::StreamEvent;
 
@@ -198,7 +199,7 @@ impl Client {
     /// `betas` go in the `anthropic-beta` header.
     pub async fn stream(
         &self,
-        body: &[u8],
+        body: &Body,
         betas: &[&str],
     ) -> Result<impl Stream<Item = Result<StreamEvent, ApiError>> + Send + use<>, ApiError> {
         let url = format!("{}/v1/messages", self.base_url);
@@ -224,7 +225,8 @@ impl Client {
             .http
             .post(&url)
             .headers(headers)
-            .body(body.to_vec())
+            .header(reqwest::header::CONTENT_LENGTH, body.len())
+            .body(body.to_http())
             .send()
             .await
             .map_err(|e| ApiError::Connect {

@@ -1,6 +1,9 @@
 //! Messages API wire types: exactly the JSON shapes the API sends and accepts.
 
+use bytes::Bytes;
 use serde::{Deserialize, Deserializer, Serialize};
+
+use super::body::Body;
 use serde_json::Value;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -291,7 +294,7 @@ pub enum Messages<'a> {
     /// Serialised now.
     Breakpointed(Breakpointed<'a>),
     /// The JSON of each message, encoded earlier and reused from request to request.
-    Encoded(&'a [std::borrow::Cow<'a, [u8]>]),
+    Encoded(&'a [bytes::Bytes]),
 }
 
 /// Messages, some of whose last cacheable block carries a cache breakpoint. The history
@@ -380,36 +383,39 @@ impl Serialize for MarkedMessage<'_> {
 impl MessagesRequest<'_> {
     /// The JSON body, sent as is by every attempt of the call. `messages` comes last, so the
     /// other fields are written first whatever the conversation's length.
-    pub fn to_body(&self) -> Vec<u8> {
-        let mut out = Vec::new();
+    pub fn to_body(&self) -> Body {
+        const COMMA: Bytes = Bytes::from_static(b",");
+        const END: Bytes = Bytes::from_static(b"]}");
+        let mut head = Vec::new();
         // Only strings, numbers and JSON values with string keys: serialising cannot fail.
-        let written = serde_json::to_writer(&mut out, self);
+        let written = serde_json::to_writer(&mut head, self);
         debug_assert!(written.is_ok());
         // `self` always has `model`, so the object is `{...}` with at least one field.
-        out.pop();
-        out.extend_from_slice(b",\"messages\":[");
+        head.pop();
+        head.extend_from_slice(b",\"messages\":[");
+        let mut body = Body::default();
         match self.messages {
             Messages::Breakpointed(b) => {
                 for (i, message) in b.messages.iter().enumerate() {
                     if i > 0 {
-                        out.push(b',');
+                        head.push(b',');
                     }
-                    encode_message(message, b.marks.contains(&i), &mut out);
+                    encode_message(message, b.marks.contains(&i), &mut head);
                 }
+                body.push(Bytes::from(head));
             }
             Messages::Encoded(pieces) => {
-                let len: usize = pieces.iter().map(|p| p.len() + 1).sum();
-                out.reserve(len + 2);
+                body.push(Bytes::from(head));
                 for (i, piece) in pieces.iter().enumerate() {
                     if i > 0 {
-                        out.push(b',');
+                        body.push(COMMA);
                     }
-                    out.extend_from_slice(piece);
+                    body.push(piece.clone());
                 }
             }
         }
-        out.extend_from_slice(b"]}");
-        out
+        body.push(END);
+        body
     }
 }
 

@@ -3,7 +3,7 @@
 //! last one, not the whole history; each message's size is known from the moment it is added,
 //! so the engine can tell before sending whether a request will fit.
 
-use std::borrow::Cow;
+use bytes::Bytes;
 
 use crate::api::types::{Message, encode_message};
 
@@ -17,11 +17,13 @@ const BYTES_PER_TOKEN: u64 = 4;
 pub struct History {
     messages: Vec<Message>,
     /// The JSON of `messages[i]` without cache breakpoints, once a request has encoded it.
-    encoded: Vec<Option<Vec<u8>>>,
+    encoded: Vec<Option<Bytes>>,
     /// The length of that JSON, known from the start.
     bytes: Vec<u64>,
     /// What the model reported reading for the last request: (messages sent, tokens).
     measured: Option<(usize, u64)>,
+    /// How many leading messages were last found valid to send.
+    valid: usize,
 }
 
 impl History {
@@ -51,6 +53,7 @@ impl History {
         self.encoded = vec![None; messages.len()];
         self.messages = messages;
         self.measured = None;
+        self.valid = 0;
     }
 
     pub fn clear(&mut self) {
@@ -60,7 +63,9 @@ impl History {
     /// Makes the history valid to send (see `repair`); returns how many tool results were
     /// synthesised. A valid history, the usual case, is checked and left alone.
     pub fn repair(&mut self) -> usize {
-        if repair::is_valid(&self.messages) {
+        // Messages are only appended between requests: the last valid one links to the new.
+        if repair::is_valid_from(&self.messages, self.valid.saturating_sub(1)) {
+            self.valid = self.messages.len();
             return 0;
         }
         let mut messages = std::mem::take(&mut self.messages);
@@ -69,29 +74,27 @@ impl History {
         self.replace(messages);
         // The fixes are tiny next to the conversation: the last measurement still holds.
         self.measured = measured.map(|(n, tokens)| (n.min(self.messages.len()), tokens));
+        self.valid = self.messages.len();
         synthesised
     }
 
     /// Every message's JSON for a request, with cache breakpoints on the messages in `marks`.
     /// Unmarked messages are encoded once and reused.
-    pub fn encode(&mut self, marks: &[usize]) -> Vec<Cow<'_, [u8]>> {
-        for (i, slot) in self.encoded.iter_mut().enumerate() {
-            if slot.is_none() && !marks.contains(&i) {
-                let mut out = Vec::with_capacity(self.bytes[i] as usize);
-                encode_message(&self.messages[i], false, &mut out);
-                *slot = Some(out);
-            }
-        }
+    pub fn encode(&mut self, marks: &[usize]) -> Vec<Bytes> {
+        let encode = |message: &Message, marked: bool| {
+            let mut out = Vec::new();
+            encode_message(message, marked, &mut out);
+            Bytes::from(out)
+        };
         self.encoded
-            .iter()
+            .iter_mut()
             .zip(&self.messages)
             .enumerate()
-            .map(|(i, (slot, message))| match slot {
-                Some(bytes) if !marks.contains(&i) => Cow::Borrowed(bytes.as_slice()),
-                _ => {
-                    let mut out = Vec::new();
-                    encode_message(message, marks.contains(&i), &mut out);
-                    Cow::Owned(out)
+            .map(|(i, (slot, message))| {
+                if marks.contains(&i) {
+                    encode(message, true)
+                } else {
+                    slot.get_or_insert_with(|| encode(message, false)).clone()
                 }
             })
             .collect()
@@ -163,7 +166,8 @@ mod tests {
             context_management: None,
             stream: true,
         }
-        .to_body();
+        .to_body()
+        .to_vec();
         serde_json::from_slice(&bytes).unwrap()
     }
 
@@ -244,5 +248,19 @@ mod tests {
         let v = body(Messages::Encoded(&pieces));
         assert_eq!(v["messages"][2]["content"][0]["type"], "tool_result");
         assert_eq!(h.repair(), 0);
+        // Only appended messages are checked again, and a broken link is still caught.
+        h.push(Message::assistant(vec![ContentBlock::ToolUse {
+            id: "t2".into(),
+            name: "Read".into(),
+            input: json!({}),
+        }]));
+        assert_eq!(h.repair(), 1);
+        h.push(Message::user_text("next"));
+        assert_eq!(h.repair(), 0);
+        assert_eq!(
+            h.messages().len(),
+            5,
+            "the prompt joins the synthesised result"
+        );
     }
 }

@@ -124,6 +124,8 @@ pub struct Engine {
     system: Vec<SystemBlock>,
     /// The executor's tools as the API takes them; fixed for the session.
     tools: Vec<ToolDefinition>,
+    /// The JSON size of `system` and `tools`, which every request carries.
+    prompt_bytes: u64,
     history: History,
     transcript: Option<Transcript>,
     session_id: String,
@@ -155,6 +157,7 @@ impl Engine {
         if !config.prompt_caching {
             tools.iter_mut().for_each(|t| t.cache_control = None);
         }
+        let prompt_bytes = json_len(&system) + json_len(&tools);
         Engine {
             client,
             executor,
@@ -162,6 +165,7 @@ impl Engine {
             context,
             system,
             tools,
+            prompt_bytes,
             history: History::new(conversation.history),
             transcript: conversation.transcript,
             session_id: conversation.session_id,
@@ -194,6 +198,7 @@ impl Engine {
     pub fn set_model(&mut self, model: impl Into<String>) {
         self.config.model = model.into();
         self.system = system_blocks(&self.context, &self.config);
+        self.prompt_bytes = json_len(&self.system) + json_len(&self.tools);
     }
 
     /// Start a new, empty session (`/clear`).
@@ -218,6 +223,10 @@ impl Engine {
             tracing::error!(error = %e, "transcript write failed");
         }
     }
+}
+
+fn json_len<T: serde::Serialize>(value: &T) -> u64 {
+    serde_json::to_vec(value).map_or(0, |b| b.len() as u64)
 }
 
 /// The system prompt, with its cache breakpoint only when caching is on.

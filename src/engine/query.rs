@@ -293,7 +293,7 @@ impl Engine {
     fn needs_compaction(&self) -> bool {
         let window = models::context_window(&self.config.model) as f64;
         let tokens = self.estimated_context_tokens() as f64;
-        let bytes = self.history.json_bytes() + self.prompt_bytes();
+        let bytes = self.history.json_bytes() + self.prompt_bytes;
         tokens > window * self.config.auto_compact_threshold
             || bytes as f64 > MAX_REQUEST_BYTES as f64 * REQUEST_BYTES_MARGIN
     }
@@ -301,13 +301,7 @@ impl Engine {
     /// The tokens the next request will make the model read, as far as known before sending.
     pub(super) fn estimated_context_tokens(&self) -> u64 {
         self.history
-            .estimated_tokens(history::estimate_tokens(self.prompt_bytes() as usize))
-    }
-
-    /// The JSON size of the system prompt and tool definitions.
-    fn prompt_bytes(&self) -> u64 {
-        let len = |v: Result<Vec<u8>, serde_json::Error>| v.map_or(0, |b| b.len() as u64);
-        len(serde_json::to_vec(&self.system)) + len(serde_json::to_vec(&self.tools))
+            .estimated_tokens(history::estimate_tokens(self.prompt_bytes as usize))
     }
 
     /// The next request, after repairing the history.

@@ -93,12 +93,19 @@ pub fn repair(history: &mut Vec<Message>) -> usize {
 
 /// Whether `history` is already what `repair` makes of it: no empty messages, roles that
 /// alternate starting with the user, and after every assistant message the results of its
-/// tool calls, first and in order, and no others. Cheap enough to run before every request.
+/// tool calls, first and in order, and no others.
 pub fn is_valid(history: &[Message]) -> bool {
-    if history.first().is_some_and(|m| m.role == Role::Assistant) {
+    is_valid_from(history, 0)
+}
+
+/// [`is_valid`] for a history whose messages before `from` are known to be valid among
+/// themselves: only the messages from `from` on (and their link to the one before) are checked,
+/// so checking a conversation that only grew costs what was added.
+pub fn is_valid_from(history: &[Message], from: usize) -> bool {
+    if from == 0 && history.first().is_some_and(|m| m.role == Role::Assistant) {
         return false;
     }
-    for (i, m) in history.iter().enumerate() {
+    for (i, m) in history.iter().enumerate().skip(from) {
         if m.content.is_empty() || history.get(i + 1).is_some_and(|n| n.role == m.role) {
             return false;
         }
@@ -301,7 +308,15 @@ mod tests {
                 }
                 let mut again = repaired.clone();
                 repair(&mut again);
-                prop_assert_eq!(again, repaired);
+                prop_assert_eq!(&again, &repaired);
+                // Checking only from some point on agrees when the part before is valid.
+                for from in 0..=repaired.len() {
+                    let mut longer = repaired.clone();
+                    longer.extend(h.iter().cloned());
+                    if is_valid(&longer[..from]) {
+                        prop_assert_eq!(is_valid_from(&longer, from.saturating_sub(1)), is_valid(&longer));
+                    }
+                }
             }
         }
     }

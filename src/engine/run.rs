@@ -19,7 +19,7 @@ pub(super) struct RunState {
 
 /// One request as sent by every attempt: the serialised body and its beta headers.
 pub(super) struct Request {
-    pub body: Vec<u8>,
+    pub body: crate::api::body::Body,
     pub betas: Vec<&'static str>,
 }
 
