@@ -221,14 +221,17 @@ impl Client {
         {
             headers.insert("anthropic-beta", value);
         }
-        let response = self
+        let sent = self
             .http
             .post(&url)
             .headers(headers)
             .header(reqwest::header::CONTENT_LENGTH, body.len())
             .body(body.to_http())
-            .send()
+            .send();
+        // A server that takes the request but never answers stalls like a silent stream.
+        let response = tokio::time::timeout(self.limits.idle_timeout, sent)
             .await
+            .map_err(|_| ApiError::Stalled(self.limits.idle_timeout))?
             .map_err(|e| ApiError::Connect {
                 url: self.base_url.clone(),
                 reason: self.redact(&error_chain(&e)),
