@@ -126,6 +126,9 @@ pub struct InitInfo {
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RetryInfo {
+    /// What failed, as a sentence (the error's text).
+    #[serde(skip)]
+    pub message: String,
     pub attempt: u32,
     pub max_retries: u32,
     pub retry_delay_ms: u64,
@@ -201,6 +204,28 @@ pub struct RunResult {
     pub cost_unknown: bool,
     pub api_error_status: Option<u16>,
     pub permission_denials: Vec<Denial>,
+}
+
+impl RunResult {
+    /// The result of a run that could not start (no key, an unknown session, bad settings).
+    pub fn not_started(text: impl Into<String>) -> RunResult {
+        RunResult {
+            kind: ResultKind::ErrorDuringExecution,
+            text: text.into(),
+            session_id: String::new(),
+            num_turns: 0,
+            duration: Duration::ZERO,
+            api_duration: Duration::ZERO,
+            stop_reason: None,
+            usage: Usage::default(),
+            cost_usd: 0.0,
+            total_cost_usd: 0.0,
+            model_usage: BTreeMap::new(),
+            cost_unknown: false,
+            api_error_status: None,
+            permission_denials: Vec::new(),
+        }
+    }
 }
 
 /// How long each pipeline phase took for one call.

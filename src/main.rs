@@ -32,7 +32,7 @@ fn main() -> ExitCode {
     match runtime.block_on(run(Args::parse())) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("ouro: {e:#}");
+            eprintln!("ouro: {}", ouro::text::error_chain(e.chain()));
             ExitCode::FAILURE
         }
     }

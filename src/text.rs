@@ -111,9 +111,49 @@ pub fn elide_middle(text: &str, max_chars: usize) -> String {
     kept.finish()
 }
 
+/// An error and its causes as one line, each cause said once: many errors already quote their
+/// cause in their own message, and repeating it reads as two failures.
+pub fn error_chain<'a>(
+    chain: impl Iterator<Item = &'a (dyn std::error::Error + 'static)>,
+) -> String {
+    let mut out = String::new();
+    for error in chain {
+        let text = error.to_string();
+        let text = text.trim_end_matches('.');
+        if out.contains(text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(text);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_cause_is_said_once() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("could not read {path}: {source}")]
+        struct Outer {
+            path: &'static str,
+            #[source]
+            source: std::io::Error,
+        }
+        let e = anyhow::Error::new(Outer {
+            path: "/x",
+            source: std::io::Error::other("disk on fire"),
+        })
+        .context("loading settings");
+        assert_eq!(
+            error_chain(e.chain()),
+            "loading settings: could not read /x: disk on fire"
+        );
+    }
 
     #[test]
     fn prefixes_never_split_a_character() {

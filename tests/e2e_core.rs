@@ -589,7 +589,14 @@ async fn stream_json_input_serves_many_turns_in_one_process() {
             input.as_bytes(),
         )
         .await;
-    assert!(run.status.success(), "{}", run.debug());
+    // The turns are answered, and the unreadable line is said plainly and fails the exit status.
+    assert_eq!(run.status.code(), Some(1), "{}", run.debug());
+    assert!(
+        run.stderr.contains("stdin line 3 was skipped: not JSON")
+            && !run.stderr.contains("\u{1b}["),
+        "{}",
+        run.debug()
+    );
     let results = run.of_type("result", None);
     assert_eq!(results.len(), 2);
     assert_eq!(results[0]["result"], "one");

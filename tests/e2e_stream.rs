@@ -131,14 +131,31 @@ async fn stalls_before_any_block_are_retried_even_with_pings() {
 async fn malformed_events_before_any_block_are_retried() {
     let errors = retried_errors(json!([
         {"kind": "invalid_json", "after_events": 3},
-        {"kind": "drop_events", "event": "content_block_stop"},
-        {"kind": "oversized_line", "after_events": 1, "bytes": 300000}
+        {"kind": "drop_events", "event": "content_block_stop"}
     ]))
     .await;
-    assert_eq!(
-        errors,
-        ["malformed_stream", "malformed_stream", "malformed_stream"]
+    assert_eq!(errors, ["malformed_stream", "malformed_stream"]);
+}
+
+#[tokio::test]
+async fn an_oversized_event_fails_at_once_and_says_how_to_allow_it() {
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "text", "text": "never"}],
+         "faults": [{"kind": "oversized_line", "after_events": 1, "bytes": 300000}]}
+    ]}))
+    .await;
+    let sb = Sandbox::new();
+    let mut cmd = sb.command(&mock.url(), &["-p", "--output-format", "json", "hi"]);
+    cmd.env("OURO_STREAM_MAX_EVENT_BYTES", "100000");
+    let run = common::Run::from(cmd.output().await.unwrap());
+    assert_eq!(run.status.code(), Some(1), "{}", run.debug());
+    let result: serde_json::Value = serde_json::from_str(run.stdout.trim()).unwrap();
+    let text = result["result"].as_str().unwrap();
+    assert!(
+        text.contains("larger than 100000 bytes") && text.contains("OURO_STREAM_MAX_EVENT_BYTES"),
+        "{text}"
     );
+    assert_eq!(mock.requests().len(), 1, "not fetched again");
 }
 
 #[tokio::test]

@@ -9,8 +9,8 @@ use futures::{Stream, StreamExt};
 use reqwest::header::{HeaderMap, HeaderValue};
 
 use super::body::Body;
-use super::sse::{Decoder, Frame};
-use super::types::StreamEvent;
+use super::sse::{Decoder, Frame, SseError};
+use super::types::{StartBlock, StreamEvent};
 
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
@@ -34,10 +34,13 @@ pub enum ApiError {
     Stream(String),
     /// Only pings (or nothing) arrived for longer than the idle limit.
     #[error(
-        "the response stream stalled: no content for {} s (OURO_STREAM_IDLE_TIMEOUT_MS sets the limit)",
-        .0.as_secs()
+        "the response stream stalled: no content for {:.1} s (OURO_STREAM_IDLE_TIMEOUT_MS sets the limit)",
+        .0.as_secs_f64()
     )]
     Stalled(Duration),
+    /// One event exceeded the size cap: sending the request again would fetch it again.
+    #[error("the response stream was refused: {0}")]
+    EventTooLarge(String),
     /// The stream broke the Messages API's event grammar: unreadable JSON, an oversized
     /// event, a block that never ended.
     #[error("the response stream was malformed: {0}")]
@@ -57,6 +60,7 @@ impl ApiError {
             | ApiError::Stream(_)
             | ApiError::Stalled(_)
             | ApiError::Malformed(_) => true,
+            ApiError::EventTooLarge(_) => false,
             ApiError::Server { kind, .. } => kind == "overloaded_error" || kind == "api_error",
         }
     }
@@ -105,9 +109,14 @@ impl ApiError {
             ApiError::Stream(_) => "stream_error".into(),
             ApiError::Stalled(_) => "stream_stalled".into(),
             ApiError::Malformed(_) => "malformed_stream".into(),
+            ApiError::EventTooLarge(_) => "event_too_large".into(),
         }
     }
 }
+
+/// How long tool input may go without content (pings only): the API streams a tool's input a
+/// whole value at a time, and a long value (a big file for Write) takes minutes to generate.
+const TOOL_INPUT_PATIENCE: Duration = Duration::from_secs(600);
 
 /// Bounds on one response stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -228,8 +237,10 @@ impl Client {
             .header(reqwest::header::CONTENT_LENGTH, body.len())
             .body(body.to_http())
             .send();
-        // A server that takes the request but never answers stalls like a silent stream.
-        let response = tokio::time::timeout(self.limits.idle_timeout, sent)
+        // A server that takes the request but never answers stalls like a silent stream; the
+        // wait includes the upload, so a large body gets time for a slow uplink (100 kB/s).
+        let upload = Duration::from_millis(body.len() as u64 / 100);
+        let response = tokio::time::timeout(self.limits.idle_timeout + upload, sent)
             .await
             .map_err(|_| ApiError::Stalled(self.limits.idle_timeout))?
             .map_err(|e| ApiError::Connect {
@@ -272,20 +283,32 @@ where
     C: AsRef<[u8]>,
     E: std::fmt::Display,
 {
+    use tokio::time::Instant;
     struct State<B> {
         bytes: B,
         decoder: Decoder,
         frames: VecDeque<Frame>,
-        deadline: tokio::time::Instant,
+        /// When the stream counts as stalled for want of content (pings do not count).
+        content_deadline: Instant,
+        /// When it counts as stalled for want of any byte at all.
+        silence_deadline: Instant,
+        /// A tool_use block is open: the API streams tool input a whole value at a time, so
+        /// only pings may come for minutes while a long value is written.
+        in_tool_input: bool,
+        content_patience: Duration,
         limits: StreamLimits,
         key: String,
         ended: bool,
     }
+    let now = Instant::now();
     let state = State {
         bytes,
         decoder: Decoder::new(limits.max_event_bytes),
         frames: VecDeque::new(),
-        deadline: tokio::time::Instant::now() + limits.idle_timeout,
+        content_deadline: now + limits.idle_timeout,
+        silence_deadline: now + limits.idle_timeout,
+        in_tool_input: false,
+        content_patience: limits.idle_timeout,
         limits,
         key,
         ended: false,
@@ -305,7 +328,20 @@ where
                         message: error.message,
                     }),
                     Ok(event) => {
-                        s.deadline = tokio::time::Instant::now() + s.limits.idle_timeout;
+                        match &event {
+                            StreamEvent::ContentBlockStart {
+                                content_block: StartBlock::ToolUse { .. },
+                                ..
+                            } => s.in_tool_input = true,
+                            StreamEvent::ContentBlockStop { .. } => s.in_tool_input = false,
+                            _ => {}
+                        }
+                        s.content_patience = if s.in_tool_input {
+                            s.limits.idle_timeout.max(TOOL_INPUT_PATIENCE)
+                        } else {
+                            s.limits.idle_timeout
+                        };
+                        s.content_deadline = Instant::now() + s.content_patience;
                         Ok(event)
                     }
                     Err(e) => Err(ApiError::Malformed(format!(
@@ -316,15 +352,26 @@ where
                 s.ended = item.is_err();
                 return Some((item, s));
             }
-            let next = tokio::time::timeout_at(s.deadline, s.bytes.next()).await;
+            let (deadline, waited) = if s.content_deadline <= s.silence_deadline {
+                (s.content_deadline, s.content_patience)
+            } else {
+                (s.silence_deadline, s.limits.idle_timeout)
+            };
+            let next = tokio::time::timeout_at(deadline, s.bytes.next()).await;
             let error = match next {
-                Err(_) => ApiError::Stalled(s.limits.idle_timeout),
+                Err(_) => ApiError::Stalled(waited),
                 Ok(None) => return None,
                 Ok(Some(Err(e))) => ApiError::Stream(redact(&e.to_string(), &s.key)),
-                Ok(Some(Ok(chunk))) => match s.decoder.feed(chunk.as_ref(), &mut s.frames) {
-                    Ok(()) => continue,
-                    Err(e) => ApiError::Malformed(e.to_string()),
-                },
+                Ok(Some(Ok(chunk))) => {
+                    s.silence_deadline = Instant::now() + s.limits.idle_timeout;
+                    match s.decoder.feed(chunk.as_ref(), &mut s.frames) {
+                        Ok(()) => continue,
+                        Err(e @ SseError::TooLarge { .. }) => {
+                            ApiError::EventTooLarge(e.to_string())
+                        }
+                        Err(e) => ApiError::Malformed(e.to_string()),
+                    }
+                }
             };
             s.ended = true;
             return Some((Err(error), s));
@@ -357,13 +404,19 @@ fn retry_after(headers: &HeaderMap) -> Option<Duration> {
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<f64>().ok())
     {
-        return Some(Duration::from_secs_f64(ms.max(0.0) / 1000.0));
+        return Some(seconds(ms / 1000.0));
     }
     headers
         .get("retry-after")
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<f64>().ok())
-        .map(|s| Duration::from_secs_f64(s.max(0.0)))
+        .map(seconds)
+}
+
+/// A header's number of seconds as a wait; one too large to represent is "forever" (so the
+/// retry policy refuses it), never a panic.
+fn seconds(value: f64) -> Duration {
+    Duration::try_from_secs_f64(value.max(0.0)).unwrap_or(Duration::MAX)
 }
 
 fn parse_error_body(body: &str) -> (String, String) {
@@ -432,6 +485,11 @@ mod tests {
         let mut h = HeaderMap::new();
         h.insert("retry-after", HeaderValue::from_static("2"));
         assert_eq!(retry_after(&h), Some(Duration::from_secs(2)));
+        for huge in ["1e20", "inf", "-3"] {
+            h.insert("retry-after", HeaderValue::from_static(huge));
+            let wait = retry_after(&h).unwrap();
+            assert!(wait == Duration::MAX || wait.is_zero(), "{huge}: {wait:?}");
+        }
     }
 
     #[test]

@@ -91,6 +91,11 @@ fn string_or_text_blocks<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::E
     })
 }
 
+/// Gateways send `null` for counts they do not know; that is zero, not an unreadable event.
+fn zero_if_null<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    Option::<u64>::deserialize(d).map(Option::unwrap_or_default)
+}
+
 fn is_false(b: &bool) -> bool {
     !*b
 }
@@ -143,13 +148,13 @@ impl ContentBlock {
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "zero_if_null")]
     pub input_tokens: u64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "zero_if_null")]
     pub output_tokens: u64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "zero_if_null")]
     pub cache_creation_input_tokens: u64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "zero_if_null")]
     pub cache_read_input_tokens: u64,
 }
 
@@ -558,6 +563,18 @@ mod tests {
         )
         .unwrap();
         assert_eq!(b, ContentBlock::tool_result("t1", "a", false));
+    }
+
+    #[test]
+    fn null_usage_counts_are_zero() {
+        let u: Usage = serde_json::from_value(
+            json!({"input_tokens": 5, "output_tokens": null, "cache_read_input_tokens": null}),
+        )
+        .unwrap();
+        assert_eq!(
+            (u.input_tokens, u.output_tokens, u.cache_read_input_tokens),
+            (5, 0, 0)
+        );
     }
 
     #[test]

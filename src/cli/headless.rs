@@ -4,6 +4,7 @@
 use std::io::{IsTerminal, Read};
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 use serde_json::Value;
@@ -15,8 +16,22 @@ use super::print::{self, InputFormat};
 use crate::app::{self, Endpoint};
 use crate::exec::NeverAsk;
 
-/// Run print mode; returns whether the (last) run succeeded.
+/// Run print mode; returns whether the (last) run succeeded. With JSON output, a run that
+/// cannot start still answers with a JSON error result on stdout, as programs expect one.
 pub async fn run(args: &Args, cwd: &Path) -> anyhow::Result<bool> {
+    match run_session(args, cwd).await {
+        Err(e) if args.output_format != print::OutputFormat::Text => {
+            let text = crate::text::error_chain(e.chain());
+            let result = crate::event::RunResult::not_started(&text);
+            println!("{}", crate::stream_json::write::result(&result));
+            eprintln!("ouro: {text}");
+            Ok(false)
+        }
+        outcome => outcome,
+    }
+}
+
+async fn run_session(args: &Args, cwd: &Path) -> anyhow::Result<bool> {
     // A claude@ brain answers through the claude CLI; an ouro@ one only picks the model.
     if let Some(spec) = super::brain::claude_brain(args.brain.as_deref(), args.input_format)? {
         let prompt = prompt_text(args)?;
@@ -56,47 +71,90 @@ pub async fn run(args: &Args, cwd: &Path) -> anyhow::Result<bool> {
         success = !engine.run(&prompt, &interrupted).await.kind.is_error();
     } else {
         let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+        let mut number = 0usize;
+        let mut skipped = false;
         loop {
             let line = tokio::select! {
                 _ = interrupted.cancelled() => break,
                 line = lines.next_line() => line.context("could not read stdin")?,
             };
             let Some(line) = line else { break };
+            number += 1;
             if line.trim().is_empty() {
                 continue;
             }
             match user_turn(&line) {
                 Ok(prompt) => success = !engine.run(&prompt, &interrupted).await.kind.is_error(),
                 Err(problem) => {
-                    tracing::error!(%problem, "skipping a stdin line that is not a user message")
+                    // Said plainly, and the exit status says it too: a script must notice.
+                    eprintln!(
+                        "ouro: stdin line {number} was skipped: {problem} (expected {{\"type\":\"user\",\"message\":{{\"role\":\"user\",\"content\":...}}}})"
+                    );
+                    skipped = true;
                 }
             }
             if interrupted.is_cancelled() {
                 break;
             }
         }
+        success &= !skipped;
     }
     drop(engine);
     let _ = renderer.await;
     Ok(success)
 }
 
+/// How long piped stdin may stay silent, when a prompt argument was given too, before ouro goes
+/// on without it: a harness may leave stdin open without meaning to send anything.
+const PIPED_WAIT: Duration = Duration::from_secs(3);
+
+/// The prompt: the argument, what was piped on stdin, or both (`cat log | ouro -p "explain"`
+/// sends the argument, a blank line, then the piped text, as Claude Code does).
 fn prompt_text(args: &Args) -> anyhow::Result<String> {
-    let prompt = match &args.prompt {
-        Some(p) => p.clone(),
-        None if !std::io::stdin().is_terminal() => {
-            let mut text = String::new();
-            std::io::stdin()
-                .read_to_string(&mut text)
-                .context("could not read the prompt from stdin")?;
-            text
-        }
-        None => String::new(),
+    let piped = if std::io::stdin().is_terminal() {
+        None
+    } else {
+        read_piped(args.prompt.is_some())?
+    };
+    let prompt = match (&args.prompt, piped) {
+        (Some(p), Some(extra)) if !extra.trim().is_empty() => format!("{p}\n\n{extra}"),
+        (Some(p), _) => p.clone(),
+        (None, piped) => piped.unwrap_or_default(),
     };
     if prompt.trim().is_empty() {
         bail!("no prompt given: pass it as an argument (ouro -p \"...\") or on stdin");
     }
     Ok(prompt)
+}
+
+/// All of stdin, read on a thread. With `brief`, gives up (returns `None`) when nothing at all
+/// arrives within [`PIPED_WAIT`]; once data flows it is read to the end.
+fn read_piped(brief: bool) -> anyhow::Result<Option<String>> {
+    let (started_tx, started) = std::sync::mpsc::channel::<()>();
+    let (done_tx, done) = std::sync::mpsc::channel::<std::io::Result<Vec<u8>>>();
+    std::thread::spawn(move || {
+        let mut stdin = std::io::stdin().lock();
+        let mut buf = vec![0u8; 64 * 1024];
+        let first = stdin.read(&mut buf);
+        let _ = started_tx.send(());
+        let result = first.and_then(|n| {
+            buf.truncate(n);
+            if n > 0 {
+                stdin.read_to_end(&mut buf)?;
+            }
+            Ok(buf)
+        });
+        let _ = done_tx.send(result);
+    });
+    if brief && started.recv_timeout(PIPED_WAIT).is_err() {
+        tracing::debug!("stdin stayed silent; going on with the prompt argument alone");
+        return Ok(None);
+    }
+    let bytes = done
+        .recv()
+        .context("the thread reading stdin ended without an answer")?
+        .context("could not read the prompt from stdin")?;
+    Ok(Some(String::from_utf8_lossy(&bytes).into_owned()))
 }
 
 /// The text of one stdin line `{"type":"user","message":{"role":"user","content":...}}`.

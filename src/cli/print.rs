@@ -5,7 +5,7 @@ use std::io::Write;
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::api::types::ContentBlock;
-use crate::event::{Event, RunResult};
+use crate::event::{Event, RunResult, ToolStatus};
 use crate::stream_json::write as stream_json;
 use crate::text::truncate;
 
@@ -55,7 +55,13 @@ pub async fn render(
                 }
             }
             OutputFormat::Text => {
-                if verbose {
+                // What keeps a run waiting or changes its course is said even without
+                // --verbose: a silent retry loop looks like a hang.
+                let always = matches!(
+                    event,
+                    Event::ApiRetry(_) | Event::StreamCut { .. } | Event::ModelFallback { .. }
+                );
+                if verbose || always {
                     narrate(&event, &mut stderr.lock());
                 }
                 if let Event::Result(r) = &event {
@@ -81,16 +87,20 @@ pub fn narrate(event: &Event, out: &mut impl Write) {
     let _ = match event {
         Event::ApiRetry(r) => writeln!(
             out,
-            "· API {} ({}), retry {}/{} in {} ms",
-            r.error_status.map(|s| s.to_string()).unwrap_or_default(),
-            r.error,
+            "· {}; retry {}/{} in {:.1} s",
+            r.message.trim_end_matches('.'),
             r.attempt,
             r.max_retries,
-            r.retry_delay_ms
+            r.retry_delay_ms as f64 / 1000.0
         ),
         Event::ToolStarted { name, summary, .. } => {
             writeln!(out, "● {name} {}", truncate(summary, MAX_KEY_CHARS))
         }
+        // A denial was already said by its own line.
+        Event::ToolFinished {
+            status: ToolStatus::Denied,
+            ..
+        } => Ok(()),
         Event::ToolFinished {
             result: ContentBlock::ToolResult {
                 content, is_error, ..

@@ -72,6 +72,7 @@ impl Engine {
             };
             tracing::warn!(attempt, error = %error, "retrying the API request");
             self.emit(Event::ApiRetry(RetryInfo {
+                message: error.to_string(),
                 attempt,
                 max_retries: self.config.retry.max_retries,
                 retry_delay_ms: delay.as_millis() as u64,

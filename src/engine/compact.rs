@@ -238,16 +238,27 @@ fn continuation_text(summary: &str, older: &[Message]) -> String {
     let mut out = prompt::CONTINUATION
         .trim_end()
         .replace("{summary}", summary);
-    let prompts: Vec<String> = older
-        .iter()
-        .filter(|m| m.role == Role::User)
-        .map(Message::text)
-        .filter(|t| !t.trim().is_empty() && !prompt::is_nudge(t))
-        .collect();
+    // What the user typed; an earlier compaction's opening message is not, but it carries
+    // the session's first request forward.
+    let mut first: Option<String> = None;
+    let mut prompts: Vec<String> = Vec::new();
+    for m in older.iter().filter(|m| m.role == Role::User) {
+        for block in &m.content {
+            let ContentBlock::Text { text } = block else {
+                continue;
+            };
+            if is_lead(text) {
+                if first.is_none() {
+                    first = first_request_in(text);
+                }
+            } else if !text.trim().is_empty() && !prompt::is_nudge(text) {
+                prompts.push(text.clone());
+            }
+        }
+    }
     let recent = prompts.len().saturating_sub(KEEP_USER_PROMPTS);
-    if recent > 0
-        && let Some(first) = prompts.first()
-    {
+    let first = first.or_else(|| (recent > 0).then(|| prompts[0].clone()));
+    if let Some(first) = first {
         out.push_str("\n\nThe user's first request in this session, verbatim:\n");
         out.push_str(&format!("<user-request>\n{first}\n</user-request>\n"));
     }
@@ -265,6 +276,23 @@ fn continuation_text(summary: &str, older: &[Message]) -> String {
         }
     }
     out
+}
+
+/// Whether `text` is the opening message a compaction wrote.
+fn is_lead(text: &str) -> bool {
+    let intro = prompt::CONTINUATION
+        .split("{summary}")
+        .next()
+        .unwrap_or_default()
+        .trim();
+    !intro.is_empty() && text.starts_with(intro)
+}
+
+/// The first request quoted in a compaction's opening message.
+fn first_request_in(lead: &str) -> Option<String> {
+    let start = lead.find("<user-request>\n")? + "<user-request>\n".len();
+    let end = lead[start..].find("\n</user-request>")?;
+    Some(lead[start..start + end].to_string())
 }
 
 fn files_in_play(messages: &[Message]) -> Vec<String> {
@@ -481,6 +509,27 @@ mod tests {
         );
         assert_eq!(h[1].content, round(1)[1].content);
         assert_eq!(shorten_results(&mut h, 1_000), 0, "already short enough");
+    }
+
+    #[test]
+    fn a_second_compaction_does_not_nest_the_first_ones_summary() {
+        let h = vec![
+            Message::user_text("the original task"),
+            Message::user_text("b"),
+        ];
+        let lead = continuation_text("SUMMARY-ONE", &h);
+        let mut later = vec![Message {
+            role: Role::User,
+            content: vec![ContentBlock::text(lead), ContentBlock::text("c")],
+        }];
+        later.extend(["d", "e", "f"].map(Message::user_text));
+        let text = continuation_text("SUMMARY-TWO", &later);
+        assert!(!text.contains("SUMMARY-ONE"), "{text}");
+        assert_eq!(text.matches("the original task").count(), 1, "{text}");
+        assert!(text.contains(
+            "first request in this session, verbatim:\n<user-request>\nthe original task"
+        ));
+        assert!(text.contains("<user-request>\nf\n"));
     }
 
     #[test]

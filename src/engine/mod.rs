@@ -104,7 +104,8 @@ impl Costs {
     }
 
     pub fn total_usd(&self) -> f64 {
-        self.by_model.values().map(|(_, c)| c).sum()
+        // An empty float sum is -0.0, which JSON would show as such.
+        self.by_model.values().map(|(_, c)| c).sum::<f64>() + 0.0
     }
 
     pub fn total_usage(&self) -> Usage {

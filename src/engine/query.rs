@@ -236,7 +236,7 @@ impl Engine {
             return Some(aborted());
         }
         if let Some(max) = self.config.max_turns
-            && run.turns >= max.max(1)
+            && run.turns >= max
         {
             return Some(Ending::error(
                 ResultKind::ErrorMaxTurns,
@@ -391,7 +391,8 @@ fn wait_too_long(error: &ApiError, wait: Duration, limit: Duration) -> Ending {
         ..Ending::error(
             ResultKind::ErrorDuringExecution,
             format!(
-                "API error: {error}. The API asked to wait {} s before the next request, longer than ouro waits ({} s); try again after {}.",
+                "API error: {}. The API asked to wait {} s before the next request, longer than ouro waits ({} s); try again after {}.",
+                error.to_string().trim_end_matches('.'),
                 wait.as_secs(),
                 limit.as_secs(),
                 at
@@ -426,7 +427,7 @@ fn api_failure(e: &ApiError) -> Ending {
         api_error_status: e.status(),
         ..Ending::error(
             ResultKind::ErrorDuringExecution,
-            format!("API error: {e}.{hint}"),
+            format!("API error: {}.{hint}", e.to_string().trim_end_matches('.')),
         )
     }
 }

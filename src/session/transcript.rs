@@ -3,6 +3,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -80,15 +81,24 @@ impl Transcript {
             path: path.to_path_buf(),
             source,
         };
+        // Transcripts hold private code and conversations: only the user may read them.
         if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(err)?;
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(parent)
+                .map_err(err)?;
         }
         let fresh = !path.exists();
         let torn = !fresh && ends_in_torn_line(path).map_err(err)?;
         let file = OpenOptions::new()
             .create(true)
             .append(true)
+            .mode(0o600)
             .open(path)
+            .map_err(err)?;
+        // A transcript written before this rule (or copied in) is tightened too.
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))
             .map_err(err)?;
         let mut t = Transcript {
             path: path.to_path_buf(),
@@ -245,12 +255,23 @@ pub fn load(path: &Path) -> Result<Loaded, TranscriptError> {
             } => {
                 match (out.messages.last_mut(), last_assistant_id.as_deref()) {
                     (Some(last), Some(id)) if last.role == Role::Assistant => {
+                        let abandoned = last.content.iter().all(|b| {
+                            matches!(
+                                b,
+                                ContentBlock::Thinking { .. }
+                                    | ContentBlock::RedactedThinking { .. }
+                            )
+                        });
                         if id == message_id {
                             last.content.extend(message.content)
-                        } else {
-                            // A new message straight after another one: the first was an
-                            // attempt whose stream broke and that was sent again.
+                        } else if abandoned {
+                            // Thinking alone, then another message: an attempt whose stream
+                            // broke before any answer and that was sent again.
                             *last = message;
+                        } else {
+                            // Two answers in a row (after pause_turn): one message, as in the
+                            // live session.
+                            last.content.extend(message.content)
                         }
                     }
                     _ => out.messages.push(message),
@@ -364,6 +385,19 @@ mod tests {
     }
 
     #[test]
+    fn transcripts_and_their_folders_are_private() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("projects/p/s.jsonl");
+        Transcript::open(&path, "sid", dir.path(), "m").unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&path), 0o600);
+        assert_eq!(mode(path.parent().unwrap()), 0o700);
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        Transcript::open(&path, "sid", dir.path(), "m").unwrap();
+        assert_eq!(mode(&path), 0o600);
+    }
+
+    #[test]
     fn a_retried_attempt_replaces_the_broken_one() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.jsonl");
@@ -442,6 +476,21 @@ mod tests {
                 "split {split}"
             );
         }
+    }
+
+    #[test]
+    fn consecutive_answers_are_both_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let mut t = Transcript::open(&path, "sid", dir.path(), "m").unwrap();
+        t.append_user(&Message::user_text("q")).unwrap();
+        t.append_assistant_block("m1", &ContentBlock::text("paused"))
+            .unwrap();
+        t.append_assistant_block("m2", &ContentBlock::text("resumed"))
+            .unwrap();
+        let loaded = load(&path).unwrap();
+        assert_eq!(loaded.messages.len(), 2);
+        assert_eq!(loaded.messages[1].text(), "pausedresumed");
     }
 
     #[test]

@@ -59,6 +59,7 @@ mod tests {
         );
 
         let retry = Event::ApiRetry(RetryInfo {
+            message: String::new(),
             attempt: 2,
             max_retries: 10,
             retry_delay_ms: 500,
