@@ -33,6 +33,8 @@ pub enum Event {
     RequestStarted {
         turn: u32,
     },
+    /// One raw event of the API's stream, as received (`--include-partial-messages`).
+    StreamEvent(crate::api::types::StreamEvent),
     /// Live text as it streams, for front ends that render token by token.
     TextDelta {
         text: String,

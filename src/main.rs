@@ -16,8 +16,15 @@ fn main() -> ExitCode {
     unsafe {
         libc::mallopt(libc::M_ARENA_MAX, 2);
     }
-    let filter = tracing_subscriber::EnvFilter::try_from_env("OURO_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("error"));
+    let mut args = Args::parse();
+    args.take_trailing_prompt();
+    // `-d` (Claude Code's --debug) names the filter; otherwise OURO_LOG does.
+    let filter = match &args.debug {
+        Some(filter) => tracing_subscriber::EnvFilter::try_new(filter)
+            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("debug")),
+        None => tracing_subscriber::EnvFilter::try_from_env("OURO_LOG")
+            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("error")),
+    };
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -29,7 +36,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(Args::parse())) {
+    match runtime.block_on(run(args)) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("ouro: {}", ouro::text::error_chain(e.chain()));

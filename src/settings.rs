@@ -1,6 +1,7 @@
-//! Settings files: `~/.ouro/settings.json` < `.ouro/settings.json` < `.ouro/settings.local.json`
-//! (flags override all three). Each file is kept with its source so rules can say where they
-//! came from.
+//! Settings files: `~/.ouro/settings.json` < `.claude/settings.json` < `.ouro/settings.json` <
+//! `.claude/settings.local.json` < `.ouro/settings.local.json` < `--settings` (flags override
+//! all). Claude Code's project files are read so a repository set up for it works unchanged.
+//! Each file is kept with its source so rules can say where they came from.
 
 use std::path::{Path, PathBuf};
 
@@ -10,8 +11,12 @@ use serde::{Deserialize, Serialize};
 #[serde(rename_all = "camelCase")]
 pub enum SettingsSource {
     User,
+    ClaudeProject,
     Project,
+    ClaudeLocal,
     Local,
+    /// `--settings`.
+    Flag,
     Cli,
     Session,
 }
@@ -20,10 +25,34 @@ impl SettingsSource {
     pub fn label(self) -> &'static str {
         match self {
             SettingsSource::User => "user settings (~/.ouro/settings.json)",
+            SettingsSource::ClaudeProject => "project settings (.claude/settings.json)",
             SettingsSource::Project => "project settings (.ouro/settings.json)",
+            SettingsSource::ClaudeLocal => "local settings (.claude/settings.local.json)",
             SettingsSource::Local => "local settings (.ouro/settings.local.json)",
+            SettingsSource::Flag => "--settings",
             SettingsSource::Cli => "command-line flags",
             SettingsSource::Session => "granted in this session",
+        }
+    }
+
+    /// Whether the file came with the directory (and so needs the user's trust to widen).
+    pub fn is_the_directorys(self) -> bool {
+        matches!(
+            self,
+            SettingsSource::ClaudeProject
+                | SettingsSource::Project
+                | SettingsSource::ClaudeLocal
+                | SettingsSource::Local
+        )
+    }
+
+    /// The `--setting-sources` name of the file kind.
+    fn kind(self) -> &'static str {
+        match self {
+            SettingsSource::User => "user",
+            SettingsSource::ClaudeProject | SettingsSource::Project => "project",
+            SettingsSource::ClaudeLocal | SettingsSource::Local => "local",
+            SettingsSource::Flag | SettingsSource::Cli | SettingsSource::Session => "flag",
         }
     }
 }
@@ -144,6 +173,8 @@ pub enum SettingsError {
         #[source]
         source: serde_json::Error,
     },
+    #[error("--setting-sources takes user, project and local, not \"{0}\"")]
+    UnknownSource(String),
     #[error("could not write {path}: {source}")]
     Write {
         path: PathBuf,
@@ -185,9 +216,15 @@ impl LayeredSettings {
         if let Some(home) = ouro_home() {
             candidates.push((SettingsSource::User, home.join("settings.json")));
         }
+        let claude = project_root.join(".claude");
+        candidates.push((SettingsSource::ClaudeProject, claude.join("settings.json")));
         candidates.push((
             SettingsSource::Project,
             project_root.join(".ouro").join("settings.json"),
+        ));
+        candidates.push((
+            SettingsSource::ClaudeLocal,
+            claude.join("settings.local.json"),
         ));
         candidates.push((SettingsSource::Local, local_settings_path(project_root)));
         let mut layers = Vec::new();
@@ -197,6 +234,34 @@ impl LayeredSettings {
             }
         }
         Ok(LayeredSettings { layers })
+    }
+
+    /// Keeps only the layers of these kinds (`user`, `project`, `local`), as
+    /// `--setting-sources` asks.
+    pub fn keep_sources(&mut self, kinds: &[String]) -> Result<(), SettingsError> {
+        for kind in kinds {
+            if !["user", "project", "local"].contains(&kind.trim()) {
+                return Err(SettingsError::UnknownSource(kind.clone()));
+            }
+        }
+        self.layers
+            .retain(|(source, _)| kinds.iter().any(|k| k.trim() == source.kind()));
+        Ok(())
+    }
+
+    /// Adds `--settings`: a JSON file's path, or JSON text.
+    pub fn add_flag_layer(&mut self, file_or_json: &str) -> Result<(), SettingsError> {
+        let settings = if file_or_json.trim_start().starts_with('{') {
+            parse_settings(file_or_json, Path::new("--settings"))?
+        } else {
+            let path = Path::new(file_or_json);
+            read_settings(path)?.ok_or_else(|| SettingsError::Read {
+                path: path.to_path_buf(),
+                source: std::io::Error::from(std::io::ErrorKind::NotFound),
+            })?
+        };
+        self.layers.push((SettingsSource::Flag, settings));
+        Ok(())
     }
 
     /// Whether the user trusts `project_root`: their own settings list it (or a directory
@@ -220,7 +285,7 @@ impl LayeredSettings {
     pub fn drop_untrusted_widenings(&mut self) -> Vec<String> {
         let mut dropped = Vec::new();
         for (source, s) in &mut self.layers {
-            if !matches!(source, SettingsSource::Project | SettingsSource::Local) {
+            if !source.is_the_directorys() {
                 continue;
             }
             let mut what = Vec::new();
@@ -346,15 +411,97 @@ pub fn read_settings(path: &Path) -> Result<Option<Settings>, SettingsError> {
             });
         }
     };
+    parse_settings(&text, path).map(Some)
+}
+
+fn parse_settings(text: &str, path: &Path) -> Result<Settings, SettingsError> {
     if text.trim().is_empty() {
-        return Ok(Some(Settings::default()));
+        return Ok(Settings::default());
     }
-    serde_json::from_str(&text)
-        .map(Some)
-        .map_err(|source| SettingsError::Parse {
-            path: path.to_path_buf(),
-            source,
-        })
+    let parse_error = |source| SettingsError::Parse {
+        path: path.to_path_buf(),
+        source,
+    };
+    let value: serde_json::Value = serde_json::from_str(text).map_err(parse_error)?;
+    warn_unknown_keys(&value, path);
+    serde_json::from_value(value).map_err(parse_error)
+}
+
+/// Top-level keys ouro reads.
+const KNOWN_KEYS: &[&str] = &[
+    "permissions",
+    "model",
+    "hooks",
+    "sandbox",
+    "promptCaching",
+    "effort",
+    "thinking",
+    "contextEditing",
+    "autoCompactThreshold",
+    "trustedDirectories",
+    "bashEnvPassthrough",
+];
+
+/// Claude Code keys ouro does not use: valid in a `.claude/` file, so not typos.
+const CLAUDE_CODE_KEYS: &[&str] = &[
+    "env",
+    "apiKeyHelper",
+    "cleanupPeriodDays",
+    "includeCoAuthoredBy",
+    "statusLine",
+    "outputStyle",
+    "forceLoginMethod",
+    "enableAllProjectMcpServers",
+    "enabledMcpjsonServers",
+    "disabledMcpjsonServers",
+    "mcpServers",
+    "awsAuthRefresh",
+    "awsCredentialExport",
+    "spinnerTipsEnabled",
+    "alwaysThinkingEnabled",
+    "$schema",
+    "feedbackSurveyState",
+    "theme",
+    "verbose",
+];
+
+/// A key that is neither ouro's nor Claude Code's is most likely a typo, which would otherwise
+/// be ignored without a word.
+fn warn_unknown_keys(value: &serde_json::Value, path: &Path) {
+    let Some(map) = value.as_object() else {
+        return;
+    };
+    for key in map.keys() {
+        if KNOWN_KEYS.contains(&key.as_str()) || CLAUDE_CODE_KEYS.contains(&key.as_str()) {
+            continue;
+        }
+        let closest = KNOWN_KEYS
+            .iter()
+            .min_by_key(|k| edit_distance(k, key))
+            .filter(|k| edit_distance(k, key) <= 2)
+            .map(|k| format!(" (did you mean \"{k}\"?)"))
+            .unwrap_or_default();
+        eprintln!(
+            "ouro: {}: unknown setting \"{key}\" is ignored{closest}",
+            path.display()
+        );
+    }
+}
+
+/// Levenshtein distance, for naming the setting a typo meant.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut previous = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let substitute = previous + usize::from(ca != *cb);
+            previous = row[j + 1];
+            row[j + 1] = substitute.min(row[j] + 1).min(row[j + 1] + 1);
+        }
+    }
+    row[b.len()]
 }
 
 /// Add an allow rule to a settings file, keeping every other key the file has.

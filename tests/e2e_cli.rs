@@ -129,3 +129,351 @@ async fn verbose_says_a_denial_once() {
     let denials = run.stderr.matches("✗").count();
     assert_eq!(denials, 1, "{}", run.debug());
 }
+
+const JSON: &[&str] = &["-p", "--output-format", "json"];
+
+fn with<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    JSON.iter().copied().chain(extra.iter().copied()).collect()
+}
+
+fn ok_turn() -> Value {
+    json!({"turns": [{"content": [{"type": "text", "text": "ok"}]}]})
+}
+
+#[tokio::test]
+async fn system_prompt_flags_replace_and_append() {
+    let sb = Sandbox::new();
+    let mock = server(ok_turn()).await;
+    let run = sb
+        .run(
+            &mock.url(),
+            &with(&[
+                "--system-prompt",
+                "You are a terse pirate.",
+                "--append-system-prompt",
+                "Always answer in French.",
+                "hi",
+            ]),
+        )
+        .await;
+    assert!(run.status.success(), "{}", run.debug());
+    let system = &bodies(&mock)[0]["system"];
+    let first = system[0]["text"].as_str().unwrap();
+    assert!(first.starts_with("You are a terse pirate."), "{first}");
+    assert!(first.ends_with("Always answer in French."), "{first}");
+    assert!(
+        !system.to_string().contains("ouro"),
+        "ouro's own prompt is replaced: {system}"
+    );
+
+    let sb = Sandbox::new();
+    let file = sb.write("extra.md", "Mention the tests.");
+    let mock = server(ok_turn()).await;
+    let run = sb
+        .run(
+            &mock.url(),
+            &with(&["--append-system-prompt-file", file.to_str().unwrap(), "hi"]),
+        )
+        .await;
+    assert!(run.status.success(), "{}", run.debug());
+    let first = bodies(&mock)[0]["system"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(first.ends_with("Mention the tests."), "{first}");
+}
+
+#[tokio::test]
+async fn add_dir_lets_the_session_read_another_directory() {
+    let sb = Sandbox::new();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let outside = elsewhere.path().canonicalize().unwrap().join("notes.txt");
+    std::fs::write(&outside, "far away\n").unwrap();
+    let scenario = json!({"turns": [
+        {"content": [{"type": "tool_use", "name": "Read", "input": {"file_path": outside}}]},
+        {"content": [{"type": "text", "text": "done"}]}
+    ]});
+    let mock = server(scenario.clone()).await;
+    let run = sb
+        .run(
+            &mock.url(),
+            &[
+                "-p",
+                "--output-format",
+                "stream-json",
+                "--verbose",
+                "read it",
+            ],
+        )
+        .await;
+    assert_eq!(
+        run.tool_results()[0]["is_error"],
+        true,
+        "outside the project: {}",
+        run.debug()
+    );
+    let mock = server(scenario).await;
+    let dir = elsewhere.path().to_str().unwrap();
+    let run = sb
+        .run(
+            &mock.url(),
+            &[
+                "-p",
+                "--output-format",
+                "stream-json",
+                "--verbose",
+                "--add-dir",
+                dir,
+                "read it",
+            ],
+        )
+        .await;
+    let result = &run.tool_results()[0];
+    assert_ne!(result["is_error"], true, "{}", run.debug());
+    assert!(result["content"].to_string().contains("far away"));
+}
+
+#[tokio::test]
+async fn settings_flag_adds_a_layer_and_sources_can_be_limited() {
+    let sb = Sandbox::new();
+    let file = sb.write("a.txt", "alpha\n");
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "tool_use", "name": "Read", "input": {"file_path": file}}]},
+        {"content": [{"type": "text", "text": "done"}]}
+    ]}))
+    .await;
+    let run = sb
+        .run(
+            &mock.url(),
+            &[
+                "-p",
+                "--output-format",
+                "stream-json",
+                "--verbose",
+                "--settings",
+                r#"{"permissions": {"deny": ["Read"]}}"#,
+                "read",
+            ],
+        )
+        .await;
+    assert_eq!(run.tool_results()[0]["is_error"], true, "{}", run.debug());
+
+    let run = sb
+        .run(
+            &mock.url(),
+            &with(&["--setting-sources", "user,bogus", "hi"]),
+        )
+        .await;
+    assert_eq!(run.status.code(), Some(1));
+    assert!(
+        run.stderr
+            .contains("--setting-sources takes user, project and local"),
+        "{}",
+        run.debug()
+    );
+}
+
+#[tokio::test]
+async fn claude_code_project_settings_are_read_and_typos_are_named() {
+    let sb = Sandbox::new();
+    let file = sb.write("a.txt", "alpha\n");
+    sb.write(
+        ".claude/settings.json",
+        r#"{"permissions": {"deny": ["Read"]}, "env": {"X": "1"}}"#,
+    );
+    sb.write(
+        ".ouro/settings.json",
+        r#"{"permisions": {"allow": ["Bash"]}}"#,
+    );
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "tool_use", "name": "Read", "input": {"file_path": file}}]},
+        {"content": [{"type": "text", "text": "done"}]}
+    ]}))
+    .await;
+    let run = sb
+        .run(
+            &mock.url(),
+            &["-p", "--output-format", "stream-json", "--verbose", "read"],
+        )
+        .await;
+    assert_eq!(
+        run.tool_results()[0]["is_error"],
+        true,
+        "the .claude deny rule holds: {}",
+        run.debug()
+    );
+    assert!(
+        run.stderr.contains("unknown setting \"permisions\"")
+            && run.stderr.contains("did you mean \"permissions\"")
+            && run.stderr.contains(".ouro/settings.json"),
+        "{}",
+        run.debug()
+    );
+    assert!(
+        !run.stderr.contains("\"env\""),
+        "Claude Code's own keys are not typos: {}",
+        run.debug()
+    );
+}
+
+#[tokio::test]
+async fn session_id_fork_and_no_persistence() {
+    let sb = Sandbox::new();
+    let id = "123e4567-e89b-12d3-a456-426614174000";
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "text", "text": "one"}]},
+        {"content": [{"type": "text", "text": "two"}]},
+        {"content": [{"type": "text", "text": "three"}]}
+    ]}))
+    .await;
+    let run = sb
+        .run(&mock.url(), &with(&["--session-id", id, "first"]))
+        .await;
+    assert!(run.status.success(), "{}", run.debug());
+    assert_eq!(common::session_id(&run), id);
+    assert!(sb.transcripts()[0].ends_with(format!("{id}.jsonl")));
+    let again = sb.run(&mock.url(), &with(&["--session-id", id, "x"])).await;
+    assert_eq!(again.status.code(), Some(1));
+    assert!(again.stdout.contains("already exists"), "{}", again.debug());
+    let bad = sb
+        .run(&mock.url(), &with(&["--session-id", "nope", "x"]))
+        .await;
+    assert!(bad.stdout.contains("not a UUID"), "{}", bad.debug());
+
+    let original = std::fs::read_to_string(&sb.transcripts()[0]).unwrap();
+    let fork = sb
+        .run(
+            &mock.url(),
+            &with(&["--resume", id, "--fork-session", "second"]),
+        )
+        .await;
+    assert!(fork.status.success(), "{}", fork.debug());
+    assert_ne!(common::session_id(&fork), id);
+    let kept = sb
+        .transcripts()
+        .into_iter()
+        .find(|p| p.ends_with(format!("{id}.jsonl")))
+        .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(kept).unwrap(),
+        original,
+        "the original is untouched"
+    );
+    let forked = bodies(&mock)[1]["messages"].to_string();
+    assert!(
+        forked.contains("first") && forked.contains("second"),
+        "{forked}"
+    );
+
+    let before = sb.transcripts().len();
+    let run = sb
+        .run(&mock.url(), &with(&["--no-session-persistence", "third"]))
+        .await;
+    assert!(run.status.success(), "{}", run.debug());
+    assert_eq!(sb.transcripts().len(), before);
+}
+
+#[tokio::test]
+async fn partial_messages_wrap_the_raw_stream_events() {
+    let sb = Sandbox::new();
+    let mock = server(ok_turn()).await;
+    let run = sb
+        .run(
+            &mock.url(),
+            &[
+                "-p",
+                "--output-format",
+                "stream-json",
+                "--verbose",
+                "--include-partial-messages",
+                "hi",
+            ],
+        )
+        .await;
+    assert!(run.status.success(), "{}", run.debug());
+    let events = run.of_type("stream_event", None);
+    let kinds: Vec<&str> = events
+        .iter()
+        .map(|e| e["event"]["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds.first(), Some(&"message_start"));
+    assert!(
+        kinds.contains(&"content_block_delta") && kinds.last() == Some(&"message_stop"),
+        "{kinds:?}"
+    );
+    assert!(
+        events
+            .iter()
+            .all(|e| e["parent_tool_use_id"].is_null() && e["session_id"].is_string())
+    );
+    let plain = sb
+        .run(
+            &mock.url(),
+            &["-p", "--output-format", "stream-json", "--verbose", "hi"],
+        )
+        .await;
+    assert!(plain.of_type("stream_event", None).is_empty());
+}
+
+#[tokio::test]
+async fn auth_token_and_custom_headers_are_sent() {
+    let sb = Sandbox::new();
+    let mock = server(ok_turn()).await;
+    let mut cmd = sb.command(&mock.url(), &["-p", "hi"]);
+    cmd.env_remove("ANTHROPIC_API_KEY")
+        .env("ANTHROPIC_AUTH_TOKEN", "gateway-token")
+        .env("ANTHROPIC_CUSTOM_HEADERS", "X-Team: blue\nX-Trace: 42");
+    let run = Run::from(cmd.output().await.unwrap());
+    assert!(run.status.success(), "{}", run.debug());
+    let headers = &mock.requests()[0].headers;
+    assert_eq!(headers["authorization"], "Bearer gateway-token");
+    assert!(!headers.contains_key("x-api-key"));
+    assert_eq!(
+        (headers["x-team"].as_str(), headers["x-trace"].as_str()),
+        ("blue", "42")
+    );
+}
+
+#[tokio::test]
+async fn debug_version_skip_permissions_and_trailing_prompts() {
+    let sb = Sandbox::new();
+    let mock = server(ok_turn()).await;
+    let run = sb.run(&mock.url(), &["-p", "-d", "hi"]).await;
+    assert!(run.status.success(), "{}", run.debug());
+    assert!(run.stderr.contains("DEBUG"), "{}", run.debug());
+    let version = sb.run(&mock.url(), &["-v"]).await;
+    assert!(version.stdout.starts_with("ouro "), "{}", version.debug());
+
+    let skip = sb
+        .run(
+            &mock.url(),
+            &with(&["--dangerously-skip-permissions", "hi"]),
+        )
+        .await;
+    let bypass = sb
+        .run(
+            &mock.url(),
+            &with(&["--permission-mode", "bypassPermissions", "hi"]),
+        )
+        .await;
+    assert_eq!(
+        skip.status.code(),
+        bypass.status.code(),
+        "{}\n{}",
+        skip.debug(),
+        bypass.debug()
+    );
+
+    let mock = server(json!({"turns": [{"content": [{"type": "text", "text": "ok"}], "expect_text": "say hello"}]})).await;
+    let run = sb
+        .run(
+            &mock.url(),
+            &["-p", "--allowedTools", "Read", "Grep", "say hello"],
+        )
+        .await;
+    assert!(
+        run.status.success(),
+        "the last value is the prompt: {}",
+        run.debug()
+    );
+}

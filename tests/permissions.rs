@@ -436,6 +436,7 @@ fn cli_lists_split_outside_parentheses() {
         allowed: vec!["Bash(git status:*),Edit".into(), "Read".into()],
         disallowed: vec!["Bash(rm:*) WebFetch".into()],
         mode: None,
+        add_dirs: Vec::new(),
     };
     let rules = cli.rules();
     let texts: Vec<(&str, RuleKind)> = rules.iter().map(|r| (r.rule.as_str(), r.kind)).collect();
@@ -534,6 +535,7 @@ fn settings_layers_and_flags_combine_and_describe_lists_sources() {
         allowed: vec!["Bash(npm test:*)".into()],
         disallowed: vec!["WebFetch".into()],
         mode: Some(PermissionMode::Default),
+        add_dirs: Vec::new(),
     };
     let e = PermissionEngine::from_settings_as(&p.root, &settings, &flags, false, false).unwrap();
     assert_eq!(e.mode(), PermissionMode::Default, "the flag beats settings");

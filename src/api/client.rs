@@ -164,6 +164,8 @@ pub struct Client {
     base_url: String,
     api_key: String,
     limits: StreamLimits,
+    /// Sent with every request: a Bearer token and custom headers, when configured.
+    extra_headers: HeaderMap,
 }
 
 impl std::fmt::Debug for Client {
@@ -191,7 +193,36 @@ impl Client {
             base_url,
             api_key: api_key.into(),
             limits: StreamLimits::from_env(),
+            extra_headers: HeaderMap::new(),
         })
+    }
+
+    /// Adds `Authorization: Bearer <token>` and custom headers to every request.
+    pub fn with_auth(
+        mut self,
+        token: Option<String>,
+        headers: &[(String, String)],
+    ) -> Result<Self, ApiError> {
+        let bad = |what: &str| ApiError::Status {
+            status: 0,
+            kind: "invalid_header".into(),
+            message: format!("{what} cannot be sent as an HTTP header"),
+            retry_after: None,
+        };
+        if let Some(token) = token {
+            let value = HeaderValue::from_str(&format!("Bearer {token}"))
+                .map_err(|_| bad("ANTHROPIC_AUTH_TOKEN"))?;
+            self.extra_headers
+                .insert(reqwest::header::AUTHORIZATION, value);
+        }
+        for (name, value) in headers {
+            let name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| bad(&format!("the header name {name:?}")))?;
+            let value =
+                HeaderValue::from_str(value).map_err(|_| bad(&format!("the value of {name}")))?;
+            self.extra_headers.append(name, value);
+        }
+        Ok(self)
     }
 
     pub fn with_limits(mut self, limits: StreamLimits) -> Self {
@@ -212,14 +243,16 @@ impl Client {
         betas: &[&str],
     ) -> Result<impl Stream<Item = Result<StreamEvent, ApiError>> + Send + use<>, ApiError> {
         let url = format!("{}/v1/messages", self.base_url);
-        let mut headers = HeaderMap::new();
-        let key = HeaderValue::from_str(&self.api_key).map_err(|_| ApiError::Status {
-            status: 0,
-            kind: "invalid_api_key".into(),
-            message: "the API key contains characters that cannot be sent in a header".into(),
-            retry_after: None,
-        })?;
-        headers.insert("x-api-key", key);
+        let mut headers = self.extra_headers.clone();
+        if !self.api_key.is_empty() {
+            let key = HeaderValue::from_str(&self.api_key).map_err(|_| ApiError::Status {
+                status: 0,
+                kind: "invalid_api_key".into(),
+                message: "the API key contains characters that cannot be sent in a header".into(),
+                retry_after: None,
+            })?;
+            headers.insert("x-api-key", key);
+        }
         headers.insert(
             "anthropic-version",
             HeaderValue::from_static(ANTHROPIC_VERSION),

@@ -51,6 +51,20 @@ pub struct Options {
     pub fallback_model: Option<String>,
     /// Over the settings' `autoCompactThreshold` (the benchmark's long sessions turn it off).
     pub auto_compact_threshold: Option<f64>,
+    /// `--system-prompt`: replaces ouro's own instructions.
+    pub system_prompt: Option<String>,
+    /// `--append-system-prompt`.
+    pub append_system_prompt: Option<String>,
+    /// `--settings`: a file or JSON text, above the settings files.
+    pub settings: Option<String>,
+    /// `--setting-sources`: which settings files to read (all when `None`).
+    pub setting_sources: Option<Vec<String>>,
+    /// `--session-id`: the new session's id.
+    pub session_id: Option<String>,
+    /// `--fork-session`: a resumed conversation goes on under a new id.
+    pub fork_session: bool,
+    /// `--include-partial-messages`: raw stream events for stream-json.
+    pub include_partial_messages: bool,
 }
 
 /// The settings in force: every layer, less what an untrusted directory's own files would widen.
@@ -61,7 +75,14 @@ pub fn load_settings(
     cwd: &Path,
 ) -> Result<(LayeredSettings, Vec<String>), AppError> {
     let mut layered = LayeredSettings::load(cwd)?;
+    if let Some(sources) = &options.setting_sources {
+        layered.keep_sources(sources)?;
+    }
     let ignored = untrusted(options, cwd, &mut layered);
+    // Given on the command line by the user, so trusted like the other flags.
+    if let Some(extra) = &options.settings {
+        layered.add_flag_layer(extra)?;
+    }
     Ok((layered, ignored))
 }
 
@@ -90,37 +111,78 @@ pub fn untrusted_notice(ignored: &[String]) -> String {
     )
 }
 
-/// Where requests go and with which key.
+/// Where requests go and with which credentials.
 #[derive(Debug, Clone)]
 pub struct Endpoint {
     pub base_url: String,
     pub api_key: String,
+    /// `ANTHROPIC_AUTH_TOKEN`, sent as `Authorization: Bearer` (gateways and proxies).
+    pub auth_token: Option<String>,
+    /// `ANTHROPIC_CUSTOM_HEADERS`: `Name: value` lines added to every request.
+    pub headers: Vec<(String, String)>,
 }
 
 impl Endpoint {
+    /// A server and its key, nothing else (the demo and the benchmark).
+    pub fn with_key(base_url: impl Into<String>, api_key: impl Into<String>) -> Self {
+        Endpoint {
+            base_url: base_url.into(),
+            api_key: api_key.into(),
+            auth_token: None,
+            headers: Vec::new(),
+        }
+    }
+
     pub fn from_env() -> Result<Self, AppError> {
-        let api_key = std::env::var("ANTHROPIC_API_KEY").unwrap_or_default();
-        if api_key.trim().is_empty() {
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        let api_key = var("ANTHROPIC_API_KEY").unwrap_or_default();
+        let auth_token = var("ANTHROPIC_AUTH_TOKEN");
+        if api_key.is_empty() && auth_token.is_none() {
             return Err(AppError::NoApiKey);
         }
-        let base_url = std::env::var("ANTHROPIC_BASE_URL")
-            .ok()
-            .filter(|u| !u.trim().is_empty())
-            .unwrap_or_else(|| DEFAULT_BASE_URL.to_string());
-        Ok(Endpoint { base_url, api_key })
+        let base_url = var("ANTHROPIC_BASE_URL").unwrap_or_else(|| DEFAULT_BASE_URL.to_string());
+        let headers = var("ANTHROPIC_CUSTOM_HEADERS")
+            .map(|text| custom_headers(&text))
+            .transpose()?
+            .unwrap_or_default();
+        Ok(Endpoint {
+            base_url,
+            api_key,
+            auth_token,
+            headers,
+        })
     }
+}
+
+/// `Name: value` lines (newline separated, as Claude Code takes them).
+fn custom_headers(text: &str) -> Result<Vec<(String, String)>, AppError> {
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|line| match line.split_once(':') {
+            Some((name, value)) if !name.trim().is_empty() => {
+                Ok((name.trim().to_string(), value.trim().to_string()))
+            }
+            _ => Err(AppError::BadCustomHeader(line.to_string())),
+        })
+        .collect()
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
     #[error(
-        "ANTHROPIC_API_KEY is not set. Export your Anthropic API key (export ANTHROPIC_API_KEY=sk-ant-...), or run `ouro demo` to try ouro against its built-in mock API."
+        "ANTHROPIC_API_KEY is not set. Export your Anthropic API key (export ANTHROPIC_API_KEY=sk-ant-...) or a gateway's ANTHROPIC_AUTH_TOKEN, or run `ouro demo` to try ouro against its built-in mock API."
     )]
     NoApiKey,
+    #[error("ANTHROPIC_CUSTOM_HEADERS has a line that is not `Name: value`: {0:?}")]
+    BadCustomHeader(String),
     #[error(
         "There is no session `{0}` for this directory. Run `ouro --continue` for the latest one, or check the id under ~/.ouro/projects/."
     )]
     NoSuchSession(String),
+    #[error("--session-id {0} is not a UUID; pass one like 123e4567-e89b-12d3-a456-426614174000.")]
+    BadSessionId(String),
+    #[error("A session {0} already exists here; resume it with --resume {0}, or pick another id.")]
+    SessionExists(String),
     #[error(
         "There is no earlier session in this directory to continue. Start one with `ouro -p \"...\"`."
     )]
@@ -160,7 +222,10 @@ pub fn build(
 ) -> Result<App, AppError> {
     // The slow, independent parts of start-up, loading the system's CA certificates and running
     // git for the prompt's environment facts, run on their own threads meanwhile.
-    let client_job = std::thread::spawn(move || Client::new(endpoint.base_url, endpoint.api_key));
+    let client_job = std::thread::spawn(move || {
+        Client::new(endpoint.base_url, endpoint.api_key)
+            .and_then(|c| c.with_auth(endpoint.auth_token, &endpoint.headers))
+    });
     let (layered, ignored) = load_settings(options, cwd)?;
     let trusted = options.trust_project || layered.trusts(cwd);
     let context_dir = cwd.to_path_buf();
@@ -227,6 +292,11 @@ pub fn build(
     config.max_budget_usd = options.max_budget_usd;
     config.max_output_tokens = options.max_output_tokens;
     config.permission_mode = mode;
+    config.system_prompt.clone_from(&options.system_prompt);
+    config
+        .append_system_prompt
+        .clone_from(&options.append_system_prompt);
+    config.partial_messages = options.include_partial_messages;
     // Claude Code's switch works here too.
     let caching_off_by_env = std::env::var("DISABLE_PROMPT_CACHING").is_ok_and(|v| v == "1");
     config.prompt_caching = settings.prompt_caching.unwrap_or(true) && !caching_off_by_env;
@@ -293,9 +363,35 @@ fn resolve_session(options: &Options, cwd: &Path) -> Result<Resolved, AppError> 
     } else {
         None
     };
+    let new_id = match &options.session_id {
+        Some(id) => {
+            let parsed = uuid::Uuid::parse_str(id)
+                .map_err(|_| AppError::BadSessionId(id.clone()))?
+                .to_string();
+            if session::locate(cwd, &parsed).is_some() {
+                return Err(AppError::SessionExists(parsed));
+            }
+            parsed
+        }
+        None => session::new_session_id(),
+    };
+    let new_path = |id: &str| session::project_dir(cwd).map(|d| d.join(format!("{id}.jsonl")));
     match existing {
         Some(path) => {
-            let loaded = session::transcript::load(&path)?;
+            let mut loaded = session::transcript::load(&path)?;
+            if options.fork_session {
+                // The copy starts from the loaded conversation; the original stays as it was.
+                loaded.session_id = Some(new_id.clone());
+                let path = new_path(&new_id);
+                if let Some(path) = &path
+                    && options.persist
+                {
+                    let model = loaded.model.clone().unwrap_or_default();
+                    let mut copy = Transcript::open(path, &new_id, cwd, &model)?;
+                    copy.append_compaction(&loaded.messages)?;
+                }
+                return Ok((Some(loaded), new_id, path));
+            }
             let id = loaded
                 .session_id
                 .clone()
@@ -304,9 +400,8 @@ fn resolve_session(options: &Options, cwd: &Path) -> Result<Resolved, AppError> 
             Ok((Some(loaded), id, Some(path)))
         }
         None => {
-            let id = session::new_session_id();
-            let path = session::project_dir(cwd).map(|d| d.join(format!("{id}.jsonl")));
-            Ok((None, id, path))
+            let path = new_path(&new_id);
+            Ok((None, new_id, path))
         }
     }
 }

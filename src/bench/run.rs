@@ -32,6 +32,7 @@ pub fn session_options() -> Options {
             allowed: BASH_ALLOW_RULES.iter().map(|r| r.to_string()).collect(),
             disallowed: Vec::new(),
             mode: Some(PermissionMode::AcceptEdits),
+            add_dirs: Vec::new(),
         },
         ..Options::default()
     }
@@ -125,10 +126,7 @@ async fn drive(
     root: &Path,
     options: &Options,
 ) -> Result<(RunResult, Stamped, Duration), BenchError> {
-    let endpoint = Endpoint {
-        base_url: base_url.to_string(),
-        api_key: API_KEY.to_string(),
-    };
+    let endpoint = Endpoint::with_key(base_url, API_KEY);
     let session = app::build(options, root, endpoint, Arc::new(NeverAsk))
         .map_err(|e| BenchError::Failed(format!("could not build the session: {e:#}")))?;
     let mut engine = session.engine;

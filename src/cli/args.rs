@@ -11,10 +11,15 @@ use crate::permissions::{CliPermissions, PermissionMode};
 #[command(
     name = "ouro",
     version,
+    disable_version_flag = true,
     about = "A fast, transparent coding agent for your terminal.",
     args_conflicts_with_subcommands = true
 )]
 pub struct Args {
+    /// Print the version.
+    #[arg(short = 'v', long = "version", action = clap::ArgAction::Version)]
+    pub version: Option<bool>,
+
     /// The prompt. Without --print, opens the interactive session with it.
     pub prompt: Option<String>,
 
@@ -68,6 +73,61 @@ pub struct Args {
     /// Show each step on stderr (text output).
     #[arg(long)]
     pub verbose: bool,
+
+    /// Log what ouro does on stderr; `--debug=FILTER` narrows it (`--debug=ouro::api=trace`).
+    #[arg(
+        short = 'd',
+        long,
+        value_name = "FILTER",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "debug"
+    )]
+    pub debug: Option<String>,
+
+    /// Use this system prompt instead of ouro's own (project instructions still apply).
+    #[arg(long, value_name = "TEXT", conflicts_with = "system_prompt_file")]
+    pub system_prompt: Option<String>,
+
+    /// Read the replacement system prompt from a file.
+    #[arg(long, value_name = "FILE")]
+    pub system_prompt_file: Option<std::path::PathBuf>,
+
+    /// Add this text to the end of the system prompt.
+    #[arg(
+        long,
+        value_name = "TEXT",
+        conflicts_with = "append_system_prompt_file"
+    )]
+    pub append_system_prompt: Option<String>,
+
+    /// Add a file's text to the end of the system prompt.
+    #[arg(long, value_name = "FILE")]
+    pub append_system_prompt_file: Option<std::path::PathBuf>,
+
+    /// More settings, highest of the settings layers: a JSON file, or JSON text.
+    #[arg(long, value_name = "FILE_OR_JSON")]
+    pub settings: Option<String>,
+
+    /// Which settings files to read: user, project, local (comma separated; all by default).
+    #[arg(long, value_name = "SOURCES", value_delimiter = ',')]
+    pub setting_sources: Option<Vec<String>>,
+
+    /// Start the session with this id (a UUID) instead of a new one.
+    #[arg(long, value_name = "UUID")]
+    pub session_id: Option<String>,
+
+    /// With --resume or --continue: go on in a new session (a copy), leaving the old one as it was.
+    #[arg(long)]
+    pub fork_session: bool,
+
+    /// Do not write the session to a transcript (it cannot be resumed).
+    #[arg(long)]
+    pub no_session_persistence: bool,
+
+    /// stream-json: also emit the API's raw stream events as `stream_event` lines.
+    #[arg(long)]
+    pub include_partial_messages: bool,
 
     /// Resume the session with this id.
     #[arg(short = 'r', long)]
@@ -136,21 +196,30 @@ pub enum SandboxAction {
 /// The permission flags, shared by sessions and `ouro permissions`.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct PermissionFlags {
-    /// Allow rules, e.g. "Bash(git status:*),Edit(src/**)"; repeat the flag or separate rules with commas or spaces.
-    #[arg(long = "allowedTools", alias = "allowed-tools", value_name = "RULES")]
+    /// Allow rules, e.g. "Bash(git status:*),Edit(src/**)"; several values, commas or spaces.
+    #[arg(long = "allowedTools", alias = "allowed-tools", value_name = "RULES", num_args = 1..)]
     pub allowed_tools: Vec<String>,
 
     /// Deny rules, same syntax as --allowedTools.
     #[arg(
         long = "disallowedTools",
         alias = "disallowed-tools",
-        value_name = "RULES"
+        value_name = "RULES",
+        num_args = 1..
     )]
     pub disallowed_tools: Vec<String>,
 
     /// default, acceptEdits, plan, dontAsk or bypassPermissions.
     #[arg(long)]
     pub permission_mode: Option<String>,
+
+    /// The same as --permission-mode bypassPermissions.
+    #[arg(long, conflicts_with = "permission_mode")]
+    pub dangerously_skip_permissions: bool,
+
+    /// More directories the session may read and work in.
+    #[arg(long = "add-dir", value_name = "DIRS", num_args = 1..)]
+    pub add_dirs: Vec<std::path::PathBuf>,
 }
 
 impl PermissionFlags {
@@ -161,16 +230,42 @@ impl PermissionFlags {
             .as_deref()
             .map(str::parse::<PermissionMode>)
             .transpose()
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| e.to_string())?
+            .or(self
+                .dangerously_skip_permissions
+                .then_some(PermissionMode::BypassPermissions));
         Ok(CliPermissions {
             allowed: self.allowed_tools.clone(),
             disallowed: self.disallowed_tools.clone(),
             mode,
+            add_dirs: self.add_dirs.clone(),
         })
     }
 }
 
 impl Args {
+    /// `--allowedTools A B "prompt"` takes every following word as a rule (and `--add-dir` as a
+    /// directory), as Claude Code's parser does; a last value that is not a rule (not a
+    /// directory) is the prompt instead.
+    pub fn take_trailing_prompt(&mut self) {
+        if self.prompt.is_some() {
+            return;
+        }
+        for list in [
+            &mut self.permissions.allowed_tools,
+            &mut self.permissions.disallowed_tools,
+        ] {
+            if list.len() > 1 && list.last().is_some_and(|v| !is_rule_list(v)) {
+                self.prompt = list.pop();
+                return;
+            }
+        }
+        let dirs = &mut self.permissions.add_dirs;
+        if dirs.len() > 1 && dirs.last().is_some_and(|d| !d.is_dir()) {
+            self.prompt = dirs.pop().map(|d| d.to_string_lossy().into_owned());
+        }
+    }
+
     /// The session these flags ask for (persisted to a transcript).
     pub fn options(&self) -> anyhow::Result<Options> {
         Ok(Options {
@@ -186,12 +281,22 @@ impl Args {
             tools: self.tool_names(),
             resume: self.resume.clone(),
             continue_last: self.continue_last,
-            persist: true,
             trust_project: self.trust_project,
             effort: self.effort,
             thinking: self.thinking,
             fallback_model: self.fallback_model.clone(),
             auto_compact_threshold: None,
+            system_prompt: text_or_file(&self.system_prompt, &self.system_prompt_file)?,
+            append_system_prompt: text_or_file(
+                &self.append_system_prompt,
+                &self.append_system_prompt_file,
+            )?,
+            settings: self.settings.clone(),
+            setting_sources: self.setting_sources.clone(),
+            session_id: self.session_id.clone(),
+            fork_session: self.fork_session,
+            persist: !self.no_session_persistence,
+            include_partial_messages: self.include_partial_messages,
         })
     }
 
@@ -219,6 +324,37 @@ impl Args {
     }
 }
 
+/// Whether every item of `text` looks like a permission rule: a tool name (`Bash`, `mcp__x__y`)
+/// with an optional `(specifier)`.
+fn is_rule_list(text: &str) -> bool {
+    let items = crate::permissions::split_rule_list(text);
+    !items.is_empty()
+        && items.iter().all(|item| {
+            let name = item.split('(').next().unwrap_or_default();
+            let tool_like = name.starts_with("mcp__")
+                || name.chars().next().is_some_and(|c| c.is_ascii_uppercase());
+            tool_like
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '*'))
+                && (item.len() == name.len() || item.ends_with(')'))
+        })
+}
+
+/// A flag given as text, or as a file to read it from.
+fn text_or_file(
+    text: &Option<String>,
+    file: &Option<std::path::PathBuf>,
+) -> anyhow::Result<Option<String>> {
+    match (text, file) {
+        (Some(text), _) => Ok(Some(text.clone())),
+        (None, Some(path)) => std::fs::read_to_string(path)
+            .map(Some)
+            .map_err(|e| anyhow::anyhow!("could not read {}: {e}", path.display())),
+        (None, None) => Ok(None),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -241,5 +377,34 @@ mod tests {
         let expected = crate::bench::run::session_options();
         assert_eq!(options.permissions, expected.permissions);
         assert_eq!(options.max_retries, expected.max_retries);
+    }
+
+    #[test]
+    fn space_separated_rules_leave_the_prompt_alone() {
+        let parse = |argv: &[&str]| {
+            let mut args = Args::try_parse_from(argv).unwrap();
+            args.take_trailing_prompt();
+            args
+        };
+        let args = parse(&[
+            "ouro",
+            "-p",
+            "--allowedTools",
+            "Read",
+            "Bash(git status:*)",
+            "fix the bug",
+        ]);
+        assert_eq!(args.prompt.as_deref(), Some("fix the bug"));
+        assert_eq!(
+            args.permissions.allowed_tools,
+            ["Read", "Bash(git status:*)"]
+        );
+        let args = parse(&["ouro", "-p", "--disallowedTools", "Write", "Edit", "hello"]);
+        assert_eq!(args.prompt.as_deref(), Some("hello"));
+        let args = parse(&["ouro", "-p", "explain", "--allowedTools", "Read", "Grep"]);
+        assert_eq!(args.prompt.as_deref(), Some("explain"));
+        assert_eq!(args.permissions.allowed_tools, ["Read", "Grep"]);
+        let args = parse(&["ouro", "-p", "--allowedTools", "Read", "mcp__github__*"]);
+        assert_eq!(args.prompt, None);
     }
 }

@@ -48,10 +48,7 @@ pub async fn run() -> anyhow::Result<bool> {
         "--verbose",
         PROMPT,
     ]);
-    let endpoint = Endpoint {
-        base_url: server.url(),
-        api_key: "demo-key".into(),
-    };
+    let endpoint = Endpoint::with_key(server.url(), "demo-key");
     let mut options = args.options()?;
     options.persist = false;
     let session = app::build(&options, root, endpoint, Arc::new(NeverAsk))?;

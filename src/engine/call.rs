@@ -128,6 +128,9 @@ impl Engine {
                 Some(Some(Err(e))) => break Some(e),
                 Some(Some(Ok(ev))) => ev,
             };
+            if self.config.partial_messages && batch.is_some() {
+                self.emit(Event::StreamEvent(item.clone()));
+            }
             match asm.push(item) {
                 Ok(pieces) => {
                     for piece in pieces {

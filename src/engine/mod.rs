@@ -53,6 +53,12 @@ pub struct EngineConfig {
     /// Server-side context editing (settings `contextEditing`), off unless asked for.
     pub context_editing: bool,
     pub permission_mode: PermissionMode,
+    /// `--system-prompt`: replaces ouro's own instructions.
+    pub system_prompt: Option<String>,
+    /// `--append-system-prompt`: added after them.
+    pub append_system_prompt: Option<String>,
+    /// `--include-partial-messages`: emit every raw stream event too.
+    pub partial_messages: bool,
     pub cwd: PathBuf,
 }
 
@@ -72,6 +78,9 @@ impl EngineConfig {
             fallback_model: None,
             context_editing: false,
             permission_mode: PermissionMode::Default,
+            system_prompt: None,
+            append_system_prompt: None,
+            partial_messages: false,
             cwd,
         }
     }
@@ -232,7 +241,12 @@ fn json_len<T: serde::Serialize>(value: &T) -> u64 {
 
 /// The system prompt, with its cache breakpoint only when caching is on.
 fn system_blocks(context: &prompt::ProjectContext, config: &EngineConfig) -> Vec<SystemBlock> {
-    let mut blocks = prompt::system_prompt(context, &config.model);
+    let mut blocks = prompt::system_prompt(
+        context,
+        &config.model,
+        config.system_prompt.as_deref(),
+        config.append_system_prompt.as_deref(),
+    );
     if !config.prompt_caching {
         blocks.iter_mut().for_each(|b| b.cache_control = None);
     }

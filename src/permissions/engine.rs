@@ -113,6 +113,7 @@ impl PermissionEngine {
             }
         }
         rules.extend(cli.rules());
+        dirs.extend(cli.add_dirs.iter().map(|d| project_root.join(d)));
         let mode = cli.mode.or(settings_mode).unwrap_or_default();
         check_bypass_allowed(mode, is_root, root_override)?;
         Self::new(project_root.to_path_buf(), mode, rules, dirs)

@@ -55,6 +55,8 @@ pub struct CliPermissions {
     pub disallowed: Vec<String>,
     /// `--permission-mode`.
     pub mode: Option<super::PermissionMode>,
+    /// `--add-dir`: more directories the session may work in.
+    pub add_dirs: Vec<std::path::PathBuf>,
 }
 
 impl CliPermissions {

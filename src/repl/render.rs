@@ -197,7 +197,7 @@ impl Renderer {
             }
             // Denials arrive as the call's error result too; engine-written messages
             // (continuations, summaries) are bookkeeping the user did not type.
-            Event::PermissionDenied(_) | Event::SyntheticUser { .. } => {}
+            Event::PermissionDenied(_) | Event::SyntheticUser { .. } | Event::StreamEvent(_) => {}
             Event::Result(result) => self.result(result),
         }
     }

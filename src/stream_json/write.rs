@@ -60,6 +60,13 @@ pub fn render(event: &Event, session_id: &str) -> Option<Value> {
             "session_id": session_id,
             "uuid": uuid(),
         }),
+        Event::StreamEvent(raw) => json!({
+            "type": "stream_event",
+            "event": raw,
+            "session_id": session_id,
+            "parent_tool_use_id": null,
+            "uuid": uuid(),
+        }),
         Event::ModelFallback { from, to, reason } => json!({
             "type": "system",
             "subtype": "model_fallback",
