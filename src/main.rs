@@ -92,7 +92,8 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
                 ..Default::default()
             };
             let (layered, ignored) = ouro::app::load_settings(&options, &cwd)?;
-            let engine = PermissionEngine::from_settings(&cwd, &layered, &options.permissions)?;
+            let root = ouro::app::project_root(&cwd);
+            let engine = PermissionEngine::from_settings(&root, &layered, &options.permissions)?;
             print!("{}", engine.describe());
             if !ignored.is_empty() {
                 println!("\n{}", ouro::app::untrusted_notice(&ignored));

@@ -477,3 +477,56 @@ async fn debug_version_skip_permissions_and_trailing_prompts() {
         run.debug()
     );
 }
+
+#[tokio::test]
+async fn a_session_started_in_a_subdirectory_works_on_the_git_root() {
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.root().join(".git")).unwrap();
+    sb.write(
+        ".ouro/settings.json",
+        r#"{"permissions": {"deny": ["Grep"]}}"#,
+    );
+    sb.write("OURO.md", "Root instructions: use tabs.");
+    sb.write("src/OURO.md", "Src instructions: no unwrap.");
+    let top = sb.write("top.txt", "at the root\n");
+    sb.write("src/lib.rs", "fn main() {}\n");
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "tool_use", "name": "Read", "input": {"file_path": top}},
+                     {"type": "tool_use", "name": "Grep", "input": {"pattern": "main"}}]},
+        {"content": [{"type": "text", "text": "done"}]}
+    ]}))
+    .await;
+    let mut cmd = sb.command(
+        &mock.url(),
+        &[
+            "-p",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--trust-project",
+            "look",
+        ],
+    );
+    cmd.current_dir(sb.root().join("src"));
+    let run = Run::from(cmd.output().await.unwrap());
+    assert!(run.status.success(), "{}", run.debug());
+    let results = run.tool_results();
+    assert_ne!(
+        results[0]["is_error"],
+        true,
+        "the root is in the project: {}",
+        run.debug()
+    );
+    assert_eq!(
+        results[1]["is_error"],
+        true,
+        "the root's deny rule holds: {}",
+        run.debug()
+    );
+    let system = bodies(&mock)[0]["system"].to_string();
+    assert!(
+        system.contains("Root instructions") && system.contains("Src instructions"),
+        "{system}"
+    );
+    assert!(system.find("Root instructions") < system.find("Src instructions"));
+}

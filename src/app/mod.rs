@@ -67,6 +67,15 @@ pub struct Options {
     pub include_partial_messages: bool,
 }
 
+/// The project a session started in `cwd` works on: the enclosing git repository's root (as
+/// Claude Code does), or `cwd` itself outside one. Settings, instructions, trust, permissions
+/// and the sandbox are the root's; commands still start in `cwd`.
+pub fn project_root(cwd: &Path) -> PathBuf {
+    cwd.ancestors()
+        .find(|dir| dir.join(".git").exists())
+        .map_or_else(|| cwd.to_path_buf(), Path::to_path_buf)
+}
+
 /// The settings in force: every layer, less what an untrusted directory's own files would widen.
 /// Also says what was left out (and the instruction files an untrusted directory has), empty
 /// when the directory is trusted.
@@ -74,11 +83,12 @@ pub fn load_settings(
     options: &Options,
     cwd: &Path,
 ) -> Result<(LayeredSettings, Vec<String>), AppError> {
-    let mut layered = LayeredSettings::load(cwd)?;
+    let root = project_root(cwd);
+    let mut layered = LayeredSettings::load(&root)?;
     if let Some(sources) = &options.setting_sources {
         layered.keep_sources(sources)?;
     }
-    let ignored = untrusted(options, cwd, &mut layered);
+    let ignored = untrusted(options, &root, &mut layered);
     // Given on the command line by the user, so trusted like the other flags.
     if let Some(extra) = &options.settings {
         layered.add_flag_layer(extra)?;
@@ -227,12 +237,14 @@ pub fn build(
             .and_then(|c| c.with_auth(endpoint.auth_token, &endpoint.headers))
     });
     let (layered, ignored) = load_settings(options, cwd)?;
-    let trusted = options.trust_project || layered.trusts(cwd);
-    let context_dir = cwd.to_path_buf();
-    let context_job = std::thread::spawn(move || ProjectContext::gather(&context_dir, trusted));
+    let root = project_root(cwd);
+    let trusted = options.trust_project || layered.trusts(&root);
+    let (context_root, context_dir) = (root.clone(), cwd.to_path_buf());
+    let context_job =
+        std::thread::spawn(move || ProjectContext::gather_in(&context_root, &context_dir, trusted));
     let settings = layered.merged();
     let permissions = Arc::new(PermissionEngine::from_settings(
-        cwd,
+        &root,
         &layered,
         &options.permissions,
     )?);
@@ -280,7 +292,7 @@ pub fn build(
     ctx.read_denials = permissions.read_denials();
     ctx.sandbox = Arc::new(SandboxConfig::from_settings(
         &settings.sandbox,
-        cwd,
+        &root,
         permissions.additional_dirs(),
     ));
     let hooks = Arc::new(Hooks::new(&settings.hooks, session_id.clone()));

@@ -18,11 +18,12 @@ fn ms(d: Duration) -> f64 {
 }
 
 pub async fn check(cwd: &Path) -> anyhow::Result<String> {
-    let layered = LayeredSettings::load(cwd)?;
-    let permissions = PermissionEngine::from_settings(cwd, &layered, &CliPermissions::default())?;
+    let root = crate::app::project_root(cwd);
+    let layered = LayeredSettings::load(&root)?;
+    let permissions = PermissionEngine::from_settings(&root, &layered, &CliPermissions::default())?;
     let config = SandboxConfig::from_settings(
         &layered.merged().sandbox,
-        cwd,
+        &root,
         permissions.additional_dirs(),
     );
     let support = Support::detect();

@@ -37,8 +37,22 @@ impl ProjectContext {
     /// An untrusted directory contributes no instructions, and git is not asked for its
     /// status there (a repository's config can make `git status` run programs).
     pub fn gather(cwd: &Path, trusted: bool) -> Self {
+        Self::gather_in(cwd, cwd, trusted)
+    }
+
+    /// For a session started in `cwd` inside the project at `root`: the instruction files of
+    /// the root, then those of each directory down to `cwd`.
+    pub fn gather_in(root: &Path, cwd: &Path, trusted: bool) -> Self {
+        let mut dirs = vec![root.to_path_buf()];
+        if let Ok(below) = cwd.strip_prefix(root) {
+            let mut dir = root.to_path_buf();
+            for part in below.components() {
+                dir.push(part);
+                dirs.push(dir.clone());
+            }
+        }
         ProjectContext {
-            instructions: project_instructions(cwd, trusted),
+            instructions: project_instructions(&dirs, trusted),
             environment: environment(cwd, trusted),
         }
     }
@@ -125,14 +139,16 @@ fn git(cwd: &Path, args: &[&str]) -> Option<String> {
         .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-/// The user-level file (`~/.ouro/OURO.md`) first, then the project's files if trusted.
-fn project_instructions(cwd: &Path, trusted: bool) -> String {
+/// The user-level file (`~/.ouro/OURO.md`) first, then each of `dirs`' files if trusted.
+fn project_instructions(dirs: &[std::path::PathBuf], trusted: bool) -> String {
     let mut sources = Vec::new();
     if let Some(home) = crate::settings::ouro_home() {
         sources.push(home.join("OURO.md"));
     }
     if trusted {
-        sources.extend(INSTRUCTION_FILES.iter().map(|name| cwd.join(name)));
+        for dir in dirs {
+            sources.extend(INSTRUCTION_FILES.iter().map(|name| dir.join(name)));
+        }
     }
     let mut out = String::new();
     for path in sources {

@@ -51,8 +51,9 @@ pub async fn run(
 ) -> anyhow::Result<()> {
     let endpoint = Endpoint::from_env()?;
     let (_, ignored) = app::load_settings(&options, cwd)?;
-    if !ignored.is_empty() && ask_trust(cwd, &ignored)? {
-        crate::settings::trust_directory(cwd)?;
+    let root = app::project_root(cwd);
+    if !ignored.is_empty() && ask_trust(&root, &ignored)? {
+        crate::settings::trust_directory(&root)?;
         options.trust_project = true;
     }
     let (asker, questions) = ask::channel();
