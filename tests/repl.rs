@@ -646,3 +646,30 @@ async fn an_untrusted_directory_asks_once_and_remembers_the_answer() {
     assert!(!term.text().contains("Do you trust"), "{}", term.text());
     term.exit();
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_edit_question_shows_the_diff_before_the_answer() {
+    let sb = Sandbox::new();
+    let file = sb.write("notes.txt", "alpha line\nsecond\n");
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "tool_use", "name": "Read", "input": {"file_path": file}}]},
+        {"content": [{"type": "tool_use", "name": "Edit", "input": {
+            "file_path": file, "old_string": "alpha line", "new_string": "beta line"}}]},
+        {"content": [{"type": "text", "text": "Left it alone."}]}
+    ]}))
+    .await;
+    let mut term = Term::start(&sb, &mock.url(), Options::default());
+    term.submit("change it");
+    term.expect("Permission needed");
+    term.expect("-alpha line");
+    term.expect("+beta line");
+    term.expect("Allow? (y/n");
+    term.line("n");
+    term.expect("Left it alone.");
+    term.exit();
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "alpha line\nsecond\n",
+        "nothing changed before or after the answer"
+    );
+}

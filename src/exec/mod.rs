@@ -21,6 +21,8 @@ pub struct AskRequest {
     pub reason: String,
     /// The allow rule that "yes, and don't ask again" would save, e.g. `Bash(npm test:*)`.
     pub suggested_rule: String,
+    /// What the call would change (a diff for Edit and Write), shown with the question.
+    pub preview: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

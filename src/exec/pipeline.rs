@@ -321,6 +321,7 @@ impl Pipeline {
             summary: format!("{name}: {}", call.prepared.summary()),
             reason,
             suggested_rule: rule.clone(),
+            preview: call.prepared.preview(ctx),
         };
         let answer = tokio::select! {
             biased;

@@ -8,6 +8,7 @@ use futures::future::BoxFuture;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tokio::sync::oneshot;
 
+use super::render::diff_lines;
 use super::style::Style;
 use crate::exec::{AskAnswer, AskRequest, Asker};
 
@@ -70,6 +71,12 @@ pub fn question(style: Style, request: &AskRequest) -> String {
     if !request.reason.trim().is_empty() {
         out.push_str(&format!("│ {}\n", style.dim(request.reason.trim())));
     }
+    // The change itself, so "yes" is an answer to what will happen, not to a path.
+    if let Some(preview) = request.preview.as_deref().filter(|p| !p.trim().is_empty()) {
+        for line in diff_lines(style, preview) {
+            out.push_str(&format!("│{line}\n"));
+        }
+    }
     out.push_str("│ y  yes, this once\n");
     let no = "n  no (or `n, <message>` to tell the model what to do instead)";
     if request.suggested_rule.trim().is_empty() {
@@ -115,6 +122,7 @@ mod tests {
             summary: "Bash: rm -rf build".into(),
             reason: "This command changes files.".into(),
             suggested_rule: rule.into(),
+            preview: None,
         }
     }
 
@@ -147,6 +155,19 @@ mod tests {
         let text = question(Style::new(false), &request(""));
         assert!(!text.contains("don't ask again"), "{text}");
         assert!(text.contains("╰ n  no"), "{text}");
+    }
+
+    #[test]
+    fn the_question_shows_the_change_in_colour() {
+        let mut edit = request("");
+        edit.preview = Some("@@ -1 +1 @@\n-old line\n+new line".into());
+        let plain = question(Style::new(false), &edit);
+        assert!(
+            plain.contains("│    -old line") && plain.contains("│    +new line"),
+            "{plain}"
+        );
+        let coloured = question(Style::new(true), &edit);
+        assert!(coloured.contains("\u{1b}[32m    +new line"), "{coloured:?}");
     }
 
     #[tokio::test]

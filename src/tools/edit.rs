@@ -3,11 +3,9 @@
 use std::fs::{self, Metadata};
 use std::io;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use similar::TextDiff;
 
 use super::file_state::{FileState, content_hash};
 use super::paths;
@@ -16,8 +14,6 @@ use crate::event::ToolDisplay;
 use crate::permissions::Access;
 
 /// Diff lines shown after an edit; the model knows what it changed, this is a confirmation.
-const MAX_DIFF_LINES: usize = 60;
-const MAX_DIFF_LINE_CHARS: usize = 300;
 /// Line numbers listed when old_string is ambiguous.
 const MAX_LISTED_OCCURRENCES: usize = 10;
 
@@ -71,6 +67,18 @@ impl Tool for EditTool {
 
     fn summary(&self, input: &EditInput) -> String {
         input.file_path.clone()
+    }
+
+    fn preview(&self, input: &EditInput, ctx: &ToolContext) -> Option<String> {
+        let path = paths::absolute(&input.file_path, ctx).ok()?;
+        if !paths::may_inspect(&path, ctx) {
+            return None;
+        }
+        let plan = plan(input, ctx).ok()?;
+        Some(super::diff::excerpt(
+            plan.old.as_deref().unwrap_or(""),
+            &plan.new,
+        ))
     }
 
     async fn call(
@@ -334,30 +342,8 @@ fn apply(plan: Plan, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
     } else {
         format!("The file {shown} has been updated.")
     };
-    let diff = diff_excerpt(&old, &plan.new);
+    let diff = super::diff::excerpt(&old, &plan.new);
     Ok(ToolOutput::ok(format!("{what}\n\n{diff}")).with_display(ToolDisplay::Diff(diff)))
-}
-
-/// A unified diff with 3 lines of context, cut to a few dozen lines.
-fn diff_excerpt(old: &str, new: &str) -> String {
-    let (old, new) = (old.replace("\r\n", "\n"), new.replace("\r\n", "\n"));
-    let diff = TextDiff::configure()
-        .timeout(Duration::from_millis(500))
-        .diff_lines(&old, &new);
-    let text = diff.unified_diff().context_radius(3).to_string();
-    let total = text.lines().count();
-    let mut out: Vec<String> = text
-        .lines()
-        .take(MAX_DIFF_LINES)
-        .map(|line| crate::text::truncate(line, MAX_DIFF_LINE_CHARS))
-        .collect();
-    if total > MAX_DIFF_LINES {
-        out.push(format!(
-            "… ({} more diff lines not shown)",
-            total - MAX_DIFF_LINES
-        ));
-    }
-    out.join("\n")
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ use crate::event::{Event, ToolDisplay};
 use crate::permissions::{Access, Confinement, ReadDenials};
 
 pub mod bash;
+pub mod diff;
 pub mod edit;
 pub mod file_state;
 pub mod glob;
@@ -204,6 +205,12 @@ pub trait Tool: Send + Sync + 'static {
     /// The call's key argument, for one-line displays (`Read src/main.rs`).
     fn summary(&self, input: &Self::Input) -> String;
 
+    /// What the call would change, shown before it is approved (a diff). Must not change
+    /// anything: it runs before permission is given.
+    fn preview(&self, _input: &Self::Input, _ctx: &ToolContext) -> Option<String> {
+        None
+    }
+
     /// Phase 5: the only place a tool may have side effects.
     fn call(
         &self,
@@ -235,6 +242,7 @@ pub trait PreparedCall: Send + Sync {
     fn is_destructive(&self) -> bool;
     fn max_result_chars(&self) -> usize;
     fn summary(&self) -> String;
+    fn preview(&self, ctx: &ToolContext) -> Option<String>;
     fn run<'a>(
         self: Box<Self>,
         ctx: &'a ToolContext,
@@ -343,6 +351,10 @@ impl<T: Tool> PreparedCall for Prepared<T> {
 
     fn summary(&self) -> String {
         self.tool.summary(&self.input)
+    }
+
+    fn preview(&self, ctx: &ToolContext) -> Option<String> {
+        self.tool.preview(&self.input, ctx)
     }
 
     fn run<'a>(

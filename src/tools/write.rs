@@ -54,6 +54,20 @@ impl Tool for WriteTool {
         input.file_path.clone()
     }
 
+    fn preview(&self, input: &WriteInput, ctx: &ToolContext) -> Option<String> {
+        let path = paths::absolute(&input.file_path, ctx).ok()?;
+        if !paths::may_inspect(&path, ctx) {
+            return None;
+        }
+        let plan = plan(input, ctx).ok()?;
+        let old = if plan.exists {
+            fs::read_to_string(&plan.target).ok()?
+        } else {
+            String::new()
+        };
+        Some(super::diff::excerpt(&old, &input.content))
+    }
+
     async fn call(
         &self,
         input: WriteInput,

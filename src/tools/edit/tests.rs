@@ -84,7 +84,7 @@ async fn rewriting_identical_content_does_not_count_as_a_change() {
     let file = dir.path().join("a.txt");
     fs::write(&file, "alpha\n").unwrap();
     read(&ctx, &file).await;
-    let old = std::time::SystemTime::now() - Duration::from_secs(3600);
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
     fs::File::options()
         .write(true)
         .open(&file)
