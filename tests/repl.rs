@@ -673,3 +673,42 @@ async fn an_edit_question_shows_the_diff_before_the_answer() {
         "nothing changed before or after the answer"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn esc_interrupts_a_streaming_reply_and_does_not_leak_into_the_next_line() {
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "text", "text": "STREAMING-START and then a very long answer that keeps coming"}],
+         "hold_after_events": 4}
+    ]}))
+    .await;
+    let sb = Sandbox::new();
+    let mut term = Term::start(&sb, &mock.url(), Options::default());
+    term.submit("tell me a story");
+    term.expect("STREAMING-START");
+    term.send("\x1b");
+    term.expect("Interrupted.");
+    // Typed right after Esc: a command, not a message to the model.
+    term.submit("/cost");
+    term.expect("Session cost:");
+    term.exit();
+    assert_eq!(mock.requests().len(), 1, "/cost never reached the API");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn typing_during_a_turn_waits_at_the_next_prompt() {
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "text", "text": "FIRST-ANSWER"}], "hold_after_events": 4},
+        {"content": [{"type": "text", "text": "SECOND-ANSWER"}], "expect_text": "follow up"}
+    ]}))
+    .await;
+    let sb = Sandbox::new();
+    let mut term = Term::start(&sb, &mock.url(), Options::default());
+    term.submit("first");
+    term.expect("FIRS");
+    term.send("follow up");
+    mock.release();
+    term.expect("› follow up");
+    term.send("\r");
+    term.expect("SECOND-ANSWER");
+    term.exit();
+}

@@ -147,10 +147,15 @@ impl LineEditor {
     /// Reads one message. rustyline blocks, so it runs on the blocking pool while the async
     /// runtime goes on (the engine may be waiting for a permission answer meanwhile).
     pub async fn read(&mut self, prompt: &str) -> Result<Input, EditorError> {
+        self.read_with(prompt, String::new()).await
+    }
+
+    /// [`LineEditor::read`] with `initial` already typed (what was typed during a turn).
+    pub async fn read_with(&mut self, prompt: &str, initial: String) -> Result<Input, EditorError> {
         let mut editor = self.editor.take().ok_or(EditorError::Lost)?;
         let prompt = prompt.to_string();
         let (editor, result) = tokio::task::spawn_blocking(move || {
-            let result = editor.readline(&prompt);
+            let result = editor.readline_with_initial(&prompt, (&initial, ""));
             (editor, result)
         })
         .await

@@ -8,6 +8,7 @@
 mod ask;
 mod commands;
 mod editor;
+mod keys;
 mod render;
 mod slash;
 mod spinner;
@@ -82,6 +83,7 @@ pub async fn run(
             questions,
             sigint,
             parked: Vec::new(),
+            type_ahead: String::new(),
         },
         interrupted_once: false,
     };
@@ -147,6 +149,8 @@ struct Ui {
     /// Questions left unanswered by Ctrl-C: their calls end as cancelled when the turn stops,
     /// rather than as refused, so they are held until then.
     parked: Vec<Pending>,
+    /// What was typed while the last turn ran: the start of the next prompt.
+    type_ahead: String,
 }
 
 impl Repl {
@@ -161,7 +165,7 @@ impl Repl {
             self.cwd.display()
         );
         let line = format!(
-            "session {} · /help lists commands · Ctrl-C interrupts · Ctrl-D quits",
+            "session {} · /help lists commands · Esc or Ctrl-C interrupts · Ctrl-D quits",
             self.engine.session_id()
         );
         self.ui.render.print(&head);
@@ -180,7 +184,8 @@ impl Repl {
 
     async fn main_loop(&mut self) -> anyhow::Result<()> {
         loop {
-            let input = self.ui.editor.read(PROMPT).await?;
+            let typed = std::mem::take(&mut self.ui.type_ahead);
+            let input = self.ui.editor.read_with(PROMPT, typed).await?;
             let line = match input {
                 Input::Eof => break,
                 Input::Interrupted if self.interrupted_once => break,
@@ -226,6 +231,7 @@ impl Ui {
         while let Some(Some(())) = self.sigint.recv().now_or_never() {}
         let mut ticker = tokio::time::interval(TICK);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        let mut keys = keys::TurnKeys::start();
         tokio::pin!(work);
         let output = loop {
             tokio::select! {
@@ -239,9 +245,16 @@ impl Ui {
                     }
                 }
                 output = &mut work => break output,
-                _ = ticker.tick() => self.render.tick(),
+                _ = ticker.tick() => {
+                    if keys.escape_pressed() && !cancel.is_cancelled() {
+                        cancel.cancel();
+                        self.render.interrupting();
+                    }
+                    self.render.tick();
+                }
             }
         };
+        self.type_ahead.push_str(&keys.finish());
         while let Ok(event) = self.events.try_recv() {
             self.render.event(&event);
         }

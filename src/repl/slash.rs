@@ -123,7 +123,9 @@ pub fn help(style: Style, project: &[ProjectCommand]) -> String {
             ));
         }
     }
-    out.push_str("End a line with \\ to continue on the next one; Ctrl-C interrupts a turn.");
+    out.push_str(
+        "End a line with \\ to continue on the next one; Esc or Ctrl-C interrupts a turn.",
+    );
     out
 }
 

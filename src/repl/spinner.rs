@@ -29,7 +29,7 @@ impl Spinner {
         let glyph = FRAMES[self.frame % FRAMES.len()];
         self.frame = self.frame.wrapping_add(1);
         format!(
-            "{glyph} {}… {}s  (Ctrl-C to interrupt)",
+            "{glyph} {}… {}s  (Esc to interrupt)",
             self.label,
             self.started.elapsed().as_secs()
         )
