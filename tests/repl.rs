@@ -712,3 +712,71 @@ async fn typing_during_a_turn_waits_at_the_next_prompt() {
     term.expect("SECOND-ANSWER");
     term.exit();
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn workspace_commands_work_offline() {
+    let mock = server(json!({"turns": [{"content": [{"type": "text", "text": "x"}]}]})).await;
+    let sb = Sandbox::new();
+    sb.write(
+        ".claude/commands/hello.md",
+        "---\ndescription: Say hello from Claude's folder\n---\nSay hello\n",
+    );
+    let mut term = Term::start(&sb, &mock.url(), Options::default());
+    term.submit("/status");
+    term.expect("Permissions: default");
+    term.expect("Transcript:");
+    term.submit("/context");
+    term.expect("system prompt and tools");
+    term.submit("#always run cargo fmt");
+    term.expect("Noted in");
+    term.submit("/export talk.md");
+    term.expect("Exported the conversation to");
+    term.submit("/help");
+    term.expect("Say hello from Claude's folder");
+    term.exit();
+    assert!(mock.requests().is_empty(), "{:?}", mock.requests());
+    let memory = std::fs::read_to_string(sb.root().join("OURO.md")).unwrap();
+    assert_eq!(memory, "- always run cargo fmt\n");
+    assert!(sb.root().join("talk.md").is_file());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_bang_command_runs_and_its_output_joins_the_next_prompt() {
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "text", "text": "I see the marker."}], "expect_text": "BANG-MARKER-42"}
+    ]}))
+    .await;
+    let sb = Sandbox::new();
+    let mut term = Term::start(&sb, &mock.url(), Options::default());
+    term.submit("!echo BANG-MARKER-$((40+2))");
+    term.expect("BANG-MARKER-42");
+    assert!(mock.requests().is_empty(), "the command alone asks nothing");
+    term.submit("what did that print?");
+    term.expect("I see the marker.");
+    term.exit();
+    let sent = last_user_text(&bodies(&mock)[0]);
+    assert!(
+        sent.contains("<bash-input>echo BANG-MARKER") && sent.contains("what did that print?"),
+        "{sent}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn init_and_review_ask_the_model_and_clear_resets_the_cost() {
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "text", "text": "Wrote OURO.md."}], "expect_text": "OURO.md"},
+        {"content": [{"type": "text", "text": "Reviewed."}], "expect_text": "git diff"}
+    ]}))
+    .await;
+    let sb = Sandbox::new();
+    let mut term = Term::start(&sb, &mock.url(), Options::default());
+    term.submit("/init");
+    term.expect("Wrote OURO.md.");
+    term.submit("/review error handling");
+    term.expect("Reviewed.");
+    term.submit("/clear");
+    term.expect("Started a new session");
+    term.submit("/cost");
+    term.expect("No API calls in this session yet");
+    term.exit();
+}

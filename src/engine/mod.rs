@@ -193,6 +193,17 @@ impl Engine {
         self.history.messages()
     }
 
+    /// Estimated tokens of what every request carries: (system prompt and tools, messages).
+    pub fn context_use(&self) -> (u64, u64) {
+        let prompt = history::estimate_tokens(self.prompt_bytes as usize);
+        let messages = history::estimate_tokens(self.history.json_bytes() as usize);
+        (prompt, messages)
+    }
+
+    pub fn transcript_path(&self) -> Option<&std::path::Path> {
+        self.transcript.as_ref().map(Transcript::path)
+    }
+
     pub fn costs(&self) -> &Costs {
         &self.costs
     }
@@ -217,6 +228,7 @@ impl Engine {
         self.transcript = transcript;
         self.history.clear();
         self.cache_mark = None;
+        self.costs = Costs::default();
     }
 
     fn emit(&self, event: Event) {

@@ -1,4 +1,5 @@
-//! Project commands: every `.ouro/commands/<name>.md` becomes `/<name>`. The file is a prompt
+//! Project commands: every `.ouro/commands/<name>.md` (or Claude Code's
+//! `.claude/commands/<name>.md`; `.ouro`'s wins a name both have) becomes `/<name>`. The file is a prompt
 //! template; `$ARGUMENTS` is replaced by what follows the command. An optional front matter
 //! block (`---` lines) may give a `description:` for `/help`.
 
@@ -14,11 +15,23 @@ pub struct ProjectCommand {
 /// The project's commands, sorted by name. Read on every use, so a file added while the REPL
 /// runs is picked up without a restart; unreadable files are skipped.
 pub fn load(project_root: &Path) -> Vec<ProjectCommand> {
-    let dir = project_root.join(".ouro").join("commands");
-    let Ok(entries) = std::fs::read_dir(&dir) else {
+    let mut out: Vec<ProjectCommand> = Vec::new();
+    for tool in [".ouro", ".claude"] {
+        for command in load_dir(&project_root.join(tool).join("commands")) {
+            if !out.iter().any(|c| c.name == command.name) {
+                out.push(command);
+            }
+        }
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    out
+}
+
+fn load_dir(dir: &Path) -> Vec<ProjectCommand> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
-    let mut out: Vec<ProjectCommand> = entries
+    entries
         .filter_map(Result::ok)
         .filter_map(|e| {
             let path = e.path();
@@ -32,9 +45,7 @@ pub fn load(project_root: &Path) -> Vec<ProjectCommand> {
             let text = std::fs::read_to_string(&path).ok()?;
             Some(ProjectCommand::parse(name, &text))
         })
-        .collect();
-    out.sort_by(|a, b| a.name.cmp(&b.name));
-    out
+        .collect()
 }
 
 fn valid_name(name: &str) -> bool {
@@ -142,5 +153,13 @@ mod tests {
         let names: Vec<String> = load(dir.path()).into_iter().map(|c| c.name).collect();
         assert_eq!(names, ["alpha", "zeta"]);
         assert!(load(&dir.path().join("missing")).is_empty());
+        let claude = dir.path().join(".claude").join("commands");
+        std::fs::create_dir_all(&claude).unwrap();
+        std::fs::write(claude.join("zeta.md"), "from claude").unwrap();
+        std::fs::write(claude.join("beta.md"), "B").unwrap();
+        let loaded = load(dir.path());
+        let names: Vec<&str> = loaded.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["alpha", "beta", "zeta"]);
+        assert_eq!(loaded[2].expand(""), "Z", ".ouro wins a shared name");
     }
 }

@@ -13,6 +13,7 @@ mod render;
 mod slash;
 mod spinner;
 mod style;
+mod workspace;
 
 use std::future::Future;
 use std::io::IsTerminal;
@@ -67,7 +68,10 @@ pub async fn run(
     let mut renderer = Renderer::new(Box::new(std::io::stdout()), style, live);
     renderer.set_model(&session.engine.config().model);
     let history = crate::settings::ouro_home().map(|home| home.join("history"));
-    let editor = LineEditor::new(history, slash::completions(&commands::load(cwd)))?;
+    let editor = LineEditor::new(
+        history,
+        slash::completions(&commands::load(&app::project_root(cwd))),
+    )?;
     let mut repl = Repl {
         options,
         brain,
@@ -86,6 +90,7 @@ pub async fn run(
             type_ahead: String::new(),
         },
         interrupted_once: false,
+        shell_context: Vec::new(),
     };
     repl.greet(session.resumed);
     if let Some(prompt) = first_prompt.filter(|p| !p.trim().is_empty()) {
@@ -137,6 +142,8 @@ struct Repl {
     ui: Ui,
     /// Ctrl-C was pressed on an empty prompt; pressing it again right away quits.
     interrupted_once: bool,
+    /// `!` commands run since the last prompt, with their output, for the model.
+    shell_context: Vec<String>,
 }
 
 /// Everything a running turn needs besides the engine, so both can be borrowed at once.
@@ -202,7 +209,18 @@ impl Repl {
                 continue;
             }
             self.ui.editor.remember(&line);
-            let project = commands::load(&self.cwd);
+            if let Some(command) = line.trim_start().strip_prefix('!') {
+                self.shell(command.trim()).await;
+                continue;
+            }
+            if let Some(note) = line.trim_start().strip_prefix('#')
+                && !note.trim().is_empty()
+                && !note.starts_with('#')
+            {
+                self.remember_note(note);
+                continue;
+            }
+            let project = commands::load(&app::project_root(&self.cwd));
             self.ui.editor.set_commands(slash::completions(&project));
             match slash::parse(&line, project) {
                 Some(command) => {
@@ -216,10 +234,23 @@ impl Repl {
         Ok(())
     }
 
-    /// One prompt to the model; the outcome is rendered from the events.
+    fn fail(&mut self, text: &str) {
+        let line = self.ui.render.style().red(&format!("✗ {text}"));
+        self.ui.render.print(&line);
+    }
+
+    /// One prompt to the model, after the `!` commands run since the last one; the outcome
+    /// is rendered from the events.
     async fn prompt(&mut self, text: &str) {
+        let mut message = std::mem::take(&mut self.shell_context).join("\n\n");
+        if !message.is_empty() {
+            message.push_str("\n\n");
+        }
+        message.push_str(text);
         let cancel = CancellationToken::new();
-        self.ui.drive(self.engine.run(text, &cancel), &cancel).await;
+        self.ui
+            .drive(self.engine.run(&message, &cancel), &cancel)
+            .await;
     }
 }
 

@@ -46,6 +46,28 @@ const BUILTIN: &[(&str, &str, &str)] = &[
         " [slug]",
         "List the brains, or switch to an ouro@ one",
     ),
+    (
+        "status",
+        "",
+        "Session, model, permission mode, project and transcript",
+    ),
+    ("context", "", "How full the context window is, by part"),
+    (
+        "export",
+        " [file]",
+        "Write the conversation to a Markdown file",
+    ),
+    (
+        "memory",
+        "",
+        "Edit the project's memory file (OURO.md) in $EDITOR",
+    ),
+    ("init", "", "Have the model write OURO.md for this project"),
+    (
+        "review",
+        " [focus]",
+        "Have the model review the current git diff",
+    ),
     ("exit", "", "Quit (Ctrl-D works too)"),
 ];
 
@@ -62,6 +84,12 @@ pub enum Slash {
     Resume(Option<String>),
     Permissions,
     Brain(Option<String>),
+    Status,
+    Context,
+    Export(Option<String>),
+    Memory,
+    Init,
+    Review(Option<String>),
     Exit,
     Project(ProjectCommand, String),
     Unknown(String),
@@ -92,6 +120,12 @@ pub fn parse(line: &str, project: Vec<ProjectCommand>) -> Option<Slash> {
         "resume" => Slash::Resume(optional),
         "permissions" => Slash::Permissions,
         "brain" => Slash::Brain(optional),
+        "status" => Slash::Status,
+        "context" => Slash::Context,
+        "export" => Slash::Export(optional),
+        "memory" => Slash::Memory,
+        "init" => Slash::Init,
+        "review" => Slash::Review(optional),
         "exit" | "quit" => Slash::Exit,
         other => match project.into_iter().find(|c| c.name == other) {
             Some(command) => Slash::Project(command, argument.to_string()),
@@ -174,7 +208,7 @@ impl Repl {
         let style = self.ui.render.style();
         match command {
             Slash::Help => {
-                let text = help(style, &super::commands::load(&self.cwd));
+                let text = help(style, &super::commands::load(&app::project_root(&self.cwd)));
                 self.ui.render.print(&text);
             }
             Slash::Clear => self.clear(),
@@ -191,6 +225,18 @@ impl Repl {
                 self.ui.render.print(text.trim_end());
             }
             Slash::Brain(slug) => self.brain(slug.as_deref()),
+            Slash::Status => self.status(),
+            Slash::Context => self.context(),
+            Slash::Export(file) => self.export(file.as_deref()),
+            Slash::Memory => self.memory(),
+            Slash::Init => self.prompt(super::workspace::INIT_PROMPT).await,
+            Slash::Review(focus) => {
+                let mut prompt = super::workspace::REVIEW_PROMPT.to_string();
+                if let Some(focus) = focus {
+                    prompt.push_str(&format!(" Focus on: {focus}"));
+                }
+                self.prompt(&prompt).await;
+            }
             Slash::Exit => return Flow::Exit,
             Slash::Project(command, arguments) => {
                 let prompt = command.expand(&arguments);
@@ -199,17 +245,12 @@ impl Repl {
             Slash::Unknown(name) => {
                 let text = format!(
                     "Unknown command /{name}.\n{}",
-                    help(style, &super::commands::load(&self.cwd))
+                    help(style, &super::commands::load(&app::project_root(&self.cwd)))
                 );
                 self.ui.render.print(&text);
             }
         }
         Flow::Continue
-    }
-
-    fn fail(&mut self, text: &str) {
-        let line = self.ui.render.style().red(&format!("✗ {text}"));
-        self.ui.render.print(&line);
     }
 
     fn clear(&mut self) {
@@ -302,7 +343,24 @@ impl Repl {
     }
 
     fn resume(&mut self, id: &str) {
-        self.options.resume = Some(id.to_string());
+        // A unique prefix of a listed id is enough, as with git hashes.
+        let matching: Vec<String> = session::list(&self.cwd)
+            .into_iter()
+            .map(|s| s.id)
+            .filter(|s| s.starts_with(id))
+            .collect();
+        let id = match matching.as_slice() {
+            [one] => one.clone(),
+            [] => id.to_string(),
+            _ => {
+                self.fail(&format!(
+                    "{id} starts {} sessions; give more of the id.",
+                    matching.len()
+                ));
+                return;
+            }
+        };
+        self.options.resume = Some(id);
         self.options.continue_last = false;
         let built = app::build(
             &self.options,
