@@ -780,3 +780,22 @@ async fn init_and_review_ask_the_model_and_clear_resets_the_cost() {
     term.expect("No API calls in this session yet");
     term.exit();
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_approved_command_shows_that_it_runs_and_its_output() {
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": "echo STEP-ONE; sleep 2; echo STEP-TWO > made.txt"}}]},
+        {"content": [{"type": "text", "text": "All done."}]}
+    ]}))
+    .await;
+    let sb = Sandbox::new();
+    let mut term = Term::start(&sb, &mock.url(), Options::default());
+    term.submit("run it");
+    term.expect("Allow? (y/n");
+    term.line("y");
+    term.expect("STEP-ONE");
+    // The spinner comes back while the approved command goes on.
+    term.expect("Running Bash");
+    term.expect("All done.");
+    term.exit();
+}

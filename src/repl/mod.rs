@@ -304,9 +304,8 @@ impl Ui {
             pending.answer(AskAnswer::Deny(None));
             return;
         }
-        self.render.pause();
         let question = ask::question(self.render.style(), &pending.request);
-        self.render.print(&question);
+        self.render.question(&question);
         let prompt = ask::answer_prompt(&pending.request);
         loop {
             let answer = match self.editor.read(prompt).await {

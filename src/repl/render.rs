@@ -91,10 +91,16 @@ impl Renderer {
         self.put(&text);
     }
 
-    /// Clears the spinner and leaves the cursor at the start of a line, before a question.
-    pub fn pause(&mut self) {
+    /// Shows a question above the line where its answer is typed. The spinner is only
+    /// hidden, so it comes back once the answer is in and the approved call runs.
+    pub fn question(&mut self, text: &str) {
         self.erase_spinner();
         self.end_line();
+        let mut text = text.to_string();
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+        self.put(&text);
     }
 
     /// Ctrl-C was pressed during a turn; the result line follows once the turn has stopped.
