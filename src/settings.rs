@@ -477,8 +477,8 @@ fn warn_unknown_keys(value: &serde_json::Value, path: &Path) {
         }
         let closest = KNOWN_KEYS
             .iter()
-            .min_by_key(|k| edit_distance(k, key))
-            .filter(|k| edit_distance(k, key) <= 2)
+            .min_by_key(|k| crate::text::edit_distance(k, key))
+            .filter(|k| crate::text::edit_distance(k, key) <= 2)
             .map(|k| format!(" (did you mean \"{k}\"?)"))
             .unwrap_or_default();
         eprintln!(
@@ -486,22 +486,6 @@ fn warn_unknown_keys(value: &serde_json::Value, path: &Path) {
             path.display()
         );
     }
-}
-
-/// Levenshtein distance, for naming the setting a typo meant.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut previous = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let substitute = previous + usize::from(ca != *cb);
-            previous = row[j + 1];
-            row[j + 1] = substitute.min(row[j] + 1).min(row[j + 1] + 1);
-        }
-    }
-    row[b.len()]
 }
 
 /// Add an allow rule to a settings file, keeping every other key the file has.
@@ -575,6 +559,18 @@ fn append_to_list(path: &Path, keys: &[&str], value: &str) -> Result<(), Setting
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn every_setting_ouro_reads_is_a_known_key() {
+        let value = serde_json::to_value(Settings::default()).unwrap();
+        for key in value.as_object().unwrap().keys() {
+            assert!(
+                KNOWN_KEYS.contains(&key.as_str()),
+                "{key} is missing from KNOWN_KEYS"
+            );
+        }
+    }
+
     use super::*;
 
     #[test]

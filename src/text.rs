@@ -111,6 +111,24 @@ pub fn elide_middle(text: &str, max_chars: usize) -> String {
     kept.finish()
 }
 
+/// Levenshtein distance in characters, for naming what a typo meant.
+pub fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 1)
+                .min(row[j] + 1)
+                .min(diagonal + usize::from(ca != *cb));
+            diagonal = above;
+        }
+    }
+    row[b.len()]
+}
+
 /// An error and its causes as one line, each cause said once: many errors already quote their
 /// cause in their own message, and repeating it reads as two failures.
 pub fn error_chain<'a>(
@@ -134,6 +152,14 @@ pub fn error_chain<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn edit_distance_counts_single_character_edits() {
+        assert_eq!(edit_distance("permisions", "permissions"), 1);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("héllo", "hello"), 1);
+    }
 
     #[test]
     fn each_cause_is_said_once() {

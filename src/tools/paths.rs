@@ -153,26 +153,9 @@ fn similarity(wanted: &str, candidate: &str) -> Option<usize> {
     if !stem(wanted).is_empty() && stem(wanted) == stem(candidate) {
         return Some(1);
     }
-    let distance = edit_distance(wanted, candidate);
+    let distance = crate::text::edit_distance(wanted, candidate);
     let allowed = (wanted.chars().count() / 4).clamp(1, 3);
     (distance <= allowed).then_some(distance + 1)
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let above = row[j + 1];
-            row[j + 1] = (above + 1)
-                .min(row[j] + 1)
-                .min(diagonal + usize::from(ca != *cb));
-            diagonal = above;
-        }
-    }
-    row[b.len()]
 }
 
 /// For sockets, FIFOs and devices: reading them could block forever or never end.
