@@ -530,3 +530,34 @@ async fn a_session_started_in_a_subdirectory_works_on_the_git_root() {
     );
     assert!(system.find("Root instructions") < system.find("Src instructions"));
 }
+
+#[tokio::test]
+async fn verbose_narration_names_each_result_and_shows_text_between_calls() {
+    let sb = Sandbox::new();
+    let file = sb.write("a.txt", "alpha\n");
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "text", "text": "Let me look first."},
+                     {"type": "tool_use", "name": "Read", "input": {"file_path": file}},
+                     {"type": "tool_use", "name": "Edit", "input": {"file_path": 7}}]},
+        {"content": [{"type": "text", "text": "FINAL-ANSWER"}]}
+    ]}))
+    .await;
+    let run = sb.run(&mock.url(), &["-p", "--verbose", "go"]).await;
+    assert!(run.status.success(), "{}", run.debug());
+    assert!(
+        run.stderr.contains("✻ Let me look first."),
+        "{}",
+        run.debug()
+    );
+    assert!(run.stderr.contains("⎿ Read: 1\talpha"), "{}", run.debug());
+    assert!(
+        run.stderr.contains("✗ Edit: "),
+        "a refused input still names its tool: {}",
+        run.debug()
+    );
+    assert!(
+        !run.stderr.contains("FINAL-ANSWER"),
+        "the answer goes to stdout only"
+    );
+    assert_eq!(run.stdout.trim(), "FINAL-ANSWER");
+}

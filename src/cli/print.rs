@@ -4,7 +4,7 @@ use std::io::Write;
 
 use tokio::sync::mpsc::UnboundedReceiver;
 
-use crate::api::types::ContentBlock;
+use crate::api::types::{ContentBlock, StopReason};
 use crate::event::{Event, RunResult, ToolStatus};
 use crate::stream_json::write as stream_json;
 use crate::text::truncate;
@@ -37,6 +37,7 @@ pub async fn render(
     let stderr = std::io::stderr();
     let mut session_id = String::new();
     let mut last = None;
+    let mut said = None;
     while let Some(event) = events.recv().await {
         if let Event::Init(info) = &event {
             session_id.clone_from(&info.session_id);
@@ -62,7 +63,7 @@ pub async fn render(
                     Event::ApiRetry(_) | Event::StreamCut { .. } | Event::ModelFallback { .. }
                 );
                 if verbose || always {
-                    narrate(&event, &mut stderr.lock());
+                    narrate(&event, &mut said, &mut stderr.lock());
                 }
                 if let Event::Result(r) = &event {
                     if r.kind.is_error() {
@@ -82,8 +83,20 @@ pub async fn render(
     last
 }
 
-/// One line per step on stderr, for `--verbose` text runs and the demo.
-pub fn narrate(event: &Event, out: &mut impl Write) {
+/// One line per step on stderr, for `--verbose` text runs and the demo. `pending` holds the
+/// model's latest text until it is known not to be the final answer.
+pub fn narrate(event: &Event, pending: &mut Option<String>, out: &mut impl Write) {
+    let before_a_call = matches!(
+        event,
+        Event::ToolStarted { .. }
+            | Event::MessageDone {
+                stop_reason: Some(StopReason::ToolUse),
+                ..
+            }
+    );
+    if before_a_call && let Some(text) = pending.take() {
+        let _ = writeln!(out, "✻ {}", truncate(&text, MAX_KEY_CHARS * 4));
+    }
     let _ = match event {
         Event::ApiRetry(r) => writeln!(
             out,
@@ -101,7 +114,10 @@ pub fn narrate(event: &Event, out: &mut impl Write) {
             status: ToolStatus::Denied,
             ..
         } => Ok(()),
+        // Named, so results of parallel calls (and of calls refused before they started)
+        // say which call they belong to.
         Event::ToolFinished {
+            name,
             result: ContentBlock::ToolResult {
                 content, is_error, ..
             },
@@ -112,11 +128,26 @@ pub fn narrate(event: &Event, out: &mut impl Write) {
             let mark = if *is_error { "✗" } else { "⎿" };
             writeln!(
                 out,
-                "  {mark} {} ({} lines, {} ms)",
+                "  {mark} {name}: {} ({} lines, {} ms)",
                 truncate(first, 100),
                 content.lines().count(),
                 elapsed.as_millis()
             )
+        }
+        // What the model says between its tool calls is shown once a call follows it; the
+        // final answer goes to stdout instead.
+        Event::AssistantBlock {
+            block: ContentBlock::Text { text },
+            ..
+        } if !text.trim().is_empty() => {
+            pending
+                .get_or_insert_with(String::new)
+                .push_str(text.trim());
+            Ok(())
+        }
+        Event::Result(_) => {
+            *pending = None;
+            Ok(())
         }
         Event::PermissionDenied(d) => writeln!(out, "  ✗ denied: {}", d.reason),
         Event::ModelFallback { from, to, reason } => {
