@@ -53,6 +53,16 @@ const BUILTIN: &[(&str, &str, &str)] = &[
     ),
     ("context", "", "How full the context window is, by part"),
     (
+        "config",
+        "",
+        "The settings in force and the files they came from",
+    ),
+    (
+        "doctor",
+        "",
+        "Check the key, the API, the sandbox, settings and git",
+    ),
+    (
         "export",
         " [file]",
         "Write the conversation to a Markdown file",
@@ -86,6 +96,8 @@ pub enum Slash {
     Brain(Option<String>),
     Status,
     Context,
+    Config,
+    Doctor,
     Export(Option<String>),
     Memory,
     Init,
@@ -122,6 +134,8 @@ pub fn parse(line: &str, project: Vec<ProjectCommand>) -> Option<Slash> {
         "brain" => Slash::Brain(optional),
         "status" => Slash::Status,
         "context" => Slash::Context,
+        "config" => Slash::Config,
+        "doctor" => Slash::Doctor,
         "export" => Slash::Export(optional),
         "memory" => Slash::Memory,
         "init" => Slash::Init,
@@ -227,6 +241,8 @@ impl Repl {
             Slash::Brain(slug) => self.brain(slug.as_deref()),
             Slash::Status => self.status(),
             Slash::Context => self.context(),
+            Slash::Config => self.config(),
+            Slash::Doctor => self.doctor().await,
             Slash::Export(file) => self.export(file.as_deref()),
             Slash::Memory => self.memory(),
             Slash::Init => self.prompt(super::workspace::INIT_PROMPT).await,
@@ -321,14 +337,7 @@ impl Repl {
             let when = chrono::DateTime::<chrono::Local>::from(info.modified)
                 .format("%Y-%m-%d %H:%M")
                 .to_string();
-            let first = session::transcript::load(&info.path)
-                .ok()
-                .and_then(|l| {
-                    l.messages
-                        .iter()
-                        .map(|m| m.text())
-                        .find(|t| !t.trim().is_empty())
-                })
+            let first = session::transcript::first_prompt(&info.path)
                 .map(|t| preview(&t))
                 .unwrap_or_default();
             let current = if info.id == self.engine.session_id() {

@@ -1,7 +1,7 @@
 //! The REPL commands about the session and the project rather than the conversation:
-//! `/status`, `/context`, `/export`, `/memory`, `#note` (project memory) and `!command`
-//! (a shell command whose output joins the next prompt), plus the prompts behind `/init` and
-//! `/review`.
+//! `/status`, `/context`, `/config`, `/doctor`, `/export`, `/memory`, `#note` (project memory)
+//! and `!command` (a shell command whose output joins the next prompt), plus the prompts behind
+//! `/init` and `/review`.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -44,6 +44,97 @@ impl Repl {
             self.engine.costs().total_usd()
         );
         self.ui.render.print(&out);
+    }
+
+    /// `/config`: the settings in force, merged, and the files they came from.
+    pub(super) fn config(&mut self) {
+        let text = match crate::app::load_settings(&self.options, &self.cwd) {
+            Ok((layered, ignored)) => {
+                let mut out = String::from("Settings files, lowest priority first:\n");
+                for (source, _) in &layered.layers {
+                    let _ = writeln!(out, "  {}", source.label());
+                }
+                if layered.layers.is_empty() {
+                    out.push_str("  (none)\n");
+                }
+                let merged = serde_json::to_string_pretty(&layered.merged())
+                    .unwrap_or_else(|e| format!("(could not show them: {e})"));
+                let _ = write!(out, "In force:\n{merged}");
+                if !ignored.is_empty() {
+                    let _ = write!(out, "\n{}", crate::app::untrusted_notice(&ignored));
+                }
+                out
+            }
+            Err(e) => format!("The settings could not be read: {e}"),
+        };
+        self.ui.render.print(&text);
+    }
+
+    /// `/doctor`: what this machine and configuration give ouro, each with what to do if not.
+    pub(super) async fn doctor(&mut self) {
+        let mut out = String::new();
+        let mut check = |ok: bool, what: String| {
+            let _ = writeln!(out, "{} {what}", if ok { "✓" } else { "✗" });
+        };
+        let key = std::env::var("ANTHROPIC_API_KEY").is_ok_and(|k| !k.trim().is_empty());
+        let token = std::env::var("ANTHROPIC_AUTH_TOKEN").is_ok_and(|k| !k.trim().is_empty());
+        check(
+            key || token,
+            match (key, token) {
+                (true, _) => "API key: ANTHROPIC_API_KEY is set".into(),
+                (false, true) => {
+                    "API key: ANTHROPIC_AUTH_TOKEN is set (sent as a Bearer token)".into()
+                }
+                _ => "API key: none; export ANTHROPIC_API_KEY".into(),
+            },
+        );
+        let base = self.endpoint.base_url.clone();
+        let reachable = reqwest::Client::builder()
+            .timeout(std::time::Duration::from_secs(5))
+            .build()
+            .map(|c| c.get(&base).send());
+        let reached = match reachable {
+            Ok(request) => request.await.map(|_| ()).map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        check(
+            reached.is_ok(),
+            match &reached {
+                Ok(()) => format!("API: {base} answers"),
+                Err(e) => format!(
+                    "API: {base} cannot be reached ({e}); check ANTHROPIC_BASE_URL and the network"
+                ),
+            },
+        );
+        let support = crate::sys::sandbox::Support::detect();
+        check(
+            matches!(support, crate::sys::sandbox::Support::Landlock(_)),
+            format!("Sandbox: {}", support.describe()),
+        );
+        let settings = crate::app::load_settings(&self.options, &self.cwd);
+        check(
+            settings.is_ok(),
+            match &settings {
+                Ok(_) => {
+                    "Settings: every file reads (unknown keys are named when they load)".into()
+                }
+                Err(e) => format!("Settings: {e}"),
+            },
+        );
+        let git = std::process::Command::new("git").arg("--version").output();
+        check(
+            git.as_ref().is_ok_and(|o| o.status.success()),
+            "git: found (status in the system prompt, /review)".into(),
+        );
+        let transcripts = self.engine.transcript_path().map(Path::to_path_buf);
+        check(
+            transcripts.is_some(),
+            match transcripts {
+                Some(p) => format!("Transcript: {}", p.display()),
+                None => "Transcript: this session is not saved".into(),
+            },
+        );
+        self.ui.render.print(out.trim_end());
     }
 
     /// `/context`: how full the context window is, by part.

@@ -287,6 +287,28 @@ pub fn load(path: &Path) -> Result<Loaded, TranscriptError> {
     Ok(out)
 }
 
+/// The session's first prompt: its first user message with text, read from the start of the
+/// file (a resume skips it once the session was compacted, but a session list names it).
+pub fn first_prompt(path: &Path) -> Option<String> {
+    const LOOK_AT: usize = 200;
+    let file = File::open(path).ok()?;
+    let mut reader = BufReader::new(file);
+    let mut line = Vec::new();
+    for _ in 0..LOOK_AT {
+        line.clear();
+        if reader.read_until(b'\n', &mut line).ok()? == 0 {
+            return None;
+        }
+        if let Ok(Entry::User { message, .. }) = serde_json::from_slice(&line) {
+            let text = message.text();
+            if !text.trim().is_empty() {
+                return Some(text);
+            }
+        }
+    }
+    None
+}
+
 /// The first line (the session's facts) is small; a longer one is not read as such.
 const MAX_META_LINE: u64 = 64 * 1024;
 /// How much of the file is read at a time when scanning back for a compaction.
@@ -491,6 +513,24 @@ mod tests {
         let loaded = load(&path).unwrap();
         assert_eq!(loaded.messages.len(), 2);
         assert_eq!(loaded.messages[1].text(), "pausedresumed");
+    }
+
+    #[test]
+    fn the_first_prompt_outlives_a_compaction() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let mut t = Transcript::open(&path, "sid", dir.path(), "m").unwrap();
+        t.append_user(&Message {
+            role: Role::User,
+            content: vec![ContentBlock::tool_result("x", "not a prompt", false)],
+        })
+        .unwrap();
+        t.append_user(&Message::user_text("fix the parser"))
+            .unwrap();
+        t.append_compaction(&[Message::user_text("summary")])
+            .unwrap();
+        assert_eq!(first_prompt(&path).as_deref(), Some("fix the parser"));
+        assert_eq!(load(&path).unwrap().messages[0].text(), "summary");
     }
 
     #[test]
