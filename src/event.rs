@@ -175,6 +175,8 @@ pub enum ResultKind {
     ErrorDuringExecution,
     ErrorPromptTooLong,
     ErrorAborted,
+    /// `--json-schema`: the answer did not match, even after one retry.
+    ErrorMaxStructuredOutputRetries,
 }
 
 impl ResultKind {
@@ -206,6 +208,8 @@ pub struct RunResult {
     pub cost_unknown: bool,
     pub api_error_status: Option<u16>,
     pub permission_denials: Vec<Denial>,
+    /// `--json-schema`: the final answer, parsed and checked.
+    pub structured_output: Option<Value>,
 }
 
 impl RunResult {
@@ -226,6 +230,7 @@ impl RunResult {
             cost_unknown: false,
             api_error_status: None,
             permission_denials: Vec::new(),
+            structured_output: None,
         }
     }
 }

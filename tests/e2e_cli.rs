@@ -561,3 +561,39 @@ async fn verbose_narration_names_each_result_and_shows_text_between_calls() {
     );
     assert_eq!(run.stdout.trim(), "FINAL-ANSWER");
 }
+
+#[tokio::test]
+async fn json_schema_checks_the_answer_and_retries_once() {
+    let schema =
+        r#"{"type":"object","properties":{"count":{"type":"integer"}},"required":["count"]}"#;
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "text", "text": "There are three."}]},
+        {"content": [{"type": "text", "text": "```json\n{\"count\": 3}\n```"}], "expect_text": "could not be used"}
+    ]}))
+    .await;
+    let sb = Sandbox::new();
+    let run = sb
+        .run(&mock.url(), &with(&["--json-schema", schema, "count them"]))
+        .await;
+    assert!(run.status.success(), "{}", run.debug());
+    let result: Value = serde_json::from_str(run.stdout.trim()).unwrap();
+    assert_eq!(result["structured_output"], json!({"count": 3}));
+    let system = bodies(&mock)[0]["system"].to_string();
+    assert!(
+        system.contains("\\\"count\\\""),
+        "the schema is in the system prompt: {system}"
+    );
+
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "text", "text": "no"}]},
+        {"content": [{"type": "text", "text": "still no"}]}
+    ]}))
+    .await;
+    let run = sb
+        .run(&mock.url(), &with(&["--json-schema", schema, "count them"]))
+        .await;
+    assert_eq!(run.status.code(), Some(1), "{}", run.debug());
+    let result: Value = serde_json::from_str(run.stdout.trim()).unwrap();
+    assert_eq!(result["subtype"], "error_max_structured_output_retries");
+    assert!(result.get("structured_output").is_none());
+}

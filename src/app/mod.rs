@@ -65,6 +65,8 @@ pub struct Options {
     pub fork_session: bool,
     /// `--include-partial-messages`: raw stream events for stream-json.
     pub include_partial_messages: bool,
+    /// `--json-schema`: the final answer must match it.
+    pub json_schema: Option<serde_json::Value>,
 }
 
 /// The project a session started in `cwd` works on: the enclosing git repository's root (as
@@ -309,6 +311,14 @@ pub fn build(
         .append_system_prompt
         .clone_from(&options.append_system_prompt);
     config.partial_messages = options.include_partial_messages;
+    if let Some(schema) = &options.json_schema {
+        config.json_schema = Some(schema.clone());
+        let instruction = crate::engine::structured::instruction(schema);
+        config.append_system_prompt = Some(match config.append_system_prompt.take() {
+            Some(text) => format!("{text}\n\n{instruction}"),
+            None => instruction,
+        });
+    }
     // Claude Code's switch works here too.
     let caching_off_by_env = std::env::var("DISABLE_PROMPT_CACHING").is_ok_and(|v| v == "1");
     config.prompt_caching = settings.prompt_caching.unwrap_or(true) && !caching_off_by_env;

@@ -125,6 +125,11 @@ pub struct Args {
     #[arg(long)]
     pub no_session_persistence: bool,
 
+    /// The final answer must be JSON matching this JSON Schema (JSON text or a file); it is
+    /// in the result's `structured_output`.
+    #[arg(long, value_name = "SCHEMA")]
+    pub json_schema: Option<String>,
+
     /// stream-json: also emit the API's raw stream events as `stream_event` lines.
     #[arg(long)]
     pub include_partial_messages: bool,
@@ -297,6 +302,7 @@ impl Args {
             fork_session: self.fork_session,
             persist: !self.no_session_persistence,
             include_partial_messages: self.include_partial_messages,
+            json_schema: self.json_schema.as_deref().map(json_or_file).transpose()?,
         })
     }
 
@@ -339,6 +345,18 @@ fn is_rule_list(text: &str) -> bool {
                     .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '*'))
                 && (item.len() == name.len() || item.ends_with(')'))
         })
+}
+
+/// A JSON flag given as text, or as the path of a file holding it.
+fn json_or_file(text: &str) -> anyhow::Result<serde_json::Value> {
+    let source = if text.trim_start().starts_with('{') {
+        text.to_string()
+    } else {
+        std::fs::read_to_string(text)
+            .map_err(|e| anyhow::anyhow!("could not read the schema file {text}: {e}"))?
+    };
+    serde_json::from_str(&source)
+        .map_err(|e| anyhow::anyhow!("--json-schema is not valid JSON: {e}"))
 }
 
 /// A flag given as text, or as a file to read it from.

@@ -8,6 +8,7 @@ pub mod prompt;
 mod query;
 pub mod repair;
 mod run;
+pub mod structured;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -59,6 +60,8 @@ pub struct EngineConfig {
     pub append_system_prompt: Option<String>,
     /// `--include-partial-messages`: emit every raw stream event too.
     pub partial_messages: bool,
+    /// `--json-schema`: the final answer must be JSON matching it.
+    pub json_schema: Option<serde_json::Value>,
     pub cwd: PathBuf,
 }
 
@@ -81,6 +84,7 @@ impl EngineConfig {
             system_prompt: None,
             append_system_prompt: None,
             partial_messages: false,
+            json_schema: None,
             cwd,
         }
     }

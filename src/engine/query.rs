@@ -7,7 +7,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::compact::CompactError;
 use super::run::{CallError, CallOutcome, Request, RunState};
-use super::{Engine, MAX_CONTINUATIONS, history, prompt};
+use super::{Engine, MAX_CONTINUATIONS, history, prompt, structured};
 use crate::api::client::ApiError;
 use crate::api::client::MAX_REQUEST_BYTES;
 use crate::api::pricing;
@@ -60,7 +60,33 @@ impl Engine {
         let user = Message::user_text(prompt_text);
         self.persist(|t| t.append_user(&user));
         self.history.push(user);
-        let ending = self.query_loop(&mut run, cancel).await;
+        let mut ending = self.query_loop(&mut run, cancel).await;
+        let mut structured_output = None;
+        if let Some(schema) = self.config.json_schema.clone()
+            && ending.kind == ResultKind::Success
+        {
+            let mut checked = structured::check(&schema, &ending.text);
+            if let Err(problem) = &checked {
+                // One more try, with what was wrong, before giving up.
+                self.nudge(&structured::retry_prompt(problem));
+                ending = self.query_loop(&mut run, cancel).await;
+                if ending.kind == ResultKind::Success {
+                    checked = structured::check(&schema, &ending.text);
+                }
+            }
+            match checked {
+                Ok(value) => structured_output = Some(value),
+                Err(problem) if ending.kind == ResultKind::Success => {
+                    ending = Ending::error(
+                        ResultKind::ErrorMaxStructuredOutputRetries,
+                        format!(
+                            "The final answer did not match --json-schema after a retry: {problem}."
+                        ),
+                    );
+                }
+                Err(_) => {}
+            }
+        }
         let costs_unknown = pricing::pricing(&self.config.model).is_none();
         let result = RunResult {
             kind: ending.kind,
@@ -77,6 +103,7 @@ impl Engine {
             cost_unknown: costs_unknown,
             api_error_status: ending.api_error_status,
             permission_denials: run.denials,
+            structured_output,
         };
         self.emit(Event::Result(result.clone()));
         result

@@ -161,6 +161,7 @@ mod tests {
             cost_unknown: false,
             api_error_status: Some(529),
             permission_denials: Vec::new(),
+            structured_output: None,
         };
         assert_eq!(
             round_trip(&Event::Result(run)),

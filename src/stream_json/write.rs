@@ -185,6 +185,9 @@ pub fn result(r: &RunResult) -> Value {
         "permission_denials": r.permission_denials,
         "uuid": uuid(),
     });
+    if let Some(output) = &r.structured_output {
+        v["structured_output"] = output.clone();
+    }
     if r.cost_unknown {
         v["cost_note"] =
             json!("this model has no pricing entry in ouro, so its cost is reported as 0");

@@ -91,6 +91,7 @@ fn result(kind: ResultKind) -> RunResult {
         cost_unknown: false,
         api_error_status: None,
         permission_denials: Vec::new(),
+        structured_output: None,
     }
 }
 
