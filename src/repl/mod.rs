@@ -9,6 +9,7 @@ mod ask;
 mod commands;
 mod editor;
 mod keys;
+mod mentions;
 mod render;
 mod slash;
 mod spinner;
@@ -247,6 +248,17 @@ impl Repl {
             message.push_str("\n\n");
         }
         message.push_str(text);
+        let attached = mentions::attachments(text, &self.cwd, &self.permissions.read_denials());
+        if !attached.is_empty() {
+            let names = self.ui.render.style().dim(&format!(
+                "Attached {} mentioned file{}.",
+                attached.len(),
+                if attached.len() == 1 { "" } else { "s" }
+            ));
+            self.ui.render.print(&names);
+            message.push_str("\n\n");
+            message.push_str(&attached.join("\n\n"));
+        }
         let cancel = CancellationToken::new();
         self.ui
             .drive(self.engine.run(&message, &cancel), &cancel)
