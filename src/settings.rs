@@ -244,8 +244,18 @@ impl LayeredSettings {
                 return Err(SettingsError::UnknownSource(kind.clone()));
             }
         }
-        self.layers
-            .retain(|(source, _)| kinds.iter().any(|k| k.trim() == source.kind()));
+        for (source, settings) in &mut self.layers {
+            if *source == SettingsSource::User && !kinds.iter().any(|k| k.trim() == "user") {
+                // Which directories the user trusts is theirs to say, not a setting to skip.
+                *settings = Settings {
+                    trusted_directories: std::mem::take(&mut settings.trusted_directories),
+                    ..Settings::default()
+                };
+            }
+        }
+        self.layers.retain(|(source, _)| {
+            *source == SettingsSource::User || kinds.iter().any(|k| k.trim() == source.kind())
+        });
         Ok(())
     }
 

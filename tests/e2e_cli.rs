@@ -510,15 +510,23 @@ async fn a_session_started_in_a_subdirectory_works_on_the_git_root() {
     cmd.current_dir(sb.root().join("src"));
     let run = Run::from(cmd.output().await.unwrap());
     assert!(run.status.success(), "{}", run.debug());
-    let results = run.tool_results();
+    // Results arrive in completion order; find each by its call.
+    let result_of = |id: &str| {
+        run.tool_results()
+            .into_iter()
+            .find(|r| r["tool_use_id"] == id)
+            .unwrap()
+    };
+    let read = result_of("toolu_mock_0000_00");
+    let grep = result_of("toolu_mock_0000_01");
     assert_ne!(
-        results[0]["is_error"],
+        read["is_error"],
         true,
         "the root is in the project: {}",
         run.debug()
     );
     assert_eq!(
-        results[1]["is_error"],
+        grep["is_error"],
         true,
         "the root's deny rule holds: {}",
         run.debug()
@@ -596,4 +604,25 @@ async fn json_schema_checks_the_answer_and_retries_once() {
     let result: Value = serde_json::from_str(run.stdout.trim()).unwrap();
     assert_eq!(result["subtype"], "error_max_structured_output_retries");
     assert!(result.get("structured_output").is_none());
+}
+
+#[tokio::test]
+async fn a_home_that_is_a_repository_does_not_adopt_the_folders_below_it() {
+    let sb = Sandbox::new();
+    let home = sb.home.path().canonicalize().unwrap();
+    std::fs::create_dir_all(home.join(".git")).unwrap();
+    std::fs::write(home.join("CLAUDE.md"), "HOME-INSTRUCTIONS").unwrap();
+    let work = home.join("Downloads/unpacked");
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::write(work.join("CLAUDE.md"), "UNPACKED-INSTRUCTIONS").unwrap();
+    let mock = server(ok_turn()).await;
+    let mut cmd = sb.command(&mock.url(), &["-p", "hi"]);
+    cmd.current_dir(&work);
+    let run = Run::from(cmd.output().await.unwrap());
+    assert!(run.status.success(), "{}", run.debug());
+    let system = bodies(&mock)[0]["system"].to_string();
+    assert!(
+        !system.contains("HOME-INSTRUCTIONS") && !system.contains("UNPACKED-INSTRUCTIONS"),
+        "an untrusted folder under a repository home is its own, untrusted project: {system}"
+    );
 }

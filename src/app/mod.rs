@@ -72,8 +72,14 @@ pub struct Options {
 /// The project a session started in `cwd` works on: the enclosing git repository's root (as
 /// Claude Code does), or `cwd` itself outside one. Settings, instructions, trust, permissions
 /// and the sandbox are the root's; commands still start in `cwd`.
+/// The search stops below the home directory: a home that is itself a repository (dotfiles)
+/// must not make every folder under it one project, trusted as home is.
 pub fn project_root(cwd: &Path) -> PathBuf {
+    let home = dirs::home_dir();
     cwd.ancestors()
+        .take_while(|dir| {
+            cwd == home.as_deref().unwrap_or(Path::new("")) || Some(*dir) != home.as_deref()
+        })
         .find(|dir| dir.join(".git").exists())
         .map_or_else(|| cwd.to_path_buf(), Path::to_path_buf)
 }
@@ -289,7 +295,8 @@ pub fn build(
     let client = client_job
         .join()
         .map_err(|_| AppError::StartupTask("building the HTTP client"))??;
-    let mut ctx = ToolContext::new(cwd.to_path_buf());
+    let mut ctx = ToolContext::new(root.clone());
+    ctx.set_current_dir(cwd.to_path_buf());
     ctx.env_passthrough = Arc::new(settings.bash_env_passthrough.clone());
     ctx.read_denials = permissions.read_denials();
     ctx.sandbox = Arc::new(SandboxConfig::from_settings(

@@ -243,7 +243,12 @@ impl PermissionFlags {
             allowed: self.allowed_tools.clone(),
             disallowed: self.disallowed_tools.clone(),
             mode,
-            add_dirs: self.add_dirs.clone(),
+            // Relative to where the flag was typed, not to the project root.
+            add_dirs: self
+                .add_dirs
+                .iter()
+                .map(|d| std::env::current_dir().map_or_else(|_| d.clone(), |cwd| cwd.join(d)))
+                .collect(),
         })
     }
 }
@@ -355,8 +360,12 @@ fn json_or_file(text: &str) -> anyhow::Result<serde_json::Value> {
         std::fs::read_to_string(text)
             .map_err(|e| anyhow::anyhow!("could not read the schema file {text}: {e}"))?
     };
-    serde_json::from_str(&source)
-        .map_err(|e| anyhow::anyhow!("--json-schema is not valid JSON: {e}"))
+    let schema: serde_json::Value = serde_json::from_str(&source)
+        .map_err(|e| anyhow::anyhow!("--json-schema is not valid JSON: {e}"))?;
+    // Refused before any request: a schema that cannot compile could never be met.
+    jsonschema::validator_for(&schema)
+        .map_err(|e| anyhow::anyhow!("--json-schema is not a valid JSON Schema: {e}"))?;
+    Ok(schema)
 }
 
 /// A flag given as text, or as a file to read it from.

@@ -95,7 +95,7 @@ pub async fn run(
     };
     repl.greet(session.resumed);
     if let Some(prompt) = first_prompt.filter(|p| !p.trim().is_empty()) {
-        repl.prompt(&prompt).await;
+        repl.typed(&prompt).await;
     }
     repl.main_loop().await
 }
@@ -229,10 +229,27 @@ impl Repl {
                         break;
                     }
                 }
-                None => self.prompt(&line).await,
+                None => self.typed(&line).await,
             }
         }
         Ok(())
+    }
+
+    /// A message the user typed: its `@path` mentions are attached. Only typed text counts: a
+    /// project command's template (which a cloned repository may bring) attaches nothing.
+    async fn typed(&mut self, text: &str) {
+        let attached = mentions::attachments(text, &self.cwd, self.permissions.as_ref());
+        if attached.is_empty() {
+            return self.prompt(text).await;
+        }
+        let note = self.ui.render.style().dim(&format!(
+            "Attached {} mentioned file{}.",
+            attached.len(),
+            if attached.len() == 1 { "" } else { "s" }
+        ));
+        self.ui.render.print(&note);
+        let message = format!("{text}\n\n{}", attached.join("\n\n"));
+        self.prompt(&message).await;
     }
 
     fn fail(&mut self, text: &str) {
@@ -248,17 +265,6 @@ impl Repl {
             message.push_str("\n\n");
         }
         message.push_str(text);
-        let attached = mentions::attachments(text, &self.cwd, &self.permissions.read_denials());
-        if !attached.is_empty() {
-            let names = self.ui.render.style().dim(&format!(
-                "Attached {} mentioned file{}.",
-                attached.len(),
-                if attached.len() == 1 { "" } else { "s" }
-            ));
-            self.ui.render.print(&names);
-            message.push_str("\n\n");
-            message.push_str(&attached.join("\n\n"));
-        }
         let cancel = CancellationToken::new();
         self.ui
             .drive(self.engine.run(&message, &cancel), &cancel)

@@ -171,7 +171,13 @@ impl Repl {
                 .join(format!("ouro-{}.md", self.engine.session_id())),
         };
         let text = conversation_markdown(self.engine.history());
-        match std::fs::write(&path, text) {
+        // Never over an existing file: `/export src/main.rs` must not destroy it.
+        let written = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()));
+        match written {
             Ok(()) => {
                 let line = format!("Exported the conversation to {}.", path.display());
                 self.ui.render.print(&line);
