@@ -229,8 +229,19 @@ impl LayeredSettings {
         candidates.push((SettingsSource::Local, local_settings_path(project_root)));
         let mut layers = Vec::new();
         for (source, path) in candidates {
-            if let Some(settings) = read_settings(&path)? {
-                layers.push((source, settings));
+            let claudes = matches!(
+                source,
+                SettingsSource::ClaudeProject | SettingsSource::ClaudeLocal
+            );
+            match read_settings(&path) {
+                Ok(Some(settings)) => layers.push((source, settings)),
+                Ok(None) => {}
+                // Claude Code's files may use shapes ouro does not read; they must not stop
+                // ouro from starting in a repository set up for Claude Code.
+                Err(e @ SettingsError::Parse { .. }) if claudes => {
+                    eprintln!("ouro: {e}; going on without it");
+                }
+                Err(e) => return Err(e),
             }
         }
         Ok(LayeredSettings { layers })

@@ -626,3 +626,20 @@ async fn a_home_that_is_a_repository_does_not_adopt_the_folders_below_it() {
         "an untrusted folder under a repository home is its own, untrusted project: {system}"
     );
 }
+
+#[tokio::test]
+async fn a_claude_settings_file_ouro_cannot_read_does_not_stop_it() {
+    let sb = Sandbox::new();
+    sb.write(
+        ".claude/settings.json",
+        r#"{"sandbox": {"network": {"allowUnixSockets": ["/var/run/docker.sock"]}}}"#,
+    );
+    let mock = server(ok_turn()).await;
+    let run = sb.run(&mock.url(), &["-p", "hi"]).await;
+    assert!(run.status.success(), "{}", run.debug());
+    assert!(
+        run.stderr.contains(".claude/settings.json") && run.stderr.contains("going on without it"),
+        "{}",
+        run.debug()
+    );
+}
