@@ -166,6 +166,8 @@ pub struct Client {
     limits: StreamLimits,
     /// Sent with every request: a Bearer token and custom headers, when configured.
     extra_headers: HeaderMap,
+    /// The Bearer token, kept out of error texts like the key.
+    auth_token: String,
 }
 
 impl std::fmt::Debug for Client {
@@ -194,6 +196,7 @@ impl Client {
             api_key: api_key.into(),
             limits: StreamLimits::from_env(),
             extra_headers: HeaderMap::new(),
+            auth_token: String::new(),
         })
     }
 
@@ -210,8 +213,10 @@ impl Client {
             retry_after: None,
         };
         if let Some(token) = token {
-            let value = HeaderValue::from_str(&format!("Bearer {token}"))
+            let mut value = HeaderValue::from_str(&format!("Bearer {token}"))
                 .map_err(|_| bad("ANTHROPIC_AUTH_TOKEN"))?;
+            value.set_sensitive(true);
+            self.auth_token = token;
             self.extra_headers
                 .insert(reqwest::header::AUTHORIZATION, value);
         }
@@ -245,12 +250,13 @@ impl Client {
         let url = format!("{}/v1/messages", self.base_url);
         let mut headers = self.extra_headers.clone();
         if !self.api_key.is_empty() {
-            let key = HeaderValue::from_str(&self.api_key).map_err(|_| ApiError::Status {
+            let mut key = HeaderValue::from_str(&self.api_key).map_err(|_| ApiError::Status {
                 status: 0,
                 kind: "invalid_api_key".into(),
                 message: "the API key contains characters that cannot be sent in a header".into(),
                 retry_after: None,
             })?;
+            key.set_sensitive(true);
             headers.insert("x-api-key", key);
         }
         headers.insert(
@@ -300,7 +306,7 @@ impl Client {
     }
 
     fn redact(&self, text: &str) -> String {
-        redact(text, &self.api_key)
+        redact(&redact(text, &self.api_key), &self.auth_token)
     }
 }
 
@@ -533,5 +539,12 @@ mod tests {
         );
         let c = Client::new("http://x", "sk-ant-12345678").unwrap();
         assert!(!format!("{c:?}").contains("12345678"));
+        let c = c
+            .with_auth(Some("gateway-secret-token".into()), &[])
+            .unwrap();
+        assert_eq!(
+            c.redact("echoed sk-ant-12345678 and gateway-secret-token"),
+            "echoed [redacted] and [redacted]"
+        );
     }
 }
