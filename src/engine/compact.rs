@@ -11,6 +11,7 @@ use crate::api::types::{
     ContentBlock, Message, Messages, MessagesRequest, Role, SystemBlock, text_of,
 };
 use crate::event::{CompactInfo, CompactTrigger, Event};
+use crate::text::elide_middle;
 
 /// Rounds (assistant messages and what follows them) kept verbatim when possible.
 const KEEP_ROUNDS: usize = 2;
@@ -325,11 +326,13 @@ fn render(messages: &[Message], budget: usize) -> (Vec<String>, bool) {
         };
         for block in m.content.iter().rev() {
             let text = match block {
-                ContentBlock::Text { text } => format!("{who}: {}", cut(text, MAX_BLOCK_CHARS * 4)),
+                ContentBlock::Text { text } => {
+                    format!("{who}: {}", elide_middle(text, MAX_BLOCK_CHARS * 4))
+                }
                 ContentBlock::ToolUse { name, input, .. } => {
                     format!(
                         "{who} called {name} with {}",
-                        cut(&input.to_string(), MAX_BLOCK_CHARS)
+                        elide_middle(&input.to_string(), MAX_BLOCK_CHARS)
                     )
                 }
                 ContentBlock::ToolResult {
@@ -337,7 +340,7 @@ fn render(messages: &[Message], budget: usize) -> (Vec<String>, bool) {
                 } => format!(
                     "Tool {}: {}",
                     if *is_error { "error" } else { "result" },
-                    cut(content, MAX_BLOCK_CHARS)
+                    elide_middle(content, MAX_BLOCK_CHARS)
                 ),
                 ContentBlock::Thinking { .. } | ContentBlock::RedactedThinking { .. } => continue,
             };
@@ -372,10 +375,6 @@ fn chunks(parts: Vec<String>, max: usize) -> Vec<String> {
     out
 }
 
-fn cut(text: &str, max: usize) -> String {
-    crate::text::elide_middle(text, max)
-}
-
 /// Cut every tool result in `messages` longer than `max_chars` to its head and tail, telling
 /// the model what happened; returns how many were cut.
 fn shorten_results(messages: &mut [Message], max_chars: usize) -> usize {
@@ -393,7 +392,7 @@ fn shorten_results(messages: &mut [Message], max_chars: usize) -> usize {
             );
             // Room for the note and the elision marker, so a cut result is not cut again.
             let room = max_chars.saturating_sub(note.len() + 64);
-            *content = crate::text::elide_middle(content, room) + &note;
+            *content = elide_middle(content, room) + &note;
             shortened += 1;
         }
     }
