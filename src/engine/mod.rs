@@ -197,11 +197,12 @@ impl Engine {
         self.history.messages()
     }
 
-    /// Estimated tokens of what every request carries: (system prompt and tools, messages).
+    /// Tokens the next request will carry, as compaction judges them (the last measurement
+    /// plus an estimate of what came since): (system prompt and tools, messages).
     pub fn context_use(&self) -> (u64, u64) {
         let prompt = history::estimate_tokens(self.prompt_bytes as usize);
-        let messages = history::estimate_tokens(self.history.json_bytes() as usize);
-        (prompt, messages)
+        let total = self.estimated_context_tokens();
+        (prompt, total.saturating_sub(prompt))
     }
 
     pub fn transcript_path(&self) -> Option<&std::path::Path> {
