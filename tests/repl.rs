@@ -11,34 +11,10 @@ mod pty;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use common::{Sandbox, bodies, server};
+use common::{Sandbox, bodies, last_user_text, request_tool_results as tool_results, server};
 use ouro::exec::CANCELLED;
 use pty::{Options, Term};
-use serde_json::{Value, json};
-
-/// The text of the last user message of a request body (the prompt, or tool results).
-fn last_user_text(body: &Value) -> String {
-    let messages = body["messages"].as_array().unwrap();
-    let last = messages.last().unwrap();
-    last["content"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|b| b["text"].as_str())
-        .collect::<Vec<_>>()
-        .join("")
-}
-
-/// Every tool_result block of a request body.
-fn tool_results(body: &Value) -> Vec<Value> {
-    body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
-        .filter(|b| b["type"] == "tool_result")
-        .collect()
-}
+use serde_json::json;
 
 fn session_id_after(text: &str, marker: &str) -> String {
     let at = text

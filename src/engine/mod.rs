@@ -221,6 +221,12 @@ impl Engine {
         &self.executor
     }
 
+    /// The mode the next turn's `system/init` reports (the permission engine already judges
+    /// under it).
+    pub fn set_permission_mode(&mut self, mode: crate::permissions::PermissionMode) {
+        self.config.permission_mode = mode;
+    }
+
     pub fn set_model(&mut self, model: impl Into<String>) {
         self.config.model = model.into();
         self.system = system_blocks(&self.context, &self.config);

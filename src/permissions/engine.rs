@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{RwLock, RwLockReadGuard};
 
 use super::denials::ReadDenials;
+use super::dirs::AddedDirs;
 use super::error::PermissionError;
 use super::mode::PermissionMode;
 use super::rules::{
@@ -39,16 +40,13 @@ impl PermissionEngine {
             &std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
             &project_root,
         ));
-        let additional_dirs = additional_dirs
-            .iter()
-            .map(|d| paths::resolve(&paths::lexical(&root, d)))
-            .collect();
-        let scope = Scope {
-            root,
-            home,
-            mode,
-            additional_dirs,
-        };
+        let additional_dirs = AddedDirs::new(
+            additional_dirs
+                .iter()
+                .map(|d| paths::resolve(&paths::lexical(&root, d)))
+                .collect(),
+        );
+        let scope = Scope::new(root, home, mode, additional_dirs);
         let rules = rules
             .iter()
             .map(|r| compile(r, &scope.anchor()))
@@ -120,7 +118,33 @@ impl PermissionEngine {
     }
 
     pub fn mode(&self) -> PermissionMode {
-        self.scope.mode
+        self.scope.mode()
+    }
+
+    /// Switches the mode for the rest of the session (Shift+Tab, the SDK's
+    /// `set_permission_mode`). bypassPermissions is refused as root, as at startup.
+    pub fn set_mode(&self, mode: PermissionMode) -> Result<(), PermissionError> {
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let is_root = unsafe { libc::geteuid() } == 0;
+        let root_override = std::env::var(ROOT_BYPASS_ENV).is_ok_and(|v| v == "1");
+        check_bypass_allowed(mode, is_root, root_override)?;
+        self.scope.set_mode(mode);
+        Ok(())
+    }
+
+    /// Lets the session work in one more directory (`/add-dir`), relative to the project root
+    /// unless absolute. `Ok(None)` when it was already inside the session's directories.
+    pub fn add_dir(&self, dir: &Path) -> Result<Option<PathBuf>, PermissionError> {
+        let resolved = paths::resolve(&paths::lexical(&self.scope.root, dir));
+        if !resolved.is_dir() {
+            return Err(PermissionError::NotADirectory(resolved));
+        }
+        if resolved.starts_with(&self.scope.root)
+            || !self.scope.additional_dirs.add(resolved.clone())
+        {
+            return Ok(None);
+        }
+        Ok(Some(resolved))
     }
 
     /// The deny rules on reading, for tools that walk directories.
@@ -128,9 +152,10 @@ impl PermissionEngine {
         ReadDenials::from_rules(self.rules.iter())
     }
 
-    /// The directories besides the project root the session may work in, resolved.
-    pub fn additional_dirs(&self) -> &[PathBuf] {
-        &self.scope.additional_dirs
+    /// The directories besides the project root the session may work in, resolved; shared,
+    /// so what `/add-dir` adds later shows in every holder.
+    pub fn additional_dirs(&self) -> AddedDirs {
+        self.scope.additional_dirs.clone()
     }
 
     /// The mode and every effective rule with its source, for `ouro permissions`.
@@ -139,14 +164,15 @@ impl PermissionEngine {
         let _ = writeln!(
             out,
             "Permission mode: {} ({})",
-            self.scope.mode,
-            self.scope.mode.summary()
+            self.scope.mode(),
+            self.scope.mode().summary()
         );
         let _ = writeln!(out, "Project root: {}", self.scope.root.display());
         if !self.scope.additional_dirs.is_empty() {
             let dirs: Vec<String> = self
                 .scope
                 .additional_dirs
+                .list()
                 .iter()
                 .map(|d| d.display().to_string())
                 .collect();
@@ -208,7 +234,7 @@ impl PermissionPolicy for PermissionEngine {
             }
             Access::None => self.decide_plain_tool(&applicable, request.tool),
         };
-        settle(self.scope.mode, decision)
+        settle(self.scope.mode(), decision)
     }
 
     fn suggest_rule(&self, request: &PermissionRequest<'_>) -> String {
@@ -216,7 +242,7 @@ impl PermissionPolicy for PermissionEngine {
     }
 
     fn confinement(&self, request: &PermissionRequest<'_>) -> Confinement {
-        if self.scope.mode == PermissionMode::BypassPermissions {
+        if self.scope.mode() == PermissionMode::BypassPermissions {
             return Confinement::Unconfined;
         }
         let Access::Execute(command) = request.access else {
@@ -269,7 +295,7 @@ impl PermissionEngine {
         if let Some(rule) = applicable.of(RuleKind::Deny).find(|r| r.is_whole_tool()) {
             return Decision::Deny(format!("`{tool}` {}", rule_clause(rule)));
         }
-        if self.scope.mode == PermissionMode::BypassPermissions {
+        if self.scope.mode() == PermissionMode::BypassPermissions {
             return Decision::Allow;
         }
         if let Some(rule) = applicable.of(RuleKind::Ask).find(|r| r.is_whole_tool()) {

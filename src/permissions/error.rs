@@ -1,4 +1,4 @@
-//! What can go wrong while setting up the permission engine.
+//! What can go wrong while setting up or changing the permission engine.
 
 use super::mode::{PermissionMode, UnknownMode};
 
@@ -19,4 +19,6 @@ pub enum PermissionError {
          OURO_ALLOW_ROOT_BYPASS=1 if you really mean it (for example inside a throwaway container)"
     )]
     RootBypass,
+    #[error("{} is not a directory; give the path of an existing directory", .0.display())]
+    NotADirectory(std::path::PathBuf),
 }

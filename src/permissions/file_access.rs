@@ -45,10 +45,10 @@ pub(crate) fn decide(
     if let Some(rule) = applicable.of(RuleKind::Deny).find(named_or_real) {
         return Decision::Deny(format!("`{tool}` on {target} {}", rule_clause(rule)));
     }
-    if scope.mode == PermissionMode::BypassPermissions {
+    if scope.mode() == PermissionMode::BypassPermissions {
         return Decision::Allow;
     }
-    if write && scope.mode == PermissionMode::Plan {
+    if write && scope.mode() == PermissionMode::Plan {
         return Decision::Deny(format!(
             "`{tool}` would change {target}, and plan mode runs nothing that changes files; \
              present the plan instead"
@@ -93,7 +93,7 @@ pub(crate) fn decide(
                 "`{tool}` would change {target}: {why}, so this always needs approval"
             ));
         }
-        if scope.mode == PermissionMode::AcceptEdits || allowing.next().is_some() {
+        if scope.mode() == PermissionMode::AcceptEdits || allowing.next().is_some() {
             return Decision::Allow;
         }
         return Decision::Ask(format!("`{tool}` would change {target}; it needs approval"));

@@ -67,6 +67,7 @@ pub trait PermissionPolicy: Send + Sync {
 }
 pub mod bash;
 mod denials;
+mod dirs;
 mod engine;
 mod error;
 mod file_access;
@@ -78,6 +79,7 @@ mod shell_access;
 mod suggest;
 
 pub use denials::ReadDenials;
+pub use dirs::AddedDirs;
 pub use engine::{PermissionEngine, ROOT_BYPASS_ENV, check_bypass_allowed};
 pub use error::PermissionError;
 pub use mode::{PermissionMode, UnknownMode};

@@ -27,6 +27,34 @@ impl PermissionMode {
         PermissionMode::BypassPermissions,
     ];
 
+    pub(crate) fn index(self) -> u8 {
+        match self {
+            PermissionMode::Default => 0,
+            PermissionMode::AcceptEdits => 1,
+            PermissionMode::Plan => 2,
+            PermissionMode::DontAsk => 3,
+            PermissionMode::BypassPermissions => 4,
+        }
+    }
+
+    pub(crate) fn from_index(index: u8) -> PermissionMode {
+        Self::ALL
+            .get(usize::from(index))
+            .copied()
+            .unwrap_or_default()
+    }
+
+    /// The next mode Shift+Tab moves to, as in Claude Code: default, acceptEdits, plan, then
+    /// bypassPermissions only when the session may use it.
+    pub fn next(self, bypass_allowed: bool) -> PermissionMode {
+        match self {
+            PermissionMode::Default => PermissionMode::AcceptEdits,
+            PermissionMode::AcceptEdits => PermissionMode::Plan,
+            PermissionMode::Plan if bypass_allowed => PermissionMode::BypassPermissions,
+            _ => PermissionMode::Default,
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             PermissionMode::Default => "default",

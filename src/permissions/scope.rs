@@ -2,22 +2,46 @@
 //! session may act (the project root and added directories; the home directory for `~`).
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU8, Ordering};
 
+use super::dirs::AddedDirs;
 use super::mode::PermissionMode;
 use super::rules::Anchor;
 
 pub(crate) struct Scope {
     pub root: PathBuf,
     pub home: Option<PathBuf>,
-    pub mode: PermissionMode,
-    pub additional_dirs: Vec<PathBuf>,
+    /// An index into [`PermissionMode::ALL`]; Shift+Tab and the SDK change it mid-session.
+    mode: AtomicU8,
+    pub additional_dirs: AddedDirs,
 }
 
 impl Scope {
+    pub fn new(
+        root: PathBuf,
+        home: Option<PathBuf>,
+        mode: PermissionMode,
+        additional_dirs: AddedDirs,
+    ) -> Scope {
+        Scope {
+            root,
+            home,
+            mode: AtomicU8::new(mode.index()),
+            additional_dirs,
+        }
+    }
+
+    pub fn mode(&self) -> PermissionMode {
+        PermissionMode::from_index(self.mode.load(Ordering::Relaxed))
+    }
+
+    pub fn set_mode(&self, mode: PermissionMode) {
+        self.mode.store(mode.index(), Ordering::Relaxed);
+    }
+
     /// Whether a resolved path is inside the project root or an added directory.
     pub fn is_inside(&self, resolved: &Path) -> bool {
-        resolved.starts_with(&self.root)
-            || self.additional_dirs.iter().any(|d| resolved.starts_with(d))
+        resolved.starts_with(&self.root) || self.additional_dirs.contain(resolved)
     }
 
     /// A path for messages: relative to the project root when inside it.

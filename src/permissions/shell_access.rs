@@ -36,7 +36,7 @@ pub(crate) fn decide(
             bash::short(&part.source)
         ));
     }
-    if scope.mode == PermissionMode::BypassPermissions {
+    if scope.mode() == PermissionMode::BypassPermissions {
         return match analysis.incomplete() {
             Some(finding) if has_deny_rules(applicable) => Decision::Ask(format!(
                 "{}, so the deny rules cannot be checked; it needs approval",
@@ -45,7 +45,7 @@ pub(crate) fn decide(
             _ => Decision::Allow,
         };
     }
-    if scope.mode == PermissionMode::Plan
+    if scope.mode() == PermissionMode::Plan
         && let Some(what) = plan_blocker(&analysis)
     {
         return Decision::Deny(format!(

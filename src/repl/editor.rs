@@ -1,8 +1,11 @@
 //! The line editor: rustyline with history kept in `~/.ouro/history`, a trailing `\` that
 //! continues the message on the next line, bracketed paste (pasted newlines stay in one
-//! message), slash command completion, and Ctrl-C that clears a typed line before it quits.
+//! message), slash commands listed as they are typed, `@path` completion, Shift+Tab for the
+//! permission mode, and Ctrl-C that clears a typed line before it quits.
 
+use std::borrow::Cow;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 
 use rustyline::completion::{Completer, Pair};
 use rustyline::error::ReadlineError;
@@ -11,9 +14,12 @@ use rustyline::hint::Hinter;
 use rustyline::history::FileHistory;
 use rustyline::validate::{ValidationContext, ValidationResult, Validator};
 use rustyline::{
-    Cmd, ConditionalEventHandler, Config, Context, Editor, Event, EventContext, EventHandler,
-    Helper, KeyEvent, Movement, RepeatCount,
+    Cmd, CompletionType, ConditionalEventHandler, Config, Context, Editor, Event, EventContext,
+    EventHandler, Helper, KeyCode, KeyEvent, Modifiers, Movement, RepeatCount,
 };
+
+use super::complete::{Command, CommandHint, Offers};
+use super::style::Style;
 
 const MAX_HISTORY: usize = 1000;
 
@@ -35,11 +41,13 @@ pub enum Input {
     Interrupted,
     /// Ctrl-D on an empty line, or the end of piped input.
     Eof,
+    /// Shift+Tab, with the text before and after the cursor.
+    CycleMode(String, String),
 }
 
 struct ReplHelper {
-    /// Completion candidates, each with its leading slash.
-    commands: Vec<String>,
+    offers: Offers,
+    style: Style,
 }
 
 impl Completer for ReplHelper {
@@ -51,28 +59,23 @@ impl Completer for ReplHelper {
         pos: usize,
         _ctx: &Context<'_>,
     ) -> rustyline::Result<(usize, Vec<Pair>)> {
-        let head = line.get(..pos).unwrap_or(line);
-        if !head.starts_with('/') || head.contains(char::is_whitespace) {
-            return Ok((0, Vec::new()));
-        }
-        let found = self
-            .commands
-            .iter()
-            .filter(|c| c.starts_with(head))
-            .map(|c| Pair {
-                display: c.clone(),
-                replacement: format!("{c} "),
-            })
-            .collect();
-        Ok((0, found))
+        Ok(self.offers.complete(line, pos))
     }
 }
 
 impl Hinter for ReplHelper {
-    type Hint = String;
+    type Hint = CommandHint;
+
+    fn hint(&self, line: &str, pos: usize, _ctx: &Context<'_>) -> Option<CommandHint> {
+        self.offers.hint(line, pos)
+    }
 }
 
-impl Highlighter for ReplHelper {}
+impl Highlighter for ReplHelper {
+    fn highlight_hint<'h>(&self, hint: &'h str) -> Cow<'h, str> {
+        Cow::Owned(self.style.dim(hint))
+    }
+}
 
 impl Validator for ReplHelper {
     /// A line ending in `\` is not finished: Enter then inserts a newline instead.
@@ -86,6 +89,21 @@ impl Validator for ReplHelper {
 }
 
 impl Helper for ReplHelper {}
+
+/// Shift+Tab ends the read with what was typed kept aside, so the REPL can switch the
+/// permission mode and read again with a prompt showing the new one.
+struct CycleMode(Arc<Mutex<Option<(String, String)>>>);
+
+impl ConditionalEventHandler for CycleMode {
+    fn handle(&self, _: &Event, _: RepeatCount, _: bool, ctx: &EventContext) -> Option<Cmd> {
+        let line = ctx.line();
+        let (left, right) = line.split_at(ctx.pos().min(line.len()));
+        if let Ok(mut typed) = self.0.lock() {
+            *typed = Some((left.to_string(), right.to_string()));
+        }
+        Some(Cmd::Interrupt)
+    }
+}
 
 /// Ctrl-C clears a typed line and only interrupts (the first step to quitting) on an empty one.
 struct ClearOrInterrupt;
@@ -106,11 +124,18 @@ pub struct LineEditor {
     /// Lent to a blocking task while a line is read.
     editor: Option<Inner>,
     history: Option<PathBuf>,
+    /// What was typed when Shift+Tab ended a read.
+    cycled: Arc<Mutex<Option<(String, String)>>>,
 }
 
 impl LineEditor {
     /// An editor with the history of earlier sessions loaded from `history` (if given).
-    pub fn new(history: Option<PathBuf>, commands: Vec<String>) -> Result<LineEditor, EditorError> {
+    pub fn new(
+        history: Option<PathBuf>,
+        commands: Vec<Command>,
+        cwd: PathBuf,
+        style: Style,
+    ) -> Result<LineEditor, EditorError> {
         let config = Config::builder()
             .max_history_size(MAX_HISTORY)
             .and_then(|b| b.history_ignore_dups(true))
@@ -118,12 +143,21 @@ impl LineEditor {
             .history_ignore_space(true)
             .auto_add_history(false)
             .bracketed_paste(true)
+            .completion_type(CompletionType::List)
             .build();
         let mut editor = Inner::with_config(config).map_err(EditorError::Open)?;
-        editor.set_helper(Some(ReplHelper { commands }));
+        editor.set_helper(Some(ReplHelper {
+            offers: Offers { commands, cwd },
+            style,
+        }));
         editor.bind_sequence(
             KeyEvent::ctrl('C'),
             EventHandler::Conditional(Box::new(ClearOrInterrupt)),
+        );
+        let cycled = Arc::new(Mutex::new(None));
+        editor.bind_sequence(
+            KeyEvent(KeyCode::BackTab, Modifiers::NONE),
+            EventHandler::Conditional(Box::new(CycleMode(cycled.clone()))),
         );
         if let Some(path) = &history
             && path.exists()
@@ -134,28 +168,34 @@ impl LineEditor {
         Ok(LineEditor {
             editor: Some(editor),
             history,
+            cycled,
         })
     }
 
-    /// The slash commands offered by Tab completion.
-    pub fn set_commands(&mut self, commands: Vec<String>) {
+    /// The slash commands offered while typing.
+    pub fn set_commands(&mut self, commands: Vec<Command>) {
         if let Some(helper) = self.editor.as_mut().and_then(|e| e.helper_mut()) {
-            helper.commands = commands;
+            helper.offers.commands = commands;
         }
     }
 
     /// Reads one message. rustyline blocks, so it runs on the blocking pool while the async
     /// runtime goes on (the engine may be waiting for a permission answer meanwhile).
     pub async fn read(&mut self, prompt: &str) -> Result<Input, EditorError> {
-        self.read_with(prompt, String::new()).await
+        self.read_with(prompt, (String::new(), String::new())).await
     }
 
-    /// [`LineEditor::read`] with `initial` already typed (what was typed during a turn).
-    pub async fn read_with(&mut self, prompt: &str, initial: String) -> Result<Input, EditorError> {
+    /// [`LineEditor::read`] with text already typed before and after the cursor (what was
+    /// typed during a turn, or before Shift+Tab).
+    pub async fn read_with(
+        &mut self,
+        prompt: &str,
+        (left, right): (String, String),
+    ) -> Result<Input, EditorError> {
         let mut editor = self.editor.take().ok_or(EditorError::Lost)?;
         let prompt = prompt.to_string();
         let (editor, result) = tokio::task::spawn_blocking(move || {
-            let result = editor.readline_with_initial(&prompt, (&initial, ""));
+            let result = editor.readline_with_initial(&prompt, (&left, &right));
             (editor, result)
         })
         .await
@@ -163,7 +203,13 @@ impl LineEditor {
         self.editor = Some(editor);
         match result {
             Ok(line) => Ok(Input::Line(join_continued_lines(&line))),
-            Err(ReadlineError::Interrupted) => Ok(Input::Interrupted),
+            Err(ReadlineError::Interrupted) => {
+                let cycled = self.cycled.lock().ok().and_then(|mut t| t.take());
+                Ok(match cycled {
+                    Some((left, right)) => Input::CycleMode(left, right),
+                    None => Input::Interrupted,
+                })
+            }
             Err(ReadlineError::Eof) => Ok(Input::Eof),
             Err(e) => Err(EditorError::Read(e)),
         }
@@ -203,20 +249,5 @@ mod tests {
         assert_eq!(join_continued_lines("one\\\ntwo"), "one\ntwo");
         assert_eq!(join_continued_lines("a\\\r\nb\\\nc"), "a\nb\nc");
         assert_eq!(join_continued_lines("path C:\\dir"), "path C:\\dir");
-    }
-
-    #[test]
-    fn completion_offers_matching_commands() {
-        let helper = ReplHelper {
-            commands: vec!["/help".into(), "/history".into(), "/cost".into()],
-        };
-        let history = FileHistory::new();
-        let ctx = Context::new(&history);
-        let (start, found) = helper.complete("/h", 2, &ctx).unwrap();
-        assert_eq!(start, 0);
-        let names: Vec<&str> = found.iter().map(|p| p.display.as_str()).collect();
-        assert_eq!(names, ["/help", "/history"]);
-        assert!(helper.complete("/help me", 8, &ctx).unwrap().1.is_empty());
-        assert!(helper.complete("hi", 2, &ctx).unwrap().1.is_empty());
     }
 }

@@ -39,13 +39,13 @@ impl TurnKeys {
         }
     }
 
-    /// Reads what was typed since the last call; true when it held a lone Esc.
-    pub fn escape_pressed(&mut self) -> bool {
+    /// Reads what was typed since the last call.
+    pub fn poll(&mut self) -> Pressed {
+        let mut pressed = Pressed::default();
         if self.saved.is_none() {
-            return false;
+            return pressed;
         }
         let mut buf = [0u8; 256];
-        let mut escape = false;
         loop {
             // SAFETY: buf is a live, writable buffer of the given length.
             let n = unsafe {
@@ -59,14 +59,16 @@ impl TurnKeys {
             if n == 0 {
                 break;
             }
-            escape |= absorb(&buf[..n], &mut self.typed);
+            let more = absorb(&buf[..n], &mut self.typed);
+            pressed.escape |= more.escape;
+            pressed.shift_tabs += more.shift_tabs;
         }
-        escape
+        pressed
     }
 
     /// Gives the keyboard back; returns the text typed during the turn, for the next prompt.
     pub fn finish(mut self) -> String {
-        self.escape_pressed();
+        self.poll();
         self.restore();
         String::from_utf8_lossy(&std::mem::take(&mut self.typed)).into_owned()
     }
@@ -85,18 +87,31 @@ impl Drop for TurnKeys {
     }
 }
 
-/// Sorts one read of keys: a lone Esc (returns true), escape sequences such as arrows and
-/// Alt+key (dropped), backspace (removes the last character), Enter (dropped: the text waits
-/// at the next prompt), and text (kept in `typed`).
-fn absorb(bytes: &[u8], typed: &mut Vec<u8>) -> bool {
-    let mut escape = false;
+/// The keys of one poll that act at once.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Pressed {
+    /// A lone Esc: interrupt.
+    pub escape: bool,
+    /// Shift+Tab: switch the permission mode, once per press.
+    pub shift_tabs: usize,
+}
+
+/// Sorts one read of keys: a lone Esc, Shift+Tab (`ESC [ Z`), other escape sequences such as
+/// arrows and Alt+key (dropped), backspace (removes the last character), Enter (dropped: the
+/// text waits at the next prompt), and text (kept in `typed`).
+fn absorb(bytes: &[u8], typed: &mut Vec<u8>) -> Pressed {
+    let mut pressed = Pressed::default();
     let mut i = 0;
     while i < bytes.len() {
         match bytes[i] {
             ESC => match bytes.get(i + 1) {
                 None => {
-                    escape = true;
+                    pressed.escape = true;
                     i += 1;
+                }
+                Some(b'[') if bytes.get(i + 2) == Some(&b'Z') => {
+                    pressed.shift_tabs += 1;
+                    i += 3;
                 }
                 Some(b'[') | Some(b'O') => {
                     // CSI / SS3: parameters, then one final byte in @..~.
@@ -107,7 +122,7 @@ fn absorb(bytes: &[u8], typed: &mut Vec<u8>) -> bool {
                     i += 1;
                 }
                 Some(&ESC) => {
-                    escape = true;
+                    pressed.escape = true;
                     i += 1;
                 }
                 Some(_) => i += 2,
@@ -124,7 +139,7 @@ fn absorb(bytes: &[u8], typed: &mut Vec<u8>) -> bool {
             }
         }
     }
-    escape
+    pressed
 }
 
 /// Removes the last UTF-8 character.
@@ -142,8 +157,17 @@ mod tests {
 
     fn sort(bytes: &[u8]) -> (bool, String) {
         let mut typed = Vec::new();
-        let escape = absorb(bytes, &mut typed);
-        (escape, String::from_utf8(typed).unwrap())
+        let pressed = absorb(bytes, &mut typed);
+        (pressed.escape, String::from_utf8(typed).unwrap())
+    }
+
+    #[test]
+    fn shift_tab_is_counted_and_not_typed() {
+        let mut typed = Vec::new();
+        let pressed = absorb(b"a\x1b[Zb\x1b[Z", &mut typed);
+        assert_eq!(pressed.shift_tabs, 2);
+        assert!(!pressed.escape);
+        assert_eq!(typed, b"ab");
     }
 
     #[test]

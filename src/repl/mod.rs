@@ -7,6 +7,7 @@
 
 mod ask;
 mod commands;
+mod complete;
 mod editor;
 mod keys;
 mod mentions;
@@ -32,13 +33,13 @@ use crate::app::{self, Endpoint, Options};
 use crate::engine::Engine;
 use crate::event::Event;
 use crate::exec::AskAnswer;
-use crate::permissions::PermissionEngine;
+use crate::permissions::{PermissionEngine, PermissionMode};
 use ask::{Pending, ReplAsker};
 use editor::{Input, LineEditor};
 use render::Renderer;
 use style::Style;
 
-/// The prompt messages are typed at.
+/// The prompt messages are typed at (after the mode's badge, if any).
 const PROMPT: &str = "› ";
 /// How often the spinner moves.
 const TICK: Duration = Duration::from_millis(100);
@@ -72,6 +73,8 @@ pub async fn run(
     let editor = LineEditor::new(
         history,
         slash::completions(&commands::load(&app::project_root(cwd))),
+        cwd.to_path_buf(),
+        style,
     )?;
     let mut repl = Repl {
         options,
@@ -80,8 +83,9 @@ pub async fn run(
         endpoint,
         asker,
         engine: session.engine,
-        permissions: session.permissions,
         ui: Ui {
+            bypass_allowed: session.permissions.mode() == PermissionMode::BypassPermissions,
+            permissions: session.permissions,
             render: renderer,
             editor,
             events: session.events,
@@ -139,7 +143,6 @@ struct Repl {
     endpoint: Endpoint,
     asker: Arc<ReplAsker>,
     engine: Engine,
-    permissions: Arc<PermissionEngine>,
     ui: Ui,
     /// Ctrl-C was pressed on an empty prompt; pressing it again right away quits.
     interrupted_once: bool,
@@ -149,6 +152,10 @@ struct Repl {
 
 /// Everything a running turn needs besides the engine, so both can be borrowed at once.
 struct Ui {
+    /// Shift+Tab changes its mode, during a turn too.
+    permissions: Arc<PermissionEngine>,
+    /// Shift+Tab offers bypassPermissions only to a session started in it, as Claude Code does.
+    bypass_allowed: bool,
     render: Renderer,
     editor: LineEditor,
     events: UnboundedReceiver<Event>,
@@ -191,11 +198,24 @@ impl Repl {
     }
 
     async fn main_loop(&mut self) -> anyhow::Result<()> {
+        // Text kept across a Shift+Tab, before and after the cursor.
+        let mut kept = (String::new(), String::new());
         loop {
-            let typed = std::mem::take(&mut self.ui.type_ahead);
-            let input = self.ui.editor.read_with(PROMPT, typed).await?;
+            kept.0
+                .insert_str(0, &std::mem::take(&mut self.ui.type_ahead));
+            let prompt = self.ui.prompt();
+            let input = self
+                .ui
+                .editor
+                .read_with(&prompt, std::mem::take(&mut kept))
+                .await?;
             let line = match input {
                 Input::Eof => break,
+                Input::CycleMode(left, right) => {
+                    self.ui.cycle_mode();
+                    kept = (left, right);
+                    continue;
+                }
                 Input::Interrupted if self.interrupted_once => break,
                 Input::Interrupted => {
                     self.interrupted_once = true;
@@ -238,7 +258,7 @@ impl Repl {
     /// A message the user typed: its `@path` mentions are attached. Only typed text counts: a
     /// project command's template (which a cloned repository may bring) attaches nothing.
     async fn typed(&mut self, text: &str) {
-        let attached = mentions::attachments(text, &self.cwd, self.permissions.as_ref());
+        let attached = mentions::attachments(text, &self.cwd, self.ui.permissions.as_ref());
         if attached.is_empty() {
             return self.prompt(text).await;
         }
@@ -265,6 +285,7 @@ impl Repl {
             message.push_str("\n\n");
         }
         message.push_str(text);
+        self.engine.set_permission_mode(self.ui.permissions.mode());
         let cancel = CancellationToken::new();
         self.ui
             .drive(self.engine.run(&message, &cancel), &cancel)
@@ -272,7 +293,42 @@ impl Repl {
     }
 }
 
+/// How a mode shows at the prompt and when it is switched to, as Claude Code words it.
+fn mode_badge(mode: PermissionMode) -> Option<(&'static str, &'static str)> {
+    match mode {
+        PermissionMode::Default => None,
+        PermissionMode::AcceptEdits => Some(("⏵⏵", "accept edits on")),
+        PermissionMode::Plan => Some(("⏸", "plan mode on")),
+        PermissionMode::DontAsk => Some(("⊘", "don't ask on: whatever would ask is denied")),
+        PermissionMode::BypassPermissions => Some(("⏵⏵!", "bypass permissions on")),
+    }
+}
+
 impl Ui {
+    fn prompt(&self) -> String {
+        match mode_badge(self.permissions.mode()) {
+            Some((badge, _)) => format!("{badge} {PROMPT}"),
+            None => PROMPT.to_string(),
+        }
+    }
+
+    /// Shift+Tab: the next mode, at once (a running turn's next call is judged under it).
+    fn cycle_mode(&mut self) {
+        let current = self.permissions.mode();
+        let next = current.next(self.bypass_allowed);
+        if let Err(e) = self.permissions.set_mode(next) {
+            let line = self.render.style().red(&format!("✗ {e}"));
+            self.render.print(&line);
+            return;
+        }
+        let label = match mode_badge(next) {
+            Some((badge, words)) => format!("{badge} {words} (shift+tab to cycle)"),
+            None => "default mode: edits and commands ask first (shift+tab to cycle)".to_string(),
+        };
+        let line = self.render.style().dim(&label);
+        self.render.print(&line);
+    }
+
     /// Runs `work` (a turn, or a compaction) to its end while rendering its events, answering
     /// its permission questions and turning Ctrl-C into `cancel`.
     async fn drive<F: Future>(&mut self, work: F, cancel: &CancellationToken) -> F::Output {
@@ -295,7 +351,11 @@ impl Ui {
                 }
                 output = &mut work => break output,
                 _ = ticker.tick() => {
-                    if keys.escape_pressed() && !cancel.is_cancelled() {
+                    let pressed = keys.poll();
+                    for _ in 0..pressed.shift_tabs {
+                        self.cycle_mode();
+                    }
+                    if pressed.escape && !cancel.is_cancelled() {
                         cancel.cancel();
                         self.render.interrupting();
                     }
@@ -342,6 +402,10 @@ impl Ui {
                     self.render.interrupting();
                     self.parked.push(pending);
                     return;
+                }
+                Ok(Input::CycleMode(..)) => {
+                    self.cycle_mode();
+                    continue;
                 }
                 Ok(Input::Eof) => AskAnswer::Deny(None),
                 Err(e) => {

@@ -5,6 +5,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Repl;
 use super::commands::ProjectCommand;
+use super::complete::Command;
 use super::style::Style;
 use crate::api::pricing;
 use crate::app;
@@ -78,6 +79,11 @@ const BUILTIN: &[(&str, &str, &str)] = &[
         " [focus]",
         "Have the model review the current git diff",
     ),
+    (
+        "add-dir",
+        " <path>",
+        "Let the session work in one more directory",
+    ),
     ("exit", "", "Quit (Ctrl-D works too)"),
 ];
 
@@ -102,6 +108,7 @@ pub enum Slash {
     Memory,
     Init,
     Review(Option<String>),
+    AddDir(Option<String>),
     Exit,
     Project(ProjectCommand, String),
     Unknown(String),
@@ -140,6 +147,7 @@ pub fn parse(line: &str, project: Vec<ProjectCommand>) -> Option<Slash> {
         "memory" => Slash::Memory,
         "init" => Slash::Init,
         "review" => Slash::Review(optional),
+        "add-dir" => Slash::AddDir(optional),
         "exit" | "quit" => Slash::Exit,
         other => match project.into_iter().find(|c| c.name == other) {
             Some(command) => Slash::Project(command, argument.to_string()),
@@ -181,12 +189,26 @@ fn is_builtin(name: &str) -> bool {
     BUILTIN.iter().any(|(n, _, _)| *n == name)
 }
 
-/// Names for Tab completion.
-pub fn completions(project: &[ProjectCommand]) -> Vec<String> {
+/// The commands offered as `/` is typed, each with what it does.
+pub fn completions(project: &[ProjectCommand]) -> Vec<Command> {
     BUILTIN
         .iter()
-        .map(|(n, _, _)| format!("/{n}"))
-        .chain(project.iter().map(|c| format!("/{}", c.name)))
+        .map(|(name, argument, about)| Command {
+            name: format!("/{name}"),
+            about: match argument.trim() {
+                "" => about.to_string(),
+                argument => format!("{argument}  {about}"),
+            },
+        })
+        .chain(
+            project
+                .iter()
+                .filter(|c| !is_builtin(&c.name))
+                .map(|c| Command {
+                    name: format!("/{}", c.name),
+                    about: c.description.clone(),
+                }),
+        )
         .collect()
 }
 
@@ -235,7 +257,7 @@ impl Repl {
             Slash::Resume(None) => self.list_sessions(),
             Slash::Resume(Some(id)) => self.resume(&id),
             Slash::Permissions => {
-                let text = self.permissions.describe();
+                let text = self.ui.permissions.describe();
                 self.ui.render.print(text.trim_end());
             }
             Slash::Brain(slug) => self.brain(slug.as_deref()),
@@ -253,6 +275,7 @@ impl Repl {
                 }
                 self.prompt(&prompt).await;
             }
+            Slash::AddDir(dir) => self.add_dir(dir.as_deref()),
             Slash::Exit => return Flow::Exit,
             Slash::Project(command, arguments) => {
                 let prompt = command.expand(&arguments);
@@ -371,6 +394,8 @@ impl Repl {
         };
         self.options.resume = Some(id);
         self.options.continue_last = false;
+        // A mode chosen with Shift+Tab carries over, as directories added with /add-dir do.
+        self.options.permissions.mode = Some(self.ui.permissions.mode());
         let built = app::build(
             &self.options,
             &self.cwd,
@@ -382,7 +407,7 @@ impl Repl {
             Ok(session) => {
                 self.engine = session.engine;
                 self.ui.events = session.events;
-                self.permissions = session.permissions;
+                self.ui.permissions = session.permissions;
                 self.ui.render.set_model(&self.engine.config().model);
                 let text = format!(
                     "Resumed session {}. The last exchange was:",
@@ -478,7 +503,13 @@ mod tests {
         let text = help(Style::new(false), &project);
         assert!(text.contains("/fix [args]"), "{text}");
         assert!(!text.contains("mine"), "{text}");
-        assert!(completions(&project).contains(&"/fix".to_string()));
+        let offered = completions(&project);
+        assert!(offered.iter().any(|c| c.name == "/fix"));
+        assert_eq!(
+            offered.iter().filter(|c| c.name == "/help").count(),
+            1,
+            "a project command a built-in shadows is not offered"
+        );
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! The REPL commands about the session and the project rather than the conversation:
-//! `/status`, `/context`, `/config`, `/doctor`, `/export`, `/memory`, `#note` (project memory)
+//! `/add-dir`, `/status`, `/context`, `/config`, `/doctor`, `/export`, `/memory`, `#note` (project memory)
 //! and `!command` (a shell command whose output joins the next prompt), plus the prompts behind
 //! `/init` and `/review`.
 
@@ -20,6 +20,44 @@ pub const REVIEW_PROMPT: &str = "Review the current changes in this repository (
 const MAX_SHELL_OUTPUT: usize = 20_000;
 
 impl Repl {
+    /// `/add-dir <path>`: one more directory the session may work in, for the rest of it
+    /// (and after `/resume`); without a path, the ones added so far.
+    pub(super) fn add_dir(&mut self, path: Option<&str>) {
+        let Some(path) = path else {
+            let dirs = self.ui.permissions.additional_dirs().list();
+            let text = if dirs.is_empty() {
+                "No directories added; /add-dir <path> lets the session work in one more."
+                    .to_string()
+            } else {
+                let listed: Vec<String> =
+                    dirs.iter().map(|d| format!("  {}", d.display())).collect();
+                format!("Directories besides the project:\n{}", listed.join("\n"))
+            };
+            self.ui.render.print(&text);
+            return;
+        };
+        let home = dirs::home_dir();
+        let typed = crate::permissions::paths::expand_home(path, home.as_deref())
+            .unwrap_or_else(|| PathBuf::from(path));
+        let dir = self.cwd.join(typed);
+        match self.ui.permissions.add_dir(&dir) {
+            Ok(Some(added)) => {
+                self.options.permissions.add_dirs.push(added.clone());
+                let text = format!(
+                    "Added {}: tools may read there without asking and edit there with \
+                     approval, as in the project.",
+                    added.display()
+                );
+                self.ui.render.print(&text);
+            }
+            Ok(None) => {
+                let text = format!("{} is already part of this session.", dir.display());
+                self.ui.render.print(&text);
+            }
+            Err(e) => self.fail(&e.to_string()),
+        }
+    }
+
     /// `/status`: what this session is and where it writes.
     pub(super) fn status(&mut self) {
         let config = self.engine.config();
@@ -27,7 +65,7 @@ impl Repl {
         let mut out = String::new();
         let _ = writeln!(out, "Session:     {}", self.engine.session_id());
         let _ = writeln!(out, "Model:       {}", config.model);
-        let _ = writeln!(out, "Permissions: {}", config.permission_mode);
+        let _ = writeln!(out, "Permissions: {}", self.ui.permissions.mode());
         let _ = writeln!(out, "Directory:   {}", self.cwd.display());
         let _ = writeln!(out, "Project:     {}", root.display());
         match self.engine.transcript_path() {

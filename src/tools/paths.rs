@@ -68,12 +68,7 @@ pub fn may_inspect(path: &Path, ctx: &ToolContext) -> bool {
     {
         return false;
     }
-    full.starts_with(&ctx.project_root)
-        || ctx
-            .sandbox
-            .additional_dirs
-            .iter()
-            .any(|d| full.starts_with(d))
+    full.starts_with(&ctx.project_root) || ctx.sandbox.additional_dirs.contain(&full)
 }
 
 /// Check that a search root exists; the `Err` is a sentence for the model.

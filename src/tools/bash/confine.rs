@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use crate::permissions::{Confinement, paths};
+use crate::permissions::{AddedDirs, Confinement, paths};
 use crate::settings::SandboxSettings;
 use crate::sys::sandbox::Policy;
 
@@ -33,7 +33,7 @@ pub struct SandboxConfig {
     pub network: bool,
     /// The permission engine's added directories: readable by every call, writable by approved
     /// ones.
-    pub additional_dirs: Vec<PathBuf>,
+    pub additional_dirs: AddedDirs,
     /// Extra readable paths for every call (settings `sandbox.readablePaths`).
     pub readable: Vec<PathBuf>,
     /// Extra writable paths for approved calls (settings `sandbox.writablePaths`).
@@ -73,7 +73,7 @@ impl Default for SandboxConfig {
         SandboxConfig {
             enabled: true,
             network: true,
-            additional_dirs: Vec::new(),
+            additional_dirs: AddedDirs::default(),
             readable: Vec::new(),
             writable: Vec::new(),
             excluded_commands: Vec::new(),
@@ -94,7 +94,7 @@ impl SandboxConfig {
     pub fn from_settings(
         settings: &SandboxSettings,
         project_root: &Path,
-        additional_dirs: &[PathBuf],
+        additional_dirs: AddedDirs,
     ) -> Self {
         let home = dirs::home_dir();
         let resolve = |text: &String| {
@@ -105,7 +105,7 @@ impl SandboxConfig {
         SandboxConfig {
             enabled: settings.enabled.unwrap_or(true),
             network: settings.network.unwrap_or(true),
-            additional_dirs: additional_dirs.to_vec(),
+            additional_dirs,
             readable: settings.readable_paths.iter().map(resolve).collect(),
             writable: settings.writable_paths.iter().map(resolve).collect(),
             excluded_commands: settings.excluded_commands.clone(),
@@ -152,7 +152,7 @@ impl SandboxConfig {
             Confinement::ReadOnly => {
                 let mut read: Vec<PathBuf> = SYSTEM_READ.iter().map(PathBuf::from).collect();
                 read.push(project_root.to_path_buf());
-                read.extend(self.additional_dirs.iter().cloned());
+                read.extend(self.additional_dirs.list());
                 read.extend(self.readable.iter().cloned());
                 Plan {
                     policy: Some(Policy {
@@ -167,7 +167,7 @@ impl SandboxConfig {
             Confinement::Approved => {
                 let tmpdir = self.tmpdir.as_ref().map(|t| t.path().to_path_buf());
                 let mut write = vec![project_root.to_path_buf(), cwd_file.to_path_buf()];
-                write.extend(self.additional_dirs.iter().cloned());
+                write.extend(self.additional_dirs.list());
                 write.extend(self.writable.iter().cloned());
                 write.extend(tmpdir.clone());
                 Plan {

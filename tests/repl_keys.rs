@@ -1,0 +1,158 @@
+//! End-to-end: the prompt's keys in a pseudo-terminal (issue 15): Shift+Tab switches the
+//! permission mode, `/` lists commands as they are typed, Tab completes `@` paths, and
+//! `/add-dir` widens where the session may work.
+
+#![allow(clippy::unwrap_used)] // a failed unwrap in a test is a failed test
+#![cfg(feature = "mock")]
+
+mod common;
+#[path = "repl/pty.rs"]
+mod pty;
+
+use common::{Sandbox, bodies, last_user_text, request_tool_results, server};
+use pty::{Options, Term};
+use serde_json::json;
+
+const SHIFT_TAB: &str = "\x1b[Z";
+const CTRL_C: &str = "\x03";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn shift_tab_cycles_the_mode_and_keeps_what_was_typed() {
+    let sb = Sandbox::new();
+    let target = sb.root().join("made.txt");
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "tool_use", "name": "Write", "input": {"file_path": target, "content": "made\n"}}],
+         "expect_text": "hello world"},
+        {"content": [{"type": "text", "text": "Written."}]}
+    ]}))
+    .await;
+    let mut term = Term::start(&sb, &mock.url(), Options::default());
+    term.expect("› ");
+    term.send("hello");
+    term.send(SHIFT_TAB);
+    term.expect("⏵⏵ accept edits on (shift+tab to cycle)");
+    term.expect("⏵⏵ › hello");
+    term.send(" world\r");
+    // acceptEdits: the Write runs without a question.
+    term.expect("Written.");
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "made\n");
+    assert!(!term.text().contains("Allow?"), "{}", term.text());
+    assert!(last_user_text(&bodies(&mock)[0]).contains("hello world"));
+
+    term.send(SHIFT_TAB);
+    term.expect("⏸ plan mode on");
+    term.submit("/status");
+    term.expect("Permissions: plan");
+    term.send(SHIFT_TAB);
+    term.expect("default mode");
+    term.submit("/status");
+    term.expect("Permissions: default");
+    term.exit();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn shift_tab_during_a_turn_applies_to_its_next_call() {
+    let sb = Sandbox::new();
+    let target = sb.root().join("later.txt");
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "text", "text": "Thinking it over."},
+                     {"type": "tool_use", "name": "Write", "input": {"file_path": target, "content": "x\n"}}],
+         "hold_after_events": 4},
+        {"content": [{"type": "text", "text": "Done."}]}
+    ]}))
+    .await;
+    let mut term = Term::start(&sb, &mock.url(), Options::default());
+    term.submit("write it");
+    term.expect("Thinking");
+    term.send(SHIFT_TAB);
+    term.expect("accept edits on");
+    mock.release();
+    term.expect("Done.");
+    assert!(target.is_file());
+    assert!(!term.text().contains("Allow?"), "{}", term.text());
+    let results = request_tool_results(&bodies(&mock)[1]);
+    assert_ne!(results[0]["is_error"], true, "{results:?}");
+    term.exit();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn typing_a_slash_lists_matching_commands_with_what_they_do() {
+    let mock = server(json!({"turns": []})).await;
+    let sb = Sandbox::new();
+    sb.write(
+        ".claude/commands/cowsay.md",
+        "---\ndescription: Moo at the user\n---\nMoo\n",
+    );
+    let mut term = Term::start(&sb, &mock.url(), Options::default());
+    term.expect("› ");
+    term.send("/co");
+    term.expect("/compact");
+    term.expect("Summarise the conversation so far");
+    term.expect("/cost");
+    term.expect("/cowsay");
+    term.expect("Moo at the user");
+    term.send(CTRL_C);
+    term.send("/he");
+    term.expect("List the commands");
+    // Right arrow takes the first match; Enter runs it.
+    term.send("\x1b[C\r");
+    term.expect("Commands:");
+    term.exit();
+    assert!(mock.requests().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tab_completes_a_mentioned_path() {
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "text", "text": "It defines helper."}], "expect_text": "fn helper() {}"}
+    ]}))
+    .await;
+    let sb = Sandbox::new();
+    sb.write("src/util.rs", "fn helper() {}\n");
+    let mut term = Term::start(&sb, &mock.url(), Options::default());
+    term.expect("› ");
+    term.send("what is in @sr\t");
+    term.expect("@src/");
+    term.send("ut\t");
+    term.expect("@src/util.rs");
+    term.send("?\r");
+    term.expect("Attached 1 mentioned file.");
+    term.expect("It defines helper.");
+    term.exit();
+    assert!(last_user_text(&bodies(&mock)[0]).contains("what is in @src/util.rs ?"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn add_dir_lets_the_session_read_another_directory_without_asking() {
+    let sb = Sandbox::new();
+    let outside = tempfile::tempdir().unwrap();
+    let file = outside.path().join("data.txt");
+    std::fs::write(&file, "OUTSIDE-DATA\n").unwrap();
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "tool_use", "name": "Read", "input": {"file_path": file}}]},
+        {"content": [{"type": "text", "text": "Read it."}]}
+    ]}))
+    .await;
+    let mut term = Term::start(&sb, &mock.url(), Options::default());
+    term.submit(&format!(
+        "/add-dir {}",
+        outside.path().join("missing").display()
+    ));
+    term.expect("is not a directory");
+    term.submit(&format!("/add-dir {}", outside.path().display()));
+    term.expect("Added");
+    term.submit("/add-dir");
+    term.expect("Directories besides the project:");
+    term.submit("read the data");
+    term.expect("Read it.");
+    assert!(!term.text().contains("Allow?"), "{}", term.text());
+    term.exit();
+    let results = request_tool_results(&bodies(&mock)[1]);
+    assert!(
+        results[0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("OUTSIDE-DATA"),
+        "{results:?}"
+    );
+}
