@@ -1,6 +1,6 @@
 //! End-to-end: the prompt's keys in a pseudo-terminal (issue 15): Shift+Tab switches the
 //! permission mode, `/` lists commands as they are typed, Tab completes `@` paths, and
-//! `/add-dir` widens where the session may work.
+//! `/add-dir` widens where the session may work; answers are drawn as Markdown.
 
 #![allow(clippy::unwrap_used)] // a failed unwrap in a test is a failed test
 #![cfg(feature = "mock")]
@@ -155,4 +155,35 @@ async fn add_dir_lets_the_session_read_another_directory_without_asking() {
             .contains("OUTSIDE-DATA"),
         "{results:?}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn answers_are_rendered_as_markdown_with_highlighted_code() {
+    let answer = "# Plan\n\nUse `cargo` and **care**:\n\n```rust\nfn main() { let s = \"hi\"; }\n```\n- done\n";
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "text", "text": answer}]}
+    ]}))
+    .await;
+    let sb = Sandbox::new();
+    let mut term = Term::start(
+        &sb,
+        &mock.url(),
+        Options {
+            args: &[],
+            colour: true,
+        },
+    );
+    term.submit("plan it");
+    term.expect("• done");
+    let raw = term.raw();
+    assert!(raw.contains("\x1b[1mPlan\x1b[22m"), "{raw:?}");
+    assert!(raw.contains("\x1b[36mcargo\x1b[39m"), "{raw:?}");
+    assert!(raw.contains("\x1b[1mcare\x1b[22m"), "{raw:?}");
+    // The code line is coloured piece by piece, its fence lines are not drawn.
+    let code = raw
+        .lines()
+        .find(|l| l.contains("main") && l.contains("\x1b[38;"))
+        .unwrap_or_else(|| panic!("no highlighted code line in {raw:?}"));
+    assert!(code.matches("\x1b[38;").count() >= 4, "{code:?}");
+    term.exit();
 }

@@ -8,11 +8,15 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use super::markdown;
 use super::spinner::Spinner;
 use super::style::Style;
 use crate::api::types::{ContentBlock, Message, Role};
 use crate::event::{Event, ResultKind, RunResult, ToolDisplay, ToolStatus};
 use crate::text::truncate;
+use answer::Answer;
+
+mod answer;
 
 /// Lines of one call's live output shown on screen; the model still gets all of it.
 const MAX_PROGRESS_LINES: usize = 12;
@@ -47,6 +51,8 @@ pub struct Renderer {
     stream: Option<Stream>,
     /// Set by deltas, so a finished text block is not printed a second time.
     streamed: bool,
+    /// The answer text of the block being streamed.
+    answer: Answer,
     model: String,
     tools: HashMap<String, ToolView>,
     /// The call whose line is the latest on screen; its output and result follow directly.
@@ -65,6 +71,7 @@ impl Renderer {
             at_line_start: true,
             stream: None,
             streamed: false,
+            answer: Answer::new(style, live),
             model: String::new(),
             tools: HashMap::new(),
             last_tool: None,
@@ -232,7 +239,8 @@ impl Renderer {
             for block in &message.content {
                 match block {
                     ContentBlock::Text { text } if message.role == Role::Assistant => {
-                        self.print(text.trim_end());
+                        let text = markdown::render(self.style, text.trim_end());
+                        self.print(&text);
                     }
                     ContentBlock::ToolUse { name, input, .. } => {
                         let key = truncate(&summarize(name, input), MAX_KEY_CHARS);
@@ -281,15 +289,25 @@ impl Renderer {
         self.streamed = true;
         self.last_tool = None;
         let text = match kind {
-            Stream::Text => text.to_string(),
+            Stream::Text => self.answer.push(text),
             Stream::Thinking => self.style.dim(text),
         };
         self.put(&text);
     }
 
     fn end_stream(&mut self) {
-        if self.stream.take().is_some() {
-            self.end_line();
+        match self.stream.take() {
+            Some(Stream::Text) => {
+                let tail = self.answer.finish();
+                if self.style.is_colour() {
+                    // Rendering always ends at the start of a line.
+                    self.write_raw(&tail);
+                    self.at_line_start = true;
+                }
+                self.end_line();
+            }
+            Some(Stream::Thinking) => self.end_line(),
+            None => {}
         }
     }
 

@@ -23,6 +23,11 @@ impl Style {
         Style { colour }
     }
 
+    /// Whether escapes are written at all.
+    pub fn is_colour(self) -> bool {
+        self.colour
+    }
+
     fn paint(self, code: &str, text: &str) -> String {
         if self.colour && !text.is_empty() {
             format!("\x1b[{code}m{text}\x1b[0m")
