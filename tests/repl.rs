@@ -318,8 +318,10 @@ async fn commands_that_need_no_model_never_call_the_api() {
     term.submit("/brain claude@anthropic/claude/opus");
     term.expect("print mode only");
     term.submit("/resume");
-    term.expect("Recent sessions in this directory");
+    term.expect("Resume which session?");
     term.expect("(current)");
+    term.send("\x1b");
+    term.expect("Kept the current session.");
     term.exit();
     assert!(mock.requests().is_empty(), "{:?}", mock.requests());
 }
@@ -513,12 +515,18 @@ async fn continue_and_resume_show_the_last_exchange() {
 
     let mut term = Term::start(&sb, &mock.url(), Options::default());
     term.submit("/resume");
-    term.expect(&id);
+    term.expect("Resume which session?");
+    term.expect("(current)");
+    term.expect(&id[..8]);
     term.expect("the first question");
-    term.submit(&format!("/resume {id}"));
+    // Down to the earlier session, Enter loads it.
+    term.send("\x1b[B\r");
     term.expect(&format!("Resumed session {id}"));
     term.expect("› and now?");
     term.expect("Still here.");
+    // A unique prefix of the id loads it without the picker.
+    term.submit(&format!("/resume {}", &id[..6]));
+    term.expect(&format!("Resumed session {id}"));
     term.exit();
 }
 

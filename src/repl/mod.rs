@@ -14,6 +14,7 @@ mod keys;
 mod markdown;
 mod mentions;
 mod render;
+mod sessions;
 mod slash;
 mod spinner;
 mod style;

@@ -87,9 +87,6 @@ const BUILTIN: &[(&str, &str, &str)] = &[
     ("exit", "", "Quit (Ctrl-D works too)"),
 ];
 
-/// How many sessions `/resume` lists.
-const RECENT_SESSIONS: usize = 10;
-
 #[derive(Debug, Clone, PartialEq)]
 pub enum Slash {
     Help,
@@ -254,7 +251,7 @@ impl Repl {
                 self.ui.render.print(&text);
             }
             Slash::Model(name) => self.model(name),
-            Slash::Resume(None) => self.list_sessions(),
+            Slash::Resume(None) => self.pick_session().await,
             Slash::Resume(Some(id)) => self.resume(&id),
             Slash::Permissions => {
                 let text = self.ui.permissions.describe();
@@ -346,85 +343,6 @@ impl Repl {
         self.ui.render.print(&text);
     }
 
-    fn list_sessions(&mut self) {
-        let sessions = session::list(&self.cwd);
-        if sessions.is_empty() {
-            self.ui
-                .render
-                .print("There are no saved sessions for this directory yet.");
-            return;
-        }
-        let style = self.ui.render.style();
-        let mut out = String::from("Recent sessions in this directory (newest first):\n");
-        for info in sessions.iter().take(RECENT_SESSIONS) {
-            let when = chrono::DateTime::<chrono::Local>::from(info.modified)
-                .format("%Y-%m-%d %H:%M")
-                .to_string();
-            let first = session::transcript::first_prompt(&info.path)
-                .map(|t| preview(&t))
-                .unwrap_or_default();
-            let current = if info.id == self.engine.session_id() {
-                style.dim(" (current)")
-            } else {
-                String::new()
-            };
-            out.push_str(&format!("  {}  {when}  {first}{current}\n", info.id));
-        }
-        out.push_str("Load one with /resume <id>.");
-        self.ui.render.print(&out);
-    }
-
-    fn resume(&mut self, id: &str) {
-        // A unique prefix of a listed id is enough, as with git hashes.
-        let matching: Vec<String> = session::list(&self.cwd)
-            .into_iter()
-            .map(|s| s.id)
-            .filter(|s| s.starts_with(id))
-            .collect();
-        let id = match matching.as_slice() {
-            [one] => one.clone(),
-            [] => id.to_string(),
-            _ => {
-                self.fail(&format!(
-                    "{id} starts {} sessions; give more of the id.",
-                    matching.len()
-                ));
-                return;
-            }
-        };
-        self.options.resume = Some(id);
-        self.options.continue_last = false;
-        // A mode chosen with Shift+Tab carries over, as directories added with /add-dir do.
-        self.options.permissions.mode = Some(self.ui.permissions.mode());
-        let built = app::build(
-            &self.options,
-            &self.cwd,
-            self.endpoint.clone(),
-            self.asker.clone(),
-        );
-        self.options.resume = None;
-        match built {
-            Ok(session) => {
-                self.engine = session.engine;
-                self.ui.events = session.events;
-                self.ui.permissions = session.permissions;
-                self.ui.render.set_model(&self.engine.config().model);
-                let text = format!(
-                    "Resumed session {}. The last exchange was:",
-                    self.engine.session_id()
-                );
-                self.ui.render.print(&text);
-                let executor = self.engine.executor();
-                self.ui
-                    .render
-                    .last_exchange(self.engine.history(), |name, input| {
-                        executor.summarize(name, input)
-                    });
-            }
-            Err(e) => self.fail(&format!("{e:#}")),
-        }
-    }
-
     /// An `ouro@` brain runs on this engine and only picks the model, so switching to one
     /// works here; a `claude@` brain runs the claude CLI, which only print mode drives.
     fn brain(&mut self, slug: Option<&str>) {
@@ -455,15 +373,6 @@ impl Repl {
             Err(e) => self.fail(&format!("{e}")),
         }
     }
-}
-
-fn preview(text: &str) -> String {
-    let line = text
-        .lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("")
-        .trim();
-    crate::text::truncate(line, 60)
 }
 
 #[cfg(test)]

@@ -1,0 +1,161 @@
+//! `/resume`: the directory's recent sessions in a picker (or a list, off a terminal), and
+//! loading one by id or unique id prefix.
+
+use std::io::IsTerminal;
+
+use super::Repl;
+use crate::app;
+use crate::session;
+
+/// How many sessions `/resume` offers.
+const RECENT_SESSIONS: usize = 10;
+
+struct SessionRow {
+    id: String,
+    label: String,
+    current: bool,
+}
+
+impl Repl {
+    /// `/resume` without an id: a picker on a terminal (arrow keys, Enter loads, Esc keeps
+    /// the current session), else the list to pick from with `/resume <id>`.
+    pub(super) async fn pick_session(&mut self) {
+        let rows = self.recent_sessions();
+        if rows.is_empty() {
+            self.ui
+                .render
+                .print("There are no saved sessions for this directory yet.");
+            return;
+        }
+        let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+        if !interactive {
+            let mut out = String::from("Recent sessions in this directory (newest first):\n");
+            for row in &rows {
+                out.push_str(&format!("  {}  {}\n", row.id, row.label));
+            }
+            out.push_str("Load one with /resume <id>.");
+            self.ui.render.print(&out);
+            return;
+        }
+        let labels: Vec<String> = rows
+            .iter()
+            .map(|r| format!("{}  {}", short_id(&r.id), r.label))
+            .collect();
+        let picked = tokio::task::spawn_blocking(move || {
+            dialoguer::Select::new()
+                .with_prompt("Resume which session? (↑/↓, Enter loads, Esc keeps this one)")
+                .items(&labels)
+                .default(0)
+                .report(false)
+                .interact_opt()
+        })
+        .await;
+        match picked {
+            Ok(Ok(Some(i))) => match rows.get(i) {
+                Some(row) if row.current => self.ui.render.print("That is this session."),
+                Some(row) => {
+                    let id = row.id.clone();
+                    self.resume(&id);
+                }
+                None => {}
+            },
+            Ok(Ok(None)) => self.ui.render.print("Kept the current session."),
+            Ok(Err(e)) => self.fail(&format!("The session picker failed ({e}); use /resume <id>.")),
+            Err(_) => self.fail("The session picker stopped; use /resume <id>."),
+        }
+    }
+
+    /// The directory's newest sessions, each labelled with when it was last used and its
+    /// first prompt.
+    fn recent_sessions(&self) -> Vec<SessionRow> {
+        let style = self.ui.render.style();
+        session::list(&self.cwd)
+            .into_iter()
+            .take(RECENT_SESSIONS)
+            .map(|info| {
+                let when = chrono::DateTime::<chrono::Local>::from(info.modified)
+                    .format("%Y-%m-%d %H:%M")
+                    .to_string();
+                let first = session::transcript::first_prompt(&info.path)
+                    .map(|t| preview(&t))
+                    .unwrap_or_default();
+                let current = info.id == self.engine.session_id();
+                let mark = if current {
+                    style.dim(" (current)")
+                } else {
+                    String::new()
+                };
+                SessionRow {
+                    label: format!("{when}  {first}{mark}"),
+                    id: info.id,
+                    current,
+                }
+            })
+            .collect()
+    }
+
+    pub(super) fn resume(&mut self, id: &str) {
+        // A unique prefix of a listed id is enough, as with git hashes.
+        let matching: Vec<String> = session::list(&self.cwd)
+            .into_iter()
+            .map(|s| s.id)
+            .filter(|s| s.starts_with(id))
+            .collect();
+        let id = match matching.as_slice() {
+            [one] => one.clone(),
+            [] => id.to_string(),
+            _ => {
+                self.fail(&format!(
+                    "{id} starts {} sessions; give more of the id.",
+                    matching.len()
+                ));
+                return;
+            }
+        };
+        self.options.resume = Some(id);
+        self.options.continue_last = false;
+        // A mode chosen with Shift+Tab carries over, as directories added with /add-dir do.
+        self.options.permissions.mode = Some(self.ui.permissions.mode());
+        let built = app::build(
+            &self.options,
+            &self.cwd,
+            self.endpoint.clone(),
+            self.asker.clone(),
+        );
+        self.options.resume = None;
+        match built {
+            Ok(session) => {
+                self.engine = session.engine;
+                self.ui.events = session.events;
+                self.ui.permissions = session.permissions;
+                self.ui.render.set_model(&self.engine.config().model);
+                let text = format!(
+                    "Resumed session {}. The last exchange was:",
+                    self.engine.session_id()
+                );
+                self.ui.render.print(&text);
+                let executor = self.engine.executor();
+                self.ui
+                    .render
+                    .last_exchange(self.engine.history(), |name, input| {
+                        executor.summarize(name, input)
+                    });
+            }
+            Err(e) => self.fail(&format!("{e:#}")),
+        }
+    }
+}
+
+/// The first 8 characters of an id: enough to tell sessions apart in the picker.
+fn short_id(id: &str) -> &str {
+    id.get(..8).unwrap_or(id)
+}
+
+fn preview(text: &str) -> String {
+    let line = text
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim();
+    crate::text::truncate(line, 60)
+}
