@@ -10,7 +10,7 @@ use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 use crate::api::client::{ApiError, Client, DEFAULT_BASE_URL};
 use crate::api::models;
 use crate::api::reasoning::{Effort, ThinkingChoice};
-use crate::engine::prompt::{INSTRUCTION_FILES, ProjectContext};
+use crate::engine::prompt::{ProjectContext, project_instruction_files};
 use crate::engine::{Conversation, Engine, EngineConfig};
 use crate::event::Event;
 use crate::exec::hooks::Hooks;
@@ -96,7 +96,7 @@ pub fn load_settings(
     if let Some(sources) = &options.setting_sources {
         layered.keep_sources(sources)?;
     }
-    let ignored = untrusted(options, &root, &mut layered);
+    let ignored = untrusted(options, &root, cwd, &mut layered);
     // Given on the command line by the user, so trusted like the other flags.
     if let Some(extra) = &options.settings {
         layered.add_flag_layer(extra)?;
@@ -105,15 +105,18 @@ pub fn load_settings(
 }
 
 /// Drops what an untrusted directory brings from `layered`; says what that was.
-fn untrusted(options: &Options, cwd: &Path, layered: &mut LayeredSettings) -> Vec<String> {
-    if options.trust_project || layered.trusts(cwd) {
+fn untrusted(
+    options: &Options,
+    root: &Path,
+    cwd: &Path,
+    layered: &mut LayeredSettings,
+) -> Vec<String> {
+    if options.trust_project || layered.trusts(root) {
         return Vec::new();
     }
     let mut ignored = layered.drop_untrusted_widenings();
-    for name in INSTRUCTION_FILES {
-        if cwd.join(name).is_file() {
-            ignored.push(format!("the instructions in {name}"));
-        }
+    for file in project_instruction_files(root, cwd) {
+        ignored.push(format!("the instructions in {}", file.display()));
     }
     ignored
 }

@@ -43,19 +43,40 @@ impl ProjectContext {
     /// For a session started in `cwd` inside the project at `root`: the instruction files of
     /// the root, then those of each directory down to `cwd`.
     pub fn gather_in(root: &Path, cwd: &Path, trusted: bool) -> Self {
-        let mut dirs = vec![root.to_path_buf()];
-        if let Ok(below) = cwd.strip_prefix(root) {
-            let mut dir = root.to_path_buf();
-            for part in below.components() {
-                dir.push(part);
-                dirs.push(dir.clone());
-            }
-        }
         ProjectContext {
-            instructions: project_instructions(&dirs, trusted),
+            instructions: project_instructions(&instruction_dirs(root, cwd), trusted),
             environment: environment(cwd, trusted),
         }
     }
+}
+
+/// The directories whose instruction files count: the project root, then each one down to
+/// the working directory.
+fn instruction_dirs(root: &Path, cwd: &Path) -> Vec<std::path::PathBuf> {
+    let mut dirs = vec![root.to_path_buf()];
+    if let Ok(below) = cwd.strip_prefix(root) {
+        let mut dir = root.to_path_buf();
+        for part in below.components() {
+            dir.push(part);
+            dirs.push(dir.clone());
+        }
+    }
+    dirs
+}
+
+/// The project's instruction files that exist (what trusting the project would add to the
+/// system prompt), relative to the root.
+pub fn project_instruction_files(root: &Path, cwd: &Path) -> Vec<std::path::PathBuf> {
+    instruction_dirs(root, cwd)
+        .iter()
+        .flat_map(|dir| INSTRUCTION_FILES.iter().map(move |name| dir.join(name)))
+        .filter(|path| path.is_file())
+        .map(|path| {
+            path.strip_prefix(root)
+                .map(Path::to_path_buf)
+                .unwrap_or(path)
+        })
+        .collect()
 }
 
 /// The system prompt blocks. The stable part comes first and carries the cache breakpoint, so

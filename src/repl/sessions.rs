@@ -60,7 +60,9 @@ impl Repl {
                 None => {}
             },
             Ok(Ok(None)) => self.ui.render.print("Kept the current session."),
-            Ok(Err(e)) => self.fail(&format!("The session picker failed ({e}); use /resume <id>.")),
+            Ok(Err(e)) => self.fail(&format!(
+                "The session picker failed ({e}); use /resume <id>."
+            )),
             Err(_) => self.fail("The session picker stopped; use /resume <id>."),
         }
     }
