@@ -299,7 +299,7 @@ pub fn build(
         .join()
         .map_err(|_| AppError::StartupTask("building the HTTP client"))??;
     let mut ctx = ToolContext::new(root.clone());
-    ctx.set_current_dir(cwd.to_path_buf());
+    ctx.start_in(cwd.to_path_buf());
     ctx.env_passthrough = Arc::new(settings.bash_env_passthrough.clone());
     ctx.read_denials = permissions.read_denials();
     ctx.sandbox = Arc::new(SandboxConfig::from_settings(

@@ -104,12 +104,17 @@ impl Tool for BashTool {
         let mut notes = Vec::new();
         let mut cwd = ctx.current_dir();
         if !cwd.is_dir() {
+            let fallback = if ctx.start_dir.is_dir() {
+                &ctx.start_dir
+            } else {
+                &ctx.project_root
+            };
             notes.push(format!(
                 "The working directory {} no longer exists; the command ran in {} instead.",
                 cwd.display(),
-                ctx.project_root.display()
+                fallback.display()
             ));
-            cwd.clone_from(&ctx.project_root);
+            cwd.clone_from(fallback);
             ctx.set_current_dir(cwd.clone());
         }
         let timeout_ms = input.timeout.unwrap_or(DEFAULT_TIMEOUT_MS);
@@ -130,9 +135,9 @@ impl Tool for BashTool {
             } else {
                 notes.push(format!(
                     "The working directory was reset to {} because the command left the project.",
-                    ctx.project_root.display()
+                    ctx.start_dir.display()
                 ));
-                ctx.set_current_dir(ctx.project_root.clone());
+                ctx.set_current_dir(ctx.start_dir.clone());
             }
         }
         let mut is_error = false;
@@ -472,11 +477,14 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn leaving_the_project_resets_the_directory() {
-        let (_d, ctx) = context();
+    async fn leaving_the_project_resets_the_directory_to_where_the_session_started() {
+        let (_d, mut ctx) = context();
+        let start = ctx.project_root.join("pkg");
+        std::fs::create_dir_all(&start).unwrap();
+        ctx.start_in(start.clone());
         let out = run(&ctx, "cd /", None).await.unwrap();
         assert!(out.content.contains("reset"), "{out:?}");
-        assert_eq!(ctx.current_dir(), ctx.project_root);
+        assert_eq!(ctx.current_dir(), start);
     }
 
     #[tokio::test]

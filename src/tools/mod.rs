@@ -89,6 +89,9 @@ impl ToolError {
 pub struct ToolContext {
     /// The project root: where ouro was started.
     pub project_root: PathBuf,
+    /// Where the session started (inside the project); Bash returns here when a `cd` left
+    /// the project.
+    pub start_dir: PathBuf,
     /// Bash's working directory; a `cd` in one call carries over to the next.
     pub cwd: Arc<Mutex<PathBuf>>,
     /// What was read, for the stale-read checks of Edit and Write.
@@ -109,6 +112,7 @@ impl ToolContext {
     pub fn new(project_root: PathBuf) -> Self {
         ToolContext {
             cwd: Arc::new(Mutex::new(project_root.clone())),
+            start_dir: project_root.clone(),
             project_root,
             files: Arc::new(FileStates::default()),
             cancel: CancellationToken::new(),
@@ -117,6 +121,12 @@ impl ToolContext {
             confinement: Confinement::default(),
             read_denials: ReadDenials::default(),
         }
+    }
+
+    /// The session starts in `dir` (the directory ouro was started in, below the root).
+    pub fn start_in(&mut self, dir: PathBuf) {
+        self.set_current_dir(dir.clone());
+        self.start_dir = dir;
     }
 
     /// Bash's current working directory.
