@@ -793,18 +793,3 @@ async fn an_approved_command_shows_that_it_runs_and_its_output() {
     term.expect("All done.");
     term.exit();
 }
-
-#[tokio::test(flavor = "multi_thread")]
-async fn an_at_mention_attaches_the_file() {
-    let mock = server(json!({"turns": [
-        {"content": [{"type": "text", "text": "It defines helper."}], "expect_text": "fn helper() {}"}
-    ]}))
-    .await;
-    let sb = Sandbox::new();
-    sb.write("src/util.rs", "fn helper() {}\n");
-    let mut term = Term::start(&sb, &mock.url(), Options::default());
-    term.submit("what is in @src/util.rs?");
-    term.expect("Attached 1 mentioned file.");
-    term.expect("It defines helper.");
-    term.exit();
-}

@@ -102,7 +102,7 @@ async fn typing_a_slash_lists_matching_commands_with_what_they_do() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn tab_completes_a_mentioned_path() {
+async fn tab_completes_a_mentioned_path_and_the_file_is_attached() {
     let mock = server(json!({"turns": [
         {"content": [{"type": "text", "text": "It defines helper."}], "expect_text": "fn helper() {}"}
     ]}))
