@@ -21,6 +21,11 @@ pub enum Event {
         to: String,
         reason: String,
     },
+    /// MCP servers connected or went away, so the next request offers these tools.
+    ToolsChanged {
+        tools: Vec<String>,
+        mcp_servers: Vec<crate::tools::ServerStatus>,
+    },
     /// The response stream broke after some blocks had finished: those are kept and the
     /// model is asked to continue from there.
     StreamCut {
@@ -124,6 +129,7 @@ pub struct InitInfo {
     pub tools: Vec<String>,
     #[serde(rename = "permissionMode")]
     pub permission_mode: String,
+    pub mcp_servers: Vec<crate::tools::ServerStatus>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -15,6 +15,7 @@ pub mod cli;
 pub mod engine;
 pub mod event;
 pub mod exec;
+pub mod mcp;
 #[cfg(feature = "mock")]
 pub mod mock;
 pub mod permissions;

@@ -3,6 +3,7 @@
 //! all). Claude Code's project files are read so a repository set up for it works unchanged.
 //! Each file is kept with its source so rules can say where they came from.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -157,6 +158,10 @@ pub struct Settings {
     /// settings only; the REPL's trust question adds to it).
     #[serde(default)]
     pub trusted_directories: Vec<String>,
+    /// MCP servers by name, in Claude Code's format (each entry is checked when the session
+    /// starts, so one bad entry does not hide the others).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub mcp_servers: BTreeMap<String, serde_json::Value>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -346,6 +351,10 @@ impl LayeredSettings {
                 what.push("model");
             }
             s.trusted_directories.clear();
+            if !s.mcp_servers.is_empty() {
+                what.push("MCP servers");
+                s.mcp_servers.clear();
+            }
             if !what.is_empty() {
                 dropped.push(format!("{} in {}", what.join(", "), source.label()));
             }
@@ -400,6 +409,8 @@ impl LayeredSettings {
                 .extend(s.hooks.post_tool_use.iter().cloned());
             out.bash_env_passthrough
                 .extend(s.bash_env_passthrough.iter().cloned());
+            out.mcp_servers
+                .extend(s.mcp_servers.iter().map(|(k, v)| (k.clone(), v.clone())));
             let (sandbox, layer) = (&mut out.sandbox, &s.sandbox);
             if layer.enabled.is_some() {
                 sandbox.enabled = layer.enabled;
@@ -461,6 +472,7 @@ const KNOWN_KEYS: &[&str] = &[
     "autoCompactThreshold",
     "trustedDirectories",
     "bashEnvPassthrough",
+    "mcpServers",
 ];
 
 /// Claude Code keys ouro does not use: valid in a `.claude/` file, so not typos.
@@ -475,7 +487,6 @@ const CLAUDE_CODE_KEYS: &[&str] = &[
     "enableAllProjectMcpServers",
     "enabledMcpjsonServers",
     "disabledMcpjsonServers",
-    "mcpServers",
     "awsAuthRefresh",
     "awsCredentialExport",
     "spinnerTipsEnabled",

@@ -423,6 +423,57 @@ fn other_tools_follow_rules_naming_them() {
 }
 
 #[test]
+fn mcp_tools_ask_unless_allowed_and_deny_wins_over_every_allow_form() {
+    let p = project();
+    let e = engine(
+        &p,
+        PermissionMode::Default,
+        vec![
+            rule("mcp__files", RuleKind::Allow),
+            rule("mcp__files__write_file", RuleKind::Deny),
+            rule("mcp__web__*", RuleKind::Allow),
+            rule("mcp__web__post", RuleKind::Ask),
+            rule("mcp__db__query", RuleKind::Allow),
+        ],
+    );
+    assert_eq!(
+        ask(&e, "mcp__files__read_file", Access::External),
+        Decision::Allow
+    );
+    assert!(is_deny(&ask(
+        &e,
+        "mcp__files__write_file",
+        Access::External
+    )));
+    assert_eq!(
+        ask(&e, "mcp__web__fetch", Access::External),
+        Decision::Allow
+    );
+    assert!(is_ask(&ask(&e, "mcp__web__post", Access::External)));
+    assert_eq!(ask(&e, "mcp__db__query", Access::External), Decision::Allow);
+    assert!(is_ask(&ask(&e, "mcp__db__drop", Access::External)));
+    assert!(is_ask(&ask(&e, "mcp__other__x", Access::External)));
+    assert!(is_ask(&ask(&e, "mcp__webby__x", Access::External)));
+
+    let bypass = engine(
+        &p,
+        PermissionMode::BypassPermissions,
+        vec![rule("mcp__files__write_file", RuleKind::Deny)],
+    );
+    assert_eq!(
+        ask(&bypass, "mcp__other__x", Access::External),
+        Decision::Allow
+    );
+    assert!(is_deny(&ask(
+        &bypass,
+        "mcp__files__write_file",
+        Access::External
+    )));
+    let dont_ask = engine(&p, PermissionMode::DontAsk, vec![]);
+    assert!(is_deny(&ask(&dont_ask, "mcp__other__x", Access::External)));
+}
+
+#[test]
 fn cli_lists_split_outside_parentheses() {
     assert_eq!(
         split_rule_list("Bash(git status:*),Edit"),

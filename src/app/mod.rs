@@ -15,11 +15,12 @@ use crate::engine::{Conversation, Engine, EngineConfig};
 use crate::event::Event;
 use crate::exec::hooks::Hooks;
 use crate::exec::{Asker, Executor};
+use crate::mcp::McpHub;
 use crate::permissions::{CliPermissions, PermissionEngine, PermissionError};
 use crate::session::{self, Transcript, TranscriptError};
 use crate::settings::{LayeredSettings, SettingsError};
 use crate::tools::bash::SandboxConfig;
-use crate::tools::{ToolContext, pool};
+use crate::tools::{ToolContext, Toolbox, pool};
 
 /// What a front end decided from its own flags; everything else comes from the settings.
 #[derive(Debug, Clone, Default)]
@@ -67,6 +68,10 @@ pub struct Options {
     pub include_partial_messages: bool,
     /// `--json-schema`: the final answer must match it.
     pub json_schema: Option<serde_json::Value>,
+    /// `--mcp-config`: files or JSON texts with `mcpServers`.
+    pub mcp_config: Vec<String>,
+    /// `--strict-mcp-config`: only the servers of `--mcp-config`.
+    pub strict_mcp_config: bool,
 }
 
 /// The project a session started in `cwd` works on: the enclosing git repository's root (as
@@ -104,6 +109,32 @@ pub fn load_settings(
     Ok((layered, ignored))
 }
 
+/// The built-in tools, plus a source of MCP tools when any server is configured: the servers
+/// start connecting now, in the background.
+fn with_mcp_servers(
+    tools: Vec<Arc<dyn crate::tools::DynTool>>,
+    from_settings: &std::collections::BTreeMap<String, serde_json::Value>,
+    options: &Options,
+    root: &Path,
+    trusted: bool,
+) -> Toolbox {
+    let (servers, errors) = crate::mcp::config::gather(
+        from_settings,
+        root,
+        trusted,
+        &options.mcp_config,
+        options.strict_mcp_config,
+    );
+    for error in errors {
+        eprintln!("ouro: {error}; that server is left out.");
+    }
+    let toolbox = Toolbox::from(tools);
+    if servers.is_empty() {
+        return toolbox;
+    }
+    toolbox.with_source(McpHub::start(servers, crate::mcp::Limits::from_env()))
+}
+
 /// Drops what an untrusted directory brings from `layered`; says what that was.
 fn untrusted(
     options: &Options,
@@ -117,6 +148,9 @@ fn untrusted(
     let mut ignored = layered.drop_untrusted_widenings();
     for file in project_instruction_files(root, cwd) {
         ignored.push(format!("the instructions in {}", file.display()));
+    }
+    if root.join(".mcp.json").is_file() {
+        ignored.push("the MCP servers in .mcp.json".to_string());
     }
     ignored
 }
@@ -274,6 +308,8 @@ pub fn build(
         options.tools.as_deref(),
         &denied_tools,
     );
+
+    let tools = with_mcp_servers(tools, &settings.mcp_servers, options, &root, trusted);
 
     let (loaded, session_id, path) = resolve_session(options, cwd)?;
     let model = options

@@ -134,6 +134,14 @@ pub struct Args {
     #[arg(long)]
     pub include_partial_messages: bool,
 
+    /// MCP servers to use: files or JSON texts holding {"mcpServers": {...}} (repeatable).
+    #[arg(long = "mcp-config", value_name = "CONFIGS", num_args = 1..)]
+    pub mcp_config: Vec<String>,
+
+    /// Use only the MCP servers of --mcp-config, none from settings or .mcp.json.
+    #[arg(long)]
+    pub strict_mcp_config: bool,
+
     /// Resume the session with this id.
     #[arg(short = 'r', long)]
     pub resume: Option<String>,
@@ -273,6 +281,16 @@ impl Args {
         let dirs = &mut self.permissions.add_dirs;
         if dirs.len() > 1 && dirs.last().is_some_and(|d| !d.is_dir()) {
             self.prompt = dirs.pop().map(|d| d.to_string_lossy().into_owned());
+            return;
+        }
+        // `--mcp-config a.json "prompt"`: the last value is neither JSON nor a file.
+        let configs = &mut self.mcp_config;
+        if configs.len() > 1
+            && configs.last().is_some_and(|c| {
+                !c.trim_start().starts_with('{') && !std::path::Path::new(c).is_file()
+            })
+        {
+            self.prompt = configs.pop();
         }
     }
 
@@ -308,6 +326,8 @@ impl Args {
             persist: !self.no_session_persistence,
             include_partial_messages: self.include_partial_messages,
             json_schema: self.json_schema.as_deref().map(json_or_file).transpose()?,
+            mcp_config: self.mcp_config.clone(),
+            strict_mcp_config: self.strict_mcp_config,
         })
     }
 

@@ -138,6 +138,10 @@ pub struct Engine {
     system: Vec<SystemBlock>,
     /// The executor's tools as the API takes them; fixed for the session.
     tools: Vec<ToolDefinition>,
+    /// The executor's tool generation `tools` was built from; MCP servers change it.
+    tools_generation: u64,
+    /// Whether the first run has waited for MCP servers still connecting.
+    tools_settled: bool,
     /// The JSON size of `system` and `tools`, which every request carries.
     prompt_bytes: u64,
     history: History,
@@ -167,10 +171,8 @@ impl Engine {
         events: UnboundedSender<Event>,
     ) -> Self {
         let system = system_blocks(&context, &config);
-        let mut tools = tool_definitions(&executor);
-        if !config.prompt_caching {
-            tools.iter_mut().for_each(|t| t.cache_control = None);
-        }
+        let tools = tool_definitions(&executor, config.prompt_caching);
+        let tools_generation = executor.toolbox().generation();
         let prompt_bytes = json_len(&system) + json_len(&tools);
         Engine {
             client,
@@ -179,6 +181,8 @@ impl Engine {
             context,
             system,
             tools,
+            tools_generation,
+            tools_settled: false,
             prompt_bytes,
             history: History::new(conversation.history),
             transcript: conversation.transcript,
@@ -225,6 +229,28 @@ impl Engine {
     /// under it).
     pub fn set_permission_mode(&mut self, mode: crate::permissions::PermissionMode) {
         self.config.permission_mode = mode;
+    }
+
+    /// Rebuilds the tool list when MCP servers came or went; `report` says so in an event.
+    fn refresh_tools(&mut self, report: bool) {
+        let generation = self.executor.toolbox().generation();
+        if generation == self.tools_generation {
+            return;
+        }
+        self.tools_generation = generation;
+        let tools = tool_definitions(&self.executor, self.config.prompt_caching);
+        let changed = tools
+            .iter()
+            .map(|t| &t.name)
+            .ne(self.tools.iter().map(|t| &t.name));
+        self.tools = tools;
+        self.prompt_bytes = json_len(&self.system) + json_len(&self.tools);
+        if report && changed {
+            self.emit(Event::ToolsChanged {
+                tools: self.tools.iter().map(|t| t.name.clone()).collect(),
+                mcp_servers: self.executor.toolbox().servers(),
+            });
+        }
     }
 
     pub fn set_model(&mut self, model: impl Into<String>) {
@@ -278,7 +304,7 @@ fn system_blocks(context: &prompt::ProjectContext, config: &EngineConfig) -> Vec
 
 /// Tool definitions sorted by name, with a cache breakpoint after the last, so the prompt
 /// prefix stays byte-identical from request to request.
-fn tool_definitions(executor: &Executor) -> Vec<ToolDefinition> {
+fn tool_definitions(executor: &Executor, caching: bool) -> Vec<ToolDefinition> {
     let mut tools: Vec<ToolDefinition> = executor
         .tools()
         .iter()
@@ -290,7 +316,7 @@ fn tool_definitions(executor: &Executor) -> Vec<ToolDefinition> {
         })
         .collect();
     tools.sort_by(|a, b| a.name.cmp(&b.name));
-    if let Some(last) = tools.last_mut() {
+    if caching && let Some(last) = tools.last_mut() {
         last.cache_control = Some(CacheControl::ephemeral());
     }
     tools

@@ -45,6 +45,17 @@ impl Engine {
     pub async fn run(&mut self, prompt_text: &str, cancel: &CancellationToken) -> RunResult {
         let started = Instant::now();
         let mut run = RunState::default();
+        if !self.tools_settled {
+            // MCP servers get a short moment to connect before the first request; those that
+            // take longer join from a later request on.
+            self.tools_settled = true;
+            let toolbox = self.executor.toolbox().clone();
+            tokio::select! {
+                () = toolbox.settle() => {}
+                () = cancel.cancelled() => {}
+            }
+        }
+        self.refresh_tools(false);
         self.emit(Event::Init(InitInfo {
             session_id: self.session_id.clone(),
             cwd: self.config.cwd.to_string_lossy().into_owned(),
@@ -56,6 +67,7 @@ impl Engine {
                 .map(|t| t.name().to_string())
                 .collect(),
             permission_mode: self.config.permission_mode.to_string(),
+            mcp_servers: self.executor.toolbox().servers(),
         }));
         let user = Message::user_text(prompt_text);
         self.persist(|t| t.append_user(&user));
@@ -126,6 +138,7 @@ impl Engine {
                 }
                 tracing::warn!(error = %e, "proactive compaction failed; sending the full history");
             }
+            self.refresh_tools(true);
             let request = self.build_request();
             run.turns += 1;
             self.emit(Event::RequestStarted { turn: run.turns });

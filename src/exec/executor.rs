@@ -28,7 +28,7 @@ use crate::api::types::ContentBlock;
 use crate::event::PhaseTimings;
 use crate::event::{Denial, Event};
 use crate::permissions::PermissionPolicy;
-use crate::tools::{DynTool, ToolContext, ToolOutput};
+use crate::tools::{DynTool, ToolContext, ToolOutput, Toolbox};
 
 /// Runs the tool calls of a session. Cheap to clone.
 #[derive(Clone)]
@@ -54,7 +54,7 @@ pub struct BatchOutcome {
 
 impl Executor {
     pub fn new(
-        tools: Vec<Arc<dyn DynTool>>,
+        tools: impl Into<Toolbox>,
         ctx: ToolContext,
         policy: Arc<dyn PermissionPolicy>,
         asker: Arc<dyn Asker>,
@@ -62,11 +62,23 @@ impl Executor {
         events: UnboundedSender<Event>,
     ) -> Executor {
         Executor {
-            pipeline: Arc::new(Pipeline::new(tools, ctx, policy, asker, hooks, events)),
+            pipeline: Arc::new(Pipeline::new(
+                tools.into(),
+                ctx,
+                policy,
+                asker,
+                hooks,
+                events,
+            )),
         }
     }
 
-    pub fn tools(&self) -> &[Arc<dyn DynTool>] {
+    /// Every tool offered now (MCP servers add theirs as they connect).
+    pub fn tools(&self) -> Vec<Arc<dyn DynTool>> {
+        self.pipeline.tools.all()
+    }
+
+    pub fn toolbox(&self) -> &Toolbox {
         &self.pipeline.tools
     }
 
@@ -77,9 +89,9 @@ impl Executor {
     /// The one-line summary of a call (as `Event::ToolStarted` carries it), for calls shown
     /// again from the history; empty for an unknown tool or invalid input.
     pub fn summarize(&self, name: &str, input: &Value) -> String {
-        self.tools()
-            .iter()
-            .find(|t| t.name() == name)
+        self.pipeline
+            .tools
+            .find(name)
             .and_then(|t| t.summarize(input))
             .unwrap_or_default()
     }

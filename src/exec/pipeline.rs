@@ -16,7 +16,7 @@ use crate::event::{Denial, Event, ToolStatus};
 use crate::permissions::{Confinement, Decision, PermissionPolicy, PermissionRequest};
 use crate::settings;
 use crate::text::elide_middle;
-use crate::tools::{DynTool, PreparedCall, Progress, ToolContext, ToolError, ToolOutput};
+use crate::tools::{DynTool, PreparedCall, Progress, ToolContext, ToolError, ToolOutput, Toolbox};
 
 /// The text of the result of every call the user cancelled.
 pub const CANCELLED: &str = "The tool call was cancelled by the user.";
@@ -27,7 +27,7 @@ const CANCEL_GRACE: Duration = Duration::from_secs(3);
 
 /// Everything the phases need; shared by every call of every batch.
 pub(crate) struct Pipeline {
-    pub tools: Vec<Arc<dyn DynTool>>,
+    pub tools: Toolbox,
     pub ctx: ToolContext,
     pub policy: Arc<dyn PermissionPolicy>,
     pub asker: Arc<dyn Asker>,
@@ -107,7 +107,7 @@ enum Permission {
 
 impl Pipeline {
     pub fn new(
-        tools: Vec<Arc<dyn DynTool>>,
+        tools: Toolbox,
         ctx: ToolContext,
         policy: Arc<dyn PermissionPolicy>,
         asker: Arc<dyn Asker>,
@@ -133,8 +133,9 @@ impl Pipeline {
         ctx: &ToolContext,
     ) -> Result<Admitted, (String, PhaseTimings)> {
         let mut timings = PhaseTimings::default();
-        let Some(tool) = self.tools.iter().find(|t| t.name() == name).cloned() else {
-            let names: Vec<&str> = self.tools.iter().map(|t| t.name()).collect();
+        let Some(tool) = self.tools.find(name) else {
+            let all = self.tools.all();
+            let names: Vec<&str> = all.iter().map(|t| t.name()).collect();
             return Err((
                 format!(
                     "There is no tool named `{name}`. The available tools are: {}.",
@@ -175,7 +176,9 @@ impl Pipeline {
         let cancel = ctx.cancel.clone();
         let mut call = call;
         let mut timings = call.timings;
-        let name = call.tool.name();
+        // Owned: a pre-tool hook may replace the call (and so the tool it borrows from).
+        let tool_name = call.tool.name().to_string();
+        let name = tool_name.as_str();
         let cwd = ctx.current_dir();
         let site = HookSite {
             cwd: &cwd,

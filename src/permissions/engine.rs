@@ -233,6 +233,7 @@ impl PermissionPolicy for PermissionEngine {
                 shell_access::decide(&self.scope, base, &applicable, command)
             }
             Access::None => self.decide_plain_tool(&applicable, request.tool),
+            Access::External => self.decide_external_tool(&applicable, request.tool),
         };
         settle(self.scope.mode(), decision)
     }
@@ -290,6 +291,25 @@ pub fn check_bypass_allowed(
 }
 
 impl PermissionEngine {
+    /// A tool of an MCP server: deny rules first, then allow rules, else the user decides.
+    fn decide_external_tool(&self, applicable: &Applicable<'_>, tool: &str) -> Decision {
+        if let Some(rule) = applicable.of(RuleKind::Deny).find(|r| r.is_whole_tool()) {
+            return Decision::Deny(format!("`{tool}` {}", rule_clause(rule)));
+        }
+        if self.scope.mode() == PermissionMode::BypassPermissions {
+            return Decision::Allow;
+        }
+        if let Some(rule) = applicable.of(RuleKind::Ask).find(|r| r.is_whole_tool()) {
+            return Decision::Ask(format!("`{tool}` {}; it needs approval", rule_clause(rule)));
+        }
+        if applicable.of(RuleKind::Allow).any(|r| r.is_whole_tool()) {
+            return Decision::Allow;
+        }
+        Decision::Ask(format!(
+            "`{tool}` is a tool of an MCP server, outside ouro; it needs approval"
+        ))
+    }
+
     /// A tool that touches nothing outside ouro's own state: only rules naming it matter.
     fn decide_plain_tool(&self, applicable: &Applicable<'_>, tool: &str) -> Decision {
         if let Some(rule) = applicable.of(RuleKind::Deny).find(|r| r.is_whole_tool()) {

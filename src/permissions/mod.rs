@@ -13,6 +13,9 @@ pub enum Access {
     Write(PathBuf),
     /// Runs this shell command.
     Execute(String),
+    /// Reaches a service outside ouro (an MCP server's tool): it asks unless a rule allows
+    /// it. A server's own word that a tool only reads does not let it run unasked.
+    External,
 }
 
 /// How much an allowed shell command may do; the OS sandbox enforces it whatever the analyser

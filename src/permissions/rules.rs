@@ -210,8 +210,13 @@ pub(crate) fn compile(
             (&text[..open], Some(inner.trim()))
         }
     };
-    let valid_name = !tool.is_empty()
-        && tool
+    // `mcp__server__*` names every tool of one MCP server.
+    let plain = match tool.strip_suffix("__*") {
+        Some(server) if server.starts_with("mcp__") => server,
+        _ => tool,
+    };
+    let valid_name = !plain.is_empty()
+        && plain
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
     if !valid_name {
@@ -359,11 +364,19 @@ impl CompiledRule {
         {
             return true;
         }
+        // `mcp__server__*`: every tool of the server.
+        if let Some(prefix) = self.tool.strip_suffix('*')
+            && prefix.starts_with("mcp__")
+            && prefix.ends_with("__")
+            && tool.starts_with(prefix)
+        {
+            return true;
+        }
         match access {
             Access::Read(_) => self.tool == "Read",
             Access::Write(_) => self.tool == "Edit",
             Access::Execute(_) => self.tool == "Bash",
-            Access::None => false,
+            Access::None | Access::External => false,
         }
     }
 

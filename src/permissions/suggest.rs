@@ -28,7 +28,7 @@ pub(crate) fn rule_for(scope: &Scope, request: &PermissionRequest<'_>) -> String
             };
             format!("Read({}/**)", rule_path(scope, dir).trim_end_matches('/'))
         }
-        Access::None => request.tool.to_string(),
+        Access::None | Access::External => request.tool.to_string(),
     }
 }
 

@@ -198,6 +198,19 @@ impl Renderer {
                 ));
                 self.line(&line);
             }
+            Event::ToolsChanged { mcp_servers, .. } => {
+                let ready: Vec<String> = mcp_servers
+                    .iter()
+                    .filter(|s| s.status == "connected")
+                    .map(|s| format!("{} ({} tools)", s.name, s.tools))
+                    .collect();
+                if !ready.is_empty() {
+                    let line = self
+                        .style
+                        .dim(&format!("· MCP servers ready: {}", ready.join(", ")));
+                    self.line(&line);
+                }
+            }
             Event::CompactStarted => self.start_spinner("Compacting the conversation"),
             Event::CompactFinished => self.stop_spinner(),
             Event::CompactBoundary(c) => {

@@ -44,6 +44,7 @@ mod tests {
             model: "claude-x".into(),
             tools: vec!["Bash".into(), "Read".into()],
             permission_mode: "default".into(),
+            mcp_servers: Vec::new(),
         });
         let Line::Init(got) = round_trip(&init) else {
             panic!("init")

@@ -24,9 +24,11 @@ pub mod memo;
 pub mod paths;
 pub mod pool;
 pub mod read;
+pub mod toolbox;
 pub mod write;
 
 pub use file_state::FileStates;
+pub use toolbox::{ServerStatus, ToolSource, Toolbox};
 
 /// What a tool call produced. `content` is the text of the `tool_result` the model sees.
 #[derive(Debug, Clone, PartialEq)]
@@ -232,8 +234,8 @@ pub trait Tool: Send + Sync + 'static {
 
 /// A tool with its input type erased, as the executor holds it.
 pub trait DynTool: Send + Sync {
-    fn name(&self) -> &'static str;
-    fn description(&self) -> &'static str;
+    fn name(&self) -> &str;
+    fn description(&self) -> &str;
     fn input_schema(&self) -> &Value;
     /// The one-line summary of a call with this input, if the input is valid (for displays of
     /// calls that are not running, such as a resumed conversation's).
@@ -271,6 +273,34 @@ struct Prepared<T: Tool> {
     input: T::Input,
 }
 
+/// Phase 1 for any tool: the input against its schema; the error lists every failing path.
+pub fn check_against(
+    validator: &jsonschema::Validator,
+    tool: &str,
+    input: &Value,
+) -> Result<(), String> {
+    let problems: Vec<String> = validator
+        .iter_errors(input)
+        .map(|e| {
+            let path = e.instance_path().to_string();
+            let at = if path.is_empty() {
+                "(root)".to_string()
+            } else {
+                path
+            };
+            format!("- {at}: {e}")
+        })
+        .collect();
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{tool} was called with input that does not match its schema:\n{}",
+            problems.join("\n")
+        ))
+    }
+}
+
 /// Wrap a typed tool for the pool. Panics only if the tool's own derived schema is invalid,
 /// which is a programming error caught by the tests of every built-in tool.
 pub fn erase<T: Tool>(tool: T) -> Arc<dyn DynTool> {
@@ -285,11 +315,11 @@ pub fn erase<T: Tool>(tool: T) -> Arc<dyn DynTool> {
 }
 
 impl<T: Tool> DynTool for Erased<T> {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         T::NAME
     }
 
-    fn description(&self) -> &'static str {
+    fn description(&self) -> &str {
         self.tool.description()
     }
 
@@ -303,28 +333,7 @@ impl<T: Tool> DynTool for Erased<T> {
     }
 
     fn check_schema(&self, input: &Value) -> Result<(), String> {
-        let problems: Vec<String> = self
-            .validator
-            .iter_errors(input)
-            .map(|e| {
-                let path = e.instance_path().to_string();
-                let at = if path.is_empty() {
-                    "(root)".to_string()
-                } else {
-                    path
-                };
-                format!("- {at}: {e}")
-            })
-            .collect();
-        if problems.is_empty() {
-            Ok(())
-        } else {
-            Err(format!(
-                "{} was called with input that does not match its schema:\n{}",
-                T::NAME,
-                problems.join("\n")
-            ))
-        }
+        check_against(&self.validator, T::NAME, input)
     }
 
     fn prepare(&self, input: &Value, ctx: &ToolContext) -> Result<Box<dyn PreparedCall>, String> {

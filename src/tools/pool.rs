@@ -20,7 +20,7 @@ pub fn builtin_tools() -> Vec<Arc<dyn DynTool>> {
         erase(ReadTool),
         erase(WriteTool),
     ];
-    tools.sort_by_key(|tool| tool.name());
+    tools.sort_by(|a, b| a.name().cmp(b.name()));
     tools
 }
 
@@ -36,7 +36,7 @@ pub fn select(
         .filter(|tool| only.is_none_or(|names| names.iter().any(|n| n == tool.name())))
         .filter(|tool| !deny.iter().any(|n| n == tool.name()))
         .collect();
-    kept.sort_by_key(|tool| tool.name());
+    kept.sort_by(|a, b| a.name().cmp(b.name()));
     kept
 }
 
@@ -44,7 +44,7 @@ pub fn select(
 mod tests {
     use super::*;
 
-    fn names(tools: &[Arc<dyn DynTool>]) -> Vec<&'static str> {
+    fn names(tools: &[Arc<dyn DynTool>]) -> Vec<&str> {
         tools.iter().map(|t| t.name()).collect()
     }
 

@@ -248,6 +248,7 @@ fn status_line_shows_model_tokens_and_cost() {
         model: "claude-sonnet-4-5".into(),
         tools: vec![],
         permission_mode: "default".into(),
+        mcp_servers: Vec::new(),
     }));
     r.event(&Event::Result(result(ResultKind::Success)));
     assert_eq!(

@@ -1,0 +1,223 @@
+//! One configured server and its connection: connecting (with a time limit and retries with
+//! back-off when it fails), the tools it lists, and reconnecting on next use after it died.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use super::config::ServerConfig;
+use super::connect::{self, Client};
+use super::tool::McpTool;
+use crate::tools::{DynTool, ServerStatus};
+
+/// Attempts to connect before a server is left failed until its next use.
+const ATTEMPTS: u32 = 4;
+const FIRST_BACKOFF: Duration = Duration::from_secs(1);
+
+/// Time limits and caps, from Claude Code's environment variables where it has them.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// `MCP_TIMEOUT` (ms): connecting and listing tools.
+    pub connect_timeout: Duration,
+    /// `MCP_TOOL_TIMEOUT` (ms): one tool call.
+    pub call_timeout: Duration,
+    /// `MAX_MCP_OUTPUT_TOKENS` (×4 characters): one tool result.
+    pub max_result_chars: usize,
+    /// `OURO_MCP_STARTUP_WAIT_MS`: how long the first request waits for servers.
+    pub startup_wait: Duration,
+}
+
+impl Limits {
+    pub fn from_env() -> Limits {
+        let ms = |var: &str, default: u64| {
+            Duration::from_millis(
+                std::env::var(var)
+                    .ok()
+                    .and_then(|v| v.trim().parse().ok())
+                    .unwrap_or(default),
+            )
+        };
+        let tokens = std::env::var("MAX_MCP_OUTPUT_TOKENS")
+            .ok()
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .unwrap_or(25_000);
+        Limits {
+            connect_timeout: ms("MCP_TIMEOUT", 30_000),
+            call_timeout: ms("MCP_TOOL_TIMEOUT", 600_000),
+            max_result_chars: tokens.saturating_mul(4),
+            startup_wait: ms("OURO_MCP_STARTUP_WAIT_MS", 1_000),
+        }
+    }
+}
+
+enum State {
+    Connecting,
+    Connected {
+        client: Arc<Client>,
+        tools: Vec<Arc<dyn DynTool>>,
+    },
+    Failed {
+        error: String,
+    },
+}
+
+pub struct Server {
+    pub config: ServerConfig,
+    pub limits: Limits,
+    state: Mutex<State>,
+    /// One reconnect at a time.
+    reconnecting: tokio::sync::Mutex<()>,
+    /// Bumped on every change of state, so the session offers the new tool list.
+    changes: watch::Sender<u64>,
+}
+
+impl Server {
+    pub fn new(config: ServerConfig, limits: Limits, changes: watch::Sender<u64>) -> Server {
+        Server {
+            config,
+            limits,
+            state: Mutex::new(State::Connecting),
+            reconnecting: tokio::sync::Mutex::new(()),
+            changes,
+        }
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        match self.state.lock() {
+            Ok(s) => s,
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+
+    fn set(&self, state: State) {
+        *self.state() = state;
+        self.changes.send_modify(|g| *g += 1);
+    }
+
+    pub fn is_connecting(&self) -> bool {
+        matches!(*self.state(), State::Connecting)
+    }
+
+    pub fn tools(&self) -> Vec<Arc<dyn DynTool>> {
+        match &*self.state() {
+            State::Connected { tools, .. } => tools.clone(),
+            _ => Vec::new(),
+        }
+    }
+
+    pub fn status(&self) -> ServerStatus {
+        let (status, tools, error) = match &*self.state() {
+            State::Connecting => ("pending", 0, None),
+            State::Connected { tools, .. } => ("connected", tools.len(), None),
+            State::Failed { error } => ("failed", 0, Some(error.clone())),
+        };
+        ServerStatus {
+            name: self.config.name.clone(),
+            status: status.to_string(),
+            tools,
+            error,
+        }
+    }
+
+    /// The first connection, in the background: retried with back-off, reported once.
+    pub async fn start(self: Arc<Self>) {
+        let mut backoff = FIRST_BACKOFF;
+        for attempt in 1..=ATTEMPTS {
+            match self.connect().await {
+                Ok(()) => return,
+                Err(error) => {
+                    if attempt == 1 {
+                        eprintln!(
+                            "ouro: MCP server \"{}\" ({}) did not start: {error}. The session goes on without it; it is retried in the background.",
+                            self.config.name,
+                            self.config.transport.describe()
+                        );
+                    }
+                    tracing::debug!(server = %self.config.name, attempt, "mcp connect failed: {error}");
+                    self.set(State::Failed { error });
+                }
+            }
+            if attempt < ATTEMPTS {
+                tokio::time::sleep(backoff).await;
+                backoff *= 2;
+            }
+        }
+    }
+
+    async fn connect(self: &Arc<Self>) -> Result<(), String> {
+        let name = &self.config.name;
+        let transport = self
+            .config
+            .transport
+            .expanded(name)
+            .map_err(|e| e.to_string())?;
+        let limit = self.limits.connect_timeout;
+        let timed_out = || {
+            format!(
+                "no answer within {} s (raise MCP_TIMEOUT, in ms, for a slow server)",
+                limit.as_secs_f64()
+            )
+        };
+        let client = tokio::time::timeout(limit, connect::open(name, &transport))
+            .await
+            .map_err(|_| timed_out())??;
+        let listed = tokio::time::timeout(limit, client.list_all_tools())
+            .await
+            .map_err(|_| timed_out())?
+            .map_err(|e| format!("listing its tools failed: {e}"))?;
+        let mut tools: Vec<Arc<dyn DynTool>> = Vec::new();
+        for tool in &listed {
+            match McpTool::new(self.clone(), tool) {
+                Ok(t) => tools.push(Arc::new(t)),
+                Err(e) => tracing::warn!(server = %name, tool = %tool.name, "tool skipped: {e}"),
+            }
+        }
+        self.set(State::Connected {
+            client: Arc::new(client),
+            tools,
+        });
+        Ok(())
+    }
+
+    /// The live connection; a server that died or failed is started again first.
+    pub async fn client(self: &Arc<Self>) -> Result<Arc<Client>, String> {
+        if let Some(client) = self.live() {
+            return Ok(client);
+        }
+        let _one = self.reconnecting.lock().await;
+        if let Some(client) = self.live() {
+            return Ok(client);
+        }
+        match self.connect().await {
+            Ok(()) => self
+                .live()
+                .ok_or_else(|| "it closed right after connecting".into()),
+            Err(error) => {
+                self.set(State::Failed {
+                    error: error.clone(),
+                });
+                Err(error)
+            }
+        }
+    }
+
+    fn live(&self) -> Option<Arc<Client>> {
+        match &*self.state() {
+            State::Connected { client, .. } if !client.is_closed() => Some(client.clone()),
+            _ => None,
+        }
+    }
+
+    /// A call failed at the transport: if the connection is gone, the next use reconnects.
+    pub fn lost(&self, error: &str) {
+        let closed =
+            matches!(&*self.state(), State::Connected { client, .. } if client.is_closed());
+        if closed {
+            tracing::debug!(server = %self.config.name, "mcp connection lost: {error}");
+            self.set(State::Failed {
+                error: format!("the connection closed ({error}); it reconnects on next use"),
+            });
+        }
+    }
+}

@@ -1,0 +1,288 @@
+//! One MCP server tool as ouro offers it: `mcp__<server>__<tool>` with the server's JSON
+//! Schema (checked in phase 1 like a built-in tool's), run through the server's connection
+//! with a time limit, and cancelled on the server when the user interrupts.
+
+use std::sync::Arc;
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use rmcp::model::CallToolRequestParams;
+use serde_json::Value;
+
+use super::server::Server;
+use crate::permissions::Access;
+use crate::text::truncate;
+use crate::tools::{DynTool, PreparedCall, Progress, ToolContext, ToolError, ToolOutput};
+
+/// Longest tool description passed on; some servers write essays.
+const MAX_DESCRIPTION_CHARS: usize = 2048;
+/// The API's limit on tool names.
+const MAX_NAME_CHARS: usize = 64;
+
+pub struct McpTool {
+    server: Arc<Server>,
+    /// As the model calls it: `mcp__<server>__<tool>`.
+    name: String,
+    /// As the server knows it.
+    remote: String,
+    description: String,
+    schema: Value,
+    validator: jsonschema::Validator,
+    read_only: bool,
+}
+
+/// `mcp__<server>__<tool>`, with characters the API refuses replaced and the length capped.
+pub fn tool_name(server: &str, tool: &str) -> String {
+    let clean = |s: &str| -> String {
+        s.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect()
+    };
+    let mut name = format!("mcp__{}__{}", clean(server), clean(tool));
+    name.truncate(MAX_NAME_CHARS);
+    name
+}
+
+impl McpTool {
+    /// The tool as listed by the server; `Err` says why it cannot be offered.
+    pub fn new(server: Arc<Server>, listed: &rmcp::model::Tool) -> Result<McpTool, String> {
+        let schema = Value::Object((*listed.input_schema).clone());
+        let validator = jsonschema::validator_for(&schema)
+            .map_err(|e| format!("its input schema is not valid JSON Schema ({e})"))?;
+        let description = listed
+            .description
+            .as_deref()
+            .or(listed.title.as_deref())
+            .unwrap_or("");
+        let read_only = listed
+            .annotations
+            .as_ref()
+            .and_then(|a| a.read_only_hint)
+            .unwrap_or(false);
+        Ok(McpTool {
+            name: tool_name(&server.config.name, &listed.name),
+            remote: listed.name.to_string(),
+            description: truncate(description, MAX_DESCRIPTION_CHARS),
+            schema,
+            validator,
+            read_only,
+            server,
+        })
+    }
+}
+
+impl DynTool for McpTool {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn description(&self) -> &str {
+        &self.description
+    }
+
+    fn input_schema(&self) -> &Value {
+        &self.schema
+    }
+
+    fn summarize(&self, input: &Value) -> Option<String> {
+        Some(summary(input))
+    }
+
+    fn check_schema(&self, input: &Value) -> Result<(), String> {
+        crate::tools::check_against(&self.validator, &self.name, input)
+    }
+
+    fn prepare(&self, input: &Value, _ctx: &ToolContext) -> Result<Box<dyn PreparedCall>, String> {
+        let Value::Object(arguments) = input else {
+            return Err(format!("{} takes a JSON object", self.name));
+        };
+        Ok(Box::new(McpCall {
+            server: self.server.clone(),
+            remote: self.remote.clone(),
+            arguments: arguments.clone(),
+            read_only: self.read_only,
+        }))
+    }
+}
+
+fn summary(input: &Value) -> String {
+    truncate(&input.to_string(), 120)
+}
+
+struct McpCall {
+    server: Arc<Server>,
+    remote: String,
+    arguments: serde_json::Map<String, Value>,
+    /// The server's `readOnlyHint`: such calls may run in parallel. Permission still asks.
+    read_only: bool,
+}
+
+impl PreparedCall for McpCall {
+    fn access(&self, _ctx: &ToolContext) -> Access {
+        Access::External
+    }
+
+    fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+
+    fn is_concurrency_safe(&self) -> bool {
+        self.read_only
+    }
+
+    fn is_destructive(&self) -> bool {
+        false
+    }
+
+    fn max_result_chars(&self) -> usize {
+        self.server.limits.max_result_chars
+    }
+
+    fn summary(&self) -> String {
+        summary(&Value::Object(self.arguments.clone()))
+    }
+
+    fn preview(&self, _ctx: &ToolContext) -> Option<String> {
+        None
+    }
+
+    fn run<'a>(
+        self: Box<Self>,
+        ctx: &'a ToolContext,
+        _progress: &'a Progress,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        async move {
+            let client = match self.server.client().await {
+                Ok(client) => client,
+                Err(e) => {
+                    return Ok(ToolOutput::error(format!(
+                        "The MCP server \"{}\" is not available: {e}",
+                        self.server.config.name
+                    )));
+                }
+            };
+            let params =
+                CallToolRequestParams::new(self.remote.clone()).with_arguments(self.arguments);
+            let limit = self.server.limits.call_timeout;
+            // Dropping the request future sends the server `notifications/cancelled`.
+            let outcome = tokio::select! {
+                outcome = client.call_tool(params) => outcome,
+                () = ctx.cancel.cancelled() => return Err(ToolError::Cancelled),
+                () = tokio::time::sleep(limit) => {
+                    return Ok(ToolOutput::error(format!(
+                        "The MCP tool did not answer within {} s (MCP_TOOL_TIMEOUT) and was cancelled.",
+                        limit.as_secs()
+                    )));
+                }
+            };
+            match outcome {
+                Ok(result) => Ok(render(&serde_json::to_value(result).unwrap_or(Value::Null))),
+                Err(e) => {
+                    self.server.lost(&e.to_string());
+                    Ok(ToolOutput::error(format!(
+                        "The MCP server \"{}\" failed the call: {e}",
+                        self.server.config.name
+                    )))
+                }
+            }
+        }
+        .boxed()
+    }
+}
+
+/// A `tools/call` result as the tool_result text: text as is, resources by their text or
+/// link, structured content as JSON when there is nothing else, media named.
+pub fn render(result: &Value) -> ToolOutput {
+    let mut parts = Vec::new();
+    for block in result["content"].as_array().into_iter().flatten() {
+        let part = match block["type"].as_str() {
+            Some("text") => block["text"].as_str().unwrap_or_default().to_string(),
+            Some(kind @ ("image" | "audio")) => format!(
+                "[{kind} ({}, {} bytes of base64) returned; ouro does not pass media from MCP tools to the model yet]",
+                block["mimeType"].as_str().unwrap_or("unknown type"),
+                block["data"].as_str().map_or(0, str::len)
+            ),
+            Some("resource") => {
+                let resource = &block["resource"];
+                match resource["text"].as_str() {
+                    Some(text) => format!(
+                        "[resource {}]\n{text}",
+                        resource["uri"].as_str().unwrap_or("")
+                    ),
+                    None => format!(
+                        "[binary resource {} ({})]",
+                        resource["uri"].as_str().unwrap_or(""),
+                        resource["mimeType"].as_str().unwrap_or("unknown type")
+                    ),
+                }
+            }
+            Some("resource_link") => format!(
+                "[resource link: {} {}]",
+                block["name"].as_str().unwrap_or(""),
+                block["uri"].as_str().unwrap_or("")
+            ),
+            _ => block.to_string(),
+        };
+        parts.push(part);
+    }
+    if parts.is_empty()
+        && let Some(structured) = result.get("structuredContent").filter(|v| !v.is_null())
+    {
+        parts.push(structured.to_string());
+    }
+    let text = if parts.is_empty() {
+        "(no output)".to_string()
+    } else {
+        parts.join("\n")
+    };
+    if result["isError"].as_bool() == Some(true) {
+        ToolOutput::error(text)
+    } else {
+        ToolOutput::ok(text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn names_are_prefixed_cleaned_and_capped() {
+        assert_eq!(tool_name("files", "read_file"), "mcp__files__read_file");
+        assert_eq!(
+            tool_name("my-srv", "get.thing/x"),
+            "mcp__my-srv__get_thing_x"
+        );
+        assert_eq!(tool_name("s", &"x".repeat(100)).len(), MAX_NAME_CHARS);
+    }
+
+    #[test]
+    fn results_become_tool_result_text() {
+        let out = render(&json!({"content": [
+            {"type": "text", "text": "hello"},
+            {"type": "image", "data": "aGk=", "mimeType": "image/png"},
+            {"type": "resource", "resource": {"uri": "file:///a", "text": "A"}},
+            {"type": "resource_link", "name": "b", "uri": "file:///b"}
+        ]}));
+        assert!(!out.is_error);
+        assert_eq!(
+            out.content,
+            "hello\n[image (image/png, 4 bytes of base64) returned; ouro does not pass media from MCP tools to the model yet]\n[resource file:///a]\nA\n[resource link: b file:///b]"
+        );
+        let failed = render(&json!({"content": [{"type": "text", "text": "no"}], "isError": true}));
+        assert!(failed.is_error);
+        assert_eq!(
+            render(&json!({"content": [], "structuredContent": {"n": 1}})).content,
+            "{\"n\":1}"
+        );
+        assert_eq!(render(&json!({"content": []})).content, "(no output)");
+    }
+}
