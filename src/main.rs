@@ -23,7 +23,8 @@ fn main() -> ExitCode {
         Some(filter) => tracing_subscriber::EnvFilter::try_new(filter)
             .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("debug")),
         None => tracing_subscriber::EnvFilter::try_from_env("OURO_LOG")
-            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("error")),
+            // rmcp logs a server's failure as an error itself; ouro reports it in its own words.
+            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("error,rmcp=off")),
     };
     tracing_subscriber::fmt()
         .with_env_filter(filter)
@@ -76,6 +77,10 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
             action: SandboxAction::Check,
         }) => {
             print!("{}", ouro::cli::sandbox::check(&cwd).await?);
+            return Ok(ExitCode::SUCCESS);
+        }
+        Some(Command::Mcp { action }) => {
+            print!("{}", ouro::cli::mcp::run(action.clone(), &cwd).await?);
             return Ok(ExitCode::SUCCESS);
         }
         Some(Command::Brains) => {

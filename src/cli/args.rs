@@ -198,6 +198,11 @@ pub enum Command {
         #[command(subcommand)]
         action: SandboxAction,
     },
+    /// Configure and check MCP servers (as `claude mcp`).
+    Mcp {
+        #[command(subcommand)]
+        action: crate::cli::mcp::McpAction,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -6,6 +6,7 @@ pub mod brain;
 #[cfg(feature = "mock")]
 pub mod demo;
 pub mod headless;
+pub mod mcp;
 pub mod print;
 pub mod sandbox;
 

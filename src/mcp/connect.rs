@@ -34,9 +34,12 @@ pub async fn open(server: &str, transport: &Transport) -> Result<Client, String>
                     }
                 });
             }
-            ().serve(child)
-                .await
-                .map_err(|e| format!("the MCP handshake with `{command}` failed: {e}"))
+            ().serve(child).await.map_err(|e| {
+                format!(
+                    "the MCP handshake with `{command}` failed ({}); run the command yourself to see its error",
+                    root_cause(&e)
+                )
+            })
         }
         Transport::Http { url, headers } => {
             let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
@@ -50,13 +53,26 @@ pub async fn open(server: &str, transport: &Transport) -> Result<Client, String>
             }
             config = config.custom_headers(custom);
             let transport = StreamableHttpClientTransport::from_config(config);
-            ().serve(transport)
-                .await
-                .map_err(|e| format!("could not connect to {url}: {e}"))
+            ().serve(transport).await.map_err(|e| {
+                let cause = root_cause(&e);
+                // rmcp's HTTP errors carry the worker's type name before the cause.
+                let cause = cause.rsplit("Client error: ").next().unwrap_or(&cause);
+                format!("could not connect to {url}: {cause}")
+            })
         }
         Transport::Sse { url, .. } => Err(format!(
             "{url} uses the legacy SSE transport, which ouro does not speak (rmcp dropped it); \
              most servers also serve streamable HTTP: use \"type\": \"http\" with its /mcp URL"
         )),
     }
+}
+
+/// The innermost error: what actually went wrong (refused connection, closed pipe), without
+/// the layers of transport type names above it.
+fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut last = error;
+    while let Some(next) = last.source() {
+        last = next;
+    }
+    last.to_string()
 }

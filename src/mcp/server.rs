@@ -26,6 +26,9 @@ pub struct Limits {
     pub max_result_chars: usize,
     /// `OURO_MCP_STARTUP_WAIT_MS`: how long the first request waits for servers.
     pub startup_wait: Duration,
+    /// Say on stderr when a server does not start (a session does; `ouro mcp list` shows it
+    /// in its own output).
+    pub report: bool,
 }
 
 impl Limits {
@@ -47,6 +50,7 @@ impl Limits {
             call_timeout: ms("MCP_TOOL_TIMEOUT", 600_000),
             max_result_chars: tokens.saturating_mul(4),
             startup_wait: ms("OURO_MCP_STARTUP_WAIT_MS", 1_000),
+            report: true,
         }
     }
 }
@@ -127,7 +131,7 @@ impl Server {
             match self.connect().await {
                 Ok(()) => return,
                 Err(error) => {
-                    if attempt == 1 {
+                    if attempt == 1 && self.limits.report {
                         eprintln!(
                             "ouro: MCP server \"{}\" ({}) did not start: {error}. The session goes on without it; it is retried in the background.",
                             self.config.name,

@@ -1,0 +1,309 @@
+//! End-to-end: ouro against real MCP servers from npm (`@modelcontextprotocol/server-everything`,
+//! installed by .ci/run) with a scripted model (issue 16).
+
+#![allow(clippy::unwrap_used)] // a failed unwrap in a test is a failed test
+#![cfg(feature = "mock")]
+
+mod common;
+
+use common::{Sandbox, bodies, request_tool_results, server};
+use serde_json::{Value, json};
+
+const EVERYTHING: &str = "mcp-server-everything";
+
+fn config(servers: Value) -> String {
+    assert!(
+        which(EVERYTHING),
+        "{EVERYTHING} is not installed: npm install -g @modelcontextprotocol/server-everything (.ci/run does)"
+    );
+    json!({ "mcpServers": servers }).to_string()
+}
+
+fn which(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|d| d.join(program).is_file()))
+}
+
+fn offered(body: &Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_model_calls_an_mcp_tool_and_gets_its_result() {
+    let sb = Sandbox::new();
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "tool_use", "name": "mcp__everything__echo", "input": {"message": "hi there"}}]},
+        {"content": [{"type": "text", "text": "done"}]}
+    ]}))
+    .await;
+    let mcp = config(json!({"everything": {"command": EVERYTHING}}));
+    let run = sb
+        .run(
+            &mock.url(),
+            &[
+                "-p",
+                "--output-format",
+                "stream-json",
+                "--verbose",
+                "--allowedTools",
+                "mcp__everything",
+                "--mcp-config",
+                &mcp,
+                "--",
+                "echo it",
+            ],
+        )
+        .await;
+    assert!(run.status.success(), "{}", run.debug());
+    let init = &run.of_type("system", Some("init"))[0];
+    assert_eq!(
+        init["mcp_servers"],
+        json!([{"name": "everything", "status": "connected"}])
+    );
+    let requests = bodies(&mock);
+    let tools = offered(&requests[0]);
+    assert!(
+        tools.contains(&"mcp__everything__echo".to_string()),
+        "{tools:?}"
+    );
+    let mut sorted = tools.clone();
+    sorted.sort();
+    assert_eq!(tools, sorted, "tools are in a stable order");
+    let results = request_tool_results(&requests[1]);
+    assert_eq!(results[0]["content"], "Echo: hi there", "{results:?}");
+    assert_ne!(results[0]["is_error"], true);
+}
+
+#[tokio::test]
+async fn deny_rules_hold_for_mcp_tools_and_unallowed_ones_are_not_run_in_print_mode() {
+    let sb = Sandbox::new();
+    let mock = server(json!({"turns": [
+        {"content": [
+            {"type": "tool_use", "name": "mcp__everything__echo", "input": {"message": "a"}},
+            {"type": "tool_use", "name": "mcp__everything__get-sum", "input": {"a": 1, "b": 2}}
+        ]},
+        {"content": [{"type": "text", "text": "done"}]}
+    ]}))
+    .await;
+    let mcp = config(json!({"everything": {"command": EVERYTHING}}));
+    let run = sb
+        .run(
+            &mock.url(),
+            &[
+                "-p",
+                "--allowedTools",
+                "mcp__everything__*",
+                "--disallowedTools",
+                "mcp__everything__echo",
+                "--mcp-config",
+                &mcp,
+                "--",
+                "go",
+            ],
+        )
+        .await;
+    assert!(run.status.success(), "{}", run.debug());
+    let results = request_tool_results(&bodies(&mock)[1]);
+    assert_eq!(results[0]["is_error"], true, "{results:?}");
+    assert!(
+        !results[0]["content"].as_str().unwrap().contains("Echo"),
+        "{results:?}"
+    );
+    assert_ne!(results[1]["is_error"], true, "{results:?}");
+    assert!(
+        results[1]["content"].as_str().unwrap().contains('3'),
+        "{results:?}"
+    );
+
+    // Without an allow rule nothing runs: print mode cannot ask.
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "tool_use", "name": "mcp__everything__echo", "input": {"message": "a"}}]},
+        {"content": [{"type": "text", "text": "done"}]}
+    ]}))
+    .await;
+    let run = sb
+        .run(&mock.url(), &["-p", "--mcp-config", &mcp, "--", "go"])
+        .await;
+    assert!(run.status.success(), "{}", run.debug());
+    let results = request_tool_results(&bodies(&mock)[1]);
+    assert_eq!(results[0]["is_error"], true, "{results:?}");
+}
+
+#[tokio::test]
+async fn a_failing_server_is_reported_once_and_the_turn_goes_on() {
+    let sb = Sandbox::new();
+    let mock = server(json!({"turns": [{"content": [{"type": "text", "text": "fine"}]}]})).await;
+    let mcp = config(json!({
+        "broken": {"command": "sh", "args": ["-c", "echo boom >&2; exit 3"]},
+        "everything": {"command": EVERYTHING}
+    }));
+    let run = sb
+        .run(
+            &mock.url(),
+            &[
+                "-p",
+                "--output-format",
+                "json",
+                "--mcp-config",
+                &mcp,
+                "--",
+                "hi",
+            ],
+        )
+        .await;
+    assert!(run.status.success(), "{}", run.debug());
+    assert_eq!(run.result()["result"], "fine");
+    assert_eq!(
+        run.stderr.matches("MCP server \"broken\"").count(),
+        1,
+        "{}",
+        run.stderr
+    );
+    assert!(
+        !run.stderr.contains("ERROR"),
+        "no raw library logs: {}",
+        run.stderr
+    );
+    let tools = offered(&bodies(&mock)[0]);
+    assert!(
+        tools.iter().any(|t| t.starts_with("mcp__everything__")),
+        "{tools:?}"
+    );
+    assert!(
+        !tools.iter().any(|t| t.starts_with("mcp__broken__")),
+        "{tools:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_slow_server_does_not_hold_the_first_request_and_joins_later() {
+    let sb = Sandbox::new();
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": "sleep 4"}}]},
+        {"content": [{"type": "text", "text": "done"}]}
+    ]}))
+    .await;
+    let slow = format!("sleep 2; exec {EVERYTHING}");
+    let mcp = config(json!({"slow": {"command": "sh", "args": ["-c", slow]}}));
+    let run = sb
+        .run(
+            &mock.url(),
+            &[
+                "-p",
+                "--output-format",
+                "stream-json",
+                "--verbose",
+                "--allowedTools",
+                "Bash(sleep:*)",
+                "--mcp-config",
+                &mcp,
+                "--",
+                "wait",
+            ],
+        )
+        .await;
+    assert!(run.status.success(), "{}", run.debug());
+    let init = &run.of_type("system", Some("init"))[0];
+    assert_eq!(
+        init["mcp_servers"],
+        json!([{"name": "slow", "status": "pending"}])
+    );
+    let requests = bodies(&mock);
+    assert!(
+        !offered(&requests[0])
+            .iter()
+            .any(|t| t.starts_with("mcp__slow__"))
+    );
+    assert!(
+        offered(&requests[1])
+            .iter()
+            .any(|t| t.starts_with("mcp__slow__"))
+    );
+    let changed = run.of_type("system", Some("tools_changed"));
+    assert_eq!(changed.len(), 1, "{}", run.stdout);
+    assert_eq!(changed[0]["mcp_servers"][0]["status"], "connected");
+}
+
+#[tokio::test]
+async fn mcp_add_list_get_and_remove_round_trip() {
+    let sb = Sandbox::new();
+    config(json!({}));
+    let add = sb
+        .run(
+            "http://unused",
+            &["mcp", "add", "everything", "--", EVERYTHING],
+        )
+        .await;
+    assert!(add.status.success(), "{}", add.debug());
+    let add = sb
+        .run(
+            "http://unused",
+            &[
+                "mcp",
+                "add",
+                "-s",
+                "project",
+                "-t",
+                "http",
+                "-H",
+                "Authorization: Bearer ${TOKEN:-none}",
+                "web",
+                "http://127.0.0.1:9/mcp",
+            ],
+        )
+        .await;
+    assert!(add.status.success(), "{}", add.debug());
+    let project: Value =
+        serde_json::from_str(&std::fs::read_to_string(sb.root().join(".mcp.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        project["mcpServers"]["web"]["headers"]["Authorization"],
+        "Bearer ${TOKEN:-none}"
+    );
+
+    let list = sb.run("http://unused", &["mcp", "list"]).await;
+    assert!(list.status.success(), "{}", list.debug());
+    assert!(
+        list.stdout
+            .contains("everything: mcp-server-everything (stdio) - ✓ connected"),
+        "{}",
+        list.stdout
+    );
+    // The sandbox directory is not trusted, so its .mcp.json is not used.
+    assert!(!list.stdout.contains("web:"), "{}", list.stdout);
+
+    let get = sb.run("http://unused", &["mcp", "get", "everything"]).await;
+    assert!(
+        get.stdout.contains("Scope: user settings"),
+        "{}",
+        get.stdout
+    );
+    let remove = sb
+        .run("http://unused", &["mcp", "remove", "everything"])
+        .await;
+    assert!(remove.status.success(), "{}", remove.debug());
+    let remove = sb.run("http://unused", &["mcp", "remove", "web"]).await;
+    assert!(remove.status.success(), "{}", remove.debug());
+    let list = sb.run("http://unused", &["mcp", "list"]).await;
+    assert!(
+        list.stdout.contains("No MCP servers are configured"),
+        "{}",
+        list.stdout
+    );
+    let missing = sb
+        .run("http://unused", &["mcp", "remove", "everything"])
+        .await;
+    assert!(!missing.status.success());
+    assert!(
+        missing
+            .stderr
+            .contains("There is no MCP server \"everything\""),
+        "{}",
+        missing.stderr
+    );
+}
