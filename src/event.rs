@@ -24,7 +24,7 @@ pub enum Event {
     /// MCP servers connected or went away, so the next request offers these tools.
     ToolsChanged {
         tools: Vec<String>,
-        mcp_servers: Vec<crate::tools::ServerStatus>,
+        mcp_servers: Vec<ServerStatus>,
     },
     /// The response stream broke after some blocks had finished: those are kept and the
     /// model is asked to continue from there.
@@ -129,7 +129,7 @@ pub struct InitInfo {
     pub tools: Vec<String>,
     #[serde(rename = "permissionMode")]
     pub permission_mode: String,
-    pub mcp_servers: Vec<crate::tools::ServerStatus>,
+    pub mcp_servers: Vec<ServerStatus>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -250,4 +250,16 @@ pub struct PhaseTimings {
     pub permission: Duration,
     pub execution: Duration,
     pub post_hooks: Duration,
+}
+
+/// An MCP server and how it is doing, as `system/init` lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ServerStatus {
+    pub name: String,
+    /// `connected`, `pending` or `failed`, as Claude Code spells them.
+    pub status: String,
+    #[serde(skip)]
+    pub tools: usize,
+    #[serde(skip)]
+    pub error: Option<String>,
 }

@@ -4,6 +4,7 @@
 
 pub mod config;
 mod connect;
+mod limits;
 mod server;
 mod tool;
 
@@ -15,7 +16,7 @@ use tokio::sync::watch;
 
 use crate::tools::{DynTool, ServerStatus, ToolSource};
 pub use config::{Scope, ServerConfig, Transport};
-pub use server::Limits;
+pub use limits::Limits;
 pub use tool::render as render_result;
 
 pub struct McpHub {

@@ -9,7 +9,8 @@ use futures::future::BoxFuture;
 use rmcp::model::CallToolRequestParams;
 use serde_json::Value;
 
-use super::server::Server;
+use super::connect::Client;
+use super::limits::Limits;
 use crate::permissions::Access;
 use crate::text::truncate;
 use crate::tools::{DynTool, PreparedCall, Progress, ToolContext, ToolError, ToolOutput};
@@ -19,8 +20,18 @@ const MAX_DESCRIPTION_CHARS: usize = 2048;
 /// The API's limit on tool names.
 const MAX_NAME_CHARS: usize = 64;
 
+/// The server a tool belongs to, as its calls need it.
+pub trait Remote: Send + Sync + 'static {
+    fn server_name(&self) -> &str;
+    fn limits(&self) -> &Limits;
+    /// The live connection, started again if it died.
+    fn connection(self: Arc<Self>) -> BoxFuture<'static, Result<Arc<Client>, String>>;
+    /// A call failed at the transport.
+    fn lost(&self, error: &str);
+}
+
 pub struct McpTool {
-    server: Arc<Server>,
+    server: Arc<dyn Remote>,
     /// As the model calls it: `mcp__<server>__<tool>`.
     name: String,
     /// As the server knows it.
@@ -51,7 +62,7 @@ pub fn tool_name(server: &str, tool: &str) -> String {
 
 impl McpTool {
     /// The tool as listed by the server; `Err` says why it cannot be offered.
-    pub fn new(server: Arc<Server>, listed: &rmcp::model::Tool) -> Result<McpTool, String> {
+    pub fn new(server: Arc<dyn Remote>, listed: &rmcp::model::Tool) -> Result<McpTool, String> {
         let schema = Value::Object((*listed.input_schema).clone());
         let validator = jsonschema::validator_for(&schema)
             .map_err(|e| format!("its input schema is not valid JSON Schema ({e})"))?;
@@ -66,7 +77,7 @@ impl McpTool {
             .and_then(|a| a.read_only_hint)
             .unwrap_or(false);
         Ok(McpTool {
-            name: tool_name(&server.config.name, &listed.name),
+            name: tool_name(server.server_name(), &listed.name),
             remote: listed.name.to_string(),
             description: truncate(description, MAX_DESCRIPTION_CHARS),
             schema,
@@ -116,7 +127,7 @@ fn summary(input: &Value) -> String {
 }
 
 struct McpCall {
-    server: Arc<Server>,
+    server: Arc<dyn Remote>,
     remote: String,
     arguments: serde_json::Map<String, Value>,
     /// The server's `readOnlyHint`: such calls may run in parallel. Permission still asks.
@@ -141,7 +152,7 @@ impl PreparedCall for McpCall {
     }
 
     fn max_result_chars(&self) -> usize {
-        self.server.limits.max_result_chars
+        self.server.limits().max_result_chars
     }
 
     fn summary(&self) -> String {
@@ -158,18 +169,18 @@ impl PreparedCall for McpCall {
         _progress: &'a Progress,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         async move {
-            let client = match self.server.client().await {
+            let client = match self.server.clone().connection().await {
                 Ok(client) => client,
                 Err(e) => {
                     return Ok(ToolOutput::error(format!(
                         "The MCP server \"{}\" is not available: {e}",
-                        self.server.config.name
+                        self.server.server_name()
                     )));
                 }
             };
             let params =
                 CallToolRequestParams::new(self.remote.clone()).with_arguments(self.arguments);
-            let limit = self.server.limits.call_timeout;
+            let limit = self.server.limits().call_timeout;
             // Dropping the request future sends the server `notifications/cancelled`.
             let outcome = tokio::select! {
                 outcome = client.call_tool(params) => outcome,
@@ -187,7 +198,7 @@ impl PreparedCall for McpCall {
                     self.server.lost(&e.to_string());
                     Ok(ToolOutput::error(format!(
                         "The MCP server \"{}\" failed the call: {e}",
-                        self.server.config.name
+                        self.server.server_name()
                     )))
                 }
             }

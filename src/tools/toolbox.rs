@@ -3,22 +3,9 @@
 
 use std::sync::Arc;
 
-use futures::future::BoxFuture;
-use serde::Serialize;
-
 use super::DynTool;
-
-/// A server behind a [`ToolSource`] and how it is doing, as `system/init` lists it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ServerStatus {
-    pub name: String,
-    /// `connected`, `pending` or `failed`, as Claude Code spells them.
-    pub status: String,
-    #[serde(skip)]
-    pub tools: usize,
-    #[serde(skip)]
-    pub error: Option<String>,
-}
+pub use crate::event::ServerStatus;
+use futures::future::BoxFuture;
 
 /// Tools that appear while the session runs.
 pub trait ToolSource: Send + Sync {
