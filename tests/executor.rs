@@ -362,7 +362,7 @@ async fn an_unknown_tool_names_the_tools_that_exist() {
     assert!(is_error);
     assert!(content.contains("`Nope`"), "{content}");
     assert!(
-        content.contains("SlowRead, SlowWrite, Echo, Bash"),
+        content.contains("Bash, Echo, SlowRead, SlowWrite"),
         "{content}"
     );
 }
