@@ -65,9 +65,7 @@ impl PermissionEngine {
         settings: &LayeredSettings,
         cli: &CliPermissions,
     ) -> Result<Self, PermissionError> {
-        // SAFETY: geteuid has no preconditions and cannot fail.
-        let is_root = unsafe { libc::geteuid() } == 0;
-        let root_override = std::env::var(ROOT_BYPASS_ENV).is_ok_and(|v| v == "1");
+        let (is_root, root_override) = root_facts();
         Self::from_settings_as(project_root, settings, cli, is_root, root_override)
     }
 
@@ -124,9 +122,7 @@ impl PermissionEngine {
     /// Switches the mode for the rest of the session (Shift+Tab, the SDK's
     /// `set_permission_mode`). bypassPermissions is refused as root, as at startup.
     pub fn set_mode(&self, mode: PermissionMode) -> Result<(), PermissionError> {
-        // SAFETY: geteuid has no preconditions and cannot fail.
-        let is_root = unsafe { libc::geteuid() } == 0;
-        let root_override = std::env::var(ROOT_BYPASS_ENV).is_ok_and(|v| v == "1");
+        let (is_root, root_override) = root_facts();
         check_bypass_allowed(mode, is_root, root_override)?;
         self.scope.set_mode(mode);
         Ok(())
@@ -232,8 +228,16 @@ impl PermissionPolicy for PermissionEngine {
                 let base = request.cwd.unwrap_or(&self.scope.root);
                 shell_access::decide(&self.scope, base, &applicable, command)
             }
-            Access::None => self.decide_plain_tool(&applicable, request.tool),
-            Access::External => self.decide_external_tool(&applicable, request.tool),
+            // A tool that touches nothing outside ouro's own state runs unless a rule says no.
+            Access::None => self.decide_by_tool_rules(&applicable, request.tool, Decision::Allow),
+            Access::External => self.decide_by_tool_rules(
+                &applicable,
+                request.tool,
+                Decision::Ask(format!(
+                    "`{}` is a tool of an MCP server, outside ouro; it needs approval",
+                    request.tool
+                )),
+            ),
         };
         settle(self.scope.mode(), decision)
     }
@@ -277,6 +281,14 @@ impl PermissionPolicy for PermissionEngine {
     }
 }
 
+/// Whether ouro runs as root, and whether `OURO_ALLOW_ROOT_BYPASS=1` says that is meant.
+fn root_facts() -> (bool, bool) {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let is_root = unsafe { libc::geteuid() } == 0;
+    let root_override = std::env::var(ROOT_BYPASS_ENV).is_ok_and(|v| v == "1");
+    (is_root, root_override)
+}
+
 /// bypassPermissions as root puts the whole machine in the model's hands, so it needs an
 /// explicit override (`OURO_ALLOW_ROOT_BYPASS=1`).
 pub fn check_bypass_allowed(
@@ -291,8 +303,14 @@ pub fn check_bypass_allowed(
 }
 
 impl PermissionEngine {
-    /// A tool of an MCP server: deny rules first, then allow rules, else the user decides.
-    fn decide_external_tool(&self, applicable: &Applicable<'_>, tool: &str) -> Decision {
+    /// A tool judged by the rules naming it alone: deny rules first, then the mode, ask
+    /// rules, allow rules; `unruled` when no rule names it.
+    fn decide_by_tool_rules(
+        &self,
+        applicable: &Applicable<'_>,
+        tool: &str,
+        unruled: Decision,
+    ) -> Decision {
         if let Some(rule) = applicable.of(RuleKind::Deny).find(|r| r.is_whole_tool()) {
             return Decision::Deny(format!("`{tool}` {}", rule_clause(rule)));
         }
@@ -305,22 +323,6 @@ impl PermissionEngine {
         if applicable.of(RuleKind::Allow).any(|r| r.is_whole_tool()) {
             return Decision::Allow;
         }
-        Decision::Ask(format!(
-            "`{tool}` is a tool of an MCP server, outside ouro; it needs approval"
-        ))
-    }
-
-    /// A tool that touches nothing outside ouro's own state: only rules naming it matter.
-    fn decide_plain_tool(&self, applicable: &Applicable<'_>, tool: &str) -> Decision {
-        if let Some(rule) = applicable.of(RuleKind::Deny).find(|r| r.is_whole_tool()) {
-            return Decision::Deny(format!("`{tool}` {}", rule_clause(rule)));
-        }
-        if self.scope.mode() == PermissionMode::BypassPermissions {
-            return Decision::Allow;
-        }
-        if let Some(rule) = applicable.of(RuleKind::Ask).find(|r| r.is_whole_tool()) {
-            return Decision::Ask(format!("`{tool}` {}; it needs approval", rule_clause(rule)));
-        }
-        Decision::Allow
+        unruled
     }
 }
