@@ -126,8 +126,8 @@ impl History {
     }
 }
 
-/// The size of a message's JSON, counted without building it.
-fn json_len(message: &Message) -> u64 {
+/// The size of a value's JSON, counted without building it.
+pub(super) fn json_len<T: serde::Serialize + ?Sized>(value: &T) -> u64 {
     struct Count(u64);
     impl std::io::Write for Count {
         fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
@@ -139,7 +139,7 @@ fn json_len(message: &Message) -> u64 {
         }
     }
     let mut count = Count(0);
-    let _ = serde_json::to_writer(&mut count, message);
+    let _ = serde_json::to_writer(&mut count, value);
     count.0
 }
 

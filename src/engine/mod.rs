@@ -136,7 +136,7 @@ pub struct Engine {
     config: EngineConfig,
     context: prompt::ProjectContext,
     system: Vec<SystemBlock>,
-    /// The executor's tools as the API takes them; fixed for the session.
+    /// The executor's tools as the API takes them; rebuilt only when MCP servers come or go.
     tools: Vec<ToolDefinition>,
     /// The executor's tool generation `tools` was built from; MCP servers change it.
     tools_generation: u64,
@@ -173,7 +173,7 @@ impl Engine {
         let system = system_blocks(&context, &config);
         let tools = tool_definitions(&executor, config.prompt_caching);
         let tools_generation = executor.toolbox().generation();
-        let prompt_bytes = json_len(&system) + json_len(&tools);
+        let prompt_bytes = prompt_len(&system, &tools);
         Engine {
             client,
             executor,
@@ -244,7 +244,7 @@ impl Engine {
             .map(|t| &t.name)
             .ne(self.tools.iter().map(|t| &t.name));
         self.tools = tools;
-        self.prompt_bytes = json_len(&self.system) + json_len(&self.tools);
+        self.prompt_bytes = prompt_len(&self.system, &self.tools);
         if report && changed {
             self.emit(Event::ToolsChanged {
                 tools: self.tools.iter().map(|t| t.name.clone()).collect(),
@@ -256,7 +256,7 @@ impl Engine {
     pub fn set_model(&mut self, model: impl Into<String>) {
         self.config.model = model.into();
         self.system = system_blocks(&self.context, &self.config);
-        self.prompt_bytes = json_len(&self.system) + json_len(&self.tools);
+        self.prompt_bytes = prompt_len(&self.system, &self.tools);
     }
 
     /// Start a new, empty session (`/clear`).
@@ -284,8 +284,9 @@ impl Engine {
     }
 }
 
-fn json_len<T: serde::Serialize>(value: &T) -> u64 {
-    serde_json::to_vec(value).map_or(0, |b| b.len() as u64)
+/// The JSON size of what every request carries besides the messages.
+fn prompt_len(system: &[SystemBlock], tools: &[ToolDefinition]) -> u64 {
+    history::json_len(system) + history::json_len(tools)
 }
 
 /// The system prompt, with its cache breakpoint only when caching is on.

@@ -60,12 +60,7 @@ impl Engine {
             session_id: self.session_id.clone(),
             cwd: self.config.cwd.to_string_lossy().into_owned(),
             model: self.config.model.clone(),
-            tools: self
-                .executor
-                .tools()
-                .iter()
-                .map(|t| t.name().to_string())
-                .collect(),
+            tools: self.tools.iter().map(|t| t.name.clone()).collect(),
             permission_mode: self.config.permission_mode.to_string(),
             mcp_servers: self.executor.toolbox().servers(),
         }));
