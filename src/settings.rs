@@ -542,6 +542,36 @@ pub fn trust_directory(dir: &Path) -> Result<(), SettingsError> {
 
 /// Adds `value` (once) to the list at `keys` in the JSON file at `path`, keeping the rest.
 fn append_to_list(path: &Path, keys: &[&str], value: &str) -> Result<(), SettingsError> {
+    edit_json_file(path, |doc| {
+        let mut node = doc;
+        for (depth, key) in keys.iter().enumerate() {
+            let empty = if depth + 1 == keys.len() {
+                serde_json::json!([])
+            } else {
+                serde_json::json!({})
+            };
+            node = node
+                .as_object_mut()
+                .ok_or_else(|| format!("\"{}\" is not a JSON object", keys[..depth].join(".")))?
+                .entry(*key)
+                .or_insert(empty);
+        }
+        let list = node
+            .as_array_mut()
+            .ok_or_else(|| format!("\"{}\" is not a list", keys.join(".")))?;
+        if !list.iter().any(|r| r.as_str() == Some(value)) {
+            list.push(serde_json::Value::String(value.to_string()));
+        }
+        Ok(())
+    })
+}
+
+/// Changes the JSON document in the file at `path` (an empty or missing file is `{}`),
+/// keeping everything `change` leaves alone. `change` refuses with a sentence.
+pub fn edit_json_file(
+    path: &Path,
+    change: impl FnOnce(&mut serde_json::Value) -> Result<(), String>,
+) -> Result<(), SettingsError> {
     let write_err = |source| SettingsError::Write {
         path: path.to_path_buf(),
         source,
@@ -555,33 +585,7 @@ fn append_to_list(path: &Path, keys: &[&str], value: &str) -> Result<(), Setting
         }
         _ => serde_json::json!({}),
     };
-    let mut node = &mut doc;
-    for (depth, key) in keys.iter().enumerate() {
-        let empty = if depth + 1 == keys.len() {
-            serde_json::json!([])
-        } else {
-            serde_json::json!({})
-        };
-        node = node
-            .as_object_mut()
-            .ok_or_else(|| {
-                write_err(std::io::Error::other(format!(
-                    "\"{}\" is not a JSON object",
-                    keys[..depth].join(".")
-                )))
-            })?
-            .entry(*key)
-            .or_insert(empty);
-    }
-    let list = node.as_array_mut().ok_or_else(|| {
-        write_err(std::io::Error::other(format!(
-            "\"{}\" is not a list",
-            keys.join(".")
-        )))
-    })?;
-    if !list.iter().any(|r| r.as_str() == Some(value)) {
-        list.push(serde_json::Value::String(value.to_string()));
-    }
+    change(&mut doc).map_err(|e| write_err(std::io::Error::other(e)))?;
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).map_err(write_err)?;
     }

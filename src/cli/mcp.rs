@@ -65,7 +65,6 @@ pub async fn run(action: McpAction, cwd: &Path) -> anyhow::Result<String> {
             let path = file_of(&scope, &root)?;
             edit(&path, |servers| {
                 servers.insert(name.clone(), entry);
-                Ok(())
             })?;
             Ok(format!(
                 "Added the MCP server \"{name}\" to {}.\n",
@@ -83,7 +82,6 @@ pub async fn run(action: McpAction, cwd: &Path) -> anyhow::Result<String> {
                 if path.is_file() {
                     edit(&path, |servers| {
                         removed = servers.remove(&name).is_some();
-                        Ok(())
                     })?;
                 }
                 if removed {
@@ -158,27 +156,20 @@ fn file_of(scope: &str, root: &Path) -> anyhow::Result<PathBuf> {
 /// Changes the `mcpServers` object of a JSON file, keeping everything else.
 fn edit(
     path: &Path,
-    change: impl FnOnce(&mut serde_json::Map<String, Value>) -> anyhow::Result<()>,
+    change: impl FnOnce(&mut serde_json::Map<String, Value>),
 ) -> anyhow::Result<()> {
-    let mut doc: Value = match std::fs::read_to_string(path) {
-        Ok(text) if !text.trim().is_empty() => serde_json::from_str(&text)
-            .with_context(|| format!("{} is not valid JSON; fix it first", path.display()))?,
-        _ => json!({}),
-    };
-    let object = doc
-        .as_object_mut()
-        .with_context(|| format!("{} does not hold a JSON object", path.display()))?;
-    let servers = object
-        .entry("mcpServers")
-        .or_insert_with(|| json!({}))
-        .as_object_mut()
-        .with_context(|| format!("\"mcpServers\" in {} is not an object", path.display()))?;
-    change(servers)?;
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    std::fs::write(path, serde_json::to_string_pretty(&doc)? + "\n")
-        .with_context(|| format!("could not write {}", path.display()))
+    crate::settings::edit_json_file(path, |doc| {
+        let servers = doc
+            .as_object_mut()
+            .ok_or("the file does not hold a JSON object")?
+            .entry("mcpServers")
+            .or_insert_with(|| json!({}))
+            .as_object_mut()
+            .ok_or("\"mcpServers\" is not an object")?;
+        change(servers);
+        Ok(())
+    })?;
+    Ok(())
 }
 
 /// Every server from every file (the project's only once trusted), connected to check.
