@@ -15,14 +15,13 @@ use futures::future::BoxFuture;
 use tokio::sync::watch;
 
 use crate::tools::{DynTool, ServerStatus, ToolSource};
-pub use config::{Scope, ServerConfig, Transport};
+use config::ServerConfig;
 pub use limits::Limits;
-pub use tool::render as render_result;
 
 pub struct McpHub {
     servers: Vec<Arc<server::Server>>,
     changes: watch::Receiver<u64>,
-    pub limits: Limits,
+    limits: Limits,
 }
 
 impl McpHub {
@@ -41,10 +40,6 @@ impl McpHub {
             changes,
             limits,
         })
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.servers.is_empty()
     }
 }
 
