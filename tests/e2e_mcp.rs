@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{Sandbox, bodies, request_tool_results, server};
+use common::{Run, Sandbox, bodies, request_tool_results, server};
 use serde_json::{Value, json};
 
 const EVERYTHING: &str = "mcp-server-everything";
@@ -22,6 +22,32 @@ fn config(servers: Value) -> String {
 fn which(program: &str) -> bool {
     std::env::var_os("PATH")
         .is_some_and(|path| std::env::split_paths(&path).any(|d| d.join(program).is_file()))
+}
+
+/// A print-mode run in stream-json with one allow rule and the given `--mcp-config`; it must
+/// succeed.
+async fn stream_run(sb: &Sandbox, url: &str, allowed: &str, mcp: &str, prompt: &str) -> Run {
+    let args = [
+        "-p",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--allowedTools",
+        allowed,
+        "--mcp-config",
+        mcp,
+        "--",
+        prompt,
+    ];
+    let run = sb.run(url, &args).await;
+    assert!(run.status.success(), "{}", run.debug());
+    run
+}
+
+/// Whether a request offers any tool of `server`.
+fn offers_server(body: &Value, server: &str) -> bool {
+    let prefix = format!("mcp__{server}__");
+    offered(body).iter().any(|t| t.starts_with(&prefix))
 }
 
 fn offered(body: &Value) -> Vec<String> {
@@ -42,24 +68,7 @@ async fn a_model_calls_an_mcp_tool_and_gets_its_result() {
     ]}))
     .await;
     let mcp = config(json!({"everything": {"command": EVERYTHING}}));
-    let run = sb
-        .run(
-            &mock.url(),
-            &[
-                "-p",
-                "--output-format",
-                "stream-json",
-                "--verbose",
-                "--allowedTools",
-                "mcp__everything",
-                "--mcp-config",
-                &mcp,
-                "--",
-                "echo it",
-            ],
-        )
-        .await;
-    assert!(run.status.success(), "{}", run.debug());
+    let run = stream_run(&sb, &mock.url(), "mcp__everything", &mcp, "echo it").await;
     let init = &run.of_type("system", Some("init"))[0];
     assert_eq!(
         init["mcp_servers"],
@@ -169,15 +178,9 @@ async fn a_failing_server_is_reported_once_and_the_turn_goes_on() {
         "no raw library logs: {}",
         run.stderr
     );
-    let tools = offered(&bodies(&mock)[0]);
-    assert!(
-        tools.iter().any(|t| t.starts_with("mcp__everything__")),
-        "{tools:?}"
-    );
-    assert!(
-        !tools.iter().any(|t| t.starts_with("mcp__broken__")),
-        "{tools:?}"
-    );
+    let first = &bodies(&mock)[0];
+    assert!(offers_server(first, "everything"), "{:?}", offered(first));
+    assert!(!offers_server(first, "broken"), "{:?}", offered(first));
 }
 
 #[tokio::test]
@@ -190,40 +193,15 @@ async fn a_slow_server_does_not_hold_the_first_request_and_joins_later() {
     .await;
     let slow = format!("sleep 2; exec {EVERYTHING}");
     let mcp = config(json!({"slow": {"command": "sh", "args": ["-c", slow]}}));
-    let run = sb
-        .run(
-            &mock.url(),
-            &[
-                "-p",
-                "--output-format",
-                "stream-json",
-                "--verbose",
-                "--allowedTools",
-                "Bash(sleep:*)",
-                "--mcp-config",
-                &mcp,
-                "--",
-                "wait",
-            ],
-        )
-        .await;
-    assert!(run.status.success(), "{}", run.debug());
+    let run = stream_run(&sb, &mock.url(), "Bash(sleep:*)", &mcp, "wait").await;
     let init = &run.of_type("system", Some("init"))[0];
     assert_eq!(
         init["mcp_servers"],
         json!([{"name": "slow", "status": "pending"}])
     );
     let requests = bodies(&mock);
-    assert!(
-        !offered(&requests[0])
-            .iter()
-            .any(|t| t.starts_with("mcp__slow__"))
-    );
-    assert!(
-        offered(&requests[1])
-            .iter()
-            .any(|t| t.starts_with("mcp__slow__"))
-    );
+    assert!(!offers_server(&requests[0], "slow"));
+    assert!(offers_server(&requests[1], "slow"));
     let changed = run.of_type("system", Some("tools_changed"));
     assert_eq!(changed.len(), 1, "{}", run.stdout);
     assert_eq!(changed[0]["mcp_servers"][0]["status"], "connected");
