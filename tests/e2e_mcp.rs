@@ -285,3 +285,79 @@ async fn mcp_add_list_get_and_remove_round_trip() {
         missing.stderr
     );
 }
+
+/// server-everything serving HTTP on a free port, stopped when dropped.
+struct HttpServer {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl HttpServer {
+    async fn start(mode: &str) -> HttpServer {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = std::process::Command::new(EVERYTHING)
+            .arg(mode)
+            .env("PORT", port.to_string())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        for _ in 0..200 {
+            if tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .is_ok()
+            {
+                return HttpServer { child, port };
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        panic!("{EVERYTHING} {mode} did not listen on port {port}");
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test]
+async fn streamable_http_and_legacy_sse_servers_serve_tools_with_headers() {
+    config(json!({}));
+    let http = HttpServer::start("streamableHttp").await;
+    let sse = HttpServer::start("sse").await;
+    let sb = Sandbox::new();
+    let mock = server(json!({"turns": [
+        {"content": [
+            {"type": "tool_use", "name": "mcp__web__echo", "input": {"message": "over http"}},
+            {"type": "tool_use", "name": "mcp__old__echo", "input": {"message": "over sse"}}
+        ]},
+        {"content": [{"type": "text", "text": "done"}]}
+    ]}))
+    .await;
+    let headers = json!({"Authorization": "Bearer ${MCP_TEST_TOKEN:-none}"});
+    let mcp = json!({"mcpServers": {
+        "web": {"type": "http", "url": format!("http://127.0.0.1:{}/mcp", http.port), "headers": headers},
+        "old": {"type": "sse", "url": format!("http://127.0.0.1:{}/sse", sse.port), "headers": headers}
+    }})
+    .to_string();
+    let run = stream_run(&sb, &mock.url(), "mcp__web,mcp__old", &mcp, "echo").await;
+    let init = &run.of_type("system", Some("init"))[0];
+    let mut statuses = init["mcp_servers"].as_array().unwrap().clone();
+    statuses.sort_by_key(|s| s["name"].as_str().unwrap().to_string());
+    assert_eq!(
+        statuses,
+        [
+            json!({"name": "old", "status": "connected"}),
+            json!({"name": "web", "status": "connected"})
+        ]
+    );
+    let results = request_tool_results(&bodies(&mock)[1]);
+    assert_eq!(results[0]["content"], "Echo: over http", "{results:?}");
+    assert_eq!(results[1]["content"], "Echo: over sse", "{results:?}");
+}

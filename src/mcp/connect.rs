@@ -1,7 +1,7 @@
 //! Opening a connection to one server with rmcp: a child process over stdio (its stderr goes
-//! to the log, never to the screen) or streamable HTTP with the configured headers.
+//! to the log, never to the screen), streamable HTTP or legacy SSE with the configured headers.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::process::Stdio;
 
 use reqwest::header::{HeaderName, HeaderValue};
@@ -12,6 +12,7 @@ use rmcp::{RoleClient, ServiceExt};
 use tokio::io::AsyncBufReadExt;
 
 use super::config::Transport;
+use super::sse::SseTransport;
 
 pub type Client = RunningService<RoleClient, ()>;
 
@@ -42,29 +43,45 @@ pub async fn open(server: &str, transport: &Transport) -> Result<Client, String>
             })
         }
         Transport::Http { url, headers } => {
-            let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
-            let mut custom = HashMap::new();
-            for (name, value) in headers {
-                let header = HeaderName::try_from(name.as_str())
-                    .map_err(|_| format!("`{name}` is not a valid HTTP header name"))?;
-                let value = HeaderValue::try_from(value.as_str())
-                    .map_err(|_| format!("the value of header `{name}` is not valid"))?;
-                custom.insert(header, value);
-            }
-            config = config.custom_headers(custom);
+            let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                .custom_headers(parse_headers(headers)?.into_iter().collect());
             let transport = StreamableHttpClientTransport::from_config(config);
-            ().serve(transport).await.map_err(|e| {
-                let cause = root_cause(&e);
-                // rmcp's HTTP errors carry the worker's type name before the cause.
-                let cause = cause.rsplit("Client error: ").next().unwrap_or(&cause);
-                format!("could not connect to {url}: {cause}")
-            })
+            ().serve(transport)
+                .await
+                .map_err(|e| unreachable_at(url, &e))
         }
-        Transport::Sse { url, .. } => Err(format!(
-            "{url} uses the legacy SSE transport, which ouro does not speak (rmcp dropped it); \
-             most servers also serve streamable HTTP: use \"type\": \"http\" with its /mcp URL"
-        )),
+        Transport::Sse { url, headers } => {
+            let transport =
+                SseTransport::connect(url, parse_headers(headers)?.into_iter().collect())
+                    .await
+                    .map_err(|e| format!("could not connect to {url}: {e}"))?;
+            ().serve(transport)
+                .await
+                .map_err(|e| unreachable_at(url, &e))
+        }
     }
+}
+
+fn unreachable_at(url: &str, error: &(dyn std::error::Error + 'static)) -> String {
+    let cause = root_cause(error);
+    // rmcp's HTTP errors carry the worker's type name before the cause.
+    let cause = cause.rsplit("Client error: ").next().unwrap_or(&cause);
+    format!("could not connect to {url}: {cause}")
+}
+
+fn parse_headers(
+    headers: &BTreeMap<String, String>,
+) -> Result<Vec<(HeaderName, HeaderValue)>, String> {
+    headers
+        .iter()
+        .map(|(name, value)| {
+            let header = HeaderName::try_from(name.as_str())
+                .map_err(|_| format!("`{name}` is not a valid HTTP header name"))?;
+            let value = HeaderValue::try_from(value.as_str())
+                .map_err(|_| format!("the value of header `{name}` is not valid"))?;
+            Ok((header, value))
+        })
+        .collect()
 }
 
 /// The innermost error: what actually went wrong (refused connection, closed pipe), without

@@ -6,6 +6,7 @@ pub mod config;
 mod connect;
 mod limits;
 mod server;
+mod sse;
 mod tool;
 
 use std::sync::Arc;
