@@ -306,12 +306,14 @@ impl HttpServer {
             .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap();
+        // Built first, so a server that never listens is still stopped.
+        let server = HttpServer { child, port };
         for _ in 0..200 {
             if tokio::net::TcpStream::connect(("127.0.0.1", port))
                 .await
                 .is_ok()
             {
-                return HttpServer { child, port };
+                return server;
             }
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         }

@@ -117,7 +117,7 @@ fn with_mcp_servers(
     options: &Options,
     root: &Path,
     trusted: bool,
-) -> Toolbox {
+) -> (Toolbox, Option<Arc<McpHub>>) {
     let (servers, errors) = crate::mcp::config::gather(
         from_settings,
         root,
@@ -130,9 +130,10 @@ fn with_mcp_servers(
     }
     let toolbox = Toolbox::from(tools);
     if servers.is_empty() {
-        return toolbox;
+        return (toolbox, None);
     }
-    toolbox.with_source(McpHub::start(servers, crate::mcp::Limits::from_env()))
+    let hub = McpHub::start(servers, crate::mcp::Limits::from_env());
+    (toolbox.with_source(hub.clone()), Some(hub))
 }
 
 /// Drops what an untrusted directory brings from `layered`; says what that was.
@@ -266,6 +267,8 @@ pub struct App {
     pub resumed: bool,
     /// The live permission engine (rules granted during the session included), for `/permissions`.
     pub permissions: Arc<PermissionEngine>,
+    /// The MCP servers, for their prompts, resources and `/mcp`; `None` when none is configured.
+    pub mcp: Option<Arc<McpHub>>,
 }
 
 /// Everything a session needs, resolved from the options (highest), settings files and defaults.
@@ -309,7 +312,7 @@ pub fn build(
         &denied_tools,
     );
 
-    let tools = with_mcp_servers(tools, &settings.mcp_servers, options, &root, trusted);
+    let (tools, mcp) = with_mcp_servers(tools, &settings.mcp_servers, options, &root, trusted);
 
     let (loaded, session_id, path) = resolve_session(options, cwd)?;
     let model = options
@@ -412,6 +415,7 @@ pub fn build(
         events: rx,
         resumed,
         permissions,
+        mcp,
     })
 }
 

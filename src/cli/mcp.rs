@@ -204,18 +204,9 @@ async fn list(root: &Path, only: Option<&str>) -> anyhow::Result<String> {
     limits.report = false;
     let hub = McpHub::start(servers.clone(), limits);
     hub.settle().await;
-    for (server, status) in servers.iter().zip(hub.servers()) {
-        let state = match (status.status.as_str(), &status.error) {
-            ("connected", _) => format!("✓ connected, {} tools", status.tools),
-            (_, Some(error)) => format!("✗ failed: {error}"),
-            (other, None) => other.to_string(),
-        };
-        out.push_str(&format!(
-            "{}: {} ({}) - {state}\n",
-            server.name,
-            server.transport.describe(),
-            server.transport.kind()
-        ));
+    for (server, line) in servers.iter().zip(hub.overview()) {
+        out.push_str(&line);
+        out.push('\n');
         if only.is_some() {
             out.push_str(&details(server));
         }

@@ -2,6 +2,7 @@
 //! parallel in the background, and their tools join the session as `mcp__<server>__<tool>`
 //! as each one is ready. The first request waits for them only briefly.
 
+pub mod catalog;
 pub mod config;
 mod connect;
 mod limits;
@@ -16,6 +17,7 @@ use futures::future::BoxFuture;
 use tokio::sync::watch;
 
 use crate::tools::{DynTool, ServerStatus, ToolSource};
+use catalog::{PromptInfo, ResourceInfo};
 use config::ServerConfig;
 pub use limits::Limits;
 
@@ -42,6 +44,99 @@ impl McpHub {
             limits,
         })
     }
+}
+
+impl McpHub {
+    /// Every server's prompts, as slash commands.
+    pub fn prompts(&self) -> Vec<PromptInfo> {
+        self.servers.iter().flat_map(|s| s.prompts()).collect()
+    }
+
+    pub fn resources(&self) -> Vec<ResourceInfo> {
+        self.servers.iter().flat_map(|s| s.resources()).collect()
+    }
+
+    pub fn has_server(&self, name: &str) -> bool {
+        self.servers.iter().any(|s| s.config.name == name)
+    }
+
+    fn server(&self, name: &str) -> Result<&Arc<server::Server>, String> {
+        self.servers
+            .iter()
+            .find(|s| s.config.name == name)
+            .ok_or_else(|| format!("There is no MCP server \"{name}\" (/mcp lists them)"))
+    }
+
+    /// The text of prompt command `command` (without its slash) with the typed `line` as its
+    /// arguments.
+    pub async fn run_prompt(&self, command: &str, line: &str) -> Result<String, String> {
+        let prompt = self
+            .prompts()
+            .into_iter()
+            .find(|p| p.command == command)
+            .ok_or_else(|| {
+                format!("No connected MCP server offers /{command} (/mcp lists them)")
+            })?;
+        let arguments = prompt.arguments_from(line)?;
+        let result = self
+            .server(&prompt.server)?
+            .get_prompt(&prompt.name, arguments)
+            .await
+            .map_err(|e| {
+                format!(
+                    "The MCP server \"{}\" could not give /{command}: {e}",
+                    prompt.server
+                )
+            })?;
+        Ok(catalog::render_prompt(&result))
+    }
+
+    /// A resource as an attachment.
+    pub async fn read_resource(&self, server: &str, uri: &str) -> Result<String, String> {
+        let result = self
+            .server(server)?
+            .read_resource(uri)
+            .await
+            .map_err(|e| format!("The MCP server \"{server}\" could not read {uri}: {e}"))?;
+        Ok(catalog::render_resource(server, uri, &result))
+    }
+
+    /// One line per server: how it is reached, its state and what it offers.
+    pub fn overview(&self) -> Vec<String> {
+        self.servers
+            .iter()
+            .map(|server| {
+                let status = server.status();
+                let state = match (status.status.as_str(), &status.error) {
+                    ("connected", _) => {
+                        let mut offers = vec![count(status.tools, "tool")];
+                        let prompts = server.prompts().len();
+                        if prompts > 0 {
+                            offers.push(count(prompts, "prompt"));
+                        }
+                        let resources = server.resources().len();
+                        if resources > 0 {
+                            offers.push(count(resources, "resource"));
+                        }
+                        format!("✓ connected, {}", offers.join(", "))
+                    }
+                    (_, Some(error)) => format!("✗ failed: {error}"),
+                    (other, None) => other.to_string(),
+                };
+                let transport = &server.config.transport;
+                format!(
+                    "{}: {} ({}) - {state}",
+                    server.config.name,
+                    transport.describe(),
+                    transport.kind()
+                )
+            })
+            .collect()
+    }
+}
+
+fn count(n: usize, what: &str) -> String {
+    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
 }
 
 impl ToolSource for McpHub {

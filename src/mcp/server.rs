@@ -6,8 +6,10 @@ use std::time::Duration;
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
+use rmcp::model::{GetPromptRequestParams, ReadResourceRequestParams};
 use tokio::sync::watch;
 
+use super::catalog::{PromptInfo, ResourceInfo};
 use super::config::ServerConfig;
 use super::connect::{self, Client};
 use super::limits::Limits;
@@ -23,6 +25,8 @@ enum State {
     Connected {
         client: Arc<Client>,
         tools: Vec<Arc<dyn DynTool>>,
+        prompts: Vec<PromptInfo>,
+        resources: Vec<ResourceInfo>,
     },
     Failed {
         error: String,
@@ -69,6 +73,20 @@ impl Server {
     pub fn tools(&self) -> Vec<Arc<dyn DynTool>> {
         match &*self.state() {
             State::Connected { tools, .. } => tools.clone(),
+            _ => Vec::new(),
+        }
+    }
+
+    pub fn prompts(&self) -> Vec<PromptInfo> {
+        match &*self.state() {
+            State::Connected { prompts, .. } => prompts.clone(),
+            _ => Vec::new(),
+        }
+    }
+
+    pub fn resources(&self) -> Vec<ResourceInfo> {
+        match &*self.state() {
+            State::Connected { resources, .. } => resources.clone(),
             _ => Vec::new(),
         }
     }
@@ -140,9 +158,14 @@ impl Server {
                 Err(e) => tracing::warn!(server = %name, tool = %tool.name, "tool skipped: {e}"),
             }
         }
+        let (prompts, resources) = tokio::time::timeout(limit, catalog(name, &client))
+            .await
+            .unwrap_or_default();
         self.set(State::Connected {
             client: Arc::new(client),
             tools,
+            prompts,
+            resources,
         });
         Ok(())
     }
@@ -169,6 +192,44 @@ impl Server {
         }
     }
 
+    /// `prompts/get`, as JSON.
+    pub async fn get_prompt(
+        self: &Arc<Self>,
+        name: &str,
+        arguments: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<serde_json::Value, String> {
+        let client = self.client().await?;
+        let params = GetPromptRequestParams::new(name).with_arguments(arguments);
+        let result = self.within_call_limit(client.get_prompt(params)).await?;
+        serde_json::to_value(result).map_err(|e| e.to_string())
+    }
+
+    /// `resources/read`, as JSON.
+    pub async fn read_resource(self: &Arc<Self>, uri: &str) -> Result<serde_json::Value, String> {
+        let client = self.client().await?;
+        let params = ReadResourceRequestParams::new(uri);
+        let result = self.within_call_limit(client.read_resource(params)).await?;
+        serde_json::to_value(result).map_err(|e| e.to_string())
+    }
+
+    async fn within_call_limit<T>(
+        &self,
+        request: impl Future<Output = Result<T, rmcp::ServiceError>>,
+    ) -> Result<T, String> {
+        let limit = self.limits.call_timeout;
+        match tokio::time::timeout(limit, request).await {
+            Ok(Ok(result)) => Ok(result),
+            Ok(Err(e)) => {
+                self.lost(&e.to_string());
+                Err(e.to_string())
+            }
+            Err(_) => Err(format!(
+                "no answer within {} s (MCP_TOOL_TIMEOUT)",
+                limit.as_secs()
+            )),
+        }
+    }
+
     fn live(&self) -> Option<Arc<Client>> {
         match &*self.state() {
             State::Connected { client, .. } if !client.is_closed() => Some(client.clone()),
@@ -187,6 +248,29 @@ impl Server {
             });
         }
     }
+}
+
+/// The prompts and resources of a server that declares them. A server whose listing fails
+/// still serves its tools.
+async fn catalog(name: &str, client: &Client) -> (Vec<PromptInfo>, Vec<ResourceInfo>) {
+    let capabilities = client.peer_info().map(|info| info.capabilities.clone());
+    let offers =
+        |f: fn(&rmcp::model::ServerCapabilities) -> bool| capabilities.as_ref().is_some_and(f);
+    let mut prompts = Vec::new();
+    if offers(|c| c.prompts.is_some()) {
+        match client.list_all_prompts().await {
+            Ok(listed) => prompts = listed.iter().map(|p| PromptInfo::new(name, p)).collect(),
+            Err(e) => tracing::debug!(server = %name, "listing prompts failed: {e}"),
+        }
+    }
+    let mut resources = Vec::new();
+    if offers(|c| c.resources.is_some()) {
+        match client.list_all_resources().await {
+            Ok(listed) => resources = listed.iter().map(|r| ResourceInfo::new(name, r)).collect(),
+            Err(e) => tracing::debug!(server = %name, "listing resources failed: {e}"),
+        }
+    }
+    (prompts, resources)
 }
 
 impl Remote for Server {

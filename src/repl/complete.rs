@@ -37,6 +37,8 @@ impl Hint for CommandHint {
 
 pub struct Offers {
     pub commands: Vec<Command>,
+    /// MCP resources as mentioned, without the `@`: `server:uri`.
+    pub resources: Vec<String>,
     /// Where relative `@` paths start.
     pub cwd: PathBuf,
 }
@@ -73,7 +75,7 @@ impl Offers {
         Some(CommandHint { display, rest })
     }
 
-    /// Tab: a command name when the line is a `/` word, a path after `@`; the start of the
+    /// Tab: a command name when the line is a `/` word, a path or MCP resource after `@`; the start of the
     /// replaced text and the candidates.
     pub fn complete(&self, line: &str, pos: usize) -> (usize, Vec<Pair>) {
         let head = line.get(..pos).unwrap_or(line);
@@ -95,7 +97,19 @@ impl Offers {
             .find(|(_, c)| c.is_whitespace())
             .map_or(0, |(i, c)| i + c.len_utf8());
         match head[start..].strip_prefix('@') {
-            Some(typed) => (start, paths(&self.cwd, typed)),
+            Some(typed) => {
+                let mut found = paths(&self.cwd, typed);
+                found.extend(
+                    self.resources
+                        .iter()
+                        .filter(|r| r.starts_with(typed))
+                        .map(|r| Pair {
+                            display: r.clone(),
+                            replacement: format!("@{r} "),
+                        }),
+                );
+                (start, found)
+            }
             None => (0, Vec::new()),
         }
     }
@@ -164,6 +178,7 @@ mod tests {
                 command("/history", "Past prompts"),
                 command("/cost", "Tokens and USD"),
             ],
+            resources: vec!["docs:note://readme".into(), "docs:note://todo".into()],
             cwd: cwd.to_path_buf(),
         }
     }
@@ -229,5 +244,20 @@ mod tests {
         assert_eq!(found[0].replacement, "@README.md ");
         assert!(o.complete("plain words", 11).1.is_empty());
         assert!(o.complete("@nowhere/x", 10).1.is_empty());
+    }
+
+    #[test]
+    fn tab_after_at_offers_mcp_resources() {
+        let o = offers(Path::new("/nonexistent"));
+        let line = "see @docs:note://r";
+        let (start, found) = o.complete(line, line.len());
+        assert_eq!(start, 4);
+        let offered: Vec<(&str, &str)> = found
+            .iter()
+            .map(|p| (p.display.as_str(), p.replacement.as_str()))
+            .collect();
+        assert_eq!(offered, [("docs:note://readme", "@docs:note://readme ")]);
+        let (_, found) = o.complete("@do", 3);
+        assert_eq!(found.len(), 2);
     }
 }

@@ -129,10 +129,10 @@ pub struct LineEditor {
 }
 
 impl LineEditor {
-    /// An editor with the history of earlier sessions loaded from `history` (if given).
+    /// An editor with the history of earlier sessions loaded from `history` (if given); what it
+    /// offers is set with `set_offers`.
     pub fn new(
         history: Option<PathBuf>,
-        commands: Vec<Command>,
         cwd: PathBuf,
         style: Style,
     ) -> Result<LineEditor, EditorError> {
@@ -147,7 +147,11 @@ impl LineEditor {
             .build();
         let mut editor = Inner::with_config(config).map_err(EditorError::Open)?;
         editor.set_helper(Some(ReplHelper {
-            offers: Offers { commands, cwd },
+            offers: Offers {
+                commands: Vec::new(),
+                resources: Vec::new(),
+                cwd,
+            },
             style,
         }));
         editor.bind_sequence(
@@ -173,9 +177,11 @@ impl LineEditor {
     }
 
     /// The slash commands offered while typing.
-    pub fn set_commands(&mut self, commands: Vec<Command>) {
+    /// What Tab and the `/` hints offer: commands, and MCP resources (`server:uri`) after `@`.
+    pub fn set_offers(&mut self, commands: Vec<Command>, resources: Vec<String>) {
         if let Some(helper) = self.editor.as_mut().and_then(|e| e.helper_mut()) {
             helper.offers.commands = commands;
+            helper.offers.resources = resources;
         }
     }
 

@@ -12,6 +12,7 @@ mod editor;
 mod highlight;
 mod keys;
 mod markdown;
+mod mcp;
 mod mentions;
 mod render;
 mod sessions;
@@ -73,12 +74,7 @@ pub async fn run(
     let mut renderer = Renderer::new(Box::new(std::io::stdout()), style, live);
     renderer.set_model(&session.engine.config().model);
     let history = crate::settings::ouro_home().map(|home| home.join("history"));
-    let editor = LineEditor::new(
-        history,
-        slash::completions(&commands::load(&app::project_root(cwd))),
-        cwd.to_path_buf(),
-        style,
-    )?;
+    let editor = LineEditor::new(history, cwd.to_path_buf(), style)?;
     let mut repl = Repl {
         options,
         brain,
@@ -99,6 +95,7 @@ pub async fn run(
         },
         interrupted_once: false,
         shell_context: Vec::new(),
+        mcp: session.mcp,
     };
     repl.greet(session.resumed);
     if let Some(prompt) = first_prompt.filter(|p| !p.trim().is_empty()) {
@@ -151,6 +148,8 @@ struct Repl {
     interrupted_once: bool,
     /// `!` commands run since the last prompt, with their output, for the model.
     shell_context: Vec<String>,
+    /// The MCP servers, for `/mcp`, their prompts and resources.
+    mcp: Option<Arc<crate::mcp::McpHub>>,
 }
 
 /// Everything a running turn needs besides the engine, so both can be borrowed at once.
@@ -206,6 +205,7 @@ impl Repl {
         loop {
             kept.0
                 .insert_str(0, &std::mem::take(&mut self.ui.type_ahead));
+            self.refresh_offers();
             let prompt = self.ui.prompt();
             let input = self
                 .ui
@@ -245,7 +245,6 @@ impl Repl {
                 continue;
             }
             let project = commands::load(&app::project_root(&self.cwd));
-            self.ui.editor.set_commands(slash::completions(&project));
             match slash::parse(&line, project) {
                 Some(command) => {
                     if self.slash(command).await == slash::Flow::Exit {
@@ -258,10 +257,20 @@ impl Repl {
         Ok(())
     }
 
-    /// A message the user typed: its `@path` mentions are attached. Only typed text counts: a
-    /// project command's template (which a cloned repository may bring) attaches nothing.
+    /// What Tab and the `/` hints offer, MCP prompts and resources included.
+    fn refresh_offers(&mut self) {
+        let mut offered = slash::completions(&commands::load(&app::project_root(&self.cwd)));
+        let (prompts, resources) = mcp::offers(self.mcp.as_deref());
+        offered.extend(prompts);
+        self.ui.editor.set_offers(offered, resources);
+    }
+
+    /// A message the user typed: its `@path` and `@server:uri` mentions are attached. Only typed
+    /// text counts: a project command's template (which a cloned repository may bring)
+    /// attaches nothing.
     async fn typed(&mut self, text: &str) {
-        let attached = mentions::attachments(text, &self.cwd, self.ui.permissions.as_ref());
+        let mut attached = mentions::attachments(text, &self.cwd, self.ui.permissions.as_ref());
+        attached.extend(self.mcp_attachments(text).await);
         if attached.is_empty() {
             return self.prompt(text).await;
         }

@@ -130,6 +130,7 @@ impl Repl {
                 self.engine = session.engine;
                 self.ui.events = session.events;
                 self.ui.permissions = session.permissions;
+                self.mcp = session.mcp;
                 self.ui.render.set_model(&self.engine.config().model);
                 let text = format!(
                     "Resumed session {}. The last exchange was:",

@@ -84,6 +84,7 @@ const BUILTIN: &[(&str, &str, &str)] = &[
         " <path>",
         "Let the session work in one more directory",
     ),
+    ("mcp", "", "MCP servers: status, tools, prompts, last error"),
     ("exit", "", "Quit (Ctrl-D works too)"),
 ];
 
@@ -106,6 +107,9 @@ pub enum Slash {
     Init,
     Review(Option<String>),
     AddDir(Option<String>),
+    Mcp,
+    /// A server's prompt (`mcp__<server>__<prompt>`) with the typed arguments.
+    McpPrompt(String, String),
     Exit,
     Project(ProjectCommand, String),
     Unknown(String),
@@ -145,9 +149,13 @@ pub fn parse(line: &str, project: Vec<ProjectCommand>) -> Option<Slash> {
         "init" => Slash::Init,
         "review" => Slash::Review(optional),
         "add-dir" => Slash::AddDir(optional),
+        "mcp" => Slash::Mcp,
         "exit" | "quit" => Slash::Exit,
         other => match project.into_iter().find(|c| c.name == other) {
             Some(command) => Slash::Project(command, argument.to_string()),
+            None if other.starts_with("mcp__") => {
+                Slash::McpPrompt(other.to_string(), argument.to_string())
+            }
             None => Slash::Unknown(other.to_string()),
         },
     })
@@ -273,6 +281,8 @@ impl Repl {
                 self.prompt(&prompt).await;
             }
             Slash::AddDir(dir) => self.add_dir(dir.as_deref()),
+            Slash::Mcp => self.mcp_status().await,
+            Slash::McpPrompt(command, arguments) => self.mcp_prompt(&command, &arguments).await,
             Slash::Exit => return Flow::Exit,
             Slash::Project(command, arguments) => {
                 let prompt = command.expand(&arguments);

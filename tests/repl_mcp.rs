@@ -1,0 +1,100 @@
+//! End-to-end: MCP in the REPL (issue 16), against the real `@modelcontextprotocol/server-everything`
+//! from npm: `/mcp` shows the server, its prompts run as slash commands and `@server:uri`
+//! attaches a resource.
+
+#![allow(clippy::unwrap_used)] // a failed unwrap in a test is a failed test
+#![cfg(feature = "mock")]
+
+mod common;
+#[path = "repl/pty.rs"]
+mod pty;
+
+use common::{Sandbox, bodies, last_user_text, server};
+use pty::{Options, Term};
+use serde_json::json;
+
+fn everything() -> String {
+    json!({"mcpServers": {"everything": {"command": "mcp-server-everything"}}}).to_string()
+}
+
+/// Runs `/mcp` until the server is connected (its start-up takes a moment).
+fn connected(term: &mut Term) -> String {
+    term.expect("› ");
+    for _ in 0..20 {
+        term.line("/mcp");
+        let shown = term.expect("MCP servers:");
+        let listing = term.expect("› ");
+        if listing.contains("✓ connected") {
+            return listing;
+        }
+        assert!(!shown.contains("failed"), "{shown}");
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
+    panic!("the server did not connect: {}", term.text());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn slash_mcp_shows_each_server_with_what_it_offers() {
+    let sb = Sandbox::new();
+    let mock = server(json!({"turns": []})).await;
+    let mcp = everything();
+    let mut term = Term::start(
+        &sb,
+        &mock.url(),
+        Options {
+            args: &["--mcp-config", &mcp],
+            ..Options::default()
+        },
+    );
+    let listing = connected(&mut term);
+    assert!(
+        listing.contains("everything: mcp-server-everything (stdio) - ✓ connected,"),
+        "{listing}"
+    );
+    assert!(
+        listing.contains("/mcp__everything__args-prompt <city> [state]"),
+        "{listing}"
+    );
+    term.exit();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_prompt_runs_as_a_slash_command_and_a_resource_attaches() {
+    let sb = Sandbox::new();
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "text", "text": "Sunny."}]},
+        {"content": [{"type": "text", "text": "Read it."}]}
+    ]}))
+    .await;
+    let mcp = everything();
+    let mut term = Term::start(
+        &sb,
+        &mock.url(),
+        Options {
+            args: &["--mcp-config", &mcp],
+            ..Options::default()
+        },
+    );
+    connected(&mut term);
+    term.line("/mcp__everything__args-prompt");
+    term.expect("needs its argument `city`");
+    term.submit("/mcp__everything__args-prompt Springfield North Dakota");
+    term.expect("Sunny.");
+    assert_eq!(
+        last_user_text(&bodies(&mock)[0]),
+        "What's weather in Springfield, North Dakota?"
+    );
+    term.submit("summarise @everything:demo://resource/static/document/features.md please");
+    term.expect("Read it.");
+    let sent = last_user_text(&bodies(&mock)[1]);
+    assert!(
+        sent.contains(
+            "<resource server=\"everything\" uri=\"demo://resource/static/document/features.md\">"
+        ),
+        "{sent}"
+    );
+    assert!(sent.len() > 400, "the document's text is attached: {sent}");
+    term.submit("@everything:demo://nothing/here");
+    term.expect("could not read demo://nothing/here");
+    term.exit();
+}
