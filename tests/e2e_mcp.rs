@@ -89,6 +89,31 @@ async fn a_model_calls_an_mcp_tool_and_gets_its_result() {
 }
 
 #[tokio::test]
+async fn an_image_from_an_mcp_tool_reaches_the_model_as_an_image_block() {
+    let sb = Sandbox::new();
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "tool_use", "name": "mcp__everything__get-tiny-image", "input": {}}]},
+        {"content": [{"type": "text", "text": "a tiny image"}]}
+    ]}))
+    .await;
+    let mcp = config(json!({"everything": {"command": EVERYTHING}}));
+    stream_run(&sb, &mock.url(), "mcp__everything", &mcp, "show me").await;
+    let results = request_tool_results(&bodies(&mock)[1]);
+    let blocks = results[0]["content"].as_array().expect("content blocks");
+    let image = blocks
+        .iter()
+        .find(|b| b["type"] == "image")
+        .expect("an image block");
+    assert_eq!(image["source"]["type"], "base64");
+    assert_eq!(image["source"]["media_type"], "image/png");
+    assert!(image["source"]["data"].as_str().unwrap().len() > 100);
+    assert!(
+        blocks.iter().any(|b| b["type"] == "text"),
+        "the tool's text is kept: {blocks:?}"
+    );
+}
+
+#[tokio::test]
 async fn deny_rules_hold_for_mcp_tools_and_unallowed_ones_are_not_run_in_print_mode() {
     let sb = Sandbox::new();
     let mock = server(json!({"turns": [

@@ -17,17 +17,18 @@ fn everything() -> String {
     json!({"mcpServers": {"everything": {"command": "mcp-server-everything"}}}).to_string()
 }
 
-/// Runs `/mcp` until the server is connected (its start-up takes a moment).
+/// Runs `/mcp` until the server is connected (its start-up takes a moment); the prompt after
+/// the listing is left for the next `submit`.
 fn connected(term: &mut Term) -> String {
-    term.expect("› ");
     for _ in 0..20 {
-        term.line("/mcp");
-        let shown = term.expect("MCP servers:");
-        let listing = term.expect("› ");
+        term.submit("/mcp");
+        // With its line end: the command hints under the prompt say "MCP servers: status…".
+        term.expect("MCP servers:\n");
+        let listing = term.peek("\n› ");
         if listing.contains("✓ connected") {
             return listing;
         }
-        assert!(!shown.contains("failed"), "{shown}");
+        assert!(!listing.contains("failed"), "{listing}");
         std::thread::sleep(std::time::Duration::from_millis(250));
     }
     panic!("the server did not connect: {}", term.text());
@@ -76,7 +77,7 @@ async fn a_server_prompt_runs_as_a_slash_command_and_a_resource_attaches() {
         },
     );
     connected(&mut term);
-    term.line("/mcp__everything__args-prompt");
+    term.submit("/mcp__everything__args-prompt");
     term.expect("needs its argument `city`");
     term.submit("/mcp__everything__args-prompt Springfield North Dakota");
     term.expect("Sunny.");

@@ -2,6 +2,7 @@
 
 pub mod body;
 pub mod client;
+pub mod media;
 pub mod models;
 pub mod pricing;
 pub mod reasoning;

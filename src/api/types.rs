@@ -4,6 +4,7 @@ use bytes::Bytes;
 use serde::{Deserialize, Deserializer, Serialize};
 
 use super::body::Body;
+pub use super::media::{ImageSource, ResultContent};
 use serde_json::Value;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -73,24 +74,6 @@ fn string_or_blocks<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<ContentBlock>
     })
 }
 
-/// A tool_result's content may be a string or a list of text blocks; ouro keeps text.
-fn string_or_text_blocks<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Raw {
-        Text(String),
-        Blocks(Vec<Value>),
-    }
-    Ok(match Raw::deserialize(d)? {
-        Raw::Text(text) => text,
-        Raw::Blocks(blocks) => blocks
-            .iter()
-            .filter_map(|b| b.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n"),
-    })
-}
-
 /// Gateways send `null` for counts they do not know; that is zero, not an unreadable event.
 fn zero_if_null<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
     Option::<u64>::deserialize(d).map(Option::unwrap_or_default)
@@ -106,6 +89,9 @@ pub enum ContentBlock {
     Text {
         text: String,
     },
+    Image {
+        source: ImageSource,
+    },
     ToolUse {
         id: String,
         name: String,
@@ -113,8 +99,7 @@ pub enum ContentBlock {
     },
     ToolResult {
         tool_use_id: String,
-        #[serde(deserialize_with = "string_or_text_blocks")]
-        content: String,
+        content: ResultContent,
         #[serde(default, skip_serializing_if = "is_false")]
         is_error: bool,
     },
@@ -135,7 +120,7 @@ impl ContentBlock {
 
     pub fn tool_result(
         tool_use_id: impl Into<String>,
-        content: impl Into<String>,
+        content: impl Into<ResultContent>,
         is_error: bool,
     ) -> Self {
         ContentBlock::ToolResult {

@@ -162,7 +162,7 @@ async fn collect(mut events: UnboundedReceiver<Event>) -> Stamped {
                         is_error: true,
                         content,
                         ..
-                    } => Some(content),
+                    } => Some(content.text),
                     _ => None,
                 };
                 let sample = ToolSample {

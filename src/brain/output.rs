@@ -75,7 +75,7 @@ impl TurnAccumulator {
                     } = block
                         && let Some(call) = self.tool_calls.iter_mut().find(|c| c.id == tool_use_id)
                     {
-                        call.result = Some(content);
+                        call.result = Some(content.text);
                         call.is_error = is_error;
                     }
                 }

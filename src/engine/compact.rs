@@ -329,6 +329,7 @@ fn render(messages: &[Message], budget: usize) -> (Vec<String>, bool) {
                 ContentBlock::Text { text } => {
                     format!("{who}: {}", elide_middle(text, MAX_BLOCK_CHARS * 4))
                 }
+                ContentBlock::Image { .. } => format!("{who} attached an image"),
                 ContentBlock::ToolUse { name, input, .. } => {
                     format!(
                         "{who} called {name} with {}",
@@ -392,7 +393,7 @@ fn shorten_results(messages: &mut [Message], max_chars: usize) -> usize {
             );
             // Room for the note and the elision marker, so a cut result is not cut again.
             let room = max_chars.saturating_sub(note.len() + 64);
-            *content = elide_middle(content, room) + &note;
+            content.text = elide_middle(content, room) + &note;
             shortened += 1;
         }
     }
@@ -504,7 +505,8 @@ mod tests {
         assert!(content.starts_with("HEAD") && content.contains("TAIL"));
         assert!(
             content.contains("50008 characters") && content.len() < 1_500,
-            "{content}"
+            "{}",
+            content.text
         );
         assert_eq!(h[1].content, round(1)[1].content);
         assert_eq!(shorten_results(&mut h, 1_000), 0, "already short enough");

@@ -5,7 +5,7 @@
 
 use bytes::Bytes;
 
-use crate::api::types::{Message, encode_message};
+use crate::api::types::{ContentBlock, Message, encode_message};
 
 use super::repair;
 
@@ -20,6 +20,9 @@ pub struct History {
     encoded: Vec<Option<Bytes>>,
     /// The length of that JSON, known from the start.
     bytes: Vec<u64>,
+    /// The same with images counted as what the model reads of them: the basis of the token
+    /// estimate.
+    weights: Vec<u64>,
     /// What the model reported reading for the last request: (messages sent, tokens).
     measured: Option<(usize, u64)>,
     /// How many leading messages were last found valid to send.
@@ -42,7 +45,9 @@ impl History {
     }
 
     pub fn push(&mut self, message: Message) {
-        self.bytes.push(json_len(&message));
+        let bytes = json_len(&message);
+        self.weights.push(weight(&message, bytes));
+        self.bytes.push(bytes);
         self.encoded.push(None);
         self.messages.push(message);
     }
@@ -50,6 +55,11 @@ impl History {
     /// A new conversation (compaction, `/clear`, a rewind).
     pub fn replace(&mut self, messages: Vec<Message>) {
         self.bytes = messages.iter().map(json_len).collect();
+        self.weights = messages
+            .iter()
+            .zip(&self.bytes)
+            .map(|(m, bytes)| weight(m, *bytes))
+            .collect();
         self.encoded = vec![None; messages.len()];
         self.messages = messages;
         self.measured = None;
@@ -119,11 +129,32 @@ impl History {
         match self.measured {
             Some((sent, tokens)) => {
                 tokens
-                    + self.bytes[sent.min(self.bytes.len())..].iter().sum::<u64>() / BYTES_PER_TOKEN
+                    + self.weights[sent.min(self.weights.len())..]
+                        .iter()
+                        .sum::<u64>()
+                        / BYTES_PER_TOKEN
             }
-            None => overhead + self.json_bytes() / BYTES_PER_TOKEN,
+            None => overhead + self.weights.iter().sum::<u64>() / BYTES_PER_TOKEN,
         }
     }
+}
+
+/// What the model reads of an image, at most (a 1.15 megapixel picture; larger ones are scaled
+/// down by the API).
+const IMAGE_TOKENS: u64 = 1600;
+
+/// A message's size (`bytes` of JSON) for the token estimate: an image counts as what the model
+/// reads of it, not as its base64, which can be megabytes.
+fn weight(message: &Message, mut bytes: u64) -> u64 {
+    let images = message.content.iter().flat_map(|block| match block {
+        ContentBlock::Image { source } => std::slice::from_ref(source),
+        ContentBlock::ToolResult { content, .. } => content.images.as_slice(),
+        _ => &[],
+    });
+    for image in images {
+        bytes = bytes.saturating_sub(json_len(image)) + IMAGE_TOKENS * BYTES_PER_TOKEN;
+    }
+    bytes
 }
 
 /// The size of a value's JSON, counted without building it.
@@ -212,6 +243,28 @@ mod tests {
             v["messages"][2]["content"][0]
                 .get("cache_control")
                 .is_none()
+        );
+    }
+
+    #[test]
+    fn an_image_counts_as_what_the_model_reads_of_it_not_its_base64() {
+        let result = crate::api::types::ResultContent {
+            text: "shot".into(),
+            images: vec![crate::api::types::ImageSource::base64(
+                "image/png",
+                "A".repeat(4_000_000),
+            )],
+        };
+        let mut h = History::default();
+        h.push(Message {
+            role: Role::User,
+            content: vec![ContentBlock::tool_result("t", result, false)],
+        });
+        assert!(h.json_bytes() > 4_000_000, "the request size stays exact");
+        let tokens = h.estimated_tokens(0);
+        assert!(
+            (IMAGE_TOKENS..IMAGE_TOKENS + 100).contains(&tokens),
+            "{tokens}"
         );
     }
 

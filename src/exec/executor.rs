@@ -24,7 +24,7 @@ use tokio::task::JoinHandle;
 use super::Asker;
 use super::hooks::Hooks;
 use super::pipeline::{Admitted, Outcome, Pipeline, Slot};
-use crate::api::types::ContentBlock;
+use crate::api::types::{ContentBlock, ResultContent};
 use crate::event::PhaseTimings;
 use crate::event::{Denial, Event};
 use crate::permissions::PermissionPolicy;
@@ -290,7 +290,11 @@ fn finished(
     } = outcome;
     let elapsed = submitted.elapsed();
     tracing::debug!(tool = %name, %id, ?status, ?elapsed, ?timings, "tool call finished");
-    let result = ContentBlock::tool_result(id.clone(), output.content, output.is_error);
+    let content = ResultContent {
+        text: output.content,
+        images: output.images,
+    };
+    let result = ContentBlock::tool_result(id.clone(), content, output.is_error);
     let _ = pipeline.events.send(Event::ToolFinished {
         id,
         name,

@@ -11,12 +11,15 @@ use serde_json::Value;
 
 use super::connect::Client;
 use super::limits::Limits;
+use crate::api::types::ImageSource;
 use crate::permissions::Access;
 use crate::text::truncate;
 use crate::tools::{DynTool, PreparedCall, Progress, ToolContext, ToolError, ToolOutput};
 
 /// Longest tool description passed on; some servers write essays.
 const MAX_DESCRIPTION_CHARS: usize = 2048;
+/// The API refuses larger images (5 MB of base64).
+const MAX_IMAGE_BASE64: usize = 5 * 1024 * 1024;
 /// The API's limit on tool names.
 const MAX_NAME_CHARS: usize = 64;
 
@@ -207,17 +210,27 @@ impl PreparedCall for McpCall {
     }
 }
 
-/// A `tools/call` result as the tool_result text: text as is, resources by their text or
-/// link, structured content as JSON when there is nothing else, media named.
+/// A `tools/call` result as a tool_result: text as is, images the API reads passed on,
+/// resources by their text or link, structured content as JSON when there is nothing else,
+/// other media named.
 pub fn render(result: &Value) -> ToolOutput {
     let mut parts = Vec::new();
+    let mut images = Vec::new();
     for block in result["content"].as_array().into_iter().flatten() {
+        let media_type = block["mimeType"].as_str().unwrap_or("unknown type");
+        let data = block["data"].as_str().unwrap_or_default();
         let part = match block["type"].as_str() {
             Some("text") => block["text"].as_str().unwrap_or_default().to_string(),
+            Some("image")
+                if ImageSource::MEDIA_TYPES.contains(&media_type)
+                    && data.len() <= MAX_IMAGE_BASE64 =>
+            {
+                images.push(ImageSource::base64(media_type, data));
+                continue;
+            }
             Some(kind @ ("image" | "audio")) => format!(
-                "[{kind} ({}, {} bytes of base64) returned; ouro does not pass media from MCP tools to the model yet]",
-                block["mimeType"].as_str().unwrap_or("unknown type"),
-                block["data"].as_str().map_or(0, str::len)
+                "[{kind} ({media_type}, {} bytes of base64) returned; the model cannot take it (images must be PNG, JPEG, GIF or WebP of at most 5 MB)]",
+                data.len()
             ),
             Some("resource") => {
                 let resource = &block["resource"];
@@ -247,16 +260,16 @@ pub fn render(result: &Value) -> ToolOutput {
     {
         parts.push(structured.to_string());
     }
-    let text = if parts.is_empty() {
-        "(no output)".to_string()
-    } else {
-        parts.join("\n")
+    let text = match (parts.is_empty(), images.is_empty()) {
+        (true, true) => "(no output)".to_string(),
+        _ => parts.join("\n"),
     };
-    if result["isError"].as_bool() == Some(true) {
+    let output = if result["isError"].as_bool() == Some(true) {
         ToolOutput::error(text)
     } else {
         ToolOutput::ok(text)
-    }
+    };
+    output.with_images(images)
 }
 
 #[cfg(test)]
@@ -280,14 +293,16 @@ mod tests {
         let out = render(&json!({"content": [
             {"type": "text", "text": "hello"},
             {"type": "image", "data": "aGk=", "mimeType": "image/png"},
+            {"type": "image", "data": "aGk=", "mimeType": "image/tiff"},
             {"type": "resource", "resource": {"uri": "file:///a", "text": "A"}},
             {"type": "resource_link", "name": "b", "uri": "file:///b"}
         ]}));
         assert!(!out.is_error);
         assert_eq!(
             out.content,
-            "hello\n[image (image/png, 4 bytes of base64) returned; ouro does not pass media from MCP tools to the model yet]\n[resource file:///a]\nA\n[resource link: b file:///b]"
+            "hello\n[image (image/tiff, 4 bytes of base64) returned; the model cannot take it (images must be PNG, JPEG, GIF or WebP of at most 5 MB)]\n[resource file:///a]\nA\n[resource link: b file:///b]"
         );
+        assert_eq!(out.images, [ImageSource::base64("image/png", "aGk=")]);
         let failed = render(&json!({"content": [{"type": "text", "text": "no"}], "isError": true}));
         assert!(failed.is_error);
         assert_eq!(

@@ -348,6 +348,9 @@ pub fn conversation_markdown(history: &[Message]) -> String {
                 ContentBlock::Text { text } => {
                     let _ = writeln!(out, "{}\n", text.trim_end());
                 }
+                ContentBlock::Image { .. } => {
+                    let _ = writeln!(out, "_(an image)_\n");
+                }
                 ContentBlock::ToolUse { name, input, .. } => {
                     let _ = writeln!(out, "Tool call: {name}\n```json\n{input}\n```\n");
                 }

@@ -167,11 +167,12 @@ impl Tool for BashTool {
         if content.is_empty() {
             content = "(no output)".into();
         }
-        Ok(ToolOutput {
-            content,
-            is_error,
-            display: Some(ToolDisplay::Exit { code }),
-        })
+        let output = if is_error {
+            ToolOutput::error(content)
+        } else {
+            ToolOutput::ok(content)
+        };
+        Ok(output.with_display(ToolDisplay::Exit { code }))
     }
 }
 

@@ -11,6 +11,7 @@ use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
+use crate::api::types::ImageSource;
 use crate::event::{Event, ToolDisplay};
 use crate::permissions::{Access, Confinement, ReadDenials};
 
@@ -20,6 +21,7 @@ pub mod edit;
 pub mod file_state;
 pub mod glob;
 pub mod grep;
+mod image;
 pub mod memo;
 pub mod paths;
 pub mod pool;
@@ -35,6 +37,8 @@ pub use toolbox::{ServerStatus, ToolSource, Toolbox};
 pub struct ToolOutput {
     pub content: String,
     pub is_error: bool,
+    /// Pictures for the model (an MCP screenshot, an image file Read), after the text.
+    pub images: Vec<ImageSource>,
     /// Facts for displays (lines read, a diff, an exit code); the model never sees them.
     pub display: Option<ToolDisplay>,
 }
@@ -44,6 +48,7 @@ impl ToolOutput {
         ToolOutput {
             content: content.into(),
             is_error: false,
+            images: Vec::new(),
             display: None,
         }
     }
@@ -52,8 +57,14 @@ impl ToolOutput {
         ToolOutput {
             content: content.into(),
             is_error: true,
+            images: Vec::new(),
             display: None,
         }
+    }
+
+    pub fn with_images(mut self, images: Vec<ImageSource>) -> Self {
+        self.images = images;
+        self
     }
 
     pub fn with_display(mut self, display: ToolDisplay) -> Self {

@@ -10,8 +10,8 @@ use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
 use super::file_state::{ContentHasher, FileState};
-use super::paths;
 use super::{Progress, Tool, ToolContext, ToolError, ToolOutput};
+use super::{image, paths};
 use crate::event::ToolDisplay;
 use crate::permissions::Access;
 
@@ -149,12 +149,17 @@ fn inspect(path: &Path) -> Result<fs::Metadata, ToolError> {
 fn read_file(input: &ReadInput, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
     let path = paths::absolute(&input.file_path, ctx).map_err(ToolError::Invalid)?;
     inspect(&path)?;
-    let file = File::open(&path)
+    let mut file = File::open(&path)
         .map_err(|e| ToolError::io(format!("cannot open {}", path.display()), e))?;
     // The state must describe the file that is actually read, so it comes from the handle.
     let meta = file
         .metadata()
         .map_err(|e| ToolError::io(format!("cannot inspect {}", path.display()), e))?;
+    if let Some(media_type) = picture(&mut file)
+        .map_err(|e| ToolError::io(format!("cannot read {}", path.display()), e))?
+    {
+        return image::read(&path, media_type, meta.len()).map_err(ToolError::Invalid);
+    }
     let first = input.offset.unwrap_or(1).max(1);
     let limit = input.limit.unwrap_or(DEFAULT_LIMIT).max(1);
     let scan = match scan(file, first, limit, &ctx.cancel) {
@@ -170,6 +175,15 @@ fn read_file(input: &ReadInput, ctx: &ToolContext) -> Result<ToolOutput, ToolErr
         0 => output,
         n => output.with_display(ToolDisplay::LinesRead(n)),
     })
+}
+
+/// The image type of the file, its reading position put back to the start.
+fn picture(file: &mut File) -> io::Result<Option<&'static str>> {
+    use std::io::{Seek as _, SeekFrom};
+    let mut head = Vec::with_capacity(12);
+    (&mut *file).take(12).read_to_end(&mut head)?;
+    file.seek(SeekFrom::Start(0))?;
+    Ok(image::media_type(&head))
 }
 
 fn binary_message(path: &Path) -> String {
@@ -467,8 +481,8 @@ mod tests {
         assert!(missing.contains("does not exist"), "{missing}");
         assert!(missing.contains("readme.md"), "{missing}");
 
-        let bin = dir.path().join("image.bin");
-        fs::write(&bin, b"\x89PNG\0\0\x01").unwrap();
+        let bin = dir.path().join("tool.bin");
+        fs::write(&bin, b"\x7fELF\0\0\x01").unwrap();
         let binary = read(&ctx, json!({"file_path": bin})).await.unwrap_err();
         assert!(binary.contains("binary"), "{binary}");
         assert!(ctx.files.get(&bin).is_none());

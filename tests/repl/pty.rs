@@ -100,14 +100,19 @@ impl Term {
     /// Waits until `needle` shows up after everything matched so far; returns the text up to
     /// and including it.
     pub fn expect(&mut self, needle: &str) -> String {
+        let found = self.peek(needle);
+        self.seen += found.len();
+        found
+    }
+
+    /// As `expect`, but what is found stays unmatched: the next `expect` looks from the same
+    /// place.
+    pub fn peek(&self, needle: &str) -> String {
         let deadline = Instant::now() + WAIT;
         loop {
             let text = self.text();
             if let Some(at) = text[self.seen..].find(needle) {
-                let end = self.seen + at + needle.len();
-                let found = text[self.seen..end].to_string();
-                self.seen = end;
-                return found;
+                return text[self.seen..self.seen + at + needle.len()].to_string();
             }
             if Instant::now() > deadline {
                 panic!(
