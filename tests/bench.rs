@@ -82,7 +82,12 @@ fn number(v: &Value, path: &str) -> f64 {
 
 #[test]
 fn json_has_the_same_figures() {
-    let report: Value = serde_json::from_str(&stdout(&bench(&["--json", "--compare-rg"]))).unwrap();
+    let report: Value = serde_json::from_str(&stdout(&bench(&[
+        "--json",
+        "--compare-rg",
+        "--compare-mcp",
+    ])))
+    .unwrap();
     assert_eq!(report["config"]["mix"], "read,grep,glob,edit,bash");
     assert_eq!(report["tool_calls_per_run"], 6);
     assert_eq!(report["requests_per_run"], 3);
@@ -128,6 +133,13 @@ fn json_has_the_same_figures() {
         }
         None => assert!(rg["cases"].as_array().unwrap().is_empty()),
     }
+    // .ci/run installs mcp-server-everything.
+    let mcp = &report["mcp"];
+    assert_eq!(mcp["server"], "mcp-server-everything");
+    assert_eq!(number(mcp, "/calls"), 200.0);
+    assert!(number(mcp, "/tool_ms/median") > 0.0);
+    assert!(number(mcp, "/raw_ms/median") > 0.0);
+    number(mcp, "/added_ms");
     let targets = report["targets"].as_array().unwrap();
     assert!(targets.len() >= 4);
     assert!(targets.iter().all(|t| t["met"].is_boolean()));

@@ -12,6 +12,7 @@ use std::io;
 pub mod fixture;
 mod host;
 pub mod long;
+pub mod mcp;
 pub mod measure;
 pub mod report;
 pub mod rg;
@@ -81,6 +82,10 @@ pub struct BenchArgs {
     /// Also time the Grep tool against ripgrep (`rg`) on the same tree and patterns.
     #[arg(long)]
     pub compare_rg: bool,
+    /// Also time an MCP tool call over stdio, through ouro and bare, against this server
+    /// command (it needs an `echo` tool taking `message`, as `mcp-server-everything` has).
+    #[arg(long, value_name = "COMMAND", num_args = 0..=1, default_missing_value = "mcp-server-everything")]
+    pub compare_mcp: Option<String>,
     /// Also measure the client's time per turn at turn 10 and at turn N of one N-turn
     /// session whose history only grows (e.g. 1000).
     #[arg(long, value_parser = clap::value_parser!(u32).range(20..=5000))]
@@ -168,6 +173,10 @@ pub async fn run(args: &BenchArgs) -> Result<bool, BenchError> {
     progress("what the sandbox adds to a Bash call");
     let mut report = report::build(config, &main, marginal, &starts, compare_rg);
     report.sandbox = sandbox_cost(runs).await;
+    if let Some(command) = &args.compare_mcp {
+        progress("an MCP tool call over stdio");
+        report.mcp = Some(mcp::compare(command, MCP_CALLS.max(runs)).await?);
+    }
     progress("what 10- and 50-turn sessions are billed");
     for turns in COST_SESSION_TURNS {
         let cost_plan = Plan {
@@ -203,6 +212,9 @@ pub async fn run(args: &BenchArgs) -> Result<bool, BenchError> {
 
 /// The session lengths the cost series bills.
 const COST_SESSION_TURNS: [usize; 2] = [10, 50];
+
+/// Timed MCP calls each way.
+const MCP_CALLS: usize = 200;
 
 /// Spawns of `true` per figure.
 const SANDBOX_SPAWNS: usize = 41;

@@ -41,6 +41,8 @@ pub struct Report {
     pub compare_rg: Option<RgReport>,
     /// What the OS sandbox adds to starting a Bash call; `None` where the kernel has none.
     pub sandbox: Option<SandboxCost>,
+    /// `--compare-mcp`: an MCP tool call through ouro and bare.
+    pub mcp: Option<super::mcp::McpCost>,
     /// What scripted sessions of a few lengths are billed for input.
     pub cost: Vec<SessionCost>,
     /// `--history-turns`: client time per turn early and late in one long session.
@@ -203,6 +205,7 @@ pub fn build(
         startup,
         compare_rg,
         sandbox: None,
+        mcp: None,
         cost: Vec::new(),
         history: None,
         resume: None,

@@ -182,6 +182,14 @@ pub fn render(r: &Report) -> String {
         }
         None => out.push_str("\nsandbox: this kernel has no Landlock, so nothing was measured\n"),
     }
+    if let Some(m) = &r.mcp {
+        let _ = writeln!(
+            out,
+            "\nMCP over stdio ({}, median of {} echo calls): {:.3} ms through ouro's tool vs \
+             {:.3} ms bare rmcp: ouro adds {:.3} ms per call",
+            m.server, m.calls, m.tool_ms.median, m.raw_ms.median, m.added_ms
+        );
+    }
     if !r.cost.is_empty() {
         out.push_str(
             "\ninput cost per scripted session (prompt caching, billed as the API bills it)\n",

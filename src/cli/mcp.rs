@@ -199,10 +199,7 @@ async fn list(root: &Path, only: Option<&str>) -> anyhow::Result<String> {
         }
         return Ok(out);
     }
-    let mut limits = Limits::from_env();
-    limits.startup_wait = limits.connect_timeout;
-    limits.report = false;
-    let hub = McpHub::start(servers.clone(), limits);
+    let hub = McpHub::start(servers.clone(), Limits::patient());
     hub.settle().await;
     for (server, line) in servers.iter().zip(hub.overview()) {
         out.push_str(&line);

@@ -40,4 +40,13 @@ impl Limits {
             report: true,
         }
     }
+
+    /// For a check outside a session (`ouro mcp list`, `ouro bench`): wait for every server
+    /// as long as it may take to connect, and say nothing on stderr.
+    pub fn patient() -> Limits {
+        let mut limits = Limits::from_env();
+        limits.startup_wait = limits.connect_timeout;
+        limits.report = false;
+        limits
+    }
 }
