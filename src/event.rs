@@ -68,6 +68,11 @@ pub enum Event {
         /// The call's key argument for one-line displays (`src/main.rs`, `cargo test`).
         summary: String,
     },
+    /// An event of a sub-agent, which runs inside the `Agent` call `parent_tool_use_id`.
+    Child {
+        parent_tool_use_id: String,
+        event: Box<Event>,
+    },
     /// Output a running tool produced so far (Bash streams stdout/stderr here).
     ToolProgress {
         id: String,

@@ -6,6 +6,7 @@
 //! `permissions`; every step is an `event::Event`. `tests/architecture.rs` keeps the imports
 //! between modules one-way.
 
+pub mod agents;
 pub mod api;
 pub mod app;
 #[cfg(feature = "mock")]
@@ -15,6 +16,7 @@ pub mod cli;
 pub mod engine;
 pub mod event;
 pub mod exec;
+pub mod frontmatter;
 pub mod mcp;
 #[cfg(feature = "mock")]
 pub mod mock;

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 
+use crate::agents;
 use crate::api::client::{ApiError, Client, DEFAULT_BASE_URL};
 use crate::api::models;
 use crate::api::reasoning::{Effort, ThinkingChoice};
@@ -72,6 +73,8 @@ pub struct Options {
     pub mcp_config: Vec<String>,
     /// `--strict-mcp-config`: only the servers of `--mcp-config`.
     pub strict_mcp_config: bool,
+    /// `--agents`: sub-agent definitions as JSON.
+    pub agents: Option<String>,
 }
 
 /// The project a session started in `cwd` works on: the enclosing git repository's root (as
@@ -134,6 +137,70 @@ fn with_mcp_servers(
     }
     let hub = McpHub::start(servers, crate::mcp::Limits::from_env());
     (toolbox.with_source(hub.clone()), Some(hub))
+}
+
+/// What sub-agents are built from: the session's own parts.
+struct AgentParts<'a> {
+    root: &'a Path,
+    trusted: bool,
+    /// The session's transcript; children's go beside it.
+    transcript: Option<&'a Path>,
+    client: &'a Client,
+    config: &'a EngineConfig,
+    context: &'a ProjectContext,
+    policy: Arc<PermissionEngine>,
+    asker: Arc<dyn Asker>,
+    hooks: Arc<Hooks>,
+}
+
+/// The session's tools plus Agent, unless `--tools` leaves it out or a rule denies it.
+fn with_agents(
+    tools: Toolbox,
+    options: &Options,
+    denied: &[String],
+    parts: AgentParts<'_>,
+) -> Result<Toolbox, AppError> {
+    let offered = options
+        .tools
+        .as_ref()
+        .is_none_or(|names| names.iter().any(|n| n == agents::NAME));
+    if !offered || denied.iter().any(|n| n == agents::NAME) {
+        return Ok(tools);
+    }
+    let flag = match &options.agents {
+        Some(json) => {
+            agents::definition::from_flag(json).map_err(|reason| AppError::InvalidSetting {
+                key: "agents",
+                reason,
+            })?
+        }
+        None => Vec::new(),
+    };
+    let defs = agents::definition::load(
+        &agents::definition::user_dirs(),
+        parts.root,
+        parts.trusted,
+        flag,
+    );
+    let spawner = agents::Spawner {
+        client: parts.client.clone(),
+        config: parts.config.clone(),
+        context: parts.context.clone(),
+        toolbox: tools.clone(),
+        policy: parts.policy,
+        asker: parts.asker,
+        hooks: parts.hooks,
+        transcripts: parts
+            .transcript
+            .map(|t| t.with_extension("").join("subagents")),
+    };
+    let tool = agents::AgentTool::new(Arc::new(spawner), defs).map_err(|reason| {
+        AppError::InvalidSetting {
+            key: "agents",
+            reason,
+        }
+    })?;
+    Ok(tools.with_tool(Arc::new(tool)))
 }
 
 /// Drops what an untrusted directory brings from `layered`; says what that was.
@@ -329,9 +396,10 @@ pub fn build(
             || models::default_model().to_string(),
             |m| models::resolve(&m),
         );
-    let transcript = match (options.persist, path) {
-        (true, Some(path)) => Some(Transcript::open(&path, &session_id, cwd, &model)?),
-        _ => None,
+    let path = path.filter(|_| options.persist);
+    let transcript = match &path {
+        Some(path) => Some(Transcript::open(path, &session_id, cwd, &model)?),
+        None => None,
     };
 
     let client = client_job
@@ -348,7 +416,6 @@ pub fn build(
     ));
     let hooks = Arc::new(Hooks::new(&settings.hooks, session_id.clone()));
     let (tx, rx) = unbounded_channel();
-    let executor = Executor::new(tools, ctx, permissions.clone(), asker, hooks, tx.clone());
 
     let mut config = EngineConfig::new(model, cwd.to_path_buf());
     config.max_turns = options.max_turns;
@@ -408,6 +475,23 @@ pub fn build(
         history,
         transcript,
     };
+    let tools = with_agents(
+        tools,
+        options,
+        &denied_tools,
+        AgentParts {
+            root: &root,
+            trusted,
+            transcript: path.as_deref(),
+            client: &client,
+            config: &config,
+            context: &context,
+            policy: permissions.clone(),
+            asker: asker.clone(),
+            hooks: hooks.clone(),
+        },
+    )?;
+    let executor = Executor::new(tools, ctx, permissions.clone(), asker, hooks, tx.clone());
     let engine = Engine::new(client, executor, config, context, conversation, tx);
     Ok(App {
         ignored,

@@ -142,6 +142,10 @@ pub struct Args {
     #[arg(long)]
     pub strict_mcp_config: bool,
 
+    /// Sub-agents for this run, as JSON: {"name": {"description", "prompt", "tools"?, "model"?}}.
+    #[arg(long, value_name = "JSON")]
+    pub agents: Option<String>,
+
     /// Resume the session with this id.
     #[arg(short = 'r', long)]
     pub resume: Option<String>,
@@ -333,6 +337,7 @@ impl Args {
             json_schema: self.json_schema.as_deref().map(json_or_file).transpose()?,
             mcp_config: self.mcp_config.clone(),
             strict_mcp_config: self.strict_mcp_config,
+            agents: self.agents.clone(),
         })
     }
 

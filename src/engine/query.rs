@@ -15,7 +15,8 @@ use crate::api::types::{
     ContentBlock, Message, Messages, MessagesRequest, Role, StopReason, text_of,
 };
 use crate::api::{models, reasoning};
-use crate::event::{CompactTrigger, Denial, Event, InitInfo, ResultKind, RunResult};
+use crate::event::{CompactTrigger, Event, InitInfo, ResultKind, RunResult};
+use crate::exec::BatchOutcome;
 
 /// Compact before a request reaches this share of the API's size limit.
 const REQUEST_BYTES_MARGIN: f64 = 0.9;
@@ -189,7 +190,7 @@ impl Engine {
                 }
                 Err(CallError::Aborted { outcome }) => {
                     let results = batch.abort().await;
-                    self.record_round(outcome, results.results, run, results.denials);
+                    self.record_round(outcome, results, run);
                     return aborted();
                 }
                 Err(CallError::Cut { outcome, error }) => {
@@ -198,7 +199,7 @@ impl Engine {
                     let kept_blocks = outcome.blocks.len();
                     let called_tools = !results.results.is_empty();
                     let text = text_of(&outcome.blocks);
-                    self.record_round(outcome, results.results, run, results.denials);
+                    self.record_round(outcome, results, run);
                     if cancel.is_cancelled() {
                         return aborted();
                     }
@@ -230,7 +231,7 @@ impl Engine {
             let text: String = text_of(&outcome.blocks);
             if has_tools {
                 let results = batch.finish_or_abort(cancel).await;
-                self.record_round(outcome, results.results, run, results.denials);
+                self.record_round(outcome, results, run);
                 answer.clear();
                 continuations = 0;
                 if cancel.is_cancelled() {
@@ -238,7 +239,7 @@ impl Engine {
                 }
                 continue;
             }
-            self.record_round(outcome, Vec::new(), run, Vec::new());
+            self.record_round(outcome, BatchOutcome::default(), run);
             answer.push_str(&text);
             if stop_reason == Some(StopReason::MaxTokens) && continuations < MAX_CONTINUATIONS {
                 continuations += 1;
@@ -372,14 +373,19 @@ impl Engine {
     }
 
     /// Put an assistant message and its tool results into the history and transcript.
-    fn record_round(
-        &mut self,
-        outcome: CallOutcome,
-        results: Vec<ContentBlock>,
-        run: &mut RunState,
-        denials: Vec<Denial>,
-    ) {
+    fn record_round(&mut self, outcome: CallOutcome, batch: BatchOutcome, run: &mut RunState) {
+        let BatchOutcome {
+            results,
+            denials,
+            spent,
+        } = batch;
         run.denials.extend(denials);
+        // What sub-agents spent is the session's spending: it counts toward the budget, the
+        // totals and modelUsage like the session's own requests.
+        for (model, usage) in &spent {
+            run.cost_usd += self.costs.record(model, usage);
+            run.usage.add(usage);
+        }
         if !outcome.blocks.is_empty() {
             self.history.push(Message::assistant(outcome.blocks));
         }

@@ -24,7 +24,7 @@ use tokio::task::JoinHandle;
 use super::Asker;
 use super::hooks::Hooks;
 use super::pipeline::{Admitted, Outcome, Pipeline, Slot};
-use crate::api::types::{ContentBlock, ResultContent};
+use crate::api::types::{ContentBlock, ResultContent, Usage};
 use crate::event::PhaseTimings;
 use crate::event::{Denial, Event};
 use crate::permissions::PermissionPolicy;
@@ -45,11 +45,13 @@ pub struct Batch {
     calls: Vec<Call>,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct BatchOutcome {
     /// One `tool_result` per submitted call, in submission order.
     pub results: Vec<ContentBlock>,
     pub denials: Vec<Denial>,
+    /// What sub-agents spent on the API, per model.
+    pub spent: Vec<(String, Usage)>,
 }
 
 impl Executor {
@@ -113,6 +115,7 @@ impl Executor {
 struct Record {
     result: ContentBlock,
     denial: Option<Denial>,
+    spent: Vec<(String, Usage)>,
 }
 
 enum Call {
@@ -178,6 +181,7 @@ impl Batch {
     pub async fn finish(mut self) -> BatchOutcome {
         let mut results = Vec::with_capacity(self.calls.len());
         let mut denials = Vec::new();
+        let mut spent = Vec::new();
         for call in std::mem::take(&mut self.calls) {
             let record = match call {
                 Call::Done(record) => record,
@@ -198,8 +202,13 @@ impl Batch {
             };
             results.push(record.result);
             denials.extend(record.denial);
+            spent.extend(record.spent);
         }
-        BatchOutcome { results, denials }
+        BatchOutcome {
+            results,
+            denials,
+            spent,
+        }
     }
 
     /// Waits for every call, unless `cancel` fires first: then the batch is aborted as by
@@ -304,7 +313,11 @@ fn finished(
         elapsed,
         timings,
     });
-    Record { result, denial }
+    Record {
+        result,
+        denial,
+        spent: output.spent,
+    }
 }
 
 /// Who runs now and who waits, in submission order.

@@ -81,6 +81,8 @@ pub enum Ending {
 #[derive(Debug, Default)]
 pub struct Ledger {
     next_turn: usize,
+    /// Turns with `when_text` served so far.
+    routed: Vec<usize>,
     faults_used: usize,
     log: Vec<RecordedRequest>,
     /// Body bytes held by the log, and the oldest entry that still holds its body.
@@ -173,6 +175,26 @@ impl Ledger {
                 error: ApiError::for_status(529, None),
                 retry_after: None,
             };
+        }
+        let routed = scenario.turns.iter().enumerate().position(|(i, t)| {
+            !self.routed.contains(&i)
+                && t.when_text
+                    .as_ref()
+                    .is_some_and(|w| contains_text(&request.body, w))
+        });
+        if let Some(index) = routed {
+            self.routed.push(index);
+            return Outcome::Turn {
+                turn: index,
+                ending: Ending::Complete,
+            };
+        }
+        while scenario
+            .turns
+            .get(self.next_turn)
+            .is_some_and(|t| t.when_text.is_some())
+        {
+            self.next_turn += 1;
         }
         let index = self.next_turn;
         let Some(turn) = scenario.turns.get(index) else {

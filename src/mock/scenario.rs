@@ -64,6 +64,11 @@ pub struct Turn {
     /// A substring the request must contain (raw body or any JSON string in it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expect_text: Option<String>,
+    /// Served out of order, to the first request that contains this text (sub-agents run
+    /// at once, so their requests come in any order). Such a turn takes no faults, and the
+    /// turns in order skip it. Turns with the same text are served in their order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub when_text: Option<String>,
 }
 
 fn is_zero(n: &u64) -> bool {

@@ -57,8 +57,8 @@ fn valid_name(name: &str) -> bool {
 
 impl ProjectCommand {
     pub fn parse(name: String, text: &str) -> ProjectCommand {
-        let (description, body) = split_front_matter(text);
-        let description = description.unwrap_or_else(|| {
+        let (front, body) = crate::frontmatter::split(text);
+        let description = front.text("description").unwrap_or_else(|| {
             body.lines()
                 .map(|l| l.trim().trim_start_matches('#').trim())
                 .find(|l| !l.is_empty())
@@ -86,31 +86,6 @@ impl ProjectCommand {
             format!("{}\n\n{arguments}", self.template)
         }
     }
-}
-
-/// The `description:` from a leading `---` block, and the text after the block.
-fn split_front_matter(text: &str) -> (Option<String>, &str) {
-    let Some(rest) = text
-        .strip_prefix("---\n")
-        .or_else(|| text.strip_prefix("---\r\n"))
-    else {
-        return (None, text);
-    };
-    let Some(end) = rest.find("\n---") else {
-        return (None, text);
-    };
-    let block = &rest[..end];
-    let after = &rest[end + 4..];
-    let body = after
-        .find('\n')
-        .map(|i| &after[i + 1..])
-        .unwrap_or_default();
-    let description = block.lines().find_map(|l| {
-        l.trim()
-            .strip_prefix("description:")
-            .map(|d| d.trim().trim_matches('"').to_string())
-    });
-    (description, body)
 }
 
 #[cfg(test)]

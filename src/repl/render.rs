@@ -17,6 +17,7 @@ use crate::text::truncate;
 use answer::Answer;
 
 mod answer;
+mod child;
 
 /// Lines of one call's live output shown on screen; the model still gets all of it.
 const MAX_PROGRESS_LINES: usize = 12;
@@ -162,6 +163,7 @@ impl Renderer {
                 id, name, summary, ..
             } => self.tool_started(id, name, summary),
             Event::ToolProgress { id, chunk } => self.tool_progress(id, chunk),
+            Event::Child { event, .. } => self.child_event(event),
             Event::ToolFinished {
                 id,
                 name,

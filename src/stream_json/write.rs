@@ -144,6 +144,19 @@ pub fn render(event: &Event, session_id: &str) -> Option<Value> {
             "isSynthetic": true,
         }),
         Event::Result(r) => result(r),
+        // A sub-agent's messages, marked with the Agent call they belong to, as Claude Code
+        // does; its own init and result stay inside the call.
+        Event::Child {
+            parent_tool_use_id,
+            event,
+        } => match **event {
+            Event::AssistantBlock { .. } | Event::ToolFinished { .. } | Event::StreamEvent(_) => {
+                let mut line = render(event, session_id)?;
+                line["parent_tool_use_id"] = Value::from(parent_tool_use_id.as_str());
+                line
+            }
+            _ => return None,
+        },
         Event::RequestStarted { .. }
         | Event::TextDelta { .. }
         | Event::ThinkingDelta { .. }

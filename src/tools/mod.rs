@@ -11,7 +11,7 @@ use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
-use crate::api::types::ImageSource;
+use crate::api::types::{ImageSource, Usage};
 use crate::event::{Event, ToolDisplay};
 use crate::permissions::{Access, Confinement, ReadDenials};
 
@@ -39,6 +39,8 @@ pub struct ToolOutput {
     pub is_error: bool,
     /// Pictures for the model (an MCP screenshot, an image file Read), after the text.
     pub images: Vec<ImageSource>,
+    /// Tokens a sub-agent spent on the API for this call, per model: billed to the session.
+    pub spent: Vec<(String, Usage)>,
     /// Facts for displays (lines read, a diff, an exit code); the model never sees them.
     pub display: Option<ToolDisplay>,
 }
@@ -49,6 +51,7 @@ impl ToolOutput {
             content: content.into(),
             is_error: false,
             images: Vec::new(),
+            spent: Vec::new(),
             display: None,
         }
     }
@@ -58,6 +61,7 @@ impl ToolOutput {
             content: content.into(),
             is_error: true,
             images: Vec::new(),
+            spent: Vec::new(),
             display: None,
         }
     }
@@ -175,6 +179,16 @@ impl Progress {
         Progress {
             id: String::new(),
             tx: None,
+        }
+    }
+
+    /// Passes on an event of a sub-agent this call runs.
+    pub fn forward(&self, event: Event) {
+        if let Some(tx) = &self.tx {
+            let _ = tx.send(Event::Child {
+                parent_tool_use_id: self.id.clone(),
+                event: Box::new(event),
+            });
         }
     }
 

@@ -33,6 +33,12 @@ impl From<Vec<Arc<dyn DynTool>>> for Toolbox {
 }
 
 impl Toolbox {
+    /// One more tool, of those that need the rest of the session to exist first (Agent).
+    pub fn with_tool(mut self, tool: Arc<dyn DynTool>) -> Toolbox {
+        self.builtin.push(tool);
+        self
+    }
+
     pub fn with_source(mut self, source: Arc<dyn ToolSource>) -> Toolbox {
         self.source = Some(source);
         self
