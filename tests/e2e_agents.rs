@@ -154,6 +154,15 @@ async fn read_only_agents_run_together_a_writer_alone_under_the_parents_rules() 
         "children's init lines stay inside"
     );
 
+    // Each child's conversation is kept in its own file beside the session's transcript.
+    let session = result_session(&run);
+    let side = find_files(sb.home.path(), "subagents");
+    assert_eq!(side.len(), 3, "{side:?}");
+    assert!(
+        side.iter().all(|p| p.to_string_lossy().contains(&session)),
+        "{side:?}"
+    );
+
     // Eight responses of 10 output tokens each: the children's are billed to the session.
     let result = run.result();
     assert_eq!(result["usage"]["output_tokens"], 80, "{result}");
@@ -163,4 +172,25 @@ async fn read_only_agents_run_together_a_writer_alone_under_the_parents_rules() 
         .map(|m| m["outputTokens"].as_u64().unwrap())
         .sum();
     assert_eq!(billed, 80);
+}
+
+fn result_session(run: &common::Run) -> String {
+    run.result()["session_id"].as_str().unwrap().to_string()
+}
+
+/// Files under `dir` whose path goes through a directory named `within`.
+fn find_files(dir: &std::path::Path, within: &str) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.components().any(|c| c.as_os_str() == within) {
+                found.push(path);
+            }
+        }
+    }
+    found
 }

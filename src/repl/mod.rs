@@ -5,6 +5,7 @@
 //! questions (answered through the same editor) and SIGINT (which cancels only that turn).
 //! The engine never touches stdin, so a question can never race the prompt for input.
 
+mod agents;
 mod ask;
 mod commands;
 mod complete;

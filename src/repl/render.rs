@@ -14,10 +14,12 @@ use super::style::Style;
 use crate::api::types::{ContentBlock, Message, Role};
 use crate::event::{Event, ResultKind, RunResult, ToolDisplay, ToolStatus};
 use crate::text::truncate;
+use crate::tools::todo;
 use answer::Answer;
 
 mod answer;
 mod child;
+pub mod todos;
 
 /// Lines of one call's live output shown on screen; the model still gets all of it.
 const MAX_PROGRESS_LINES: usize = 12;
@@ -159,6 +161,12 @@ impl Renderer {
                 }
                 self.end_stream();
             }
+            Event::ToolStarted { name, input, .. } if name == todo::NAME => self.todo_list(input),
+            Event::ToolFinished {
+                name,
+                status: ToolStatus::Ok,
+                ..
+            } if name == todo::NAME => {}
             Event::ToolStarted {
                 id, name, summary, ..
             } => self.tool_started(id, name, summary),

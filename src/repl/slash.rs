@@ -84,6 +84,8 @@ const BUILTIN: &[(&str, &str, &str)] = &[
         " <path>",
         "Let the session work in one more directory",
     ),
+    ("todos", "", "The task list the model keeps"),
+    ("agents", "", "The sub-agents the model can use"),
     ("mcp", "", "MCP servers: status, tools, prompts, last error"),
     ("exit", "", "Quit (Ctrl-D works too)"),
 ];
@@ -107,6 +109,8 @@ pub enum Slash {
     Init,
     Review(Option<String>),
     AddDir(Option<String>),
+    Todos,
+    Agents,
     Mcp,
     /// A server's prompt (`mcp__<server>__<prompt>`) with the typed arguments.
     McpPrompt(String, String),
@@ -150,6 +154,8 @@ pub fn parse(line: &str, project: Vec<ProjectCommand>) -> Option<Slash> {
         "review" => Slash::Review(optional),
         "add-dir" => Slash::AddDir(optional),
         "mcp" => Slash::Mcp,
+        "todos" => Slash::Todos,
+        "agents" => Slash::Agents,
         "exit" | "quit" => Slash::Exit,
         other => match project.into_iter().find(|c| c.name == other) {
             Some(command) => Slash::Project(command, argument.to_string()),
@@ -282,6 +288,18 @@ impl Repl {
             }
             Slash::AddDir(dir) => self.add_dir(dir.as_deref()),
             Slash::Mcp => self.mcp_status().await,
+            Slash::Todos => {
+                let text = match crate::tools::todo::latest(self.engine.history()) {
+                    Some(todos) => super::render::todos::checklist(&todos, style),
+                    None => "No task list yet: the model makes one for work of several steps."
+                        .to_string(),
+                };
+                self.ui.render.print(&text);
+            }
+            Slash::Agents => {
+                let text = self.agents_list();
+                self.ui.render.print(&text);
+            }
             Slash::McpPrompt(command, arguments) => self.mcp_prompt(&command, &arguments).await,
             Slash::Exit => return Flow::Exit,
             Slash::Project(command, arguments) => {

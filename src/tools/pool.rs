@@ -19,6 +19,7 @@ pub fn builtin_tools() -> Vec<Arc<dyn DynTool>> {
         erase(GrepTool),
         erase(ReadTool),
         erase(WriteTool),
+        erase(super::todo::TodoWriteTool),
     ];
     tools.sort_by(|a, b| a.name().cmp(b.name()));
     tools

@@ -1,0 +1,40 @@
+//! `/agents`: the sub-agents the model can launch, with where each is defined.
+
+use super::Repl;
+use crate::agents::definition;
+use crate::app;
+
+impl Repl {
+    pub(super) fn agents_list(&self) -> String {
+        let root = app::project_root(&self.cwd);
+        let trusted = self.options.trust_project
+            || crate::settings::LayeredSettings::load(&root).is_ok_and(|l| l.trusts(&root));
+        let flag = self
+            .options
+            .agents
+            .as_deref()
+            .and_then(|json| definition::from_flag(json).ok())
+            .unwrap_or_default();
+        let defs = definition::load(&definition::user_dirs(), &root, trusted, flag);
+        let style = self.ui.render.style();
+        let mut out = String::from("Agents (the model launches them with the Agent tool):\n");
+        for def in &defs {
+            let tools = match &def.tools {
+                None => "all tools".to_string(),
+                Some(tools) => tools.join(", "),
+            };
+            let model = def.model.as_deref().unwrap_or("the session's model");
+            out.push_str(&format!(
+                "  {}  {}\n    {tools} · {model} · {}\n",
+                style.bold(&def.name),
+                def.description,
+                style.dim(&def.source)
+            ));
+        }
+        out.push_str(&style.dim(
+            "Add one as a Markdown file with name, description, tools and model in its front \
+             matter, in .ouro/agents/ or .claude/agents/ (or ~/.ouro/agents/).",
+        ));
+        out
+    }
+}
