@@ -24,6 +24,7 @@ pub mod permissions;
 pub mod repl;
 pub mod session;
 pub mod settings;
+pub mod skills;
 pub mod stream_json;
 pub mod sys;
 pub mod text;

@@ -139,6 +139,38 @@ fn with_mcp_servers(
     (toolbox.with_source(hub.clone()), Some(hub))
 }
 
+/// Whether a tool added after the built-ins is offered: `--tools` names it (or is not given)
+/// and no rule denies it outright.
+fn offered(options: &Options, denied: &[String], name: &str) -> bool {
+    options
+        .tools
+        .as_ref()
+        .is_none_or(|names| names.iter().any(|n| n == name))
+        && !denied.iter().any(|n| n == name)
+}
+
+/// The session's tools plus Skill when there are skills (the user's, and the project's once
+/// trusted).
+fn with_skills(
+    tools: Toolbox,
+    options: &Options,
+    denied: &[String],
+    root: &Path,
+    trusted: bool,
+) -> Toolbox {
+    if !offered(options, denied, crate::skills::NAME) {
+        return tools;
+    }
+    match crate::skills::SkillTool::new(crate::skills::load(
+        &crate::skills::user_dirs(),
+        root,
+        trusted,
+    )) {
+        Some(tool) => tools.with_tool(Arc::new(tool)),
+        None => tools,
+    }
+}
+
 /// What sub-agents are built from: the session's own parts.
 struct AgentParts<'a> {
     root: &'a Path,
@@ -160,11 +192,7 @@ fn with_agents(
     denied: &[String],
     parts: AgentParts<'_>,
 ) -> Result<Toolbox, AppError> {
-    let offered = options
-        .tools
-        .as_ref()
-        .is_none_or(|names| names.iter().any(|n| n == agents::NAME));
-    if !offered || denied.iter().any(|n| n == agents::NAME) {
+    if !offered(options, denied, agents::NAME) {
         return Ok(tools);
     }
     let flag = match &options.agents {
@@ -219,6 +247,24 @@ fn untrusted(
     }
     if root.join(".mcp.json").is_file() {
         ignored.push("the MCP servers in .mcp.json".to_string());
+    }
+    for (dir, what) in [
+        (".claude/agents", "agents"),
+        (".ouro/agents", "agents"),
+        (".claude/skills", "skills"),
+        (".ouro/skills", "skills"),
+    ] {
+        if root.join(dir).is_dir() {
+            ignored.push(format!("the {what} in {dir}"));
+        }
+    }
+    let personas = std::fs::read_dir(root.join("agents")).is_ok_and(|entries| {
+        entries
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy().starts_with("AGENT_"))
+    });
+    if personas {
+        ignored.push("the agents in agents/AGENT_*.md".to_string());
     }
     ignored
 }
@@ -475,6 +521,7 @@ pub fn build(
         history,
         transcript,
     };
+    let tools = with_skills(tools, options, &denied_tools, &root, trusted);
     let tools = with_agents(
         tools,
         options,
