@@ -95,12 +95,74 @@ pub struct HookMatcher {
     pub hooks: Vec<HookCommand>,
 }
 
+/// `hooks` in the settings: Claude Code's events, each a list of matcher groups.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct HookSettings {
     #[serde(default, rename = "PreToolUse")]
     pub pre_tool_use: Vec<HookMatcher>,
     #[serde(default, rename = "PostToolUse")]
     pub post_tool_use: Vec<HookMatcher>,
+    #[serde(default, rename = "UserPromptSubmit")]
+    pub user_prompt_submit: Vec<HookMatcher>,
+    #[serde(default, rename = "Stop")]
+    pub stop: Vec<HookMatcher>,
+    #[serde(default, rename = "SubagentStop")]
+    pub subagent_stop: Vec<HookMatcher>,
+    #[serde(default, rename = "SessionStart")]
+    pub session_start: Vec<HookMatcher>,
+    #[serde(default, rename = "SessionEnd")]
+    pub session_end: Vec<HookMatcher>,
+    #[serde(default, rename = "PreCompact")]
+    pub pre_compact: Vec<HookMatcher>,
+    #[serde(default, rename = "Notification")]
+    pub notification: Vec<HookMatcher>,
+    #[serde(default, rename = "PermissionRequest")]
+    pub permission_request: Vec<HookMatcher>,
+}
+
+impl HookSettings {
+    /// Every event with its groups, by the event's name.
+    pub fn events(&self) -> [(&'static str, &Vec<HookMatcher>); 10] {
+        [
+            ("PreToolUse", &self.pre_tool_use),
+            ("PostToolUse", &self.post_tool_use),
+            ("UserPromptSubmit", &self.user_prompt_submit),
+            ("Stop", &self.stop),
+            ("SubagentStop", &self.subagent_stop),
+            ("SessionStart", &self.session_start),
+            ("SessionEnd", &self.session_end),
+            ("PreCompact", &self.pre_compact),
+            ("Notification", &self.notification),
+            ("PermissionRequest", &self.permission_request),
+        ]
+    }
+
+    /// The groups of the event named `event` (empty for an unknown name).
+    pub fn groups(&self, event: &str) -> &[HookMatcher] {
+        self.events()
+            .into_iter()
+            .find(|(name, _)| *name == event)
+            .map_or(&[], |(_, groups)| groups.as_slice())
+    }
+
+    /// A later settings layer's hooks run after this one's.
+    fn extend(&mut self, later: &HookSettings) {
+        let mine = [
+            &mut self.pre_tool_use,
+            &mut self.post_tool_use,
+            &mut self.user_prompt_submit,
+            &mut self.stop,
+            &mut self.subagent_stop,
+            &mut self.session_start,
+            &mut self.session_end,
+            &mut self.pre_compact,
+            &mut self.notification,
+            &mut self.permission_request,
+        ];
+        for (groups, (_, more)) in mine.into_iter().zip(later.events()) {
+            groups.extend(more.iter().cloned());
+        }
+    }
 }
 
 /// The OS sandbox Bash runs in (`sandbox` in the settings).
@@ -401,12 +463,7 @@ impl LayeredSettings {
             out.permissions
                 .additional_directories
                 .extend(s.permissions.additional_directories.iter().cloned());
-            out.hooks
-                .pre_tool_use
-                .extend(s.hooks.pre_tool_use.iter().cloned());
-            out.hooks
-                .post_tool_use
-                .extend(s.hooks.post_tool_use.iter().cloned());
+            out.hooks.extend(&s.hooks);
             out.bash_env_passthrough
                 .extend(s.bash_env_passthrough.iter().cloned());
             out.mcp_servers

@@ -254,7 +254,7 @@ fn hook(matcher: &str, command: &str, timeout: Option<u64>) -> HookMatcher {
 fn pre_hooks(hooks: Vec<HookMatcher>) -> Setup {
     let settings = HookSettings {
         pre_tool_use: hooks,
-        post_tool_use: Vec::new(),
+        ..HookSettings::default()
     };
     setup(Decision::Allow, Arc::new(NeverAsk), settings)
 }
@@ -530,7 +530,7 @@ async fn a_hook_allow_overrides_a_policy_denial() {
             r#"echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow"}}'"#,
             None,
         )],
-        post_tool_use: Vec::new(),
+        ..HookSettings::default()
     };
     let s = setup(Decision::Deny("no".into()), Arc::new(NeverAsk), settings);
     let (content, is_error) = run_one(&s, "SlowWrite", slow("w", 10)).await;
@@ -602,7 +602,6 @@ async fn a_hook_that_times_out_denies() {
 #[tokio::test]
 async fn a_post_hook_annotates_the_result() {
     let settings = HookSettings {
-        pre_tool_use: Vec::new(),
         post_tool_use: vec![
             hook(
                 "Echo",
@@ -611,6 +610,7 @@ async fn a_post_hook_annotates_the_result() {
             ),
             hook("Echo", "exit 1", None),
         ],
+        ..HookSettings::default()
     };
     let s = setup(Decision::Allow, Arc::new(NeverAsk), settings);
     let (content, is_error) = run_one(&s, "Echo", json!({"text": "hi"})).await;

@@ -91,6 +91,7 @@ impl Spawner {
         config.append_system_prompt = None;
         config.json_schema = None;
         config.partial_messages = false;
+        config.subagent = true;
         if let Some(model) = task.model.as_ref().or(def.model.as_ref()) {
             config.model = models::resolve(model);
         }

@@ -460,7 +460,8 @@ pub fn build(
         &root,
         permissions.additional_dirs(),
     ));
-    let hooks = Arc::new(Hooks::new(&settings.hooks, session_id.clone()));
+    let hooks =
+        Arc::new(Hooks::new(&settings.hooks, session_id.clone()).with_transcript(path.clone()));
     let (tx, rx) = unbounded_channel();
 
     let mut config = EngineConfig::new(model, cwd.to_path_buf());

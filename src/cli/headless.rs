@@ -99,6 +99,7 @@ async fn run_session(args: &Args, cwd: &Path) -> anyhow::Result<bool> {
         }
         success &= !skipped;
     }
+    engine.end_session("other").await;
     drop(engine);
     let _ = renderer.await;
     Ok(success)

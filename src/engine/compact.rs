@@ -62,6 +62,8 @@ impl Engine {
         run: &mut RunState,
         cancel: &CancellationToken,
     ) -> Result<CompactInfo, CompactError> {
+        self.pre_compact_hooks(trigger == CompactTrigger::Manual, focus)
+            .await;
         self.history.repair();
         let pre_tokens = self.estimated_context_tokens();
         let window = crate::api::models::context_window(&self.config.model) as f64;

@@ -4,6 +4,7 @@
 mod call;
 pub mod compact;
 mod history;
+mod hooks;
 pub mod prompt;
 mod query;
 pub mod repair;
@@ -62,6 +63,9 @@ pub struct EngineConfig {
     pub partial_messages: bool,
     /// `--json-schema`: the final answer must be JSON matching it.
     pub json_schema: Option<serde_json::Value>,
+    /// A sub-agent's engine: its end is SubagentStop, and the session's own events
+    /// (SessionStart, UserPromptSubmit) are not its to fire.
+    pub subagent: bool,
     pub cwd: PathBuf,
 }
 
@@ -85,6 +89,7 @@ impl EngineConfig {
             append_system_prompt: None,
             partial_messages: false,
             json_schema: None,
+            subagent: false,
             cwd,
         }
     }
@@ -140,7 +145,8 @@ pub struct Engine {
     tools: Vec<ToolDefinition>,
     /// The executor's tool generation `tools` was built from; MCP servers change it.
     tools_generation: u64,
-    /// Whether the first run has waited for MCP servers still connecting.
+    /// Whether the first run has waited for MCP servers still connecting (and SessionStart
+    /// hooks have run).
     tools_settled: bool,
     /// The JSON size of `system` and `tools`, which every request carries.
     prompt_bytes: u64,

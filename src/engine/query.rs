@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 use super::compact::CompactError;
+use super::hooks::PromptVerdict;
 use super::run::{CallError, CallOutcome, Request, RunState};
 use super::{Engine, MAX_CONTINUATIONS, history, prompt, structured};
 use crate::api::client::ApiError;
@@ -46,6 +47,7 @@ impl Engine {
     pub async fn run(&mut self, prompt_text: &str, cancel: &CancellationToken) -> RunResult {
         let started = Instant::now();
         let mut run = RunState::default();
+        let first = !self.tools_settled;
         if !self.tools_settled {
             // MCP servers get a short moment to connect before the first request; those that
             // take longer join from a later request on.
@@ -65,10 +67,21 @@ impl Engine {
             permission_mode: self.config.permission_mode.to_string(),
             mcp_servers: self.executor.toolbox().servers(),
         }));
-        let user = Message::user_text(prompt_text);
-        self.persist(|t| t.append_user(&user));
-        self.history.push(user);
-        let mut ending = self.query_loop(&mut run, cancel).await;
+        let mut ending = match self.prompt_hooks(prompt_text, first).await {
+            PromptVerdict::Send(context) => {
+                let mut user = Message::user_text(prompt_text);
+                user.content
+                    .extend(context.into_iter().map(ContentBlock::text));
+                self.persist(|t| t.append_user(&user));
+                self.history.push(user);
+                self.query_loop(&mut run, cancel).await
+            }
+            // Nothing is sent or kept, as in Claude Code.
+            PromptVerdict::Blocked(reason) => Ending::error(
+                ResultKind::ErrorDuringExecution,
+                format!("A UserPromptSubmit hook blocked the prompt: {reason}"),
+            ),
+        };
         let mut structured_output = None;
         if let Some(schema) = self.config.json_schema.clone()
             && ending.kind == ResultKind::Success
@@ -247,6 +260,11 @@ impl Engine {
                 continue;
             }
             if stop_reason == Some(StopReason::PauseTurn) {
+                continue;
+            }
+            if let Some(reason) = self.stop_hooks(run).await {
+                self.nudge(&reason);
+                answer.clear();
                 continue;
             }
             return Ending {

@@ -15,6 +15,8 @@ pub(super) struct RunState {
     pub usage: Usage,
     pub cost_usd: f64,
     pub denials: Vec<Denial>,
+    /// Times a Stop hook sent the model back to work in this run.
+    pub stop_hook_rounds: u32,
 }
 
 /// One request as sent by every attempt: the serialised body and its beta headers.

@@ -88,6 +88,10 @@ impl Executor {
         &self.pipeline.ctx
     }
 
+    pub fn hooks(&self) -> &Arc<super::hooks::Hooks> {
+        &self.pipeline.hooks
+    }
+
     /// The one-line summary of a call (as `Event::ToolStarted` carries it), for calls shown
     /// again from the history; empty for an unknown tool or invalid input.
     pub fn summarize(&self, name: &str, input: &Value) -> String {

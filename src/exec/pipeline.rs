@@ -6,10 +6,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
-use serde_json::Value;
+use serde_json::{Value, json};
 use tokio::sync::mpsc::UnboundedSender;
 
-use super::hooks::{HookSite, HookVerdict, Hooks};
+use super::hooks::{HookEvent, HookSite, HookVerdict, Hooks, PermissionAnswer};
 use super::{AskAnswer, AskRequest, Asker};
 use crate::event::PhaseTimings;
 use crate::event::{Denial, Event, ToolStatus};
@@ -317,6 +317,12 @@ impl Pipeline {
             Decision::Ask(reason) => reason,
         };
         let rule = self.policy.suggest_rule(&request);
+        if let Some(answered) = self
+            .permission_hooks(name, &call.input, &rule, &cwd, ctx)
+            .await
+        {
+            return answered;
+        }
         let question_reason = reason.clone();
         let question = AskRequest {
             tool: name.to_string(),
@@ -358,6 +364,69 @@ impl Pipeline {
                 Permission::Refused(text)
             }
         }
+    }
+
+    /// Before the user is asked: a PermissionRequest hook may answer instead, and
+    /// Notification hooks hear that ouro is waiting for the user.
+    async fn permission_hooks(
+        &self,
+        name: &str,
+        input: &Value,
+        rule: &str,
+        cwd: &std::path::Path,
+        ctx: &ToolContext,
+    ) -> Option<Permission> {
+        if self.hooks.has(HookEvent::PermissionRequest) {
+            let fields = json!({
+                "tool_name": name,
+                "tool_input": input,
+                "permission_suggestions": [
+                    {"type": "addRules", "rules": [{"toolName": name, "ruleContent": rule}],
+                     "behavior": "allow", "destination": "localSettings"}
+                ],
+            });
+            let fired = self
+                .hooks
+                .fire(
+                    HookEvent::PermissionRequest,
+                    name,
+                    fields,
+                    cwd,
+                    &ctx.project_root,
+                )
+                .await;
+            match fired.permission {
+                Some(PermissionAnswer::Allow { .. }) => {
+                    return Some(Permission::Granted(Confinement::Approved));
+                }
+                Some(PermissionAnswer::Deny { message }) => {
+                    return Some(Permission::Refused(format!(
+                        "A PermissionRequest hook denied this call: {message}"
+                    )));
+                }
+                None => {}
+            }
+        }
+        if self.hooks.has(HookEvent::Notification) {
+            let hooks = self.hooks.clone();
+            let (cwd, root) = (cwd.to_path_buf(), ctx.project_root.clone());
+            let fields = json!({
+                "message": format!("ouro needs your permission to use {name}"),
+                "notification_type": "permission_prompt",
+            });
+            tokio::spawn(async move {
+                hooks
+                    .fire(
+                        HookEvent::Notification,
+                        "permission_prompt",
+                        fields,
+                        &cwd,
+                        &root,
+                    )
+                    .await;
+            });
+        }
+        None
     }
 
     /// Phase 5. `None` means cancelled. A tool that finishes within the grace period after a

@@ -11,6 +11,7 @@ mod commands;
 mod complete;
 mod editor;
 mod highlight;
+mod hooks;
 mod keys;
 mod markdown;
 mod mcp;
@@ -255,6 +256,7 @@ impl Repl {
                 None => self.typed(&line).await,
             }
         }
+        self.engine.end_session("prompt_input_exit").await;
         Ok(())
     }
 

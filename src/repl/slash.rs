@@ -85,6 +85,11 @@ const BUILTIN: &[(&str, &str, &str)] = &[
         "Let the session work in one more directory",
     ),
     ("todos", "", "The task list the model keeps"),
+    (
+        "hooks",
+        "",
+        "The configured hooks and where each comes from",
+    ),
     ("agents", "", "The sub-agents the model can use"),
     ("mcp", "", "MCP servers: status, tools, prompts, last error"),
     ("exit", "", "Quit (Ctrl-D works too)"),
@@ -110,6 +115,7 @@ pub enum Slash {
     Review(Option<String>),
     AddDir(Option<String>),
     Todos,
+    Hooks,
     Agents,
     Mcp,
     /// A server's prompt (`mcp__<server>__<prompt>`) with the typed arguments.
@@ -155,6 +161,7 @@ pub fn parse(line: &str, project: Vec<ProjectCommand>) -> Option<Slash> {
         "add-dir" => Slash::AddDir(optional),
         "mcp" => Slash::Mcp,
         "todos" => Slash::Todos,
+        "hooks" => Slash::Hooks,
         "agents" => Slash::Agents,
         "exit" | "quit" => Slash::Exit,
         other => match project.into_iter().find(|c| c.name == other) {
@@ -258,7 +265,7 @@ impl Repl {
                 let text = help(style, &super::commands::load(&app::project_root(&self.cwd)));
                 self.ui.render.print(&text);
             }
-            Slash::Clear => self.clear(),
+            Slash::Clear => self.clear().await,
             Slash::Compact(focus) => self.compact(focus.as_deref()).await,
             Slash::Cost => {
                 let text = cost_report(self.engine.costs());
@@ -296,6 +303,10 @@ impl Repl {
                 };
                 self.ui.render.print(&text);
             }
+            Slash::Hooks => {
+                let text = self.hooks_list();
+                self.ui.render.print(&text);
+            }
             Slash::Agents => {
                 let text = self.agents_list();
                 self.ui.render.print(&text);
@@ -317,7 +328,8 @@ impl Repl {
         Flow::Continue
     }
 
-    fn clear(&mut self) {
+    async fn clear(&mut self) {
+        self.engine.end_session("clear").await;
         let id = session::new_session_id();
         let model = self.engine.config().model.clone();
         let transcript = match session::project_dir(&self.cwd) {

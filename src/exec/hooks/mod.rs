@@ -1,6 +1,11 @@
-//! Pre- and post-tool hooks: commands from the settings that see each tool call as JSON on stdin
-//! and may allow, deny, ask about, rewrite or annotate it. The protocol is Claude Code's, so
-//! hook scripts written for it work here unchanged.
+//! Hooks: commands from the settings that see an event as JSON on stdin and answer with an
+//! exit code and JSON on stdout. Here the tool hooks, which may allow, deny, ask about,
+//! rewrite or annotate a call; the session's other events are in `lifecycle`. The protocol is
+//! Claude Code's, so hook scripts written for it work here unchanged.
+
+mod lifecycle;
+
+pub use lifecycle::{Fired, HookEvent, PermissionAnswer};
 
 use std::path::Path;
 use std::process::Stdio;
@@ -21,9 +26,10 @@ const KILL_GRACE: Duration = Duration::from_millis(500);
 /// The hooks configured for a session.
 #[derive(Debug, Clone, Default)]
 pub struct Hooks {
-    pre: Vec<HookMatcher>,
-    post: Vec<HookMatcher>,
+    settings: HookSettings,
     session_id: String,
+    /// The session's transcript, named in every event as Claude Code does.
+    transcript_path: Option<std::path::PathBuf>,
 }
 
 /// What the pre-tool hooks decided about a call's permission.
@@ -95,10 +101,15 @@ struct SpecificReply {
 impl Hooks {
     pub fn new(settings: &HookSettings, session_id: impl Into<String>) -> Self {
         Hooks {
-            pre: settings.pre_tool_use.clone(),
-            post: settings.post_tool_use.clone(),
+            settings: settings.clone(),
             session_id: session_id.into(),
+            transcript_path: None,
         }
+    }
+
+    pub fn with_transcript(mut self, path: Option<std::path::PathBuf>) -> Self {
+        self.transcript_path = path;
+        self
     }
 
     /// Runs every matching PreToolUse hook in order. A deny ends the chain at once; otherwise
@@ -111,9 +122,10 @@ impl Hooks {
     ) -> PreToolOutcome {
         let mut outcome = PreToolOutcome::default();
         let mut current = input.clone();
-        for hook in matching(&self.pre, tool) {
+        for hook in matching(&self.settings.pre_tool_use, tool) {
             let payload = json!({
                 "session_id": self.session_id,
+                "transcript_path": self.transcript_path,
                 "hook_event_name": "PreToolUse",
                 "tool_name": tool,
                 "tool_input": current,
@@ -197,10 +209,11 @@ impl Hooks {
         site: HookSite<'_>,
     ) -> PostToolOutcome {
         let mut outcome = PostToolOutcome::default();
-        for hook in matching(&self.post, tool) {
+        for hook in matching(&self.settings.post_tool_use, tool) {
             let content = outcome.replacement.as_deref().unwrap_or(&output.content);
             let payload = json!({
                 "session_id": self.session_id,
+                "transcript_path": self.transcript_path,
                 "hook_event_name": "PostToolUse",
                 "tool_name": tool,
                 "tool_input": input,
@@ -368,6 +381,7 @@ mod tests {
         let settings = HookSettings {
             pre_tool_use: pre.iter().map(|(m, c, t)| group(m, c, *t)).collect(),
             post_tool_use: post.iter().map(|(m, c)| group(m, c, None)).collect(),
+            ..HookSettings::default()
         };
         Hooks::new(&settings, "session-1")
     }
