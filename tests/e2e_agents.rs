@@ -108,6 +108,10 @@ async fn read_only_agents_run_together_a_writer_alone_under_the_parents_rules() 
             .contains("read-only exploration")
     );
     assert!(all[0]["tools"].to_string().contains("\"Agent\""));
+    // Two agents of one type share the cacheable prefix: tools and system prompt.
+    let other = &requests_with(&mock, "FIND-B")[0];
+    assert_eq!(child["tools"], other["tools"]);
+    assert_eq!(child["system"], other["system"]);
 
     // The parent's deny rule bound the child; acceptEdits let it write.
     assert_eq!(std::fs::read_to_string(&out).unwrap(), "report\n");

@@ -159,3 +159,36 @@ async fn a_user_prompt_submit_hook_blocks_the_prompt_before_the_model_sees_it() 
     let allowed = sb.run(&mock.url(), &["-p", "hello"]).await;
     assert!(allowed.status.success(), "{}", allowed.debug());
 }
+
+#[tokio::test]
+async fn pre_compact_hears_an_automatic_compaction_before_the_summary() {
+    let sb = Sandbox::new();
+    let logs = sb.root().join("logs");
+    std::fs::create_dir_all(&logs).unwrap();
+    std::fs::write(
+        sb.home.path().join("settings.json"),
+        json!({"autoCompactThreshold": 0.5,
+               "hooks": {"PreCompact": [{"matcher": "auto", "hooks": [{"type": "command",
+                   "command": format!("cat >> '{}'", logs.join("PreCompact.jsonl").display())}]}]}})
+        .to_string(),
+    )
+    .unwrap();
+    let f = sb.write("a.txt", "a\n");
+    let read = |n: u64| {
+        json!({"content": [{"type": "tool_use", "name": "Read", "input": {"file_path": f}}],
+               "usage": {"input_tokens": n, "output_tokens": 10}})
+    };
+    let mock = server(json!({"turns": [
+        read(1000), read(1000), read(150000),
+        {"content": [{"type": "text", "text": "SUMMARY-OF-EARLIER"}]},
+        {"content": [{"type": "text", "text": "finished"}], "expect_text": "SUMMARY-OF-EARLIER"}
+    ]}))
+    .await;
+    let run = sb.run(&mock.url(), &["-p", "go"]).await;
+    assert!(run.status.success(), "{}", run.debug());
+    let fired = payloads(&logs, "PreCompact");
+    assert_eq!(fired.len(), 1);
+    assert_eq!(fired[0]["hook_event_name"], "PreCompact");
+    assert_eq!(fired[0]["trigger"], "auto");
+    assert_eq!(fired[0]["custom_instructions"], "");
+}
