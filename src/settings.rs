@@ -266,6 +266,19 @@ pub fn expand_home(text: &str, home: Option<&Path>) -> Option<PathBuf> {
     home.map(|h| h.join(rest))
 }
 
+/// The user's folders for `kind` (`agents`, `skills`): Claude Code's `~/.claude/<kind>`, shared,
+/// then ouro's own, which wins on a name both define.
+pub fn user_dirs(kind: &str) -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    if let Some(home) = dirs::home_dir() {
+        dirs.push(home.join(".claude").join(kind));
+    }
+    if let Some(ouro) = ouro_home() {
+        dirs.push(ouro.join(kind));
+    }
+    dirs
+}
+
 pub fn ouro_home() -> Option<PathBuf> {
     if let Some(dir) = std::env::var_os("OURO_HOME") {
         return Some(PathBuf::from(dir));

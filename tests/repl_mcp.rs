@@ -13,8 +13,18 @@ use common::{Sandbox, bodies, last_user_text, server};
 use pty::{Options, Term};
 use serde_json::json;
 
-fn everything() -> String {
-    json!({"mcpServers": {"everything": {"command": "mcp-server-everything"}}}).to_string()
+/// The REPL with server-everything configured.
+fn with_everything(sb: &Sandbox, url: &str) -> Term {
+    let mcp =
+        json!({"mcpServers": {"everything": {"command": "mcp-server-everything"}}}).to_string();
+    Term::start(
+        sb,
+        url,
+        Options {
+            args: &["--mcp-config", &mcp],
+            ..Options::default()
+        },
+    )
 }
 
 /// Runs `/mcp` until the server is connected (its start-up takes a moment); the prompt after
@@ -38,15 +48,7 @@ fn connected(term: &mut Term) -> String {
 async fn slash_mcp_shows_each_server_with_what_it_offers() {
     let sb = Sandbox::new();
     let mock = server(json!({"turns": []})).await;
-    let mcp = everything();
-    let mut term = Term::start(
-        &sb,
-        &mock.url(),
-        Options {
-            args: &["--mcp-config", &mcp],
-            ..Options::default()
-        },
-    );
+    let mut term = with_everything(&sb, &mock.url());
     let listing = connected(&mut term);
     assert!(
         listing.contains("everything: mcp-server-everything (stdio) - ✓ connected,"),
@@ -67,15 +69,7 @@ async fn a_server_prompt_runs_as_a_slash_command_and_a_resource_attaches() {
         {"content": [{"type": "text", "text": "Read it."}]}
     ]}))
     .await;
-    let mcp = everything();
-    let mut term = Term::start(
-        &sb,
-        &mock.url(),
-        Options {
-            args: &["--mcp-config", &mcp],
-            ..Options::default()
-        },
-    );
+    let mut term = with_everything(&sb, &mock.url());
     connected(&mut term);
     term.submit("/mcp__everything__args-prompt");
     term.expect("needs its argument `city`");

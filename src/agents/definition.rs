@@ -145,19 +145,6 @@ pub fn from_flag(json: &str) -> Result<Vec<AgentDef>, String> {
         .collect()
 }
 
-/// The user's agent directories: `~/.claude/agents` (shared with Claude Code), then
-/// `~/.ouro/agents`.
-pub fn user_dirs() -> Vec<PathBuf> {
-    let mut dirs = Vec::new();
-    if let Some(home) = dirs::home_dir() {
-        dirs.push(home.join(".claude/agents"));
-    }
-    if let Some(ouro) = crate::settings::ouro_home() {
-        dirs.push(ouro.join("agents"));
-    }
-    dirs
-}
-
 /// Every definition in force: built-ins, the user's (`user_dirs`), the project's (when
 /// `trusted`), then `flag`'s. Files that cannot be read or have no body are skipped.
 pub fn load(

@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::definition::AgentDef;
 use super::spawn::{Spawner, Task};
 use crate::permissions::Access;
-use crate::tools::{DynTool, PreparedCall, Progress, ToolContext, ToolError, ToolOutput};
+use crate::tools::{DynTool, PreparedCall, Progress, ToolContext, ToolError, ToolOutput, ToolSpec};
 
 pub const NAME: &str = "Agent";
 
@@ -37,16 +37,11 @@ struct AgentInput {
 pub struct AgentTool {
     spawner: Arc<Spawner>,
     agents: Vec<AgentDef>,
-    description: String,
-    schema: Value,
-    validator: jsonschema::Validator,
+    spec: ToolSpec,
 }
 
 impl AgentTool {
     pub fn new(spawner: Arc<Spawner>, agents: Vec<AgentDef>) -> Result<AgentTool, String> {
-        let schema =
-            serde_json::to_value(schemars::schema_for!(AgentInput)).map_err(|e| e.to_string())?;
-        let validator = jsonschema::validator_for(&schema).map_err(|e| e.to_string())?;
         let mut description = include_str!("../../tools/Agent.md").to_string();
         for agent in &agents {
             let tools = match &agent.tools {
@@ -61,9 +56,7 @@ impl AgentTool {
         Ok(AgentTool {
             spawner,
             agents,
-            description,
-            schema,
-            validator,
+            spec: ToolSpec::derived::<AgentInput>(NAME, description)?,
         })
     }
 }
@@ -74,11 +67,11 @@ impl DynTool for AgentTool {
     }
 
     fn description(&self) -> &str {
-        &self.description
+        &self.spec.description
     }
 
     fn input_schema(&self) -> &Value {
-        &self.schema
+        &self.spec.schema
     }
 
     fn summarize(&self, input: &Value) -> Option<String> {
@@ -86,7 +79,7 @@ impl DynTool for AgentTool {
     }
 
     fn check_schema(&self, input: &Value) -> Result<(), String> {
-        crate::tools::check_against(&self.validator, NAME, input)
+        self.spec.check(input)
     }
 
     fn prepare(&self, input: &Value, _ctx: &ToolContext) -> Result<Box<dyn PreparedCall>, String> {

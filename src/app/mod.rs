@@ -162,7 +162,7 @@ fn with_skills(
         return tools;
     }
     match crate::skills::SkillTool::new(crate::skills::load(
-        &crate::skills::user_dirs(),
+        &crate::settings::user_dirs("skills"),
         root,
         trusted,
     )) {
@@ -205,7 +205,7 @@ fn with_agents(
         None => Vec::new(),
     };
     let defs = agents::definition::load(
-        &agents::definition::user_dirs(),
+        &crate::settings::user_dirs("agents"),
         parts.root,
         parts.trusted,
         flag,

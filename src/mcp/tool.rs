@@ -14,7 +14,7 @@ use super::limits::Limits;
 use crate::api::types::ImageSource;
 use crate::permissions::Access;
 use crate::text::truncate;
-use crate::tools::{DynTool, PreparedCall, Progress, ToolContext, ToolError, ToolOutput};
+use crate::tools::{DynTool, PreparedCall, Progress, ToolContext, ToolError, ToolOutput, ToolSpec};
 
 /// Longest tool description passed on; some servers write essays.
 const MAX_DESCRIPTION_CHARS: usize = 2048;
@@ -35,13 +35,10 @@ pub trait Remote: Send + Sync + 'static {
 
 pub struct McpTool {
     server: Arc<dyn Remote>,
-    /// As the model calls it: `mcp__<server>__<tool>`.
-    name: String,
+    /// Named as the model calls it: `mcp__<server>__<tool>`.
+    spec: ToolSpec,
     /// As the server knows it.
     remote: String,
-    description: String,
-    schema: Value,
-    validator: jsonschema::Validator,
     read_only: bool,
 }
 
@@ -67,8 +64,6 @@ impl McpTool {
     /// The tool as listed by the server; `Err` says why it cannot be offered.
     pub fn new(server: Arc<dyn Remote>, listed: &rmcp::model::Tool) -> Result<McpTool, String> {
         let schema = Value::Object((*listed.input_schema).clone());
-        let validator = jsonschema::validator_for(&schema)
-            .map_err(|e| format!("its input schema is not valid JSON Schema ({e})"))?;
         let description = listed
             .description
             .as_deref()
@@ -80,11 +75,12 @@ impl McpTool {
             .and_then(|a| a.read_only_hint)
             .unwrap_or(false);
         Ok(McpTool {
-            name: tool_name(server.server_name(), &listed.name),
+            spec: ToolSpec::new(
+                tool_name(server.server_name(), &listed.name),
+                truncate(description, MAX_DESCRIPTION_CHARS),
+                schema,
+            )?,
             remote: listed.name.to_string(),
-            description: truncate(description, MAX_DESCRIPTION_CHARS),
-            schema,
-            validator,
             read_only,
             server,
         })
@@ -93,15 +89,15 @@ impl McpTool {
 
 impl DynTool for McpTool {
     fn name(&self) -> &str {
-        &self.name
+        &self.spec.name
     }
 
     fn description(&self) -> &str {
-        &self.description
+        &self.spec.description
     }
 
     fn input_schema(&self) -> &Value {
-        &self.schema
+        &self.spec.schema
     }
 
     fn summarize(&self, input: &Value) -> Option<String> {
@@ -109,12 +105,12 @@ impl DynTool for McpTool {
     }
 
     fn check_schema(&self, input: &Value) -> Result<(), String> {
-        crate::tools::check_against(&self.validator, &self.name, input)
+        self.spec.check(input)
     }
 
     fn prepare(&self, input: &Value, _ctx: &ToolContext) -> Result<Box<dyn PreparedCall>, String> {
         let Value::Object(arguments) = input else {
-            return Err(format!("{} takes a JSON object", self.name));
+            return Err(format!("{} takes a JSON object", self.spec.name));
         };
         Ok(Box::new(McpCall {
             server: self.server.clone(),

@@ -15,7 +15,7 @@ impl Repl {
             .as_deref()
             .and_then(|json| definition::from_flag(json).ok())
             .unwrap_or_default();
-        let defs = definition::load(&definition::user_dirs(), &root, trusted, flag);
+        let defs = definition::load(&crate::settings::user_dirs("agents"), &root, trusted, flag);
         let style = self.ui.render.style();
         let mut out = String::from("Agents (the model launches them with the Agent tool):\n");
         for def in &defs {

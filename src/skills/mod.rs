@@ -18,19 +18,6 @@ pub struct Skill {
     pub dir: PathBuf,
 }
 
-/// The user's skill folders: `~/.claude/skills` (shared with Claude Code), then
-/// `~/.ouro/skills`.
-pub fn user_dirs() -> Vec<PathBuf> {
-    let mut dirs = Vec::new();
-    if let Some(home) = dirs::home_dir() {
-        dirs.push(home.join(".claude/skills"));
-    }
-    if let Some(ouro) = crate::settings::ouro_home() {
-        dirs.push(ouro.join("skills"));
-    }
-    dirs
-}
-
 /// Every skill: the user's, then a trusted project's (a later one replaces an earlier one
 /// of the same name), sorted by name.
 pub fn load(user_dirs: &[PathBuf], root: &Path, trusted: bool) -> Vec<Skill> {

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::Skill;
 use crate::permissions::Access;
-use crate::tools::{DynTool, PreparedCall, Progress, ToolContext, ToolError, ToolOutput};
+use crate::tools::{DynTool, PreparedCall, Progress, ToolContext, ToolError, ToolOutput, ToolSpec};
 
 pub const NAME: &str = "Skill";
 
@@ -24,9 +24,7 @@ struct SkillInput {
 
 pub struct SkillTool {
     skills: Vec<Skill>,
-    description: String,
-    schema: Value,
-    validator: jsonschema::Validator,
+    spec: ToolSpec,
 }
 
 impl SkillTool {
@@ -35,17 +33,13 @@ impl SkillTool {
         if skills.is_empty() {
             return None;
         }
-        let schema = serde_json::to_value(schemars::schema_for!(SkillInput)).ok()?;
-        let validator = jsonschema::validator_for(&schema).ok()?;
         let mut description = include_str!("../../tools/Skill.md").to_string();
         for skill in &skills {
             description.push_str(&format!("- {}: {}\n", skill.name, skill.description));
         }
         Some(SkillTool {
             skills,
-            description,
-            schema,
-            validator,
+            spec: ToolSpec::derived::<SkillInput>(NAME, description).ok()?,
         })
     }
 }
@@ -56,11 +50,11 @@ impl DynTool for SkillTool {
     }
 
     fn description(&self) -> &str {
-        &self.description
+        &self.spec.description
     }
 
     fn input_schema(&self) -> &Value {
-        &self.schema
+        &self.spec.schema
     }
 
     fn summarize(&self, input: &Value) -> Option<String> {
@@ -68,7 +62,7 @@ impl DynTool for SkillTool {
     }
 
     fn check_schema(&self, input: &Value) -> Result<(), String> {
-        crate::tools::check_against(&self.validator, NAME, input)
+        self.spec.check(input)
     }
 
     fn prepare(&self, input: &Value, _ctx: &ToolContext) -> Result<Box<dyn PreparedCall>, String> {

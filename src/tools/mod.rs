@@ -327,6 +327,40 @@ pub fn check_against(
     }
 }
 
+/// A tool's face to the model when it is not a typed built-in (Agent, Skill, an MCP tool):
+/// its name, description and input schema, with the schema compiled for phase 1.
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    pub schema: Value,
+    validator: jsonschema::Validator,
+}
+
+impl ToolSpec {
+    /// `Err` says why the schema is not valid JSON Schema.
+    pub fn new(name: String, description: String, schema: Value) -> Result<ToolSpec, String> {
+        let validator = jsonschema::validator_for(&schema)
+            .map_err(|e| format!("its input schema is not valid JSON Schema ({e})"))?;
+        Ok(ToolSpec {
+            name,
+            description,
+            schema,
+            validator,
+        })
+    }
+
+    /// With the schema derived from `T`.
+    pub fn derived<T: JsonSchema>(name: &str, description: String) -> Result<ToolSpec, String> {
+        let schema = serde_json::to_value(schemars::schema_for!(T)).map_err(|e| e.to_string())?;
+        ToolSpec::new(name.to_string(), description, schema)
+    }
+
+    /// Phase 1 for this tool.
+    pub fn check(&self, input: &Value) -> Result<(), String> {
+        check_against(&self.validator, &self.name, input)
+    }
+}
+
 /// Wrap a typed tool for the pool. Panics only if the tool's own derived schema is invalid,
 /// which is a programming error caught by the tests of every built-in tool.
 pub fn erase<T: Tool>(tool: T) -> Arc<dyn DynTool> {
