@@ -523,8 +523,8 @@ async fn a_hook_exiting_2_denies_with_its_stderr() {
 }
 
 #[tokio::test]
-async fn a_hook_allow_overrides_a_policy_denial() {
-    let settings = HookSettings {
+async fn a_hook_allow_spares_the_question_but_never_beats_a_deny() {
+    let allow = || HookSettings {
         pre_tool_use: vec![hook(
             "SlowWrite|Echo",
             r#"echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow"}}'"#,
@@ -532,9 +532,14 @@ async fn a_hook_allow_overrides_a_policy_denial() {
         )],
         ..HookSettings::default()
     };
-    let s = setup(Decision::Deny("no".into()), Arc::new(NeverAsk), settings);
+    // NeverAsk refuses every question: the call runs only because the hook answered it.
+    let s = setup(Decision::Ask("ask".into()), Arc::new(NeverAsk), allow());
     let (content, is_error) = run_one(&s, "SlowWrite", slow("w", 10)).await;
     assert_eq!((content.as_str(), is_error), ("w", false));
+    let s = setup(Decision::Deny("no".into()), Arc::new(NeverAsk), allow());
+    let (content, is_error) = run_one(&s, "SlowWrite", slow("w", 10)).await;
+    assert!(is_error, "deny beats a hook's allow: {content}");
+    assert!(content.contains("denied: no"), "{content}");
 }
 
 #[tokio::test]

@@ -35,7 +35,8 @@ fn connected(term: &mut Term) -> String {
         // With its line end: the command hints under the prompt say "MCP servers: status…".
         term.expect("MCP servers:\n");
         let listing = term.peek("\n› ");
-        if listing.contains("✓ connected") {
+        // Prompts and resources are listed just after the tools.
+        if listing.contains("✓ connected") && listing.contains("resources") {
             return listing;
         }
         assert!(!listing.contains("failed"), "{listing}");

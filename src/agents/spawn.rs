@@ -92,6 +92,11 @@ impl Spawner {
         config.json_schema = None;
         config.partial_messages = false;
         config.subagent = true;
+        // Parallel agents each get what was left when they started: together they may pass
+        // the budget by what they spend at once, and the session stops at its next check.
+        if parent.budget_left_usd.is_some() {
+            config.max_budget_usd = parent.budget_left_usd;
+        }
         if let Some(model) = task.model.as_ref().or(def.model.as_ref()) {
             config.model = models::resolve(model);
         }

@@ -147,13 +147,7 @@ impl PreparedCall for AgentCall {
         ctx: &'a ToolContext,
         progress: &'a Progress,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        async move {
-            let output = self.spawner.run(&self.def, &self.task, ctx, progress).await;
-            if ctx.cancel.is_cancelled() && output.is_error {
-                return Err(ToolError::Cancelled);
-            }
-            Ok(output)
-        }
-        .boxed()
+        // Even when interrupted the report comes back, so what the agent spent is billed.
+        async move { Ok(self.spawner.run(&self.def, &self.task, ctx, progress).await) }.boxed()
     }
 }

@@ -152,6 +152,11 @@ impl Engine {
             run.turns += 1;
             self.emit(Event::RequestStarted { turn: run.turns });
             let mut batch = self.executor.batch();
+            batch.limit_budget(
+                self.config
+                    .max_budget_usd
+                    .map(|max| (max - run.cost_usd).max(0.0)),
+            );
             let called = self
                 .call_model(&request, run, cancel, Some(&mut batch))
                 .await;

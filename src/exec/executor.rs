@@ -133,6 +133,11 @@ enum Call {
 }
 
 impl Batch {
+    /// What the run may still spend, for the calls of this batch (sub-agents).
+    pub fn limit_budget(&mut self, left_usd: Option<f64>) {
+        Arc::make_mut(&mut self.ctx).budget_left_usd = left_usd;
+    }
+
     /// A tool_use block finished streaming: phases 1-2 run now; the call starts at once if the
     /// concurrency rules allow. `Event::ToolStarted` is sent when it gets its turn.
     pub fn submit(&mut self, id: String, name: String, input: Value) {

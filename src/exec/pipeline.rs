@@ -295,7 +295,15 @@ impl Pipeline {
             cwd: Some(&cwd),
         };
         let decision = match hook {
-            Some(HookVerdict::Allow) => return Permission::Granted(Confinement::Approved),
+            Some(HookVerdict::Allow) => {
+                // Deny beats allow everywhere: a hook spares the question, never a deny rule.
+                if let Decision::Deny(reason) = self.policy.decide(&request) {
+                    return Permission::Refused(format!(
+                        "Permission to use {name} was denied: {reason}"
+                    ));
+                }
+                return Permission::Granted(Confinement::Approved);
+            }
             Some(HookVerdict::Deny(reason)) => {
                 return Permission::Refused(format!(
                     "A PreToolUse hook blocked this call: {reason}"
@@ -385,18 +393,21 @@ impl Pipeline {
                      "behavior": "allow", "destination": "localSettings"}
                 ],
             });
-            let fired = self
-                .hooks
-                .fire(
-                    HookEvent::PermissionRequest,
-                    name,
-                    fields,
-                    cwd,
-                    &ctx.project_root,
-                )
-                .await;
+            let asking = self.hooks.fire(
+                HookEvent::PermissionRequest,
+                name,
+                fields,
+                cwd,
+                &ctx.project_root,
+            );
+            // Dropping the hook's future kills it, as Ctrl-C does a PreToolUse hook.
+            let fired = tokio::select! {
+                biased;
+                () = ctx.cancel.cancelled() => return Some(Permission::Cancelled),
+                fired = asking => fired,
+            };
             match fired.permission {
-                Some(PermissionAnswer::Allow { .. }) => {
+                Some(PermissionAnswer::Allow) => {
                     return Some(Permission::Granted(Confinement::Approved));
                 }
                 Some(PermissionAnswer::Deny { message }) => {

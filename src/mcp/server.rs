@@ -158,14 +158,34 @@ impl Server {
                 Err(e) => tracing::warn!(server = %name, tool = %tool.name, "tool skipped: {e}"),
             }
         }
-        let (prompts, resources) = tokio::time::timeout(limit, catalog(name, &client))
-            .await
-            .unwrap_or_default();
+        let client = Arc::new(client);
         self.set(State::Connected {
-            client: Arc::new(client),
+            client: client.clone(),
             tools,
-            prompts,
-            resources,
+            prompts: Vec::new(),
+            resources: Vec::new(),
+        });
+        // Tools first: prompts and resources join when listed, so a slow listing never
+        // holds the tools back.
+        let server = self.clone();
+        tokio::spawn(async move {
+            let name = server.config.name.clone();
+            let listed = tokio::time::timeout(limit, catalog(&name, &client)).await;
+            let Ok((listed_prompts, listed_resources)) = listed else {
+                tracing::debug!(server = %name, "listing prompts and resources timed out");
+                return;
+            };
+            if let State::Connected {
+                client: current,
+                prompts,
+                resources,
+                ..
+            } = &mut *server.state()
+                && Arc::ptr_eq(current, &client)
+            {
+                *prompts = listed_prompts;
+                *resources = listed_resources;
+            }
         });
         Ok(())
     }

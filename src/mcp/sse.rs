@@ -28,6 +28,10 @@ pub enum SseError {
     NoEndpoint,
     #[error("the server named an endpoint that is not a URL: {0}")]
     BadEndpoint(String),
+    #[error(
+        "the server named a message endpoint on another host ({0}); ouro sends the configured headers only to the configured one"
+    )]
+    OtherOrigin(String),
 }
 
 pub struct SseTransport {
@@ -64,9 +68,14 @@ impl SseTransport {
             match frames.recv().await {
                 Some(frame) if frame.event == "endpoint" => {
                     let data = frame.data.trim();
-                    break base
+                    let endpoint = base
                         .join(data)
                         .map_err(|_| SseError::BadEndpoint(data.to_string()))?;
+                    // The configured headers (credentials) go only where the user pointed.
+                    if endpoint.origin() != base.origin() {
+                        return Err(SseError::OtherOrigin(endpoint.to_string()));
+                    }
+                    break endpoint;
                 }
                 Some(_) => continue,
                 None => return Err(SseError::NoEndpoint),

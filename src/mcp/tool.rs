@@ -219,13 +219,14 @@ pub fn render(result: &Value) -> ToolOutput {
             Some("text") => block["text"].as_str().unwrap_or_default().to_string(),
             Some("image")
                 if ImageSource::MEDIA_TYPES.contains(&media_type)
-                    && data.len() <= MAX_IMAGE_BASE64 =>
+                    && data.len() <= MAX_IMAGE_BASE64
+                    && crate::tools::image::base64_matches(media_type, data) =>
             {
                 images.push(ImageSource::base64(media_type, data));
                 continue;
             }
             Some(kind @ ("image" | "audio")) => format!(
-                "[{kind} ({media_type}, {} bytes of base64) returned; the model cannot take it (images must be PNG, JPEG, GIF or WebP of at most 5 MB)]",
+                "[{kind} ({media_type}, {} bytes of base64) returned; the model cannot take it (images must be PNG, JPEG, GIF or WebP of at most 5 MB, their bytes of the type they claim)]",
                 data.len()
             ),
             Some("resource") => {
@@ -288,17 +289,20 @@ mod tests {
     fn results_become_tool_result_text() {
         let out = render(&json!({"content": [
             {"type": "text", "text": "hello"},
+            {"type": "image", "data": "iVBORw0KGgpyZXN0", "mimeType": "image/png"},
             {"type": "image", "data": "aGk=", "mimeType": "image/png"},
-            {"type": "image", "data": "aGk=", "mimeType": "image/tiff"},
             {"type": "resource", "resource": {"uri": "file:///a", "text": "A"}},
             {"type": "resource_link", "name": "b", "uri": "file:///b"}
         ]}));
         assert!(!out.is_error);
         assert_eq!(
             out.content,
-            "hello\n[image (image/tiff, 4 bytes of base64) returned; the model cannot take it (images must be PNG, JPEG, GIF or WebP of at most 5 MB)]\n[resource file:///a]\nA\n[resource link: b file:///b]"
+            "hello\n[image (image/png, 4 bytes of base64) returned; the model cannot take it (images must be PNG, JPEG, GIF or WebP of at most 5 MB, their bytes of the type they claim)]\n[resource file:///a]\nA\n[resource link: b file:///b]"
         );
-        assert_eq!(out.images, [ImageSource::base64("image/png", "aGk=")]);
+        assert_eq!(
+            out.images,
+            [ImageSource::base64("image/png", "iVBORw0KGgpyZXN0")]
+        );
         let failed = render(&json!({"content": [{"type": "text", "text": "no"}], "isError": true}));
         assert!(failed.is_error);
         assert_eq!(

@@ -13,6 +13,16 @@ use crate::api::types::ImageSource;
 /// The API takes images of at most 5 MB of base64, which is 3.75 MB of file.
 const MAX_IMAGE_BYTES: u64 = 5 * 1024 * 1024 / 4 * 3;
 
+/// Whether base64 `data` really holds a `media_type` picture: the API refuses a request whose
+/// image does not match its declared type, and the image would stay in the history.
+pub fn base64_matches(media_type: &str, data: &str) -> bool {
+    let head = data.get(..16).unwrap_or(data);
+    base64::engine::general_purpose::STANDARD
+        .decode(head)
+        .ok()
+        .is_some_and(|bytes| self::media_type(&bytes) == Some(media_type))
+}
+
 /// The image type of a file that starts with `head`.
 pub fn media_type(head: &[u8]) -> Option<&'static str> {
     match head {
@@ -74,6 +84,10 @@ mod tests {
         assert_eq!(media_type(b"RIFF\x10\0\0\0WAVE"), None);
         assert_eq!(media_type(b"fn main() {}"), None);
         assert_eq!(media_type(b""), None);
+        assert!(base64_matches("image/png", "iVBORw0KGgpyZXN0"));
+        assert!(!base64_matches("image/jpeg", "iVBORw0KGgpyZXN0"));
+        assert!(!base64_matches("image/png", "not base64 at all!"));
+        assert!(!base64_matches("image/png", ""));
     }
 
     #[test]

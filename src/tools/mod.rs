@@ -21,7 +21,7 @@ pub mod edit;
 pub mod file_state;
 pub mod glob;
 pub mod grep;
-mod image;
+pub mod image;
 pub mod memo;
 pub mod paths;
 pub mod pool;
@@ -124,6 +124,9 @@ pub struct ToolContext {
     pub confinement: Confinement,
     /// Files the user's deny rules forbid reading: walks skip them.
     pub read_denials: ReadDenials,
+    /// What the run may still spend (USD) as this batch starts, under `--max-budget-usd`: a
+    /// sub-agent gets no more.
+    pub budget_left_usd: Option<f64>,
 }
 
 impl ToolContext {
@@ -138,6 +141,7 @@ impl ToolContext {
             sandbox: Arc::new(bash::SandboxConfig::default()),
             confinement: Confinement::default(),
             read_denials: ReadDenials::default(),
+            budget_left_usd: None,
         }
     }
 

@@ -52,7 +52,7 @@ impl HookEvent {
 /// A PermissionRequest hook's answer.
 #[derive(Debug, Clone, PartialEq)]
 pub enum PermissionAnswer {
-    Allow { updated_input: Option<Value> },
+    Allow,
     Deny { message: String },
 }
 
@@ -113,6 +113,17 @@ impl Hooks {
             };
             match run.code {
                 Some(0) => {}
+                Some(2) if event == HookEvent::PermissionRequest => {
+                    let message = run.stderr.trim();
+                    fired.permission = Some(PermissionAnswer::Deny {
+                        message: if message.is_empty() {
+                            format!("The PermissionRequest hook `{}` denied it.", hook.command)
+                        } else {
+                            message.to_string()
+                        },
+                    });
+                    return fired;
+                }
                 Some(2) if event.can_block() => {
                     let reason = run.stderr.trim();
                     fired.blocked = Some(if reason.is_empty() {
@@ -154,9 +165,17 @@ impl Hooks {
             if event == HookEvent::PermissionRequest {
                 let decision = &specific["decision"];
                 fired.permission = match decision["behavior"].as_str() {
-                    Some("allow") => Some(PermissionAnswer::Allow {
-                        updated_input: decision.get("updatedInput").cloned(),
-                    }),
+                    // ouro does not run a changed input yet; allowing the original instead of
+                    // the hook's cleaned-up one would run what the hook did not approve.
+                    Some("allow") if decision.get("updatedInput").is_some_and(|v| !v.is_null()) => {
+                        fired.messages.push(format!(
+                            "The PermissionRequest hook `{}` allowed a changed input, which ouro \
+                             does not apply yet, so the user is asked instead.",
+                            hook.command
+                        ));
+                        fired.permission.take()
+                    }
+                    Some("allow") => Some(PermissionAnswer::Allow),
                     Some("deny") => Some(PermissionAnswer::Deny {
                         message: decision["message"]
                             .as_str()
@@ -169,7 +188,12 @@ impl Hooks {
                     return fired;
                 }
             }
+            // `"continue": false` stops everything: a prompt is blocked, but a model that is
+            // done stays done, whatever `decision` says.
             let stopped = reply["continue"] == Value::Bool(false);
+            if stopped && event != HookEvent::UserPromptSubmit {
+                return fired;
+            }
             if event.can_block() && (reply["decision"] == "block" || stopped) {
                 let reason = reply["reason"]
                     .as_str()
@@ -185,5 +209,72 @@ impl Hooks {
             }
         }
         fired
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::settings::{HookCommand, HookMatcher, HookSettings};
+
+    fn hooks_for(event: HookEvent, command: &str) -> Hooks {
+        let group = vec![HookMatcher {
+            matcher: String::new(),
+            hooks: vec![HookCommand {
+                kind: "command".into(),
+                command: command.into(),
+                timeout: None,
+            }],
+        }];
+        let mut settings = HookSettings::default();
+        match event {
+            HookEvent::Stop => settings.stop = group,
+            HookEvent::PermissionRequest => settings.permission_request = group,
+            _ => settings.user_prompt_submit = group,
+        }
+        Hooks::new(&settings, "s")
+    }
+
+    async fn fire(event: HookEvent, command: &str) -> Fired {
+        let dir = std::env::temp_dir();
+        hooks_for(event, command)
+            .fire(event, "Bash", json!({}), &dir, &dir)
+            .await
+    }
+
+    #[tokio::test]
+    async fn answers_mean_what_they_mean_in_claude_code() {
+        let block = r#"echo '{"decision":"block","reason":"more"}'"#;
+        assert_eq!(
+            fire(HookEvent::Stop, block).await.blocked.as_deref(),
+            Some("more")
+        );
+        let halt = r#"echo '{"continue":false,"stopReason":"enough","decision":"block"}'"#;
+        assert_eq!(
+            fire(HookEvent::Stop, halt).await.blocked,
+            None,
+            "a stop stays a stop"
+        );
+        let prompt = fire(HookEvent::UserPromptSubmit, halt).await;
+        assert_eq!(prompt.blocked.as_deref(), Some("enough"));
+        let refused = fire(HookEvent::PermissionRequest, "echo nope >&2; exit 2").await;
+        assert_eq!(
+            refused.permission,
+            Some(PermissionAnswer::Deny {
+                message: "nope".into()
+            })
+        );
+        let changed = r#"echo '{"hookSpecificOutput":{"decision":{"behavior":"allow","updatedInput":{"command":"ls"}}}}'"#;
+        let changed = fire(HookEvent::PermissionRequest, changed).await;
+        assert_eq!(
+            changed.permission, None,
+            "a changed input is not run unasked"
+        );
+        assert!(changed.messages[0].contains("does not apply yet"));
+        let allowed = r#"echo '{"hookSpecificOutput":{"decision":{"behavior":"allow"}}}'"#;
+        assert_eq!(
+            fire(HookEvent::PermissionRequest, allowed).await.permission,
+            Some(PermissionAnswer::Allow)
+        );
     }
 }
