@@ -22,6 +22,7 @@ pub mod mcp;
 pub mod mock;
 pub mod permissions;
 pub mod repl;
+pub mod sdk;
 pub mod session;
 pub mod settings;
 pub mod skills;

@@ -107,7 +107,9 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         None => {}
     }
-    if !args.print {
+    // The Agent SDKs run the CLI with stream-json in and out and no -p: that is print mode.
+    let sdk = args.input_format == ouro::cli::print::InputFormat::StreamJson;
+    if !args.print && !sdk {
         let options = args.options()?;
         ouro::repl::run(options, args.brain.clone(), args.prompt.clone(), &cwd).await?;
         return Ok(ExitCode::SUCCESS);

@@ -409,7 +409,6 @@ pub fn build(
         &layered,
         &options.permissions,
     )?);
-    let mode = permissions.mode();
 
     let denied_tools: Vec<String> = settings
         .permissions
@@ -468,7 +467,6 @@ pub fn build(
     config.max_turns = options.max_turns;
     config.max_budget_usd = options.max_budget_usd;
     config.max_output_tokens = options.max_output_tokens;
-    config.permission_mode = mode;
     config.system_prompt.clone_from(&options.system_prompt);
     config
         .append_system_prompt

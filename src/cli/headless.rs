@@ -7,14 +7,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use serde_json::Value;
-use tokio::io::AsyncBufReadExt;
 use tokio_util::sync::CancellationToken;
 
 use super::Args;
 use super::print::{self, InputFormat};
 use crate::app::{self, Endpoint};
 use crate::exec::NeverAsk;
+use crate::sdk;
 
 /// Run print mode; returns whether the (last) run succeeded. With JSON output, a run that
 /// cannot start still answers with a JSON error result on stdout, as programs expect one.
@@ -70,25 +69,32 @@ async fn run_session(args: &Args, cwd: &Path) -> anyhow::Result<bool> {
     if let Some(prompt) = single {
         success = !engine.run(&prompt, &interrupted).await.kind.is_error();
     } else {
-        let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
-        let mut number = 0usize;
+        // One turn per user line; the SDK's control requests are answered as they come.
+        let controls = Arc::new(sdk::Controls::new(
+            session.permissions.clone(),
+            interrupted.clone(),
+        ));
+        let (turns_tx, mut turns) = tokio::sync::mpsc::channel(16);
+        let reader = tokio::spawn(sdk::read_stdin(turns_tx, controls.clone()));
         let mut skipped = false;
         loop {
-            let line = tokio::select! {
+            let item = tokio::select! {
                 _ = interrupted.cancelled() => break,
-                line = lines.next_line() => line.context("could not read stdin")?,
+                item = turns.recv() => item,
             };
-            let Some(line) = line else { break };
-            number += 1;
-            if line.trim().is_empty() {
-                continue;
-            }
-            match user_turn(&line) {
-                Ok(prompt) => success = !engine.run(&prompt, &interrupted).await.kind.is_error(),
+            let Some(item) = item else { break };
+            match item {
+                Ok(prompt) => {
+                    if let Some(model) = controls.take_model() {
+                        engine.set_model(model);
+                    }
+                    let turn = controls.new_turn();
+                    success = !engine.run(&prompt, &turn).await.kind.is_error();
+                }
                 Err(problem) => {
                     // Said plainly, and the exit status says it too: a script must notice.
                     eprintln!(
-                        "ouro: stdin line {number} was skipped: {problem} (expected {{\"type\":\"user\",\"message\":{{\"role\":\"user\",\"content\":...}}}})"
+                        "ouro: {problem} (expected {{\"type\":\"user\",\"message\":{{\"role\":\"user\",\"content\":...}}}})"
                     );
                     skipped = true;
                 }
@@ -97,6 +103,7 @@ async fn run_session(args: &Args, cwd: &Path) -> anyhow::Result<bool> {
                 break;
             }
         }
+        reader.abort();
         success &= !skipped;
     }
     engine.end_session("other").await;
@@ -156,50 +163,4 @@ fn read_piped(brief: bool) -> anyhow::Result<Option<String>> {
         .context("the thread reading stdin ended without an answer")?
         .context("could not read the prompt from stdin")?;
     Ok(Some(String::from_utf8_lossy(&bytes).into_owned()))
-}
-
-/// The text of one stdin line `{"type":"user","message":{"role":"user","content":...}}`.
-fn user_turn(line: &str) -> Result<String, String> {
-    let v: Value = serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
-    if v.get("type").and_then(Value::as_str) != Some("user") {
-        return Err("the line's type is not \"user\"".into());
-    }
-    let content = v
-        .get("message")
-        .and_then(|m| m.get("content"))
-        .ok_or("the line has no message.content")?;
-    let text = match content {
-        Value::String(s) => s.clone(),
-        Value::Array(blocks) => blocks
-            .iter()
-            .filter_map(|b| b.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => return Err("message.content is neither text nor a list of blocks".into()),
-    };
-    if text.trim().is_empty() {
-        return Err("the message has no text".into());
-    }
-    Ok(text)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn user_lines_parse_in_both_content_shapes() {
-        assert_eq!(
-            user_turn(
-                r#"{"type":"user","message":{"role":"user","content":[{"type":"text","text":"hi"}]}}"#
-            ),
-            Ok("hi".to_string())
-        );
-        assert_eq!(
-            user_turn(r#"{"type":"user","message":{"role":"user","content":"yo"}}"#),
-            Ok("yo".to_string())
-        );
-        assert!(user_turn(r#"{"type":"control"}"#).is_err());
-        assert!(user_turn("nonsense").is_err());
-    }
 }

@@ -56,7 +56,7 @@ impl Engine {
         }
         let fields = json!({
             "prompt": prompt,
-            "permission_mode": self.config.permission_mode.to_string(),
+            "permission_mode": self.executor.policy().mode().to_string(),
         });
         let fired = self.fire(HookEvent::UserPromptSubmit, "", fields).await;
         if let Some(reason) = fired.blocked {

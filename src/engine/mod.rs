@@ -23,7 +23,6 @@ use crate::api::retry::RetryPolicy;
 use crate::api::types::{CacheControl, Message, SystemBlock, ToolDefinition, Usage};
 use crate::event::Event;
 use crate::exec::Executor;
-use crate::permissions::PermissionMode;
 use crate::session::Transcript;
 use history::History;
 
@@ -54,7 +53,6 @@ pub struct EngineConfig {
     pub fallback_model: Option<String>,
     /// Server-side context editing (settings `contextEditing`), off unless asked for.
     pub context_editing: bool,
-    pub permission_mode: PermissionMode,
     /// `--system-prompt`: replaces ouro's own instructions.
     pub system_prompt: Option<String>,
     /// `--append-system-prompt`: added after them.
@@ -84,7 +82,6 @@ impl EngineConfig {
             effort: None,
             fallback_model: None,
             context_editing: false,
-            permission_mode: PermissionMode::Default,
             system_prompt: None,
             append_system_prompt: None,
             partial_messages: false,
@@ -229,12 +226,6 @@ impl Engine {
 
     pub fn executor(&self) -> &Executor {
         &self.executor
-    }
-
-    /// The mode the next turn's `system/init` reports (the permission engine already judges
-    /// under it).
-    pub fn set_permission_mode(&mut self, mode: crate::permissions::PermissionMode) {
-        self.config.permission_mode = mode;
     }
 
     /// Rebuilds the tool list when MCP servers came or went; `report` says so in an event.

@@ -64,7 +64,7 @@ impl Engine {
             cwd: self.config.cwd.to_string_lossy().into_owned(),
             model: self.config.model.clone(),
             tools: self.tools.iter().map(|t| t.name.clone()).collect(),
-            permission_mode: self.config.permission_mode.to_string(),
+            permission_mode: self.executor.policy().mode().to_string(),
             mcp_servers: self.executor.toolbox().servers(),
         }));
         let mut ending = match self.prompt_hooks(prompt_text, first).await {

@@ -88,6 +88,10 @@ impl Executor {
         &self.pipeline.ctx
     }
 
+    pub fn policy(&self) -> &Arc<dyn PermissionPolicy> {
+        &self.pipeline.policy
+    }
+
     pub fn hooks(&self) -> &Arc<super::hooks::Hooks> {
         &self.pipeline.hooks
     }

@@ -213,6 +213,10 @@ pub(crate) fn settle(mode: PermissionMode, decision: Decision) -> Decision {
 }
 
 impl PermissionPolicy for PermissionEngine {
+    fn mode(&self) -> PermissionMode {
+        PermissionEngine::mode(self)
+    }
+
     fn decide(&self, request: &PermissionRequest<'_>) -> Decision {
         let granted = self.grants();
         let all: Vec<&CompiledRule> = self.rules.iter().chain(granted.iter()).collect();

@@ -67,6 +67,11 @@ pub trait PermissionPolicy: Send + Sync {
     /// How confined a request that `decide` allowed runs: `ReadOnly` when it would be allowed
     /// without any allow rule, `Approved` when a rule (or the mode) let it through.
     fn confinement(&self, request: &PermissionRequest<'_>) -> Confinement;
+
+    /// The mode requests are judged under now (Shift+Tab and `set_permission_mode` change it).
+    fn mode(&self) -> PermissionMode {
+        PermissionMode::Default
+    }
 }
 pub mod bash;
 mod denials;

@@ -300,7 +300,6 @@ impl Repl {
             message.push_str("\n\n");
         }
         message.push_str(text);
-        self.engine.set_permission_mode(self.ui.permissions.mode());
         let cancel = CancellationToken::new();
         self.ui
             .drive(self.engine.run(&message, &cancel), &cancel)

@@ -6,6 +6,10 @@ use serde_json::{Value, json};
 use crate::api::types::{ContentBlock, Usage};
 use crate::event::{Event, RunResult};
 
+/// The Claude Code release whose stream-json and control protocol ouro speaks: the Agent SDKs
+/// read `claude_code_version` from `system/init` to know which features they can use.
+pub const CLAUDE_CODE_COMPAT_VERSION: &str = "2.1.197";
+
 fn uuid() -> String {
     uuid::Uuid::new_v4().to_string()
 }
@@ -34,6 +38,8 @@ pub fn render(event: &Event, session_id: &str) -> Option<Value> {
             "permissionMode": info.permission_mode,
             "apiKeySource": "ANTHROPIC_API_KEY",
             "output_style": "default",
+            "claude_code_version": CLAUDE_CODE_COMPAT_VERSION,
+            "ouro_version": env!("CARGO_PKG_VERSION"),
             "uuid": uuid(),
         }),
         Event::ApiRetry(r) => json!({

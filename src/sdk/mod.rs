@@ -1,0 +1,191 @@
+//! The Claude Agent SDK's side of stream-json: stdin carries user turns and the SDK's
+//! `control_request`s, which are answered at once on stdout with a `control_response`, even
+//! while a turn runs (`interrupt` must stop it promptly). The SDK spawns the CLI with
+//! `--output-format stream-json --input-format stream-json` and no `-p`.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use serde_json::{Value, json};
+use tokio::io::AsyncBufReadExt;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::permissions::{PermissionEngine, PermissionMode};
+
+/// What control requests change, shared between the stdin reader and the turn loop.
+pub struct Controls {
+    /// Cancels the turn that runs now; Ctrl-C's token is its parent.
+    turn: Mutex<CancellationToken>,
+    interrupted: CancellationToken,
+    permissions: Arc<PermissionEngine>,
+    /// `set_model`: applied from the next turn on.
+    model: Mutex<Option<String>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}
+
+impl Controls {
+    pub fn new(permissions: Arc<PermissionEngine>, interrupted: CancellationToken) -> Controls {
+        Controls {
+            turn: Mutex::new(interrupted.child_token()),
+            interrupted,
+            permissions,
+            model: Mutex::new(None),
+        }
+    }
+
+    /// A fresh token for the next turn.
+    pub fn new_turn(&self) -> CancellationToken {
+        let token = self.interrupted.child_token();
+        *lock(&self.turn) = token.clone();
+        token
+    }
+
+    /// A model asked for with `set_model` since the last turn.
+    pub fn take_model(&self) -> Option<String> {
+        lock(&self.model).take()
+    }
+
+    /// The answer to one control request: `Ok` with the response's payload, or the error.
+    fn handle(&self, request: &Value) -> Result<Value, String> {
+        let subtype = request["subtype"].as_str().unwrap_or("");
+        match subtype {
+            "initialize" => Ok(json!({
+                "commands": [],
+                "output_style": "default",
+                "available_output_styles": ["default"],
+            })),
+            "interrupt" => {
+                lock(&self.turn).cancel();
+                Ok(json!({}))
+            }
+            "set_permission_mode" => {
+                let mode: PermissionMode = request["mode"]
+                    .as_str()
+                    .unwrap_or("")
+                    .parse()
+                    .map_err(|e: crate::permissions::UnknownMode| e.to_string())?;
+                self.permissions.set_mode(mode).map_err(|e| e.to_string())?;
+                Ok(json!({}))
+            }
+            "set_model" => {
+                let model = request["model"].as_str().map(crate::api::models::resolve);
+                *lock(&self.model) = model;
+                Ok(json!({}))
+            }
+            other => Err(format!(
+                "ouro does not support the control request \"{other}\" yet"
+            )),
+        }
+    }
+}
+
+/// A `control_response` line for request `id`.
+fn response(id: &Value, outcome: Result<Value, String>) -> Value {
+    let body = match outcome {
+        Ok(payload) => json!({"subtype": "success", "request_id": id, "response": payload}),
+        Err(error) => json!({"subtype": "error", "request_id": id, "error": error}),
+    };
+    json!({"type": "control_response", "response": body})
+}
+
+fn write_line(line: &Value) {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+}
+
+/// Reads stdin to its end: user turns go to `turns` (or why a line was not one), control
+/// requests are answered on the spot.
+pub async fn read_stdin(turns: mpsc::Sender<Result<String, String>>, controls: Arc<Controls>) {
+    let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+    let mut number = 0usize;
+    while let Ok(Some(line)) = lines.next_line().await {
+        number += 1;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let parsed: Result<Value, _> = serde_json::from_str(&line);
+        let item = match parsed {
+            Ok(v) if v["type"] == "control_request" => {
+                write_line(&response(&v["request_id"], controls.handle(&v["request"])));
+                continue;
+            }
+            // Answers to requests of ouro's own, and cancellations of them: none are sent yet.
+            Ok(v) if v["type"] == "control_response" || v["type"] == "control_cancel_request" => {
+                continue;
+            }
+            Ok(v) => user_turn(&v).map_err(|e| format!("stdin line {number} was skipped: {e}")),
+            Err(e) => Err(format!("stdin line {number} was skipped: not JSON: {e}")),
+        };
+        if turns.send(item).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// The text of a `{"type":"user","message":{"role":"user","content":...}}` line.
+fn user_turn(v: &Value) -> Result<String, String> {
+    if v.get("type").and_then(Value::as_str) != Some("user") {
+        return Err("the line's type is not \"user\"".into());
+    }
+    let content = v
+        .get("message")
+        .and_then(|m| m.get("content"))
+        .ok_or("the line has no message.content")?;
+    let text = match content {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => return Err("message.content is neither text nor a list of blocks".into()),
+    };
+    if text.trim().is_empty() {
+        return Err("the message has no text".into());
+    }
+    Ok(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn user_lines_parse_in_both_content_shapes() {
+        let line = |s: &str| serde_json::from_str::<Value>(s).unwrap();
+        assert_eq!(
+            user_turn(&line(
+                r#"{"type":"user","message":{"role":"user","content":[{"type":"text","text":"hi"}]}}"#
+            )),
+            Ok("hi".to_string())
+        );
+        assert_eq!(
+            user_turn(&line(
+                r#"{"type":"user","message":{"role":"user","content":"yo"}}"#
+            )),
+            Ok("yo".to_string())
+        );
+        assert!(user_turn(&line(r#"{"type":"assistant"}"#)).is_err());
+        assert!(user_turn(&line(r#"{"type":"user","message":{"content":""}}"#)).is_err());
+    }
+
+    #[test]
+    fn responses_carry_the_request_id() {
+        let ok = response(&json!("r1"), Ok(json!({})));
+        assert_eq!(
+            ok,
+            json!({"type": "control_response", "response": {"subtype": "success", "request_id": "r1", "response": {}}})
+        );
+        let err = response(&json!("r2"), Err("no".into()));
+        assert_eq!(err["response"]["subtype"], "error");
+        assert_eq!(err["response"]["error"], "no");
+    }
+}

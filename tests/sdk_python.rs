@@ -1,0 +1,185 @@
+//! End-to-end: the real Python Claude Agent SDK (`claude-agent-sdk` from PyPI, installed by
+//! .ci/run) drives ouro as its CLI (`cli_path`) against the mock API (issue 18).
+
+#![allow(clippy::unwrap_used)] // a failed unwrap in a test is a failed test
+#![cfg(feature = "mock")]
+
+mod common;
+
+use common::{Sandbox, bodies, server};
+use serde_json::{Value, json};
+
+/// Runs `body` (Python, inside `async def main():`, with `opts` set up) and returns what it
+/// printed as JSON lines.
+async fn sdk(sb: &Sandbox, url: &str, body: &str) -> Vec<Value> {
+    let script = format!(
+        r#"
+import anyio, json, os
+from claude_agent_sdk import *
+def out(kind, **fields):
+    print(json.dumps(dict(kind=kind, **fields)), flush=True)
+async def main():
+    opts = ClaudeAgentOptions(cli_path={cli:?}, cwd={cwd:?},
+        env={{"ANTHROPIC_BASE_URL": {url:?}, "ANTHROPIC_API_KEY": "k",
+              "OURO_HOME": {home:?}, "HOME": {home:?}}})
+{body}
+anyio.run(main)
+"#,
+        cli = env!("CARGO_BIN_EXE_ouro"),
+        cwd = sb.root().display().to_string(),
+        home = sb.home.path().display().to_string(),
+    );
+    let output = tokio::process::Command::new("python3")
+        .arg("-c")
+        .arg(&script)
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "the SDK script failed (pip install claude-agent-sdk; .ci/run does)\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    assert!(!stderr.contains("too old"), "{stderr}");
+    stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
+        .collect()
+}
+
+#[tokio::test]
+async fn query_gets_a_plain_answer_and_a_full_result() {
+    let sb = Sandbox::new();
+    let mock =
+        server(json!({"turns": [{"content": [{"type": "text", "text": "Hello from ouro"}]}]}))
+            .await;
+    let printed = sdk(
+        &sb,
+        &mock.url(),
+        r#"
+    async for m in query(prompt="hi", options=opts):
+        if isinstance(m, SystemMessage):
+            out("system", subtype=m.subtype, tools=m.data.get("tools"))
+        elif isinstance(m, AssistantMessage):
+            out("assistant", text=[b.text for b in m.content if isinstance(b, TextBlock)])
+        elif isinstance(m, ResultMessage):
+            out("result", subtype=m.subtype, result=m.result, is_error=m.is_error,
+                turns=m.num_turns, cost=m.total_cost_usd, session=m.session_id,
+                usage=m.usage, model_usage=m.model_usage)
+"#,
+    )
+    .await;
+    assert_eq!(printed[0]["kind"], "system");
+    assert_eq!(printed[0]["subtype"], "init");
+    assert_eq!(printed[1]["text"], json!(["Hello from ouro"]));
+    let result = &printed[2];
+    assert_eq!(result["subtype"], "success");
+    assert_eq!(result["result"], "Hello from ouro");
+    assert_eq!(result["is_error"], false);
+    assert_eq!(result["turns"], 1);
+    assert!(result["cost"].as_f64().unwrap() > 0.0);
+    assert!(result["usage"]["output_tokens"].as_u64().unwrap() > 0);
+    assert!(result["model_usage"].as_object().unwrap().len() == 1);
+    assert_eq!(bodies(&mock).len(), 1);
+}
+
+#[tokio::test]
+async fn a_client_keeps_one_session_across_turns_and_switches_model() {
+    let sb = Sandbox::new();
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "text", "text": "first"}]},
+        {"content": [{"type": "text", "text": "second"}], "expect_text": "first"}
+    ]}))
+    .await;
+    let printed = sdk(
+        &sb,
+        &mock.url(),
+        r#"
+    async with ClaudeSDKClient(options=opts) as client:
+        for prompt in ["one", "two"]:
+            if prompt == "two":
+                await client.set_model("claude-haiku-4-5")
+            await client.query(prompt)
+            async for m in client.receive_response():
+                if isinstance(m, ResultMessage):
+                    out("result", result=m.result, session=m.session_id)
+"#,
+    )
+    .await;
+    assert_eq!(printed[0]["result"], "first");
+    assert_eq!(printed[1]["result"], "second");
+    assert_eq!(printed[0]["session"], printed[1]["session"]);
+    let requests = bodies(&mock);
+    assert_eq!(requests[1]["messages"].as_array().unwrap().len(), 3);
+    assert_eq!(requests[1]["model"], "claude-haiku-4-5");
+}
+
+#[tokio::test]
+async fn interrupt_stops_a_slow_turn_and_the_next_one_runs() {
+    let sb = Sandbox::new();
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "text", "text": "a very slow answer that never finishes"}], "hold_after_events": 2},
+        {"content": [{"type": "text", "text": "after the interrupt"}]}
+    ]}))
+    .await;
+    let printed = sdk(
+        &sb,
+        &mock.url(),
+        r#"
+    async with ClaudeSDKClient(options=opts) as client:
+        await client.query("slow")
+        await anyio.sleep(1.0)
+        await client.interrupt()
+        async for m in client.receive_response():
+            if isinstance(m, ResultMessage):
+                out("result", subtype=m.subtype, is_error=m.is_error)
+        await client.query("again")
+        async for m in client.receive_response():
+            if isinstance(m, ResultMessage):
+                out("result", subtype=m.subtype, result=m.result)
+"#,
+    )
+    .await;
+    assert_eq!(printed[0]["is_error"], true, "{printed:?}");
+    assert_eq!(printed[1]["result"], "after the interrupt");
+}
+
+#[tokio::test]
+async fn control_requests_are_answered_by_id_and_unknown_ones_get_an_error() {
+    let sb = Sandbox::new();
+    let mock = server(json!({"turns": [{"content": [{"type": "text", "text": "ok"}]}]})).await;
+    let stdin = [
+        json!({"type": "control_request", "request_id": "req_1", "request": {"subtype": "initialize", "hooks": null}}),
+        json!({"type": "control_request", "request_id": "req_2", "request": {"subtype": "teleport"}}),
+        json!({"type": "control_request", "request_id": "req_3", "request": {"subtype": "set_permission_mode", "mode": "acceptEdits"}}),
+        json!({"type": "user", "session_id": "", "message": {"role": "user", "content": "hi"}, "parent_tool_use_id": null}),
+    ]
+    .iter()
+    .map(|l| format!("{l}\n"))
+    .collect::<String>();
+    let run = sb
+        .run_with_stdin(
+            &mock.url(),
+            &["--output-format", "stream-json", "--verbose", "--input-format", "stream-json"],
+            stdin.as_bytes(),
+        )
+        .await;
+    assert!(run.status.success(), "{}", run.debug());
+    let responses = run.of_type("control_response", None);
+    let by_id = |id: &str| {
+        responses
+            .iter()
+            .find(|r| r["response"]["request_id"] == id)
+            .unwrap_or_else(|| panic!("no response to {id}: {}", run.stdout))
+            .clone()
+    };
+    assert_eq!(by_id("req_1")["response"]["subtype"], "success");
+    let unknown = by_id("req_2");
+    assert_eq!(unknown["response"]["subtype"], "error");
+    assert!(unknown["response"]["error"].as_str().unwrap().contains("teleport"));
+    assert_eq!(by_id("req_3")["response"]["subtype"], "success");
+    let init = &run.of_type("system", Some("init"))[0];
+    assert_eq!(init["permissionMode"], "acceptEdits");
+    assert_eq!(run.result()["result"], "ok");
+}
