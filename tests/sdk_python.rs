@@ -161,7 +161,13 @@ async fn control_requests_are_answered_by_id_and_unknown_ones_get_an_error() {
     let run = sb
         .run_with_stdin(
             &mock.url(),
-            &["--output-format", "stream-json", "--verbose", "--input-format", "stream-json"],
+            &[
+                "--output-format",
+                "stream-json",
+                "--verbose",
+                "--input-format",
+                "stream-json",
+            ],
             stdin.as_bytes(),
         )
         .await;
@@ -177,7 +183,12 @@ async fn control_requests_are_answered_by_id_and_unknown_ones_get_an_error() {
     assert_eq!(by_id("req_1")["response"]["subtype"], "success");
     let unknown = by_id("req_2");
     assert_eq!(unknown["response"]["subtype"], "error");
-    assert!(unknown["response"]["error"].as_str().unwrap().contains("teleport"));
+    assert!(
+        unknown["response"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("teleport")
+    );
     assert_eq!(by_id("req_3")["response"]["subtype"], "success");
     let init = &run.of_type("system", Some("init"))[0];
     assert_eq!(init["permissionMode"], "acceptEdits");
