@@ -194,3 +194,57 @@ async fn control_requests_are_answered_by_id_and_unknown_ones_get_an_error() {
     assert_eq!(init["permissionMode"], "acceptEdits");
     assert_eq!(run.result()["result"], "ok");
 }
+
+#[tokio::test]
+async fn can_use_tool_answers_the_permission_questions() {
+    let sb = Sandbox::new();
+    let readme = sb.write("README.md", "read me\n");
+    let written = sb.root().join("a.txt");
+    let mock = server(json!({"turns": [
+        {"content": [
+            {"type": "tool_use", "name": "Read", "input": {"file_path": readme}},
+            {"type": "tool_use", "name": "Write", "input": {"file_path": written, "content": "yes\n"}},
+            {"type": "tool_use", "name": "Bash", "input": {"command": "touch b.txt"}}
+        ]},
+        {"content": [{"type": "text", "text": "done"}]}
+    ]}))
+    .await;
+    let printed = sdk(
+        &sb,
+        &mock.url(),
+        r#"
+    asked = []
+    async def decide(tool, data, context):
+        asked.append(tool)
+        if tool == "Bash":
+            return PermissionResultDeny(message="no shell today")
+        return PermissionResultAllow()
+    opts.can_use_tool = decide
+    async with ClaudeSDKClient(options=opts) as client:
+        await client.query("work")
+        async for m in client.receive_response():
+            if isinstance(m, ResultMessage):
+                out("result", result=m.result, denials=m.permission_denials)
+    out("asked", tools=asked)
+"#,
+    )
+    .await;
+    assert_eq!(printed[0]["result"], "done");
+    assert_eq!(
+        printed[1]["tools"],
+        json!(["Write", "Bash"]),
+        "Read needs no question"
+    );
+    assert_eq!(std::fs::read_to_string(&written).unwrap(), "yes\n");
+    assert!(!sb.root().join("b.txt").exists());
+    let results = common::request_tool_results(&bodies(&mock)[1]);
+    assert_ne!(results[1]["is_error"], true, "{results:?}");
+    assert_eq!(results[2]["is_error"], true, "{results:?}");
+    assert!(
+        results[2]["content"]
+            .as_str()
+            .unwrap()
+            .contains("no shell today"),
+        "{results:?}"
+    );
+}

@@ -142,6 +142,11 @@ pub struct Args {
     #[arg(long)]
     pub strict_mcp_config: bool,
 
+    /// Where permission questions go in print mode: `stdio` asks the Agent SDK's can_use_tool
+    /// callback over the control protocol (with --input-format stream-json).
+    #[arg(long, value_name = "TOOL")]
+    pub permission_prompt_tool: Option<String>,
+
     /// Sub-agents for this run, as JSON: {"name": {"description", "prompt", "tools"?, "model"?}}.
     #[arg(long, value_name = "JSON")]
     pub agents: Option<String>,

@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use super::Args;
 use super::print::{self, InputFormat};
 use crate::app::{self, Endpoint};
-use crate::exec::NeverAsk;
+use crate::exec::{Asker, NeverAsk};
 use crate::sdk;
 
 /// Run print mode; returns whether the (last) run succeeded. With JSON output, a run that
@@ -40,12 +40,20 @@ async fn run_session(args: &Args, cwd: &Path) -> anyhow::Result<bool> {
         InputFormat::Text => Some(prompt_text(args)?),
         InputFormat::StreamJson => None,
     };
-    let session = app::build(
-        &args.options()?,
-        cwd,
-        Endpoint::from_env()?,
-        Arc::new(NeverAsk),
-    )?;
+    let outgoing = Arc::new(sdk::Outgoing::default());
+    let asker: Arc<dyn Asker> = match args.permission_prompt_tool.as_deref() {
+        None => Arc::new(NeverAsk),
+        Some("stdio") if args.input_format == InputFormat::StreamJson => Arc::new(sdk::SdkAsker {
+            outgoing: outgoing.clone(),
+        }),
+        Some("stdio") => bail!(
+            "--permission-prompt-tool stdio needs --input-format stream-json: the answers come on stdin"
+        ),
+        Some(other) => bail!(
+            "--permission-prompt-tool {other}: ouro asks only over stdio (the Agent SDK's can_use_tool); an MCP tool as the permission prompt is not supported"
+        ),
+    };
+    let session = app::build(&args.options()?, cwd, Endpoint::from_env()?, asker)?;
     if !session.ignored.is_empty() {
         eprintln!("{}", app::untrusted_notice(&session.ignored));
     }
@@ -73,6 +81,7 @@ async fn run_session(args: &Args, cwd: &Path) -> anyhow::Result<bool> {
         let controls = Arc::new(sdk::Controls::new(
             session.permissions.clone(),
             interrupted.clone(),
+            outgoing,
         ));
         let (turns_tx, mut turns) = tokio::sync::mpsc::channel(16);
         let reader = tokio::spawn(sdk::read_stdin(turns_tx, controls.clone()));

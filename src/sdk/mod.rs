@@ -3,6 +3,9 @@
 //! while a turn runs (`interrupt` must stop it promptly). The SDK spawns the CLI with
 //! `--output-format stream-json --input-format stream-json` and no `-p`.
 
+mod asker;
+mod outgoing;
+
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::{Value, json};
@@ -11,6 +14,8 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::permissions::{PermissionEngine, PermissionMode};
+pub use asker::SdkAsker;
+pub use outgoing::Outgoing;
 
 /// What control requests change, shared between the stdin reader and the turn loop.
 pub struct Controls {
@@ -20,9 +25,11 @@ pub struct Controls {
     permissions: Arc<PermissionEngine>,
     /// `set_model`: applied from the next turn on.
     model: Mutex<Option<String>>,
+    /// ouro's own requests waiting for the SDK's answers.
+    outgoing: Arc<Outgoing>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     match m.lock() {
         Ok(guard) => guard,
         Err(poisoned) => poisoned.into_inner(),
@@ -30,12 +37,17 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Controls {
-    pub fn new(permissions: Arc<PermissionEngine>, interrupted: CancellationToken) -> Controls {
+    pub fn new(
+        permissions: Arc<PermissionEngine>,
+        interrupted: CancellationToken,
+        outgoing: Arc<Outgoing>,
+    ) -> Controls {
         Controls {
             turn: Mutex::new(interrupted.child_token()),
             interrupted,
             permissions,
             model: Mutex::new(None),
+            outgoing,
         }
     }
 
@@ -94,7 +106,7 @@ fn response(id: &Value, outcome: Result<Value, String>) -> Value {
     json!({"type": "control_response", "response": body})
 }
 
-fn write_line(line: &Value) {
+pub(crate) fn write_line(line: &Value) {
     use std::io::Write as _;
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "{line}");
@@ -117,10 +129,11 @@ pub async fn read_stdin(turns: mpsc::Sender<Result<String, String>>, controls: A
                 write_line(&response(&v["request_id"], controls.handle(&v["request"])));
                 continue;
             }
-            // Answers to requests of ouro's own, and cancellations of them: none are sent yet.
-            Ok(v) if v["type"] == "control_response" || v["type"] == "control_cancel_request" => {
+            Ok(v) if v["type"] == "control_response" => {
+                controls.outgoing.resolve(&v["response"]);
                 continue;
             }
+            Ok(v) if v["type"] == "control_cancel_request" => continue,
             Ok(v) => user_turn(&v).map_err(|e| format!("stdin line {number} was skipped: {e}")),
             Err(e) => Err(format!("stdin line {number} was skipped: not JSON: {e}")),
         };
