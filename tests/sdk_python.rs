@@ -248,3 +248,46 @@ async fn can_use_tool_answers_the_permission_questions() {
         "{results:?}"
     );
 }
+
+#[tokio::test]
+async fn a_pre_tool_use_hook_callback_blocks_a_call() {
+    let sb = Sandbox::new();
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": "echo hi"}}]},
+        {"content": [{"type": "text", "text": "done"}]}
+    ]}))
+    .await;
+    let printed = sdk(
+        &sb,
+        &mock.url(),
+        r#"
+    seen = []
+    async def guard(data, tool_use_id, context):
+        seen.append([data["hook_event_name"], data["tool_name"], data["tool_input"]["command"]])
+        return {"hookSpecificOutput": {"hookEventName": "PreToolUse",
+                "permissionDecision": "deny", "permissionDecisionReason": "hooked out"}}
+    opts.hooks = {"PreToolUse": [HookMatcher(matcher="Bash", hooks=[guard])]}
+    async with ClaudeSDKClient(options=opts) as client:
+        await client.query("run it")
+        async for m in client.receive_response():
+            if isinstance(m, ResultMessage):
+                out("result", result=m.result)
+    out("seen", calls=seen)
+"#,
+    )
+    .await;
+    assert_eq!(printed[0]["result"], "done");
+    assert_eq!(
+        printed[1]["calls"],
+        json!([["PreToolUse", "Bash", "echo hi"]])
+    );
+    let results = common::request_tool_results(&bodies(&mock)[1]);
+    assert_eq!(results[0]["is_error"], true, "{results:?}");
+    assert!(
+        results[0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("hooked out"),
+        "{results:?}"
+    );
+}

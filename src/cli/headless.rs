@@ -82,6 +82,7 @@ async fn run_session(args: &Args, cwd: &Path) -> anyhow::Result<bool> {
             session.permissions.clone(),
             interrupted.clone(),
             outgoing,
+            engine.executor().hooks().clone(),
         ));
         let (turns_tx, mut turns) = tokio::sync::mpsc::channel(16);
         let reader = tokio::spawn(sdk::read_stdin(turns_tx, controls.clone()));

@@ -13,7 +13,9 @@ use tokio::io::AsyncBufReadExt;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::exec::hooks::Hooks;
 use crate::permissions::{PermissionEngine, PermissionMode};
+use crate::settings::HookSettings;
 pub use asker::SdkAsker;
 pub use outgoing::Outgoing;
 
@@ -27,6 +29,8 @@ pub struct Controls {
     model: Mutex<Option<String>>,
     /// ouro's own requests waiting for the SDK's answers.
     outgoing: Arc<Outgoing>,
+    /// Where `initialize` registers the SDK's hook callbacks.
+    hooks: Arc<Hooks>,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -41,6 +45,7 @@ impl Controls {
         permissions: Arc<PermissionEngine>,
         interrupted: CancellationToken,
         outgoing: Arc<Outgoing>,
+        hooks: Arc<Hooks>,
     ) -> Controls {
         Controls {
             turn: Mutex::new(interrupted.child_token()),
@@ -48,6 +53,7 @@ impl Controls {
             permissions,
             model: Mutex::new(None),
             outgoing,
+            hooks,
         }
     }
 
@@ -67,11 +73,18 @@ impl Controls {
     fn handle(&self, request: &Value) -> Result<Value, String> {
         let subtype = request["subtype"].as_str().unwrap_or("");
         match subtype {
-            "initialize" => Ok(json!({
+            "initialize" => {
+                if let Some(hooks) = request.get("hooks").filter(|h| h.is_object()) {
+                    let settings = callback_hooks(hooks)?;
+                    self.hooks
+                        .register_callbacks(settings, self.outgoing.clone());
+                }
+                Ok(json!({
                 "commands": [],
                 "output_style": "default",
                 "available_output_styles": ["default"],
-            })),
+                }))
+            }
             "interrupt" => {
                 lock(&self.turn).cancel();
                 Ok(json!({}))
@@ -95,6 +108,31 @@ impl Controls {
             )),
         }
     }
+}
+
+/// `initialize`'s `hooks` (`{"PreToolUse": [{"matcher", "hookCallbackIds", "timeout"}]}`) as
+/// hook settings whose commands are callback ids.
+fn callback_hooks(hooks: &Value) -> Result<HookSettings, String> {
+    let mut events = serde_json::Map::new();
+    for (event, groups) in hooks.as_object().into_iter().flatten() {
+        let groups: Vec<Value> = groups
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|g| {
+                let hooks: Vec<Value> = g["hookCallbackIds"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|id| json!({"type": "callback", "command": id, "timeout": g["timeout"]}))
+                    .collect();
+                json!({"matcher": g["matcher"].as_str().unwrap_or(""), "hooks": hooks})
+            })
+            .collect();
+        events.insert(event.clone(), Value::Array(groups));
+    }
+    serde_json::from_value(Value::Object(events))
+        .map_err(|e| format!("initialize: the hooks could not be read ({e})"))
 }
 
 /// A `control_response` line for request `id`.

@@ -5,15 +5,29 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
 use super::{lock, write_line};
+use crate::exec::hooks::HookCallbacks;
 
 #[derive(Default)]
 pub struct Outgoing {
     next: AtomicU64,
     waiting: Mutex<HashMap<String, oneshot::Sender<Result<Value, String>>>>,
+}
+
+impl HookCallbacks for Outgoing {
+    fn call(&self, callback_id: &str, input: Value) -> BoxFuture<'_, Result<Value, String>> {
+        let request = json!({
+            "subtype": "hook_callback",
+            "callback_id": callback_id,
+            "tool_use_id": input.get("tool_use_id").cloned().unwrap_or(Value::Null),
+            "input": input,
+        });
+        Box::pin(self.request(request))
+    }
 }
 
 impl Outgoing {

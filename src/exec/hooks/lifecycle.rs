@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::{Hooks, describe_exit, matching, run_hook, stderr_suffix};
+use super::{Hooks, describe_exit, matching, stderr_suffix};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HookEvent {
@@ -71,7 +71,7 @@ pub struct Fired {
 impl Hooks {
     /// Whether any hook is configured for `event`, so callers skip building its payload.
     pub fn has(&self, event: HookEvent) -> bool {
-        !self.settings.groups(event.name()).is_empty()
+        !self.groups(event.name()).is_empty()
     }
 
     /// Runs the hooks of `event` whose matcher takes `subject` (a tool name, a session start's
@@ -86,7 +86,7 @@ impl Hooks {
         project_root: &Path,
     ) -> Fired {
         let mut fired = Fired::default();
-        let groups = self.settings.groups(event.name());
+        let groups = self.groups(event.name());
         if groups.is_empty() {
             return fired;
         }
@@ -99,8 +99,8 @@ impl Hooks {
         if let (Value::Object(all), Value::Object(more)) = (&mut payload, fields) {
             all.extend(more);
         }
-        for hook in matching(groups, subject) {
-            let run = match run_hook(hook, &payload, project_root).await {
+        for hook in matching(&groups, subject) {
+            let run = match self.run(hook, &payload, project_root).await {
                 Ok(run) => run,
                 Err(e) => {
                     fired.messages.push(format!(

@@ -9,8 +9,10 @@ pub use lifecycle::{Fired, HookEvent, PermissionAnswer};
 
 use std::path::Path;
 use std::process::Stdio;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -27,9 +29,31 @@ const KILL_GRACE: Duration = Duration::from_millis(500);
 #[derive(Debug, Clone, Default)]
 pub struct Hooks {
     settings: HookSettings,
+    /// Hooks a program registered over the Agent SDK's control protocol, answered by its
+    /// callbacks; set once, when it initializes.
+    callbacks: Arc<OnceLock<SdkHooks>>,
     session_id: String,
     /// The session's transcript, named in every event as Claude Code does.
     transcript_path: Option<std::path::PathBuf>,
+}
+
+/// Runs the hooks a program registered over the Agent SDK (`hook_callback`).
+pub trait HookCallbacks: Send + Sync {
+    /// The callback's answer: hook output JSON, as a command would print it.
+    fn call(&self, callback_id: &str, input: Value) -> BoxFuture<'_, Result<Value, String>>;
+}
+
+struct SdkHooks {
+    settings: HookSettings,
+    runner: Arc<dyn HookCallbacks>,
+}
+
+impl std::fmt::Debug for SdkHooks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SdkHooks")
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
 }
 
 /// What the pre-tool hooks decided about a call's permission.
@@ -74,6 +98,8 @@ enum HookError {
     Io(#[source] std::io::Error),
     #[error("timed out after {0} s and was killed")]
     TimedOut(u64),
+    #[error("failed in the SDK's callback ({0})")]
+    Callback(String),
 }
 
 struct HookRun {
@@ -102,8 +128,52 @@ impl Hooks {
     pub fn new(settings: &HookSettings, session_id: impl Into<String>) -> Self {
         Hooks {
             settings: settings.clone(),
+            callbacks: Arc::default(),
             session_id: session_id.into(),
             transcript_path: None,
+        }
+    }
+
+    /// Adds the hooks an SDK registered (`"type": "callback"`, the command being the callback
+    /// id); they run after the settings' hooks of each event. Only the first registration
+    /// counts.
+    pub fn register_callbacks(&self, settings: HookSettings, runner: Arc<dyn HookCallbacks>) {
+        let _ = self.callbacks.set(SdkHooks { settings, runner });
+    }
+
+    /// The matcher groups of `event`: the settings' then the SDK's.
+    fn groups(&self, event: &str) -> Vec<HookMatcher> {
+        let mut groups = self.settings.groups(event).to_vec();
+        if let Some(sdk) = self.callbacks.get() {
+            groups.extend(sdk.settings.groups(event).iter().cloned());
+        }
+        groups
+    }
+
+    /// Runs one hook: a command, or an SDK callback whose answer counts as the JSON a
+    /// command would print.
+    async fn run(
+        &self,
+        hook: &HookCommand,
+        payload: &Value,
+        project_root: &Path,
+    ) -> Result<HookRun, HookError> {
+        if hook.kind != "callback" {
+            return run_hook(hook, payload, project_root).await;
+        }
+        let Some(sdk) = self.callbacks.get() else {
+            return Err(HookError::UnsupportedKind(hook.kind.clone()));
+        };
+        let secs = hook.timeout.unwrap_or(DEFAULT_TIMEOUT_SECS);
+        let call = sdk.runner.call(&hook.command, payload.clone());
+        match tokio::time::timeout(Duration::from_secs(secs), call).await {
+            Ok(Ok(answer)) => Ok(HookRun {
+                code: Some(0),
+                stdout: answer.to_string(),
+                stderr: String::new(),
+            }),
+            Ok(Err(e)) => Err(HookError::Callback(e)),
+            Err(_) => Err(HookError::TimedOut(secs)),
         }
     }
 
@@ -122,7 +192,7 @@ impl Hooks {
     ) -> PreToolOutcome {
         let mut outcome = PreToolOutcome::default();
         let mut current = input.clone();
-        for hook in matching(&self.settings.pre_tool_use, tool) {
+        for hook in matching(&self.groups("PreToolUse"), tool) {
             let payload = json!({
                 "session_id": self.session_id,
                 "transcript_path": self.transcript_path,
@@ -131,7 +201,7 @@ impl Hooks {
                 "tool_input": current,
                 "cwd": site.cwd,
             });
-            let run = match run_hook(hook, &payload, site.project_root).await {
+            let run = match self.run(hook, &payload, site.project_root).await {
                 Ok(run) => run,
                 Err(e) => {
                     outcome.verdict = Some(HookVerdict::Deny(format!(
@@ -209,7 +279,7 @@ impl Hooks {
         site: HookSite<'_>,
     ) -> PostToolOutcome {
         let mut outcome = PostToolOutcome::default();
-        for hook in matching(&self.settings.post_tool_use, tool) {
+        for hook in matching(&self.groups("PostToolUse"), tool) {
             let content = outcome.replacement.as_deref().unwrap_or(&output.content);
             let payload = json!({
                 "session_id": self.session_id,
@@ -220,7 +290,7 @@ impl Hooks {
                 "tool_response": {"content": content, "is_error": output.is_error},
                 "cwd": site.cwd,
             });
-            let run = match run_hook(hook, &payload, site.project_root).await {
+            let run = match self.run(hook, &payload, site.project_root).await {
                 Ok(run) => run,
                 Err(e) => {
                     outcome
