@@ -291,3 +291,49 @@ async fn a_pre_tool_use_hook_callback_blocks_a_call() {
         "{results:?}"
     );
 }
+
+#[tokio::test]
+async fn options_reach_the_session_and_resume_continues_it() {
+    let sb = Sandbox::new();
+    let written = sb.root().join("w.txt");
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "tool_use", "name": "Write", "input": {"file_path": written, "content": "w\n"}}]},
+        {"content": [{"type": "text", "text": "resumed"}], "expect_text": "FIRST-PROMPT"}
+    ]}))
+    .await;
+    let printed = sdk(
+        &sb,
+        &mock.url(),
+        r#"
+    opts.system_prompt = "You are TESTBOT."
+    opts.max_turns = 1
+    opts.permission_mode = "acceptEdits"
+    session = None
+    async for m in query(prompt="FIRST-PROMPT", options=opts):
+        if isinstance(m, ResultMessage):
+            session = m.session_id
+            out("result", subtype=m.subtype, is_error=m.is_error)
+    opts.max_turns = None
+    opts.resume = session
+    async for m in query(prompt="and now?", options=opts):
+        if isinstance(m, ResultMessage):
+            out("result", subtype=m.subtype, result=m.result, session=m.session_id)
+    out("first", session=session)
+"#,
+    )
+    .await;
+    assert_eq!(printed[0]["subtype"], "error_max_turns", "{printed:?}");
+    assert_eq!(
+        std::fs::read_to_string(&written).unwrap(),
+        "w\n",
+        "acceptEdits"
+    );
+    assert_eq!(printed[1]["result"], "resumed");
+    assert_eq!(printed[1]["session"], printed[2]["session"]);
+    let requests = bodies(&mock);
+    assert!(
+        requests[0]["system"]
+            .to_string()
+            .contains("You are TESTBOT.")
+    );
+}

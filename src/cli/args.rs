@@ -50,6 +50,29 @@ pub struct Args {
     #[arg(long, value_name = "MODE")]
     pub thinking: Option<ThinkingChoice>,
 
+    /// Claude Code's older spelling of a thinking budget (`--thinking N`); 0 turns thinking off.
+    #[arg(long, value_name = "TOKENS", conflicts_with = "thinking")]
+    pub max_thinking_tokens: Option<u32>,
+
+    /// Flags of Claude Code (and its Agent SDKs) that ouro does not honour yet: named in a
+    /// clear error rather than ignored.
+    #[arg(long = "betas", hide = true, num_args = 0..)]
+    betas: Option<Vec<String>>,
+    #[arg(long = "task-budget", hide = true)]
+    task_budget: Option<String>,
+    #[arg(long = "thinking-display", hide = true)]
+    thinking_display: Option<String>,
+    #[arg(long = "include-hook-events", hide = true)]
+    include_hook_events: bool,
+    #[arg(long = "resume-session-at", hide = true)]
+    resume_session_at: Option<String>,
+    #[arg(long = "resume-drops-turn", hide = true)]
+    resume_drops_turn: Option<String>,
+    #[arg(long = "session-mirror", hide = true)]
+    session_mirror: bool,
+    #[arg(long = "plugin-dir", hide = true)]
+    plugin_dir: Vec<String>,
+
     /// Run on this brain, e.g. ouro@anthropic/claude/sonnet/v4.5 (`ouro brains` lists them).
     #[arg(long, value_name = "SLUG", conflicts_with = "model")]
     pub brain: Option<String>,
@@ -309,7 +332,35 @@ impl Args {
     }
 
     /// The session these flags ask for (persisted to a transcript).
+    /// The Claude Code flags given that ouro cannot honour yet.
+    fn unsupported(&self) -> Vec<&'static str> {
+        let given = [
+            ("--betas", self.betas.is_some()),
+            ("--task-budget", self.task_budget.is_some()),
+            ("--thinking-display", self.thinking_display.is_some()),
+            ("--include-hook-events", self.include_hook_events),
+            ("--resume-session-at", self.resume_session_at.is_some()),
+            ("--resume-drops-turn", self.resume_drops_turn.is_some()),
+            ("--session-mirror", self.session_mirror),
+            ("--plugin-dir", !self.plugin_dir.is_empty()),
+        ];
+        given
+            .into_iter()
+            .filter(|(_, on)| *on)
+            .map(|(flag, _)| flag)
+            .collect()
+    }
+
     pub fn options(&self) -> anyhow::Result<Options> {
+        let unsupported = self.unsupported();
+        if !unsupported.is_empty() {
+            anyhow::bail!(
+                "ouro does not support {} yet; run without {} (ouro says so rather than \
+                 ignore what you asked for)",
+                unsupported.join(", "),
+                if unsupported.len() == 1 { "it" } else { "them" }
+            );
+        }
         Ok(Options {
             model: self.model_choice()?,
             max_turns: self.max_turns,
@@ -325,7 +376,11 @@ impl Args {
             continue_last: self.continue_last,
             trust_project: self.trust_project,
             effort: self.effort,
-            thinking: self.thinking,
+            thinking: match self.max_thinking_tokens {
+                Some(0) => Some(ThinkingChoice::Off),
+                Some(budget) => Some(ThinkingChoice::Budget(budget)),
+                None => self.thinking,
+            },
             fallback_model: self.fallback_model.clone(),
             auto_compact_threshold: None,
             system_prompt: text_or_file(&self.system_prompt, &self.system_prompt_file)?,
@@ -468,5 +523,20 @@ mod tests {
         assert_eq!(args.permissions.allowed_tools, ["Read", "Grep"]);
         let args = parse(&["ouro", "-p", "--allowedTools", "Read", "mcp__github__*"]);
         assert_eq!(args.prompt, None);
+    }
+
+    #[test]
+    fn sdk_flags_are_honoured_or_refused_by_name() {
+        let parse = |argv: &[&str]| Args::try_parse_from(argv).unwrap();
+        let args = parse(&["ouro", "-p", "--max-thinking-tokens", "2000", "hi"]);
+        assert_eq!(
+            args.options().unwrap().thinking,
+            Some(ThinkingChoice::Budget(2000))
+        );
+        let off = parse(&["ouro", "-p", "--max-thinking-tokens", "0", "hi"]);
+        assert_eq!(off.options().unwrap().thinking, Some(ThinkingChoice::Off));
+        let args = parse(&["ouro", "-p", "--session-mirror", "--plugin-dir", "/x", "hi"]);
+        let error = args.options().unwrap_err().to_string();
+        assert!(error.contains("--session-mirror, --plugin-dir"), "{error}");
     }
 }

@@ -99,7 +99,9 @@ async fn run_session(args: &Args, cwd: &Path) -> anyhow::Result<bool> {
                         engine.set_model(model);
                     }
                     let turn = controls.new_turn();
-                    success = !engine.run(&prompt, &turn).await.kind.is_error();
+                    // Each turn's outcome is in its result line; the exit status speaks for
+                    // the stream (an SDK reads a failed exit as a crash).
+                    engine.run(&prompt, &turn).await;
                 }
                 Err(problem) => {
                     // Said plainly, and the exit status says it too: a script must notice.
