@@ -94,9 +94,14 @@ pub fn system_prompt(
         text.push_str("\n\n");
         text.push_str(extra.trim_end());
     }
-    let mut stable = SystemBlock::text(text);
-    stable.cache_control = Some(CacheControl::ephemeral());
-    let mut blocks = vec![stable];
+    let mut blocks = Vec::new();
+    // An empty system prompt (`--system-prompt ""`, as the Agent SDK passes by default) sends
+    // no block for it: the API refuses empty text blocks.
+    if !text.trim().is_empty() {
+        let mut stable = SystemBlock::text(text);
+        stable.cache_control = Some(CacheControl::ephemeral());
+        blocks.push(stable);
+    }
     if !context.instructions.is_empty() {
         blocks.push(SystemBlock::text(context.instructions.clone()));
     }
@@ -104,6 +109,12 @@ pub fn system_prompt(
         "{}Model: {model}\n",
         context.environment
     )));
+    // Without it, the breakpoint moves to what comes first (instructions or environment).
+    if let Some(first) = blocks.first_mut()
+        && first.cache_control.is_none()
+    {
+        first.cache_control = Some(CacheControl::ephemeral());
+    }
     blocks
 }
 
@@ -216,5 +227,19 @@ mod tests {
         let all: String = blocks.iter().map(|b| b.text.clone()).collect();
         assert!(!all.contains("Upload"), "{all}");
         assert!(all.contains(&format!("Working directory: {}", dir.path().display())));
+    }
+
+    #[test]
+    fn an_empty_system_prompt_sends_no_empty_block() {
+        let dir = tempfile::tempdir().unwrap();
+        let blocks = system_prompt(
+            &ProjectContext::gather(dir.path(), false),
+            "m",
+            Some(""),
+            None,
+        );
+        assert!(blocks.iter().all(|b| !b.text.trim().is_empty()));
+        assert!(blocks[0].cache_control.is_some(), "the breakpoint moves");
+        assert!(blocks[0].text.contains("Working directory"));
     }
 }

@@ -172,6 +172,7 @@ pub fn check_body(body: &Value) -> Result<(), ApiError> {
         }
     }
     check_reasoning(obj)?;
+    check_system(obj.get("system"))?;
     let messages = match obj.get("messages") {
         None => return Err(ApiError::invalid_request("messages: Field required")),
         Some(Value::Array(m)) => m,
@@ -254,6 +255,24 @@ fn parse_message(i: usize, m: &Value, last: bool) -> Result<Msg<'_>, ApiError> {
         }
     }
     Ok(Msg { role, blocks })
+}
+
+/// A system prompt given as blocks: each text block must hold text, as the API demands.
+fn check_system(system: Option<&Value>) -> Result<(), ApiError> {
+    for (i, block) in system
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let text = block["text"].as_str().unwrap_or_default();
+        if text.trim().is_empty() {
+            return Err(ApiError::invalid_request(format!(
+                "system.{i}: text content blocks must be non-empty"
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn check_text(text: &str) -> Result<(), ApiError> {
@@ -478,5 +497,17 @@ mod tests {
             ApiError::prompt_too_long(250_000, 200_000).message,
             "prompt is too long: 250000 tokens > 200000 maximum"
         );
+    }
+
+    #[test]
+    fn an_empty_system_text_block_is_refused_as_the_api_does() {
+        let body = |system: Value| {
+            serde_json::json!({"model": "m", "max_tokens": 1, "system": system,
+                "messages": [{"role": "user", "content": "hi"}]})
+        };
+        let err = check_body(&body(serde_json::json!([{"type": "text", "text": ""}]))).unwrap_err();
+        assert!(err.message.contains("system.0"), "{}", err.message);
+        check_body(&body(serde_json::json!([{"type": "text", "text": "x"}]))).unwrap();
+        check_body(&body(serde_json::json!("plain"))).unwrap();
     }
 }
