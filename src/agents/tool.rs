@@ -12,7 +12,9 @@ use serde_json::Value;
 use super::definition::AgentDef;
 use super::spawn::{Spawner, Task};
 use crate::permissions::Access;
-use crate::tools::{DynTool, PreparedCall, Progress, ToolContext, ToolError, ToolOutput, ToolSpec};
+use crate::tools::{
+    PreparedCall, Progress, SpecTool, ToolContext, ToolError, ToolOutput, ToolSpec,
+};
 
 pub const NAME: &str = "Agent";
 
@@ -61,25 +63,13 @@ impl AgentTool {
     }
 }
 
-impl DynTool for AgentTool {
-    fn name(&self) -> &str {
-        NAME
-    }
-
-    fn description(&self) -> &str {
-        &self.spec.description
-    }
-
-    fn input_schema(&self) -> &Value {
-        &self.spec.schema
+impl SpecTool for AgentTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
     }
 
     fn summarize(&self, input: &Value) -> Option<String> {
         input["description"].as_str().map(str::to_string)
-    }
-
-    fn check_schema(&self, input: &Value) -> Result<(), String> {
-        self.spec.check(input)
     }
 
     fn prepare(&self, input: &Value, _ctx: &ToolContext) -> Result<Box<dyn PreparedCall>, String> {

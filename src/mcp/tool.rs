@@ -14,7 +14,9 @@ use super::limits::Limits;
 use crate::api::types::ImageSource;
 use crate::permissions::Access;
 use crate::text::truncate;
-use crate::tools::{DynTool, PreparedCall, Progress, ToolContext, ToolError, ToolOutput, ToolSpec};
+use crate::tools::{
+    PreparedCall, Progress, SpecTool, ToolContext, ToolError, ToolOutput, ToolSpec,
+};
 
 /// Longest tool description passed on; some servers write essays.
 const MAX_DESCRIPTION_CHARS: usize = 2048;
@@ -87,25 +89,13 @@ impl McpTool {
     }
 }
 
-impl DynTool for McpTool {
-    fn name(&self) -> &str {
-        &self.spec.name
-    }
-
-    fn description(&self) -> &str {
-        &self.spec.description
-    }
-
-    fn input_schema(&self) -> &Value {
-        &self.spec.schema
+impl SpecTool for McpTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
     }
 
     fn summarize(&self, input: &Value) -> Option<String> {
         Some(summary(input))
-    }
-
-    fn check_schema(&self, input: &Value) -> Result<(), String> {
-        self.spec.check(input)
     }
 
     fn prepare(&self, input: &Value, _ctx: &ToolContext) -> Result<Box<dyn PreparedCall>, String> {

@@ -8,7 +8,9 @@ use serde_json::Value;
 
 use super::Skill;
 use crate::permissions::Access;
-use crate::tools::{DynTool, PreparedCall, Progress, ToolContext, ToolError, ToolOutput, ToolSpec};
+use crate::tools::{
+    PreparedCall, Progress, SpecTool, ToolContext, ToolError, ToolOutput, ToolSpec,
+};
 
 pub const NAME: &str = "Skill";
 
@@ -44,25 +46,13 @@ impl SkillTool {
     }
 }
 
-impl DynTool for SkillTool {
-    fn name(&self) -> &str {
-        NAME
-    }
-
-    fn description(&self) -> &str {
-        &self.spec.description
-    }
-
-    fn input_schema(&self) -> &Value {
-        &self.spec.schema
+impl SpecTool for SkillTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
     }
 
     fn summarize(&self, input: &Value) -> Option<String> {
         input["skill"].as_str().map(str::to_string)
-    }
-
-    fn check_schema(&self, input: &Value) -> Result<(), String> {
-        self.spec.check(input)
     }
 
     fn prepare(&self, input: &Value, _ctx: &ToolContext) -> Result<Box<dyn PreparedCall>, String> {

@@ -365,6 +365,40 @@ impl ToolSpec {
     }
 }
 
+/// A tool described by a [`ToolSpec`] rather than typed input: the spec answers for its name,
+/// description and schema check, the tool for the rest.
+pub trait SpecTool: Send + Sync {
+    fn spec(&self) -> &ToolSpec;
+    fn summarize(&self, input: &Value) -> Option<String>;
+    fn prepare(&self, input: &Value, ctx: &ToolContext) -> Result<Box<dyn PreparedCall>, String>;
+}
+
+impl<T: SpecTool> DynTool for T {
+    fn name(&self) -> &str {
+        &self.spec().name
+    }
+
+    fn description(&self) -> &str {
+        &self.spec().description
+    }
+
+    fn input_schema(&self) -> &Value {
+        &self.spec().schema
+    }
+
+    fn summarize(&self, input: &Value) -> Option<String> {
+        SpecTool::summarize(self, input)
+    }
+
+    fn check_schema(&self, input: &Value) -> Result<(), String> {
+        self.spec().check(input)
+    }
+
+    fn prepare(&self, input: &Value, ctx: &ToolContext) -> Result<Box<dyn PreparedCall>, String> {
+        SpecTool::prepare(self, input, ctx)
+    }
+}
+
 /// Wrap a typed tool for the pool. Panics only if the tool's own derived schema is invalid,
 /// which is a programming error caught by the tests of every built-in tool.
 pub fn erase<T: Tool>(tool: T) -> Arc<dyn DynTool> {
