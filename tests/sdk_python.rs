@@ -337,3 +337,60 @@ async fn options_reach_the_session_and_resume_continues_it() {
             .contains("You are TESTBOT.")
     );
 }
+
+#[tokio::test]
+async fn an_in_process_sdk_mcp_tool_is_called_and_reported() {
+    let sb = Sandbox::new();
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "tool_use", "name": "mcp__calc__add", "input": {"a": 2, "b": 3}}]},
+        {"content": [{"type": "text", "text": "five"}]}
+    ]}))
+    .await;
+    let printed = sdk(
+        &sb,
+        &mock.url(),
+        r#"
+    @tool("add", "Adds two numbers", {"a": float, "b": float})
+    async def add(args):
+        return {"content": [{"type": "text", "text": f"sum={args['a'] + args['b']:g}"}]}
+    opts.mcp_servers = {"calc": create_sdk_mcp_server(name="calc", version="2.1.0", tools=[add])}
+    opts.allowed_tools = ["mcp__calc__add"]
+    async with ClaudeSDKClient(options=opts) as client:
+        await client.query("add 2 and 3")
+        async for m in client.receive_response():
+            if isinstance(m, ResultMessage):
+                out("result", result=m.result)
+        out("status", servers=(await client.get_mcp_status())["mcpServers"])
+        usage = await client.get_context_usage()
+        out("usage", total=usage["totalTokens"], max=usage["maxTokens"],
+            model=usage["model"], mcp=usage["mcpTools"])
+"#,
+    )
+    .await;
+    assert_eq!(printed[0]["result"], "five");
+    let results = common::request_tool_results(&bodies(&mock)[1]);
+    assert_ne!(results[0]["is_error"], true, "{results:?}");
+    assert!(
+        results[0].to_string().contains("sum=5"),
+        "the SDK's function ran: {results:?}"
+    );
+    let tools = bodies(&mock)[0]["tools"].clone();
+    assert!(
+        tools
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "mcp__calc__add"),
+        "{tools}"
+    );
+    let calc = &printed[1]["servers"][0];
+    assert_eq!(calc["name"], "calc");
+    assert_eq!(calc["status"], "connected");
+    assert_eq!(calc["serverInfo"]["version"], "2.1.0");
+    assert_eq!(calc["tools"][0]["name"], "add");
+    let usage = &printed[2];
+    assert!(usage["total"].as_u64().unwrap() > 0, "{usage}");
+    assert_eq!(usage["max"], 200_000);
+    assert_eq!(usage["mcp"][0]["name"], "add");
+    assert_eq!(usage["mcp"][0]["serverName"], "calc");
+}

@@ -75,6 +75,8 @@ pub struct Options {
     pub strict_mcp_config: bool,
     /// `--agents`: sub-agent definitions as JSON.
     pub agents: Option<String>,
+    /// The Agent SDK driving the session serves its in-process MCP servers through this.
+    pub sdk_mcp: Option<crate::mcp::SdkLink>,
 }
 
 /// The project a session started in `cwd` works on: the enclosing git repository's root (as
@@ -135,7 +137,11 @@ fn with_mcp_servers(
     if servers.is_empty() {
         return (toolbox, None);
     }
-    let hub = McpHub::start(servers, crate::mcp::Limits::from_env());
+    let hub = McpHub::start(
+        servers,
+        crate::mcp::Limits::from_env(),
+        options.sdk_mcp.clone(),
+    );
     (toolbox.with_source(hub.clone()), Some(hub))
 }
 

@@ -45,7 +45,7 @@ pub async fn compare(command: &str, calls: usize) -> Result<McpCost, BenchError>
         },
         scope: Scope::Flag,
     };
-    let hub = McpHub::start(vec![config], Limits::patient());
+    let hub = McpHub::start(vec![config], Limits::patient(), None);
     hub.settle().await;
     let name = format!("mcp__{SERVER}__{TOOL}");
     let tool = hub

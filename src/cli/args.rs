@@ -398,6 +398,7 @@ impl Args {
             mcp_config: self.mcp_config.clone(),
             strict_mcp_config: self.strict_mcp_config,
             agents: self.agents.clone(),
+            sdk_mcp: None,
         })
     }
 

@@ -53,7 +53,11 @@ async fn run_session(args: &Args, cwd: &Path) -> anyhow::Result<bool> {
             "--permission-prompt-tool {other}: ouro asks only over stdio (the Agent SDK's can_use_tool); an MCP tool as the permission prompt is not supported"
         ),
     };
-    let session = app::build(&args.options()?, cwd, Endpoint::from_env()?, asker)?;
+    let mut options = args.options()?;
+    if args.input_format == InputFormat::StreamJson {
+        options.sdk_mcp = Some(crate::mcp::SdkLink(outgoing.clone()));
+    }
+    let session = app::build(&options, cwd, Endpoint::from_env()?, asker)?;
     if !session.ignored.is_empty() {
         eprintln!("{}", app::untrusted_notice(&session.ignored));
     }
@@ -82,7 +86,8 @@ async fn run_session(args: &Args, cwd: &Path) -> anyhow::Result<bool> {
             session.permissions.clone(),
             interrupted.clone(),
             outgoing,
-            engine.executor().hooks().clone(),
+            &engine,
+            session.mcp.clone(),
         ));
         let (turns_tx, mut turns) = tokio::sync::mpsc::channel(16);
         let reader = tokio::spawn(sdk::read_stdin(turns_tx, controls.clone()));
@@ -102,6 +107,7 @@ async fn run_session(args: &Args, cwd: &Path) -> anyhow::Result<bool> {
                     // Each turn's outcome is in its result line; the exit status speaks for
                     // the stream (an SDK reads a failed exit as a crash).
                     engine.run(&prompt, &turn).await;
+                    controls.turn_ended(&engine);
                 }
                 Err(problem) => {
                     // Said plainly, and the exit status says it too: a script must notice.

@@ -199,7 +199,7 @@ async fn list(root: &Path, only: Option<&str>) -> anyhow::Result<String> {
         }
         return Ok(out);
     }
-    let hub = McpHub::start(servers.clone(), Limits::patient());
+    let hub = McpHub::start(servers.clone(), Limits::patient(), None);
     hub.settle().await;
     for (server, line) in servers.iter().zip(hub.overview()) {
         out.push_str(&line);
@@ -231,6 +231,7 @@ fn details(server: &ServerConfig) -> String {
                 out.push_str(&format!("  Headers: {}\n", names.join(", ")));
             }
         }
+        Transport::Sdk { .. } => out.push_str("  Served by the Agent SDK that drives ouro\n"),
     }
     out
 }

@@ -33,6 +33,11 @@ pub enum Transport {
         #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
         headers: BTreeMap<String, String>,
     },
+    /// A server inside the Agent SDK's process, reached over the control protocol.
+    Sdk {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+    },
 }
 
 /// Where a server's configuration came from.
@@ -270,6 +275,7 @@ impl Transport {
                 url: one(url)?,
                 headers: map(headers)?,
             },
+            Transport::Sdk { .. } => self.clone(),
         })
     }
 
@@ -278,6 +284,7 @@ impl Transport {
             Transport::Stdio { .. } => "stdio",
             Transport::Http { .. } => "http",
             Transport::Sse { .. } => "sse",
+            Transport::Sdk { .. } => "sdk",
         }
     }
 
@@ -289,6 +296,7 @@ impl Transport {
                 .collect::<Vec<_>>()
                 .join(" "),
             Transport::Http { url, .. } | Transport::Sse { url, .. } => url.clone(),
+            Transport::Sdk { .. } => "in the Agent SDK's process".into(),
         }
     }
 }

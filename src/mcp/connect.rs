@@ -12,13 +12,31 @@ use rmcp::{RoleClient, ServiceExt};
 use tokio::io::AsyncBufReadExt;
 
 use super::config::Transport;
+use super::sdk_link::{SdkLink, SdkTransport};
 use super::sse::SseTransport;
 
 pub type Client = RunningService<RoleClient, ()>;
 
 /// Connects and completes the MCP handshake; the error is a sentence for the user.
-pub async fn open(server: &str, transport: &Transport) -> Result<Client, String> {
+pub async fn open(
+    server: &str,
+    transport: &Transport,
+    sdk: Option<&SdkLink>,
+) -> Result<Client, String> {
     match transport {
+        Transport::Sdk { .. } => {
+            let link = sdk.ok_or(
+                "it is an in-process server of the Agent SDK, which only an SDK driving ouro (--input-format stream-json) can serve",
+            )?;
+            ().serve(SdkTransport::new(server, link))
+                .await
+                .map_err(|e| {
+                    format!(
+                        "the MCP handshake through the SDK failed ({})",
+                        root_cause(&e)
+                    )
+                })
+        }
         Transport::Stdio { command, args, env } => {
             let mut cmd = tokio::process::Command::new(command);
             cmd.args(args).envs(env).kill_on_drop(true);

@@ -6,6 +6,7 @@ pub mod catalog;
 pub mod config;
 mod connect;
 mod limits;
+mod sdk_link;
 mod server;
 mod sse;
 mod tool;
@@ -20,6 +21,7 @@ use crate::tools::{DynTool, ServerStatus, ToolSource};
 use catalog::{PromptInfo, ResourceInfo};
 use config::ServerConfig;
 pub use limits::Limits;
+pub use sdk_link::{SdkBridge, SdkLink};
 
 pub struct McpHub {
     servers: Vec<Arc<server::Server>>,
@@ -29,11 +31,12 @@ pub struct McpHub {
 
 impl McpHub {
     /// Starts connecting every server (on the current tokio runtime) and returns at once.
-    pub fn start(configs: Vec<ServerConfig>, limits: Limits) -> Arc<McpHub> {
+    /// `sdk` reaches the servers that live in the Agent SDK driving this session.
+    pub fn start(configs: Vec<ServerConfig>, limits: Limits, sdk: Option<SdkLink>) -> Arc<McpHub> {
         let (tx, changes) = watch::channel(0);
         let servers: Vec<Arc<server::Server>> = configs
             .into_iter()
-            .map(|c| Arc::new(server::Server::new(c, limits, tx.clone())))
+            .map(|c| Arc::new(server::Server::new(c, limits, tx.clone(), sdk.clone())))
             .collect();
         for server in &servers {
             tokio::spawn(server.clone().start());
@@ -99,6 +102,11 @@ impl McpHub {
             .await
             .map_err(|e| format!("The MCP server \"{server}\" could not read {uri}: {e}"))?;
         Ok(catalog::render_resource(server, uri, &result))
+    }
+
+    /// Every server's state as the Agent SDK's `mcp_status` answers it.
+    pub fn report(&self) -> Vec<serde_json::Value> {
+        self.servers.iter().map(|s| s.report()).collect()
     }
 
     /// One line per server: how it is reached, its state and what it offers.

@@ -13,6 +13,7 @@ use super::catalog::{PromptInfo, ResourceInfo};
 use super::config::ServerConfig;
 use super::connect::{self, Client};
 use super::limits::Limits;
+use super::sdk_link::SdkLink;
 use super::tool::{McpTool, Remote};
 use crate::tools::{DynTool, ServerStatus};
 
@@ -25,6 +26,8 @@ enum State {
     Connected {
         client: Arc<Client>,
         tools: Vec<Arc<dyn DynTool>>,
+        /// The tools as the server listed them (name, description, annotations).
+        listed: Vec<serde_json::Value>,
         prompts: Vec<PromptInfo>,
         resources: Vec<ResourceInfo>,
     },
@@ -41,16 +44,23 @@ pub struct Server {
     reconnecting: tokio::sync::Mutex<()>,
     /// Bumped on every change of state, so the session offers the new tool list.
     changes: watch::Sender<u64>,
+    sdk: Option<SdkLink>,
 }
 
 impl Server {
-    pub fn new(config: ServerConfig, limits: Limits, changes: watch::Sender<u64>) -> Server {
+    pub fn new(
+        config: ServerConfig,
+        limits: Limits,
+        changes: watch::Sender<u64>,
+        sdk: Option<SdkLink>,
+    ) -> Server {
         Server {
             config,
             limits,
             state: Mutex::new(State::Connecting),
             reconnecting: tokio::sync::Mutex::new(()),
             changes,
+            sdk,
         }
     }
 
@@ -105,6 +115,33 @@ impl Server {
         }
     }
 
+    /// The Agent SDK's `McpServerStatus`: state, the server's own name and version, its
+    /// configuration, scope and tools.
+    pub fn report(&self) -> serde_json::Value {
+        let status = self.status();
+        let mut report = serde_json::json!({
+            "name": status.name,
+            "status": status.status,
+            "scope": self.config.scope,
+            "config": self.config.transport,
+        });
+        if let Some(error) = status.error {
+            report["error"] = error.into();
+        }
+        if let State::Connected { client, listed, .. } = &*self.state() {
+            report["tools"] = listed.clone().into();
+            if let Some(peer) = client.peer_info()
+                && let Some(info) = &peer.server_info
+            {
+                report["serverInfo"] = serde_json::json!({
+                    "name": info.name,
+                    "version": info.version,
+                });
+            }
+        }
+        report
+    }
+
     /// The first connection, in the background: retried with back-off, reported once.
     pub async fn start(self: Arc<Self>) {
         let mut backoff = FIRST_BACKOFF;
@@ -144,9 +181,10 @@ impl Server {
                 limit.as_secs_f64()
             )
         };
-        let client = tokio::time::timeout(limit, connect::open(name, &transport))
-            .await
-            .map_err(|_| timed_out())??;
+        let client =
+            tokio::time::timeout(limit, connect::open(name, &transport, self.sdk.as_ref()))
+                .await
+                .map_err(|_| timed_out())??;
         let listed = tokio::time::timeout(limit, client.list_all_tools())
             .await
             .map_err(|_| timed_out())?
@@ -158,10 +196,26 @@ impl Server {
                 Err(e) => tracing::warn!(server = %name, tool = %tool.name, "tool skipped: {e}"),
             }
         }
+        let listed = listed
+            .iter()
+            .map(|t| {
+                let mut info = serde_json::json!({"name": t.name});
+                if let Some(description) = &t.description {
+                    info["description"] = description.as_ref().into();
+                }
+                if let Some(annotations) = &t.annotations
+                    && let Ok(annotations) = serde_json::to_value(annotations)
+                {
+                    info["annotations"] = annotations;
+                }
+                info
+            })
+            .collect();
         let client = Arc::new(client);
         self.set(State::Connected {
             client: client.clone(),
             tools,
+            listed,
             prompts: Vec::new(),
             resources: Vec::new(),
         });

@@ -4,6 +4,7 @@
 //! `--output-format stream-json --input-format stream-json` and no `-p`.
 
 mod asker;
+mod context;
 mod outgoing;
 
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -13,7 +14,9 @@ use tokio::io::AsyncBufReadExt;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::engine::Engine;
 use crate::exec::hooks::Hooks;
+use crate::mcp::McpHub;
 use crate::permissions::{PermissionEngine, PermissionMode};
 use crate::settings::HookSettings;
 pub use asker::SdkAsker;
@@ -31,6 +34,9 @@ pub struct Controls {
     outgoing: Arc<Outgoing>,
     /// Where `initialize` registers the SDK's hook callbacks.
     hooks: Arc<Hooks>,
+    mcp: Option<Arc<McpHub>>,
+    /// `get_context_usage`'s answer as of the last turn.
+    context: Mutex<Value>,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -45,7 +51,8 @@ impl Controls {
         permissions: Arc<PermissionEngine>,
         interrupted: CancellationToken,
         outgoing: Arc<Outgoing>,
-        hooks: Arc<Hooks>,
+        engine: &Engine,
+        mcp: Option<Arc<McpHub>>,
     ) -> Controls {
         Controls {
             turn: Mutex::new(interrupted.child_token()),
@@ -53,8 +60,15 @@ impl Controls {
             permissions,
             model: Mutex::new(None),
             outgoing,
-            hooks,
+            hooks: engine.executor().hooks().clone(),
+            mcp,
+            context: Mutex::new(context::report(engine)),
         }
+    }
+
+    /// A turn ended: `get_context_usage` answers from the engine as it is now.
+    pub fn turn_ended(&self, engine: &Engine) {
+        *lock(&self.context) = context::report(engine);
     }
 
     /// A fresh token for the next turn.
@@ -102,6 +116,30 @@ impl Controls {
                 let model = request["model"].as_str().map(crate::api::models::resolve);
                 *lock(&self.model) = model;
                 Ok(json!({}))
+            }
+            "mcp_status" => {
+                let servers = self
+                    .mcp
+                    .as_ref()
+                    .map(|hub| hub.report())
+                    .unwrap_or_default();
+                Ok(json!({ "mcpServers": servers }))
+            }
+            "get_context_usage" => {
+                let mut usage = lock(&self.context).clone();
+                if let Some(hub) = &self.mcp {
+                    usage["mcpTools"] = hub
+                        .report()
+                        .iter()
+                        .flat_map(|server| {
+                            let name = server["name"].clone();
+                            server["tools"].as_array().cloned().unwrap_or_default().into_iter().map(
+                                move |tool| json!({"name": tool["name"], "serverName": name, "isLoaded": true}),
+                            )
+                        })
+                        .collect();
+                }
+                Ok(usage)
             }
             other => Err(format!(
                 "ouro does not support the control request \"{other}\" yet"

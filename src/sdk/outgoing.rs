@@ -1,4 +1,4 @@
-//! ouro's own control requests to the SDK (`can_use_tool`): each gets an id, goes out on stdout,
+//! ouro's own control requests to the SDK (`can_use_tool`, `hook_callback`, `mcp_message`): each gets an id, goes out on stdout,
 //! and waits for the `control_response` with that id, which the stdin reader hands back.
 
 use std::collections::HashMap;
@@ -11,6 +11,7 @@ use tokio::sync::oneshot;
 
 use super::{lock, write_line};
 use crate::exec::hooks::HookCallbacks;
+use crate::mcp::SdkBridge;
 
 #[derive(Default)]
 pub struct Outgoing {
@@ -27,6 +28,16 @@ impl HookCallbacks for Outgoing {
             "input": input,
         });
         Box::pin(self.request(request))
+    }
+}
+
+impl SdkBridge for Outgoing {
+    fn message(&self, server: &str, message: Value) -> BoxFuture<'_, Result<Value, String>> {
+        let request = json!({"subtype": "mcp_message", "server_name": server, "message": message});
+        Box::pin(async move {
+            let mut answer = self.request(request).await?;
+            Ok(answer["mcp_response"].take())
+        })
     }
 }
 
