@@ -197,6 +197,18 @@ pub fn check_body(body: &Value) -> Result<(), ApiError> {
             "messages: first message must use the \"user\" role",
         ));
     }
+    // A system message (instructions inserted mid-conversation, as Claude Code sends them)
+    // holds text only and stands outside the user/assistant pairing.
+    for (i, msg) in parsed.iter().enumerate() {
+        if msg.role == "system"
+            && msg.blocks.iter().any(|b| b.get("type").and_then(Value::as_str) != Some("text"))
+        {
+            return Err(ApiError::invalid_request(format!(
+                "messages.{i}: a system message may hold only text blocks"
+            )));
+        }
+    }
+    let parsed: Vec<Msg> = parsed.into_iter().filter(|m| m.role != "system").collect();
     check_pairing(&parsed)
 }
 
@@ -207,10 +219,10 @@ struct Msg<'a> {
 
 fn parse_message(i: usize, m: &Value, last: bool) -> Result<Msg<'_>, ApiError> {
     let role = match m.get("role").and_then(Value::as_str) {
-        Some(r @ ("user" | "assistant")) => r,
+        Some(r @ ("user" | "assistant" | "system")) => r,
         Some(_) => {
             return Err(ApiError::invalid_request(format!(
-                "messages.{i}.role: Input should be 'user' or 'assistant'"
+                "messages.{i}.role: Input should be 'user', 'assistant' or 'system'"
             )));
         }
         None => {
@@ -432,7 +444,27 @@ mod tests {
         );
         assert_eq!(
             message_of(request(json!([{"role": "system", "content": "hi"}]))),
-            "messages.0.role: Input should be 'user' or 'assistant'"
+            "messages: first message must use the \"user\" role"
+        );
+        assert_eq!(
+            message_of(request(json!([{"role": "tool", "content": "hi"}]))),
+            "messages.0.role: Input should be 'user', 'assistant' or 'system'"
+        );
+        let tool_use = json!({"type": "tool_use", "id": "t1", "name": "Read", "input": {}});
+        assert_eq!(
+            message_of(request(json!([
+                {"role": "user", "content": "hi"},
+                {"role": "system", "content": [tool_use]}
+            ]))),
+            "messages.1: a system message may hold only text blocks"
+        );
+        assert!(
+            check_body(&request(json!([
+                {"role": "user", "content": "hi"},
+                {"role": "system", "content": "Agents you can start: explore"}
+            ])))
+            .is_ok(),
+            "Claude Code's mid-conversation system message is accepted"
         );
         assert!(check_body(&json!([1, 2])).is_err());
     }
