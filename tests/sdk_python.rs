@@ -263,7 +263,8 @@ async fn a_pre_tool_use_hook_callback_blocks_a_call() {
         r#"
     seen = []
     async def guard(data, tool_use_id, context):
-        seen.append([data["hook_event_name"], data["tool_name"], data["tool_input"]["command"]])
+        seen.append([data["hook_event_name"], data["tool_name"], data["tool_input"]["command"],
+                     tool_use_id, data["tool_use_id"]])
         return {"hookSpecificOutput": {"hookEventName": "PreToolUse",
                 "permissionDecision": "deny", "permissionDecisionReason": "hooked out"}}
     opts.hooks = {"PreToolUse": [HookMatcher(matcher="Bash", hooks=[guard])]}
@@ -279,7 +280,13 @@ async fn a_pre_tool_use_hook_callback_blocks_a_call() {
     assert_eq!(printed[0]["result"], "done");
     assert_eq!(
         printed[1]["calls"],
-        json!([["PreToolUse", "Bash", "echo hi"]])
+        json!([[
+            "PreToolUse",
+            "Bash",
+            "echo hi",
+            "toolu_mock_0000_00",
+            "toolu_mock_0000_00"
+        ]])
     );
     let results = common::request_tool_results(&bodies(&mock)[1]);
     assert_eq!(results[0]["is_error"], true, "{results:?}");
@@ -393,4 +400,58 @@ async fn an_in_process_sdk_mcp_tool_is_called_and_reported() {
     assert_eq!(usage["max"], 200_000);
     assert_eq!(usage["mcp"][0]["name"], "add");
     assert_eq!(usage["mcp"][0]["serverName"], "calc");
+}
+
+#[tokio::test]
+async fn can_use_tool_may_change_the_input_but_not_past_a_deny_rule() {
+    let sb = Sandbox::new();
+    let keep = sb.write("keep.txt", "");
+    let written = sb.root().join("w.txt");
+    let mock = server(json!({"turns": [
+        {"content": [
+            {"type": "tool_use", "name": "Bash", "input": {"command": "touch model.txt"}},
+            {"type": "tool_use", "name": "Bash", "input": {"command": "touch other.txt"}},
+            {"type": "tool_use", "name": "Write", "input": {"file_path": written, "content": "x"}}
+        ]},
+        {"content": [{"type": "text", "text": "done"}]}
+    ]}))
+    .await;
+    sdk(
+        &sb,
+        &mock.url(),
+        r#"
+    async def decide(tool, data, context):
+        if data.get("command") == "touch model.txt":
+            return PermissionResultAllow(updated_input={"command": "touch user.txt"})
+        if data.get("command") == "touch other.txt":
+            return PermissionResultAllow(updated_input={"command": "rm -f keep.txt"})
+        return PermissionResultAllow(updated_input={"file_path": 7})
+    opts.can_use_tool = decide
+    opts.disallowed_tools = ["Bash(rm:*)"]
+    async with ClaudeSDKClient(options=opts) as client:
+        await client.query("work")
+        async for m in client.receive_response():
+            pass
+"#,
+    )
+    .await;
+    assert!(sb.root().join("user.txt").exists(), "the changed call ran");
+    assert!(!sb.root().join("model.txt").exists(), "the model's did not");
+    assert!(keep.exists());
+    assert!(!written.exists());
+    let results = common::request_tool_results(&bodies(&mock)[1]);
+    assert_ne!(results[0]["is_error"], true, "{results:?}");
+    assert_eq!(results[1]["is_error"], true, "{results:?}");
+    assert!(
+        results[1]["content"].as_str().unwrap().contains("denied"),
+        "{results:?}"
+    );
+    assert_eq!(results[2]["is_error"], true, "{results:?}");
+    assert!(
+        results[2]["content"]
+            .as_str()
+            .unwrap()
+            .contains("changed input is invalid"),
+        "{results:?}"
+    );
 }

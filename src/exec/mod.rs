@@ -30,6 +30,8 @@ pub enum AskAnswer {
     AllowOnce,
     /// Allow and save the suggested rule.
     AllowAlways,
+    /// Allow the call with this input instead of the model's (the Agent SDK's `updatedInput`).
+    AllowChanged(Value),
     /// Refuse; the optional message is passed to the model.
     Deny(Option<String>),
 }

@@ -101,6 +101,8 @@ pub(crate) trait Slot: Send {
 
 enum Permission {
     Granted(Confinement),
+    /// Approved with this input in place of the model's: phases 1 and 2 run again on it.
+    Changed(Value),
     Refused(String),
     Cancelled,
 }
@@ -183,6 +185,7 @@ impl Pipeline {
         let site = HookSite {
             cwd: &cwd,
             project_root: &ctx.project_root,
+            tool_use_id: id,
         };
 
         let start = Instant::now();
@@ -197,33 +200,19 @@ impl Pipeline {
             Some(HookVerdict::Deny(_)) => None,
             _ => pre.updated_input,
         };
-        if let Some(input) = rewrite {
-            let was_safe = call.is_concurrency_safe();
-            match self.admit(name, input, ctx) {
-                Ok(rewritten) => {
-                    timings.schema += rewritten.timings.schema;
-                    timings.semantic += rewritten.timings.semantic;
-                    call = rewritten;
-                }
-                Err((message, extra)) => {
-                    timings.schema += extra.schema;
-                    timings.semantic += extra.semantic;
-                    return Outcome::error(
-                        format!(
-                            "A PreToolUse hook rewrote the input of this call, and the \
-                             rewritten input is invalid: {message}"
-                        ),
-                        timings,
-                    );
-                }
-            }
-            if was_safe && !call.is_concurrency_safe() {
-                tokio::select! {
-                    biased;
-                    _ = cancel.cancelled() => return Outcome::cancelled(timings),
-                    () = slot.make_exclusive() => {}
-                }
-            }
+        if let Some(input) = rewrite
+            && let Err(outcome) = self
+                .readmit(
+                    &mut call,
+                    input,
+                    "A PreToolUse hook",
+                    &mut timings,
+                    ctx,
+                    slot,
+                )
+                .await
+        {
+            return outcome;
         }
 
         let start = Instant::now();
@@ -232,20 +221,28 @@ impl Pipeline {
         let confinement = match permission {
             Permission::Granted(confinement) => confinement,
             Permission::Cancelled => return Outcome::cancelled(timings),
-            Permission::Refused(message) => {
-                let denial = Denial {
-                    tool_name: name.to_string(),
-                    tool_use_id: id.to_string(),
-                    tool_input: call.input.clone(),
-                    reason: message.clone(),
+            Permission::Refused(message) => return self.refuse(id, &call, message, timings),
+            Permission::Changed(input) => {
+                let who = "The permission answer";
+                if let Err(outcome) = self
+                    .readmit(&mut call, input, who, &mut timings, ctx, slot)
+                    .await
+                {
+                    return outcome;
+                }
+                // The answer approved the changed call, but a deny rule still binds it.
+                let access = call.prepared.access(ctx);
+                let request = PermissionRequest {
+                    tool: name,
+                    access: &access,
+                    read_only: call.prepared.is_read_only(),
+                    cwd: Some(&cwd),
                 };
-                let _ = self.events.send(Event::PermissionDenied(denial.clone()));
-                return Outcome {
-                    output: ToolOutput::error(message),
-                    status: ToolStatus::Denied,
-                    denial: Some(denial),
-                    timings,
-                };
+                if let Decision::Deny(reason) = self.policy.decide(&request) {
+                    let message = format!("Permission to use {name} was denied: {reason}");
+                    return self.refuse(id, &call, message, timings);
+                }
+                Confinement::Approved
             }
         };
 
@@ -278,6 +275,62 @@ impl Pipeline {
         Outcome::ended(output, timings)
     }
 
+    /// Phases 1 and 2 again for `input`, which `who` put in place of the call's own; a call
+    /// that became one that must run alone waits until it is alone.
+    async fn readmit(
+        &self,
+        call: &mut Admitted,
+        input: Value,
+        who: &str,
+        timings: &mut PhaseTimings,
+        ctx: &ToolContext,
+        slot: &mut dyn Slot,
+    ) -> Result<(), Outcome> {
+        let was_safe = call.is_concurrency_safe();
+        match self.admit(call.tool.name(), input, ctx) {
+            Ok(rewritten) => {
+                timings.schema += rewritten.timings.schema;
+                timings.semantic += rewritten.timings.semantic;
+                *call = rewritten;
+            }
+            Err((message, extra)) => {
+                timings.schema += extra.schema;
+                timings.semantic += extra.semantic;
+                return Err(Outcome::error(
+                    format!(
+                        "{who} changed the input of this call, and the changed input is \
+                         invalid: {message}"
+                    ),
+                    *timings,
+                ));
+            }
+        }
+        if was_safe && !call.is_concurrency_safe() {
+            tokio::select! {
+                biased;
+                _ = ctx.cancel.cancelled() => return Err(Outcome::cancelled(*timings)),
+                () = slot.make_exclusive() => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn refuse(&self, id: &str, call: &Admitted, message: String, timings: PhaseTimings) -> Outcome {
+        let denial = Denial {
+            tool_name: call.tool.name().to_string(),
+            tool_use_id: id.to_string(),
+            tool_input: call.input.clone(),
+            reason: message.clone(),
+        };
+        let _ = self.events.send(Event::PermissionDenied(denial.clone()));
+        Outcome {
+            output: ToolOutput::error(message),
+            status: ToolStatus::Denied,
+            denial: Some(denial),
+            timings,
+        }
+    }
+
     /// Phase 4. A hook's verdict outranks the policy.
     async fn authorize(
         &self,
@@ -286,8 +339,8 @@ impl Pipeline {
         ctx: &ToolContext,
     ) -> Permission {
         let name = call.tool.name();
-        let access = call.prepared.access(ctx);
         let cwd = ctx.current_dir();
+        let access = call.prepared.access(ctx);
         let request = PermissionRequest {
             tool: name,
             access: &access,
@@ -350,6 +403,7 @@ impl Pipeline {
         };
         match answer {
             AskAnswer::AllowOnce => Permission::Granted(Confinement::Approved),
+            AskAnswer::AllowChanged(input) => Permission::Changed(input),
             AskAnswer::AllowAlways => {
                 if !rule.trim().is_empty() {
                     self.policy.grant(&rule);
@@ -409,6 +463,9 @@ impl Pipeline {
             match fired.permission {
                 Some(PermissionAnswer::Allow) => {
                     return Some(Permission::Granted(Confinement::Approved));
+                }
+                Some(PermissionAnswer::AllowChanged(input)) => {
+                    return Some(Permission::Changed(input));
                 }
                 Some(PermissionAnswer::Deny { message }) => {
                     return Some(Permission::Refused(format!(

@@ -201,7 +201,10 @@ pub fn check_body(body: &Value) -> Result<(), ApiError> {
     // holds text only and stands outside the user/assistant pairing.
     for (i, msg) in parsed.iter().enumerate() {
         if msg.role == "system"
-            && msg.blocks.iter().any(|b| b.get("type").and_then(Value::as_str) != Some("text"))
+            && msg
+                .blocks
+                .iter()
+                .any(|b| b.get("type").and_then(Value::as_str) != Some("text"))
         {
             return Err(ApiError::invalid_request(format!(
                 "messages.{i}: a system message may hold only text blocks"

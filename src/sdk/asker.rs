@@ -41,16 +41,11 @@ impl Asker for SdkAsker {
             };
             match answer["behavior"].as_str() {
                 Some("allow") => {
-                    let changed = answer
+                    if let Some(input) = answer
                         .get("updatedInput")
-                        .is_some_and(|i| !i.is_null() && *i != request.input);
-                    if changed {
-                        // Running the original would run what the callback did not approve.
-                        return AskAnswer::Deny(Some(
-                            "The permission callback allowed a changed input, which ouro does \
-                             not apply yet; the call was not run."
-                                .into(),
-                        ));
+                        .filter(|i| i.is_object() && **i != request.input)
+                    {
+                        return AskAnswer::AllowChanged(input.clone());
                     }
                     let saves = answer["updatedPermissions"]
                         .as_array()

@@ -53,7 +53,11 @@ impl HookEvent {
 #[derive(Debug, Clone, PartialEq)]
 pub enum PermissionAnswer {
     Allow,
-    Deny { message: String },
+    /// Allow with this input in place of the model's.
+    AllowChanged(Value),
+    Deny {
+        message: String,
+    },
 }
 
 /// What the hooks of one event said.
@@ -165,17 +169,12 @@ impl Hooks {
             if event == HookEvent::PermissionRequest {
                 let decision = &specific["decision"];
                 fired.permission = match decision["behavior"].as_str() {
-                    // ouro does not run a changed input yet; allowing the original instead of
-                    // the hook's cleaned-up one would run what the hook did not approve.
-                    Some("allow") if decision.get("updatedInput").is_some_and(|v| !v.is_null()) => {
-                        fired.messages.push(format!(
-                            "The PermissionRequest hook `{}` allowed a changed input, which ouro \
-                             does not apply yet, so the user is asked instead.",
-                            hook.command
-                        ));
-                        fired.permission.take()
-                    }
-                    Some("allow") => Some(PermissionAnswer::Allow),
+                    Some("allow") => match decision.get("updatedInput") {
+                        Some(input) if input.is_object() => {
+                            Some(PermissionAnswer::AllowChanged(input.clone()))
+                        }
+                        _ => Some(PermissionAnswer::Allow),
+                    },
                     Some("deny") => Some(PermissionAnswer::Deny {
                         message: decision["message"]
                             .as_str()
@@ -267,10 +266,9 @@ mod tests {
         let changed = r#"echo '{"hookSpecificOutput":{"decision":{"behavior":"allow","updatedInput":{"command":"ls"}}}}'"#;
         let changed = fire(HookEvent::PermissionRequest, changed).await;
         assert_eq!(
-            changed.permission, None,
-            "a changed input is not run unasked"
+            changed.permission,
+            Some(PermissionAnswer::AllowChanged(json!({"command": "ls"})))
         );
-        assert!(changed.messages[0].contains("does not apply yet"));
         let allowed = r#"echo '{"hookSpecificOutput":{"decision":{"behavior":"allow"}}}'"#;
         assert_eq!(
             fire(HookEvent::PermissionRequest, allowed).await.permission,

@@ -86,6 +86,8 @@ pub struct PostToolOutcome {
 pub struct HookSite<'a> {
     pub cwd: &'a Path,
     pub project_root: &'a Path,
+    /// The call the hook is about (`tool_use_id` in the payload).
+    pub tool_use_id: &'a str,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -199,6 +201,7 @@ impl Hooks {
                 "hook_event_name": "PreToolUse",
                 "tool_name": tool,
                 "tool_input": current,
+                "tool_use_id": site.tool_use_id,
                 "cwd": site.cwd,
             });
             let run = match self.run(hook, &payload, site.project_root).await {
@@ -288,6 +291,7 @@ impl Hooks {
                 "tool_name": tool,
                 "tool_input": input,
                 "tool_response": {"content": content, "is_error": output.is_error},
+                "tool_use_id": site.tool_use_id,
                 "cwd": site.cwd,
             });
             let run = match self.run(hook, &payload, site.project_root).await {
@@ -460,6 +464,7 @@ mod tests {
         HookSite {
             cwd: dir,
             project_root: dir,
+            tool_use_id: "toolu_1",
         }
     }
 
