@@ -562,7 +562,10 @@ async fn a_rewrite_that_breaks_the_schema_is_an_error() {
     )]);
     let (content, is_error) = run_one(&s, "Echo", json!({"text": "original"})).await;
     assert!(is_error);
-    assert!(content.contains("A PreToolUse hook changed the input"), "{content}");
+    assert!(
+        content.contains("A PreToolUse hook changed the input"),
+        "{content}"
+    );
 }
 
 #[tokio::test]

@@ -72,6 +72,26 @@ pub struct Args {
     session_mirror: bool,
     #[arg(long = "plugin-dir", hide = true)]
     plugin_dir: Vec<String>,
+    /// The TypeScript SDK's, whose values ouro need not read to refuse them.
+    #[arg(long = "agent", hide = true)]
+    agent: Option<String>,
+    #[arg(long = "debug-file", hide = true)]
+    debug_file: Option<String>,
+    #[arg(long = "channels", hide = true, num_args = 0..)]
+    channels: Option<Vec<String>>,
+    #[arg(long = "initialize-fields", hide = true, num_args = 0..=1, default_missing_value = "")]
+    initialize_fields: Option<String>,
+    #[arg(long = "managed-settings", hide = true)]
+    managed_settings: Option<String>,
+    #[arg(long = "project-config-root", hide = true)]
+    project_config_root: Option<String>,
+    #[arg(long = "plugin-dir-no-mcp", hide = true)]
+    plugin_dir_no_mcp: Vec<String>,
+
+    /// Claude Code's permission to switch to bypassPermissions later; ouro's `set_permission_mode`
+    /// and Shift+Tab may always switch, so it changes nothing.
+    #[arg(long = "allow-dangerously-skip-permissions", hide = true)]
+    allow_dangerously_skip_permissions: bool,
 
     /// Run on this brain, e.g. ouro@anthropic/claude/sonnet/v4.5 (`ouro brains` lists them).
     #[arg(long, value_name = "SLUG", conflicts_with = "model")]
@@ -343,6 +363,13 @@ impl Args {
             ("--resume-drops-turn", self.resume_drops_turn.is_some()),
             ("--session-mirror", self.session_mirror),
             ("--plugin-dir", !self.plugin_dir.is_empty()),
+            ("--agent", self.agent.is_some()),
+            ("--debug-file", self.debug_file.is_some()),
+            ("--channels", self.channels.is_some()),
+            ("--initialize-fields", self.initialize_fields.is_some()),
+            ("--managed-settings", self.managed_settings.is_some()),
+            ("--project-config-root", self.project_config_root.is_some()),
+            ("--plugin-dir-no-mcp", !self.plugin_dir_no_mcp.is_empty()),
         ];
         given
             .into_iter()

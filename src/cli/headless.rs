@@ -54,9 +54,17 @@ async fn run_session(args: &Args, cwd: &Path) -> anyhow::Result<bool> {
         ),
     };
     let mut options = args.options()?;
-    if args.input_format == InputFormat::StreamJson {
-        options.sdk_mcp = Some(crate::mcp::SdkLink(outgoing.clone()));
-    }
+    let stdin = match args.input_format {
+        InputFormat::StreamJson => {
+            options.sdk_mcp = Some(crate::mcp::SdkLink(outgoing.clone()));
+            let stdin = sdk::FirstLine::read().await;
+            if let Some(request) = stdin.initialize() {
+                sdk::init::apply(&request, &mut options).map_err(anyhow::Error::msg)?;
+            }
+            Some(stdin)
+        }
+        InputFormat::Text => None,
+    };
     let session = app::build(&options, cwd, Endpoint::from_env()?, asker)?;
     if !session.ignored.is_empty() {
         eprintln!("{}", app::untrusted_notice(&session.ignored));
@@ -80,7 +88,7 @@ async fn run_session(args: &Args, cwd: &Path) -> anyhow::Result<bool> {
     let mut success = true;
     if let Some(prompt) = single {
         success = !engine.run(&prompt, &interrupted).await.kind.is_error();
-    } else {
+    } else if let Some(stdin) = stdin {
         // One turn per user line; the SDK's control requests are answered as they come.
         let controls = Arc::new(sdk::Controls::new(
             session.permissions.clone(),
@@ -90,7 +98,7 @@ async fn run_session(args: &Args, cwd: &Path) -> anyhow::Result<bool> {
             session.mcp.clone(),
         ));
         let (turns_tx, mut turns) = tokio::sync::mpsc::channel(16);
-        let reader = tokio::spawn(sdk::read_stdin(turns_tx, controls.clone()));
+        let reader = tokio::spawn(sdk::read_stdin(stdin, turns_tx, controls.clone()));
         let mut skipped = false;
         loop {
             let item = tokio::select! {

@@ -5,6 +5,7 @@
 
 mod asker;
 mod context;
+pub mod init;
 mod outgoing;
 
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -189,12 +190,50 @@ pub(crate) fn write_line(line: &Value) {
     let _ = out.flush();
 }
 
+pub type StdinLines = tokio::io::Lines<tokio::io::BufReader<tokio::io::Stdin>>;
+
+/// The first line of stdin, read before the session is built: when it is the SDK's
+/// `initialize` request, what it configures (see [`init`]) must be in place first.
+pub struct FirstLine {
+    lines: StdinLines,
+    first: Option<String>,
+}
+
+impl FirstLine {
+    pub async fn read() -> FirstLine {
+        let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+        let first = lines.next_line().await.ok().flatten();
+        FirstLine { lines, first }
+    }
+
+    /// The request of an `initialize` control line.
+    pub fn initialize(&self) -> Option<Value> {
+        let line: Value = serde_json::from_str(self.first.as_deref()?).ok()?;
+        (line["type"] == "control_request" && line["request"]["subtype"] == "initialize")
+            .then(|| line["request"].clone())
+    }
+}
+
 /// Reads stdin to its end: user turns go to `turns` (or why a line was not one), control
 /// requests are answered on the spot.
-pub async fn read_stdin(turns: mpsc::Sender<Result<String, String>>, controls: Arc<Controls>) {
-    let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+pub async fn read_stdin(
+    stdin: FirstLine,
+    turns: mpsc::Sender<Result<String, String>>,
+    controls: Arc<Controls>,
+) {
+    let FirstLine {
+        mut lines,
+        mut first,
+    } = stdin;
     let mut number = 0usize;
-    while let Ok(Some(line)) = lines.next_line().await {
+    loop {
+        let line = match first.take() {
+            Some(line) => line,
+            None => match lines.next_line().await {
+                Ok(Some(line)) => line,
+                _ => return,
+            },
+        };
         number += 1;
         if line.trim().is_empty() {
             continue;
