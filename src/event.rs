@@ -91,6 +91,9 @@ pub enum Event {
     },
     PermissionDenied(Denial),
     /// The conversation is being summarised.
+    /// Something the user should know that is not part of the conversation (checkpoints were
+    /// turned off, say).
+    Notice(String),
     CompactStarted,
     /// Summarising ended, whether or not it succeeded (a `CompactBoundary` follows success).
     CompactFinished,

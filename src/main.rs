@@ -83,6 +83,10 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
             print!("{}", ouro::cli::mcp::run(action.clone(), &cwd).await?);
             return Ok(ExitCode::SUCCESS);
         }
+        Some(Command::Rewind(rewind)) => {
+            print!("{}", ouro::cli::rewind::run(rewind, &cwd).await?);
+            return Ok(ExitCode::SUCCESS);
+        }
         Some(Command::Brains) => {
             print!("{}", ouro::brain::catalogue::catalogue());
             return Ok(ExitCode::SUCCESS);

@@ -224,6 +224,23 @@ pub struct Settings {
     /// starts, so one bad entry does not hide the others).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub mcp_servers: BTreeMap<String, serde_json::Value>,
+    #[serde(default)]
+    pub checkpoints: CheckpointSettings,
+}
+
+/// `checkpoints`: snapshots of the project for `/rewind` (each field over the layers below).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckpointSettings {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// Untracked files larger than this (MB) are left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_file_size_mb: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keep_days: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keep_per_session: Option<usize>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -477,6 +494,11 @@ impl LayeredSettings {
                 .additional_directories
                 .extend(s.permissions.additional_directories.iter().cloned());
             out.hooks.extend(&s.hooks);
+            let (checkpoints, layer) = (&mut out.checkpoints, &s.checkpoints);
+            checkpoints.enabled = layer.enabled.or(checkpoints.enabled);
+            checkpoints.max_file_size_mb = layer.max_file_size_mb.or(checkpoints.max_file_size_mb);
+            checkpoints.keep_days = layer.keep_days.or(checkpoints.keep_days);
+            checkpoints.keep_per_session = layer.keep_per_session.or(checkpoints.keep_per_session);
             out.bash_env_passthrough
                 .extend(s.bash_env_passthrough.iter().cloned());
             out.mcp_servers
@@ -543,6 +565,7 @@ const KNOWN_KEYS: &[&str] = &[
     "trustedDirectories",
     "bashEnvPassthrough",
     "mcpServers",
+    "checkpoints",
 ];
 
 /// Claude Code keys ouro does not use: valid in a `.claude/` file, so not typos.

@@ -465,6 +465,15 @@ pub fn build(
         &root,
         permissions.additional_dirs(),
     ));
+    // Only a session kept on disk can be rewound: its checkpoints are in its transcript.
+    if transcript.is_some() {
+        let config = crate::checkpoint::CheckpointConfig::from_settings(&settings.checkpoints);
+        ctx.checkpoints =
+            crate::checkpoint::Checkpoints::new(&root, &session_id, config).map(|c| {
+                crate::checkpoint::prune::prune_in_background(c.shadow().git_dir(), config);
+                Arc::new(c)
+            });
+    }
     let hooks =
         Arc::new(Hooks::new(&settings.hooks, session_id.clone()).with_transcript(path.clone()));
     let (tx, rx) = unbounded_channel();

@@ -250,6 +250,8 @@ pub enum Command {
         #[command(subcommand)]
         action: SandboxAction,
     },
+    /// A session's checkpoints: list them, diff against one, or go back to one.
+    Rewind(crate::cli::rewind::RewindArgs),
     /// Configure and check MCP servers (as `claude mcp`).
     Mcp {
         #[command(subcommand)]

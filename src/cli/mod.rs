@@ -8,6 +8,7 @@ pub mod demo;
 pub mod headless;
 pub mod mcp;
 pub mod print;
+pub mod rewind;
 pub mod sandbox;
 
 pub use args::{Args, Command};

@@ -60,7 +60,10 @@ pub async fn render(
                 // --verbose: a silent retry loop looks like a hang.
                 let always = matches!(
                     event,
-                    Event::ApiRetry(_) | Event::StreamCut { .. } | Event::ModelFallback { .. }
+                    Event::ApiRetry(_)
+                        | Event::StreamCut { .. }
+                        | Event::ModelFallback { .. }
+                        | Event::Notice(_)
                 );
                 if verbose || always {
                     narrate(&event, &mut said, &mut stderr.lock());
@@ -164,6 +167,7 @@ pub fn narrate(event: &Event, pending: &mut Option<String>, out: &mut impl Write
             "· compacted {} earlier messages into a summary",
             c.messages_summarised
         ),
+        Event::Notice(text) => writeln!(out, "· {text}"),
         _ => Ok(()),
     };
 }

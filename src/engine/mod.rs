@@ -2,6 +2,7 @@
 //! emits every step as an `Event`.
 
 mod call;
+pub mod checkpoints;
 pub mod compact;
 mod history;
 mod hooks;

@@ -1,6 +1,8 @@
 //! The query loop of one run (one user prompt): budget gates before every call, tool rounds,
 //! max_tokens continuation, and compaction when the prompt grows too long.
 
+use crate::checkpoint::Kind;
+use crate::checkpoint::record::Detail;
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
@@ -69,12 +71,16 @@ impl Engine {
         }));
         let mut ending = match self.prompt_hooks(prompt_text, first).await {
             PromptVerdict::Send(context) => {
+                let before = Detail::prompt(prompt_text, self.history.len());
+                self.checkpoint(Kind::Prompt, before).await;
                 let mut user = Message::user_text(prompt_text);
                 user.content
                     .extend(context.into_iter().map(ContentBlock::text));
                 self.persist(|t| t.append_user(&user));
                 self.history.push(user);
-                self.query_loop(&mut run, cancel).await
+                let ending = self.query_loop(&mut run, cancel).await;
+                self.checkpoint(Kind::End, Detail::default()).await;
+                ending
             }
             // Nothing is sent or kept, as in Claude Code.
             PromptVerdict::Blocked(reason) => Ending::error(
@@ -412,6 +418,8 @@ impl Engine {
         if !outcome.blocks.is_empty() {
             self.history.push(Message::assistant(outcome.blocks));
         }
+        // The checkpoints of this batch's calls come before their results.
+        self.record_checkpoints();
         if !results.is_empty() {
             let message = Message {
                 role: Role::User,

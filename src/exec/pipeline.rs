@@ -13,7 +13,7 @@ use super::hooks::{HookEvent, HookSite, HookVerdict, Hooks, PermissionAnswer};
 use super::{AskAnswer, AskRequest, Asker};
 use crate::event::PhaseTimings;
 use crate::event::{Denial, Event, ToolStatus};
-use crate::permissions::{Confinement, Decision, PermissionPolicy, PermissionRequest};
+use crate::permissions::{Access, Confinement, Decision, PermissionPolicy, PermissionRequest};
 use crate::settings;
 use crate::text::elide_middle;
 use crate::tools::{DynTool, PreparedCall, Progress, ToolContext, ToolError, ToolOutput, Toolbox};
@@ -90,6 +90,22 @@ impl Outcome {
 
     fn error(message: impl Into<String>, timings: PhaseTimings) -> Self {
         Outcome::ended(ToolOutput::error(message), timings)
+    }
+}
+
+/// What a call that may write changes, relative to the project root: only its file for Edit
+/// and Write, anything (`None`) for a command or an outside service.
+fn written_paths(access: Access, root: &std::path::Path) -> Option<Vec<String>> {
+    match access {
+        Access::Write(path) => Some(
+            path.strip_prefix(root)
+                .ok()
+                .map(|p| p.to_string_lossy().into_owned())
+                .into_iter()
+                .collect(),
+        ),
+        Access::None | Access::Read(_) => Some(Vec::new()),
+        Access::Execute(_) | Access::External => None,
     }
 }
 
@@ -250,7 +266,24 @@ impl Pipeline {
         let input = call.input.clone();
         let mut call_ctx = ctx.clone();
         call_ctx.confinement = confinement;
+        let checkpoints = ctx
+            .checkpoints
+            .clone()
+            .filter(|_| !call.prepared.is_read_only());
+        let written = match &checkpoints {
+            Some(checkpoints) => {
+                let detail = crate::checkpoint::record::Detail::tool(name, id);
+                checkpoints
+                    .take(crate::checkpoint::Kind::Tool, detail)
+                    .await;
+                Some(written_paths(call.prepared.access(ctx), &ctx.project_root))
+            }
+            None => None,
+        };
         let executed = self.execute(id, call.prepared, &call_ctx).await;
+        if let (Some(checkpoints), Some(written)) = (checkpoints, written) {
+            checkpoints.wrote(written).await;
+        }
         timings.execution = start.elapsed();
         let Some(mut output) = executed else {
             return Outcome::cancelled(timings);

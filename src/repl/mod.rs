@@ -377,6 +377,10 @@ impl Ui {
                 }
             }
         };
+        // Shift+Tab pressed since the last tick still counts; an Esc has nothing left to stop.
+        for _ in 0..keys.poll().shift_tabs {
+            self.cycle_mode();
+        }
         self.type_ahead.push_str(&keys.finish());
         while let Ok(event) = self.events.try_recv() {
             self.render.event(&event);

@@ -200,6 +200,10 @@ impl Renderer {
                 ));
                 self.line(&line);
             }
+            Event::Notice(text) => {
+                let line = self.style.dim(&format!("· {text}"));
+                self.line(&line);
+            }
             Event::StreamCut {
                 error, kept_blocks, ..
             } => {

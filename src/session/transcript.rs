@@ -32,12 +32,15 @@ enum Entry {
         message_id: String,
         message: Message,
     },
-    /// Compaction replaced the history with `messages`; what came before is not loaded.
+    /// Compaction (or a rewind) replaced the history with `messages`; what came before is not
+    /// loaded.
     Compact {
         uuid: String,
         timestamp: String,
         messages: Vec<Message>,
     },
+    /// A snapshot of the project's files (see `checkpoint`); not part of the conversation.
+    Checkpoint { record: crate::checkpoint::Record },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -150,6 +153,15 @@ impl Transcript {
             uuid: uuid(),
             timestamp: now(),
             messages: messages.to_vec(),
+        })
+    }
+
+    pub fn append_checkpoint(
+        &mut self,
+        record: &crate::checkpoint::Record,
+    ) -> Result<(), TranscriptError> {
+        self.write(&Entry::Checkpoint {
+            record: record.clone(),
         })
     }
 
@@ -282,6 +294,7 @@ pub fn load(path: &Path) -> Result<Loaded, TranscriptError> {
                 last_assistant_id = None;
                 out.messages = messages;
             }
+            Entry::Checkpoint { .. } => {}
         }
     }
     Ok(out)

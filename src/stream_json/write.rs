@@ -66,6 +66,13 @@ pub fn render(event: &Event, session_id: &str) -> Option<Value> {
             "session_id": session_id,
             "uuid": uuid(),
         }),
+        Event::Notice(text) => json!({
+            "type": "system",
+            "subtype": "notice",
+            "message": text,
+            "session_id": session_id,
+            "uuid": uuid(),
+        }),
         Event::ToolsChanged { tools, mcp_servers } => json!({
             "type": "system",
             "subtype": "tools_changed",

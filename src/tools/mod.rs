@@ -127,6 +127,9 @@ pub struct ToolContext {
     /// What the run may still spend (USD) as this batch starts, under `--max-budget-usd`: a
     /// sub-agent gets no more.
     pub budget_left_usd: Option<f64>,
+    /// Snapshots the project before each call that may write; `None` when the session keeps no
+    /// checkpoints.
+    pub checkpoints: Option<Arc<crate::checkpoint::Checkpoints>>,
 }
 
 impl ToolContext {
@@ -142,6 +145,7 @@ impl ToolContext {
             confinement: Confinement::default(),
             read_denials: ReadDenials::default(),
             budget_left_usd: None,
+            checkpoints: None,
         }
     }
 

@@ -1,0 +1,359 @@
+//! Checkpoints: a snapshot of the project before each prompt is answered, before each tool call
+//! that may write (Bash included) and at the end of each turn, kept in a shadow git repository
+//! (see [`shadow`]) and recorded in the transcript, so that `/rewind` and `ouro rewind` can put
+//! the code (and the conversation) back as it was.
+
+pub mod prune;
+pub mod record;
+pub mod restore;
+pub mod shadow;
+pub mod timeline;
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+pub use record::{Kind, Record};
+use shadow::{Shadow, ShadowError};
+
+/// A snapshot slower than this turns checkpoints off for the session: the project is too big
+/// for them to stay cheap.
+const TOO_SLOW: Duration = Duration::from_secs(3);
+
+/// The `checkpoints` settings.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CheckpointConfig {
+    pub enabled: bool,
+    /// Untracked files larger than this are left out of snapshots.
+    pub max_file_bytes: u64,
+    /// Checkpoints of sessions idle longer than this are pruned.
+    pub keep_days: u32,
+    /// At most this many checkpoints per session (the oldest go first).
+    pub keep_per_session: usize,
+}
+
+impl Default for CheckpointConfig {
+    fn default() -> Self {
+        CheckpointConfig {
+            enabled: true,
+            max_file_bytes: 10 << 20,
+            keep_days: 30,
+            keep_per_session: 500,
+        }
+    }
+}
+
+impl CheckpointConfig {
+    /// The settings over the defaults; `OURO_CHECKPOINTS=0` turns them off.
+    pub fn from_settings(settings: &crate::settings::CheckpointSettings) -> CheckpointConfig {
+        let default = CheckpointConfig::default();
+        let off_by_env = std::env::var("OURO_CHECKPOINTS").is_ok_and(|v| v == "0");
+        CheckpointConfig {
+            enabled: settings.enabled.unwrap_or(true) && !off_by_env,
+            max_file_bytes: settings
+                .max_file_size_mb
+                .map_or(default.max_file_bytes, |mb| {
+                    (mb.max(0.0) * 1048576.0) as u64
+                }),
+            keep_days: settings.keep_days.unwrap_or(default.keep_days),
+            keep_per_session: settings
+                .keep_per_session
+                .unwrap_or(default.keep_per_session),
+        }
+    }
+}
+
+/// A project with more files than this (not ignored) gets no checkpoints: each would cost too
+/// much.
+const MAX_FILES: usize = 100_000;
+
+/// Why `root` is no place for snapshots, if it is not: the home folder or `/` (ouro started
+/// outside any project), or too many files.
+fn too_big(root: &Path) -> Option<String> {
+    if Some(root) == dirs::home_dir().as_deref() || root == Path::new("/") {
+        return Some(format!(
+            "{} is not a project folder (start ouro in a project to have checkpoints)",
+            root.display()
+        ));
+    }
+    let files = ignore::WalkBuilder::new(root)
+        .hidden(false)
+        .filter_entry(|e| e.file_name() != ".git")
+        .build()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_some_and(|t| t.is_file()))
+        .take(MAX_FILES + 1)
+        .count();
+    (files > MAX_FILES).then(|| {
+        format!(
+            "{} holds more than {MAX_FILES} files that git would not ignore",
+            root.display()
+        )
+    })
+}
+
+/// The shadow repository of the project at `root`.
+pub fn shadow_for(root: &Path, session: &str) -> Option<Shadow> {
+    let derived: String = root
+        .to_string_lossy()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let dir = crate::settings::ouro_home()?
+        .join("checkpoints")
+        .join(derived);
+    Some(Shadow::new(dir, root.to_path_buf(), session))
+}
+
+/// What may have changed since the last snapshot, as far as ouro knows.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Scope {
+    /// Anything (a prompt: the user may have edited; after Bash: anything it touched).
+    Everything,
+    /// Only these files (relative to the root) since the last snapshot, which Edit and Write
+    /// declare, so the snapshot need not look at the rest of the project.
+    Only(Vec<String>),
+}
+
+struct State {
+    seq: u64,
+    last_tree: Option<String>,
+    last_commit: Option<String>,
+    /// Files written by tools since the last snapshot, `None` once anything else may have run.
+    since: Option<Vec<String>>,
+}
+
+pub struct Checkpoints {
+    shadow: Shadow,
+    root: PathBuf,
+    session: String,
+    config: CheckpointConfig,
+    state: tokio::sync::Mutex<State>,
+    pending: Mutex<Vec<Record>>,
+    off: AtomicBool,
+    notice: Mutex<Option<String>>,
+    /// How long each snapshot took, for `ouro bench` and the tests.
+    timings: Mutex<Vec<Duration>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(g) => g,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}
+
+impl Checkpoints {
+    pub fn new(root: &Path, session: &str, config: CheckpointConfig) -> Option<Checkpoints> {
+        if !config.enabled {
+            return None;
+        }
+        let shadow = shadow_for(root, session)?;
+        // A resumed session goes on numbering after its earlier checkpoints.
+        let seq = std::fs::read_dir(shadow.git_dir().join("refs/ouro").join(session))
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u64>().ok())
+            .max()
+            .unwrap_or(0);
+        Some(Checkpoints {
+            shadow,
+            root: root.to_path_buf(),
+            session: session.to_string(),
+            config,
+            state: tokio::sync::Mutex::new(State {
+                seq,
+                last_tree: None,
+                last_commit: None,
+                since: None,
+            }),
+            pending: Mutex::new(Vec::new()),
+            off: AtomicBool::new(false),
+            notice: Mutex::new(None),
+            timings: Mutex::new(Vec::new()),
+        })
+    }
+
+    pub fn shadow(&self) -> &Shadow {
+        &self.shadow
+    }
+
+    /// A tool that may write has run: it changed only `paths` (relative to the root), or
+    /// anything (`None`: Bash, an MCP tool).
+    pub async fn wrote(&self, paths: Option<Vec<String>>) {
+        let mut state = self.state.lock().await;
+        state.since = match (state.since.take(), paths) {
+            (Some(mut known), Some(paths)) => {
+                known.extend(paths);
+                Some(known)
+            }
+            _ => None,
+        };
+    }
+
+    /// Snapshots the project and records a checkpoint of `kind`; a failure turns checkpoints
+    /// off for the session, with one notice.
+    pub async fn take(&self, kind: Kind, detail: record::Detail) -> Option<Record> {
+        if self.off.load(Ordering::Relaxed) {
+            return None;
+        }
+        let start = Instant::now();
+        let mut state = self.state.lock().await;
+        match self.snapshot(&mut state, &kind, &detail).await {
+            Ok(commit) => {
+                let took = start.elapsed();
+                lock(&self.timings).push(took);
+                if took > TOO_SLOW {
+                    self.turn_off(format!(
+                        "a checkpoint of {} took {:.1} s, so checkpoints are off for this session (set \"checkpoints\": {{\"enabled\": false}} to skip them here)",
+                        self.root.display(),
+                        took.as_secs_f64()
+                    ));
+                }
+                let record = Record::new(commit, kind, detail);
+                lock(&self.pending).push(record.clone());
+                Some(record)
+            }
+            Err(e) => {
+                self.turn_off(format!(
+                    "checkpoints are off for this session: {e}; /rewind cannot restore files changed from now on"
+                ));
+                None
+            }
+        }
+    }
+
+    async fn snapshot(
+        &self,
+        state: &mut State,
+        kind: &Kind,
+        detail: &record::Detail,
+    ) -> Result<String, ShadowError> {
+        let scope = match (kind, &state.since, &state.last_tree) {
+            (Kind::Tool, Some(paths), Some(_)) => Scope::Only(paths.clone()),
+            _ => Scope::Everything,
+        };
+        if state.last_tree.is_none() {
+            let root = self.root.clone();
+            if let Ok(Some(reason)) = tokio::task::spawn_blocking(move || too_big(&root)).await {
+                return Err(ShadowError::Io(std::io::Error::other(reason)));
+            }
+            self.shadow.init().await?;
+        }
+        let tree = match &scope {
+            Scope::Everything => {
+                self.exclude_large().await?;
+                match self.shadow.write_tree(None).await {
+                    Ok(tree) => tree,
+                    // An index naming pruned objects: start it again.
+                    Err(_) => {
+                        self.shadow.reset_index();
+                        self.shadow.write_tree(None).await?
+                    }
+                }
+            }
+            Scope::Only(paths) => match (&state.last_commit, paths.is_empty()) {
+                // Nothing was written since the last snapshot.
+                (Some(commit), true) => return Ok(commit.clone()),
+                _ => self.shadow.write_tree(Some(paths)).await?,
+            },
+        };
+        state.since = Some(Vec::new());
+        if let (Some(last), Some(commit)) = (&state.last_tree, &state.last_commit)
+            && *last == tree
+        {
+            return Ok(commit.clone());
+        }
+        let message = format!("{} {}", kind.label(), detail.describe());
+        let commit = self.shadow.commit(&tree, &message).await?;
+        state.seq += 1;
+        self.shadow.keep(&self.session, state.seq, &commit)?;
+        state.last_tree = Some(tree);
+        state.last_commit = Some(commit.clone());
+        Ok(commit)
+    }
+
+    /// Leaves untracked files over the size cap out of snapshots.
+    async fn exclude_large(&self) -> Result<(), ShadowError> {
+        let large: Vec<String> = self
+            .shadow
+            .untracked()
+            .await?
+            .into_iter()
+            .filter(|path| {
+                std::fs::symlink_metadata(self.root.join(path))
+                    .is_ok_and(|m| m.is_file() && m.len() > self.config.max_file_bytes)
+            })
+            .collect();
+        if !large.is_empty() {
+            self.shadow.exclude(&large)?;
+        }
+        Ok(())
+    }
+
+    fn turn_off(&self, message: String) {
+        if !self.off.swap(true, Ordering::Relaxed) {
+            tracing::warn!("{message}");
+            *lock(&self.notice) = Some(message);
+        }
+    }
+
+    /// Checkpoints taken since the last call, for the transcript.
+    pub fn drain(&self) -> Vec<Record> {
+        std::mem::take(&mut *lock(&self.pending))
+    }
+
+    /// Why checkpoints stopped, once.
+    pub fn take_notice(&self) -> Option<String> {
+        lock(&self.notice).take()
+    }
+
+    pub fn timings(&self) -> Vec<Duration> {
+        lock(&self.timings).clone()
+    }
+
+    /// The files as they are now, as a tree, without recording a checkpoint (`--diff`).
+    pub async fn snapshot_tree(&self) -> Result<String, String> {
+        let _one = self.state.lock().await;
+        let tree = async {
+            self.shadow.init().await?;
+            self.exclude_large().await?;
+            self.shadow.write_tree(None).await
+        };
+        tree.await.map_err(|e| e.to_string())
+    }
+
+    /// Snapshots the files as they are now (so the rewind can itself be undone) and plans
+    /// putting back the checkpoint `records[index]`.
+    pub async fn plan_restore(
+        &self,
+        records: &[Record],
+        index: usize,
+    ) -> Result<restore::Plan, String> {
+        let now = self
+            .take(Kind::Rewind, record::Detail::default())
+            .await
+            .ok_or_else(|| {
+                self.take_notice()
+                    .unwrap_or_else(|| "checkpoints are off for this session".into())
+            })?;
+        restore::plan(&self.shadow, records, index, &now.commit)
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    /// Carries out `plan`; files changed outside ouro are overwritten only when `force`d.
+    pub async fn restore(
+        &self,
+        plan: &restore::Plan,
+        force: bool,
+    ) -> Result<restore::Applied, String> {
+        let applied = restore::apply(&self.shadow, &self.root, plan, force)
+            .await
+            .map_err(|e| e.to_string())?;
+        self.wrote(None).await;
+        self.take(Kind::End, record::Detail::default()).await;
+        Ok(applied)
+    }
+}

@@ -1,0 +1,202 @@
+//! Putting the project's files back as a checkpoint had them. What the restore would change is
+//! the difference between the checkpoint and a snapshot of now; a file that changed outside
+//! ouro since the checkpoint (between the end of a turn and the next prompt, or since the last
+//! turn) is reported and left alone unless forced.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use super::record::{Kind, Record};
+use super::shadow::{Change, Shadow, ShadowError};
+
+/// What restoring `target` would do.
+#[derive(Debug)]
+pub struct Plan {
+    pub target: String,
+    /// The snapshot of the files as they are now.
+    pub now: String,
+    pub changes: Vec<Change>,
+    /// Paths among `changes` that changed outside ouro since the checkpoint.
+    pub outside: BTreeSet<String>,
+}
+
+/// What a restore did.
+#[derive(Debug, Default)]
+pub struct Applied {
+    pub restored: Vec<String>,
+    pub removed: Vec<String>,
+    /// Changed outside ouro, so left as they are.
+    pub kept: Vec<String>,
+    pub failed: Vec<(String, String)>,
+}
+
+impl Applied {
+    /// A few lines for the user.
+    pub fn report(&self) -> String {
+        let mut out = Vec::new();
+        let list = |paths: &[String]| paths.join(", ");
+        if !self.restored.is_empty() {
+            out.push(format!("Restored {}", list(&self.restored)));
+        }
+        if !self.removed.is_empty() {
+            out.push(format!("Removed {}", list(&self.removed)));
+        }
+        if !self.kept.is_empty() {
+            out.push(format!(
+                "Kept {} as they are: they changed outside ouro since that checkpoint (--force overwrites them)",
+                list(&self.kept)
+            ));
+        }
+        for (path, error) in &self.failed {
+            out.push(format!("Could not restore {path}: {error}"));
+        }
+        if out.is_empty() {
+            out.push("The files already match that checkpoint.".into());
+        }
+        out.join("\n")
+    }
+}
+
+/// Plans the restore of `records[index]`, with `now` a snapshot of the files as they are.
+pub async fn plan(
+    shadow: &Shadow,
+    records: &[Record],
+    index: usize,
+    now: &str,
+) -> Result<Plan, ShadowError> {
+    let target = records
+        .get(index)
+        .map(|r| r.commit.clone())
+        .unwrap_or_default();
+    let changes = shadow.diff(&target, now).await?;
+    let mut outside = BTreeSet::new();
+    let touched: BTreeSet<&str> = changes.iter().map(|c| c.path.as_str()).collect();
+    // After each end of turn, until the next snapshot taken from outside a turn (a prompt or
+    // a rewind) or until now, only the user changed files.
+    let later = &records[index.min(records.len())..];
+    for (i, record) in later.iter().enumerate() {
+        if record.kind != Kind::End {
+            continue;
+        }
+        let next = later[i + 1..]
+            .iter()
+            .find(|r| matches!(r.kind, Kind::Prompt | Kind::Rewind))
+            .map_or(now, |r| r.commit.as_str());
+        if next == record.commit {
+            continue;
+        }
+        for change in shadow.diff(&record.commit, next).await? {
+            if touched.contains(change.path.as_str()) {
+                outside.insert(change.path);
+            }
+        }
+    }
+    Ok(Plan {
+        target,
+        now: now.to_string(),
+        changes,
+        outside,
+    })
+}
+
+/// Carries out `plan` in the work tree `root`.
+pub async fn apply(
+    shadow: &Shadow,
+    root: &Path,
+    plan: &Plan,
+    force: bool,
+) -> Result<Applied, ShadowError> {
+    let mut applied = Applied::default();
+    let mut writes: Vec<(&str, u32, &str)> = Vec::new();
+    let mut removals = Vec::new();
+    for change in &plan.changes {
+        if plan.outside.contains(&change.path) && !force {
+            applied.kept.push(change.path.clone());
+            continue;
+        }
+        match &change.old {
+            Some((mode, blob)) => writes.push((&change.path, *mode, blob)),
+            None => removals.push(change.path.as_str()),
+        }
+    }
+    let blobs: Vec<String> = writes.iter().map(|(_, _, b)| b.to_string()).collect();
+    let contents = if blobs.is_empty() {
+        Vec::new()
+    } else {
+        shadow.blobs(&blobs).await?
+    };
+    for ((path, mode, _), content) in writes.iter().zip(contents) {
+        match write_file(&root.join(path), *mode, &content) {
+            Ok(()) => applied.restored.push(path.to_string()),
+            Err(e) => applied.failed.push((path.to_string(), e.to_string())),
+        }
+    }
+    let dirs = if removals.is_empty() {
+        BTreeSet::new()
+    } else {
+        shadow.dirs(&plan.target).await?
+    };
+    for path in removals {
+        let full = root.join(path);
+        match std::fs::remove_file(&full) {
+            Ok(()) => applied.removed.push(path.to_string()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => applied.failed.push((path.to_string(), e.to_string())),
+        }
+        remove_new_dirs(root, Path::new(path), &dirs);
+    }
+    Ok(applied)
+}
+
+/// Writes `content` at `path` as git `mode` had it: a symlink, or a file whose execute bits
+/// follow the mode while its other permission bits stay as they are.
+fn write_file(path: &Path, mode: u32, content: &[u8]) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    let existing = std::fs::symlink_metadata(path).ok();
+    if existing.as_ref().is_some_and(|m| m.is_dir()) {
+        return Err(std::io::Error::other("a folder is there now"));
+    }
+    match mode {
+        0o120000 => {
+            if existing.is_some() {
+                std::fs::remove_file(path)?;
+            }
+            let target = String::from_utf8_lossy(content).into_owned();
+            std::os::unix::fs::symlink(target, path)
+        }
+        0o160000 => Ok(()),
+        _ => {
+            if existing
+                .as_ref()
+                .is_some_and(|m| m.file_type().is_symlink())
+            {
+                std::fs::remove_file(path)?;
+            }
+            std::fs::write(path, content)?;
+            let mut perms = std::fs::metadata(path)?.permissions();
+            let bits = perms.mode();
+            let wanted = if mode == 0o100755 {
+                bits | ((bits & 0o444) >> 2)
+            } else {
+                bits & !0o111
+            };
+            perms.set_mode(wanted);
+            std::fs::set_permissions(path, perms)
+        }
+    }
+}
+
+/// Removes the folders of `path` that were not in the checkpoint and are now empty.
+fn remove_new_dirs(root: &Path, path: &Path, kept: &BTreeSet<String>) {
+    let mut dir = path.parent();
+    while let Some(d) = dir.filter(|d| !d.as_os_str().is_empty()) {
+        if kept.contains(d.to_string_lossy().as_ref()) || std::fs::remove_dir(root.join(d)).is_err()
+        {
+            return;
+        }
+        dir = d.parent();
+    }
+}

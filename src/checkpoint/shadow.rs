@@ -1,0 +1,365 @@
+//! The shadow repository: git plumbing with its own `GIT_DIR` and index under
+//! `~/.ouro/checkpoints/<project>/` and the project root as work tree. It never reads or
+//! writes the user's `.git` (git skips `.git` folders in a work tree), and runs with no global
+//! or system configuration, so no filter, hook or credential helper of the user's runs.
+
+use std::collections::BTreeSet;
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::process::Command;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ShadowError {
+    #[error("could not run git ({0}); install git to have checkpoints")]
+    Spawn(std::io::Error),
+    #[error("git {command} failed: {stderr}")]
+    Git { command: String, stderr: String },
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// One file that differs between two snapshots.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    pub path: String,
+    /// The file in the older snapshot: its mode and blob, or `None` when it did not exist.
+    pub old: Option<(u32, String)>,
+    /// Whether it exists in the newer one.
+    pub exists_after: bool,
+}
+
+pub struct Shadow {
+    git_dir: PathBuf,
+    work_tree: PathBuf,
+    /// Each session has its own index, so two sessions in one project never wait on each
+    /// other's `index.lock`.
+    index: PathBuf,
+}
+
+impl Shadow {
+    pub fn new(git_dir: PathBuf, work_tree: PathBuf, user: &str) -> Shadow {
+        let index = git_dir.join(format!("index-{user}"));
+        Shadow {
+            git_dir,
+            work_tree,
+            index,
+        }
+    }
+
+    /// A new index starts as a copy of the newest one: git then re-reads only the files whose
+    /// size or time changed, not the whole project.
+    fn seed_index(&self) {
+        if self.index.exists() {
+            return;
+        }
+        let newest = std::fs::read_dir(&self.git_dir)
+            .into_iter()
+            .flatten()
+            .filter_map(Result::ok)
+            .filter(|e| e.file_name().to_string_lossy().starts_with("index-"))
+            .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+            .max();
+        if let Some((_, path)) = newest {
+            let _ = std::fs::copy(path, &self.index);
+        }
+    }
+
+    /// Forgets the index (when it names objects that were pruned).
+    pub fn reset_index(&self) {
+        let _ = std::fs::remove_file(&self.index);
+    }
+
+    pub fn git_dir(&self) -> &Path {
+        &self.git_dir
+    }
+
+    fn command(&self) -> Command {
+        let mut cmd = Command::new("git");
+        // Nothing of the caller's git context may leak in (ouro may run inside a git hook).
+        for (key, _) in std::env::vars_os() {
+            if key.to_string_lossy().starts_with("GIT_") {
+                cmd.env_remove(key);
+            }
+        }
+        cmd.env("GIT_DIR", &self.git_dir)
+            .env("GIT_WORK_TREE", &self.work_tree)
+            .env("GIT_INDEX_FILE", &self.index)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .env("GIT_AUTHOR_NAME", "ouro")
+            .env("GIT_AUTHOR_EMAIL", "ouro@localhost")
+            .env("GIT_COMMITTER_NAME", "ouro")
+            .env("GIT_COMMITTER_EMAIL", "ouro@localhost")
+            .current_dir(&self.work_tree)
+            .stdin(Stdio::null())
+            .kill_on_drop(true);
+        cmd
+    }
+
+    async fn git<I, S>(&self, args: I) -> Result<Vec<u8>, ShadowError>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let args: Vec<S> = args.into_iter().collect();
+        let output = self
+            .command()
+            .args(&args)
+            .output()
+            .await
+            .map_err(ShadowError::Spawn)?;
+        if output.status.success() {
+            Ok(output.stdout)
+        } else {
+            Err(ShadowError::Git {
+                command: args
+                    .iter()
+                    .map(|a| a.as_ref().to_string_lossy().into_owned())
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                stderr: String::from_utf8_lossy(&output.stderr).trim().to_string(),
+            })
+        }
+    }
+
+    /// Creates the repository on first use; private, as it holds the project's code.
+    pub async fn init(&self) -> Result<(), ShadowError> {
+        if self.git_dir.join("HEAD").is_file() {
+            self.seed_index();
+            return Ok(());
+        }
+        std::fs::create_dir_all(&self.git_dir)?;
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&self.git_dir, std::fs::Permissions::from_mode(0o700))?;
+        // `init --bare` takes its folder as an argument and refuses a work tree.
+        let made = self
+            .command()
+            .env_remove("GIT_DIR")
+            .env_remove("GIT_WORK_TREE")
+            .arg("init")
+            .arg("--quiet")
+            .arg("--bare")
+            .arg(&self.git_dir)
+            .output()
+            .await
+            .map_err(ShadowError::Spawn)?;
+        if !made.status.success() {
+            return Err(ShadowError::Git {
+                command: "init".into(),
+                stderr: String::from_utf8_lossy(&made.stderr).trim().to_string(),
+            });
+        }
+        for (key, value) in [
+            ("core.bare", "false"),
+            ("core.untrackedCache", "true"),
+            ("core.autocrlf", "false"),
+            ("core.symlinks", "true"),
+            ("gc.auto", "0"),
+            ("index.version", "4"),
+        ] {
+            self.git(["config", key, value]).await?;
+        }
+        Ok(())
+    }
+
+    /// Untracked files not ignored, relative to the work tree.
+    pub async fn untracked(&self) -> Result<Vec<String>, ShadowError> {
+        let out = self
+            .git(["ls-files", "-z", "--others", "--exclude-standard"])
+            .await?;
+        Ok(split_z(&out))
+    }
+
+    /// Keeps `paths` out of every snapshot from now on (the size cap).
+    pub fn exclude(&self, paths: &[String]) -> Result<(), ShadowError> {
+        use std::io::Write;
+        let info = self.git_dir.join("info");
+        std::fs::create_dir_all(&info)?;
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(info.join("exclude"))?;
+        for path in paths {
+            writeln!(file, "/{}", escape_pattern(path))?;
+        }
+        Ok(())
+    }
+
+    /// Records the work tree (all of it, or only `paths`) and returns the tree's id.
+    pub async fn write_tree(&self, paths: Option<&[String]>) -> Result<String, ShadowError> {
+        match paths {
+            None => self.git(["add", "--all", "--ignore-errors", "."]).await?,
+            Some(paths) => {
+                let mut args = vec!["add", "--all", "--ignore-errors", "--"];
+                args.extend(paths.iter().map(String::as_str));
+                self.git(args).await?
+            }
+        };
+        let out = self.git(["write-tree"]).await?;
+        Ok(String::from_utf8_lossy(&out).trim().to_string())
+    }
+
+    pub async fn commit(&self, tree: &str, message: &str) -> Result<String, ShadowError> {
+        let out = self.git(["commit-tree", tree, "-m", message]).await?;
+        Ok(String::from_utf8_lossy(&out).trim().to_string())
+    }
+
+    /// The tree of commit `commit`.
+    pub async fn tree_of(&self, commit: &str) -> Result<String, ShadowError> {
+        let out = self
+            .git(["rev-parse", "--verify", &format!("{commit}^{{tree}}")])
+            .await?;
+        Ok(String::from_utf8_lossy(&out).trim().to_string())
+    }
+
+    /// Keeps `commit` from being pruned: one ref per checkpoint, under the session.
+    pub fn keep(&self, session: &str, seq: u64, commit: &str) -> Result<(), ShadowError> {
+        let dir = self.git_dir.join("refs/ouro").join(session);
+        std::fs::create_dir_all(&dir)?;
+        std::fs::write(dir.join(format!("{seq:06}")), format!("{commit}\n"))?;
+        Ok(())
+    }
+
+    /// What differs from `old` to `new` (commits or trees).
+    pub async fn diff(&self, old: &str, new: &str) -> Result<Vec<Change>, ShadowError> {
+        let out = self
+            .git(["diff-tree", "-r", "-z", "--no-renames", old, new])
+            .await?;
+        Ok(parse_diff(&out))
+    }
+
+    /// The folders of `commit`.
+    pub async fn dirs(&self, commit: &str) -> Result<BTreeSet<String>, ShadowError> {
+        let out = self
+            .git(["ls-tree", "-r", "-d", "-z", "--name-only", commit])
+            .await?;
+        Ok(split_z(&out).into_iter().collect())
+    }
+
+    /// A unified diff from `old` to the work tree as it is now snapshotted in `new`.
+    pub async fn patch(&self, old: &str, new: &str) -> Result<String, ShadowError> {
+        let out = self
+            .git(["diff", "--no-color", "--no-ext-diff", old, new])
+            .await?;
+        Ok(String::from_utf8_lossy(&out).into_owned())
+    }
+
+    /// The contents of `blobs`, in order, through one `cat-file --batch`.
+    pub async fn blobs(&self, blobs: &[String]) -> Result<Vec<Vec<u8>>, ShadowError> {
+        let mut child = self
+            .command()
+            .args(["cat-file", "--batch"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .map_err(ShadowError::Spawn)?;
+        let mut stdin = child.stdin.take().ok_or_else(missing_pipe)?;
+        let request: String = blobs.iter().map(|b| format!("{b}\n")).collect();
+        let writer = tokio::spawn(async move {
+            let _ = stdin.write_all(request.as_bytes()).await;
+        });
+        let mut stdout = child.stdout.take().ok_or_else(missing_pipe)?;
+        let mut all = Vec::new();
+        stdout.read_to_end(&mut all).await?;
+        let _ = writer.await;
+        child.wait().await?;
+        parse_batch(&all, blobs.len())
+    }
+}
+
+fn missing_pipe() -> ShadowError {
+    ShadowError::Io(std::io::Error::other("git's pipe was not opened"))
+}
+
+fn split_z(out: &[u8]) -> Vec<String> {
+    out.split(|b| *b == 0)
+        .filter(|s| !s.is_empty())
+        .map(|s| String::from_utf8_lossy(s).into_owned())
+        .collect()
+}
+
+/// `diff-tree -z` output: `:oldmode newmode oldsha newsha status\0path\0` per file.
+fn parse_diff(out: &[u8]) -> Vec<Change> {
+    let fields = split_z(out);
+    let mut changes = Vec::new();
+    let mut i = 0;
+    while i + 1 < fields.len() {
+        let meta: Vec<&str> = fields[i].trim_start_matches(':').split(' ').collect();
+        let path = fields[i + 1].clone();
+        i += 2;
+        if meta.len() < 5 {
+            continue;
+        }
+        let old_mode = u32::from_str_radix(meta[0], 8).unwrap_or(0);
+        let old = (old_mode != 0).then(|| (old_mode, meta[2].to_string()));
+        let exists_after = meta[1] != "000000";
+        changes.push(Change {
+            path,
+            old,
+            exists_after,
+        });
+    }
+    changes
+}
+
+/// `cat-file --batch` output: `<sha> blob <size>\n<content>\n` per object.
+fn parse_batch(all: &[u8], count: usize) -> Result<Vec<Vec<u8>>, ShadowError> {
+    let bad = || {
+        ShadowError::Io(std::io::Error::other(
+            "git cat-file gave an unreadable answer",
+        ))
+    };
+    let mut out = Vec::with_capacity(count);
+    let mut rest = all;
+    for _ in 0..count {
+        let end = rest.iter().position(|b| *b == b'\n').ok_or_else(bad)?;
+        let header = String::from_utf8_lossy(&rest[..end]);
+        let size: usize = header
+            .rsplit(' ')
+            .next()
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(bad)?;
+        let body = rest.get(end + 1..end + 1 + size).ok_or_else(bad)?;
+        out.push(body.to_vec());
+        rest = rest.get(end + 2 + size..).unwrap_or_default();
+    }
+    Ok(out)
+}
+
+/// A path as a gitignore pattern that matches only itself.
+fn escape_pattern(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    for c in path.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '\\' | '!' | '#' | ' ') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn diff_and_batch_output_parse() {
+        let diff = b":100644 000000 aaa 000 D\0gone.txt\0:000000 100755 000 bbb A\0new.sh\0:100755 100644 ccc ddd M\0dir/x\0";
+        let changes = parse_diff(diff);
+        assert_eq!(changes.len(), 3);
+        assert_eq!(changes[0].old, Some((0o100644, "aaa".into())));
+        assert!(!changes[0].exists_after);
+        assert_eq!(changes[1].old, None);
+        assert!(changes[1].exists_after);
+        assert_eq!(changes[2].path, "dir/x");
+        let batch = b"aaa blob 3\nabc\nbbb blob 0\n\n";
+        let blobs = parse_batch(batch, 2).unwrap();
+        assert_eq!(blobs, vec![b"abc".to_vec(), Vec::new()]);
+        assert!(parse_batch(b"aaa blob 9\nab\n", 1).is_err());
+        assert_eq!(escape_pattern("a b*.txt"), "a\\ b\\*.txt");
+    }
+}

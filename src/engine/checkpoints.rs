@@ -1,0 +1,65 @@
+//! The engine's side of checkpoints: a snapshot before each prompt is answered and at the end
+//! of its turn, their records in the transcript (after the tool calls' own, in order), and
+//! cutting the conversation back to a prompt.
+
+use super::Engine;
+use crate::api::types::Role;
+use crate::checkpoint::record::Detail;
+use crate::checkpoint::{Kind, Record};
+use crate::event::Event;
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum RewindError {
+    #[error(
+        "the conversation no longer holds that prompt (it was compacted or rewound since); only the code can go back to it"
+    )]
+    NotInConversation,
+}
+
+impl Engine {
+    /// Snapshots the project as `kind` (a sub-agent leaves prompts and turns to its parent).
+    pub(super) async fn checkpoint(&mut self, kind: Kind, detail: Detail) {
+        if self.config.subagent {
+            return;
+        }
+        if let Some(checkpoints) = self.executor.context().checkpoints.clone() {
+            checkpoints.take(kind, detail).await;
+        }
+        self.record_checkpoints();
+    }
+
+    /// Writes the checkpoints taken since the last call to the transcript.
+    pub(super) fn record_checkpoints(&mut self) {
+        if self.config.subagent {
+            return;
+        }
+        let Some(checkpoints) = self.executor.context().checkpoints.clone() else {
+            return;
+        };
+        for record in checkpoints.drain() {
+            self.persist(|t| t.append_checkpoint(&record));
+        }
+        if let Some(notice) = checkpoints.take_notice() {
+            self.emit(Event::Notice(notice));
+        }
+    }
+
+    /// Cuts the conversation back to just before the prompt `record` was taken for, in memory
+    /// and in the transcript (a later `--resume` sees the cut). Returns the prompt's text.
+    pub fn rewind_conversation(&mut self, record: &Record) -> Result<String, RewindError> {
+        let at = at_prompt(self.history(), record).ok_or(RewindError::NotInConversation)?;
+        let kept = self.history()[..at].to_vec();
+        self.persist(|t| t.append_compaction(&kept));
+        self.history.replace(kept);
+        self.cache_mark = None;
+        Ok(record.detail.prompt.clone().unwrap_or_default())
+    }
+}
+
+/// Where the prompt of `record` starts in `history`, if it is still there.
+pub fn at_prompt(history: &[crate::api::types::Message], record: &Record) -> Option<usize> {
+    let at = record.detail.messages?;
+    let prompt = record.detail.prompt.as_deref()?;
+    let message = history.get(at)?;
+    (message.role == Role::User && message.text().starts_with(prompt)).then_some(at)
+}

@@ -1,0 +1,261 @@
+//! End-to-end: checkpoints and `ouro rewind` (issue 19). A session edits two files, rewrites
+//! one with Bash (`sed -i`, `echo >`, `chmod`) and deletes one with `rm`; going back to before
+//! the first prompt restores all of them, content and mode, and leaves the user's own git state
+//! exactly as it was.
+
+#![allow(clippy::unwrap_used)] // a failed unwrap in a test is a failed test
+#![cfg(feature = "mock")]
+
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use common::{Sandbox, bodies, server};
+use serde_json::{Value, json};
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "u")
+        .env("GIT_AUTHOR_EMAIL", "u@x")
+        .env("GIT_COMMITTER_NAME", "u")
+        .env("GIT_COMMITTER_EMAIL", "u@x")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Everything of the user's git state a rewind must not touch.
+fn git_state(dir: &Path) -> Vec<String> {
+    [
+        &[
+            "status",
+            "--porcelain=v2",
+            "--branch",
+            "--untracked-files=all",
+        ][..],
+        &["stash", "list"],
+        &["diff", "--cached"],
+        &["log", "--all", "--oneline"],
+        &["ls-files", "--stage"],
+    ]
+    .iter()
+    .map(|args| git(dir, args))
+    .collect()
+}
+
+fn mode(path: &Path) -> u32 {
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+/// A project under git with a stash, a staged change and an untracked file, the four files the
+/// session changes, and a script whose mode the session changes.
+fn project(sb: &Sandbox) {
+    let root = sb.root();
+    git(&root, &["init", "-q", "-b", "main"]);
+    sb.write("a.txt", "alpha\n");
+    sb.write("b.txt", "bravo\n");
+    sb.write("c.txt", "charlie x\n");
+    sb.write("d.txt", "delta\n");
+    sb.write("run.sh", "#!/bin/sh\necho run\n");
+    std::fs::set_permissions(root.join("run.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    sb.write("stash.txt", "one\n");
+    git(&root, &["add", "."]);
+    git(&root, &["commit", "-qm", "start"]);
+    sb.write("stash.txt", "stashed\n");
+    git(&root, &["stash", "-q"]);
+    sb.write("staged.txt", "staged\n");
+    git(&root, &["add", "staged.txt"]);
+    sb.write("untracked.txt", "mine\n");
+}
+
+fn tool(name: &str, input: Value) -> Value {
+    json!({"type": "tool_use", "name": name, "input": input})
+}
+
+/// The first prompt's turns: Read, Edit twice, Bash rewrites and deletes; then a second prompt
+/// that writes one more file.
+fn scenario(root: &Path) -> Value {
+    let p = |f: &str| root.join(f).to_string_lossy().into_owned();
+    json!({"turns": [
+        {"content": [tool("Read", json!({"file_path": p("a.txt")})), tool("Read", json!({"file_path": p("b.txt")}))]},
+        {"content": [
+            tool("Edit", json!({"file_path": p("a.txt"), "old_string": "alpha", "new_string": "ALPHA"})),
+            tool("Edit", json!({"file_path": p("b.txt"), "old_string": "bravo", "new_string": "BRAVO"}))
+        ]},
+        {"content": [tool("Bash", json!({"command": "sed -i s/x/y/ c.txt && echo new > run.sh && chmod 644 run.sh"}))]},
+        {"content": [tool("Bash", json!({"command": "rm d.txt"}))]},
+        {"content": [{"type": "text", "text": "first done"}]},
+        {"content": [tool("Write", json!({"file_path": p("e.txt"), "content": "echo\n"}))]},
+        {"content": [{"type": "text", "text": "second done"}]},
+        {"content": [{"type": "text", "text": "after the rewind"}]}
+    ]})
+}
+
+/// One prompt with every call allowed (the tests run as root in CI).
+async fn bypassing(sb: &Sandbox, url: &str, args: &[&str]) {
+    let mut all = vec!["-p", "--permission-mode", "bypassPermissions"];
+    all.extend(args);
+    let output = sb
+        .command(url, &all)
+        .env("OURO_ALLOW_ROOT_BYPASS", "1")
+        .output()
+        .await
+        .unwrap();
+    let run = common::Run::from(output);
+    assert!(run.status.success(), "{}", run.debug());
+}
+
+async fn two_prompts(sb: &Sandbox, url: &str) {
+    bypassing(sb, url, &["change things"]).await;
+    bypassing(sb, url, &["--continue", "one more"]).await;
+    assert!(sb.root().join("e.txt").exists());
+}
+
+fn read(sb: &Sandbox, f: &str) -> String {
+    std::fs::read_to_string(sb.root().join(f)).unwrap()
+}
+
+#[tokio::test]
+async fn rewinding_to_the_first_prompt_restores_every_change_and_cuts_the_conversation() {
+    let sb = Sandbox::new();
+    project(&sb);
+    let before = git_state(&sb.root());
+    let mock = server(scenario(&sb.root())).await;
+    two_prompts(&sb, &mock.url()).await;
+    assert_eq!(read(&sb, "a.txt"), "ALPHA\n");
+    assert_eq!(read(&sb, "c.txt"), "charlie y\n");
+    assert!(!sb.root().join("d.txt").exists());
+    assert_eq!(mode(&sb.root().join("run.sh")), 0o644);
+
+    let list = sb.run(&mock.url(), &["rewind", "--list"]).await;
+    assert!(list.status.success(), "{}", list.debug());
+    assert!(list.stdout.contains("#1"), "{}", list.stdout);
+    assert!(list.stdout.contains("change things"), "{}", list.stdout);
+    for changed in ["a.txt", "b.txt", "c.txt", "d.txt", "run.sh"] {
+        assert!(list.stdout.contains(changed), "{changed}: {}", list.stdout);
+    }
+    assert!(list.stdout.contains("before Bash"), "{}", list.stdout);
+    let diff = sb.run(&mock.url(), &["rewind", "--diff", "1"]).await;
+    assert!(
+        diff.stdout.contains("-alpha") && diff.stdout.contains("+ALPHA"),
+        "{}",
+        diff.stdout
+    );
+
+    let rewind = sb
+        .run(&mock.url(), &["rewind", "--continue", "--to", "1"])
+        .await;
+    assert!(rewind.status.success(), "{}", rewind.debug());
+    assert_eq!(read(&sb, "a.txt"), "alpha\n");
+    assert_eq!(read(&sb, "b.txt"), "bravo\n");
+    assert_eq!(read(&sb, "c.txt"), "charlie x\n");
+    assert_eq!(read(&sb, "d.txt"), "delta\n");
+    assert_eq!(read(&sb, "run.sh"), "#!/bin/sh\necho run\n");
+    assert_eq!(mode(&sb.root().join("run.sh")), 0o755);
+    assert!(
+        !sb.root().join("e.txt").exists(),
+        "the second prompt's file goes too"
+    );
+    assert_eq!(
+        git_state(&sb.root()),
+        before,
+        "the user's git state is untouched"
+    );
+    assert!(sb.root().join("untracked.txt").exists());
+
+    // The next resume starts from before the first prompt.
+    let resumed = sb.run(&mock.url(), &["-p", "--continue", "again"]).await;
+    assert!(resumed.status.success(), "{}", resumed.debug());
+    let last = bodies(&mock).pop().unwrap();
+    assert_eq!(last["messages"].as_array().unwrap().len(), 1, "{last}");
+}
+
+#[tokio::test]
+async fn a_conversation_rewind_keeps_the_files() {
+    let sb = Sandbox::new();
+    project(&sb);
+    let mock = server(scenario(&sb.root())).await;
+    two_prompts(&sb, &mock.url()).await;
+    let rewind = sb
+        .run(&mock.url(), &["rewind", "--to", "2", "--conversation"])
+        .await;
+    assert!(rewind.status.success(), "{}", rewind.debug());
+    assert!(rewind.stdout.contains("one more"), "{}", rewind.stdout);
+    assert_eq!(read(&sb, "a.txt"), "ALPHA\n");
+    assert!(sb.root().join("e.txt").exists());
+    let resumed = sb.run(&mock.url(), &["-p", "--continue", "again"]).await;
+    assert!(resumed.status.success(), "{}", resumed.debug());
+    let last = bodies(&mock).pop().unwrap();
+    let texts: Vec<String> = last["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m.to_string())
+        .collect();
+    assert!(texts.iter().any(|t| t.contains("change things")));
+    assert!(!texts.iter().any(|t| t.contains("one more")), "{texts:?}");
+}
+
+#[tokio::test]
+async fn a_file_the_user_changed_is_reported_and_kept_unless_forced() {
+    let sb = Sandbox::new();
+    project(&sb);
+    let mock = server(scenario(&sb.root())).await;
+    two_prompts(&sb, &mock.url()).await;
+    sb.write("b.txt", "the user's own\n");
+    let rewind = sb
+        .run(&mock.url(), &["rewind", "--to", "1", "--code"])
+        .await;
+    assert!(rewind.status.success(), "{}", rewind.debug());
+    assert!(rewind.stdout.contains("Kept b.txt"), "{}", rewind.stdout);
+    assert_eq!(read(&sb, "b.txt"), "the user's own\n");
+    assert_eq!(read(&sb, "a.txt"), "alpha\n");
+    // The rewind itself was checkpointed: going back to before it brings ALPHA back.
+    let list = sb.run(&mock.url(), &["rewind", "--list"]).await;
+    assert!(list.stdout.contains("#2"), "{}", list.stdout);
+    let forced = sb
+        .run(&mock.url(), &["rewind", "--to", "1", "--code", "--force"])
+        .await;
+    assert!(forced.status.success(), "{}", forced.debug());
+    assert_eq!(read(&sb, "b.txt"), "bravo\n");
+}
+
+#[tokio::test]
+async fn every_checkpoint_is_in_the_transcript_with_its_tool_use_id() {
+    let sb = Sandbox::new();
+    project(&sb);
+    let mock = server(scenario(&sb.root())).await;
+    two_prompts(&sb, &mock.url()).await;
+    let transcript = std::fs::read_to_string(&sb.transcripts()[0]).unwrap();
+    let records: Vec<Value> = transcript
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["type"] == "checkpoint")
+        .map(|v| v["record"].clone())
+        .collect();
+    let kinds: Vec<&str> = records
+        .iter()
+        .map(|r| r["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "prompt", "tool", "tool", "tool", "tool", "end", "prompt", "tool", "end"
+        ],
+        "{records:#?}"
+    );
+    let tools: Vec<&str> = records.iter().filter_map(|r| r["tool"].as_str()).collect();
+    assert_eq!(tools, ["Edit", "Edit", "Bash", "Bash", "Write"]);
+    assert!(
+        records[1]["tool_use_id"]
+            .as_str()
+            .unwrap()
+            .starts_with("toolu_")
+    );
+    assert!(!sb.root().join(".git/ouro").exists());
+    assert!(sb.home.path().join("checkpoints").is_dir());
+}
