@@ -25,11 +25,11 @@ impl Engine {
         if let Some(checkpoints) = self.executor.context().checkpoints.clone() {
             checkpoints.take(kind, detail).await;
         }
-        self.record_checkpoints();
+        self.save_checkpoints();
     }
 
     /// Writes the checkpoints taken since the last call to the transcript.
-    pub(super) fn record_checkpoints(&mut self) {
+    pub fn save_checkpoints(&mut self) {
         if self.config.subagent {
             return;
         }

@@ -419,7 +419,7 @@ impl Engine {
             self.history.push(Message::assistant(outcome.blocks));
         }
         // The checkpoints of this batch's calls come before their results.
-        self.record_checkpoints();
+        self.save_checkpoints();
         if !results.is_empty() {
             let message = Message {
                 role: Role::User,

@@ -5,6 +5,7 @@
 
 use std::borrow::Cow;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rustyline::completion::{Completer, Pair};
@@ -43,6 +44,8 @@ pub enum Input {
     Eof,
     /// Shift+Tab, with the text before and after the cursor.
     CycleMode(String, String),
+    /// Esc twice on an empty line: `/rewind`, as in Claude Code.
+    Rewind,
 }
 
 struct ReplHelper {
@@ -105,6 +108,22 @@ impl ConditionalEventHandler for CycleMode {
     }
 }
 
+/// Esc twice on an empty line ends the read with [`Input::Rewind`]. rustyline (with no key
+/// sequence time-out, as here) holds a lone Esc until the next key, as the start of an Alt
+/// combination, and reads Esc Esc as one Esc: so one Esc event is two presses. On a line with
+/// text, Esc keeps rustyline's meaning.
+struct DoubleEscape(Arc<AtomicBool>);
+
+impl ConditionalEventHandler for DoubleEscape {
+    fn handle(&self, _: &Event, _: RepeatCount, _: bool, ctx: &EventContext) -> Option<Cmd> {
+        if !ctx.line().is_empty() {
+            return None;
+        }
+        self.0.store(true, Ordering::Relaxed);
+        Some(Cmd::Interrupt)
+    }
+}
+
 /// Ctrl-C clears a typed line and only interrupts (the first step to quitting) on an empty one.
 struct ClearOrInterrupt;
 
@@ -126,6 +145,8 @@ pub struct LineEditor {
     history: Option<PathBuf>,
     /// What was typed when Shift+Tab ended a read.
     cycled: Arc<Mutex<Option<(String, String)>>>,
+    /// Set when a double Esc ended a read.
+    rewind: Arc<AtomicBool>,
 }
 
 impl LineEditor {
@@ -163,6 +184,13 @@ impl LineEditor {
             KeyEvent(KeyCode::BackTab, Modifiers::NONE),
             EventHandler::Conditional(Box::new(CycleMode(cycled.clone()))),
         );
+        let rewind = Arc::new(AtomicBool::new(false));
+        for modifiers in [Modifiers::NONE, Modifiers::ALT] {
+            editor.bind_sequence(
+                KeyEvent(KeyCode::Esc, modifiers),
+                EventHandler::Conditional(Box::new(DoubleEscape(rewind.clone()))),
+            );
+        }
         if let Some(path) = &history
             && path.exists()
             && let Err(e) = editor.load_history(path)
@@ -173,6 +201,7 @@ impl LineEditor {
             editor: Some(editor),
             history,
             cycled,
+            rewind,
         })
     }
 
@@ -209,6 +238,9 @@ impl LineEditor {
         self.editor = Some(editor);
         match result {
             Ok(line) => Ok(Input::Line(join_continued_lines(&line))),
+            Err(ReadlineError::Interrupted) if self.rewind.swap(false, Ordering::Relaxed) => {
+                Ok(Input::Rewind)
+            }
             Err(ReadlineError::Interrupted) => {
                 let cycled = self.cycled.lock().ok().and_then(|mut t| t.take());
                 Ok(match cycled {

@@ -17,6 +17,7 @@ mod markdown;
 mod mcp;
 mod mentions;
 mod render;
+mod rewind;
 mod sessions;
 mod slash;
 mod spinner;
@@ -228,6 +229,10 @@ impl Repl {
                     self.ui.render.print(&hint);
                     continue;
                 }
+                Input::Rewind => {
+                    self.rewind().await;
+                    continue;
+                }
                 Input::Line(line) => line,
             };
             self.interrupted_once = false;
@@ -426,6 +431,7 @@ impl Ui {
                     continue;
                 }
                 Ok(Input::Eof) => AskAnswer::Deny(None),
+                Ok(Input::Rewind) => continue,
                 Err(e) => {
                     let line = self.render.style().red(&format!("✗ {e}"));
                     self.render.print(&line);

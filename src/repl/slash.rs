@@ -86,6 +86,11 @@ const BUILTIN: &[(&str, &str, &str)] = &[
     ),
     ("todos", "", "The task list the model keeps"),
     (
+        "rewind",
+        "",
+        "Go back to before a prompt: code, conversation or both (Esc Esc)",
+    ),
+    (
         "hooks",
         "",
         "The configured hooks and where each comes from",
@@ -115,6 +120,7 @@ pub enum Slash {
     Review(Option<String>),
     AddDir(Option<String>),
     Todos,
+    Rewind,
     Hooks,
     Agents,
     Mcp,
@@ -161,6 +167,7 @@ pub fn parse(line: &str, project: Vec<ProjectCommand>) -> Option<Slash> {
         "add-dir" => Slash::AddDir(optional),
         "mcp" => Slash::Mcp,
         "todos" => Slash::Todos,
+        "rewind" | "checkpoint" => Slash::Rewind,
         "hooks" => Slash::Hooks,
         "agents" => Slash::Agents,
         "exit" | "quit" => Slash::Exit,
@@ -303,6 +310,7 @@ impl Repl {
                 };
                 self.ui.render.print(&text);
             }
+            Slash::Rewind => self.rewind().await,
             Slash::Hooks => {
                 let text = self.hooks_list();
                 self.ui.render.print(&text);

@@ -1,0 +1,94 @@
+//! End-to-end in a terminal (issue 19): Esc twice on an empty prompt opens the rewind picker;
+//! code and conversation go back, the prompt returns to the input; a file the user changed
+//! since is named and kept unless the user agrees to overwrite it.
+
+#![allow(clippy::unwrap_used)] // a failed unwrap in a test is a failed test
+#![cfg(feature = "mock")]
+
+mod common;
+#[path = "repl/pty.rs"]
+mod pty;
+
+use common::{Sandbox, bodies, server};
+use pty::{Options, Term};
+use serde_json::{Value, json};
+
+const ENTER: &str = "\r";
+
+fn edits(sb: &Sandbox) -> Value {
+    let a = sb.write("a.txt", "alpha\n");
+    json!({"turns": [
+        {"content": [{"type": "tool_use", "name": "Read", "input": {"file_path": a}}]},
+        {"content": [{"type": "tool_use", "name": "Edit",
+                      "input": {"file_path": a, "old_string": "alpha", "new_string": "ALPHA"}}]},
+        {"content": [{"type": "text", "text": "Changed it."}]},
+        {"content": [{"type": "text", "text": "Asked again."}]}
+    ]})
+}
+
+fn accept_edits() -> Options<'static> {
+    Options {
+        args: &["--permission-mode", "acceptEdits"],
+        ..Options::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn esc_twice_rewinds_code_and_conversation_and_gives_the_prompt_back() {
+    let sb = Sandbox::new();
+    let mock = server(edits(&sb)).await;
+    let mut term = Term::start(&sb, &mock.url(), accept_edits());
+    term.submit("make it loud");
+    term.expect("Changed it.");
+    assert_eq!(
+        std::fs::read_to_string(sb.root().join("a.txt")).unwrap(),
+        "ALPHA\n"
+    );
+    term.expect("› ");
+    term.send("\x1b");
+    std::thread::sleep(std::time::Duration::from_millis(150));
+    term.send("\x1b");
+    term.expect("Rewind to before which prompt?");
+    term.expect("#1 make it loud  (changed a.txt)");
+    term.send(ENTER);
+    term.expect("Restore code and conversation");
+    term.send(ENTER);
+    term.expect("Restored a.txt");
+    term.expect("The conversation now ends before prompt #1");
+    assert_eq!(
+        std::fs::read_to_string(sb.root().join("a.txt")).unwrap(),
+        "alpha\n"
+    );
+    // The prompt is back at the input: Enter sends it again, on a conversation without it.
+    term.expect("› make it loud");
+    term.send(ENTER);
+    term.expect("Asked again.");
+    let last = bodies(&mock).pop().unwrap();
+    assert_eq!(last["messages"].as_array().unwrap().len(), 1, "{last}");
+    term.exit();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_file_changed_outside_ouro_is_named_and_kept_when_the_user_says_no() {
+    let sb = Sandbox::new();
+    let mock = server(edits(&sb)).await;
+    let mut term = Term::start(&sb, &mock.url(), accept_edits());
+    term.submit("make it loud");
+    term.expect("Changed it.");
+    sb.write("a.txt", "the user's own\n");
+    term.submit("/rewind");
+    term.expect("Rewind to before which prompt?");
+    term.send(ENTER);
+    term.expect("Restore code only");
+    // Code only: the third choice.
+    term.send("\x1b[B\x1b[B");
+    term.send(ENTER);
+    term.expect("a.txt changed outside ouro since then. Overwrite them too?");
+    term.send("n");
+    term.expect("Kept a.txt as they are");
+    assert_eq!(
+        std::fs::read_to_string(sb.root().join("a.txt")).unwrap(),
+        "the user's own\n"
+    );
+    term.exit();
+}
