@@ -91,6 +91,11 @@ pub enum Event {
     },
     PermissionDenied(Denial),
     /// The conversation is being summarised.
+    /// The prompt about to be answered, echoed for an Agent SDK (`--replay-user-messages`).
+    PromptReplay {
+        text: String,
+        uuid: String,
+    },
     /// Something the user should know that is not part of the conversation (checkpoints were
     /// turned off, say).
     Notice(String),

@@ -455,3 +455,45 @@ async fn can_use_tool_may_change_the_input_but_not_past_a_deny_rule() {
         "{results:?}"
     );
 }
+
+#[tokio::test]
+async fn rewind_files_puts_the_files_back_as_before_a_replayed_prompt() {
+    let sb = Sandbox::new();
+    let notes = sb.root().join("notes.txt");
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "tool_use", "name": "Write", "input": {"file_path": notes, "content": "after\n"}}]},
+        {"content": [{"type": "text", "text": "written"}]}
+    ]}))
+    .await;
+    let printed = sdk(
+        &sb,
+        &mock.url(),
+        r#"
+    opts.enable_file_checkpointing = True
+    opts.extra_args = {"replay-user-messages": None}
+    opts.permission_mode = "acceptEdits"
+    async with ClaudeSDKClient(options=opts) as client:
+        await client.query("change the notes")
+        first = None
+        async for m in client.receive_response():
+            if isinstance(m, UserMessage) and m.uuid and first is None:
+                first = m.uuid
+                out("replayed", uuid=m.uuid, content=str(m.content))
+        out("after", text=open(opts.cwd + "/notes.txt").read())
+        await client.rewind_files(first)
+        out("rewound", exists=os.path.exists(opts.cwd + "/notes.txt"))
+"#,
+    )
+    .await;
+    assert!(
+        printed[0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("change the notes")
+    );
+    assert_eq!(printed[1]["text"], "after\n");
+    assert_eq!(
+        printed[2]["exists"], false,
+        "the file the prompt created is gone"
+    );
+}

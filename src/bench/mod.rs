@@ -9,6 +9,7 @@
 use std::future::Future;
 use std::io;
 
+pub mod checkpoints;
 pub mod fixture;
 mod host;
 pub mod long;
@@ -86,6 +87,9 @@ pub struct BenchArgs {
     /// command (it needs an `echo` tool taking `message`, as `mcp-server-everything` has).
     #[arg(long, value_name = "COMMAND", num_args = 0..=1, default_missing_value = "mcp-server-everything")]
     pub compare_mcp: Option<String>,
+    /// Also time checkpoints on a generated project of this many files (default 10000).
+    #[arg(long, value_name = "FILES", num_args = 0..=1, default_missing_value = "10000")]
+    pub checkpoints: Option<u32>,
     /// Also measure the client's time per turn at turn 10 and at turn N of one N-turn
     /// session whose history only grows (e.g. 1000).
     #[arg(long, value_parser = clap::value_parser!(u32).range(20..=5000))]
@@ -176,6 +180,11 @@ pub async fn run(args: &BenchArgs) -> Result<bool, BenchError> {
     if let Some(command) = &args.compare_mcp {
         progress("an MCP tool call over stdio");
         report.mcp = Some(mcp::compare(command, MCP_CALLS.max(runs)).await?);
+    }
+    if let Some(files) = args.checkpoints {
+        progress(&format!("checkpoints of a {files}-file project"));
+        report.checkpoints =
+            Some(checkpoints::measure(files as usize, runs.max(11), plan.seed).await?);
     }
     progress("what 10- and 50-turn sessions are billed");
     for turns in COST_SESSION_TURNS {

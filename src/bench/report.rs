@@ -43,6 +43,8 @@ pub struct Report {
     pub sandbox: Option<SandboxCost>,
     /// `--compare-mcp`: an MCP tool call through ouro and bare.
     pub mcp: Option<super::mcp::McpCost>,
+    /// `--checkpoints`: what a snapshot of the project costs.
+    pub checkpoints: Option<super::checkpoints::CheckpointCost>,
     /// What scripted sessions of a few lengths are billed for input.
     pub cost: Vec<SessionCost>,
     /// `--history-turns`: client time per turn early and late in one long session.
@@ -206,6 +208,7 @@ pub fn build(
         compare_rg,
         sandbox: None,
         mcp: None,
+        checkpoints: None,
         cost: Vec::new(),
         history: None,
         resume: None,

@@ -190,6 +190,20 @@ pub fn render(r: &Report) -> String {
             m.server, m.calls, m.tool_ms.median, m.raw_ms.median, m.added_ms
         );
     }
+    if let Some(c) = &r.checkpoints {
+        let _ = writeln!(
+            out,
+            "\ncheckpoints of a {}-file project (median of {}): first {:.1} ms; before a prompt \
+             {:.1} ms unchanged, {:.1} ms with one file changed; before a tool call after an Edit \
+             {:.1} ms",
+            c.files,
+            c.runs,
+            c.first_ms,
+            c.unchanged_ms.median,
+            c.one_file_changed_ms.median,
+            c.after_an_edit_ms.median
+        );
+    }
     if !r.cost.is_empty() {
         out.push_str(
             "\ninput cost per scripted session (prompt caching, billed as the API bills it)\n",

@@ -133,8 +133,6 @@ pub struct Checkpoints {
     pending: Mutex<Vec<Record>>,
     off: AtomicBool,
     notice: Mutex<Option<String>>,
-    /// How long each snapshot took, for `ouro bench` and the tests.
-    timings: Mutex<Vec<Duration>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -149,7 +147,21 @@ impl Checkpoints {
         if !config.enabled {
             return None;
         }
-        let shadow = shadow_for(root, session)?;
+        Some(Checkpoints::with_shadow(
+            shadow_for(root, session)?,
+            root,
+            session,
+            config,
+        ))
+    }
+
+    /// Checkpoints kept in `shadow` (the benchmark keeps its own).
+    pub fn with_shadow(
+        shadow: Shadow,
+        root: &Path,
+        session: &str,
+        config: CheckpointConfig,
+    ) -> Checkpoints {
         // A resumed session goes on numbering after its earlier checkpoints.
         let seq = std::fs::read_dir(shadow.git_dir().join("refs/ouro").join(session))
             .into_iter()
@@ -157,7 +169,7 @@ impl Checkpoints {
             .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u64>().ok())
             .max()
             .unwrap_or(0);
-        Some(Checkpoints {
+        Checkpoints {
             shadow,
             root: root.to_path_buf(),
             session: session.to_string(),
@@ -171,8 +183,7 @@ impl Checkpoints {
             pending: Mutex::new(Vec::new()),
             off: AtomicBool::new(false),
             notice: Mutex::new(None),
-            timings: Mutex::new(Vec::new()),
-        })
+        }
     }
 
     pub fn shadow(&self) -> &Shadow {
@@ -203,7 +214,6 @@ impl Checkpoints {
         match self.snapshot(&mut state, &kind, &detail).await {
             Ok(commit) => {
                 let took = start.elapsed();
-                lock(&self.timings).push(took);
                 if took > TOO_SLOW {
                     self.turn_off(format!(
                         "a checkpoint of {} took {:.1} s, so checkpoints are off for this session (set \"checkpoints\": {{\"enabled\": false}} to skip them here)",
@@ -230,8 +240,10 @@ impl Checkpoints {
         kind: &Kind,
         detail: &record::Detail,
     ) -> Result<String, ShadowError> {
+        // Within a turn ouro knows what Edit and Write changed; before a prompt or a rewind the
+        // user may have changed anything, and after Bash so may the command.
         let scope = match (kind, &state.since, &state.last_tree) {
-            (Kind::Tool, Some(paths), Some(_)) => Scope::Only(paths.clone()),
+            (Kind::Tool | Kind::End, Some(paths), Some(_)) => Scope::Only(paths.clone()),
             _ => Scope::Everything,
         };
         if state.last_tree.is_none() {
@@ -307,10 +319,6 @@ impl Checkpoints {
     /// Why checkpoints stopped, once.
     pub fn take_notice(&self) -> Option<String> {
         lock(&self.notice).take()
-    }
-
-    pub fn timings(&self) -> Vec<Duration> {
-        lock(&self.timings).clone()
     }
 
     /// The files as they are now, as a tree, without recording a checkpoint (`--diff`).

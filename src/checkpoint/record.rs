@@ -40,6 +40,9 @@ pub struct Detail {
     /// Messages in the conversation before that prompt: where a conversation rewind cuts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub messages: Option<usize>,
+    /// The id an Agent SDK gave the prompt's message (`rewind_files` names it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -88,6 +88,11 @@ pub struct Args {
     #[arg(long = "plugin-dir-no-mcp", hide = true)]
     plugin_dir_no_mcp: Vec<String>,
 
+    /// Echo each user message read from stdin (stream-json) with its `uuid`, as the Agent SDK
+    /// asks to name checkpoints for `rewind_files`.
+    #[arg(long, requires = "input_format")]
+    pub replay_user_messages: bool,
+
     /// Claude Code's permission to switch to bypassPermissions later; ouro's `set_permission_mode`
     /// and Shift+Tab may always switch, so it changes nothing.
     #[arg(long = "allow-dangerously-skip-permissions", hide = true)]

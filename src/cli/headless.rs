@@ -111,10 +111,14 @@ async fn run_session(args: &Args, cwd: &Path) -> anyhow::Result<bool> {
                     if let Some(model) = controls.take_model() {
                         engine.set_model(model);
                     }
+                    if args.replay_user_messages {
+                        let id = prompt.uuid.unwrap_or_else(crate::session::new_session_id);
+                        engine.replay_prompt(&prompt.text, id);
+                    }
                     let turn = controls.new_turn();
                     // Each turn's outcome is in its result line; the exit status speaks for
                     // the stream (an SDK reads a failed exit as a crash).
-                    engine.run(&prompt, &turn).await;
+                    engine.run(&prompt.text, &turn).await;
                     controls.turn_ended(&engine);
                 }
                 Err(problem) => {

@@ -44,6 +44,16 @@ impl Engine {
         }
     }
 
+    /// The next prompt's message goes by `id`, and is echoed on the event stream with it (the
+    /// Agent SDK's `--replay-user-messages`), so `rewind_files` can name its checkpoint.
+    pub fn replay_prompt(&mut self, text: &str, id: String) {
+        self.emit(Event::PromptReplay {
+            text: text.to_string(),
+            uuid: id.clone(),
+        });
+        self.prompt_id = Some(id);
+    }
+
     /// Cuts the conversation back to just before the prompt `record` was taken for, in memory
     /// and in the transcript (a later `--resume` sees the cut). Returns the prompt's text.
     pub fn rewind_conversation(&mut self, record: &Record) -> Result<String, RewindError> {

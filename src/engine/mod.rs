@@ -155,6 +155,8 @@ pub struct Engine {
     costs: Costs,
     /// The message that carried the newest cache breakpoint in the last request.
     cache_mark: Option<usize>,
+    /// The id the next prompt's message goes by (an Agent SDK's `uuid`).
+    prompt_id: Option<String>,
 }
 
 /// The conversation an engine starts with: new and empty, or loaded by `--resume`.
@@ -194,6 +196,7 @@ impl Engine {
             events,
             costs: Costs::default(),
             cache_mark: None,
+            prompt_id: None,
         }
     }
 

@@ -71,7 +71,8 @@ impl Engine {
         }));
         let mut ending = match self.prompt_hooks(prompt_text, first).await {
             PromptVerdict::Send(context) => {
-                let before = Detail::prompt(prompt_text, self.history.len());
+                let mut before = Detail::prompt(prompt_text, self.history.len());
+                before.message_id = self.prompt_id.take();
                 self.checkpoint(Kind::Prompt, before).await;
                 let mut user = Message::user_text(prompt_text);
                 user.content

@@ -237,7 +237,10 @@ impl Renderer {
             }
             // Denials arrive as the call's error result too; engine-written messages
             // (continuations, summaries) are bookkeeping the user did not type.
-            Event::PermissionDenied(_) | Event::SyntheticUser { .. } | Event::StreamEvent(_) => {}
+            Event::PermissionDenied(_)
+            | Event::SyntheticUser { .. }
+            | Event::StreamEvent(_)
+            | Event::PromptReplay { .. } => {}
             Event::Result(result) => self.result(result),
         }
     }

@@ -7,7 +7,9 @@ mod asker;
 mod context;
 pub mod init;
 mod outgoing;
+mod rewind;
 
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::{Value, json};
@@ -15,6 +17,7 @@ use tokio::io::AsyncBufReadExt;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::checkpoint::Checkpoints;
 use crate::engine::Engine;
 use crate::exec::hooks::Hooks;
 use crate::mcp::McpHub;
@@ -38,6 +41,9 @@ pub struct Controls {
     mcp: Option<Arc<McpHub>>,
     /// `get_context_usage`'s answer as of the last turn.
     context: Mutex<Value>,
+    /// What `rewind_files` restores from.
+    checkpoints: Option<Arc<Checkpoints>>,
+    transcript: Option<PathBuf>,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -64,6 +70,8 @@ impl Controls {
             hooks: engine.executor().hooks().clone(),
             mcp,
             context: Mutex::new(context::report(engine)),
+            checkpoints: engine.executor().context().checkpoints.clone(),
+            transcript: engine.transcript_path().map(PathBuf::from),
         }
     }
 
@@ -218,7 +226,7 @@ impl FirstLine {
 /// requests are answered on the spot.
 pub async fn read_stdin(
     stdin: FirstLine,
-    turns: mpsc::Sender<Result<String, String>>,
+    turns: mpsc::Sender<Result<Turn, String>>,
     controls: Arc<Controls>,
 ) {
     let FirstLine {
@@ -240,6 +248,22 @@ pub async fn read_stdin(
         }
         let parsed: Result<Value, _> = serde_json::from_str(&line);
         let item = match parsed {
+            // Restoring files runs git: answered when done, while other lines are read.
+            Ok(v)
+                if v["type"] == "control_request" && v["request"]["subtype"] == "rewind_files" =>
+            {
+                let controls = controls.clone();
+                tokio::spawn(async move {
+                    let outcome = rewind::rewind_files(
+                        controls.checkpoints.as_deref(),
+                        controls.transcript.as_deref(),
+                        &v["request"],
+                    )
+                    .await;
+                    write_line(&response(&v["request_id"], outcome));
+                });
+                continue;
+            }
             Ok(v) if v["type"] == "control_request" => {
                 write_line(&response(&v["request_id"], controls.handle(&v["request"])));
                 continue;
@@ -249,13 +273,25 @@ pub async fn read_stdin(
                 continue;
             }
             Ok(v) if v["type"] == "control_cancel_request" => continue,
-            Ok(v) => user_turn(&v).map_err(|e| format!("stdin line {number} was skipped: {e}")),
+            Ok(v) => user_turn(&v)
+                .map(|text| Turn {
+                    text,
+                    uuid: v["uuid"].as_str().map(str::to_string),
+                })
+                .map_err(|e| format!("stdin line {number} was skipped: {e}")),
             Err(e) => Err(format!("stdin line {number} was skipped: not JSON: {e}")),
         };
         if turns.send(item).await.is_err() {
             return;
         }
     }
+}
+
+/// One user message from stdin: its text, and the id the SDK gave it, if any.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Turn {
+    pub text: String,
+    pub uuid: Option<String>,
 }
 
 /// The text of a `{"type":"user","message":{"role":"user","content":...}}` line.

@@ -66,6 +66,14 @@ pub fn render(event: &Event, session_id: &str) -> Option<Value> {
             "session_id": session_id,
             "uuid": uuid(),
         }),
+        Event::PromptReplay { text, uuid } => json!({
+            "type": "user",
+            "message": {"role": "user", "content": [ContentBlock::text(text.clone())]},
+            "parent_tool_use_id": null,
+            "session_id": session_id,
+            "uuid": uuid,
+            "isReplay": true,
+        }),
         Event::Notice(text) => json!({
             "type": "system",
             "subtype": "notice",
