@@ -246,19 +246,19 @@ impl Pipeline {
                 {
                     return outcome;
                 }
-                // The answer approved the changed call, but a deny rule still binds it.
-                let access = call.prepared.access(ctx);
-                let request = PermissionRequest {
-                    tool: name,
-                    access: &access,
-                    read_only: call.prepared.is_read_only(),
-                    cwd: Some(&cwd),
-                };
-                if let Decision::Deny(reason) = self.policy.decide(&request) {
-                    let message = format!("Permission to use {name} was denied: {reason}");
-                    return self.refuse(id, &call, message, timings);
+                // The answer approved the changed call, as a hook's allow would: a deny rule
+                // still binds it.
+                match self.authorize(&call, Some(HookVerdict::Allow), ctx).await {
+                    Permission::Granted(confinement) => confinement,
+                    Permission::Refused(message) => {
+                        return self.refuse(id, &call, message, timings);
+                    }
+                    // A hook's allow never asks, so nothing else comes back; were it to, the
+                    // call does not run.
+                    Permission::Cancelled | Permission::Changed(_) => {
+                        return Outcome::cancelled(timings);
+                    }
                 }
-                Confinement::Approved
             }
         };
 
