@@ -64,6 +64,16 @@ impl CheckpointConfig {
     }
 }
 
+/// The number of the last checkpoint kept for `session`: a resumed session goes on after it.
+fn last_seq(shadow: &Shadow, session: &str) -> u64 {
+    std::fs::read_dir(shadow.git_dir().join("refs/ouro").join(session))
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u64>().ok())
+        .max()
+        .unwrap_or(0)
+}
+
 /// A project with more files than this (not ignored) gets no checkpoints: each would cost too
 /// much.
 const MAX_FILES: usize = 100_000;
@@ -117,6 +127,8 @@ pub enum Scope {
 }
 
 struct State {
+    /// The session the checkpoints' refs are kept under (`/clear` starts another).
+    session: String,
     seq: u64,
     last_tree: Option<String>,
     last_commit: Option<String>,
@@ -127,7 +139,6 @@ struct State {
 pub struct Checkpoints {
     shadow: Shadow,
     root: PathBuf,
-    session: String,
     config: CheckpointConfig,
     state: tokio::sync::Mutex<State>,
     pending: Mutex<Vec<Record>>,
@@ -162,19 +173,13 @@ impl Checkpoints {
         session: &str,
         config: CheckpointConfig,
     ) -> Checkpoints {
-        // A resumed session goes on numbering after its earlier checkpoints.
-        let seq = std::fs::read_dir(shadow.git_dir().join("refs/ouro").join(session))
-            .into_iter()
-            .flatten()
-            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u64>().ok())
-            .max()
-            .unwrap_or(0);
+        let seq = last_seq(&shadow, session);
         Checkpoints {
             shadow,
             root: root.to_path_buf(),
-            session: session.to_string(),
             config,
             state: tokio::sync::Mutex::new(State {
+                session: session.to_string(),
                 seq,
                 last_tree: None,
                 last_commit: None,
@@ -188,6 +193,13 @@ impl Checkpoints {
 
     pub fn shadow(&self) -> &Shadow {
         &self.shadow
+    }
+
+    /// Checkpoints from now on belong to session `id` (after `/clear`).
+    pub async fn start_session(&self, id: &str) {
+        let mut state = self.state.lock().await;
+        state.session = id.to_string();
+        state.seq = last_seq(&self.shadow, id);
     }
 
     /// A tool that may write has run: it changed only `paths` (relative to the root), or
@@ -280,7 +292,7 @@ impl Checkpoints {
         let message = format!("{} {}", kind.label(), detail.describe());
         let commit = self.shadow.commit(&tree, &message).await?;
         state.seq += 1;
-        self.shadow.keep(&self.session, state.seq, &commit)?;
+        self.shadow.keep(&state.session, state.seq, &commit)?;
         state.last_tree = Some(tree);
         state.last_commit = Some(commit.clone());
         Ok(commit)

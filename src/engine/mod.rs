@@ -261,7 +261,11 @@ impl Engine {
     }
 
     /// Start a new, empty session (`/clear`).
-    pub fn reset(&mut self, session_id: String, transcript: Option<Transcript>) {
+    pub async fn reset(&mut self, session_id: String, transcript: Option<Transcript>) {
+        self.save_checkpoints();
+        if let Some(checkpoints) = &self.executor.context().checkpoints {
+            checkpoints.start_session(&session_id).await;
+        }
         self.session_id = session_id;
         self.transcript = transcript;
         self.history.clear();

@@ -353,7 +353,7 @@ impl Repl {
             None => None,
         };
         let previous = self.engine.session_id().to_string();
-        self.engine.reset(id.clone(), transcript);
+        self.engine.reset(id.clone(), transcript).await;
         self.ui.render.print(&format!(
             "Started a new session {id}. The previous one is kept: /resume {previous}"
         ));
