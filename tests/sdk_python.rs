@@ -371,6 +371,11 @@ async fn an_in_process_sdk_mcp_tool_is_called_and_reported() {
         usage = await client.get_context_usage()
         out("usage", total=usage["totalTokens"], max=usage["maxTokens"],
             model=usage["model"], mcp=usage["mcpTools"])
+        await client.toggle_mcp_server("calc", False)
+        out("off", servers=(await client.get_mcp_status())["mcpServers"])
+        await client.toggle_mcp_server("calc", True)
+        await client.reconnect_mcp_server("calc")
+        out("on", servers=(await client.get_mcp_status())["mcpServers"])
 "#,
     )
     .await;
@@ -400,6 +405,9 @@ async fn an_in_process_sdk_mcp_tool_is_called_and_reported() {
     assert_eq!(usage["max"], 200_000);
     assert_eq!(usage["mcp"][0]["name"], "add");
     assert_eq!(usage["mcp"][0]["serverName"], "calc");
+    assert_eq!(printed[3]["servers"][0]["status"], "disabled");
+    assert_eq!(printed[4]["servers"][0]["status"], "connected");
+    assert_eq!(printed[4]["servers"][0]["tools"][0]["name"], "add");
 }
 
 #[tokio::test]

@@ -104,6 +104,21 @@ impl McpHub {
         Ok(catalog::render_resource(server, uri, &result))
     }
 
+    /// The Agent SDK's `mcp_toggle`.
+    pub fn set_enabled(&self, name: &str, enabled: bool) -> Result<(), String> {
+        self.server(name)?.set_enabled(enabled);
+        Ok(())
+    }
+
+    /// The Agent SDK's `mcp_reconnect`: the error says why it failed.
+    pub async fn reconnect(&self, name: &str) -> Result<(), String> {
+        let server = self.server(name)?.clone();
+        server
+            .reconnect()
+            .await
+            .map_err(|e| format!("MCP server \"{name}\" did not reconnect: {e}"))
+    }
+
     /// Every server's state as the Agent SDK's `mcp_status` answers it.
     pub fn report(&self) -> Vec<serde_json::Value> {
         self.servers.iter().map(|s| s.report()).collect()

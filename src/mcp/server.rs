@@ -45,6 +45,8 @@ pub struct Server {
     /// Bumped on every change of state, so the session offers the new tool list.
     changes: watch::Sender<u64>,
     sdk: Option<SdkLink>,
+    /// Turned off for the session (the Agent SDK's `mcp_toggle`): its tools are not offered.
+    disabled: std::sync::atomic::AtomicBool,
 }
 
 impl Server {
@@ -61,6 +63,7 @@ impl Server {
             reconnecting: tokio::sync::Mutex::new(()),
             changes,
             sdk,
+            disabled: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -81,6 +84,9 @@ impl Server {
     }
 
     pub fn tools(&self) -> Vec<Arc<dyn DynTool>> {
+        if self.is_disabled() {
+            return Vec::new();
+        }
         match &*self.state() {
             State::Connected { tools, .. } => tools.clone(),
             _ => Vec::new(),
@@ -101,7 +107,38 @@ impl Server {
         }
     }
 
+    fn is_disabled(&self) -> bool {
+        self.disabled.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Offers the server's tools again, or stops offering them.
+    pub fn set_enabled(&self, enabled: bool) {
+        self.disabled
+            .store(!enabled, std::sync::atomic::Ordering::Relaxed);
+        self.changes.send_modify(|g| *g += 1);
+    }
+
+    /// Connects again now, whatever the state of the connection.
+    pub async fn reconnect(self: &Arc<Self>) -> Result<(), String> {
+        let _one = self.reconnecting.lock().await;
+        let outcome = self.connect().await;
+        if let Err(error) = &outcome {
+            self.set(State::Failed {
+                error: error.clone(),
+            });
+        }
+        outcome
+    }
+
     pub fn status(&self) -> ServerStatus {
+        if self.is_disabled() {
+            return ServerStatus {
+                name: self.config.name.clone(),
+                status: "disabled".into(),
+                tools: 0,
+                error: None,
+            };
+        }
         let (status, tools, error) = match &*self.state() {
             State::Connecting => ("pending", 0, None),
             State::Connected { tools, .. } => ("connected", tools.len(), None),

@@ -75,6 +75,12 @@ impl Controls {
         }
     }
 
+    fn hub(&self) -> Result<&McpHub, String> {
+        self.mcp
+            .as_deref()
+            .ok_or_else(|| "this session has no MCP servers".to_string())
+    }
+
     /// A turn ended: `get_context_usage` answers from the engine as it is now.
     pub fn turn_ended(&self, engine: &Engine) {
         *lock(&self.context) = context::report(engine);
@@ -90,6 +96,27 @@ impl Controls {
     /// A model asked for with `set_model` since the last turn.
     pub fn take_model(&self) -> Option<String> {
         lock(&self.model).take()
+    }
+
+    fn is_slow(&self, request: &Value) -> bool {
+        matches!(
+            request["subtype"].as_str(),
+            Some("rewind_files" | "mcp_reconnect")
+        )
+    }
+
+    async fn handle_slow(&self, request: &Value) -> Result<Value, String> {
+        if request["subtype"] == "mcp_reconnect" {
+            let name = request["serverName"].as_str().unwrap_or_default();
+            self.hub()?.reconnect(name).await?;
+            return Ok(json!({}));
+        }
+        rewind::rewind_files(
+            self.checkpoints.as_deref(),
+            self.transcript.as_deref(),
+            request,
+        )
+        .await
     }
 
     /// The answer to one control request: `Ok` with the response's payload, or the error.
@@ -124,6 +151,12 @@ impl Controls {
             "set_model" => {
                 let model = request["model"].as_str().map(crate::api::models::resolve);
                 *lock(&self.model) = model;
+                Ok(json!({}))
+            }
+            "mcp_toggle" => {
+                let name = request["serverName"].as_str().unwrap_or_default();
+                let enabled = request["enabled"].as_bool().unwrap_or(true);
+                self.hub()?.set_enabled(name, enabled)?;
                 Ok(json!({}))
             }
             "mcp_status" => {
@@ -248,18 +281,12 @@ pub async fn read_stdin(
         }
         let parsed: Result<Value, _> = serde_json::from_str(&line);
         let item = match parsed {
-            // Restoring files runs git: answered when done, while other lines are read.
-            Ok(v)
-                if v["type"] == "control_request" && v["request"]["subtype"] == "rewind_files" =>
-            {
+            // Restoring files and reconnecting take time: answered when done, while other
+            // lines are read.
+            Ok(v) if v["type"] == "control_request" && controls.is_slow(&v["request"]) => {
                 let controls = controls.clone();
                 tokio::spawn(async move {
-                    let outcome = rewind::rewind_files(
-                        controls.checkpoints.as_deref(),
-                        controls.transcript.as_deref(),
-                        &v["request"],
-                    )
-                    .await;
+                    let outcome = controls.handle_slow(&v["request"]).await;
                     write_line(&response(&v["request_id"], outcome));
                 });
                 continue;
