@@ -259,3 +259,101 @@ async fn every_checkpoint_is_in_the_transcript_with_its_tool_use_id() {
     assert!(!sb.root().join(".git/ouro").exists());
     assert!(sb.home.path().join("checkpoints").is_dir());
 }
+
+/// One prompt whose turns are these Bash commands, then a closing answer.
+fn commands(commands: &[&str]) -> Value {
+    let mut turns: Vec<Value> = commands
+        .iter()
+        .map(|c| json!({"content": [tool("Bash", json!({"command": c}))]}))
+        .collect();
+    turns.push(json!({"content": [{"type": "text", "text": "done"}]}));
+    json!({ "turns": turns })
+}
+
+#[tokio::test]
+async fn links_folders_and_files_that_swapped_places_come_back_without_touching_outside() {
+    let sb = Sandbox::new();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("f.txt"), "PRECIOUS\n").unwrap();
+    sb.write("sub/f.txt", "orig\n");
+    sb.write("x", "a file\n");
+    sb.write("d/f", "in a folder\n");
+    let link = format!("rm -rf sub && ln -s {} sub", outside.path().display());
+    let mock = server(commands(&[
+        &link,
+        "rm x && mkdir x && echo y > x/y && rm -rf d && echo now-a-file > d",
+    ]))
+    .await;
+    bypassing(&sb, &mock.url(), &["shuffle"]).await;
+    assert!(sb.root().join("sub").is_symlink());
+    let rewind = sb
+        .run(&mock.url(), &["rewind", "--to", "1", "--code"])
+        .await;
+    assert!(rewind.status.success(), "{}", rewind.debug());
+    assert_eq!(
+        std::fs::read_to_string(outside.path().join("f.txt")).unwrap(),
+        "PRECIOUS\n",
+        "nothing is written through the link"
+    );
+    assert!(!sb.root().join("sub").is_symlink());
+    assert_eq!(read(&sb, "sub/f.txt"), "orig\n");
+    assert_eq!(read(&sb, "x"), "a file\n");
+    assert_eq!(read(&sb, "d/f"), "in a folder\n");
+    assert!(rewind.stdout.contains("To undo this"), "{}", rewind.stdout);
+}
+
+#[tokio::test]
+async fn files_the_checkpoints_gitignore_left_out_are_not_deleted() {
+    let sb = Sandbox::new();
+    sb.write(".gitignore", ".env\nbuild/\n");
+    sb.write(".env", "SECRET=1\n");
+    sb.write("build/out.bin", "binary\n");
+    let mock = server(commands(&["printf 'node_modules/\\n' > .gitignore"])).await;
+    bypassing(&sb, &mock.url(), &["change the ignores"]).await;
+    let rewind = sb
+        .run(&mock.url(), &["rewind", "--to", "1", "--code"])
+        .await;
+    assert!(rewind.status.success(), "{}", rewind.debug());
+    assert_eq!(read(&sb, ".gitignore"), ".env\nbuild/\n");
+    assert_eq!(read(&sb, ".env"), "SECRET=1\n");
+    assert_eq!(read(&sb, "build/out.bin"), "binary\n");
+}
+
+#[tokio::test]
+async fn a_write_git_will_not_take_leaves_checkpoints_on() {
+    let sb = Sandbox::new();
+    sb.write(".gitignore", ".env\n");
+    sb.write("a.txt", "one\n");
+    let p = |f: &str| sb.root().join(f).to_string_lossy().into_owned();
+    let mock = server(json!({"turns": [
+        {"content": [tool("Write", json!({"file_path": p(".env"), "content": "X=1\n"}))]},
+        {"content": [tool("Write", json!({"file_path": p(":(glob)*"), "content": "odd\n"}))]},
+        {"content": [tool("Bash", json!({"command": "echo two > a.txt"}))]},
+        {"content": [{"type": "text", "text": "done"}]}
+    ]}))
+    .await;
+    bypassing(&sb, &mock.url(), &["write odd things"]).await;
+    let transcript = std::fs::read_to_string(&sb.transcripts()[0]).unwrap();
+    let kinds: Vec<String> = transcript
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["type"] == "checkpoint")
+        .map(|v| v["record"]["kind"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["prompt", "tool", "tool", "tool", "end"],
+        "{transcript}"
+    );
+    let rewind = sb
+        .run(&mock.url(), &["rewind", "--to", "1", "--code"])
+        .await;
+    assert!(rewind.status.success(), "{}", rewind.debug());
+    assert_eq!(read(&sb, "a.txt"), "one\n");
+    assert!(!sb.root().join(":(glob)*").exists());
+    assert_eq!(
+        read(&sb, ".env"),
+        "X=1\n",
+        "ignored: never recorded, so kept"
+    );
+}

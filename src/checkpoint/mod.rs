@@ -89,6 +89,7 @@ fn too_big(root: &Path) -> Option<String> {
     }
     let files = ignore::WalkBuilder::new(root)
         .hidden(false)
+        .require_git(false)
         .filter_entry(|e| e.file_name() != ".git")
         .build()
         .filter_map(Result::ok)
@@ -103,16 +104,26 @@ fn too_big(root: &Path) -> Option<String> {
     })
 }
 
-/// The shadow repository of the project at `root`.
+/// The shadow repository of the project at `root`: a readable name plus a hash of the whole
+/// path, so that `/x/a b`, `/x/a-b` and `/x/a/b` never share one.
 pub fn shadow_for(root: &Path, session: &str) -> Option<Shadow> {
-    let derived: String = root
+    use std::os::unix::ffi::OsStrExt;
+    let readable: String = root
         .to_string_lossy()
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
         .collect();
+    // FNV-1a: stable across builds, unlike the standard library's hasher.
+    let hash = root
+        .as_os_str()
+        .as_bytes()
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+            (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+        });
     let dir = crate::settings::ouro_home()?
         .join("checkpoints")
-        .join(derived);
+        .join(format!("{readable}-{hash:016x}"));
     Some(Shadow::new(dir, root.to_path_buf(), session))
 }
 
@@ -143,6 +154,8 @@ pub struct Checkpoints {
     state: tokio::sync::Mutex<State>,
     pending: Mutex<Vec<Record>>,
     off: AtomicBool,
+    /// A failed snapshot was reported (once per session).
+    warned: AtomicBool,
     notice: Mutex<Option<String>>,
 }
 
@@ -187,6 +200,7 @@ impl Checkpoints {
             }),
             pending: Mutex::new(Vec::new()),
             off: AtomicBool::new(false),
+            warned: AtomicBool::new(false),
             notice: Mutex::new(None),
         }
     }
@@ -237,10 +251,22 @@ impl Checkpoints {
                 lock(&self.pending).push(record.clone());
                 Some(record)
             }
-            Err(e) => {
+            // No git, or no place for snapshots: nothing will work this session.
+            Err(e @ (ShadowError::Spawn(_) | ShadowError::Unsuitable(_))) => {
                 self.turn_off(format!(
                     "checkpoints are off for this session: {e}; /rewind cannot restore files changed from now on"
                 ));
+                None
+            }
+            // A file that vanished mid-snapshot, a lock held a moment: the next one may work.
+            Err(e) => {
+                state.since = None;
+                let mut notice = lock(&self.notice);
+                if !self.warned.swap(true, Ordering::Relaxed) {
+                    *notice = Some(format!(
+                        "a checkpoint could not be taken ({e}); ouro tries again at the next one"
+                    ));
+                }
                 None
             }
         }
@@ -261,9 +287,10 @@ impl Checkpoints {
         if state.last_tree.is_none() {
             let root = self.root.clone();
             if let Ok(Some(reason)) = tokio::task::spawn_blocking(move || too_big(&root)).await {
-                return Err(ShadowError::Io(std::io::Error::other(reason)));
+                return Err(ShadowError::Unsuitable(reason));
             }
             self.shadow.init().await?;
+            self.exclude_own_home()?;
         }
         let tree = match &scope {
             Scope::Everything => {
@@ -280,7 +307,15 @@ impl Checkpoints {
             Scope::Only(paths) => match (&state.last_commit, paths.is_empty()) {
                 // Nothing was written since the last snapshot.
                 (Some(commit), true) => return Ok(commit.clone()),
-                _ => self.shadow.write_tree(Some(paths)).await?,
+                // A path git will not take (ignored, gone, in a nested repository): look at
+                // everything instead.
+                _ => match self.shadow.write_tree(Some(paths)).await {
+                    Ok(tree) => tree,
+                    Err(_) => {
+                        self.exclude_large().await?;
+                        self.shadow.write_tree(None).await?
+                    }
+                },
             },
         };
         state.since = Some(Vec::new());
@@ -296,6 +331,21 @@ impl Checkpoints {
         state.last_tree = Some(tree);
         state.last_commit = Some(commit.clone());
         Ok(commit)
+    }
+
+    /// Keeps ouro's own folder out of the snapshots when it lies inside the project.
+    fn exclude_own_home(&self) -> Result<(), ShadowError> {
+        let Some(home) = crate::settings::ouro_home() else {
+            return Ok(());
+        };
+        let Ok(inside) = home.strip_prefix(&self.root) else {
+            return Ok(());
+        };
+        let pattern = inside.to_string_lossy().into_owned();
+        if !pattern.is_empty() && !self.shadow.excludes(&pattern) {
+            self.shadow.exclude(&[pattern])?;
+        }
+        Ok(())
     }
 
     /// Leaves untracked files over the size cap out of snapshots.

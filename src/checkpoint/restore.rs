@@ -27,6 +27,9 @@ pub struct Applied {
     pub removed: Vec<String>,
     /// Changed outside ouro, so left as they are.
     pub kept: Vec<String>,
+    /// Not in the checkpoint because its `.gitignore` rules left them out: they may have been
+    /// there, so they stay.
+    pub ignored: Vec<String>,
     pub failed: Vec<(String, String)>,
 }
 
@@ -45,6 +48,12 @@ impl Applied {
             out.push(format!(
                 "Kept {} as they are: they changed outside ouro since that checkpoint (--force overwrites them)",
                 list(&self.kept)
+            ));
+        }
+        if !self.ignored.is_empty() {
+            out.push(format!(
+                "Left {} alone: ignored by .gitignore at that checkpoint, so not recorded",
+                list(&self.ignored)
             ));
         }
         for (path, error) in &self.failed {
@@ -91,6 +100,18 @@ pub async fn plan(
             }
         }
     }
+    // A session that was killed mid-turn left no end of turn: what changed since its last
+    // checkpoint cannot be told apart from the user's work, so it counts as theirs.
+    if let Some(last) = later
+        .last()
+        .filter(|r| r.kind != Kind::End && r.commit != now)
+    {
+        for change in shadow.diff(&last.commit, now).await? {
+            if touched.contains(change.path.as_str()) {
+                outside.insert(change.path);
+            }
+        }
+    }
     Ok(Plan {
         target,
         now: now.to_string(),
@@ -99,7 +120,11 @@ pub async fn plan(
     })
 }
 
-/// Carries out `plan` in the work tree `root`.
+/// Carries out `plan` in the work tree `root`. The checkpoint's `.gitignore` files go back
+/// first, so that a file its rules ignored (hence never recorded) is not taken for one created
+/// since; then deletions, deepest first, so that a link or file standing where the checkpoint
+/// had a folder is gone before that folder's files are written; then the files. Nothing is
+/// written or deleted through a symbolic link.
 pub async fn apply(
     shadow: &Shadow,
     root: &Path,
@@ -119,33 +144,95 @@ pub async fn apply(
             None => removals.push(change.path.as_str()),
         }
     }
+    // Ignore files first: they decide which removals are safe.
+    writes.sort_by_key(|(path, _, _)| !is_ignore_file(path));
     let blobs: Vec<String> = writes.iter().map(|(_, _, b)| b.to_string()).collect();
-    let contents = if blobs.is_empty() {
+    let mut contents = if blobs.is_empty() {
         Vec::new()
     } else {
         shadow.blobs(&blobs).await?
-    };
-    for ((path, mode, _), content) in writes.iter().zip(contents) {
-        match write_file(&root.join(path), *mode, &content) {
+    }
+    .into_iter();
+    let write = |applied: &mut Applied, (path, mode, _): (&str, u32, &str), content: Vec<u8>| {
+        match safe_write(root, path, mode, &content) {
             Ok(()) => applied.restored.push(path.to_string()),
             Err(e) => applied.failed.push((path.to_string(), e.to_string())),
         }
+    };
+    let ignore_files = writes
+        .iter()
+        .take_while(|(p, _, _)| is_ignore_file(p))
+        .count();
+    for (w, content) in writes[..ignore_files].iter().zip(contents.by_ref()) {
+        write(&mut applied, *w, content);
     }
+    let ignored = shadow.ignored(&removals).await?;
+    removals.retain(|path| {
+        let keep = ignored.contains(*path);
+        if keep {
+            applied.ignored.push(path.to_string());
+        }
+        !keep
+    });
+    removals.sort_by_key(|path| std::cmp::Reverse(path.matches('/').count()));
     let dirs = if removals.is_empty() {
         BTreeSet::new()
     } else {
         shadow.dirs(&plan.target).await?
     };
     for path in removals {
-        let full = root.join(path);
-        match std::fs::remove_file(&full) {
-            Ok(()) => applied.removed.push(path.to_string()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        match safe_remove(root, path) {
+            Ok(true) => applied.removed.push(path.to_string()),
+            Ok(false) => {}
             Err(e) => applied.failed.push((path.to_string(), e.to_string())),
         }
         remove_new_dirs(root, Path::new(path), &dirs);
     }
+    for (w, content) in writes[ignore_files..].iter().zip(contents) {
+        write(&mut applied, *w, content);
+    }
     Ok(applied)
+}
+
+fn is_ignore_file(path: &str) -> bool {
+    path == ".gitignore" || path.ends_with("/.gitignore")
+}
+
+/// Whether a folder on the way from `root` to `path` is a symbolic link (or not a folder).
+fn through_link(root: &Path, path: &str) -> bool {
+    let mut dir = root.to_path_buf();
+    let parts: Vec<&str> = path.split('/').collect();
+    for part in &parts[..parts.len().saturating_sub(1)] {
+        dir.push(part);
+        match std::fs::symlink_metadata(&dir) {
+            Ok(meta) if meta.file_type().is_symlink() || !meta.is_dir() => return true,
+            _ => {}
+        }
+    }
+    false
+}
+
+fn safe_write(root: &Path, path: &str, mode: u32, content: &[u8]) -> std::io::Result<()> {
+    if through_link(root, path) {
+        return Err(std::io::Error::other(
+            "a link or a file stands where its folder was",
+        ));
+    }
+    write_file(&root.join(path), mode, content)
+}
+
+/// Removes the file (or link) at `path`; `false` when there was none.
+fn safe_remove(root: &Path, path: &str) -> std::io::Result<bool> {
+    if through_link(root, path) {
+        return Err(std::io::Error::other("it is behind a link now"));
+    }
+    let full = root.join(path);
+    match std::fs::symlink_metadata(&full) {
+        Ok(meta) if meta.is_dir() => Err(std::io::Error::other("a folder is there now")),
+        Ok(_) => std::fs::remove_file(&full).map(|()| true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
+    }
 }
 
 /// Writes `content` at `path` as git `mode` had it: a symlink, or a file whose execute bits

@@ -19,6 +19,9 @@ pub enum ShadowError {
     Git { command: String, stderr: String },
     #[error("{0}")]
     Io(#[from] std::io::Error),
+    /// The project is no place for snapshots (too many files, the home folder).
+    #[error("{0}")]
+    Unsuitable(String),
 }
 
 /// One file that differs between two snapshots.
@@ -84,12 +87,20 @@ impl Shadow {
                 cmd.env_remove(key);
             }
         }
+        // The project's own exclusions (`.git/info/exclude`) count as its `.gitignore` does.
+        let user_excludes = self.work_tree.join(".git/info/exclude");
+        if user_excludes.is_file() {
+            cmd.arg("-c")
+                .arg(format!("core.excludesFile={}", user_excludes.display()));
+        }
         cmd.env("GIT_DIR", &self.git_dir)
             .env("GIT_WORK_TREE", &self.work_tree)
             .env("GIT_INDEX_FILE", &self.index)
             .env("GIT_CONFIG_GLOBAL", "/dev/null")
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .env("GIT_TERMINAL_PROMPT", "0")
+            // A path is a path: `:x` or `*` in a file name is no pathspec magic.
+            .env("GIT_LITERAL_PATHSPECS", "1")
             .env("GIT_AUTHOR_NAME", "ouro")
             .env("GIT_AUTHOR_EMAIL", "ouro@localhost")
             .env("GIT_COMMITTER_NAME", "ouro")
@@ -132,27 +143,34 @@ impl Shadow {
             self.seed_index();
             return Ok(());
         }
-        std::fs::create_dir_all(&self.git_dir)?;
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&self.git_dir, std::fs::Permissions::from_mode(0o700))?;
-        // `init --bare` takes its folder as an argument and refuses a work tree.
-        let made = self
-            .command()
-            .env_remove("GIT_DIR")
-            .env_remove("GIT_WORK_TREE")
-            .arg("init")
-            .arg("--quiet")
-            .arg("--bare")
-            .arg(&self.git_dir)
-            .output()
-            .await
-            .map_err(ShadowError::Spawn)?;
-        if !made.status.success() {
-            return Err(ShadowError::Git {
-                command: "init".into(),
-                stderr: String::from_utf8_lossy(&made.stderr).trim().to_string(),
-            });
+        // Made aside and renamed into place, so two sessions starting at once never see a
+        // half-made repository; the one that loses the race uses the other's.
+        let parent = self.git_dir.parent().unwrap_or(Path::new("/"));
+        std::fs::create_dir_all(parent)?;
+        let aside = parent.join(format!(".new-{}", uuid::Uuid::new_v4().simple()));
+        let made = self.make(&aside).await;
+        if made.is_ok() && std::fs::rename(&aside, &self.git_dir).is_ok() {
+            return Ok(());
         }
+        let _ = std::fs::remove_dir_all(&aside);
+        if self.git_dir.join("HEAD").is_file() {
+            return Ok(());
+        }
+        made
+    }
+
+    async fn make(&self, dir: &Path) -> Result<(), ShadowError> {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::create_dir_all(dir)?;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+        let git = |args: &[&str]| {
+            let mut cmd = self.command();
+            cmd.env_remove("GIT_WORK_TREE")
+                .env("GIT_DIR", dir)
+                .args(args);
+            cmd
+        };
+        let mut steps = vec![git(&["init", "--quiet", "--bare"])];
         for (key, value) in [
             ("core.bare", "false"),
             ("core.untrackedCache", "true"),
@@ -161,8 +179,25 @@ impl Shadow {
             ("gc.auto", "0"),
             ("index.version", "4"),
         ] {
-            self.git(["config", key, value]).await?;
+            steps.push(git(&["config", key, value]));
         }
+        for mut step in steps {
+            let out = step.output().await.map_err(ShadowError::Spawn)?;
+            if !out.status.success() {
+                return Err(ShadowError::Git {
+                    command: "init".into(),
+                    stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+                });
+            }
+        }
+        // Files are kept byte for byte: no line-ending, encoding or filter conversions that a
+        // project's .gitattributes would ask of a real repository.
+        let info = dir.join("info");
+        std::fs::create_dir_all(&info)?;
+        std::fs::write(
+            info.join("attributes"),
+            "* -text -eol -ident -filter -working-tree-encoding\n",
+        )?;
         Ok(())
     }
 
@@ -174,6 +209,13 @@ impl Shadow {
         Ok(split_z(&out))
     }
 
+    /// Whether `path` is already kept out.
+    pub fn excludes(&self, path: &str) -> bool {
+        let wanted = format!("/{}", escape_pattern(path));
+        std::fs::read_to_string(self.git_dir.join("info/exclude"))
+            .is_ok_and(|text| text.lines().any(|l| l == wanted))
+    }
+
     /// Keeps `paths` out of every snapshot from now on (the size cap).
     pub fn exclude(&self, paths: &[String]) -> Result<(), ShadowError> {
         use std::io::Write;
@@ -183,7 +225,8 @@ impl Shadow {
             .create(true)
             .append(true)
             .open(info.join("exclude"))?;
-        for path in paths {
+        // A name with a line break cannot be written as one pattern; it stays in.
+        for path in paths.iter().filter(|p| !p.contains(['\n', '\r'])) {
             writeln!(file, "/{}", escape_pattern(path))?;
         }
         Ok(())
@@ -191,14 +234,24 @@ impl Shadow {
 
     /// Records the work tree (all of it, or only `paths`) and returns the tree's id.
     pub async fn write_tree(&self, paths: Option<&[String]>) -> Result<String, ShadowError> {
+        let mut args = vec!["add", "--all", "--ignore-errors", "--"];
         match paths {
-            None => self.git(["add", "--all", "--ignore-errors", "."]).await?,
-            Some(paths) => {
-                let mut args = vec!["add", "--all", "--ignore-errors", "--"];
-                args.extend(paths.iter().map(String::as_str));
-                self.git(args).await?
-            }
-        };
+            None => args.push("."),
+            Some(paths) => args.extend(paths.iter().map(String::as_str)),
+        }
+        let out = self
+            .command()
+            .args(&args)
+            .output()
+            .await
+            .map_err(ShadowError::Spawn)?;
+        // 1: some files could not be read (or were ignored); the others are recorded.
+        if !matches!(out.status.code(), Some(0 | 1)) {
+            return Err(ShadowError::Git {
+                command: "add".into(),
+                stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            });
+        }
         let out = self.git(["write-tree"]).await?;
         Ok(String::from_utf8_lossy(&out).trim().to_string())
     }
@@ -230,6 +283,54 @@ impl Shadow {
             .git(["diff-tree", "-r", "-z", "--no-renames", old, new])
             .await?;
         Ok(parse_diff(&out))
+    }
+
+    /// Which of `paths` the work tree's ignore rules (as they are now) leave out.
+    pub async fn ignored(&self, paths: &[&str]) -> Result<BTreeSet<String>, ShadowError> {
+        if paths.is_empty() {
+            return Ok(BTreeSet::new());
+        }
+        let mut child = self
+            .command()
+            // check-ignore takes names, not pathspecs, and refuses the literal switch.
+            .env_remove("GIT_LITERAL_PATHSPECS")
+            .args(["check-ignore", "--no-index", "-z", "--stdin"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(ShadowError::Spawn)?;
+        let mut stdin = child.stdin.take().ok_or_else(missing_pipe)?;
+        // `./` first, so a name starting with `:` is no pathspec magic.
+        let request: Vec<u8> = paths
+            .iter()
+            .flat_map(|p| {
+                b"./"
+                    .iter()
+                    .copied()
+                    .chain(p.bytes())
+                    .chain(std::iter::once(0))
+            })
+            .collect();
+        let writer = tokio::spawn(async move {
+            let _ = stdin.write_all(&request).await;
+        });
+        let mut stdout = child.stdout.take().ok_or_else(missing_pipe)?;
+        let mut out = Vec::new();
+        stdout.read_to_end(&mut out).await?;
+        let _ = writer.await;
+        let status = child.wait().await?;
+        // 0: some are ignored, 1: none is.
+        match status.code() {
+            Some(0 | 1) => Ok(split_z(&out)
+                .into_iter()
+                .map(|p| p.strip_prefix("./").map(str::to_string).unwrap_or(p))
+                .collect()),
+            _ => Err(ShadowError::Git {
+                command: "check-ignore".into(),
+                stderr: format!("exited with {status}"),
+            }),
+        }
     }
 
     /// The folders of `commit`.

@@ -2,7 +2,7 @@
 //! the agent changed while answering it and the checkpoints of its tool calls.
 
 use super::record::{Kind, Record};
-use super::shadow::{Shadow, ShadowError};
+use super::shadow::Shadow;
 
 #[derive(Debug, Clone)]
 pub struct PromptEntry {
@@ -12,21 +12,22 @@ pub struct PromptEntry {
     pub index: usize,
     pub prompt: String,
     pub timestamp: String,
-    /// What the agent changed while answering it.
-    pub changed: Vec<String>,
+    /// What the agent changed while answering it; `None` once its checkpoints were pruned.
+    pub changed: Option<Vec<String>>,
     /// The places of its tool calls' checkpoints in the records.
     pub tools: Vec<usize>,
 }
 
-pub async fn prompts(shadow: &Shadow, records: &[Record]) -> Result<Vec<PromptEntry>, ShadowError> {
+pub async fn prompts(shadow: &Shadow, records: &[Record]) -> Vec<PromptEntry> {
     let mut out = Vec::new();
     for (index, record) in records.iter().enumerate() {
         if record.kind != Kind::Prompt {
             continue;
         }
+        // A turn's records run to the next prompt, or to a rewind, which is no part of it.
         let turn = records[index + 1..]
             .iter()
-            .position(|r| r.kind == Kind::Prompt)
+            .position(|r| matches!(r.kind, Kind::Prompt | Kind::Rewind))
             .map_or(&records[index + 1..], |end| {
                 &records[index + 1..index + 1 + end]
             });
@@ -40,11 +41,10 @@ pub async fn prompts(shadow: &Shadow, records: &[Record]) -> Result<Vec<PromptEn
         let changed = match turn.iter().rev().find(|r| r.kind == Kind::End) {
             Some(end) if end.commit != record.commit => shadow
                 .diff(&record.commit, &end.commit)
-                .await?
-                .into_iter()
-                .map(|c| c.path)
-                .collect(),
-            _ => Vec::new(),
+                .await
+                .ok()
+                .map(|changes| changes.into_iter().map(|c| c.path).collect()),
+            _ => Some(Vec::new()),
         };
         out.push(PromptEntry {
             number: out.len() + 1,
@@ -55,15 +55,17 @@ pub async fn prompts(shadow: &Shadow, records: &[Record]) -> Result<Vec<PromptEn
             tools,
         });
     }
-    Ok(out)
+    out
 }
 
 /// The record a user named: `3` or `#3` (the third prompt), or a commit prefix (any
 /// checkpoint, tool calls' included).
 pub fn find(records: &[Record], entries: &[PromptEntry], name: &str) -> Result<usize, String> {
     let number = name.trim_start_matches('#');
+    // `#12` is always a prompt; a bare number is one when the session has that many prompts
+    // (a checkpoint id may be all digits too).
     if let Ok(n) = number.parse::<usize>()
-        && name.len() < 4
+        && (name.starts_with('#') || n <= entries.len())
     {
         return entries
             .iter()
@@ -117,10 +119,12 @@ pub fn render(records: &[Record], entries: &[PromptEntry]) -> String {
             "#{:<3} {when}  {commit}  {prompt}\n",
             entry.number
         ));
-        if entry.changed.is_empty() {
-            out.push_str("       no files changed\n");
-        } else {
-            out.push_str(&format!("       changed: {}\n", entry.changed.join(", ")));
+        match &entry.changed {
+            None => out.push_str("       its checkpoints were pruned\n"),
+            Some(changed) if changed.is_empty() => out.push_str("       no files changed\n"),
+            Some(changed) => {
+                out.push_str(&format!("       changed: {}\n", changed.join(", ")));
+            }
         }
         for &i in &entry.tools {
             let r = &records[i];
@@ -131,6 +135,18 @@ pub fn render(records: &[Record], entries: &[PromptEntry]) -> String {
                 r.detail.tool_use_id.as_deref().unwrap_or("")
             ));
         }
+    }
+    for r in records.iter().filter(|r| r.kind == Kind::Rewind) {
+        let when = r
+            .timestamp
+            .get(..16)
+            .unwrap_or(&r.timestamp)
+            .replace('T', " ");
+        out.push_str(&format!(
+            "rewind at {when}: the files before it are {} (ouro rewind --to {} --code undoes it)\n",
+            r.commit.get(..10).unwrap_or_default(),
+            r.commit.get(..10).unwrap_or_default()
+        ));
     }
     if entries.is_empty() {
         out.push_str("This session has no checkpoints yet.\n");

@@ -57,7 +57,7 @@ pub async fn run(args: &RewindArgs, cwd: &Path) -> anyhow::Result<String> {
     config.enabled = true;
     let checkpoints = Checkpoints::new(&root, &session_id, config)
         .context("ouro has no home folder to keep checkpoints in (set OURO_HOME)")?;
-    let entries = timeline::prompts(checkpoints.shadow(), &records).await?;
+    let entries = timeline::prompts(checkpoints.shadow(), &records).await;
     if let Some(name) = &args.diff {
         let index = timeline::find(&records, &entries, name).map_err(anyhow::Error::msg)?;
         let now = checkpoints
@@ -83,18 +83,28 @@ pub async fn run(args: &RewindArgs, cwd: &Path) -> anyhow::Result<String> {
     let index = timeline::find(&records, &entries, name).map_err(anyhow::Error::msg)?;
     let record = &records[index];
     let is_prompt = record.kind == Kind::Prompt;
+    let cut = crate::engine::checkpoints::at_prompt(&loaded.messages, record);
     let (code, conversation) = match (args.code, args.conversation, args.both) {
         (true, _, _) => (true, false),
         (_, true, _) => (false, true),
         (_, _, true) => (true, true),
-        _ => (true, is_prompt),
+        // The default: both when the conversation still holds the prompt.
+        _ => (true, is_prompt && cut.is_some()),
     };
     if conversation && !is_prompt {
         bail!(
             "{name} is the checkpoint of a tool call; only a prompt's checkpoint can take the conversation back (use --code)"
         );
     }
+    // Checked before any file is touched: a rewind does all it was asked or nothing.
+    let cut = match (conversation, cut) {
+        (true, None) => bail!(
+            "the conversation no longer holds that prompt (it was compacted or rewound since); only the code can go back to it (--code)"
+        ),
+        (_, cut) => cut,
+    };
     let mut out = String::new();
+    let mut failed = false;
     if code {
         let plan = checkpoints
             .plan_restore(&records, index)
@@ -104,8 +114,12 @@ pub async fn run(args: &RewindArgs, cwd: &Path) -> anyhow::Result<String> {
             .restore(&plan, args.force)
             .await
             .map_err(anyhow::Error::msg)?;
+        failed = !applied.failed.is_empty();
         out.push_str(&applied.report());
-        out.push('\n');
+        out.push_str(&format!(
+            "\nTo undo this: ouro rewind --to {} --code\n",
+            plan.now.get(..10).unwrap_or_default()
+        ));
     }
     let mut transcript = Transcript::open(
         &path,
@@ -116,16 +130,17 @@ pub async fn run(args: &RewindArgs, cwd: &Path) -> anyhow::Result<String> {
     for taken in checkpoints.drain() {
         transcript.append_checkpoint(&taken)?;
     }
-    if conversation {
-        let at = crate::engine::checkpoints::at_prompt(&loaded.messages, record).context(
-            "the conversation no longer holds that prompt (it was compacted or rewound since); only the code can go back to it (--code)",
-        )?;
+    if let (true, Some(at)) = (conversation, cut) {
         transcript.append_compaction(&loaded.messages[..at])?;
         out.push_str(&format!(
             "The conversation now ends before prompt #{}: {}\n",
             entry_number(&entries, index),
             crate::text::truncate(record.detail.prompt.as_deref().unwrap_or_default(), 72)
         ));
+    }
+    if failed {
+        print!("{out}");
+        bail!("some files could not be restored (see above)");
     }
     Ok(out)
 }

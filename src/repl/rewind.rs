@@ -30,10 +30,7 @@ impl Repl {
             Ok(records) => records,
             Err(e) => return self.fail(&format!("Could not read the checkpoints: {e}")),
         };
-        let entries = match timeline::prompts(checkpoints.shadow(), &records).await {
-            Ok(entries) => entries,
-            Err(e) => return self.fail(&format!("Could not read the checkpoints: {e}")),
-        };
+        let entries = timeline::prompts(checkpoints.shadow(), &records).await;
         if entries.is_empty() {
             self.ui.render.print("Nothing to rewind yet.");
             return;
@@ -101,9 +98,10 @@ async fn pick_prompt(entries: &[PromptEntry]) -> Option<PromptEntry> {
         .iter()
         .map(|e| {
             let prompt = crate::text::truncate(e.prompt.lines().next().unwrap_or_default(), 60);
-            let changed = match e.changed.len() {
-                0 => "no files changed".to_string(),
-                _ => format!("changed {}", e.changed.join(", ")),
+            let changed = match &e.changed {
+                None => "checkpoints pruned".to_string(),
+                Some(files) if files.is_empty() => "no files changed".to_string(),
+                Some(files) => format!("changed {}", files.join(", ")),
             };
             format!("#{} {prompt}  ({changed})", e.number)
         })
@@ -128,7 +126,7 @@ async fn pick_what(entry: &PromptEntry, in_conversation: bool) -> Option<What> {
         choices.push((What::Both, "Restore code and conversation"));
         choices.push((What::Conversation, "Restore the conversation only"));
     }
-    let code = if entry.changed.is_empty() {
+    let code = if entry.changed.as_ref().is_some_and(Vec::is_empty) {
         "Restore code only (this prompt changed no files)"
     } else {
         "Restore code only"
