@@ -75,6 +75,8 @@ async fn a_file_changed_outside_ouro_is_named_and_kept_when_the_user_says_no() {
     let mut term = Term::start(&sb, &mock.url(), accept_edits());
     term.submit("make it loud");
     term.expect("Changed it.");
+    // The turn is over (its last checkpoint taken) once its cost line shows.
+    term.expect("$0.");
     sb.write("a.txt", "the user's own\n");
     term.submit("/rewind");
     term.expect("Rewind to before which prompt?");
