@@ -10,8 +10,8 @@ pub mod shadow;
 pub mod timeline;
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 pub use record::{Kind, Record};
@@ -151,7 +151,7 @@ pub struct Checkpoints {
     shadow: Shadow,
     root: PathBuf,
     config: CheckpointConfig,
-    state: tokio::sync::Mutex<State>,
+    state: Arc<tokio::sync::Mutex<State>>,
     pending: Mutex<Vec<Record>>,
     off: AtomicBool,
     /// A failed snapshot was reported (once per session).
@@ -191,13 +191,13 @@ impl Checkpoints {
             shadow,
             root: root.to_path_buf(),
             config,
-            state: tokio::sync::Mutex::new(State {
+            state: Arc::new(tokio::sync::Mutex::new(State {
                 session: session.to_string(),
                 seq,
                 last_tree: None,
                 last_commit: None,
                 since: None,
-            }),
+            })),
             pending: Mutex::new(Vec::new()),
             off: AtomicBool::new(false),
             warned: AtomicBool::new(false),
@@ -229,18 +229,44 @@ impl Checkpoints {
         };
     }
 
-    /// Snapshots the project and records a checkpoint of `kind`; a failure turns checkpoints
-    /// off for the session, with one notice.
+    /// Snapshots the project and records a checkpoint of `kind`. A snapshot that cannot work
+    /// here (no git, an unsuitable folder, too slow) turns checkpoints off for the session with
+    /// one notice; one that merely failed is retried at the next.
     pub async fn take(&self, kind: Kind, detail: record::Detail) -> Option<Record> {
         if self.off.load(Ordering::Relaxed) {
             return None;
         }
-        let start = Instant::now();
         let mut state = self.state.lock().await;
-        match self.snapshot(&mut state, &kind, &detail).await {
+        self.take_locked(&mut state, kind, detail).await
+    }
+
+    /// [`Checkpoints::take`] in the background: the snapshot is queued now, before anything
+    /// else can change the files through ouro (a tool's checkpoint waits for it), while the
+    /// caller goes on. Before a prompt this overlaps the snapshot with the model's answer.
+    pub async fn take_soon(self: &Arc<Self>, kind: Kind, detail: record::Detail) {
+        if self.off.load(Ordering::Relaxed) {
+            return;
+        }
+        let mut state = self.state.clone().lock_owned().await;
+        let this = self.clone();
+        tokio::spawn(async move {
+            this.take_locked(&mut state, kind, detail).await;
+        });
+    }
+
+    async fn take_locked(
+        &self,
+        state: &mut State,
+        kind: Kind,
+        detail: record::Detail,
+    ) -> Option<Record> {
+        let start = Instant::now();
+        // The first snapshot of a session may read every file; only later ones must be quick.
+        let first = state.last_tree.is_none();
+        match self.snapshot(state, &kind, &detail).await {
             Ok(commit) => {
                 let took = start.elapsed();
-                if took > TOO_SLOW {
+                if took > TOO_SLOW && !first {
                     self.turn_off(format!(
                         "a checkpoint of {} took {:.1} s, so checkpoints are off for this session (set \"checkpoints\": {{\"enabled\": false}} to skip them here)",
                         self.root.display(),

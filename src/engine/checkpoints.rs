@@ -23,7 +23,14 @@ impl Engine {
             return;
         }
         if let Some(checkpoints) = self.executor.context().checkpoints.clone() {
-            checkpoints.take(kind, detail).await;
+            match kind {
+                // The model's answer need not wait: nothing of ouro's touches a file before
+                // the prompt's snapshot is done.
+                Kind::Prompt => checkpoints.take_soon(kind, detail).await,
+                _ => {
+                    checkpoints.take(kind, detail).await;
+                }
+            }
         }
         self.save_checkpoints();
     }
