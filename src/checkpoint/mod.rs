@@ -319,17 +319,7 @@ impl Checkpoints {
             self.exclude_own_home()?;
         }
         let tree = match &scope {
-            Scope::Everything => {
-                self.exclude_large().await?;
-                match self.shadow.write_tree(None).await {
-                    Ok(tree) => tree,
-                    // An index naming pruned objects: start it again.
-                    Err(_) => {
-                        self.shadow.reset_index();
-                        self.shadow.write_tree(None).await?
-                    }
-                }
-            }
+            Scope::Everything => self.full_tree().await?,
             Scope::Only(paths) => match (&state.last_commit, paths.is_empty()) {
                 // Nothing was written since the last snapshot.
                 (Some(commit), true) => return Ok(commit.clone()),
@@ -337,10 +327,7 @@ impl Checkpoints {
                 // everything instead.
                 _ => match self.shadow.write_tree(Some(paths)).await {
                     Ok(tree) => tree,
-                    Err(_) => {
-                        self.exclude_large().await?;
-                        self.shadow.write_tree(None).await?
-                    }
+                    Err(_) => self.full_tree().await?,
                 },
             },
         };
@@ -357,6 +344,19 @@ impl Checkpoints {
         state.last_tree = Some(tree);
         state.last_commit = Some(commit.clone());
         Ok(commit)
+    }
+
+    /// The whole work tree as a tree; an index that names pruned objects, or is held by a lock
+    /// a killed ouro left, is started again.
+    async fn full_tree(&self) -> Result<String, ShadowError> {
+        self.exclude_large().await?;
+        match self.shadow.write_tree(None).await {
+            Ok(tree) => Ok(tree),
+            Err(_) => {
+                self.shadow.reset_index();
+                self.shadow.write_tree(None).await
+            }
+        }
     }
 
     /// Keeps ouro's own folder out of the snapshots when it lies inside the project.
@@ -414,8 +414,7 @@ impl Checkpoints {
         let _one = self.state.lock().await;
         let tree = async {
             self.shadow.init().await?;
-            self.exclude_large().await?;
-            self.shadow.write_tree(None).await
+            self.full_tree().await
         };
         tree.await.map_err(|e| e.to_string())
     }

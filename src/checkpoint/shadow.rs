@@ -70,9 +70,20 @@ impl Shadow {
         }
     }
 
-    /// Forgets the index (when it names objects that were pruned).
+    /// Forgets the index (when it names objects that were pruned), and a lock on it that a
+    /// killed ouro left behind a while ago.
     pub fn reset_index(&self) {
         let _ = std::fs::remove_file(&self.index);
+        let mut lock = self.index.clone().into_os_string();
+        lock.push(".lock");
+        let stale = std::fs::metadata(&lock)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > std::time::Duration::from_secs(60));
+        if stale {
+            let _ = std::fs::remove_file(&lock);
+        }
     }
 
     pub fn git_dir(&self) -> &Path {
@@ -446,6 +457,24 @@ fn escape_pattern(path: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_stale_index_lock_is_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let shadow = Shadow::new(dir.path().to_path_buf(), dir.path().to_path_buf(), "s");
+        let lock = dir.path().join("index-s.lock");
+        std::fs::write(&lock, "").unwrap();
+        shadow.reset_index();
+        assert!(lock.exists(), "a fresh lock may be a live git's");
+        let aged = std::process::Command::new("touch")
+            .args(["-d", "2 minutes ago"])
+            .arg(&lock)
+            .status()
+            .unwrap();
+        assert!(aged.success());
+        shadow.reset_index();
+        assert!(!lock.exists());
+    }
 
     #[test]
     fn diff_and_batch_output_parse() {
