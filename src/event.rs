@@ -91,6 +91,24 @@ pub enum Event {
     },
     PermissionDenied(Denial),
     /// The conversation is being summarised.
+    /// A hook began (`--include-hook-events`).
+    HookStarted {
+        id: String,
+        /// `PreToolUse:Bash`, or the event alone.
+        name: String,
+        event: String,
+    },
+    /// A hook ended: what it printed and how it exited.
+    HookResponse {
+        id: String,
+        name: String,
+        event: String,
+        /// `success` or `error`.
+        outcome: &'static str,
+        stdout: String,
+        stderr: String,
+        exit_code: Option<i32>,
+    },
     /// The prompt about to be answered, echoed for an Agent SDK (`--replay-user-messages`).
     PromptReplay {
         text: String,

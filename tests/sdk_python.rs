@@ -268,12 +268,18 @@ async fn a_pre_tool_use_hook_callback_blocks_a_call() {
         return {"hookSpecificOutput": {"hookEventName": "PreToolUse",
                 "permissionDecision": "deny", "permissionDecisionReason": "hooked out"}}
     opts.hooks = {"PreToolUse": [HookMatcher(matcher="Bash", hooks=[guard])]}
+    opts.include_hook_events = True
+    events = []
     async with ClaudeSDKClient(options=opts) as client:
         await client.query("run it")
         async for m in client.receive_response():
+            if isinstance(m, HookEventMessage):
+                events.append([m.subtype, m.hook_event_name, m.data["hook_name"],
+                               m.data.get("outcome")])
             if isinstance(m, ResultMessage):
                 out("result", result=m.result)
     out("seen", calls=seen)
+    out("events", events=events)
 "#,
     )
     .await;
@@ -287,6 +293,13 @@ async fn a_pre_tool_use_hook_callback_blocks_a_call() {
             "toolu_mock_0000_00",
             "toolu_mock_0000_00"
         ]])
+    );
+    assert_eq!(
+        printed[2]["events"],
+        json!([
+            ["hook_started", "PreToolUse", "PreToolUse:Bash", null],
+            ["hook_response", "PreToolUse", "PreToolUse:Bash", "success"]
+        ])
     );
     let results = common::request_tool_results(&bodies(&mock)[1]);
     assert_eq!(results[0]["is_error"], true, "{results:?}");

@@ -77,6 +77,8 @@ pub struct Options {
     pub agents: Option<String>,
     /// The Agent SDK driving the session serves its in-process MCP servers through this.
     pub sdk_mcp: Option<crate::mcp::SdkLink>,
+    /// `--include-hook-events`: each hook's start and end are events.
+    pub include_hook_events: bool,
 }
 
 /// The project a session started in `cwd` works on: the enclosing git repository's root (as
@@ -474,9 +476,12 @@ pub fn build(
                 Arc::new(c)
             });
     }
-    let hooks =
-        Arc::new(Hooks::new(&settings.hooks, session_id.clone()).with_transcript(path.clone()));
     let (tx, rx) = unbounded_channel();
+    let mut hooks = Hooks::new(&settings.hooks, session_id.clone()).with_transcript(path.clone());
+    if options.include_hook_events {
+        hooks = hooks.with_events(tx.clone());
+    }
+    let hooks = Arc::new(hooks);
 
     let mut config = EngineConfig::new(model, cwd.to_path_buf());
     config.max_turns = options.max_turns;

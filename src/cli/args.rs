@@ -62,8 +62,6 @@ pub struct Args {
     task_budget: Option<String>,
     #[arg(long = "thinking-display", hide = true)]
     thinking_display: Option<String>,
-    #[arg(long = "include-hook-events", hide = true)]
-    include_hook_events: bool,
     #[arg(long = "resume-session-at", hide = true)]
     resume_session_at: Option<String>,
     #[arg(long = "resume-drops-turn", hide = true)]
@@ -87,6 +85,11 @@ pub struct Args {
     project_config_root: Option<String>,
     #[arg(long = "plugin-dir-no-mcp", hide = true)]
     plugin_dir_no_mcp: Vec<String>,
+
+    /// Report each hook's start and end in stream-json (`system` `hook_started` /
+    /// `hook_response`), as the Agent SDK's `include_hook_events` asks.
+    #[arg(long)]
+    pub include_hook_events: bool,
 
     /// Echo each user message read from stdin (stream-json) with its `uuid`, as the Agent SDK
     /// asks to name checkpoints for `rewind_files`.
@@ -365,7 +368,6 @@ impl Args {
             ("--betas", self.betas.is_some()),
             ("--task-budget", self.task_budget.is_some()),
             ("--thinking-display", self.thinking_display.is_some()),
-            ("--include-hook-events", self.include_hook_events),
             ("--resume-session-at", self.resume_session_at.is_some()),
             ("--resume-drops-turn", self.resume_drops_turn.is_some()),
             ("--session-mirror", self.session_mirror),
@@ -433,6 +435,7 @@ impl Args {
             strict_mcp_config: self.strict_mcp_config,
             agents: self.agents.clone(),
             sdk_mcp: None,
+            include_hook_events: self.include_hook_events,
         })
     }
 

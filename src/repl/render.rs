@@ -240,7 +240,9 @@ impl Renderer {
             Event::PermissionDenied(_)
             | Event::SyntheticUser { .. }
             | Event::StreamEvent(_)
-            | Event::PromptReplay { .. } => {}
+            | Event::PromptReplay { .. }
+            | Event::HookStarted { .. }
+            | Event::HookResponse { .. } => {}
             Event::Result(result) => self.result(result),
         }
     }

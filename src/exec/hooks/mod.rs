@@ -35,6 +35,8 @@ pub struct Hooks {
     session_id: String,
     /// The session's transcript, named in every event as Claude Code does.
     transcript_path: Option<std::path::PathBuf>,
+    /// Where each hook's start and end are reported (`--include-hook-events`).
+    report: Option<tokio::sync::mpsc::UnboundedSender<crate::event::Event>>,
 }
 
 /// Runs the hooks a program registered over the Agent SDK (`hook_callback`).
@@ -133,7 +135,17 @@ impl Hooks {
             callbacks: Arc::default(),
             session_id: session_id.into(),
             transcript_path: None,
+            report: None,
         }
+    }
+
+    /// Reports each hook's start and end as events (`--include-hook-events`).
+    pub fn with_events(
+        mut self,
+        events: tokio::sync::mpsc::UnboundedSender<crate::event::Event>,
+    ) -> Self {
+        self.report = Some(events);
+        self
     }
 
     /// Adds the hooks an SDK registered (`"type": "callback"`, the command being the callback
@@ -155,6 +167,47 @@ impl Hooks {
     /// Runs one hook: a command, or an SDK callback whose answer counts as the JSON a
     /// command would print.
     async fn run(
+        &self,
+        hook: &HookCommand,
+        payload: &Value,
+        project_root: &Path,
+    ) -> Result<HookRun, HookError> {
+        let Some(report) = &self.report else {
+            return self.run_one(hook, payload, project_root).await;
+        };
+        let event = payload["hook_event_name"].as_str().unwrap_or_default();
+        let name = match payload["tool_name"].as_str() {
+            Some(tool) => format!("{event}:{tool}"),
+            None => event.to_string(),
+        };
+        let id = uuid::Uuid::new_v4().to_string();
+        let _ = report.send(crate::event::Event::HookStarted {
+            id: id.clone(),
+            name: name.clone(),
+            event: event.to_string(),
+        });
+        let outcome = self.run_one(hook, payload, project_root).await;
+        let (stdout, stderr, exit_code, error) = match &outcome {
+            Ok(run) => (run.stdout.clone(), run.stderr.clone(), run.code, false),
+            Err(e) => (String::new(), e.to_string(), None, true),
+        };
+        let _ = report.send(crate::event::Event::HookResponse {
+            id,
+            name,
+            event: event.to_string(),
+            outcome: if error || exit_code.is_some_and(|c| c != 0) {
+                "error"
+            } else {
+                "success"
+            },
+            stdout,
+            stderr,
+            exit_code,
+        });
+        outcome
+    }
+
+    async fn run_one(
         &self,
         hook: &HookCommand,
         payload: &Value,
