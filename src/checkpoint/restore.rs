@@ -135,6 +135,13 @@ pub async fn apply(
     let mut writes: Vec<(&str, u32, &str)> = Vec::new();
     let mut removals = Vec::new();
     for change in &plan.changes {
+        if !change.exact_name {
+            applied.failed.push((
+                change.path.clone(),
+                "its name is not UTF-8, so ouro leaves it as it is".into(),
+            ));
+            continue;
+        }
         if plan.outside.contains(&change.path) && !force {
             applied.kept.push(change.path.clone());
             continue;

@@ -32,6 +32,8 @@ pub struct Change {
     pub old: Option<(u32, String)>,
     /// Whether it exists in the newer one.
     pub exists_after: bool,
+    /// Whether `path` is the name exactly: a name that is not UTF-8 is shown, not used.
+    pub exact_name: bool,
 }
 
 pub struct Shadow {
@@ -396,12 +398,14 @@ fn split_z(out: &[u8]) -> Vec<String> {
 
 /// `diff-tree -z` output: `:oldmode newmode oldsha newsha status\0path\0` per file.
 fn parse_diff(out: &[u8]) -> Vec<Change> {
-    let fields = split_z(out);
+    let raw: Vec<&[u8]> = out.split(|b| *b == 0).filter(|s| !s.is_empty()).collect();
     let mut changes = Vec::new();
     let mut i = 0;
-    while i + 1 < fields.len() {
-        let meta: Vec<&str> = fields[i].trim_start_matches(':').split(' ').collect();
-        let path = fields[i + 1].clone();
+    while i + 1 < raw.len() {
+        let meta = String::from_utf8_lossy(raw[i]);
+        let meta: Vec<&str> = meta.trim_start_matches(':').split(' ').collect();
+        let exact_name = std::str::from_utf8(raw[i + 1]).is_ok();
+        let path = String::from_utf8_lossy(raw[i + 1]).into_owned();
         i += 2;
         if meta.len() < 5 {
             continue;
@@ -413,6 +417,7 @@ fn parse_diff(out: &[u8]) -> Vec<Change> {
             path,
             old,
             exists_after,
+            exact_name,
         });
     }
     changes
@@ -478,9 +483,10 @@ mod tests {
 
     #[test]
     fn diff_and_batch_output_parse() {
-        let diff = b":100644 000000 aaa 000 D\0gone.txt\0:000000 100755 000 bbb A\0new.sh\0:100755 100644 ccc ddd M\0dir/x\0";
+        let diff = b":100644 000000 aaa 000 D\0gone.txt\0:000000 100755 000 bbb A\0new.sh\0:100755 100644 ccc ddd M\0dir/x\0:100644 100644 eee fff M\0odd\xff\0";
         let changes = parse_diff(diff);
-        assert_eq!(changes.len(), 3);
+        assert_eq!(changes.len(), 4);
+        assert!(changes[2].exact_name && !changes[3].exact_name);
         assert_eq!(changes[0].old, Some((0o100644, "aaa".into())));
         assert!(!changes[0].exists_after);
         assert_eq!(changes[1].old, None);
