@@ -357,3 +357,58 @@ async fn a_write_git_will_not_take_leaves_checkpoints_on() {
         "ignored: never recorded, so kept"
     );
 }
+
+#[tokio::test]
+async fn another_sessions_work_during_the_turn_is_not_undone() {
+    let sb = Sandbox::new();
+    sb.write("keep.txt", "keep\n");
+    let first = server(commands(&["echo A > a.txt && sleep 3"])).await;
+    let b = sb.root().join("b.txt");
+    let second = server(json!({"turns": [
+        {"content": [tool("Write", json!({"file_path": b, "content": "B\n"}))]},
+        {"content": [{"type": "text", "text": "done"}]}
+    ]}))
+    .await;
+    let id = "0a0a0a0a-0000-4000-8000-000000000001";
+    let mut session_a = sb.command(
+        &first.url(),
+        &[
+            "-p",
+            "--permission-mode",
+            "bypassPermissions",
+            "--session-id",
+            id,
+            "work",
+        ],
+    );
+    let running = session_a
+        .env("OURO_ALLOW_ROOT_BYPASS", "1")
+        .spawn()
+        .unwrap();
+    // Session B does all its work while A's command runs.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !sb.root().join("a.txt").exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "session A never ran its command"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    bypassing(&sb, &second.url(), &["write b"]).await;
+    let a = running.wait_with_output().await.unwrap();
+    assert!(a.status.success(), "{a:?}");
+
+    let rewind = sb
+        .run(
+            &first.url(),
+            &["rewind", "--resume", id, "--to", "1", "--code"],
+        )
+        .await;
+    assert!(rewind.status.success(), "{}", rewind.debug());
+    assert!(
+        !sb.root().join("a.txt").exists(),
+        "A's own change is undone"
+    );
+    assert_eq!(read(&sb, "b.txt"), "B\n", "B's is not");
+    assert!(rewind.stdout.contains("Kept b.txt"), "{}", rewind.stdout);
+}

@@ -425,6 +425,7 @@ impl Checkpoints {
         &self,
         records: &[Record],
         index: usize,
+        others: &[Vec<Record>],
     ) -> Result<restore::Plan, String> {
         let now = self
             .take(Kind::Rewind, record::Detail::default())
@@ -433,7 +434,7 @@ impl Checkpoints {
                 self.take_notice()
                     .unwrap_or_else(|| "checkpoints are off for this session".into())
             })?;
-        restore::plan(&self.shadow, records, index, &now.commit)
+        restore::plan(&self.shadow, records, index, &now.commit, others)
             .await
             .map_err(|e| e.to_string())
     }

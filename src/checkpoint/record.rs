@@ -121,3 +121,30 @@ pub fn read(path: &Path) -> std::io::Result<Vec<Record>> {
         }
     }
 }
+
+/// The checkpoints of the other sessions kept beside `transcript` (the same project) that were
+/// written to since `since` (a record's timestamp): their work since then is not this
+/// session's to undo.
+pub fn others_since(transcript: &Path, since: &str) -> Vec<Vec<Record>> {
+    let Ok(since) = chrono::DateTime::parse_from_rfc3339(since) else {
+        return Vec::new();
+    };
+    let since: std::time::SystemTime = since.with_timezone(&chrono::Utc).into();
+    let Some(dir) = transcript.parent() else {
+        return Vec::new();
+    };
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.as_path() != transcript && p.extension().is_some_and(|x| x == "jsonl"))
+        .filter(|p| {
+            std::fs::metadata(p)
+                .and_then(|m| m.modified())
+                .is_ok_and(|t| t >= since)
+        })
+        .filter_map(|p| read(&p).ok())
+        .filter(|records| !records.is_empty())
+        .collect()
+}

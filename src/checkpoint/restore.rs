@@ -66,12 +66,14 @@ impl Applied {
     }
 }
 
-/// Plans the restore of `records[index]`, with `now` a snapshot of the files as they are.
+/// Plans the restore of `records[index]`, with `now` a snapshot of the files as they are and
+/// `others` the checkpoints of other sessions in the project.
 pub async fn plan(
     shadow: &Shadow,
     records: &[Record],
     index: usize,
     now: &str,
+    others: &[Vec<Record>],
 ) -> Result<Plan, ShadowError> {
     let target = records
         .get(index)
@@ -97,6 +99,30 @@ pub async fn plan(
         for change in shadow.diff(&record.commit, next).await? {
             if touched.contains(change.path.as_str()) {
                 outside.insert(change.path);
+            }
+        }
+    }
+    // Another session working in the project since then: what its snapshots saw change is
+    // not this session's to undo (it may include this session's own changes made at the same
+    // time; those are then kept too, and named, rather than the other's work lost).
+    if let Some(since) = records.get(index).map(|r| r.timestamp.as_str()) {
+        for other in others {
+            let start = other.iter().rposition(|r| r.timestamp.as_str() <= since);
+            let window = &other[start.unwrap_or(0)..];
+            let (Some(first), Some(last)) = (window.first(), window.last()) else {
+                continue;
+            };
+            if first.commit == last.commit || last.timestamp.as_str() <= since {
+                continue;
+            }
+            for change in shadow
+                .diff(&first.commit, &last.commit)
+                .await
+                .unwrap_or_default()
+            {
+                if touched.contains(change.path.as_str()) {
+                    outside.insert(change.path);
+                }
             }
         }
     }

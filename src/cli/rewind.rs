@@ -107,7 +107,11 @@ pub async fn run(args: &RewindArgs, cwd: &Path) -> anyhow::Result<String> {
     let mut failed = false;
     if code {
         let plan = checkpoints
-            .plan_restore(&records, index)
+            .plan_restore(
+                &records,
+                index,
+                &record::others_since(&path, &record.timestamp),
+            )
             .await
             .map_err(anyhow::Error::msg)?;
         let applied = checkpoints

@@ -54,7 +54,11 @@ impl Repl {
             return self.ui.render.print("Nothing was rewound.");
         };
         if what != What::Conversation {
-            let plan = match checkpoints.plan_restore(&records, entry.index).await {
+            let others = record::others_since(path, &record.timestamp);
+            let plan = match checkpoints
+                .plan_restore(&records, entry.index, &others)
+                .await
+            {
                 Ok(plan) => plan,
                 Err(e) => return self.fail(&format!("Could not rewind the code: {e}")),
             };
