@@ -2,9 +2,10 @@
 //! it boots.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use super::ExitInfo;
+use crate::sys::sync::lock;
 
 /// Called with each chunk of raw output bytes.
 pub type DataCallback = Arc<dyn Fn(&[u8]) + Send + Sync>;
@@ -83,11 +84,6 @@ impl Subscribers {
     fn id(&self) -> SubscriptionId {
         SubscriptionId(self.next.fetch_add(1, Ordering::Relaxed))
     }
-}
-
-// A callback that panicked poisons nothing we rely on: the lists stay valid.
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::sys::sync::lock;
 pub use record::{Kind, Record};
 use shadow::{Shadow, ShadowError};
 
@@ -157,13 +158,6 @@ pub struct Checkpoints {
     /// A failed snapshot was reported (once per session).
     warned: AtomicBool,
     notice: Mutex<Option<String>>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    match m.lock() {
-        Ok(g) => g,
-        Err(poisoned) => poisoned.into_inner(),
-    }
 }
 
 impl Checkpoints {

@@ -355,7 +355,7 @@ struct Ticket {
 
 fn lock(gate: &Mutex<Gate>) -> MutexGuard<'_, Gate> {
     // Nothing panics while holding this lock, so even a poisoned one holds consistent counts.
-    gate.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    crate::sys::sync::lock(gate)
 }
 
 impl Gate {

@@ -68,10 +68,7 @@ impl Server {
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
-        match self.state.lock() {
-            Ok(s) => s,
-            Err(poisoned) => poisoned.into_inner(),
-        }
+        crate::sys::sync::lock(&self.state)
     }
 
     fn set(&self, state: State) {

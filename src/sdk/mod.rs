@@ -10,7 +10,7 @@ mod outgoing;
 mod rewind;
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use tokio::io::AsyncBufReadExt;
@@ -23,6 +23,7 @@ use crate::exec::hooks::Hooks;
 use crate::mcp::McpHub;
 use crate::permissions::{PermissionEngine, PermissionMode};
 use crate::settings::HookSettings;
+use crate::sys::sync::lock;
 pub use asker::SdkAsker;
 pub use outgoing::Outgoing;
 
@@ -44,13 +45,6 @@ pub struct Controls {
     /// What `rewind_files` restores from.
     checkpoints: Option<Arc<Checkpoints>>,
     transcript: Option<PathBuf>,
-}
-
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    match m.lock() {
-        Ok(guard) => guard,
-        Err(poisoned) => poisoned.into_inner(),
-    }
 }
 
 impl Controls {

@@ -9,9 +9,10 @@ use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
-use super::{lock, write_line};
+use super::write_line;
 use crate::exec::hooks::HookCallbacks;
 use crate::mcp::SdkBridge;
+use crate::sys::sync::lock;
 
 #[derive(Default)]
 pub struct Outgoing {

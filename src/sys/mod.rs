@@ -3,3 +3,4 @@
 pub mod git;
 pub mod process;
 pub mod sandbox;
+pub mod sync;

@@ -157,17 +157,11 @@ impl ToolContext {
 
     /// Bash's current working directory.
     pub fn current_dir(&self) -> PathBuf {
-        match self.cwd.lock() {
-            Ok(cwd) => cwd.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
+        crate::sys::sync::lock(&self.cwd).clone()
     }
 
     pub fn set_current_dir(&self, dir: PathBuf) {
-        match self.cwd.lock() {
-            Ok(mut cwd) => *cwd = dir,
-            Err(poisoned) => *poisoned.into_inner() = dir,
-        }
+        *crate::sys::sync::lock(&self.cwd) = dir;
     }
 }
 

@@ -15,7 +15,7 @@ mod process;
 
 use std::ffi::OsString;
 use std::marker::PhantomData;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 pub use dispatch::user_message;
@@ -30,6 +30,7 @@ use super::{
     BrainCli, BrainConfig, BrainError, BrainFuture, BrainOutput, DataCallback, Episode,
     ExitCallback, Instance, Metrics, Mode, Series, SubscriptionId, TermSize, Verb,
 };
+use crate::sys::sync::lock;
 use process::{OnExit, ProcessCore};
 
 /// One kind of stream-json CLI: which slugs it serves and how it is started.
@@ -100,10 +101,6 @@ impl Running {
             mode,
         }
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl<P: ChildProgram> ChildBrain<P> {
