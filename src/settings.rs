@@ -296,6 +296,15 @@ pub fn user_dirs(kind: &str) -> Vec<PathBuf> {
     dirs
 }
 
+/// A folder's path as one folder name under ouro's home (`/home/me/app` → `-home-me-app`,
+/// as Claude Code names its project folders).
+pub fn folder_name(path: &Path) -> String {
+    path.to_string_lossy()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect()
+}
+
 pub fn ouro_home() -> Option<PathBuf> {
     if let Some(dir) = std::env::var_os("OURO_HOME") {
         return Some(PathBuf::from(dir));

@@ -109,11 +109,7 @@ fn too_big(root: &Path) -> Option<String> {
 /// path, so that `/x/a b`, `/x/a-b` and `/x/a/b` never share one.
 pub fn shadow_for(root: &Path, session: &str) -> Option<Shadow> {
     use std::os::unix::ffi::OsStrExt;
-    let readable: String = root
-        .to_string_lossy()
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-        .collect();
+    let readable = crate::settings::folder_name(root);
     // FNV-1a: stable across builds, unlike the standard library's hasher.
     let hash = root
         .as_os_str()

@@ -10,11 +10,7 @@ pub use transcript::{Loaded, Transcript, TranscriptError};
 
 /// The folder holding this working directory's sessions.
 pub fn project_dir(cwd: &Path) -> Option<PathBuf> {
-    let derived: String = cwd
-        .to_string_lossy()
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-        .collect();
+    let derived = crate::settings::folder_name(cwd);
     crate::settings::ouro_home().map(|home| home.join("projects").join(derived))
 }
 
