@@ -80,8 +80,8 @@ pub async fn plan(
         .map(|r| r.commit.clone())
         .unwrap_or_default();
     let changes = shadow.diff(&target, now).await?;
-    let mut outside = BTreeSet::new();
-    let touched: BTreeSet<&str> = changes.iter().map(|c| c.path.as_str()).collect();
+    // Spans of snapshots (from, to) in which files changed that were not this session's doing.
+    let mut spans: Vec<(&str, &str)> = Vec::new();
     // After each end of turn, until the next snapshot taken from outside a turn (a prompt or
     // a rewind) or until now, only the user changed files.
     let later = &records[index.min(records.len())..];
@@ -93,50 +93,44 @@ pub async fn plan(
             .iter()
             .find(|r| matches!(r.kind, Kind::Prompt | Kind::Rewind))
             .map_or(now, |r| r.commit.as_str());
-        if next == record.commit {
-            continue;
-        }
-        for change in shadow.diff(&record.commit, next).await? {
-            if touched.contains(change.path.as_str()) {
-                outside.insert(change.path);
-            }
-        }
+        spans.push((&record.commit, next));
+    }
+    // A session that was killed mid-turn left no end of turn: what changed since its last
+    // checkpoint cannot be told apart from the user's work, so it counts as theirs.
+    if let Some(last) = later.last().filter(|r| r.kind != Kind::End) {
+        spans.push((&last.commit, now));
     }
     // Another session working in the project since then: what its snapshots saw change is
     // not this session's to undo (it may include this session's own changes made at the same
-    // time; those are then kept too, and named, rather than the other's work lost).
+    // time; those are then kept too, and named, rather than the other's work lost). Its
+    // checkpoints may have been pruned: those spans are skipped, not an error.
+    let mut foreign: Vec<(&str, &str)> = Vec::new();
     if let Some(since) = records.get(index).map(|r| r.timestamp.as_str()) {
         for other in others {
             let start = other.iter().rposition(|r| r.timestamp.as_str() <= since);
             let window = &other[start.unwrap_or(0)..];
-            let (Some(first), Some(last)) = (window.first(), window.last()) else {
-                continue;
-            };
-            if first.commit == last.commit || last.timestamp.as_str() <= since {
-                continue;
-            }
-            for change in shadow
-                .diff(&first.commit, &last.commit)
-                .await
-                .unwrap_or_default()
+            if let (Some(first), Some(last)) = (window.first(), window.last())
+                && last.timestamp.as_str() > since
             {
-                if touched.contains(change.path.as_str()) {
-                    outside.insert(change.path);
-                }
+                foreign.push((&first.commit, &last.commit));
             }
         }
     }
-    // A session that was killed mid-turn left no end of turn: what changed since its last
-    // checkpoint cannot be told apart from the user's work, so it counts as theirs.
-    if let Some(last) = later
-        .last()
-        .filter(|r| r.kind != Kind::End && r.commit != now)
-    {
-        for change in shadow.diff(&last.commit, now).await? {
-            if touched.contains(change.path.as_str()) {
-                outside.insert(change.path);
-            }
-        }
+    let touched: BTreeSet<&str> = changes.iter().map(|c| c.path.as_str()).collect();
+    let mut outside = BTreeSet::new();
+    let mut mark = |changed: Vec<Change>| {
+        outside.extend(
+            changed
+                .into_iter()
+                .filter(|c| touched.contains(c.path.as_str()))
+                .map(|c| c.path),
+        );
+    };
+    for (from, to) in spans.into_iter().filter(|(from, to)| from != to) {
+        mark(shadow.diff(from, to).await?);
+    }
+    for (from, to) in foreign.into_iter().filter(|(from, to)| from != to) {
+        mark(shadow.diff(from, to).await.unwrap_or_default());
     }
     Ok(Plan {
         target,

@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::process::{ExitStatus, Stdio};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
@@ -303,17 +303,14 @@ impl Shadow {
         if paths.is_empty() {
             return Ok(BTreeSet::new());
         }
-        let mut child = self
-            .command()
-            // check-ignore takes names, not pathspecs, and refuses the literal switch.
-            .env_remove("GIT_LITERAL_PATHSPECS")
-            .args(["check-ignore", "--no-index", "-z", "--stdin"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(ShadowError::Spawn)?;
-        let mut stdin = child.stdin.take().ok_or_else(missing_pipe)?;
+        let mut cmd = self.command();
+        // check-ignore takes names, not pathspecs, and refuses the literal switch.
+        cmd.env_remove("GIT_LITERAL_PATHSPECS").args([
+            "check-ignore",
+            "--no-index",
+            "-z",
+            "--stdin",
+        ]);
         // `./` first, so a name starting with `:` is no pathspec magic.
         let request: Vec<u8> = paths
             .iter()
@@ -325,14 +322,7 @@ impl Shadow {
                     .chain(std::iter::once(0))
             })
             .collect();
-        let writer = tokio::spawn(async move {
-            let _ = stdin.write_all(&request).await;
-        });
-        let mut stdout = child.stdout.take().ok_or_else(missing_pipe)?;
-        let mut out = Vec::new();
-        stdout.read_to_end(&mut out).await?;
-        let _ = writer.await;
-        let status = child.wait().await?;
+        let (status, out) = feed(cmd, request).await?;
         // 0: some are ignored, 1: none is.
         match status.code() {
             Some(0 | 1) => Ok(split_z(&out)
@@ -364,29 +354,33 @@ impl Shadow {
 
     /// The contents of `blobs`, in order, through one `cat-file --batch`.
     pub async fn blobs(&self, blobs: &[String]) -> Result<Vec<Vec<u8>>, ShadowError> {
-        let mut child = self
-            .command()
-            .args(["cat-file", "--batch"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .map_err(ShadowError::Spawn)?;
-        let mut stdin = child.stdin.take().ok_or_else(missing_pipe)?;
+        let mut cmd = self.command();
+        cmd.args(["cat-file", "--batch"]);
         let request: String = blobs.iter().map(|b| format!("{b}\n")).collect();
-        let writer = tokio::spawn(async move {
-            let _ = stdin.write_all(request.as_bytes()).await;
-        });
-        let mut stdout = child.stdout.take().ok_or_else(missing_pipe)?;
-        let mut all = Vec::new();
-        stdout.read_to_end(&mut all).await?;
-        let _ = writer.await;
-        child.wait().await?;
+        let (_, all) = feed(cmd, request.into_bytes()).await?;
         parse_batch(&all, blobs.len())
     }
 }
 
-fn missing_pipe() -> ShadowError {
-    ShadowError::Io(std::io::Error::other("git's pipe was not opened"))
+/// Runs `cmd` with `input` on its stdin (written while its output is read, so neither pipe
+/// fills up), and returns how it exited and what it printed.
+async fn feed(mut cmd: Command, input: Vec<u8>) -> Result<(ExitStatus, Vec<u8>), ShadowError> {
+    let missing_pipe = || ShadowError::Io(std::io::Error::other("git's pipe was not opened"));
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(ShadowError::Spawn)?;
+    let mut stdin = child.stdin.take().ok_or_else(missing_pipe)?;
+    let writer = tokio::spawn(async move {
+        let _ = stdin.write_all(&input).await;
+    });
+    let mut stdout = child.stdout.take().ok_or_else(missing_pipe)?;
+    let mut out = Vec::new();
+    stdout.read_to_end(&mut out).await?;
+    let _ = writer.await;
+    Ok((child.wait().await?, out))
 }
 
 fn split_z(out: &[u8]) -> Vec<String> {
