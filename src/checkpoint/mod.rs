@@ -410,13 +410,16 @@ impl Checkpoints {
     }
 
     /// Snapshots the files as they are now (so the rewind can itself be undone) and plans
-    /// putting back the checkpoint `records[index]`.
+    /// putting back the checkpoint `records[index]` of the session kept in `transcript`
+    /// (the other sessions beside it are consulted too).
     pub async fn plan_restore(
         &self,
+        transcript: &Path,
         records: &[Record],
         index: usize,
-        others: &[Vec<Record>],
     ) -> Result<restore::Plan, String> {
+        let since = records.get(index).map_or("", |r| r.timestamp.as_str());
+        let others = record::others_since(transcript, since);
         let now = self
             .take(Kind::Rewind, record::Detail::default())
             .await
@@ -424,7 +427,7 @@ impl Checkpoints {
                 self.take_notice()
                     .unwrap_or_else(|| "checkpoints are off for this session".into())
             })?;
-        restore::plan(&self.shadow, records, index, &now.commit, others)
+        restore::plan(&self.shadow, records, index, &now.commit, &others)
             .await
             .map_err(|e| e.to_string())
     }

@@ -107,11 +107,7 @@ pub async fn run(args: &RewindArgs, cwd: &Path) -> anyhow::Result<String> {
     let mut failed = false;
     if code {
         let plan = checkpoints
-            .plan_restore(
-                &records,
-                index,
-                &record::others_since(&path, &record.timestamp),
-            )
+            .plan_restore(&path, &records, index)
             .await
             .map_err(anyhow::Error::msg)?;
         let applied = checkpoints

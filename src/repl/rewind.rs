@@ -54,11 +54,7 @@ impl Repl {
             return self.ui.render.print("Nothing was rewound.");
         };
         if what != What::Conversation {
-            let others = record::others_since(path, &record.timestamp);
-            let plan = match checkpoints
-                .plan_restore(&records, entry.index, &others)
-                .await
-            {
+            let plan = match checkpoints.plan_restore(path, &records, entry.index).await {
                 Ok(plan) => plan,
                 Err(e) => return self.fail(&format!("Could not rewind the code: {e}")),
             };

@@ -31,8 +31,9 @@ pub async fn rewind_files(
             "no checkpoint belongs to user message {id} (pass --replay-user-messages to learn the ids)"
         )));
     };
-    let others = record::others_since(transcript, &records[index].timestamp);
-    let plan = checkpoints.plan_restore(&records, index, &others).await?;
+    let plan = checkpoints
+        .plan_restore(transcript, &records, index)
+        .await?;
     let would: Vec<&str> = plan.changes.iter().map(|c| c.path.as_str()).collect();
     if request["dryRun"].as_bool() == Some(true) || request["dry_run"].as_bool() == Some(true) {
         return Ok(json!({"canRewind": true, "filesChanged": would}));
