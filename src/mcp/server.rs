@@ -118,6 +118,11 @@ impl Server {
     /// Connects again now, whatever the state of the connection.
     pub async fn reconnect(self: &Arc<Self>) -> Result<(), String> {
         let _one = self.reconnecting.lock().await;
+        self.connect_or_fail().await
+    }
+
+    /// Connects; a failure leaves the server failed with why. The caller holds `reconnecting`.
+    async fn connect_or_fail(self: &Arc<Self>) -> Result<(), String> {
         let outcome = self.connect().await;
         if let Err(error) = &outcome {
             self.set(State::Failed {
@@ -287,17 +292,9 @@ impl Server {
         if let Some(client) = self.live() {
             return Ok(client);
         }
-        match self.connect().await {
-            Ok(()) => self
-                .live()
-                .ok_or_else(|| "it closed right after connecting".into()),
-            Err(error) => {
-                self.set(State::Failed {
-                    error: error.clone(),
-                });
-                Err(error)
-            }
-        }
+        self.connect_or_fail().await?;
+        self.live()
+            .ok_or_else(|| "it closed right after connecting".into())
     }
 
     /// `prompts/get`, as JSON.
