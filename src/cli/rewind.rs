@@ -43,11 +43,9 @@ pub struct RewindArgs {
 
 pub async fn run(args: &RewindArgs, cwd: &Path) -> anyhow::Result<String> {
     let path = session_path(args, cwd)?;
-    let loaded = session::transcript::load(&path)?;
-    let session_id = loaded
-        .session_id
-        .clone()
-        .context("the transcript has no session id")?;
+    // Only going back reads the conversation; listing needs the first line and the checkpoints.
+    let (session_id, model) =
+        session::transcript::meta(&path)?.context("the transcript has no session id")?;
     let records =
         record::read(&path).with_context(|| format!("could not read {}", path.display()))?;
     let root = crate::app::project_root(cwd);
@@ -82,6 +80,7 @@ pub async fn run(args: &RewindArgs, cwd: &Path) -> anyhow::Result<String> {
     };
     let index = timeline::find(&records, &entries, name).map_err(anyhow::Error::msg)?;
     let record = &records[index];
+    let loaded = session::transcript::load(&path)?;
     let is_prompt = record.kind == Kind::Prompt;
     let cut = crate::engine::checkpoints::at_prompt(&loaded.messages, record);
     let (code, conversation) = match (args.code, args.conversation, args.both) {
@@ -121,12 +120,7 @@ pub async fn run(args: &RewindArgs, cwd: &Path) -> anyhow::Result<String> {
             plan.now.get(..10).unwrap_or_default()
         ));
     }
-    let mut transcript = Transcript::open(
-        &path,
-        &session_id,
-        cwd,
-        loaded.model.as_deref().unwrap_or_default(),
-    )?;
+    let mut transcript = Transcript::open(&path, &session_id, cwd, &model)?;
     for taken in checkpoints.drain() {
         transcript.append_checkpoint(&taken)?;
     }

@@ -215,15 +215,7 @@ pub fn load(path: &Path) -> Result<Loaded, TranscriptError> {
     let mut out = Loaded::default();
     let start = last_compaction(&mut file).map_err(read_error)?;
     if let Some(at) = start {
-        let mut first = Vec::new();
-        BufReader::new(&mut file)
-            .take(MAX_META_LINE)
-            .read_until(b'\n', &mut first)
-            .map_err(read_error)?;
-        if let Ok(Entry::Meta {
-            session_id, model, ..
-        }) = serde_json::from_slice(&first)
-        {
+        if let Some((session_id, model)) = read_meta(&mut file).map_err(read_error)? {
             out.session_id = Some(session_id);
             out.model = Some(model);
         }
@@ -298,6 +290,30 @@ pub fn load(path: &Path) -> Result<Loaded, TranscriptError> {
         }
     }
     Ok(out)
+}
+
+/// The session id and model a transcript was started with, read from its first line only.
+pub fn meta(path: &Path) -> Result<Option<(String, String)>, TranscriptError> {
+    File::open(path)
+        .and_then(|mut file| read_meta(&mut file))
+        .map_err(|source| TranscriptError::Read {
+            path: path.to_path_buf(),
+            source,
+        })
+}
+
+/// The facts of the first line of `file`, read from where it stands (its start).
+fn read_meta(file: &mut File) -> std::io::Result<Option<(String, String)>> {
+    let mut first = Vec::new();
+    BufReader::new(file)
+        .take(MAX_META_LINE)
+        .read_until(b'\n', &mut first)?;
+    Ok(match serde_json::from_slice(&first) {
+        Ok(Entry::Meta {
+            session_id, model, ..
+        }) => Some((session_id, model)),
+        _ => None,
+    })
 }
 
 /// The session's first prompt: its first user message with text, read from the start of the
