@@ -11,7 +11,6 @@ pub struct PromptEntry {
     /// Its checkpoint's place in the session's records.
     pub index: usize,
     pub prompt: String,
-    pub timestamp: String,
     /// What the agent changed while answering it; `None` once its checkpoints were pruned.
     pub changed: Option<Vec<String>>,
     /// The places of its tool calls' checkpoints in the records.
@@ -50,7 +49,6 @@ pub async fn prompts(shadow: &Shadow, records: &[Record]) -> Vec<PromptEntry> {
             number: out.len() + 1,
             index,
             prompt: record.detail.prompt.clone().unwrap_or_default(),
-            timestamp: record.timestamp.clone(),
             changed,
             tools,
         });
@@ -104,17 +102,24 @@ pub fn find(records: &[Record], entries: &[PromptEntry], name: &str) -> Result<u
     }
 }
 
+/// A checkpoint's id as shown and typed: its first ten characters.
+pub fn short_id(commit: &str) -> &str {
+    commit.get(..10).unwrap_or(commit)
+}
+
+/// `2026-11-23T19:09:33.060Z` as `2026-11-23 19:09`.
+fn minute(timestamp: &str) -> String {
+    timestamp.get(..16).unwrap_or(timestamp).replace('T', " ")
+}
+
 /// The list `ouro rewind --list` and `/rewind` show.
 pub fn render(records: &[Record], entries: &[PromptEntry]) -> String {
     let mut out = String::new();
     for entry in entries {
-        let when = entry
-            .timestamp
-            .get(..16)
-            .unwrap_or(&entry.timestamp)
-            .replace('T', " ");
+        let record = &records[entry.index];
+        let when = minute(&record.timestamp);
         let prompt = crate::text::truncate(entry.prompt.lines().next().unwrap_or_default(), 60);
-        let commit = records[entry.index].commit.get(..10).unwrap_or_default();
+        let commit = short_id(&record.commit);
         out.push_str(&format!(
             "#{:<3} {when}  {commit}  {prompt}\n",
             entry.number
@@ -130,22 +135,16 @@ pub fn render(records: &[Record], entries: &[PromptEntry]) -> String {
             let r = &records[i];
             out.push_str(&format!(
                 "       {}  before {} {}\n",
-                r.commit.get(..10).unwrap_or_default(),
+                short_id(&r.commit),
                 r.detail.tool.as_deref().unwrap_or("tool"),
                 r.detail.tool_use_id.as_deref().unwrap_or("")
             ));
         }
     }
     for r in records.iter().filter(|r| r.kind == Kind::Rewind) {
-        let when = r
-            .timestamp
-            .get(..16)
-            .unwrap_or(&r.timestamp)
-            .replace('T', " ");
+        let (when, id) = (minute(&r.timestamp), short_id(&r.commit));
         out.push_str(&format!(
-            "rewind at {when}: the files before it are {} (ouro rewind --to {} --code undoes it)\n",
-            r.commit.get(..10).unwrap_or_default(),
-            r.commit.get(..10).unwrap_or_default()
+            "rewind at {when}: the files before it are {id} (ouro rewind --to {id} --code undoes it)\n"
         ));
     }
     if entries.is_empty() {

@@ -117,7 +117,7 @@ pub async fn run(args: &RewindArgs, cwd: &Path) -> anyhow::Result<String> {
         out.push_str(&applied.report());
         out.push_str(&format!(
             "\nTo undo this: ouro rewind --to {} --code\n",
-            plan.now.get(..10).unwrap_or_default()
+            timeline::short_id(&plan.now)
         ));
     }
     let mut transcript = Transcript::open(&path, &session_id, cwd, &model)?;
