@@ -31,3 +31,4 @@ pub mod stream_json;
 pub mod sys;
 pub mod text;
 pub mod tools;
+pub mod ui_event;

@@ -3,8 +3,6 @@
 //! "read-only" program was not. Every input must need approval now; a handful of look-alikes
 //! that really are harmless must still run on their own, so the fixes stay narrow.
 
-#![allow(clippy::unwrap_used)] // a failed unwrap in a test is a failed test
-
 use std::path::Path;
 
 use ouro::permissions::{

@@ -1,8 +1,6 @@
 //! The bash safety analyser judged through the permission engine: one table of commands with
 //! the expected decision in every mode, and a fuzz test.
 
-#![allow(clippy::unwrap_used)] // a failed unwrap in a test is a failed test
-
 use std::path::Path;
 
 use ouro::permissions::bash::{analyse, is_read_only_command};

@@ -1,8 +1,6 @@
 //! The claude-CLI brain driven against a fake `claude` (tests/fixtures/fake_claude.py), which
 //! makes faults easy to stage: crashes mid-turn, garbage output, hangs after the result.
 
-#![allow(clippy::unwrap_used)] // a failed unwrap in a test is a failed test
-
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

@@ -8,9 +8,6 @@
 //! The fresh `HOME` gets a `.claude.json` that marks onboarding done, the test key approved and
 //! the working directory trusted, so the interactive TUI opens straight at its prompt.
 
-#![allow(clippy::unwrap_used)] // a failed unwrap in a test is a failed test
-#![cfg(feature = "mock")]
-
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -31,9 +28,8 @@ fn installed_claude() -> Option<PathBuf> {
         .map(|dir| dir.join("claude"))
         .find(|p| p.is_file());
     if found.is_none() {
-        eprintln!(
-            "skipping: the real `claude` CLI is not installed \
-             (npm install -g @anthropic-ai/claude-code)"
+        crate::common::skip::not_installed(
+            "the real `claude` CLI (npm install -g @anthropic-ai/claude-code; .ci/run does)",
         );
     }
     found

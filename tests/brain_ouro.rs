@@ -1,9 +1,6 @@
 //! The native brain: the real `ouro` binary as a child process (`ouro -p` in stream-json mode for
 //! dispatch, the REPL in a pseudo-terminal for interact), against ouro's mock Messages API.
 
-#![allow(clippy::unwrap_used)] // a failed unwrap in a test is a failed test
-#![cfg(feature = "mock")]
-
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

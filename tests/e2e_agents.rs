@@ -3,10 +3,7 @@
 //! parent's rules, their messages carry the Agent call's id, and what they spend is billed
 //! to the session.
 
-#![allow(clippy::unwrap_used)] // a failed unwrap in a test is a failed test
-#![cfg(feature = "mock")]
-
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

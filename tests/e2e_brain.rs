@@ -1,10 +1,7 @@
 //! End-to-end: `ouro brains` and `ouro --brain <slug> -p`, for an ouro slug against the mock
 //! Messages API and for a claude slug against the fake `claude` (tests/fixtures/fake_claude.py).
 
-#![allow(clippy::unwrap_used)] // a failed unwrap in a test is a failed test
-#![cfg(feature = "mock")]
-
-mod common;
+use crate::common;
 
 use common::{Run, Sandbox, bodies, server};
 use serde_json::{Value, json};

@@ -1,10 +1,7 @@
 //! End-to-end: prompt caching across turns, billed as the API bills it (the mock keeps the
 //! prefixes written at cache breakpoints and reports reads and writes).
 
-#![cfg(feature = "mock")]
-#![allow(clippy::unwrap_used)] // a failed unwrap in a test is a failed test
-
-mod common;
+use crate::common;
 
 use common::{Sandbox, server};
 use serde_json::{Value, json};

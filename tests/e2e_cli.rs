@@ -1,10 +1,7 @@
 //! Print mode as Claude Code users drive it: piped input, budgets, what is said on stderr, and
 //! JSON answers even when a run cannot start.
 
-#![cfg(feature = "mock")]
-#![allow(clippy::unwrap_used)] // a failed unwrap in a test is a failed test
-
-mod common;
+use crate::common;
 
 use common::{Run, Sandbox, bodies, server};
 use serde_json::{Value, json};

@@ -1,8 +1,6 @@
 //! End-to-end: the `ouro` binary in print mode against the mock Messages API (issue: core slice).
 
-#![cfg(feature = "mock")]
-
-mod common;
+use crate::common;
 
 use common::{API_KEY, Sandbox, bodies, server};
 use serde_json::json;

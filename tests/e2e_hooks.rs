@@ -3,10 +3,7 @@
 //! the model back to work, PermissionRequest answers a question, Notification hears it,
 //! SubagentStop and SessionEnd are told.
 
-#![allow(clippy::unwrap_used)] // a failed unwrap in a test is a failed test
-#![cfg(feature = "mock")]
-
-mod common;
+use crate::common;
 
 use std::path::Path;
 

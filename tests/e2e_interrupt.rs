@@ -2,9 +2,7 @@
 //! wait, a streaming reply after a tool call, and a tool still running after a cut. Each test
 //! signals once the mock reports the state it wants to interrupt, never after a fixed sleep.
 
-#![cfg(feature = "mock")]
-
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -2,9 +2,7 @@
 //! thinking before tool_use, max_tokens with tool calls, cuts after a tool call, usage of
 //! retried attempts and proactive compaction.
 
-#![cfg(feature = "mock")]
-
-mod common;
+use crate::common;
 
 use common::{Sandbox, bodies, server};
 use serde_json::{Value, json};

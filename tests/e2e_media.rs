@@ -1,10 +1,7 @@
 //! End-to-end: pictures reach the model. Read on an image file sends it as an image block in
 //! the tool_result, and the transcript keeps it for a resumed session.
 
-#![allow(clippy::unwrap_used)] // a failed unwrap in a test is a failed test
-#![cfg(feature = "mock")]
-
-mod common;
+use crate::common;
 
 use common::{Sandbox, bodies, request_tool_results, server};
 use serde_json::json;

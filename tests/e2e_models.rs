@@ -1,9 +1,6 @@
 //! End-to-end: model aliases resolve to current ids everywhere a model is chosen.
 
-#![cfg(feature = "mock")]
-#![allow(clippy::unwrap_used)] // a failed unwrap in a test is a failed test
-
-mod common;
+use crate::common;
 
 use common::{Sandbox, bodies, server};
 use ouro::api::models;

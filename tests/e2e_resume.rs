@@ -1,10 +1,7 @@
 //! End-to-end: resuming sessions: huge transcripts, transcripts that end in a compaction or
 //! mid-message.
 
-#![cfg(feature = "mock")]
-#![allow(clippy::unwrap_used)] // a failed unwrap in a test is a failed test
-
-mod common;
+use crate::common;
 
 use common::{Sandbox, bodies, server};
 use serde_json::{Value, json};

@@ -3,10 +3,7 @@
 //! the first prompt restores all of them, content and mode, and leaves the user's own git state
 //! exactly as it was.
 
-#![allow(clippy::unwrap_used)] // a failed unwrap in a test is a failed test
-#![cfg(feature = "mock")]
-
-mod common;
+use crate::common;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;

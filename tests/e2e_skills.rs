@@ -2,10 +2,7 @@
 //! it calls Skill; then it gets the instructions and the skill's files. A project's skills
 //! count only once the directory is trusted.
 
-#![allow(clippy::unwrap_used)] // a failed unwrap in a test is a failed test
-#![cfg(feature = "mock")]
-
-mod common;
+use crate::common;
 
 use common::{Sandbox, bodies, request_tool_results, server};
 use serde_json::json;

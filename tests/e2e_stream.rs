@@ -1,10 +1,7 @@
 //! Broken, stalled and malformed response streams, end to end: nothing is lost silently, what
 //! finished is kept, and the run says what happened.
 
-#![cfg(feature = "mock")]
-#![allow(clippy::unwrap_used)] // a failed unwrap in a test is a failed test
-
-mod common;
+use crate::common;
 
 use common::{Sandbox, bodies, server};
 use serde_json::json;

@@ -1,8 +1,6 @@
 //! End-to-end: tool calls, permissions and interruption through the real binary and mock API.
 
-#![cfg(feature = "mock")]
-
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -1,7 +1,5 @@
 //! The streaming executor and the six-phase pipeline, driven with small test tools.
 
-#![allow(clippy::unwrap_used)] // a failed unwrap in a test is a failed test
-
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 

@@ -1,8 +1,5 @@
 //! Drives the mock Messages API server over real HTTP, the way ouro's client will.
 
-#![allow(clippy::unwrap_used)] // a failed unwrap in a test is a failed test
-#![cfg(feature = "mock")]
-
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;

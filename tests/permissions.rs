@@ -1,7 +1,5 @@
 //! The permission engine: rules, precedence, paths, modes, sources, suggestions and grants.
 
-#![allow(clippy::unwrap_used)] // a failed unwrap in a test is a failed test
-
 use std::path::{Path, PathBuf};
 
 use ouro::permissions::paths::resolve;

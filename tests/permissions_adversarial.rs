@@ -2,8 +2,6 @@
 //! run code, reach the network or read outside the project must never be allowed without the
 //! user's say-so, neither with no rules nor with typical narrow allow rules.
 
-#![allow(clippy::unwrap_used)] // a failed unwrap in a test is a failed test
-
 use std::path::Path;
 
 use ouro::permissions::{

@@ -1,12 +1,8 @@
 //! End-to-end: the interactive REPL of the real `ouro` binary in a pseudo-terminal, against the
 //! mock Messages API (issue 7).
 
-#![allow(clippy::unwrap_used)] // a failed unwrap in a test is a failed test
-#![cfg(feature = "mock")]
-
-mod common;
-#[path = "repl/pty.rs"]
-mod pty;
+use crate::common;
+use crate::common::pty;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};

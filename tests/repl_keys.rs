@@ -2,12 +2,8 @@
 //! permission mode, `/` lists commands as they are typed, Tab completes `@` paths, and
 //! `/add-dir` widens where the session may work; answers are drawn as Markdown.
 
-#![allow(clippy::unwrap_used)] // a failed unwrap in a test is a failed test
-#![cfg(feature = "mock")]
-
-mod common;
-#[path = "repl/pty.rs"]
-mod pty;
+use crate::common;
+use crate::common::pty;
 
 use common::{Sandbox, bodies, last_user_text, request_tool_results, server};
 use pty::{Options, Term};

@@ -2,16 +2,23 @@
 //! from npm: `/mcp` shows the server, its prompts run as slash commands and `@server:uri`
 //! attaches a resource.
 
-#![allow(clippy::unwrap_used)] // a failed unwrap in a test is a failed test
-#![cfg(feature = "mock")]
-
-mod common;
-#[path = "repl/pty.rs"]
-mod pty;
+use crate::common;
+use crate::common::pty;
 
 use common::{Sandbox, bodies, last_user_text, server};
 use pty::{Options, Term};
 use serde_json::json;
+
+/// Whether the MCP test server from npm is on PATH.
+fn everything() -> bool {
+    let found = common::skip::on_path("mcp-server-everything");
+    if !found {
+        common::skip::not_installed(
+            "mcp-server-everything (npm install -g @modelcontextprotocol/server-everything; .ci/run does)",
+        );
+    }
+    found
+}
 
 /// The REPL with server-everything configured.
 fn with_everything(sb: &Sandbox, url: &str) -> Term {
@@ -47,6 +54,9 @@ fn connected(term: &mut Term) -> String {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn slash_mcp_shows_each_server_with_what_it_offers() {
+    if !everything() {
+        return;
+    }
     let sb = Sandbox::new();
     let mock = server(json!({"turns": []})).await;
     let mut term = with_everything(&sb, &mock.url());
@@ -64,6 +74,9 @@ async fn slash_mcp_shows_each_server_with_what_it_offers() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_server_prompt_runs_as_a_slash_command_and_a_resource_attaches() {
+    if !everything() {
+        return;
+    }
     let sb = Sandbox::new();
     let mock = server(json!({"turns": [
         {"content": [{"type": "text", "text": "Sunny."}]},

@@ -2,12 +2,8 @@
 //! code and conversation go back, the prompt returns to the input; a file the user changed
 //! since is named and kept unless the user agrees to overwrite it.
 
-#![allow(clippy::unwrap_used)] // a failed unwrap in a test is a failed test
-#![cfg(feature = "mock")]
-
-mod common;
-#[path = "repl/pty.rs"]
-mod pty;
+use crate::common;
+use crate::common::pty;
 
 use common::{Sandbox, bodies, server};
 use pty::{Options, Term};

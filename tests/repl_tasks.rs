@@ -1,12 +1,8 @@
 //! End-to-end in a terminal (issue 17): the task list is drawn as the model updates it, shown
 //! by `/todos`, and back after `--continue`; `/agents` lists the sub-agents.
 
-#![allow(clippy::unwrap_used)] // a failed unwrap in a test is a failed test
-#![cfg(feature = "mock")]
-
-mod common;
-#[path = "repl/pty.rs"]
-mod pty;
+use crate::common;
+use crate::common::pty;
 
 use common::{Sandbox, server};
 use pty::{Options, Term};

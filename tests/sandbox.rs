@@ -3,8 +3,6 @@
 //! call can write in the project but not elsewhere. Skipped, with a notice, on a kernel without
 //! Landlock.
 
-#![allow(clippy::unwrap_used)] // a failed unwrap in a test is a failed test
-
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -24,7 +22,7 @@ fn rig() -> Option<Rig> {
     match Support::detect() {
         Support::Landlock(_) => {}
         other => {
-            eprintln!("sandbox tests skipped: {}", other.describe());
+            crate::common::skip::kernel_lacks(&other.describe());
             return None;
         }
     }
@@ -166,7 +164,9 @@ async fn a_read_only_call_cannot_signal_processes_outside() {
         return;
     };
     if abi < 6 {
-        eprintln!("signal scoping needs Landlock ABI 6; this kernel has {abi}");
+        crate::common::skip::kernel_lacks(&format!(
+            "Landlock ABI 6 (signal scoping); it has ABI {abi}"
+        ));
         return;
     }
     let out = r

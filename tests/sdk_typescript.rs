@@ -3,13 +3,23 @@
 //! (`pathToClaudeCodeExecutable`) against the mock API (issue 18). Unlike the Python SDK it
 //! sends the system prompt, agents and in-process MCP servers inside `initialize`.
 
-#![allow(clippy::unwrap_used)] // a failed unwrap in a test is a failed test
-#![cfg(feature = "mock")]
-
-mod common;
+use crate::common;
 
 use common::{Sandbox, bodies, server};
 use serde_json::{Value, json};
+
+/// Whether the TypeScript Agent SDK is installed beside these tests.
+fn ts_sdk() -> bool {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/sdk_ts/node_modules/@anthropic-ai/claude-agent-sdk");
+    let found = dir.is_dir() && common::skip::on_path("node");
+    if !found {
+        common::skip::not_installed(
+            "@anthropic-ai/claude-agent-sdk with node (npm ci --prefix tests/sdk_ts; .ci/run does)",
+        );
+    }
+    found
+}
 
 /// Runs `body` (JavaScript, an ES module with the SDK, `zod` as `z`, `opts` and `out` in
 /// scope) and returns what it printed as JSON lines.
@@ -57,6 +67,9 @@ const opts = {{
 
 #[tokio::test]
 async fn query_sends_the_initialize_system_prompt_and_answers() {
+    if !ts_sdk() {
+        return;
+    }
     let sb = Sandbox::new();
     let mock = server(json!({"turns": [{"content": [{"type": "text", "text": "Bonjour"}]}]})).await;
     let printed = sdk(
@@ -86,6 +99,9 @@ for await (const m of query({ prompt: "hi", options: { ...opts, systemPrompt: "A
 
 #[tokio::test]
 async fn a_tool_round_with_can_use_tool_and_an_in_process_mcp_tool() {
+    if !ts_sdk() {
+        return;
+    }
     let sb = Sandbox::new();
     let written = sb.root().join("a.txt");
     let mock = server(json!({"turns": [

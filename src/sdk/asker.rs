@@ -4,10 +4,10 @@
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use serde_json::json;
 
 use super::outgoing::Outgoing;
 use crate::exec::{AskAnswer, AskRequest, Asker};
+use crate::stream_json::wire::{PermissionResult, PermissionUpdate, RequestBody, RuleValue};
 
 pub struct SdkAsker {
     pub outgoing: Arc<Outgoing>,
@@ -17,57 +17,43 @@ impl Asker for SdkAsker {
     fn ask(&self, request: AskRequest) -> BoxFuture<'_, AskAnswer> {
         Box::pin(async move {
             let suggestions = if request.suggested_rule.trim().is_empty() {
-                json!([])
+                Vec::new()
             } else {
-                json!([{"type": "addRules", "behavior": "allow", "destination": "localSettings",
-                        "rules": [rule_value(&request.suggested_rule)]}])
+                vec![PermissionUpdate {
+                    kind: "addRules".into(),
+                    behavior: Some("allow".into()),
+                    destination: Some("localSettings".into()),
+                    rules: vec![RuleValue::parse(&request.suggested_rule)],
+                    mode: None,
+                }]
             };
             let asked = self
                 .outgoing
-                .request(json!({
-                    "subtype": "can_use_tool",
-                    "tool_name": request.tool,
-                    "input": request.input,
-                    "permission_suggestions": suggestions,
-                    "decision_reason": request.reason,
-                    "description": request.summary,
-                }))
-                .await;
-            let answer = match asked {
-                Ok(answer) => answer,
-                Err(e) => {
-                    return AskAnswer::Deny(Some(format!("The permission callback failed: {e}")));
-                }
-            };
-            match answer["behavior"].as_str() {
-                Some("allow") => {
-                    if let Some(input) = answer
-                        .get("updatedInput")
-                        .filter(|i| i.is_object() && **i != request.input)
-                    {
-                        return AskAnswer::AllowChanged(input.clone());
-                    }
-                    let saves = answer["updatedPermissions"]
-                        .as_array()
-                        .is_some_and(|updates| !updates.is_empty());
-                    if saves {
-                        AskAnswer::AllowAlways
-                    } else {
-                        AskAnswer::AllowOnce
-                    }
-                }
-                _ => AskAnswer::Deny(answer["message"].as_str().map(str::to_string)),
+                .request(RequestBody::CanUseTool {
+                    tool_name: request.tool.clone(),
+                    input: request.input.clone(),
+                    permission_suggestions: suggestions,
+                    decision_reason: Some(request.reason.clone()),
+                    description: Some(request.summary.clone()),
+                })
+                .await
+                .and_then(|answer| {
+                    serde_json::from_value::<PermissionResult>(answer)
+                        .map_err(|e| format!("its answer is malformed: {e}"))
+                });
+            match asked {
+                Err(e) => AskAnswer::Deny(Some(format!("The permission callback failed: {e}"))),
+                Ok(PermissionResult::Allow {
+                    updated_input: Some(input),
+                    ..
+                }) if input.is_object() && input != request.input => AskAnswer::AllowChanged(input),
+                Ok(PermissionResult::Allow {
+                    updated_permissions,
+                    ..
+                }) if !updated_permissions.is_empty() => AskAnswer::AllowAlways,
+                Ok(PermissionResult::Allow { .. }) => AskAnswer::AllowOnce,
+                Ok(PermissionResult::Deny { message, .. }) => AskAnswer::Deny(message),
             }
         })
-    }
-}
-
-/// `Bash(npm test:*)` as the SDK's rule value: `{"toolName": "Bash", "ruleContent": "npm test:*"}`.
-fn rule_value(rule: &str) -> serde_json::Value {
-    match rule.split_once('(') {
-        Some((tool, rest)) => {
-            json!({"toolName": tool, "ruleContent": rest.strip_suffix(')').unwrap_or(rest)})
-        }
-        None => json!({"toolName": rule}),
     }
 }

@@ -6,33 +6,28 @@
 use serde_json::{Map, Value, json};
 
 use crate::app::Options;
+use crate::stream_json::wire::{Initialize, SystemPrompt};
 
 /// Applies the session options an `initialize` request carries.
-pub fn apply(request: &Value, options: &mut Options) -> Result<(), String> {
-    match &request["systemPrompt"] {
-        Value::Null => {}
-        Value::String(text) => options.system_prompt = Some(text.clone()),
-        Value::Array(parts) => {
-            let parts: Vec<&str> = parts.iter().filter_map(Value::as_str).collect();
-            options.system_prompt = Some(parts.join("\n\n"));
-        }
-        _ => return Err("initialize: systemPrompt is neither text nor a list of texts".into()),
+pub fn apply(request: &Initialize, options: &mut Options) -> Result<(), String> {
+    match &request.system_prompt {
+        None => {}
+        Some(SystemPrompt::Text(text)) => options.system_prompt = Some(text.clone()),
+        Some(SystemPrompt::Parts(parts)) => options.system_prompt = Some(parts.join("\n\n")),
     }
-    if let Some(append) = request["appendSystemPrompt"].as_str() {
-        options.append_system_prompt = Some(append.to_string());
+    if let Some(append) = &request.append_system_prompt {
+        options.append_system_prompt = Some(append.clone());
     }
-    if let Some(schema) = request.get("jsonSchema").filter(|s| s.is_object()) {
+    if let Some(schema) = request.json_schema.as_ref().filter(|s| s.is_object()) {
         options.json_schema = Some(schema.clone());
     }
-    if let Some(agents) = request["agents"].as_object() {
+    if let Some(agents) = &request.agents {
         options.agents = Some(merged_agents(options.agents.as_deref(), agents)?);
     }
-    let servers: Map<String, Value> = request["sdkMcpServers"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .map(|name| (name.to_string(), json!({"type": "sdk", "name": name})))
+    let servers: Map<String, Value> = request
+        .sdk_mcp_servers
+        .iter()
+        .map(|name| (name.clone(), json!({"type": "sdk", "name": name})))
         .collect();
     if !servers.is_empty() {
         options
@@ -63,14 +58,15 @@ mod tests {
             agents: Some(r#"{"a": {"description": "A", "prompt": "be a"}}"#.into()),
             ..Options::default()
         };
-        let request = json!({
+        let request: Initialize = serde_json::from_value(json!({
             "subtype": "initialize",
             "systemPrompt": ["Be terse.", "Answer in French."],
             "appendSystemPrompt": "Sign with ouro.",
             "agents": {"b": {"description": "B", "prompt": "be b"}},
             "sdkMcpServers": ["calc"],
             "jsonSchema": {"type": "object"},
-        });
+        }))
+        .unwrap();
         apply(&request, &mut options).unwrap();
         assert_eq!(
             options.system_prompt.as_deref(),
@@ -86,17 +82,15 @@ mod tests {
         let mcp: Value = serde_json::from_str(&options.mcp_config[0]).unwrap();
         assert_eq!(mcp["mcpServers"]["calc"]["type"], "sdk");
         assert_eq!(options.json_schema, Some(json!({"type": "object"})));
-        assert!(apply(&json!({"systemPrompt": 3}), &mut options).is_err());
+        assert!(serde_json::from_value::<Initialize>(json!({"systemPrompt": 3})).is_err());
     }
 
     #[test]
     fn the_python_sdks_initialize_changes_nothing() {
         let mut options = Options::default();
-        apply(
-            &json!({"subtype": "initialize", "hooks": null}),
-            &mut options,
-        )
-        .unwrap();
+        let request: Initialize =
+            serde_json::from_value(json!({"subtype": "initialize", "hooks": null})).unwrap();
+        apply(&request, &mut options).unwrap();
         assert!(options.system_prompt.is_none() && options.mcp_config.is_empty());
     }
 }

@@ -9,6 +9,7 @@ pub mod init;
 mod outgoing;
 mod rewind;
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
@@ -17,12 +18,16 @@ use tokio::io::AsyncBufReadExt;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::api::types::ContentBlock;
 use crate::checkpoint::Checkpoints;
 use crate::engine::Engine;
 use crate::exec::hooks::Hooks;
 use crate::mcp::McpHub;
 use crate::permissions::{PermissionEngine, PermissionMode};
 use crate::settings::HookSettings;
+use crate::stream_json::wire::{
+    self, ControlResponse, HookGroup, Initialize, Line, RequestBody, UserContent, UserLine,
+};
 use crate::sys::sync::lock;
 pub use asker::SdkAsker;
 pub use outgoing::Outgoing;
@@ -92,33 +97,42 @@ impl Controls {
         lock(&self.model).take()
     }
 
-    fn is_slow(&self, request: &Value) -> bool {
+    /// Restoring files and reconnecting take time: answered when done, while other lines are
+    /// read.
+    fn is_slow(request: &RequestBody) -> bool {
         matches!(
-            request["subtype"].as_str(),
-            Some("rewind_files" | "mcp_reconnect")
+            request,
+            RequestBody::RewindFiles { .. } | RequestBody::McpReconnect { .. }
         )
     }
 
-    async fn handle_slow(&self, request: &Value) -> Result<Value, String> {
-        if request["subtype"] == "mcp_reconnect" {
-            let name = request["serverName"].as_str().unwrap_or_default();
-            self.hub()?.reconnect(name).await?;
-            return Ok(json!({}));
+    async fn handle_slow(&self, request: RequestBody) -> Result<Value, String> {
+        match request {
+            RequestBody::McpReconnect { server_name } => {
+                self.hub()?.reconnect(&server_name).await?;
+                Ok(json!({}))
+            }
+            RequestBody::RewindFiles {
+                user_message_id,
+                dry_run,
+            } => {
+                rewind::rewind_files(
+                    self.checkpoints.as_deref(),
+                    self.transcript.as_deref(),
+                    &user_message_id,
+                    dry_run,
+                )
+                .await
+            }
+            other => self.handle(other),
         }
-        rewind::rewind_files(
-            self.checkpoints.as_deref(),
-            self.transcript.as_deref(),
-            request,
-        )
-        .await
     }
 
     /// The answer to one control request: `Ok` with the response's payload, or the error.
-    fn handle(&self, request: &Value) -> Result<Value, String> {
-        let subtype = request["subtype"].as_str().unwrap_or("");
-        match subtype {
-            "initialize" => {
-                if let Some(hooks) = request.get("hooks").filter(|h| h.is_object()) {
+    fn handle(&self, request: RequestBody) -> Result<Value, String> {
+        match request {
+            RequestBody::Initialize(init) => {
+                if let Some(hooks) = init.hooks {
                     let settings = callback_hooks(hooks)?;
                     self.hooks
                         .register_callbacks(settings, self.outgoing.clone());
@@ -129,31 +143,29 @@ impl Controls {
                 "available_output_styles": ["default"],
                 }))
             }
-            "interrupt" => {
+            RequestBody::Interrupt {} => {
                 lock(&self.turn).cancel();
                 Ok(json!({}))
             }
-            "set_permission_mode" => {
-                let mode: PermissionMode = request["mode"]
-                    .as_str()
-                    .unwrap_or("")
+            RequestBody::SetPermissionMode { mode } => {
+                let mode: PermissionMode = mode
                     .parse()
                     .map_err(|e: crate::permissions::UnknownMode| e.to_string())?;
                 self.permissions.set_mode(mode).map_err(|e| e.to_string())?;
                 Ok(json!({}))
             }
-            "set_model" => {
-                let model = request["model"].as_str().map(crate::api::models::resolve);
-                *lock(&self.model) = model;
+            RequestBody::SetModel { model } => {
+                *lock(&self.model) = model.as_deref().map(crate::api::models::resolve);
                 Ok(json!({}))
             }
-            "mcp_toggle" => {
-                let name = request["serverName"].as_str().unwrap_or_default();
-                let enabled = request["enabled"].as_bool().unwrap_or(true);
-                self.hub()?.set_enabled(name, enabled)?;
+            RequestBody::McpToggle {
+                server_name,
+                enabled,
+            } => {
+                self.hub()?.set_enabled(&server_name, enabled)?;
                 Ok(json!({}))
             }
-            "mcp_status" => {
+            RequestBody::McpStatus {} => {
                 let servers = self
                     .mcp
                     .as_ref()
@@ -161,7 +173,7 @@ impl Controls {
                     .unwrap_or_default();
                 Ok(json!({ "mcpServers": servers }))
             }
-            "get_context_usage" => {
+            RequestBody::GetContextUsage {} => {
                 let mut usage = lock(&self.context).clone();
                 if let Some(hub) = &self.mcp {
                     usage["mcpTools"] = hub
@@ -177,52 +189,57 @@ impl Controls {
                 }
                 Ok(usage)
             }
-            other => Err(format!(
-                "ouro does not support the control request \"{other}\" yet"
-            )),
+            RequestBody::StopTask { .. } => {
+                Err("ouro runs no background tasks, so there is nothing to stop".into())
+            }
+            RequestBody::McpReconnect { .. }
+            | RequestBody::RewindFiles { .. }
+            | RequestBody::CanUseTool { .. }
+            | RequestBody::HookCallback { .. }
+            | RequestBody::McpMessage { .. } => {
+                Err("this control request goes from ouro to the SDK, not the other way".into())
+            }
         }
     }
 }
 
-/// `initialize`'s `hooks` (`{"PreToolUse": [{"matcher", "hookCallbackIds", "timeout"}]}`) as
-/// hook settings whose commands are callback ids.
-fn callback_hooks(hooks: &Value) -> Result<HookSettings, String> {
-    let mut events = serde_json::Map::new();
-    for (event, groups) in hooks.as_object().into_iter().flatten() {
-        let groups: Vec<Value> = groups
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|g| {
-                let hooks: Vec<Value> = g["hookCallbackIds"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .map(|id| json!({"type": "callback", "command": id, "timeout": g["timeout"]}))
-                    .collect();
-                json!({"matcher": g["matcher"].as_str().unwrap_or(""), "hooks": hooks})
-            })
-            .collect();
-        events.insert(event.clone(), Value::Array(groups));
-    }
+/// `initialize`'s `hooks` as hook settings whose commands are callback ids.
+fn callback_hooks(hooks: BTreeMap<String, Vec<HookGroup>>) -> Result<HookSettings, String> {
+    let events: serde_json::Map<String, Value> = hooks
+        .into_iter()
+        .map(|(event, groups)| {
+            let groups: Vec<Value> = groups
+                .into_iter()
+                .map(|g| {
+                    let hooks: Vec<Value> = g
+                        .hook_callback_ids
+                        .iter()
+                        .map(|id| json!({"type": "callback", "command": id, "timeout": g.timeout}))
+                        .collect();
+                    json!({"matcher": g.matcher.unwrap_or_default(), "hooks": hooks})
+                })
+                .collect();
+            (event, Value::Array(groups))
+        })
+        .collect();
     serde_json::from_value(Value::Object(events))
         .map_err(|e| format!("initialize: the hooks could not be read ({e})"))
 }
 
-/// A `control_response` line for request `id`.
-fn response(id: &Value, outcome: Result<Value, String>) -> Value {
-    let body = match outcome {
-        Ok(payload) => json!({"subtype": "success", "request_id": id, "response": payload}),
-        Err(error) => json!({"subtype": "error", "request_id": id, "error": error}),
+pub(crate) fn write_line(line: &Line) {
+    use std::io::Write as _;
+    let Ok(text) = serde_json::to_string(line) else {
+        return;
     };
-    json!({"type": "control_response", "response": body})
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{text}");
+    let _ = out.flush();
 }
 
-pub(crate) fn write_line(line: &Value) {
-    use std::io::Write as _;
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{line}");
-    let _ = out.flush();
+fn respond(request_id: String, outcome: Result<Value, String>) {
+    write_line(&Line::ControlResponse(ControlResponse::to(
+        request_id, outcome,
+    )));
 }
 
 pub type StdinLines = tokio::io::Lines<tokio::io::BufReader<tokio::io::Stdin>>;
@@ -242,10 +259,14 @@ impl FirstLine {
     }
 
     /// The request of an `initialize` control line.
-    pub fn initialize(&self) -> Option<Value> {
-        let line: Value = serde_json::from_str(self.first.as_deref()?).ok()?;
-        (line["type"] == "control_request" && line["request"]["subtype"] == "initialize")
-            .then(|| line["request"].clone())
+    pub fn initialize(&self) -> Option<Initialize> {
+        let Ok(Line::ControlRequest(request)) = serde_json::from_str(self.first.as_deref()?) else {
+            return None;
+        };
+        match request.body() {
+            Ok(RequestBody::Initialize(init)) => Some(init),
+            _ => None,
+        }
     }
 }
 
@@ -273,34 +294,41 @@ pub async fn read_stdin(
         if line.trim().is_empty() {
             continue;
         }
-        let parsed: Result<Value, _> = serde_json::from_str(&line);
-        let item = match parsed {
-            // Restoring files and reconnecting take time: answered when done, while other
-            // lines are read.
-            Ok(v) if v["type"] == "control_request" && controls.is_slow(&v["request"]) => {
-                let controls = controls.clone();
-                tokio::spawn(async move {
-                    let outcome = controls.handle_slow(&v["request"]).await;
-                    write_line(&response(&v["request_id"], outcome));
-                });
+        let item = match serde_json::from_str::<Line>(&line) {
+            Ok(Line::ControlRequest(request)) => {
+                match request.body() {
+                    Ok(body) if Controls::is_slow(&body) => {
+                        let controls = controls.clone();
+                        tokio::spawn(async move {
+                            let outcome = controls.handle_slow(body).await;
+                            respond(request.request_id, outcome);
+                        });
+                    }
+                    Ok(body) => respond(request.request_id, controls.handle(body)),
+                    Err(e) => respond(request.request_id, Err(e)),
+                }
                 continue;
             }
-            Ok(v) if v["type"] == "control_request" => {
-                write_line(&response(&v["request_id"], controls.handle(&v["request"])));
+            Ok(Line::ControlResponse(response)) => {
+                controls.outgoing.resolve(response);
                 continue;
             }
-            Ok(v) if v["type"] == "control_response" => {
-                controls.outgoing.resolve(&v["response"]);
-                continue;
+            Ok(Line::ControlCancelRequest(_)) => continue,
+            Ok(Line::User(user)) => {
+                user_turn(user).map_err(|e| format!("stdin line {number} was skipped: {e}"))
             }
-            Ok(v) if v["type"] == "control_cancel_request" => continue,
-            Ok(v) => user_turn(&v)
-                .map(|text| Turn {
-                    text,
-                    uuid: v["uuid"].as_str().map(str::to_string),
-                })
-                .map_err(|e| format!("stdin line {number} was skipped: {e}")),
-            Err(e) => Err(format!("stdin line {number} was skipped: not JSON: {e}")),
+            Ok(_) => Err(format!(
+                "stdin line {number} was skipped: the line's type is not \"user\""
+            )),
+            Err(e) => Err(match wire::kind_of(&line) {
+                Some(kind) => {
+                    format!("stdin line {number} was skipped: a {kind} line ouro cannot read: {e}")
+                }
+                None if serde_json::from_str::<serde::de::IgnoredAny>(&line).is_ok() => {
+                    format!("stdin line {number} was skipped: it has no \"type\"")
+                }
+                None => format!("stdin line {number} was skipped: not JSON: {e}"),
+            }),
         };
         if turns.send(item).await.is_err() {
             return;
@@ -315,62 +343,92 @@ pub struct Turn {
     pub uuid: Option<String>,
 }
 
-/// The text of a `{"type":"user","message":{"role":"user","content":...}}` line.
-fn user_turn(v: &Value) -> Result<String, String> {
-    if v.get("type").and_then(Value::as_str) != Some("user") {
-        return Err("the line's type is not \"user\"".into());
-    }
-    let content = v
-        .get("message")
-        .and_then(|m| m.get("content"))
-        .ok_or("the line has no message.content")?;
-    let text = match content {
-        Value::String(s) => s.clone(),
-        Value::Array(blocks) => blocks
+/// The text of a user line, and the id the SDK gave it.
+fn user_turn(line: UserLine) -> Result<Turn, String> {
+    let text = match line.message.content {
+        UserContent::Text(text) => text,
+        UserContent::Blocks(blocks) => blocks
             .iter()
-            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .filter_map(|b| match b {
+                ContentBlock::Text { text, .. } => Some(text.as_str()),
+                _ => None,
+            })
             .collect::<Vec<_>>()
             .join("\n"),
-        _ => return Err("message.content is neither text nor a list of blocks".into()),
     };
     if text.trim().is_empty() {
         return Err("the message has no text".into());
     }
-    Ok(text)
+    Ok(Turn {
+        text,
+        uuid: line.uuid,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn user(s: &str) -> Result<Turn, String> {
+        match serde_json::from_str::<Line>(s).unwrap() {
+            Line::User(u) => user_turn(u),
+            other => panic!("not a user line: {other:?}"),
+        }
+    }
+
     #[test]
     fn user_lines_parse_in_both_content_shapes() {
-        let line = |s: &str| serde_json::from_str::<Value>(s).unwrap();
+        let turn = |text: &str, uuid: Option<&str>| {
+            Ok(Turn {
+                text: text.into(),
+                uuid: uuid.map(String::from),
+            })
+        };
         assert_eq!(
-            user_turn(&line(
-                r#"{"type":"user","message":{"role":"user","content":[{"type":"text","text":"hi"}]}}"#
-            )),
-            Ok("hi".to_string())
+            user(
+                r#"{"type":"user","uuid":"u1","message":{"role":"user","content":[{"type":"text","text":"hi"}]}}"#
+            ),
+            turn("hi", Some("u1"))
         );
         assert_eq!(
-            user_turn(&line(
-                r#"{"type":"user","message":{"role":"user","content":"yo"}}"#
-            )),
-            Ok("yo".to_string())
+            user(r#"{"type":"user","message":{"role":"user","content":"yo"}}"#),
+            turn("yo", None)
         );
-        assert!(user_turn(&line(r#"{"type":"assistant"}"#)).is_err());
-        assert!(user_turn(&line(r#"{"type":"user","message":{"content":""}}"#)).is_err());
+        assert!(user(r#"{"type":"user","message":{"content":""}}"#).is_err());
     }
 
     #[test]
     fn responses_carry_the_request_id() {
-        let ok = response(&json!("r1"), Ok(json!({})));
+        let ok = serde_json::to_value(Line::ControlResponse(ControlResponse::to(
+            "r1".into(),
+            Ok(json!({})),
+        )))
+        .unwrap();
         assert_eq!(
             ok,
             json!({"type": "control_response", "response": {"subtype": "success", "request_id": "r1", "response": {}}})
         );
-        let err = response(&json!("r2"), Err("no".into()));
+        let err = serde_json::to_value(Line::ControlResponse(ControlResponse::to(
+            "r2".into(),
+            Err("no".into()),
+        )))
+        .unwrap();
         assert_eq!(err["response"]["subtype"], "error");
         assert_eq!(err["response"]["error"], "no");
+    }
+
+    #[test]
+    fn an_unknown_control_request_still_has_an_id_to_answer() {
+        let Line::ControlRequest(request) = serde_json::from_str(
+            r#"{"type":"control_request","request_id":"r9","request":{"subtype":"teleport"}}"#,
+        )
+        .unwrap() else {
+            panic!("not a control request")
+        };
+        assert_eq!(request.request_id, "r9");
+        assert_eq!(
+            request.body().unwrap_err(),
+            "ouro does not support the control request \"teleport\" yet"
+        );
     }
 }

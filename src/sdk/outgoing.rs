@@ -6,12 +6,13 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures::future::BoxFuture;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::oneshot;
 
 use super::write_line;
 use crate::exec::hooks::HookCallbacks;
 use crate::mcp::SdkBridge;
+use crate::stream_json::wire::{ControlRequest, ControlResponse, Line, RequestBody};
 use crate::sys::sync::lock;
 
 #[derive(Default)]
@@ -22,54 +23,58 @@ pub struct Outgoing {
 
 impl HookCallbacks for Outgoing {
     fn call(&self, callback_id: &str, input: Value) -> BoxFuture<'_, Result<Value, String>> {
-        let request = json!({
-            "subtype": "hook_callback",
-            "callback_id": callback_id,
-            "tool_use_id": input.get("tool_use_id").cloned().unwrap_or(Value::Null),
-            "input": input,
-        });
+        let request = RequestBody::HookCallback {
+            callback_id: callback_id.to_string(),
+            tool_use_id: input
+                .get("tool_use_id")
+                .and_then(Value::as_str)
+                .map(String::from),
+            input,
+        };
         Box::pin(self.request(request))
     }
 }
 
+/// The SDK's answer to an `mcp_message`.
+#[derive(serde::Deserialize)]
+struct McpAnswer {
+    #[serde(default)]
+    mcp_response: Value,
+}
+
 impl SdkBridge for Outgoing {
     fn message(&self, server: &str, message: Value) -> BoxFuture<'_, Result<Value, String>> {
-        let request = json!({"subtype": "mcp_message", "server_name": server, "message": message});
+        let request = RequestBody::McpMessage {
+            server_name: server.to_string(),
+            message,
+        };
         Box::pin(async move {
-            let mut answer = self.request(request).await?;
-            Ok(answer["mcp_response"].take())
+            let answer = self.request(request).await?;
+            let answer: McpAnswer = serde_json::from_value(answer)
+                .map_err(|e| format!("the SDK's mcp_message answer is malformed: {e}"))?;
+            Ok(answer.mcp_response)
         })
     }
 }
 
 impl Outgoing {
     /// Sends `request` and waits for the SDK's answer: its `response` payload, or its error.
-    pub async fn request(&self, request: Value) -> Result<Value, String> {
+    pub async fn request(&self, request: RequestBody) -> Result<Value, String> {
         let id = format!("ouro_req_{}", self.next.fetch_add(1, Ordering::Relaxed));
         let (tx, rx) = oneshot::channel();
         lock(&self.waiting).insert(id.clone(), tx);
-        write_line(&json!({"type": "control_request", "request_id": id, "request": request}));
+        write_line(&Line::ControlRequest(ControlRequest::new(id, &request)));
         rx.await
             .map_err(|_| "the SDK closed before answering".to_string())?
     }
 
     /// A `control_response` line's body arrived.
-    pub fn resolve(&self, body: &Value) {
-        let Some(id) = body["request_id"].as_str() else {
-            return;
-        };
+    pub fn resolve(&self, response: ControlResponse) {
+        let id = response.request_id();
         let Some(waiter) = lock(&self.waiting).remove(id) else {
             tracing::debug!("a control_response for an unknown request {id}");
             return;
         };
-        let outcome = if body["subtype"] == "success" {
-            Ok(body["response"].clone())
-        } else {
-            Err(body["error"]
-                .as_str()
-                .unwrap_or("the SDK answered with an error")
-                .to_string())
-        };
-        let _ = waiter.send(outcome);
+        let _ = waiter.send(response.outcome());
     }
 }

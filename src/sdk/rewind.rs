@@ -12,16 +12,14 @@ use crate::checkpoint::record::{self, Kind};
 pub async fn rewind_files(
     checkpoints: Option<&Checkpoints>,
     transcript: Option<&Path>,
-    request: &Value,
+    id: &str,
+    dry_run: bool,
 ) -> Result<Value, String> {
     let (Some(checkpoints), Some(transcript)) = (checkpoints, transcript) else {
         return Ok(cannot(
             "this session keeps no checkpoints (it is not saved, or \"checkpoints\" are off in the settings)",
         ));
     };
-    let id = request["user_message_id"]
-        .as_str()
-        .ok_or("rewind_files needs user_message_id")?;
     let records = record::read(transcript).map_err(|e| e.to_string())?;
     let Some(index) = records
         .iter()
@@ -35,7 +33,7 @@ pub async fn rewind_files(
         .plan_restore(transcript, &records, index)
         .await?;
     let would: Vec<&str> = plan.changes.iter().map(|c| c.path.as_str()).collect();
-    if request["dryRun"].as_bool() == Some(true) || request["dry_run"].as_bool() == Some(true) {
+    if dry_run {
         return Ok(json!({"canRewind": true, "filesChanged": would}));
     }
     let applied = checkpoints.restore(&plan, false).await?;

@@ -1,8 +1,10 @@
 //! Claude Code's stream-json protocol, both halves: [`write`] renders the engine's events as
 //! the lines `ouro -p --output-format stream-json` prints, and [`read`] parses such lines back
-//! (from the `claude` CLI or from a child `ouro`, for the brains).
+//! (from the `claude` CLI or from a child `ouro`, for the brains). Both go through the serde
+//! types of [`wire`], which also carry the Agent SDK's control protocol.
 
 pub mod read;
+pub mod wire;
 pub mod write;
 
 #[cfg(test)]
@@ -27,6 +29,58 @@ mod tests {
             cache_creation_input_tokens: 3,
             cache_read_input_tokens: 4,
         }
+    }
+
+    /// Every key of `ours` is in `theirs` with the same value (objects compared key by key).
+    fn subset(ours: &serde_json::Value, theirs: &serde_json::Value, at: &str) {
+        match (ours, theirs) {
+            (serde_json::Value::Object(o), serde_json::Value::Object(t)) => {
+                for (key, value) in o {
+                    let there = t
+                        .get(key)
+                        .unwrap_or_else(|| panic!("{at}.{key} is not in the original"));
+                    subset(value, there, &format!("{at}.{key}"));
+                }
+            }
+            (serde_json::Value::Array(o), serde_json::Value::Array(t)) => {
+                assert_eq!(o.len(), t.len(), "{at}: lengths differ");
+                for (i, (a, b)) in o.iter().zip(t).enumerate() {
+                    subset(a, b, &format!("{at}[{i}]"));
+                }
+            }
+            (serde_json::Value::Number(a), serde_json::Value::Number(b)) => {
+                assert_eq!(a.as_f64(), b.as_f64(), "{at}")
+            }
+            _ => assert_eq!(ours, theirs, "{at}"),
+        }
+    }
+
+    /// The real `claude` CLI's stream-json (../shared/fixtures): every line is a kind the wire
+    /// types model, and writing the parsed line back gives the same values for every key ouro
+    /// models.
+    #[test]
+    fn the_real_claude_captures_round_trip_through_the_wire_types() {
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/claude-cli");
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            panic!("{} is missing", dir.display());
+        };
+        let mut lines = 0;
+        for entry in entries {
+            let path = entry.unwrap().path();
+            for (n, text) in std::fs::read_to_string(&path).unwrap().lines().enumerate() {
+                if text.trim().is_empty() {
+                    continue;
+                }
+                let at = format!("{}:{}", path.display(), n + 1);
+                let parsed: super::wire::Line = serde_json::from_str(text)
+                    .unwrap_or_else(|e| panic!("{at} does not parse: {e}"));
+                let original: serde_json::Value = serde_json::from_str(text).unwrap();
+                subset(&serde_json::to_value(&parsed).unwrap(), &original, &at);
+                lines += 1;
+            }
+        }
+        assert!(lines > 20, "only {lines} lines in {}", dir.display());
     }
 
     fn round_trip(event: &Event) -> Line {

@@ -5,9 +5,11 @@
 //! [`Line::Other`] so a newer CLI never breaks the reader. Only a line that is not a JSON
 //! object with a string `type` is an error, which the caller logs and skips.
 
+use serde::Deserialize;
 use serde_json::Value;
 
-use crate::api::types::{ContentBlock, Usage};
+use super::wire;
+use crate::api::types::{ContentBlock, Delta, StreamEvent, Usage};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Line {
@@ -91,116 +93,72 @@ pub fn parse_line(line: &str) -> Result<Option<Line>, ParseError> {
     if line.is_empty() {
         return Ok(None);
     }
-    let v: Value = serde_json::from_str(line).map_err(|e| ParseError::NotJson(e.to_string()))?;
-    let kind = v
-        .get("type")
-        .and_then(Value::as_str)
-        .ok_or(ParseError::NoType)?;
-    let subtype = str_field(&v, "subtype");
-    Ok(Some(match (kind, subtype.as_deref()) {
-        ("system", Some("init")) => Line::Init(InitEvent {
-            session_id: str_field(&v, "session_id").unwrap_or_default(),
-            model: str_field(&v, "model").unwrap_or_default(),
-            cwd: str_field(&v, "cwd").unwrap_or_default(),
-            tools: v
-                .get("tools")
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|t| t.as_str().map(String::from))
-                        .collect()
-                })
-                .unwrap_or_default(),
-        }),
-        ("system", Some("api_retry")) => Line::ApiRetry(ApiRetry {
-            attempt: v.get("attempt").and_then(Value::as_u64).unwrap_or(0),
-            max_retries: v.get("max_retries").and_then(Value::as_u64).unwrap_or(0),
-            error_status: status_field(&v, "error_status"),
-            error: str_field(&v, "error").unwrap_or_default(),
-        }),
-        ("assistant", _) => {
-            let msg = v.get("message").unwrap_or(&Value::Null);
-            Line::Assistant(AssistantEvent {
-                message_id: str_field(msg, "id").unwrap_or_default(),
-                model: str_field(msg, "model").unwrap_or_default(),
-                blocks: blocks(msg),
-                usage: usage(msg.get("usage")).unwrap_or_default(),
-                error: str_field(&v, "error"),
-            })
+    let wire = match serde_json::from_str::<wire::Line>(line) {
+        Ok(wire) => wire,
+        // A kind this reader does not model (or a known kind in a shape it does not know).
+        Err(e) => {
+            return match wire::kind_of(line) {
+                Some(kind) => Ok(Some(Line::Other(kind))),
+                None if serde_json::from_str::<serde::de::IgnoredAny>(line).is_ok() => {
+                    Err(ParseError::NoType)
+                }
+                None => Err(ParseError::NotJson(e.to_string())),
+            };
         }
-        ("user", _) => Line::User(UserEvent {
-            blocks: blocks(v.get("message").unwrap_or(&Value::Null)),
-            synthetic: v
-                .get("isSynthetic")
-                .and_then(Value::as_bool)
-                .unwrap_or(false),
+    };
+    Ok(Some(match wire {
+        wire::Line::System(wire::System::Init(init)) => Line::Init(InitEvent {
+            session_id: init.envelope.session_id,
+            model: init.model,
+            cwd: init.cwd,
+            tools: init.tools,
         }),
-        ("stream_event", _) => stream_event(v.get("event").unwrap_or(&Value::Null)),
-        ("result", _) => Line::Result(ResultEvent {
-            is_error: v.get("is_error").and_then(Value::as_bool).unwrap_or(false),
-            text: str_field(&v, "result"),
-            session_id: str_field(&v, "session_id"),
-            usage: usage(v.get("usage")),
-            total_cost_usd: v.get("total_cost_usd").and_then(Value::as_f64),
-            api_error_status: status_field(&v, "api_error_status"),
-            num_turns: v.get("num_turns").and_then(Value::as_u64).unwrap_or(0),
-            duration_ms: v.get("duration_ms").and_then(Value::as_u64).unwrap_or(0),
-            subtype: subtype.unwrap_or_default(),
+        wire::Line::System(wire::System::ApiRetry(r)) => Line::ApiRetry(ApiRetry {
+            attempt: r.attempt,
+            max_retries: r.max_retries,
+            error_status: r.error_status,
+            error: r.error,
         }),
-        (kind, Some(sub)) => Line::Other(format!("{kind}/{sub}")),
-        (kind, None) => Line::Other(kind.to_string()),
+        wire::Line::Assistant(a) => Line::Assistant(AssistantEvent {
+            message_id: a.message.id,
+            model: a.message.model,
+            blocks: a.message.content,
+            usage: a.message.usage,
+            error: a.error,
+        }),
+        wire::Line::User(u) => Line::User(UserEvent {
+            blocks: u.message.content.into_blocks(),
+            synthetic: u.is_synthetic,
+        }),
+        wire::Line::StreamEvent(e) => stream_event(&e.event),
+        wire::Line::Result(r) => Line::Result(ResultEvent {
+            subtype: r.subtype,
+            is_error: r.is_error,
+            text: r.result,
+            session_id: Some(r.session_id).filter(|s| !s.is_empty()),
+            usage: r.usage,
+            total_cost_usd: r.total_cost_usd,
+            api_error_status: r.api_error_status,
+            num_turns: r.num_turns,
+            duration_ms: r.duration_ms,
+        }),
+        _ => Line::Other(wire::kind_of(line).unwrap_or_default()),
     }))
 }
 
 /// The raw API event inside a `stream_event` wrapper; only text deltas matter to a brain.
 fn stream_event(event: &Value) -> Line {
-    let kind = str_field(event, "type").unwrap_or_default();
-    let delta = event.get("delta").unwrap_or(&Value::Null);
-    if kind == "content_block_delta"
-        && delta.get("type").and_then(Value::as_str) == Some("text_delta")
-        && let Some(text) = str_field(delta, "text")
-    {
-        return Line::TextDelta(text);
-    }
-    Line::Other(format!("stream_event/{kind}"))
-}
-
-fn str_field(v: &Value, key: &str) -> Option<String> {
-    v.get(key).and_then(Value::as_str).map(String::from)
-}
-
-fn status_field(v: &Value, key: &str) -> Option<u16> {
-    v.get(key)
-        .and_then(Value::as_u64)
-        .and_then(|s| u16::try_from(s).ok())
-}
-
-fn usage(v: Option<&Value>) -> Option<Usage> {
-    let v = v.filter(|v| v.is_object())?;
-    let n = |key| v.get(key).and_then(Value::as_u64).unwrap_or(0);
-    Some(Usage {
-        input_tokens: n("input_tokens"),
-        output_tokens: n("output_tokens"),
-        cache_creation_input_tokens: n("cache_creation_input_tokens"),
-        cache_read_input_tokens: n("cache_read_input_tokens"),
-    })
-}
-
-/// Content blocks of a message; a plain-string content is one text block, and blocks of kinds
-/// ouro does not model (images, server tools) are skipped.
-fn blocks(msg: &Value) -> Vec<ContentBlock> {
-    match msg.get("content") {
-        Some(Value::String(text)) => vec![ContentBlock::text(text.clone())],
-        Some(Value::Array(items)) => items
-            .iter()
-            .filter_map(|b| match serde_json::from_value(b.clone()) {
-                Ok(block) => Some(block),
-                Err(e) => {
-                    tracing::debug!(error = %e, "skipping a content block ouro does not model");
-                    None
-                }
-            })
-            .collect(),
-        _ => Vec::new(),
+    match StreamEvent::deserialize(event) {
+        Ok(StreamEvent::ContentBlockDelta {
+            delta: Delta::TextDelta { text },
+            ..
+        }) => Line::TextDelta(text),
+        _ => Line::Other(format!(
+            "stream_event/{}",
+            event
+                .get("type")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+        )),
     }
 }

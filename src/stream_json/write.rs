@@ -1,9 +1,14 @@
 //! The writing half: the engine's events as Claude Code's stream-json lines, so existing
 //! consumers work unchanged.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use crate::api::types::{ContentBlock, Usage};
+use super::wire::{
+    ApiRetry, AssistantLine, AssistantMessage, CompactBoundary, CompactMetadata, Envelope,
+    HookResponse, HookStarted, Init, Line, ModelFallback, Notice, ResultLine, Status, StreamCut,
+    StreamEventLine, System, ToolsChanged, UserContent, UserLine, UserMessage,
+};
+use crate::api::types::ContentBlock;
 use crate::event::{Event, RunResult};
 
 /// The Claude Code release whose stream-json and control protocol ouro speaks: the Agent SDKs
@@ -14,67 +19,84 @@ fn uuid() -> String {
     uuid::Uuid::new_v4().to_string()
 }
 
-fn usage_json(u: &Usage) -> Value {
-    json!({
-        "input_tokens": u.input_tokens,
-        "cache_creation_input_tokens": u.cache_creation_input_tokens,
-        "cache_read_input_tokens": u.cache_read_input_tokens,
-        "output_tokens": u.output_tokens,
-    })
+fn envelope(session_id: &str) -> Envelope {
+    Envelope {
+        session_id: session_id.to_string(),
+        uuid: uuid(),
+    }
+}
+
+fn to_values<T: serde::Serialize>(items: &[T]) -> Vec<Value> {
+    items
+        .iter()
+        .filter_map(|i| serde_json::to_value(i).ok())
+        .collect()
+}
+
+fn user_line(session_id: &str, blocks: Vec<ContentBlock>) -> UserLine {
+    UserLine {
+        message: UserMessage {
+            role: "user".into(),
+            content: UserContent::Blocks(blocks),
+        },
+        parent_tool_use_id: None,
+        session_id: session_id.to_string(),
+        uuid: Some(uuid()),
+        timestamp: None,
+        is_synthetic: false,
+        is_replay: false,
+    }
 }
 
 /// The stream-json line for an event, or `None` for events that format has no line for
 /// (live deltas, progress).
 pub fn render(event: &Event, session_id: &str) -> Option<Value> {
-    Some(match event {
-        Event::Init(info) => json!({
-            "type": "system",
-            "subtype": "init",
-            "cwd": info.cwd,
-            "session_id": info.session_id,
-            "tools": info.tools,
-            "mcp_servers": info.mcp_servers,
-            "model": info.model,
-            "permissionMode": info.permission_mode,
-            "apiKeySource": "ANTHROPIC_API_KEY",
-            "output_style": "default",
-            "claude_code_version": CLAUDE_CODE_COMPAT_VERSION,
-            "ouro_version": env!("CARGO_PKG_VERSION"),
-            "uuid": uuid(),
-        }),
-        Event::ApiRetry(r) => json!({
-            "type": "system",
-            "subtype": "api_retry",
-            "attempt": r.attempt,
-            "max_retries": r.max_retries,
-            "retry_delay_ms": r.retry_delay_ms,
-            "error_status": r.error_status,
-            "error": r.error,
-            "session_id": session_id,
-            "uuid": uuid(),
-        }),
+    serde_json::to_value(line(event, session_id)?).ok()
+}
+
+/// The typed line for an event (see [`render`]).
+pub fn line(event: &Event, session_id: &str) -> Option<Line> {
+    let system = |s: System| Some(Line::System(s));
+    match event {
+        Event::Init(info) => system(System::Init(Init {
+            cwd: info.cwd.clone(),
+            tools: info.tools.clone(),
+            mcp_servers: to_values(&info.mcp_servers),
+            model: info.model.clone(),
+            permission_mode: info.permission_mode.clone(),
+            api_key_source: "ANTHROPIC_API_KEY".into(),
+            output_style: "default".into(),
+            claude_code_version: CLAUDE_CODE_COMPAT_VERSION.into(),
+            ouro_version: Some(env!("CARGO_PKG_VERSION").into()),
+            envelope: Envelope {
+                session_id: info.session_id.clone(),
+                uuid: uuid(),
+            },
+        })),
+        Event::ApiRetry(r) => system(System::ApiRetry(ApiRetry {
+            attempt: r.attempt.into(),
+            max_retries: r.max_retries.into(),
+            retry_delay_ms: r.retry_delay_ms.into(),
+            error_status: r.error_status,
+            error: r.error.clone(),
+            envelope: envelope(session_id),
+        })),
         Event::StreamCut {
             error,
             kept_blocks,
             continuation,
-        } => json!({
-            "type": "system",
-            "subtype": "stream_cut",
-            "error": error,
-            "kept_blocks": kept_blocks,
-            "continuation": continuation,
-            "session_id": session_id,
-            "uuid": uuid(),
-        }),
-        Event::HookStarted { id, name, event } => json!({
-            "type": "system",
-            "subtype": "hook_started",
-            "hook_id": id,
-            "hook_name": name,
-            "hook_event": event,
-            "session_id": session_id,
-            "uuid": uuid(),
-        }),
+        } => system(System::StreamCut(StreamCut {
+            error: error.clone(),
+            kept_blocks: *kept_blocks,
+            continuation: *continuation,
+            envelope: envelope(session_id),
+        })),
+        Event::HookStarted { id, name, event } => system(System::HookStarted(HookStarted {
+            hook_id: id.clone(),
+            hook_name: name.clone(),
+            hook_event: event.clone(),
+            envelope: envelope(session_id),
+        })),
         Event::HookResponse {
             id,
             name,
@@ -83,187 +105,190 @@ pub fn render(event: &Event, session_id: &str) -> Option<Value> {
             stdout,
             stderr,
             exit_code,
-        } => json!({
-            "type": "system",
-            "subtype": "hook_response",
-            "hook_id": id,
-            "hook_name": name,
-            "hook_event": event,
-            "output": format!("{stdout}{stderr}"),
-            "stdout": stdout,
-            "stderr": stderr,
-            "exit_code": exit_code,
-            "outcome": outcome,
-            "session_id": session_id,
-            "uuid": uuid(),
-        }),
-        Event::PromptReplay { text, uuid } => json!({
-            "type": "user",
-            "message": {"role": "user", "content": [ContentBlock::text(text.clone())]},
-            "parent_tool_use_id": null,
-            "session_id": session_id,
-            "uuid": uuid,
-            "isReplay": true,
-        }),
-        Event::Notice(text) => json!({
-            "type": "system",
-            "subtype": "notice",
-            "message": text,
-            "session_id": session_id,
-            "uuid": uuid(),
-        }),
-        Event::ToolsChanged { tools, mcp_servers } => json!({
-            "type": "system",
-            "subtype": "tools_changed",
-            "tools": tools,
-            "mcp_servers": mcp_servers,
-            "session_id": session_id,
-            "uuid": uuid(),
-        }),
-        Event::StreamEvent(raw) => json!({
-            "type": "stream_event",
-            "event": raw,
-            "session_id": session_id,
-            "parent_tool_use_id": null,
-            "uuid": uuid(),
-        }),
-        Event::ModelFallback { from, to, reason } => json!({
-            "type": "system",
-            "subtype": "model_fallback",
-            "from_model": from,
-            "model": to,
-            "reason": reason,
-            "session_id": session_id,
-            "uuid": uuid(),
-        }),
+        } => system(System::HookResponse(HookResponse {
+            hook_id: id.clone(),
+            hook_name: name.clone(),
+            hook_event: event.clone(),
+            output: format!("{stdout}{stderr}"),
+            stdout: stdout.clone(),
+            stderr: stderr.clone(),
+            exit_code: *exit_code,
+            outcome: outcome.to_string(),
+            envelope: envelope(session_id),
+        })),
+        Event::PromptReplay { text, uuid } => Some(Line::User(UserLine {
+            uuid: Some(uuid.clone()),
+            is_replay: true,
+            ..user_line(session_id, vec![ContentBlock::text(text.clone())])
+        })),
+        Event::Notice(text) => system(System::Notice(Notice {
+            message: text.clone(),
+            envelope: envelope(session_id),
+        })),
+        Event::ToolsChanged { tools, mcp_servers } => system(System::ToolsChanged(ToolsChanged {
+            tools: tools.clone(),
+            mcp_servers: to_values(mcp_servers),
+            envelope: envelope(session_id),
+        })),
+        Event::StreamEvent(raw) => Some(Line::StreamEvent(StreamEventLine {
+            event: serde_json::to_value(raw).unwrap_or(Value::Null),
+            parent_tool_use_id: None,
+            envelope: envelope(session_id),
+        })),
+        Event::ModelFallback { from, to, reason } => system(System::ModelFallback(ModelFallback {
+            from_model: from.clone(),
+            model: to.clone(),
+            reason: reason.clone(),
+            envelope: envelope(session_id),
+        })),
         Event::AssistantBlock {
             message_id,
             model,
             block,
             usage,
-        } => json!({
-            "type": "assistant",
-            "message": {
-                "id": message_id,
-                "type": "message",
-                "role": "assistant",
-                "model": model,
-                "content": [block],
-                "stop_reason": null,
-                "stop_sequence": null,
-                "usage": usage_json(usage),
+        } => Some(Line::Assistant(AssistantLine {
+            message: AssistantMessage {
+                id: message_id.clone(),
+                kind: "message".into(),
+                role: "assistant".into(),
+                model: model.clone(),
+                content: vec![block.clone()],
+                stop_reason: None,
+                stop_sequence: None,
+                usage: *usage,
             },
-            "parent_tool_use_id": null,
-            "session_id": session_id,
-            "uuid": uuid(),
-        }),
-        Event::ToolFinished { result, .. } => json!({
-            "type": "user",
-            "message": {"role": "user", "content": [result]},
-            "parent_tool_use_id": null,
-            "session_id": session_id,
-            "uuid": uuid(),
-            "timestamp": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-        }),
-        Event::CompactStarted | Event::CompactFinished => json!({
-            "type": "system",
-            "subtype": "status",
-            "status": match event {
-                Event::CompactStarted => Value::from("compacting"),
-                _ => Value::Null,
+            parent_tool_use_id: None,
+            error: None,
+            envelope: envelope(session_id),
+        })),
+        Event::ToolFinished { result, .. } => Some(Line::User(UserLine {
+            timestamp: Some(
+                chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            ),
+            ..user_line(session_id, vec![result.clone()])
+        })),
+        Event::CompactStarted | Event::CompactFinished => system(System::Status(Status {
+            status: matches!(event, Event::CompactStarted).then(|| "compacting".into()),
+            compact_result: None,
+            compact_error: None,
+            envelope: envelope(session_id),
+        })),
+        Event::CompactBoundary(info) => system(System::CompactBoundary(CompactBoundary {
+            compact_metadata: CompactMetadata {
+                trigger: serde_json::to_value(info.trigger)
+                    .ok()
+                    .and_then(|v| v.as_str().map(String::from))
+                    .unwrap_or_default(),
+                pre_tokens: info.pre_tokens,
+                messages_summarised: Some(info.messages_summarised),
+                messages_kept: Some(info.messages_kept),
             },
-            "session_id": session_id,
-            "uuid": uuid(),
-        }),
-        Event::CompactBoundary(info) => json!({
-            "type": "system",
-            "subtype": "compact_boundary",
-            "session_id": session_id,
-            "uuid": uuid(),
-            "compact_metadata": {
-                "trigger": info.trigger,
-                "pre_tokens": info.pre_tokens,
-                "messages_summarised": info.messages_summarised,
-                "messages_kept": info.messages_kept,
-            },
-        }),
-        Event::SyntheticUser { text } => json!({
-            "type": "user",
-            "message": {"role": "user", "content": [ContentBlock::text(text.clone())]},
-            "parent_tool_use_id": null,
-            "session_id": session_id,
-            "uuid": uuid(),
-            "isSynthetic": true,
-        }),
-        Event::Result(r) => result(r),
+            envelope: envelope(session_id),
+        })),
+        Event::SyntheticUser { text } => Some(Line::User(UserLine {
+            is_synthetic: true,
+            ..user_line(session_id, vec![ContentBlock::text(text.clone())])
+        })),
+        Event::Result(r) => Some(Line::Result(result_line(r))),
         // A sub-agent's messages, marked with the Agent call they belong to, as Claude Code
         // does; its own init and result stay inside the call.
         Event::Child {
             parent_tool_use_id,
             event,
-        } => match **event {
-            Event::AssistantBlock { .. } | Event::ToolFinished { .. } | Event::StreamEvent(_) => {
-                let mut line = render(event, session_id)?;
-                line["parent_tool_use_id"] = Value::from(parent_tool_use_id.as_str());
-                line
+        } => {
+            let parent = Some(parent_tool_use_id.clone());
+            match line(event, session_id)? {
+                Line::Assistant(l) => Some(Line::Assistant(AssistantLine {
+                    parent_tool_use_id: parent,
+                    ..l
+                })),
+                Line::User(l) if matches!(**event, Event::ToolFinished { .. }) => {
+                    Some(Line::User(UserLine {
+                        parent_tool_use_id: parent,
+                        ..l
+                    }))
+                }
+                Line::StreamEvent(l) => Some(Line::StreamEvent(StreamEventLine {
+                    parent_tool_use_id: parent,
+                    ..l
+                })),
+                _ => None,
             }
-            _ => return None,
-        },
+        }
         Event::RequestStarted { .. }
         | Event::TextDelta { .. }
         | Event::ThinkingDelta { .. }
         | Event::MessageDone { .. }
         | Event::ToolStarted { .. }
         | Event::ToolProgress { .. }
-        | Event::PermissionDenied(_) => return None,
-    })
+        | Event::PermissionDenied(_) => None,
+    }
 }
 
 /// Per model, in Claude Code's `modelUsage` shape.
-fn model_usage(r: &RunResult) -> Value {
-    let mut out = serde_json::Map::new();
-    for (model, (u, cost)) in &r.model_usage {
-        out.insert(
-            model.clone(),
-            json!({
-                "inputTokens": u.input_tokens,
-                "outputTokens": u.output_tokens,
-                "cacheReadInputTokens": u.cache_read_input_tokens,
-                "cacheCreationInputTokens": u.cache_creation_input_tokens,
-                "webSearchRequests": 0,
-                "costUSD": cost,
-                "contextWindow": crate::api::models::context_window(model),
-            }),
-        );
+fn model_usage(r: &RunResult) -> serde_json::Map<String, Value> {
+    r.model_usage
+        .iter()
+        .map(|(model, (u, cost))| {
+            let usage = ModelUsage {
+                input_tokens: u.input_tokens,
+                output_tokens: u.output_tokens,
+                cache_read_input_tokens: u.cache_read_input_tokens,
+                cache_creation_input_tokens: u.cache_creation_input_tokens,
+                web_search_requests: 0,
+                cost_usd: *cost,
+                context_window: crate::api::models::context_window(model),
+            };
+            (
+                model.clone(),
+                serde_json::to_value(usage).unwrap_or(Value::Null),
+            )
+        })
+        .collect()
+}
+
+/// One model's entry in `modelUsage`.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ModelUsage {
+    input_tokens: u64,
+    output_tokens: u64,
+    cache_read_input_tokens: u64,
+    cache_creation_input_tokens: u64,
+    web_search_requests: u64,
+    #[serde(rename = "costUSD")]
+    cost_usd: f64,
+    context_window: u64,
+}
+
+/// The typed `result` line.
+pub fn result_line(r: &RunResult) -> ResultLine {
+    ResultLine {
+        subtype: serde_json::to_value(r.kind)
+            .ok()
+            .and_then(|v| v.as_str().map(String::from))
+            .unwrap_or_default(),
+        is_error: r.kind.is_error(),
+        api_error_status: r.api_error_status,
+        duration_ms: u64::try_from(r.duration.as_millis()).unwrap_or(u64::MAX),
+        duration_api_ms: u64::try_from(r.api_duration.as_millis()).unwrap_or(u64::MAX),
+        num_turns: r.num_turns.into(),
+        result: Some(r.text.clone()),
+        stop_reason: r.stop_reason.map(|s| s.as_str().to_string()),
+        session_id: r.session_id.clone(),
+        total_cost_usd: Some(r.total_cost_usd),
+        model_usage: model_usage(r),
+        usage: Some(r.usage),
+        permission_denials: to_values(&r.permission_denials),
+        structured_output: r.structured_output.clone(),
+        cost_note: r.cost_unknown.then(|| {
+            "this model has no pricing entry in ouro, so its cost is reported as 0".to_string()
+        }),
+        uuid: uuid(),
     }
-    Value::Object(out)
 }
 
 /// The final `result` object (also the whole output of `--output-format json`).
 pub fn result(r: &RunResult) -> Value {
-    let mut v = json!({
-        "type": "result",
-        "subtype": r.kind,
-        "is_error": r.kind.is_error(),
-        "api_error_status": r.api_error_status,
-        "duration_ms": r.duration.as_millis() as u64,
-        "duration_api_ms": r.api_duration.as_millis() as u64,
-        "num_turns": r.num_turns,
-        "result": r.text,
-        "stop_reason": r.stop_reason.map(|s| s.as_str()),
-        "session_id": r.session_id,
-        "total_cost_usd": r.total_cost_usd,
-        "modelUsage": model_usage(r),
-        "usage": usage_json(&r.usage),
-        "permission_denials": r.permission_denials,
-        "uuid": uuid(),
-    });
-    if let Some(output) = &r.structured_output {
-        v["structured_output"] = output.clone();
-    }
-    if r.cost_unknown {
-        v["cost_note"] =
-            json!("this model has no pricing entry in ouro, so its cost is reported as 0");
-    }
-    v
+    serde_json::to_value(Line::Result(result_line(r))).unwrap_or(Value::Null)
 }

@@ -1,6 +1,12 @@
 //! The life of one brain process: its pid, the one-time report of its exit, and stopping it with
 //! SIGTERM then SIGKILL.
+//!
+//! Signals go through a pidfd opened while the child is still unreaped, never through the bare
+//! pid: another thread reaps the child, and once it has, the pid may belong to an unrelated
+//! process of the user. A pidfd keeps naming the process it was opened for, and signalling it
+//! after the reap fails with ESRCH instead of reaching whoever got the number next.
 
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::ExitStatusExt;
 use std::time::Duration;
 
@@ -17,6 +23,8 @@ pub(crate) type OnExit = Box<dyn FnOnce(ExitInfo) + Send>;
 /// The owner's view of a running process.
 pub(crate) struct ProcessCore {
     pub pid: u32,
+    /// `None` only on a kernel without pidfds (before Linux 5.3); see `signal`.
+    pidfd: Option<OwnedFd>,
     exit: watch::Receiver<Option<ExitInfo>>,
 }
 
@@ -35,9 +43,24 @@ impl ExitReporter {
     }
 }
 
+/// Starts tracking a child that nobody has waited for yet (so `pid` is still surely ours).
 pub(crate) fn track(pid: u32, on_exit: OnExit) -> (ProcessCore, ExitReporter) {
     let (tx, rx) = watch::channel(None);
-    (ProcessCore { pid, exit: rx }, ExitReporter { tx, on_exit })
+    let core = ProcessCore {
+        pid,
+        pidfd: pidfd_open(pid),
+        exit: rx,
+    };
+    (core, ExitReporter { tx, on_exit })
+}
+
+fn pidfd_open(pid: u32) -> Option<OwnedFd> {
+    let pid = libc::pid_t::try_from(pid).ok()?;
+    // SAFETY: pidfd_open takes plain integers and returns a new descriptor or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    let fd = libc::c_int::try_from(fd).ok().filter(|fd| *fd >= 0)?;
+    // SAFETY: `fd` was just returned by the kernel and is owned by nobody else.
+    Some(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 impl ProcessCore {
@@ -60,12 +83,12 @@ impl ProcessCore {
         if let Some(info) = self.exited() {
             return Ok(info);
         }
-        signal(self.pid, libc::SIGTERM)?;
+        self.signal(libc::SIGTERM)?;
         if let Ok(info) = tokio::time::timeout(grace, self.wait()).await {
             return Ok(info);
         }
         if self.exited().is_none() {
-            signal(self.pid, libc::SIGKILL)?;
+            self.signal(libc::SIGKILL)?;
         }
         tokio::time::timeout(AFTER_SIGKILL, self.wait())
             .await
@@ -75,7 +98,7 @@ impl ProcessCore {
     /// SIGKILL without waiting, for a handle that is being dropped.
     pub fn kill_now(&self) {
         if self.exited().is_none()
-            && let Err(e) = signal(self.pid, libc::SIGKILL)
+            && let Err(e) = self.signal(libc::SIGKILL)
         {
             tracing::warn!(pid = self.pid, error = %e, "could not kill a brain process");
         }
@@ -96,16 +119,38 @@ impl From<std::process::ExitStatus> for ExitInfo {
     }
 }
 
-fn signal(pid: u32, sig: libc::c_int) -> Result<(), BrainError> {
-    let pid = libc::pid_t::try_from(pid).map_err(|_| BrainError::Io {
-        action: "signal",
-        source: std::io::Error::from(std::io::ErrorKind::InvalidInput),
-    })?;
-    // SAFETY: kill(2) takes plain integers and touches no memory of ours.
-    if unsafe { libc::kill(pid, sig) } == 0 {
-        return Ok(());
+impl ProcessCore {
+    fn signal(&self, sig: libc::c_int) -> Result<(), BrainError> {
+        let sent = match &self.pidfd {
+            // SAFETY: pidfd_send_signal reads only its integer arguments (no siginfo).
+            Some(fd) => unsafe {
+                libc::syscall(
+                    libc::SYS_pidfd_send_signal,
+                    fd.as_raw_fd(),
+                    sig,
+                    std::ptr::null::<libc::siginfo_t>(),
+                    0,
+                )
+            },
+            // Without pidfds the exit report is the only guard: `terminate` and `kill_now`
+            // signal only while no exit has been reported, which leaves a short window.
+            None => {
+                let pid = libc::pid_t::try_from(self.pid).map_err(|_| BrainError::Io {
+                    action: "signal",
+                    source: std::io::Error::from(std::io::ErrorKind::InvalidInput),
+                })?;
+                // SAFETY: kill(2) takes plain integers and touches no memory of ours.
+                libc::c_long::from(unsafe { libc::kill(pid, sig) })
+            }
+        };
+        if sent == 0 {
+            return Ok(());
+        }
+        signal_error(std::io::Error::last_os_error())
     }
-    let err = std::io::Error::last_os_error();
+}
+
+fn signal_error(err: std::io::Error) -> Result<(), BrainError> {
     // Already gone and reaped: the exit report is on its way.
     if err.raw_os_error() == Some(libc::ESRCH) {
         return Ok(());
@@ -186,6 +231,21 @@ mod tests {
         let info = core.terminate(Duration::from_secs(20)).await.unwrap();
         assert_eq!(info.signal, Some(libc::SIGTERM));
         // Already ended: terminating again just returns the same report.
+        assert_eq!(core.terminate(Duration::from_secs(1)).await.unwrap(), info);
+    }
+
+    #[tokio::test]
+    async fn a_reaped_child_is_never_signalled_by_its_old_pid() {
+        let pid = spawn("exit 0");
+        let (core, reporter, _) = tracked(pid);
+        // Reaped behind the core's back, before any exit report: the pidfd still names the
+        // dead process, so the signal goes nowhere instead of to the pid's next owner.
+        let info = wait_blocking(pid);
+        assert!(core.pidfd.is_some(), "this kernel has pidfds");
+        assert!(core.exited().is_none());
+        core.kill_now();
+        assert!(core.signal(libc::SIGTERM).is_ok(), "ESRCH counts as gone");
+        reporter.report(info);
         assert_eq!(core.terminate(Duration::from_secs(1)).await.unwrap(), info);
     }
 

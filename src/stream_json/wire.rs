@@ -1,0 +1,668 @@
+//! The stream-json wire format as serde types: every line `ouro -p --output-format stream-json`
+//! prints, every line an Agent SDK writes to its stdin, and the control protocol inside both.
+//! Each field name exists here once: the writer, the reader and the SDK session all go through
+//! these types.
+//!
+//! Unknown fields are ignored on purpose when reading (a newer Claude Code adds keys every
+//! release), and optional fields are left out when writing only where Claude Code leaves them
+//! out too. A line whose `type` (or `subtype`) is not modelled here is not an error for a
+//! reader: [`kind_of`] names it, and the reader files it under "other".
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::api::types::{ContentBlock, Usage};
+
+/// One line of stream-json, either direction.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Line {
+    System(System),
+    Assistant(AssistantLine),
+    User(UserLine),
+    StreamEvent(StreamEventLine),
+    Result(ResultLine),
+    ControlRequest(ControlRequest),
+    ControlResponse(ControlResponse),
+    ControlCancelRequest(ControlCancel),
+}
+
+/// `type: "system"` lines, told apart by `subtype`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "subtype", rename_all = "snake_case")]
+pub enum System {
+    Init(Init),
+    ApiRetry(ApiRetry),
+    Status(Status),
+    CompactBoundary(CompactBoundary),
+    HookStarted(HookStarted),
+    HookResponse(HookResponse),
+    /// ouro's own: the response stream broke and the kept blocks are continued.
+    StreamCut(StreamCut),
+    /// ouro's own: something the user should know that is not part of the conversation.
+    Notice(Notice),
+    /// ouro's own: MCP servers connected or went away.
+    ToolsChanged(ToolsChanged),
+    ModelFallback(ModelFallback),
+}
+
+/// The envelope fields most lines carry.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Envelope {
+    #[serde(default)]
+    pub session_id: String,
+    #[serde(default)]
+    pub uuid: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Init {
+    #[serde(default)]
+    pub cwd: String,
+    #[serde(default)]
+    pub tools: Vec<String>,
+    #[serde(default)]
+    pub mcp_servers: Vec<Value>,
+    #[serde(default)]
+    pub model: String,
+    #[serde(rename = "permissionMode", default)]
+    pub permission_mode: String,
+    #[serde(rename = "apiKeySource", default)]
+    pub api_key_source: String,
+    #[serde(default)]
+    pub output_style: String,
+    #[serde(default)]
+    pub claude_code_version: String,
+    /// ouro's own, beside the Claude Code version it follows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ouro_version: Option<String>,
+    #[serde(flatten)]
+    pub envelope: Envelope,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApiRetry {
+    #[serde(default)]
+    pub attempt: u64,
+    #[serde(default)]
+    pub max_retries: u64,
+    /// Claude Code writes a fraction (`510.177…`), ouro whole milliseconds.
+    pub retry_delay_ms: serde_json::Number,
+    #[serde(default)]
+    pub error_status: Option<u16>,
+    #[serde(default)]
+    pub error: String,
+    #[serde(flatten)]
+    pub envelope: Envelope,
+}
+
+/// `status: "compacting"` while the conversation is summarised, `null` when done.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Status {
+    #[serde(default)]
+    pub status: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compact_result: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compact_error: Option<String>,
+    #[serde(flatten)]
+    pub envelope: Envelope,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CompactBoundary {
+    pub compact_metadata: CompactMetadata,
+    #[serde(flatten)]
+    pub envelope: Envelope,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CompactMetadata {
+    /// `auto` or `manual`.
+    pub trigger: String,
+    #[serde(default)]
+    pub pre_tokens: u64,
+    /// ouro's own (Claude Code names preserved message ids instead).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub messages_summarised: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub messages_kept: Option<usize>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HookStarted {
+    pub hook_id: String,
+    pub hook_name: String,
+    pub hook_event: String,
+    #[serde(flatten)]
+    pub envelope: Envelope,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HookResponse {
+    pub hook_id: String,
+    pub hook_name: String,
+    pub hook_event: String,
+    /// stdout then stderr, as one text.
+    #[serde(default)]
+    pub output: String,
+    #[serde(default)]
+    pub stdout: String,
+    #[serde(default)]
+    pub stderr: String,
+    #[serde(default)]
+    pub exit_code: Option<i32>,
+    /// `success` or `error`.
+    #[serde(default)]
+    pub outcome: String,
+    #[serde(flatten)]
+    pub envelope: Envelope,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StreamCut {
+    pub error: String,
+    pub kept_blocks: usize,
+    pub continuation: u32,
+    #[serde(flatten)]
+    pub envelope: Envelope,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Notice {
+    pub message: String,
+    #[serde(flatten)]
+    pub envelope: Envelope,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ToolsChanged {
+    pub tools: Vec<String>,
+    pub mcp_servers: Vec<Value>,
+    #[serde(flatten)]
+    pub envelope: Envelope,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ModelFallback {
+    pub from_model: String,
+    pub model: String,
+    pub reason: String,
+    #[serde(flatten)]
+    pub envelope: Envelope,
+}
+
+/// One assistant message, or with Claude Code one content block of it (blocks of one message
+/// share its id).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AssistantLine {
+    pub message: AssistantMessage,
+    #[serde(default)]
+    pub parent_tool_use_id: Option<String>,
+    /// Set on messages the CLI made up to report a failure (`"server_error"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(flatten)]
+    pub envelope: Envelope,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AssistantMessage {
+    #[serde(default)]
+    pub id: String,
+    #[serde(rename = "type", default = "message_type")]
+    pub kind: String,
+    #[serde(default = "assistant_role")]
+    pub role: String,
+    #[serde(default)]
+    pub model: String,
+    #[serde(default, deserialize_with = "known_blocks")]
+    pub content: Vec<ContentBlock>,
+    #[serde(default)]
+    pub stop_reason: Option<String>,
+    #[serde(default)]
+    pub stop_sequence: Option<String>,
+    #[serde(default, deserialize_with = "usage_or_default")]
+    pub usage: Usage,
+}
+
+fn message_type() -> String {
+    "message".into()
+}
+
+fn assistant_role() -> String {
+    "assistant".into()
+}
+
+fn user_role() -> String {
+    "user".into()
+}
+
+/// A user message: the prompt an SDK sends on stdin, tool results, or a message the CLI added
+/// itself (a compaction summary, a continuation prompt: `isSynthetic`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UserLine {
+    pub message: UserMessage,
+    #[serde(default)]
+    pub parent_tool_use_id: Option<String>,
+    #[serde(default)]
+    pub session_id: String,
+    /// Absent on what an SDK writes without an id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uuid: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timestamp: Option<String>,
+    #[serde(rename = "isSynthetic", default, skip_serializing_if = "is_false")]
+    pub is_synthetic: bool,
+    #[serde(rename = "isReplay", default, skip_serializing_if = "is_false")]
+    pub is_replay: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UserMessage {
+    #[serde(default = "user_role")]
+    pub role: String,
+    pub content: UserContent,
+}
+
+/// A user message's content: a plain text or a list of blocks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum UserContent {
+    Text(String),
+    Blocks(#[serde(deserialize_with = "known_blocks")] Vec<ContentBlock>),
+}
+
+impl Default for UserContent {
+    fn default() -> Self {
+        UserContent::Blocks(Vec::new())
+    }
+}
+
+impl UserContent {
+    pub fn into_blocks(self) -> Vec<ContentBlock> {
+        match self {
+            UserContent::Text(text) => vec![ContentBlock::text(text)],
+            UserContent::Blocks(blocks) => blocks,
+        }
+    }
+}
+
+/// A raw API stream event (`--include-partial-messages`), passed through as it came.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StreamEventLine {
+    pub event: Value,
+    #[serde(default)]
+    pub parent_tool_use_id: Option<String>,
+    #[serde(flatten)]
+    pub envelope: Envelope,
+}
+
+/// The end of a turn (also the whole output of `--output-format json`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ResultLine {
+    pub subtype: String,
+    #[serde(default)]
+    pub is_error: bool,
+    #[serde(default)]
+    pub api_error_status: Option<u16>,
+    #[serde(default)]
+    pub duration_ms: u64,
+    #[serde(default)]
+    pub duration_api_ms: u64,
+    #[serde(default)]
+    pub num_turns: u64,
+    /// The final answer, or the error message when `is_error`.
+    #[serde(default)]
+    pub result: Option<String>,
+    #[serde(default)]
+    pub stop_reason: Option<String>,
+    #[serde(default)]
+    pub session_id: String,
+    /// Cumulative over the life of the process, not per turn.
+    #[serde(default)]
+    pub total_cost_usd: Option<f64>,
+    #[serde(rename = "modelUsage", default)]
+    pub model_usage: serde_json::Map<String, Value>,
+    /// This turn's usage (summed over its requests).
+    #[serde(default, deserialize_with = "optional_usage")]
+    pub usage: Option<Usage>,
+    #[serde(default)]
+    pub permission_denials: Vec<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured_output: Option<Value>,
+    /// ouro's own: why the cost may read 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_note: Option<String>,
+    #[serde(default)]
+    pub uuid: String,
+}
+
+/// A request of the control protocol: the SDK's to ouro (`initialize`, `interrupt`, …) or
+/// ouro's to the SDK (`can_use_tool`, `hook_callback`, `mcp_message`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ControlRequest {
+    pub request_id: String,
+    /// Kept as JSON until [`ControlRequest::body`] reads it, so a request of a kind ouro does
+    /// not know still has an id to answer with an error.
+    pub request: Value,
+}
+
+impl ControlRequest {
+    pub fn new(request_id: String, body: &RequestBody) -> ControlRequest {
+        ControlRequest {
+            request_id,
+            request: serde_json::to_value(body).unwrap_or(Value::Null),
+        }
+    }
+
+    /// The request's `subtype`, for messages about it.
+    pub fn subtype(&self) -> &str {
+        self.request
+            .get("subtype")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    }
+
+    pub fn body(&self) -> Result<RequestBody, String> {
+        RequestBody::deserialize(&self.request).map_err(|e| {
+            if e.to_string().starts_with("unknown variant") {
+                format!(
+                    "ouro does not support the control request \"{}\" yet",
+                    self.subtype()
+                )
+            } else {
+                format!(
+                    "the control request \"{}\" is malformed: {e}",
+                    self.subtype()
+                )
+            }
+        })
+    }
+}
+
+/// What a control request asks, by `subtype`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "subtype", rename_all = "snake_case")]
+pub enum RequestBody {
+    Initialize(Initialize),
+    Interrupt {},
+    SetPermissionMode {
+        mode: String,
+    },
+    SetModel {
+        #[serde(default)]
+        model: Option<String>,
+    },
+    McpToggle {
+        #[serde(rename = "serverName")]
+        server_name: String,
+        #[serde(default = "yes")]
+        enabled: bool,
+    },
+    McpStatus {},
+    McpReconnect {
+        #[serde(rename = "serverName")]
+        server_name: String,
+    },
+    GetContextUsage {},
+    RewindFiles {
+        user_message_id: String,
+        #[serde(rename = "dryRun", alias = "dry_run", default)]
+        dry_run: bool,
+    },
+    StopTask {
+        #[serde(default)]
+        task_id: Option<String>,
+    },
+    /// ouro asks whether a tool call may run (`--permission-prompt-tool stdio`).
+    CanUseTool {
+        tool_name: String,
+        input: Value,
+        #[serde(default)]
+        permission_suggestions: Vec<PermissionUpdate>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        decision_reason: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        description: Option<String>,
+    },
+    /// ouro runs a hook the SDK registered in `initialize`.
+    HookCallback {
+        callback_id: String,
+        #[serde(default)]
+        tool_use_id: Option<String>,
+        input: Value,
+    },
+    /// A JSON-RPC message to or from an in-process SDK MCP server.
+    McpMessage {
+        server_name: String,
+        message: Value,
+    },
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// `initialize`: the SDK's hooks, and (TypeScript SDK) options it sends here rather than as
+/// flags.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Initialize {
+    /// `{"PreToolUse": [{"matcher", "hookCallbackIds", "timeout"}]}`.
+    #[serde(default)]
+    pub hooks: Option<std::collections::BTreeMap<String, Vec<HookGroup>>>,
+    /// A text, or a list of texts joined by blank lines.
+    #[serde(
+        rename = "systemPrompt",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub system_prompt: Option<SystemPrompt>,
+    #[serde(
+        rename = "appendSystemPrompt",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub append_system_prompt: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agents: Option<serde_json::Map<String, Value>>,
+    #[serde(
+        rename = "jsonSchema",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub json_schema: Option<Value>,
+    #[serde(
+        rename = "sdkMcpServers",
+        default,
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub sdk_mcp_servers: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum SystemPrompt {
+    Text(String),
+    Parts(Vec<String>),
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HookGroup {
+    #[serde(default)]
+    pub matcher: Option<String>,
+    #[serde(rename = "hookCallbackIds", default)]
+    pub hook_callback_ids: Vec<String>,
+    #[serde(default)]
+    pub timeout: Option<f64>,
+}
+
+/// A rule change offered with a permission question (`permission_suggestions`) or made with
+/// its answer (`updatedPermissions`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PermissionUpdate {
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub behavior: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destination: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<RuleValue>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+}
+
+/// `Bash(npm test:*)` as `{"toolName": "Bash", "ruleContent": "npm test:*"}`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RuleValue {
+    #[serde(rename = "toolName")]
+    pub tool_name: String,
+    #[serde(
+        rename = "ruleContent",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub rule_content: Option<String>,
+}
+
+impl RuleValue {
+    pub fn parse(rule: &str) -> RuleValue {
+        match rule.split_once('(') {
+            Some((tool, rest)) => RuleValue {
+                tool_name: tool.to_string(),
+                rule_content: Some(rest.strip_suffix(')').unwrap_or(rest).to_string()),
+            },
+            None => RuleValue {
+                tool_name: rule.to_string(),
+                rule_content: None,
+            },
+        }
+    }
+}
+
+/// The SDK's answer to `can_use_tool`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "behavior", rename_all = "snake_case")]
+pub enum PermissionResult {
+    Allow {
+        #[serde(
+            rename = "updatedInput",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )]
+        updated_input: Option<Value>,
+        #[serde(
+            rename = "updatedPermissions",
+            default,
+            skip_serializing_if = "Vec::is_empty"
+        )]
+        updated_permissions: Vec<PermissionUpdate>,
+    },
+    Deny {
+        #[serde(default)]
+        message: Option<String>,
+        #[serde(default, skip_serializing_if = "is_false")]
+        interrupt: bool,
+    },
+}
+
+/// The answer to a control request, matched to it by `request_id`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ControlResponse {
+    pub response: ResponseBody,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "subtype", rename_all = "snake_case")]
+pub enum ResponseBody {
+    Success {
+        request_id: String,
+        #[serde(default)]
+        response: Value,
+    },
+    Error {
+        request_id: String,
+        #[serde(default)]
+        error: String,
+    },
+}
+
+impl ControlResponse {
+    pub fn to(request_id: String, outcome: Result<Value, String>) -> ControlResponse {
+        ControlResponse {
+            response: match outcome {
+                Ok(response) => ResponseBody::Success {
+                    request_id,
+                    response,
+                },
+                Err(error) => ResponseBody::Error { request_id, error },
+            },
+        }
+    }
+
+    pub fn request_id(&self) -> &str {
+        match &self.response {
+            ResponseBody::Success { request_id, .. } | ResponseBody::Error { request_id, .. } => {
+                request_id
+            }
+        }
+    }
+
+    pub fn outcome(self) -> Result<Value, String> {
+        match self.response {
+            ResponseBody::Success { response, .. } => Ok(response),
+            ResponseBody::Error { error, .. } => Err(error),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ControlCancel {
+    #[serde(default)]
+    pub request_id: String,
+}
+
+/// `type`, or `type/subtype`, of a JSON line: how a reader names a line it does not model.
+pub fn kind_of(line: &str) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Kind {
+        #[serde(rename = "type")]
+        kind: String,
+        #[serde(default)]
+        subtype: Option<String>,
+    }
+    let k: Kind = serde_json::from_str(line).ok()?;
+    Some(match k.subtype {
+        Some(sub) => format!("{}/{sub}", k.kind),
+        None => k.kind,
+    })
+}
+
+/// Content blocks of kinds ouro does not model (images, server tools) are skipped, not fatal.
+fn known_blocks<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<ContentBlock>, D::Error> {
+    let raw = Vec::<Value>::deserialize(d)?;
+    Ok(raw
+        .into_iter()
+        .filter_map(|b| match ContentBlock::deserialize(b) {
+            Ok(block) => Some(block),
+            Err(e) => {
+                tracing::debug!(error = %e, "skipping a content block ouro does not model");
+                None
+            }
+        })
+        .collect())
+}
+
+fn usage_or_default<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Usage, D::Error> {
+    Ok(optional_usage(d)?.unwrap_or_default())
+}
+
+fn optional_usage<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Usage>, D::Error> {
+    let v = Value::deserialize(d)?;
+    Ok(v.is_object().then(|| Usage::deserialize(v).ok()).flatten())
+}

@@ -1,0 +1,70 @@
+//! The integration tests, one binary: each module below was once its own test binary, and
+//! each linked the whole crate. `common` holds the shared harness (the mock API, sandboxes,
+//! PTYs, and the skip report).
+
+#![allow(clippy::unwrap_used)] // a failed unwrap in a test is a failed test
+
+mod common;
+
+mod analyser_bypass;
+mod architecture;
+mod bash_safety;
+#[cfg(feature = "mock")]
+mod bench;
+mod brain_claude;
+#[cfg(feature = "mock")]
+mod brain_claude_real;
+#[cfg(feature = "mock")]
+mod brain_ouro;
+#[cfg(feature = "mock")]
+mod e2e_agents;
+#[cfg(feature = "mock")]
+mod e2e_brain;
+#[cfg(feature = "mock")]
+mod e2e_cache;
+#[cfg(feature = "mock")]
+mod e2e_cli;
+#[cfg(feature = "mock")]
+mod e2e_core;
+#[cfg(feature = "mock")]
+mod e2e_hooks;
+#[cfg(feature = "mock")]
+mod e2e_interrupt;
+#[cfg(feature = "mock")]
+mod e2e_loop;
+#[cfg(feature = "mock")]
+mod e2e_mcp;
+#[cfg(feature = "mock")]
+mod e2e_media;
+#[cfg(feature = "mock")]
+mod e2e_models;
+#[cfg(feature = "mock")]
+mod e2e_resume;
+#[cfg(feature = "mock")]
+mod e2e_rewind;
+#[cfg(feature = "mock")]
+mod e2e_skills;
+#[cfg(feature = "mock")]
+mod e2e_stream;
+#[cfg(feature = "mock")]
+mod e2e_tools;
+mod executor;
+#[cfg(feature = "mock")]
+mod mock_server;
+mod permissions;
+mod permissions_adversarial;
+#[cfg(feature = "mock")]
+mod repl;
+#[cfg(feature = "mock")]
+mod repl_keys;
+#[cfg(feature = "mock")]
+mod repl_mcp;
+#[cfg(feature = "mock")]
+mod repl_rewind;
+#[cfg(feature = "mock")]
+mod repl_tasks;
+mod sandbox;
+#[cfg(feature = "mock")]
+mod sdk_python;
+#[cfg(feature = "mock")]
+mod sdk_typescript;
