@@ -6,12 +6,12 @@ use std::io::Write as _;
 use std::path::Path;
 use std::sync::Arc;
 
-use serde_json::{Value, json};
-
 use super::print::{InputFormat, OutputFormat};
+use crate::api::types::Usage;
 use crate::brain::claude::ClaudeBrain;
 use crate::brain::slug::{self, Binary, BrainSpec};
 use crate::brain::{BrainCli, BrainConfig, BrainError, BrainOutput, Mode};
+use crate::stream_json::wire::{Line, ResultLine};
 
 /// The claude brain `--brain <slug>` asks for, or `None` when print mode runs on ouro's own
 /// engine (no `--brain`, or an `ouro@…` slug).
@@ -125,12 +125,12 @@ fn print_failure(message: &str, api_error_status: Option<u16>, format: OutputFor
         OutputFormat::Text => eprintln!("ouro: {message}"),
         OutputFormat::Json => println!(
             "{}",
-            json!({
-                "type": "result",
-                "subtype": "error",
-                "is_error": true,
-                "result": message,
-                "api_error_status": api_error_status,
+            to_text(&ResultLine {
+                subtype: "error_during_execution".into(),
+                is_error: true,
+                result: Some(message.to_string()),
+                api_error_status,
+                ..ResultLine::default()
             })
         ),
         OutputFormat::StreamJson => {}
@@ -138,24 +138,27 @@ fn print_failure(message: &str, api_error_status: Option<u16>, format: OutputFor
 }
 
 /// The answer as Claude Code's final `result` object, with this call's own usage and cost.
-fn result_json(out: &BrainOutput) -> Value {
+fn result_json(out: &BrainOutput) -> String {
     let m = &out.metrics;
-    json!({
-        "type": "result",
-        "subtype": "success",
-        "is_error": false,
-        "result": out.text,
-        "session_id": out.series.exid,
-        "duration_ms": u64::try_from(m.wall_time.as_millis()).unwrap_or(u64::MAX),
-        "total_cost_usd": m.cost_usd,
-        "usage": {
-            "input_tokens": m.input_tokens,
-            "output_tokens": m.output_tokens,
-            "cache_creation_input_tokens": m.cache_write_tokens,
-            "cache_read_input_tokens": m.cache_read_tokens,
-        },
-        "num_tool_calls": out.tool_calls.len(),
+    to_text(&ResultLine {
+        subtype: "success".into(),
+        result: Some(out.text.clone()),
+        session_id: out.series.exid.clone(),
+        duration_ms: u64::try_from(m.wall_time.as_millis()).unwrap_or(u64::MAX),
+        total_cost_usd: Some(m.cost_usd),
+        usage: Some(Usage {
+            input_tokens: m.input_tokens,
+            output_tokens: m.output_tokens,
+            cache_creation_input_tokens: m.cache_write_tokens,
+            cache_read_input_tokens: m.cache_read_tokens,
+        }),
+        num_tool_calls: Some(out.tool_calls.len()),
+        ..ResultLine::default()
     })
+}
+
+fn to_text(result: &ResultLine) -> String {
+    serde_json::to_string(&Line::Result(result.clone())).unwrap_or_default()
 }
 
 #[cfg(test)]

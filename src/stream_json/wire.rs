@@ -283,6 +283,19 @@ impl Default for UserContent {
     }
 }
 
+impl UserLine {
+    /// A prompt as an SDK writes it to stdin.
+    pub fn prompt(text: &str) -> UserLine {
+        UserLine {
+            message: UserMessage {
+                role: user_role(),
+                content: UserContent::Blocks(vec![ContentBlock::text(text)]),
+            },
+            ..UserLine::default()
+        }
+    }
+}
+
 impl UserContent {
     pub fn into_blocks(self) -> Vec<ContentBlock> {
         match self {
@@ -338,6 +351,9 @@ pub struct ResultLine {
     /// ouro's own: why the cost may read 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_note: Option<String>,
+    /// ouro's own, in `ouro brain` answers: how many tools the brain called.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub num_tool_calls: Option<usize>,
     #[serde(default)]
     pub uuid: String,
 }

@@ -284,6 +284,7 @@ pub fn result_line(r: &RunResult) -> ResultLine {
         cost_note: r.cost_unknown.then(|| {
             "this model has no pricing entry in ouro, so its cost is reported as 0".to_string()
         }),
+        num_tool_calls: None,
         uuid: uuid(),
     }
 }

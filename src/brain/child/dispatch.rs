@@ -7,7 +7,6 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use serde_json::json;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 use tokio::sync::{mpsc, oneshot};
@@ -17,6 +16,7 @@ use crate::brain::output::{CostTracker, TurnAccumulator, TurnOutcome};
 use crate::brain::terminal::Subscribers;
 use crate::brain::{BrainError, ExitInfo, Verb};
 use crate::stream_json::read::{Line, parse_line};
+use crate::stream_json::wire;
 
 /// How long an exit report waits for stdout to be read to its end, so that every line the
 /// process printed reaches the turn and the subscribers before its exit does.
@@ -63,11 +63,7 @@ pub(crate) struct Launch<'a> {
 
 /// One user turn as a stdin line (without the newline).
 pub fn user_message(prompt: &str) -> String {
-    json!({
-        "type": "user",
-        "message": {"role": "user", "content": [{"type": "text", "text": prompt}]},
-    })
-    .to_string()
+    serde_json::to_string(&wire::Line::User(wire::UserLine::prompt(prompt))).unwrap_or_default()
 }
 
 pub(crate) fn spawn(
