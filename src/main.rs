@@ -16,6 +16,10 @@ fn main() -> ExitCode {
     unsafe {
         libc::mallopt(libc::M_ARENA_MAX, 2);
     }
+    // SAFETY: no other thread exists yet.
+    unsafe {
+        ouro::sys::secrets::hide_credentials();
+    }
     let mut args = Args::parse();
     args.take_trailing_prompt();
     // `-d` (Claude Code's --debug) names the filter; otherwise OURO_LOG does.

@@ -33,21 +33,33 @@ pub struct HeadTail {
     tail: String,
     tail_chars: usize,
     tail_cap: usize,
-    elided: usize,
+    elided_bytes: u64,
+    elided_lines: u64,
 }
 
+/// Room kept for the elision note, so that a capped text with its note still fits the limit
+/// (a second cap, such as the pipeline's, then leaves it alone instead of eliding the note).
+const NOTE_ROOM: usize = 80;
+
 impl HeadTail {
-    /// Keeps at most `max_chars` characters (half from the start, half from the end).
+    /// Keeps at most `max_chars` characters, the note about the middle included (half from
+    /// the start, half from the end).
     pub fn new(max_chars: usize) -> Self {
-        let head_cap = max_chars / 2;
+        let keep = if max_chars > 2 * NOTE_ROOM {
+            max_chars - NOTE_ROOM
+        } else {
+            max_chars
+        };
+        let head_cap = keep / 2;
         HeadTail {
             head: String::new(),
             head_chars: 0,
             head_cap,
             tail: String::new(),
             tail_chars: 0,
-            tail_cap: max_chars - head_cap,
-            elided: 0,
+            tail_cap: keep - head_cap,
+            elided_bytes: 0,
+            elided_lines: 0,
         }
     }
 
@@ -74,12 +86,12 @@ impl HeadTail {
 
     pub fn finish(mut self) -> String {
         self.trim_tail();
-        if self.elided == 0 {
+        if self.elided_bytes == 0 {
             self.head + &self.tail
         } else {
             format!(
-                "{}\n\n[... {} characters elided ...]\n\n{}",
-                self.head, self.elided, self.tail
+                "{}\n\n[... {} bytes ({} lines) elided ...]\n\n{}",
+                self.head, self.elided_bytes, self.elided_lines, self.tail
             )
         }
     }
@@ -94,9 +106,13 @@ impl HeadTail {
             .char_indices()
             .nth(drop)
             .map_or(self.tail.len(), |(i, _)| i);
+        self.elided_lines += self.tail.as_bytes()[..cut]
+            .iter()
+            .filter(|b| **b == b'\n')
+            .count() as u64;
+        self.elided_bytes += cut as u64;
         self.tail.drain(..cut);
         self.tail_chars = self.tail_cap;
-        self.elided += drop;
     }
 }
 
@@ -204,7 +220,42 @@ mod tests {
         let out = elide_middle(&text, 100);
         assert!(out.starts_with(&text[..50]), "{out}");
         assert!(out.ends_with(&text[text.len() - 50..]), "{out}");
-        assert!(out.contains("[... 3900 characters elided ...]"), "{out}");
+        assert!(
+            out.contains("[... 3900 bytes (0 lines) elided ...]"),
+            "{out}"
+        );
+        // With room for the note, the cap holds for the note too.
+        let out = elide_middle(&text, 1000);
+        assert!(out.chars().count() <= 1000, "{}", out.chars().count());
+        assert!(
+            out.contains("[... 3080 bytes (0 lines) elided ...]"),
+            "{out}"
+        );
+        assert_eq!(
+            elide_middle(&out, 1000),
+            out,
+            "a second cap changes nothing"
+        );
+    }
+
+    #[test]
+    fn the_note_counts_every_byte_and_line_dropped() {
+        let text: String = (0..10_000).map(|i| format!("line {i}\n")).collect();
+        let mut kept = HeadTail::new(1000);
+        for chunk in text.as_bytes().chunks(4096) {
+            kept.push(std::str::from_utf8(chunk).unwrap());
+        }
+        let out = kept.finish();
+        let (head, rest) = out.split_once("\n\n[... ").unwrap();
+        let (note, tail) = rest.split_once(" ...]\n\n").unwrap();
+        let (bytes, lines) = note.split_once(" bytes (").unwrap();
+        let bytes: usize = bytes.parse().unwrap();
+        let lines: usize = lines.trim_end_matches(" lines) elided").parse().unwrap();
+        assert_eq!(head.len() + bytes + tail.len(), text.len());
+        assert_eq!(
+            head.matches('\n').count() + lines + tail.matches('\n').count(),
+            10_000
+        );
     }
 
     #[test]
@@ -224,6 +275,6 @@ mod tests {
         let text = "é".repeat(1000);
         let out = elide_middle(&text, 10);
         assert!(out.starts_with("ééééé\n"), "{out}");
-        assert!(out.contains("990 characters elided"), "{out}");
+        assert!(out.contains("1980 bytes (0 lines) elided"), "{out}");
     }
 }

@@ -612,3 +612,35 @@ async fn stream_json_input_serves_many_turns_in_one_process() {
     assert_eq!(run.of_type("system", Some("init")).len(), 2);
     assert_eq!(bodies(&mock)[1]["messages"].as_array().unwrap().len(), 3);
 }
+
+/// The API key is not in `/proc/<pid>/environ` of a running ouro, even for root (who reads
+/// any process's files), while requests still carry it.
+#[tokio::test]
+async fn the_api_key_is_not_readable_from_procfs_while_ouro_runs() {
+    let mock = server(json!({"turns": [
+        {"delay_ms": 3000, "content": [{"type": "text", "text": "done"}]}
+    ]}))
+    .await;
+    let sb = Sandbox::new();
+    let watched = common::Watched::spawn(sb.command(&mock.url(), &["-p", "hi"]));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while mock.requests().is_empty() {
+        assert!(std::time::Instant::now() < deadline, "no request arrived");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let pid = watched.pid();
+    // Other variables are still there (ouro's environment was not wiped), the key is not.
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+    let text = String::from_utf8_lossy(&environ);
+    if !environ.is_empty() {
+        assert!(text.contains("OURO_HOME="), "{text}");
+    }
+    assert!(!text.contains(API_KEY), "the key is readable in {text}");
+    let run = watched.finish(std::time::Duration::from_secs(30)).await;
+    assert!(run.status.success(), "{}", run.debug());
+    let requests = mock.requests();
+    assert_eq!(
+        requests[0].headers.get("x-api-key").map(String::as_str),
+        Some(API_KEY)
+    );
+}

@@ -228,3 +228,36 @@ async fn request_too_large_compacts_like_prompt_too_long() {
     assert_eq!(run.of_type("system", Some("compact_boundary")).len(), 1);
     assert_eq!(run.result()["result"], "Done.");
 }
+
+/// A 200 that is a web page (a captive portal, a proxy's login) is named for what it is, not
+/// reported as a broken stream.
+#[tokio::test]
+async fn a_200_that_is_not_an_event_stream_says_what_arrived() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        for stream in listener.incoming().take(20) {
+            let Ok(mut stream) = stream else { continue };
+            let mut buf = [0u8; 65536];
+            let _ = stream.read(&mut buf);
+            let body = "\n<html><head><title>Hotel Wi-Fi login</title></head></html>\n";
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    let sb = Sandbox::new();
+    let run = sb.run(&url, &["-p", "hi"]).await;
+    assert_eq!(run.status.code(), Some(1), "{}", run.debug());
+    assert!(
+        run.stderr
+            .contains("answered 200 with text/html instead of an event stream")
+            && run.stderr.contains("<html><head><title>Hotel Wi-Fi login"),
+        "{}",
+        run.debug()
+    );
+    assert!(!run.stderr.contains("closed before"), "{}", run.debug());
+}

@@ -671,3 +671,27 @@ async fn a_denial_wins_over_a_rewrite_that_came_with_it() {
     assert!(is_error);
     assert!(content.contains("not today"), "{content}");
 }
+
+#[tokio::test]
+async fn a_repeated_tool_use_id_runs_once_and_the_repeat_gets_an_error() {
+    let s = allowing();
+    let mut batch = s.executor.batch();
+    batch.submit("same".into(), "Echo".into(), json!({"text": "first"}));
+    batch.submit("same".into(), "Echo".into(), json!({"text": "second"}));
+    batch.submit("other".into(), "Echo".into(), json!({"text": "third"}));
+    let outcome = batch.finish().await;
+    let ran: Vec<String> = s
+        .log
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(l, _, _)| l.clone())
+        .collect();
+    assert_eq!(ran, ["first", "third"]);
+    assert_eq!(result(&outcome.results[0]), ("same", "first", false));
+    let (id, content, is_error) = result(&outcome.results[1]);
+    assert!(
+        id == "same" && is_error && content.contains("repeats the id"),
+        "{content}"
+    );
+}

@@ -47,6 +47,15 @@ pub enum ApiError {
     Malformed(String),
     #[error("the API reported an error mid-stream ({kind}): {message}")]
     Server { kind: String, message: String },
+    /// A 200 whose body is not an event stream: a proxy, a captive portal or a wrong URL.
+    #[error(
+        "the API at {url} answered 200 with {content_type} instead of an event stream; it began: {first_line:?}. Check that ANTHROPIC_BASE_URL points at a Messages API (a proxy or a login page may be answering)."
+    )]
+    NotEventStream {
+        url: String,
+        content_type: String,
+        first_line: String,
+    },
 }
 
 impl ApiError {
@@ -60,7 +69,7 @@ impl ApiError {
             | ApiError::Stream(_)
             | ApiError::Stalled(_)
             | ApiError::Malformed(_) => true,
-            ApiError::EventTooLarge(_) => false,
+            ApiError::EventTooLarge(_) | ApiError::NotEventStream { .. } => false,
             ApiError::Server { kind, .. } => kind == "overloaded_error" || kind == "api_error",
         }
     }
@@ -110,6 +119,7 @@ impl ApiError {
             ApiError::Stalled(_) => "stream_stalled".into(),
             ApiError::Malformed(_) => "malformed_stream".into(),
             ApiError::EventTooLarge(_) => "event_too_large".into(),
+            ApiError::NotEventStream { .. } => "not_an_event_stream".into(),
         }
     }
 }
@@ -298,6 +308,17 @@ impl Client {
                 retry_after,
             });
         }
+        let content_type = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+        if let Some(content_type) = content_type.filter(|t| !is_event_stream(t)) {
+            return Err(ApiError::NotEventStream {
+                url: self.base_url.clone(),
+                content_type,
+                first_line: self.redact(&first_line(response).await),
+            });
+        }
         Ok(events(
             response.bytes_stream(),
             self.limits,
@@ -308,6 +329,32 @@ impl Client {
     fn redact(&self, text: &str) -> String {
         redact(&redact(text, &self.api_key), &self.auth_token)
     }
+}
+
+fn is_event_stream(content_type: &str) -> bool {
+    content_type
+        .split(';')
+        .next()
+        .is_some_and(|t| t.trim().eq_ignore_ascii_case("text/event-stream"))
+}
+
+/// The first non-blank line of a body, read no further than 64 KB and cut to 200 characters.
+async fn first_line(response: reqwest::Response) -> String {
+    let mut body = Vec::new();
+    let mut chunks = response.bytes_stream();
+    while body.len() < 64 * 1024 {
+        match tokio::time::timeout(Duration::from_secs(5), chunks.next()).await {
+            Ok(Some(Ok(chunk))) => body.extend_from_slice(&chunk),
+            _ => break,
+        }
+    }
+    let text = String::from_utf8_lossy(&body);
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
+    crate::text::truncate(line, 200)
 }
 
 /// The response body as Messages API events. Framing errors, unreadable events and a stream

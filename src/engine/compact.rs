@@ -462,7 +462,7 @@ mod tests {
         let (parts, left_out) = render(&h, 100_000);
         assert!(!left_out);
         let r = parts.join("\n\n");
-        assert!(r.len() < 3_000 && r.contains("characters elided"), "{r}");
+        assert!(r.len() < 3_000 && r.contains("bytes ("), "{r}");
     }
 
     #[test]

@@ -43,6 +43,9 @@ pub struct Batch {
     ctx: Arc<ToolContext>,
     gate: Arc<Mutex<Gate>>,
     calls: Vec<Call>,
+    /// The ids submitted so far: a message that repeats one (the API refuses such a message,
+    /// a broken proxy or a resumed transcript may still bring one) must not run the call twice.
+    ids: std::collections::HashSet<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -115,6 +118,7 @@ impl Executor {
             ctx: Arc::new(ctx),
             gate: Arc::new(Mutex::new(Gate::default())),
             calls: Vec::new(),
+            ids: std::collections::HashSet::new(),
         }
     }
 }
@@ -146,6 +150,14 @@ impl Batch {
     /// concurrency rules allow. `Event::ToolStarted` is sent when it gets its turn.
     pub fn submit(&mut self, id: String, name: String, input: Value) {
         let submitted = Instant::now();
+        if !self.ids.insert(id.clone()) {
+            let message = format!(
+                "This tool_use repeats the id {id} of an earlier call in the same message, so it was not run; the earlier call's result stands. Give each call its own id."
+            );
+            let outcome = Outcome::ended(ToolOutput::error(message), PhaseTimings::default());
+            self.record_now(id, name, outcome, submitted);
+            return;
+        }
         let call = match self.pipeline.admit(&name, input.clone(), &self.ctx) {
             Ok(call) => call,
             Err((message, timings)) => {
@@ -186,6 +198,7 @@ impl Batch {
     /// A tool_use whose JSON input could not be parsed: its is_error result is recorded and
     /// nothing runs.
     pub fn submit_error(&mut self, id: String, name: String, message: String) {
+        self.ids.insert(id.clone());
         let outcome = Outcome::ended(ToolOutput::error(message), PhaseTimings::default());
         self.record_now(id, name, outcome, Instant::now());
     }

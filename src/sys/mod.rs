@@ -3,4 +3,5 @@
 pub mod git;
 pub mod process;
 pub mod sandbox;
+pub mod secrets;
 pub mod sync;
