@@ -192,14 +192,19 @@ impl std::fmt::Debug for Client {
 impl Client {
     pub fn new(base_url: impl Into<String>, api_key: impl Into<String>) -> Result<Self, ApiError> {
         let base_url = base_url.into().trim_end_matches('/').to_string();
-        let http = reqwest::Client::builder()
+        install_crypto();
+        let mut builder = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(15))
-            .read_timeout(Duration::from_secs(300))
-            .build()
-            .map_err(|e| ApiError::Connect {
-                url: base_url.clone(),
-                reason: e.to_string(),
-            })?;
+            .read_timeout(Duration::from_secs(300));
+        if base_url.starts_with("http://") {
+            // Plain HTTP (a local gateway, the mock): loading the system's certificate store
+            // would cost milliseconds before the first request for nothing.
+            builder = builder.tls_certs_only(std::iter::empty());
+        }
+        let http = builder.build().map_err(|e| ApiError::Connect {
+            url: base_url.clone(),
+            reason: e.to_string(),
+        })?;
         Ok(Client {
             http,
             base_url,
@@ -329,6 +334,15 @@ impl Client {
     fn redact(&self, text: &str) -> String {
         redact(&redact(text, &self.api_key), &self.auth_token)
     }
+}
+
+/// Installs ring as rustls's crypto provider before any HTTP client is built (reqwest panics
+/// without one). Idempotent.
+pub fn install_crypto() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
 }
 
 fn is_event_stream(content_type: &str) -> bool {

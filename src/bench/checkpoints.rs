@@ -33,7 +33,7 @@ pub async fn measure(files: usize, runs: usize, seed: u64) -> Result<CheckpointC
         .map_err(|e| BenchError::io("could not create the fixture directory", e))?;
     let fixture = Fixture::generate(&root, files, seed)
         .map_err(|e| BenchError::io("could not write the fixture tree", e))?;
-    let shadow = Shadow::new(dir.path().join("shadow"), root.clone(), "bench");
+    let shadow = Shadow::new(dir.path().join("shadow"), root.clone());
     let checkpoints = Checkpoints::with_shadow(shadow, &root, "bench", CheckpointConfig::default());
     let checkpoints = &checkpoints;
     let take = |kind| async move {

@@ -1,11 +1,15 @@
 //! Checkpoints: a snapshot of the project before each prompt is answered, before each tool call
 //! that may write (Bash included) and at the end of each turn, kept in a shadow git repository
 //! (see [`shadow`]) and recorded in the transcript, so that `/rewind` and `ouro rewind` can put
-//! the code (and the conversation) back as it was.
+//! the code (and the conversation) back as it was. Snapshots are written in process
+//! ([`objects`], and a stat cache that reads only changed files); git runs only to restore.
 
+pub mod objects;
+mod pack;
 pub mod prune;
 pub mod record;
 pub mod restore;
+mod scan;
 pub mod shadow;
 pub mod timeline;
 
@@ -75,31 +79,12 @@ fn last_seq(shadow: &Shadow, session: &str) -> u64 {
         .unwrap_or(0)
 }
 
-/// A project with more files than this (not ignored) gets no checkpoints: each would cost too
-/// much.
-const MAX_FILES: usize = 100_000;
-
 /// Why `root` is no place for snapshots, if it is not: the home folder or `/` (ouro started
-/// outside any project), or too many files.
-fn too_big(root: &Path) -> Option<String> {
-    if Some(root) == dirs::home_dir().as_deref() || root == Path::new("/") {
-        return Some(format!(
-            "{} is not a project folder (start ouro in a project to have checkpoints)",
-            root.display()
-        ));
-    }
-    let files = ignore::WalkBuilder::new(root)
-        .hidden(false)
-        .require_git(false)
-        .filter_entry(|e| e.file_name() != ".git")
-        .build()
-        .filter_map(Result::ok)
-        .filter(|e| e.file_type().is_some_and(|t| t.is_file()))
-        .take(MAX_FILES + 1)
-        .count();
-    (files > MAX_FILES).then(|| {
+/// outside any project). A project of too many files is found by the first snapshot itself.
+fn unsuitable(root: &Path) -> Option<String> {
+    (Some(root) == dirs::home_dir().as_deref() || root == Path::new("/")).then(|| {
         format!(
-            "{} holds more than {MAX_FILES} files that git would not ignore",
+            "{} is not a project folder (start ouro in a project to have checkpoints)",
             root.display()
         )
     })
@@ -107,7 +92,7 @@ fn too_big(root: &Path) -> Option<String> {
 
 /// The shadow repository of the project at `root`: a readable name plus a hash of the whole
 /// path, so that `/x/a b`, `/x/a-b` and `/x/a/b` never share one.
-pub fn shadow_for(root: &Path, session: &str) -> Option<Shadow> {
+pub fn shadow_for(root: &Path) -> Option<Shadow> {
     use std::os::unix::ffi::OsStrExt;
     let readable = crate::settings::folder_name(root);
     // FNV-1a: stable across builds, unlike the standard library's hasher.
@@ -121,7 +106,7 @@ pub fn shadow_for(root: &Path, session: &str) -> Option<Shadow> {
     let dir = crate::settings::ouro_home()?
         .join("checkpoints")
         .join(format!("{readable}-{hash:016x}"));
-    Some(Shadow::new(dir, root.to_path_buf(), session))
+    Some(Shadow::new(dir, root.to_path_buf()))
 }
 
 /// What may have changed since the last snapshot, as far as ouro knows.
@@ -135,6 +120,8 @@ pub enum Scope {
 }
 
 struct State {
+    /// The files as last seen; `None` only while a snapshot works on it off the runtime.
+    scan: Option<scan::Scan>,
     /// The session the checkpoints' refs are kept under (`/clear` starts another).
     session: String,
     seq: u64,
@@ -147,7 +134,6 @@ struct State {
 pub struct Checkpoints {
     shadow: Shadow,
     root: PathBuf,
-    config: CheckpointConfig,
     state: Arc<tokio::sync::Mutex<State>>,
     pending: Mutex<Vec<Record>>,
     off: AtomicBool,
@@ -162,7 +148,7 @@ impl Checkpoints {
             return None;
         }
         Some(Checkpoints::with_shadow(
-            shadow_for(root, session)?,
+            shadow_for(root)?,
             root,
             session,
             config,
@@ -177,11 +163,12 @@ impl Checkpoints {
         config: CheckpointConfig,
     ) -> Checkpoints {
         let seq = last_seq(&shadow, session);
+        let scan = scan::Scan::new(root, shadow.git_dir(), config.max_file_bytes);
         Checkpoints {
             shadow,
             root: root.to_path_buf(),
-            config,
             state: Arc::new(tokio::sync::Mutex::new(State {
+                scan: Some(scan),
                 session: session.to_string(),
                 seq,
                 last_tree: None,
@@ -301,26 +288,19 @@ impl Checkpoints {
             _ => Scope::Everything,
         };
         if state.last_tree.is_none() {
-            let root = self.root.clone();
-            if let Ok(Some(reason)) = tokio::task::spawn_blocking(move || too_big(&root)).await {
+            if let Some(reason) = unsuitable(&self.root) {
                 return Err(ShadowError::Unsuitable(reason));
             }
-            self.shadow.init().await?;
+            self.shadow.init()?;
             self.exclude_own_home()?;
         }
-        let tree = match &scope {
-            Scope::Everything => self.full_tree().await?,
-            Scope::Only(paths) => match (&state.last_commit, paths.is_empty()) {
-                // Nothing was written since the last snapshot.
-                (Some(commit), true) => return Ok(commit.clone()),
-                // A path git will not take (ignored, gone, in a nested repository): look at
-                // everything instead.
-                _ => match self.shadow.write_tree(Some(paths)).await {
-                    Ok(tree) => tree,
-                    Err(_) => self.full_tree().await?,
-                },
-            },
-        };
+        // Nothing was written since the last snapshot.
+        if let (Scope::Only(paths), Some(commit)) = (&scope, &state.last_commit)
+            && paths.is_empty()
+        {
+            return Ok(commit.clone());
+        }
+        let tree = objects::hex(&Self::scan(state, scope).await?);
         state.since = Some(Vec::new());
         if let (Some(last), Some(commit)) = (&state.last_tree, &state.last_commit)
             && *last == tree
@@ -328,7 +308,12 @@ impl Checkpoints {
             return Ok(commit.clone());
         }
         let message = format!("{} {}", kind.label(), detail.describe());
-        let commit = self.shadow.commit(&tree, &message).await?;
+        let tree_oid = objects::parse_hex(&tree).unwrap_or_default();
+        let commit = objects::Store::new(self.shadow.git_dir()).write(
+            objects::Kind::Commit,
+            &objects::commit(&tree_oid, None, &message),
+        )?;
+        let commit = objects::hex(&commit);
         state.seq += 1;
         self.shadow.keep(&state.session, state.seq, &commit)?;
         state.last_tree = Some(tree);
@@ -336,17 +321,32 @@ impl Checkpoints {
         Ok(commit)
     }
 
-    /// The whole work tree as a tree; an index that names pruned objects, or is held by a lock
-    /// a killed ouro left, is started again.
-    async fn full_tree(&self) -> Result<String, ShadowError> {
-        self.exclude_large().await?;
-        match self.shadow.write_tree(None).await {
-            Ok(tree) => Ok(tree),
-            Err(_) => {
-                self.shadow.reset_index();
-                self.shadow.write_tree(None).await
-            }
-        }
+    /// The tree of the files in `scope` (everything when the declared paths are not enough),
+    /// worked out on a blocking thread: a first snapshot reads the whole project.
+    async fn scan(state: &mut State, scope: Scope) -> Result<objects::Oid, ShadowError> {
+        let Some(mut scan) = state.scan.take() else {
+            return Err(ShadowError::Io(std::io::Error::other(
+                "a snapshot was abandoned half-way",
+            )));
+        };
+        let (scan, tree) = tokio::task::spawn_blocking(move || {
+            let tree = match scope {
+                Scope::Only(paths) => match scan.only(&paths) {
+                    Ok(Some(tree)) => Ok(tree),
+                    Ok(None) => scan.everything(),
+                    Err(e) => Err(e),
+                },
+                Scope::Everything => scan.everything(),
+            };
+            (scan, tree)
+        })
+        .await
+        .map_err(|e| ShadowError::Io(std::io::Error::other(e.to_string())))?;
+        state.scan = Some(scan);
+        tree.map_err(|e| match e.kind() {
+            std::io::ErrorKind::QuotaExceeded => ShadowError::Unsuitable(e.to_string()),
+            _ => ShadowError::Io(e),
+        })
     }
 
     /// Keeps ouro's own folder out of the snapshots when it lies inside the project.
@@ -360,24 +360,6 @@ impl Checkpoints {
         let pattern = inside.to_string_lossy().into_owned();
         if !pattern.is_empty() && !self.shadow.excludes(&pattern) {
             self.shadow.exclude(&[pattern])?;
-        }
-        Ok(())
-    }
-
-    /// Leaves untracked files over the size cap out of snapshots.
-    async fn exclude_large(&self) -> Result<(), ShadowError> {
-        let large: Vec<String> = self
-            .shadow
-            .untracked()
-            .await?
-            .into_iter()
-            .filter(|path| {
-                std::fs::symlink_metadata(self.root.join(path))
-                    .is_ok_and(|m| m.is_file() && m.len() > self.config.max_file_bytes)
-            })
-            .collect();
-        if !large.is_empty() {
-            self.shadow.exclude(&large)?;
         }
         Ok(())
     }
@@ -401,12 +383,14 @@ impl Checkpoints {
 
     /// The files as they are now, as a tree, without recording a checkpoint (`--diff`).
     pub async fn snapshot_tree(&self) -> Result<String, String> {
-        let _one = self.state.lock().await;
+        let mut state = self.state.lock().await;
         let tree = async {
-            self.shadow.init().await?;
-            self.full_tree().await
+            self.shadow.init()?;
+            Self::scan(&mut state, Scope::Everything).await
         };
-        tree.await.map_err(|e| e.to_string())
+        tree.await
+            .map(|t| objects::hex(&t))
+            .map_err(|e| e.to_string())
     }
 
     /// Snapshots the files as they are now (so the rewind can itself be undone) and plans

@@ -48,6 +48,10 @@ pub fn prune(git_dir: &Path, config: &CheckpointConfig, now: SystemTime) -> usiz
             let _ = std::fs::remove_file(git_dir.join(format!("index-{}", name.to_string_lossy())));
         }
     }
+    // The stat cache may name objects that are about to become unreachable.
+    if removed > 0 {
+        let _ = std::fs::remove_file(git_dir.join(super::scan::CACHE_FILE));
+    }
     removed
 }
 

@@ -1,7 +1,8 @@
-//! The shadow repository: git plumbing with its own `GIT_DIR` and index under
-//! `~/.ouro/checkpoints/<project>/` and the project root as work tree. It never reads or
-//! writes the user's `.git` (git skips `.git` folders in a work tree), and runs with no global
-//! or system configuration, so no filter, hook or credential helper of the user's runs.
+//! The shadow repository: a git repository of its own under `~/.ouro/checkpoints/<project>/`
+//! with the project root as work tree. Snapshots write its objects in process (see
+//! [`super::objects`]); git reads them back for diffs and restores, with no global or system
+//! configuration and no index, so no filter, hook or credential helper of the user's or the
+//! project's runs, and the user's `.git` is never read or written.
 
 use std::collections::BTreeSet;
 use std::ffi::OsStr;
@@ -39,53 +40,11 @@ pub struct Change {
 pub struct Shadow {
     git_dir: PathBuf,
     work_tree: PathBuf,
-    /// Each session has its own index, so two sessions in one project never wait on each
-    /// other's `index.lock`.
-    index: PathBuf,
 }
 
 impl Shadow {
-    pub fn new(git_dir: PathBuf, work_tree: PathBuf, user: &str) -> Shadow {
-        let index = git_dir.join(format!("index-{user}"));
-        Shadow {
-            git_dir,
-            work_tree,
-            index,
-        }
-    }
-
-    /// A new index starts as a copy of the newest one: git then re-reads only the files whose
-    /// size or time changed, not the whole project.
-    fn seed_index(&self) {
-        if self.index.exists() {
-            return;
-        }
-        let newest = std::fs::read_dir(&self.git_dir)
-            .into_iter()
-            .flatten()
-            .filter_map(Result::ok)
-            .filter(|e| e.file_name().to_string_lossy().starts_with("index-"))
-            .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
-            .max();
-        if let Some((_, path)) = newest {
-            let _ = std::fs::copy(path, &self.index);
-        }
-    }
-
-    /// Forgets the index (when it names objects that were pruned), and a lock on it that a
-    /// killed ouro left behind a while ago.
-    pub fn reset_index(&self) {
-        let _ = std::fs::remove_file(&self.index);
-        let mut lock = self.index.clone().into_os_string();
-        lock.push(".lock");
-        let stale = std::fs::metadata(&lock)
-            .and_then(|m| m.modified())
-            .ok()
-            .and_then(|t| t.elapsed().ok())
-            .is_some_and(|age| age > std::time::Duration::from_secs(60));
-        if stale {
-            let _ = std::fs::remove_file(&lock);
-        }
+    pub fn new(git_dir: PathBuf, work_tree: PathBuf) -> Shadow {
+        Shadow { git_dir, work_tree }
     }
 
     pub fn git_dir(&self) -> &Path {
@@ -108,7 +67,8 @@ impl Shadow {
         }
         cmd.env("GIT_DIR", &self.git_dir)
             .env("GIT_WORK_TREE", &self.work_tree)
-            .env("GIT_INDEX_FILE", &self.index)
+            // Nothing ouro runs here needs an index; none is read or written.
+            .env("GIT_INDEX_FILE", self.git_dir.join("no-index"))
             .env("GIT_CONFIG_GLOBAL", "/dev/null")
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .env("GIT_TERMINAL_PROMPT", "0")
@@ -151,9 +111,8 @@ impl Shadow {
     }
 
     /// Creates the repository on first use; private, as it holds the project's code.
-    pub async fn init(&self) -> Result<(), ShadowError> {
+    pub fn init(&self) -> Result<(), ShadowError> {
         if self.git_dir.join("HEAD").is_file() {
-            self.seed_index();
             return Ok(());
         }
         // Made aside and renamed into place, so two sessions starting at once never see a
@@ -161,7 +120,7 @@ impl Shadow {
         let parent = self.git_dir.parent().unwrap_or(Path::new("/"));
         std::fs::create_dir_all(parent)?;
         let aside = parent.join(format!(".new-{}", uuid::Uuid::new_v4().simple()));
-        let made = self.make(&aside).await;
+        let made = make(&aside);
         if made.is_ok() && std::fs::rename(&aside, &self.git_dir).is_ok() {
             return Ok(());
         }
@@ -170,56 +129,6 @@ impl Shadow {
             return Ok(());
         }
         made
-    }
-
-    async fn make(&self, dir: &Path) -> Result<(), ShadowError> {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::create_dir_all(dir)?;
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
-        let git = |args: &[&str]| {
-            let mut cmd = self.command();
-            cmd.env_remove("GIT_WORK_TREE")
-                .env("GIT_DIR", dir)
-                .args(args);
-            cmd
-        };
-        let mut steps = vec![git(&["init", "--quiet", "--bare"])];
-        for (key, value) in [
-            ("core.bare", "false"),
-            ("core.untrackedCache", "true"),
-            ("core.autocrlf", "false"),
-            ("core.symlinks", "true"),
-            ("gc.auto", "0"),
-            ("index.version", "4"),
-        ] {
-            steps.push(git(&["config", key, value]));
-        }
-        for mut step in steps {
-            let out = step.output().await.map_err(ShadowError::Spawn)?;
-            if !out.status.success() {
-                return Err(ShadowError::Git {
-                    command: "init".into(),
-                    stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-                });
-            }
-        }
-        // Files are kept byte for byte: no line-ending, encoding or filter conversions that a
-        // project's .gitattributes would ask of a real repository.
-        let info = dir.join("info");
-        std::fs::create_dir_all(&info)?;
-        std::fs::write(
-            info.join("attributes"),
-            "* -text -eol -ident -filter -working-tree-encoding\n",
-        )?;
-        Ok(())
-    }
-
-    /// Untracked files not ignored, relative to the work tree.
-    pub async fn untracked(&self) -> Result<Vec<String>, ShadowError> {
-        let out = self
-            .git(["ls-files", "-z", "--others", "--exclude-standard"])
-            .await?;
-        Ok(split_z(&out))
     }
 
     /// Whether `path` is already kept out.
@@ -243,43 +152,6 @@ impl Shadow {
             writeln!(file, "/{}", escape_pattern(path))?;
         }
         Ok(())
-    }
-
-    /// Records the work tree (all of it, or only `paths`) and returns the tree's id.
-    pub async fn write_tree(&self, paths: Option<&[String]>) -> Result<String, ShadowError> {
-        let mut args = vec!["add", "--all", "--ignore-errors", "--"];
-        match paths {
-            None => args.push("."),
-            Some(paths) => args.extend(paths.iter().map(String::as_str)),
-        }
-        let out = self
-            .command()
-            .args(&args)
-            .output()
-            .await
-            .map_err(ShadowError::Spawn)?;
-        // 1: some files could not be read (or were ignored); the others are recorded.
-        if !matches!(out.status.code(), Some(0 | 1)) {
-            return Err(ShadowError::Git {
-                command: "add".into(),
-                stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-            });
-        }
-        let out = self.git(["write-tree"]).await?;
-        Ok(String::from_utf8_lossy(&out).trim().to_string())
-    }
-
-    pub async fn commit(&self, tree: &str, message: &str) -> Result<String, ShadowError> {
-        let out = self.git(["commit-tree", tree, "-m", message]).await?;
-        Ok(String::from_utf8_lossy(&out).trim().to_string())
-    }
-
-    /// The tree of commit `commit`.
-    pub async fn tree_of(&self, commit: &str) -> Result<String, ShadowError> {
-        let out = self
-            .git(["rev-parse", "--verify", &format!("{commit}^{{tree}}")])
-            .await?;
-        Ok(String::from_utf8_lossy(&out).trim().to_string())
     }
 
     /// Keeps `commit` from being pruned: one ref per checkpoint, under the session.
@@ -360,6 +232,14 @@ impl Shadow {
         let (_, all) = feed(cmd, request.into_bytes()).await?;
         parse_batch(&all, blobs.len())
     }
+}
+
+fn make(dir: &Path) -> Result<(), ShadowError> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(dir)?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    super::objects::init(dir)?;
+    Ok(())
 }
 
 /// Runs `cmd` with `input` on its stdin (written while its output is read, so neither pipe
@@ -456,24 +336,6 @@ fn escape_pattern(path: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn only_a_stale_index_lock_is_removed() {
-        let dir = tempfile::tempdir().unwrap();
-        let shadow = Shadow::new(dir.path().to_path_buf(), dir.path().to_path_buf(), "s");
-        let lock = dir.path().join("index-s.lock");
-        std::fs::write(&lock, "").unwrap();
-        shadow.reset_index();
-        assert!(lock.exists(), "a fresh lock may be a live git's");
-        let aged = std::process::Command::new("touch")
-            .args(["-d", "2 minutes ago"])
-            .arg(&lock)
-            .status()
-            .unwrap();
-        assert!(aged.success());
-        shadow.reset_index();
-        assert!(!lock.exists());
-    }
 
     #[test]
     fn diff_and_batch_output_parse() {

@@ -61,6 +61,7 @@ pub async fn open(
             })
         }
         Transport::Http { url, headers } => {
+            crate::api::client::install_crypto();
             let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
                 .custom_headers(parse_headers(headers)?.into_iter().collect());
             let transport = StreamableHttpClientTransport::from_config(config);

@@ -127,6 +127,7 @@ impl Repl {
             },
         );
         let base = self.endpoint.base_url.clone();
+        crate::api::client::install_crypto();
         let reachable = reqwest::Client::builder()
             .timeout(std::time::Duration::from_secs(5))
             .build()
