@@ -53,6 +53,11 @@ fn the_table_names_every_figure() {
         "response time (mock + HTTP + SSE)",
         "start to first request (ouro -p)",
         "peak RSS (ouro -p)",
+        "ouro -p wall time, checkpoints off",
+        "hello session: start to first request",
+        "hello session: wall time",
+        "checkpoints add",
+        "checkpoint cost per tool call",
         "marginal read-only call: the same turns with 1 vs 3 Read calls each",
         "per extra call:",
         "schema",
@@ -103,6 +108,10 @@ fn json_has_the_same_figures() {
         "response_ms",
         "startup/first_request_ms",
         "startup/peak_rss_mb",
+        "startup/hello_first_request_ms",
+        "startup/hello_wall_ms",
+        "startup/tools_wall_ms",
+        "startup/tools_wall_without_checkpoints_ms",
         "marginal/wall_low_ms",
         "marginal/wall_high_ms",
     ] {
@@ -175,4 +184,29 @@ fn a_bad_mix_is_refused_with_the_choices() {
         stderr.contains("`write` is not a benchmark tool"),
         "{stderr}"
     );
+}
+
+#[test]
+fn strict_fails_exactly_when_a_target_is_missed() {
+    let output = bench(&["--json", "--strict"]);
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let targets = report["targets"].as_array().unwrap();
+    let names: Vec<&str> = targets
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    for name in [
+        "start to first request, hello session",
+        "hello session wall time",
+        "tools session wall time, checkpoints on / off",
+        "checkpoint cost per tool call",
+        "peak RSS, tools session (ouro -p)",
+    ] {
+        assert!(names.contains(&name), "{name} not in {names:?}");
+    }
+    let all_met = targets.iter().all(|t| t["met"] == true);
+    assert_eq!(output.status.success(), all_met, "{targets:?}");
+    if !all_met {
+        assert!(String::from_utf8_lossy(&output.stderr).contains("a target was missed"));
+    }
 }

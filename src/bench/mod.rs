@@ -98,6 +98,10 @@ pub struct BenchArgs {
     /// without compactions in it), with its peak memory (e.g. 100).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=2000))]
     pub resume_mb: Option<u32>,
+    /// Exit non-zero when a measured figure misses its target (for runs by hand: timings on
+    /// a shared machine are noisy).
+    #[arg(long)]
+    pub strict: bool,
     /// Internal: run `ouro <flags after -->` and report its peak RSS (see bench::startup).
     #[arg(long, hide = true)]
     pub probe: bool,
@@ -143,8 +147,21 @@ pub async fn run(args: &BenchArgs) -> Result<bool, BenchError> {
     let low = series(warmup, runs, || run::run_once(&host, &low_plan, files)).await?;
     let high = series(warmup, runs, || run::run_once(&host, &high_plan, files)).await?;
 
-    progress("`ouro -p` in its own process");
-    let starts = series(warmup, runs, || startup::measure(&host, &plan, files)).await?;
+    progress("`ouro -p` in its own process, with checkpoints and without");
+    let starts = series(warmup, runs, || startup::measure(&host, &plan, files, true)).await?;
+    let bare = series(warmup, runs, || {
+        startup::measure(&host, &plan, files, false)
+    })
+    .await?;
+    progress("the hello session (one answer, no tools)");
+    let hello_plan = Plan {
+        turns: 0,
+        ..plan.clone()
+    };
+    let hello = series(warmup, runs, || {
+        startup::measure(&host, &hello_plan, files, true)
+    })
+    .await?;
 
     let compare_rg = if args.compare_rg {
         progress("Grep against rg");
@@ -175,7 +192,13 @@ pub async fn run(args: &BenchArgs) -> Result<bool, BenchError> {
         turns: plan.turns,
     };
     progress("what the sandbox adds to a Bash call");
-    let mut report = report::build(config, &main, marginal, &starts, compare_rg);
+    let processes = report::Processes {
+        tools: &starts,
+        tools_without_checkpoints: &bare,
+        hello: &hello,
+        calls: main.first().map_or(0, |r| r.calls),
+    };
+    let mut report = report::build(config, &main, marginal, processes, compare_rg);
     report.sandbox = sandbox_cost(runs).await;
     if let Some(command) = &args.compare_mcp {
         progress("an MCP tool call over stdio");
@@ -209,12 +232,18 @@ pub async fn run(args: &BenchArgs) -> Result<bool, BenchError> {
         progress(&format!("resuming a {mb} MB transcript"));
         report.resume = Some(long::resume_cost(&host, mb as usize).await?);
     }
+    report.targets = report::targets(&report);
+    let met = report.targets.iter().all(|t| t.met);
     if args.json {
         let text = serde_json::to_string_pretty(&report)
             .map_err(|e| BenchError::Failed(format!("could not encode the report: {e}")))?;
         println!("{text}");
     } else {
         print!("{}", table::render(&report));
+    }
+    if args.strict && !met {
+        eprintln!("ouro bench: a target was missed (--strict)");
+        return Ok(false);
     }
     Ok(true)
 }

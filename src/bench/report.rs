@@ -125,9 +125,28 @@ pub struct Marginal {
     pub per_call_client_ms: f64,
 }
 
+/// The `ouro -p` processes measured: the tools scenario with checkpoints and without, and the
+/// hello session.
+pub struct Processes<'a> {
+    pub tools: &'a [StartSample],
+    pub tools_without_checkpoints: &'a [StartSample],
+    pub hello: &'a [StartSample],
+    /// Tool calls in one tools session.
+    pub calls: usize,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Startup {
+    /// Start to first request of the tools session.
     pub first_request_ms: Spread,
+    /// The hello session: one answer, no tools.
+    pub hello_first_request_ms: Spread,
+    pub hello_wall_ms: Spread,
+    pub tools_wall_ms: Spread,
+    pub tools_wall_without_checkpoints_ms: Spread,
+    /// What checkpoints add per tool call: the difference of the two medians over the calls.
+    pub checkpoint_per_call_ms: f64,
+    /// Peak RSS of the tools session.
     pub peak_rss_mb: Spread,
     /// The probe's own high-water mark, which the child's peak includes as a lower bound.
     pub floor_mb: f64,
@@ -178,7 +197,7 @@ pub fn build(
     config: Config,
     runs: &[RunSample],
     marginal: MarginalRuns<'_>,
-    starts: &[StartSample],
+    processes: Processes<'_>,
     compare_rg: Option<RgReport>,
 ) -> Report {
     let all_turns: Vec<f64> = runs
@@ -186,8 +205,18 @@ pub fn build(
         .flat_map(|r| r.client_turns.iter().copied().map(ms))
         .collect();
     let marginal = marginal_figures(&marginal);
+    let starts = processes.tools;
+    let wall = |samples: &[StartSample]| spread(samples.iter().map(|s| ms(s.wall)));
+    let tools_wall_ms = wall(starts);
+    let tools_wall_without_checkpoints_ms = wall(processes.tools_without_checkpoints);
     let startup = Startup {
         first_request_ms: spread(starts.iter().map(|s| ms(s.first_request))),
+        hello_first_request_ms: spread(processes.hello.iter().map(|s| ms(s.first_request))),
+        hello_wall_ms: wall(processes.hello),
+        checkpoint_per_call_ms: (tools_wall_ms.median - tools_wall_without_checkpoints_ms.median)
+            / processes.calls.max(1) as f64,
+        tools_wall_ms,
+        tools_wall_without_checkpoints_ms,
         peak_rss_mb: spread(starts.iter().map(|s| s.peak_rss_kb as f64 / 1024.0)),
         floor_mb: starts.iter().map(|s| s.floor_kb).max().unwrap_or(0) as f64 / 1024.0,
     };
@@ -283,8 +312,11 @@ fn target(name: String, measured: f64, limit: f64, unit: &'static str) -> Target
     }
 }
 
-fn targets(r: &Report) -> Vec<Target> {
+/// Every measured figure that has a target, beside it. Call again once the optional series
+/// (checkpoints, rg) are in the report.
+pub fn targets(r: &Report) -> Vec<Target> {
     let m = &r.marginal;
+    let s = &r.startup;
     let mut out = vec![
         target(
             "marginal cost per read-only tool call".into(),
@@ -302,18 +334,47 @@ fn targets(r: &Report) -> Vec<Target> {
             "ms",
         ),
         target(
-            "start to first request (ouro -p)".into(),
-            r.startup.first_request_ms.median,
-            10.0,
+            "start to first request, hello session".into(),
+            s.hello_first_request_ms.median,
+            5.0,
             "ms",
         ),
         target(
-            "peak RSS (ouro -p)".into(),
-            r.startup.peak_rss_mb.median,
-            20.0,
+            "hello session wall time".into(),
+            s.hello_wall_ms.median,
+            15.0,
+            "ms",
+        ),
+        target(
+            "tools session wall time, checkpoints on / off".into(),
+            s.tools_wall_ms.median
+                / s.tools_wall_without_checkpoints_ms
+                    .median
+                    .max(f64::MIN_POSITIVE),
+            1.05,
+            "x",
+        ),
+        target(
+            "checkpoint cost per tool call".into(),
+            s.checkpoint_per_call_ms,
+            2.0,
+            "ms",
+        ),
+        target(
+            "peak RSS, tools session (ouro -p)".into(),
+            s.peak_rss_mb.median,
+            16.0,
             "MiB",
         ),
     ];
+    if let Some(c) = &r.checkpoints {
+        out.push(target(
+            format!("first snapshot of a {}-file project", c.files),
+            c.first_ms,
+            300.0,
+            "ms",
+        ));
+    }
     if let Some(ratio) = r.compare_rg.as_ref().and_then(|c| c.overall_ratio) {
         out.push(target("Grep time / rg time".into(), ratio, 1.3, "x"));
     }
@@ -385,10 +446,26 @@ mod tests {
         };
         let start = StartSample {
             first_request: Duration::from_millis(12),
+            wall: Duration::from_millis(100),
             peak_rss_kb: 10 * 1024,
             floor_kb: 2048,
         };
-        let r = build(config(), &runs, marginal, &[start], None);
+        let bare = StartSample {
+            wall: Duration::from_millis(90),
+            ..start
+        };
+        let hello = StartSample {
+            first_request: Duration::from_millis(4),
+            wall: Duration::from_millis(9),
+            ..start
+        };
+        let processes = Processes {
+            tools: &[start],
+            tools_without_checkpoints: &[bare],
+            hello: &[hello],
+            calls: 20,
+        };
+        let r = build(config(), &runs, marginal, processes, None);
         assert_eq!(
             (r.wall_ms.median, r.wall_ms.min, r.wall_ms.max),
             (110.0, 100.0, 120.0)
@@ -405,12 +482,26 @@ mod tests {
             .collect();
         assert_eq!(tools, [("Grep", 1), ("Read", 2)]);
         assert_eq!(r.phases[1].execution_ms.max, 2.0);
-        let met: Vec<bool> = r.targets.iter().map(|t| t.met).collect();
-        assert_eq!(met, [false, true, false, true]);
+        // 10 ms more over 20 calls: 0.5 ms a call, but 100 / 90 is over 5 %.
+        assert_eq!(r.startup.checkpoint_per_call_ms, 0.5);
+        let met: Vec<(&str, bool)> = r.targets.iter().map(|t| (t.name.as_str(), t.met)).collect();
+        assert_eq!(
+            met,
+            [
+                ("marginal cost per read-only tool call", false),
+                ("client time per turn, 5 parallel read-only calls", true),
+                ("start to first request, hello session", true),
+                ("hello session wall time", true),
+                ("tools session wall time, checkpoints on / off", false),
+                ("checkpoint cost per tool call", true),
+                ("peak RSS, tools session (ouro -p)", true),
+            ]
+        );
         assert_eq!(r.startup.floor_mb, 2.0);
         let table = crate::bench::table::render(&r);
         assert!(table.contains("[MISS] marginal cost per read-only tool call"));
-        assert!(table.contains("[ ok ] peak RSS (ouro -p)"));
+        assert!(table.contains("[ ok ] peak RSS, tools session (ouro -p)"));
+        assert!(table.contains("checkpoints add 0.500 ms per tool call"));
     }
 
     #[test]
@@ -428,7 +519,13 @@ mod tests {
             cases: Vec::new(),
             overall_ratio: Some(1.5),
         };
-        let with = build(config(), &runs, marginal(), &[], Some(rg));
+        let none = || Processes {
+            tools: &[],
+            tools_without_checkpoints: &[],
+            hello: &[],
+            calls: 0,
+        };
+        let with = build(config(), &runs, marginal(), none(), Some(rg));
         let last = with.targets.last().unwrap();
         assert_eq!((last.measured, last.met), (1.5, false));
         let missing = RgReport {
@@ -436,8 +533,8 @@ mod tests {
             cases: Vec::new(),
             overall_ratio: None,
         };
-        let without = build(config(), &runs, marginal(), &[], Some(missing));
-        assert_eq!(without.targets.len(), 4);
+        let without = build(config(), &runs, marginal(), none(), Some(missing));
+        assert_eq!(without.targets.len(), 7);
         assert!(crate::bench::table::render(&without).contains("rg is not on PATH"));
     }
 }

@@ -32,6 +32,8 @@ const POLL: Duration = Duration::from_micros(50);
 #[derive(Debug, Clone, Copy)]
 pub struct StartSample {
     pub first_request: Duration,
+    /// From the spawn to the exit: the whole session.
+    pub wall: Duration,
     pub peak_rss_kb: u64,
     pub floor_kb: u64,
 }
@@ -68,6 +70,7 @@ pub fn probe_command(
         .env("OURO_HOME", home)
         .env_remove("ANTHROPIC_MODEL")
         .env_remove("OURO_LOG")
+        .env_remove("OURO_CHECKPOINTS")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -94,11 +97,13 @@ pub fn probe_report(output: &std::process::Output) -> Result<ProbeReport, BenchE
     Ok(report)
 }
 
-/// Runs `ouro -p` once through the probe on the scenario of `plan`.
+/// Runs `ouro -p` once through the probe on the scenario of `plan`, with checkpoints on or
+/// off.
 pub async fn measure(
     host: &MockHost,
     plan: &Plan,
     files: usize,
+    checkpoints: bool,
 ) -> Result<StartSample, BenchError> {
     let dir = WorkDir::new("print")
         .map_err(|e| BenchError::io("could not create the fixture directory", e))?;
@@ -111,7 +116,11 @@ pub async fn measure(
         .await?;
     let mut flags = vec!["-p".to_string(), PROMPT.to_string()];
     flags.extend(session_flags());
-    let child = probe_command(dir.path(), home.path(), &server.url(), &flags)?
+    let mut command = probe_command(dir.path(), home.path(), &server.url(), &flags)?;
+    if !checkpoints {
+        command.env("OURO_CHECKPOINTS", "0");
+    }
+    let child = command
         .spawn()
         .map_err(|e| BenchError::io("could not start `ouro bench --probe`", e))?;
     let finished = Arc::new(AtomicBool::new(false));
@@ -132,6 +141,7 @@ pub async fn measure(
     })?;
     Ok(StartSample {
         first_request: Duration::from_nanos(first_seen.saturating_sub(report.spawned_ns)),
+        wall: Duration::from_nanos(report.exited_ns.saturating_sub(report.spawned_ns)),
         peak_rss_kb: report.max_rss_kb,
         floor_kb: report.floor_kb,
     })

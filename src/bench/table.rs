@@ -67,7 +67,19 @@ pub fn render(r: &Report) -> String {
             &r.startup.first_request_ms,
             "ms",
         ),
+        ("ouro -p wall time", &r.startup.tools_wall_ms, "ms"),
+        (
+            "ouro -p wall time, checkpoints off",
+            &r.startup.tools_wall_without_checkpoints_ms,
+            "ms",
+        ),
         ("peak RSS (ouro -p)", &r.startup.peak_rss_mb, "MiB"),
+        (
+            "hello session: start to first request",
+            &r.startup.hello_first_request_ms,
+            "ms",
+        ),
+        ("hello session: wall time", &r.startup.hello_wall_ms, "ms"),
     ];
     for (name, s, unit) in rows {
         let _ = writeln!(out, "{name:<44}{}", spread_cells(s, unit));
@@ -77,6 +89,11 @@ pub fn render(r: &Report) -> String {
         out,
         "client time per turn, all {} turns: p50 {:.3} ms, p95 {:.3} ms, max {:.3} ms",
         all.count, all.p50, all.p95, all.max
+    );
+    let _ = writeln!(
+        out,
+        "checkpoints add {:.3} ms per tool call to `ouro -p`",
+        r.startup.checkpoint_per_call_ms
     );
     let _ = writeln!(
         out,

@@ -12,6 +12,7 @@ pub mod restore;
 mod scan;
 pub mod shadow;
 pub mod timeline;
+mod writer;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -109,6 +110,38 @@ pub fn shadow_for(root: &Path) -> Option<Shadow> {
     Some(Shadow::new(dir, root.to_path_buf()))
 }
 
+/// The commit a snapshot makes when its tree is new.
+struct CommitSpec {
+    last_tree: Option<objects::Oid>,
+    message: String,
+    /// The ref that keeps it.
+    keep: PathBuf,
+}
+
+fn snapshot_blocking(
+    scan: &mut scan::Scan,
+    scope: Scope,
+    commit: Option<CommitSpec>,
+) -> std::io::Result<(objects::Oid, Option<objects::Oid>)> {
+    let tree = match scope {
+        Scope::Only(paths) => match scan.only(&paths)? {
+            Some(tree) => tree,
+            None => scan.everything()?,
+        },
+        Scope::Everything => scan.everything()?,
+    };
+    let Some(spec) = commit.filter(|c| c.last_tree != Some(tree)) else {
+        scan.finish(Vec::new())?;
+        return Ok((tree, None));
+    };
+    let oid = scan.put(
+        objects::Kind::Commit,
+        &objects::commit(&tree, None, &spec.message),
+    )?;
+    scan.finish(vec![(spec.keep, format!("{}\n", objects::hex(&oid)))])?;
+    Ok((tree, Some(oid)))
+}
+
 /// What may have changed since the last snapshot, as far as ouro knows.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Scope {
@@ -133,6 +166,8 @@ struct State {
 
 pub struct Checkpoints {
     shadow: Shadow,
+    /// Writes the snapshots' objects and refs in the background, in order.
+    writer: Arc<writer::Writer>,
     root: PathBuf,
     state: Arc<tokio::sync::Mutex<State>>,
     pending: Mutex<Vec<Record>>,
@@ -163,9 +198,16 @@ impl Checkpoints {
         config: CheckpointConfig,
     ) -> Checkpoints {
         let seq = last_seq(&shadow, session);
-        let scan = scan::Scan::new(root, shadow.git_dir(), config.max_file_bytes);
+        let writer = Arc::new(writer::Writer::start(shadow.git_dir()));
+        let scan = scan::Scan::new(
+            root,
+            shadow.git_dir(),
+            config.max_file_bytes,
+            writer.clone(),
+        );
         Checkpoints {
             shadow,
+            writer,
             root: root.to_path_buf(),
             state: Arc::new(tokio::sync::Mutex::new(State {
                 scan: Some(scan),
@@ -213,8 +255,17 @@ impl Checkpoints {
         if self.off.load(Ordering::Relaxed) {
             return None;
         }
+        // A turn's end and a rewind wait for the writes, so what the transcript names is on
+        // disk before anyone (git, the next session) reads it.
+        let settle = matches!(kind, Kind::End | Kind::Rewind);
         let mut state = self.state.lock().await;
-        self.take_locked(&mut state, kind, detail).await
+        let record = self.take_locked(&mut state, kind, detail).await;
+        drop(state);
+        if settle && let Err(e) = self.settle().await {
+            self.failed(&e);
+            return None;
+        }
+        record
     }
 
     /// [`Checkpoints::take`] in the background: the snapshot is queued now, before anything
@@ -264,12 +315,7 @@ impl Checkpoints {
             // A file that vanished mid-snapshot, a lock held a moment: the next one may work.
             Err(e) => {
                 state.since = None;
-                let mut notice = lock(&self.notice);
-                if !self.warned.swap(true, Ordering::Relaxed) {
-                    *notice = Some(format!(
-                        "a checkpoint could not be taken ({e}); ouro tries again at the next one"
-                    ));
-                }
+                self.failed(&e);
                 None
             }
         }
@@ -300,53 +346,56 @@ impl Checkpoints {
         {
             return Ok(commit.clone());
         }
-        let tree = objects::hex(&Self::scan(state, scope).await?);
-        state.since = Some(Vec::new());
-        if let (Some(last), Some(commit)) = (&state.last_tree, &state.last_commit)
-            && *last == tree
-        {
-            return Ok(commit.clone());
-        }
         let message = format!("{} {}", kind.label(), detail.describe());
-        let tree_oid = objects::parse_hex(&tree).unwrap_or_default();
-        let commit = objects::Store::new(self.shadow.git_dir()).write(
-            objects::Kind::Commit,
-            &objects::commit(&tree_oid, None, &message),
-        )?;
+        let commit = Some(CommitSpec {
+            last_tree: state.last_tree.as_deref().and_then(objects::parse_hex),
+            message,
+            keep: self.shadow.ref_path(&state.session, state.seq + 1),
+        });
+        let (tree, commit) = Self::scan(state, scope, commit).await?;
+        state.since = Some(Vec::new());
+        let Some(commit) = commit else {
+            return Ok(state.last_commit.clone().unwrap_or_default());
+        };
         let commit = objects::hex(&commit);
         state.seq += 1;
-        self.shadow.keep(&state.session, state.seq, &commit)?;
-        state.last_tree = Some(tree);
+        state.last_tree = Some(objects::hex(&tree));
         state.last_commit = Some(commit.clone());
         Ok(commit)
     }
 
-    /// The tree of the files in `scope` (everything when the declared paths are not enough),
-    /// worked out on a blocking thread: a first snapshot reads the whole project.
-    async fn scan(state: &mut State, scope: Scope) -> Result<objects::Oid, ShadowError> {
+    /// The tree of the files in `scope` (everything when the declared paths are not enough)
+    /// and, unless the tree is the last one, its commit kept by a ref: worked out on a
+    /// blocking thread (a first snapshot reads the whole project), written in the background.
+    async fn scan(
+        state: &mut State,
+        scope: Scope,
+        commit: Option<CommitSpec>,
+    ) -> Result<(objects::Oid, Option<objects::Oid>), ShadowError> {
         let Some(mut scan) = state.scan.take() else {
             return Err(ShadowError::Io(std::io::Error::other(
                 "a snapshot was abandoned half-way",
             )));
         };
-        let (scan, tree) = tokio::task::spawn_blocking(move || {
-            let tree = match scope {
-                Scope::Only(paths) => match scan.only(&paths) {
-                    Ok(Some(tree)) => Ok(tree),
-                    Ok(None) => scan.everything(),
-                    Err(e) => Err(e),
-                },
-                Scope::Everything => scan.everything(),
-            };
-            (scan, tree)
+        let (scan, done) = tokio::task::spawn_blocking(move || {
+            let done = snapshot_blocking(&mut scan, scope, commit);
+            (scan, done)
         })
         .await
         .map_err(|e| ShadowError::Io(std::io::Error::other(e.to_string())))?;
         state.scan = Some(scan);
-        tree.map_err(|e| match e.kind() {
+        done.map_err(|e| match e.kind() {
             std::io::ErrorKind::QuotaExceeded => ShadowError::Unsuitable(e.to_string()),
             _ => ShadowError::Io(e),
         })
+    }
+
+    /// Waits until every snapshot taken so far is on disk (before git reads the repository).
+    pub async fn settle(&self) -> Result<(), String> {
+        let writer = self.writer.clone();
+        tokio::task::spawn_blocking(move || writer.settle())
+            .await
+            .map_err(|e| e.to_string())?
     }
 
     /// Keeps ouro's own folder out of the snapshots when it lies inside the project.
@@ -362,6 +411,15 @@ impl Checkpoints {
             self.shadow.exclude(&[pattern])?;
         }
         Ok(())
+    }
+
+    fn failed(&self, e: &dyn std::fmt::Display) {
+        let mut notice = lock(&self.notice);
+        if !self.warned.swap(true, Ordering::Relaxed) {
+            *notice = Some(format!(
+                "a checkpoint could not be taken ({e}); ouro tries again at the next one"
+            ));
+        }
     }
 
     fn turn_off(&self, message: String) {
@@ -386,11 +444,12 @@ impl Checkpoints {
         let mut state = self.state.lock().await;
         let tree = async {
             self.shadow.init()?;
-            Self::scan(&mut state, Scope::Everything).await
+            Self::scan(&mut state, Scope::Everything, None).await
         };
-        tree.await
-            .map(|t| objects::hex(&t))
-            .map_err(|e| e.to_string())
+        let (tree, _) = tree.await.map_err(|e| e.to_string())?;
+        drop(state);
+        self.settle().await?;
+        Ok(objects::hex(&tree))
     }
 
     /// Snapshots the files as they are now (so the rewind can itself be undone) and plans

@@ -16,14 +16,17 @@ use super::objects::{
     self, Kind, MODE_EXEC, MODE_FILE, MODE_LINK, MODE_TREE, Oid, Store, TreeEntry,
 };
 use super::pack::{self, PackWriter};
+use super::writer::{Batch, Writer};
 
 /// A project with more files than this (not ignored) gets no checkpoints: each would cost too
 /// much.
 pub const MAX_FILES: usize = 100_000;
 
-/// Past this many new objects in one snapshot, the rest go into one pack file: creating
-/// thousands of small files costs far more than writing one.
-const LOOSE_LIMIT: usize = 64;
+/// Past this many new objects (or bytes) in one snapshot, they are streamed into a pack here
+/// rather than held in memory for the background writer: a first snapshot reads the whole
+/// project.
+const PENDING_OBJECTS: usize = 256;
+const PENDING_BYTES: usize = 8 << 20;
 
 /// What a file looked like when it was last hashed; all zero means "hash it again".
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -78,13 +81,20 @@ pub struct Scan {
     git_dir: PathBuf,
     /// The objects in the repository's packs, read when first needed.
     packed: Option<std::collections::HashMap<Oid, ()>>,
-    /// This snapshot's new objects: loose ones counted, then a pack.
-    loose_written: usize,
+    /// This snapshot's new objects, held for the writer, or streamed into a pack when many.
+    pending: Batch,
+    pending_bytes: usize,
     pack: Option<PackWriter>,
+    writer: std::sync::Arc<Writer>,
 }
 
 impl Scan {
-    pub fn new(root: &Path, git_dir: &Path, max_file_bytes: u64) -> Scan {
+    pub fn new(
+        root: &Path,
+        git_dir: &Path,
+        max_file_bytes: u64,
+        writer: std::sync::Arc<Writer>,
+    ) -> Scan {
         Scan {
             root: root.to_path_buf(),
             store: Store::new(git_dir),
@@ -98,8 +108,10 @@ impl Scan {
             saved: None,
             git_dir: git_dir.to_path_buf(),
             packed: None,
-            loose_written: 0,
+            pending: Batch::default(),
+            pending_bytes: 0,
             pack: None,
+            writer,
         }
     }
 
@@ -138,7 +150,7 @@ impl Scan {
         let mut seen = BTreeMap::new();
         for entry in walk.filter_map(Result::ok) {
             if seen.len() >= MAX_FILES {
-                self.finish_pack()?;
+                self.finish(Vec::new())?;
                 return Err(std::io::Error::new(
                     std::io::ErrorKind::QuotaExceeded,
                     format!(
@@ -167,7 +179,6 @@ impl Scan {
         }
         self.entries = seen;
         let tree = self.write_trees()?;
-        self.finish_pack()?;
         let stale = self
             .saved
             .is_none_or(|at| at.elapsed() > std::time::Duration::from_secs(60));
@@ -211,33 +222,46 @@ impl Scan {
                 Err(e) => return Err(e),
             }
         }
-        let tree = self.write_trees()?;
-        self.finish_pack()?;
-        Ok(Some(tree))
+        self.write_trees().map(Some)
     }
 
-    /// Stores a new object: loose while there are few, in this snapshot's pack past that.
-    fn put(&mut self, kind: Kind, data: &[u8]) -> std::io::Result<Oid> {
-        if self.pack.is_none() && self.loose_written >= LOOSE_LIMIT {
-            self.pack = Some(PackWriter::start(&self.git_dir)?);
+    /// Adds a new object to this snapshot's writes and returns its id.
+    pub fn put(&mut self, kind: Kind, data: &[u8]) -> std::io::Result<Oid> {
+        let oid = objects::id(kind, data);
+        if !self.known.insert(oid) {
+            return Ok(oid);
         }
-        let oid = match &mut self.pack {
-            Some(pack) => pack.add(kind, data)?,
-            None => {
-                self.loose_written += 1;
-                self.store.write(kind, data)?
+        if let Some(pack) = &mut self.pack {
+            pack.add(kind, data)?;
+            return Ok(oid);
+        }
+        self.pending.objects.push((kind, data.to_vec()));
+        self.pending_bytes += data.len();
+        if self.pending.objects.len() > PENDING_OBJECTS || self.pending_bytes > PENDING_BYTES {
+            let mut pack = PackWriter::start(&self.git_dir)?;
+            for (kind, data) in std::mem::take(&mut self.pending.objects) {
+                pack.add(kind, &data)?;
             }
-        };
-        self.known.insert(oid);
+            self.pending_bytes = 0;
+            self.pack = Some(pack);
+        }
         Ok(oid)
     }
 
-    fn finish_pack(&mut self) -> std::io::Result<()> {
-        self.loose_written = 0;
-        match self.pack.take() {
-            Some(pack) => pack.finish(),
-            None => Ok(()),
+    /// Ends this snapshot's writes: its objects, then `files` (the checkpoint's ref), in
+    /// order after every earlier snapshot's. A pack that was streamed is finished here; the
+    /// rest goes to the background writer.
+    pub fn finish(&mut self, files: Vec<(PathBuf, String)>) -> std::io::Result<()> {
+        if let Some(pack) = self.pack.take() {
+            pack.finish()?;
         }
+        let mut batch = std::mem::take(&mut self.pending);
+        self.pending_bytes = 0;
+        batch.files = files;
+        if batch.objects.is_empty() && batch.files.is_empty() {
+            return Ok(());
+        }
+        self.writer.send(batch, &self.git_dir)
     }
 
     /// Whether the repository holds `oid`, loose or packed.
@@ -499,13 +523,21 @@ mod tests {
         write("nested/.git/HEAD", "ref: refs/heads/main\n");
         write("nested/inner.txt", "a repository of its own");
         std::os::unix::fs::symlink("src/main.rs", root.join("link")).unwrap();
-        let mut scan = Scan::new(root, git_dir, 1000);
-        let first = scan.everything().unwrap();
+        let writer = std::sync::Arc::new(Writer::start(git_dir));
+        let mut scan = Scan::new(root, git_dir, 1000, writer.clone());
+        let settled = |scan: &mut Scan, tree: Oid| {
+            scan.finish(Vec::new()).unwrap();
+            writer.settle().unwrap();
+            tree
+        };
+        let tree = scan.everything().unwrap();
+        let first = settled(&mut scan, tree);
         assert_eq!(listing(git_dir, &first), ".gitignore\nlink\nsrc/main.rs\n");
 
         // Declared edits are read whatever the stat says; an unchanged tree keeps its id.
         write("src/main.rs", "fn main() { run() }\n");
-        let edited = scan.only(&["src/main.rs".into()]).unwrap().unwrap();
+        let tree = scan.only(&["src/main.rs".into()]).unwrap().unwrap();
+        let edited = settled(&mut scan, tree);
         assert_ne!(edited, first);
         assert_eq!(
             blob_of(git_dir, &edited, "src/main.rs"),
@@ -518,7 +550,8 @@ mod tests {
         // size moments after the last snapshot (its stat was too recent to trust).
         write("src/main.rs", "fn main() { ran() }\n");
         std::fs::remove_file(root.join("link")).unwrap();
-        let full = scan.everything().unwrap();
+        let tree = scan.everything().unwrap();
+        let full = settled(&mut scan, tree);
         assert_eq!(listing(git_dir, &full), ".gitignore\nsrc/main.rs\n");
         assert_eq!(
             blob_of(git_dir, &full, "src/main.rs"),
@@ -526,7 +559,7 @@ mod tests {
         );
 
         // A new session starts from the saved cache and finds the same tree.
-        let mut again = Scan::new(root, git_dir, 1000);
+        let mut again = Scan::new(root, git_dir, 1000, writer.clone());
         assert_eq!(again.everything().unwrap(), full);
     }
 
@@ -540,9 +573,11 @@ mod tests {
             std::fs::create_dir_all(&dir).unwrap();
             std::fs::write(dir.join(format!("f{i}.txt")), format!("file {i}\n")).unwrap();
         }
-        let tree = Scan::new(project.path(), shadow.path(), 1 << 20)
-            .everything()
-            .unwrap();
+        let writer = std::sync::Arc::new(Writer::start(shadow.path()));
+        let mut scan = Scan::new(project.path(), shadow.path(), 1 << 20, writer.clone());
+        let tree = scan.everything().unwrap();
+        scan.finish(Vec::new()).unwrap();
+        writer.settle().unwrap();
         assert_eq!(listing(shadow.path(), &tree).lines().count(), 300);
         assert_eq!(blob_of(shadow.path(), &tree, "d3/f10.txt"), b"file 10\n");
         let packs = std::fs::read_dir(shadow.path().join("objects/pack"))

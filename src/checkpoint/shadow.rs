@@ -154,12 +154,13 @@ impl Shadow {
         Ok(())
     }
 
-    /// Keeps `commit` from being pruned: one ref per checkpoint, under the session.
-    pub fn keep(&self, session: &str, seq: u64, commit: &str) -> Result<(), ShadowError> {
-        let dir = self.git_dir.join("refs/ouro").join(session);
-        std::fs::create_dir_all(&dir)?;
-        std::fs::write(dir.join(format!("{seq:06}")), format!("{commit}\n"))?;
-        Ok(())
+    /// The ref that keeps a checkpoint's commit from being pruned: one per checkpoint, under
+    /// the session.
+    pub fn ref_path(&self, session: &str, seq: u64) -> PathBuf {
+        self.git_dir
+            .join("refs/ouro")
+            .join(session)
+            .join(format!("{seq:06}"))
     }
 
     /// What differs from `old` to `new` (commits or trees).

@@ -174,8 +174,26 @@ impl ToolSource for McpHub {
     fn settle(&self) -> BoxFuture<'_, ()> {
         async move {
             let mut changes = self.changes.clone();
-            let deadline = tokio::time::Instant::now() + self.limits.startup_wait;
-            while self.servers.iter().any(|s| s.is_connecting()) {
+            let started = tokio::time::Instant::now();
+            // An SDK server lives in the program that drives ouro and answers as soon as that
+            // program does, so the first request waits for it as long as a connect may take.
+            let wait_for = |s: &server::Server| {
+                if matches!(s.config.transport, config::Transport::Sdk { .. }) {
+                    self.limits.connect_timeout
+                } else {
+                    self.limits.startup_wait
+                }
+            };
+            loop {
+                let Some(deadline) = self
+                    .servers
+                    .iter()
+                    .filter(|s| s.is_connecting())
+                    .map(|s| started + wait_for(s))
+                    .max()
+                else {
+                    return;
+                };
                 match tokio::time::timeout_at(deadline, changes.changed()).await {
                     Ok(Ok(())) => {}
                     // Out of time, or every server is gone.
