@@ -130,7 +130,7 @@ fn environment(cwd: &Path, trusted: bool) -> String {
         "Today's date: {}\n",
         chrono::Local::now().format("%Y-%m-%d")
     ));
-    match git(cwd, &["rev-parse", "--abbrev-ref", "HEAD"]) {
+    match crate::sys::git::head_branch(cwd) {
         Some(branch) => {
             out.push_str(&format!("Git repository: yes, branch {}\n", branch.trim()));
             if !trusted {

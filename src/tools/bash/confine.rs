@@ -47,24 +47,41 @@ pub struct SandboxConfig {
 
 /// A temp dir only its owner can enter, removed when the last session holding it ends.
 #[derive(Debug, PartialEq, Eq)]
-pub struct PrivateTmp(PathBuf);
+pub struct PrivateTmp {
+    dir: PathBuf,
+    /// Made on first use: a session that never runs an approved command creates nothing.
+    made: std::sync::OnceLock<bool>,
+}
 
 impl PrivateTmp {
+    /// Names the folder; it is created when a command first needs it.
     pub fn create() -> std::io::Result<PrivateTmp> {
-        use std::os::unix::fs::DirBuilderExt;
-        let dir = std::env::temp_dir().join(format!("ouro-tmp-{}", uuid::Uuid::new_v4()));
-        std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
-        Ok(PrivateTmp(dir))
+        Ok(PrivateTmp {
+            dir: std::env::temp_dir().join(format!("ouro-tmp-{}", uuid::Uuid::new_v4())),
+            made: std::sync::OnceLock::new(),
+        })
     }
 
     pub fn path(&self) -> &Path {
-        &self.0
+        self.made.get_or_init(|| {
+            use std::os::unix::fs::DirBuilderExt;
+            match std::fs::DirBuilder::new().mode(0o700).create(&self.dir) {
+                Ok(()) => true,
+                Err(e) => {
+                    tracing::warn!("approved commands get no private temp dir: {e}");
+                    false
+                }
+            }
+        });
+        &self.dir
     }
 }
 
 impl Drop for PrivateTmp {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        if self.made.get() == Some(&true) {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
     }
 }
 
