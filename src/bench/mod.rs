@@ -153,13 +153,14 @@ pub async fn run(args: &BenchArgs) -> Result<bool, BenchError> {
         startup::measure(&host, &plan, files, false)
     })
     .await?;
-    progress("the hello session (one answer, no tools)");
+    progress("the hello session (one answer, no tools, in a project ouro knows)");
     let hello_plan = Plan {
         turns: 0,
         ..plan.clone()
     };
-    let hello = series(warmup, runs, || {
-        startup::measure(&host, &hello_plan, files, true)
+    let place = startup::Place::new(files, plan.seed)?;
+    let hello = series(warmup.max(1), runs, || {
+        startup::measure_in(&host, &hello_plan, &place, true)
     })
     .await?;
 

@@ -105,14 +105,40 @@ pub async fn measure(
     files: usize,
     checkpoints: bool,
 ) -> Result<StartSample, BenchError> {
-    let dir = WorkDir::new("print")
-        .map_err(|e| BenchError::io("could not create the fixture directory", e))?;
-    let home = WorkDir::new("home")
-        .map_err(|e| BenchError::io("could not create a private OURO_HOME", e))?;
-    let fixture = Fixture::generate(dir.path(), files, plan.seed)
-        .map_err(|e| BenchError::io("could not write the fixture tree", e))?;
+    let place = Place::new(files, plan.seed)?;
+    measure_in(host, plan, &place, checkpoints).await
+}
+
+/// A generated project and a private OURO_HOME for it.
+pub struct Place {
+    dir: WorkDir,
+    home: WorkDir,
+    fixture: Fixture,
+}
+
+impl Place {
+    pub fn new(files: usize, seed: u64) -> Result<Place, BenchError> {
+        let dir = WorkDir::new("print")
+            .map_err(|e| BenchError::io("could not create the fixture directory", e))?;
+        let home = WorkDir::new("home")
+            .map_err(|e| BenchError::io("could not create a private OURO_HOME", e))?;
+        let fixture = Fixture::generate(dir.path(), files, seed)
+            .map_err(|e| BenchError::io("could not write the fixture tree", e))?;
+        Ok(Place { dir, home, fixture })
+    }
+}
+
+/// [`measure`] in `place`, which earlier runs may have used (a project ouro knows: its
+/// checkpoints and sessions are there already, as for a user's second question).
+pub async fn measure_in(
+    host: &MockHost,
+    plan: &Plan,
+    place: &Place,
+    checkpoints: bool,
+) -> Result<StartSample, BenchError> {
+    let (dir, home, fixture) = (&place.dir, &place.home, &place.fixture);
     let server = host
-        .serve(scenario::generate(plan, &fixture).scenario)
+        .serve(scenario::generate(plan, fixture).scenario)
         .await?;
     let mut flags = vec!["-p".to_string(), PROMPT.to_string()];
     flags.extend(session_flags());
