@@ -618,7 +618,7 @@ async fn stream_json_input_serves_many_turns_in_one_process() {
 #[tokio::test]
 async fn the_api_key_is_not_readable_from_procfs_while_ouro_runs() {
     let mock = server(json!({"turns": [
-        {"delay_ms": 3000, "content": [{"type": "text", "text": "done"}]}
+        {"delay_ms": 300, "content": [{"type": "text", "text": "done"}]}
     ]}))
     .await;
     let sb = Sandbox::new();

@@ -305,3 +305,50 @@ async fn resume_of_a_transcript_that_ends_mid_message_is_repaired() {
     );
     assert!(all.contains("picked up"), "{all}");
 }
+
+/// Two processes on one conversation: the second (`--resume` or `--continue`) is refused at
+/// once, naming the conversation and the pid that writes it, and the transcript holds only the
+/// first one's turn; once the first is done, the conversation can be resumed again.
+#[tokio::test]
+async fn a_second_writer_of_a_conversation_fails_at_once_and_names_the_holder() {
+    let sb = Sandbox::new();
+    let id = session_with(&sb, []).await;
+    let mock = server(json!({"turns": [
+        {"delay_ms": 400, "content": [{"type": "text", "text": "slow answer"}]},
+        {"content": [{"type": "text", "text": "later answer"}]}
+    ]}))
+    .await;
+    let first = common::Watched::spawn(sb.command(&mock.url(), &["-p", "--resume", &id, "one"]));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while mock.requests().is_empty() {
+        assert!(std::time::Instant::now() < deadline, "no request arrived");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    for args in [
+        vec!["-p", "--resume", id.as_str(), "two"],
+        vec!["-p", "--continue", "two"],
+    ] {
+        let started = std::time::Instant::now();
+        let second = sb.run(&mock.url(), &args).await;
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(2),
+            "it waited"
+        );
+        assert_ne!(second.status.code(), Some(0), "{}", second.debug());
+        let pid = first.pid();
+        assert!(
+            second.stderr.contains(&format!(
+                "the conversation {id} is in use by another ouro (pid {pid})"
+            )),
+            "{}",
+            second.debug()
+        );
+    }
+    let first = first.finish(std::time::Duration::from_secs(30)).await;
+    assert!(first.status.success(), "{}", first.debug());
+    let transcript = std::fs::read_to_string(&sb.transcripts()[0]).unwrap();
+    assert!(transcript.contains("\"one\"") && !transcript.contains("\"two\""));
+    let again = sb.run(&mock.url(), &["-p", "--resume", &id, "three"]).await;
+    assert!(again.status.success(), "{}", again.debug());
+    assert_eq!(bodies(&mock).len(), 2);
+}

@@ -260,6 +260,16 @@ impl Engine {
         self.prompt_bytes = prompt_len(&self.system, &self.tools);
     }
 
+    /// Lets go of the transcript (and so of the conversation's lock), to hand it back with
+    /// [`Engine::set_transcript`] or to load the same conversation afresh.
+    pub fn take_transcript(&mut self) -> Option<Transcript> {
+        self.transcript.take()
+    }
+
+    pub fn set_transcript(&mut self, transcript: Option<Transcript>) {
+        self.transcript = transcript;
+    }
+
     /// Start a new, empty session (`/clear`).
     pub async fn reset(&mut self, session_id: String, transcript: Option<Transcript>) {
         self.save_checkpoints();

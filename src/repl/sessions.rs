@@ -6,6 +6,7 @@ use std::io::IsTerminal;
 use super::Repl;
 use crate::app;
 use crate::session;
+use crate::session::transcript::Transcript;
 
 /// How many sessions `/resume` offers.
 const RECENT_SESSIONS: usize = 10;
@@ -114,6 +115,11 @@ impl Repl {
                 return;
             }
         };
+        // Loading the conversation this session already writes: its lock must be free first.
+        let released = (id == self.engine.session_id())
+            .then(|| self.engine.take_transcript())
+            .flatten()
+            .map(|t| t.path().to_path_buf());
         self.options.resume = Some(id);
         self.options.continue_last = false;
         // A mode chosen with Shift+Tab carries over, as directories added with /add-dir do.
@@ -144,7 +150,14 @@ impl Repl {
                         executor.summarize(name, input)
                     });
             }
-            Err(e) => self.fail(&format!("{e:#}")),
+            Err(e) => {
+                if let Some(path) = released {
+                    let (id, model) = (self.engine.session_id(), &self.engine.config().model);
+                    let again = Transcript::open(&path, id, &self.cwd, model).ok();
+                    self.engine.set_transcript(again);
+                }
+                self.fail(&format!("{e:#}"));
+            }
         }
     }
 }

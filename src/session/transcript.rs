@@ -3,7 +3,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -57,11 +57,54 @@ pub enum TranscriptError {
         #[source]
         source: std::io::Error,
     },
+    /// Another process writes this conversation now.
+    #[error(
+        "the conversation {session} is in use by another ouro ({holder}); wait for it to finish, or continue a copy of it with --fork-session"
+    )]
+    Busy { session: String, holder: String },
 }
 
 pub struct Transcript {
     path: PathBuf,
     file: File,
+}
+
+/// Takes the conversation's advisory lock on the open transcript, or says who holds it.
+fn lock_exclusive(file: &File, path: &Path) -> Result<(), TranscriptError> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock takes a descriptor we own and plain flags.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+        return Ok(());
+    }
+    let error = std::io::Error::last_os_error();
+    if error.raw_os_error() != Some(libc::EWOULDBLOCK) {
+        return Err(TranscriptError::Write {
+            path: path.to_path_buf(),
+            source: error,
+        });
+    }
+    let session = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let holder = match file.metadata().ok().and_then(|m| lock_holder(m.ino())) {
+        Some(pid) => format!("pid {pid}"),
+        None => "another process".into(),
+    };
+    Err(TranscriptError::Busy { session, holder })
+}
+
+/// The pid holding a flock on inode `ino`, from `/proc/locks`.
+fn lock_holder(ino: u64) -> Option<u32> {
+    let locks = std::fs::read_to_string("/proc/locks").ok()?;
+    locks.lines().find_map(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        // `1: FLOCK  ADVISORY  WRITE 1234 fd:00:5678 0 EOF`
+        let at = fields.iter().position(|f| *f == "FLOCK")?;
+        let pid = fields.get(at + 3)?.parse().ok()?;
+        let inode: u64 = fields.get(at + 4)?.rsplit(':').next()?.parse().ok()?;
+        (inode == ino).then_some(pid)
+    })
 }
 
 fn now() -> String {
@@ -93,13 +136,16 @@ impl Transcript {
                 .map_err(err)?;
         }
         let fresh = !path.exists();
-        let torn = !fresh && ends_in_torn_line(path).map_err(err)?;
         let file = OpenOptions::new()
             .create(true)
             .append(true)
             .mode(0o600)
             .open(path)
             .map_err(err)?;
+        // One writer per conversation: a CLI process holds the lock for its life, a server for
+        // as long as it writes; the kernel drops it when the holder dies.
+        lock_exclusive(&file, path)?;
+        let torn = !fresh && ends_in_torn_line(path).map_err(err)?;
         // A transcript written before this rule (or copied in) is tightened too.
         file.set_permissions(std::fs::Permissions::from_mode(0o600))
             .map_err(err)?;
@@ -446,6 +492,22 @@ mod tests {
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
         Transcript::open(&path, "sid", dir.path(), "m").unwrap();
         assert_eq!(mode(&path), 0o600);
+    }
+
+    #[test]
+    fn a_second_writer_of_a_conversation_is_refused_and_told_who_holds_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s-1.jsonl");
+        let first = Transcript::open(&path, "s-1", dir.path(), "m").unwrap();
+        let Err(TranscriptError::Busy { session, holder }) =
+            Transcript::open(&path, "s-1", dir.path(), "m")
+        else {
+            panic!("a second writer was let in");
+        };
+        assert_eq!(session, "s-1");
+        assert_eq!(holder, format!("pid {}", std::process::id()));
+        drop(first);
+        Transcript::open(&path, "s-1", dir.path(), "m").unwrap();
     }
 
     #[test]
