@@ -49,6 +49,7 @@ mod e2e_stream;
 #[cfg(feature = "mock")]
 mod e2e_tools;
 mod executor;
+mod git_safety;
 #[cfg(feature = "mock")]
 mod mock_server;
 mod permissions;

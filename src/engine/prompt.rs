@@ -34,6 +34,12 @@ pub struct ProjectContext {
 }
 
 impl ProjectContext {
+    /// The environment facts (working directory, date, git branch and status) as the system
+    /// prompt gives them.
+    pub fn environment(&self) -> &str {
+        &self.environment
+    }
+
     /// An untrusted directory contributes no instructions, and git is not asked for its
     /// status there (a repository's config can make `git status` run programs).
     pub fn gather(cwd: &Path, trusted: bool) -> Self {
@@ -135,7 +141,8 @@ fn environment(cwd: &Path, trusted: bool) -> String {
             out.push_str(&format!("Git repository: yes, branch {}\n", branch.trim()));
             if !trusted {
                 out.push_str("Git status: not read (the user has not trusted this directory)\n");
-            } else if let Some(status) = git(cwd, &["status", "--short"]) {
+            } else if let Some(status) = git(cwd, &["status", "--short", "--ignore-submodules=all"])
+            {
                 let lines: Vec<&str> = status.lines().collect();
                 if lines.is_empty() {
                     out.push_str("Git status: clean\n");
@@ -160,9 +167,11 @@ fn environment(cwd: &Path, trusted: bool) -> String {
 }
 
 fn git(cwd: &Path, args: &[&str]) -> Option<String> {
+    // A look must not take the index lock (or refresh the index) under the user's feet.
     let out = Command::new("git")
+        .arg("--no-optional-locks")
         .args(args)
-        .envs(crate::sys::git::safety_env())
+        .envs(crate::sys::git::safety_env(cwd))
         .current_dir(cwd)
         .output()
         .ok()?;

@@ -1,33 +1,92 @@
-//! Git settings that make it run nothing a repository's own config names. Ouro's own `git
-//! status` at start-up and every Bash call allowed only as read-only get them, so a cloned
-//! repository (or an embedded bare one) cannot turn a look at its status into running a program.
+//! Git settings that make it run nothing a repository names. Ouro's own `git status` at
+//! start-up and every Bash call allowed only as read-only get them, so a cloned repository (or
+//! one whose `.git/config` an approved command changed) cannot turn a look at its status, diff
+//! or log into running a program: no fsmonitor, hooks, pager, external diff, credential helper
+//! or ssh command, no attributes from the work tree (`GIT_ATTR_SOURCE` names the empty tree,
+//! git 2.40 and later), and every filter or diff driver that `.git/info/attributes` names is
+//! emptied, which git reads as "no driver".
+
+use std::path::{Path, PathBuf};
 
 /// `(key, value)` overrides, passed as `GIT_CONFIG_COUNT`/`GIT_CONFIG_KEY_n`/`GIT_CONFIG_VALUE_n`,
-/// which outrank every config file.
+/// which outrank every config file (included ones too).
 const OVERRIDES: &[(&str, &str)] = &[
     ("core.fsmonitor", "false"),
     ("core.hooksPath", "/dev/null"),
     ("core.pager", "cat"),
+    ("core.sshCommand", ""),
+    ("core.askPass", ""),
+    ("core.attributesFile", "/dev/null"),
+    ("credential.helper", ""),
     ("diff.external", ""),
+    ("gpg.program", "false"),
+    ("log.showSignature", "false"),
+    ("submodule.recurse", "false"),
+    ("status.submoduleSummary", "false"),
     ("safe.bareRepository", "explicit"),
     ("protocol.allow", "never"),
 ];
 
-/// The environment variables that apply the overrides.
-pub fn safety_env() -> Vec<(String, String)> {
-    let mut out = vec![("GIT_CONFIG_COUNT".to_string(), OVERRIDES.len().to_string())];
-    for (i, (key, value)) in OVERRIDES.iter().enumerate() {
-        out.push((format!("GIT_CONFIG_KEY_{i}"), (*key).to_string()));
-        out.push((format!("GIT_CONFIG_VALUE_{i}"), (*value).to_string()));
+/// Git's id of the empty tree: attributes read from it are none.
+const EMPTY_TREE: &str = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
+
+/// The environment variables that apply the overrides for a git run in `dir` (the drivers
+/// named by its repository's own attribute file are emptied too).
+pub fn safety_env(dir: &Path) -> Vec<(String, String)> {
+    let mut pairs: Vec<(String, String)> = OVERRIDES
+        .iter()
+        .map(|(k, v)| ((*k).to_string(), (*v).to_string()))
+        .collect();
+    for driver in git_dir(dir)
+        .map(|d| named_drivers(&d.join("info/attributes")))
+        .unwrap_or_default()
+    {
+        let (kind, name) = driver;
+        let keys: &[&str] = if kind == "filter" {
+            &["clean", "smudge", "process"]
+        } else {
+            &["textconv", "command"]
+        };
+        for key in keys {
+            pairs.push((format!("{kind}.{name}.{key}"), String::new()));
+        }
+        if kind == "filter" {
+            pairs.push((format!("filter.{name}.required"), "false".into()));
+        }
+    }
+    let mut out = vec![
+        ("GIT_ATTR_SOURCE".to_string(), EMPTY_TREE.to_string()),
+        ("GIT_CONFIG_COUNT".to_string(), pairs.len().to_string()),
+    ];
+    for (i, (key, value)) in pairs.into_iter().enumerate() {
+        out.push((format!("GIT_CONFIG_KEY_{i}"), key));
+        out.push((format!("GIT_CONFIG_VALUE_{i}"), value));
     }
     out
 }
 
-/// The branch checked out in the repository holding `dir` (`HEAD` when detached), read from
-/// its files: no git process, so nothing the repository configures can run, and nothing is
-/// spawned before the first request. `None` outside a repository.
-pub fn head_branch(dir: &std::path::Path) -> Option<String> {
-    let git_dir = dir.ancestors().find_map(|d| {
+/// The `filter=` and `diff=` drivers an attributes file names, as `(kind, name)`.
+fn named_drivers(file: &Path) -> Vec<(&'static str, String)> {
+    let Ok(text) = std::fs::read_to_string(file) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for word in text.split_whitespace() {
+        for kind in ["filter", "diff"] {
+            if let Some(name) = word.strip_prefix(kind).and_then(|w| w.strip_prefix('='))
+                && !name.is_empty()
+                && !out.iter().any(|(k, n)| *k == kind && n == name)
+            {
+                out.push((kind, name.to_string()));
+            }
+        }
+    }
+    out
+}
+
+/// The git directory of the repository holding `dir`: `.git`, or where a `.git` file points.
+fn git_dir(dir: &Path) -> Option<PathBuf> {
+    dir.ancestors().find_map(|d| {
         let dot_git = d.join(".git");
         let meta = std::fs::metadata(&dot_git).ok()?;
         if meta.is_dir() {
@@ -37,7 +96,14 @@ pub fn head_branch(dir: &std::path::Path) -> Option<String> {
         let text = std::fs::read_to_string(&dot_git).ok()?;
         let target = text.strip_prefix("gitdir:")?.trim();
         Some(d.join(target))
-    })?;
+    })
+}
+
+/// The branch checked out in the repository holding `dir` (`HEAD` when detached), read from
+/// its files: no git process, so nothing the repository configures can run, and nothing is
+/// spawned before the first request. `None` outside a repository.
+pub fn head_branch(dir: &Path) -> Option<String> {
+    let git_dir = git_dir(dir)?;
     let head = std::fs::read_to_string(git_dir.join("HEAD")).ok()?;
     let head = head.trim();
     match head.strip_prefix("ref:") {

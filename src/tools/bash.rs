@@ -218,7 +218,7 @@ impl<'a> Sandboxing<'a> {
             // Git treats an unreadable ~/.gitconfig as fatal; a read-only call gets none, and
             // runs nothing the repository's config names.
             command.env("GIT_CONFIG_GLOBAL", "/dev/null");
-            command.envs(crate::sys::git::safety_env());
+            command.envs(crate::sys::git::safety_env(self.project_root));
         }
         match Prepared::new(&policy) {
             Ok(Some(prepared)) => prepared.apply(command),
