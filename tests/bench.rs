@@ -86,10 +86,7 @@ fn number(v: &Value, path: &str) -> f64 {
 
 #[test]
 fn json_has_the_same_figures() {
-    if !common::skip::on_path("mcp-server-everything") {
-        common::skip::not_installed(
-            "mcp-server-everything (npm install -g @modelcontextprotocol/server-everything; .ci/run does)",
-        );
+    if !common::skip::mcp_everything() {
         return;
     }
     let report: Value = serde_json::from_str(&stdout(&bench(&[

@@ -6,17 +6,6 @@ use crate::common;
 use common::{Run, Sandbox, bodies, request_tool_results, server};
 use serde_json::{Value, json};
 
-/// Whether the MCP test server from npm is on PATH.
-fn everything() -> bool {
-    let found = common::skip::on_path("mcp-server-everything");
-    if !found {
-        common::skip::not_installed(
-            "mcp-server-everything (npm install -g @modelcontextprotocol/server-everything; .ci/run does)",
-        );
-    }
-    found
-}
-
 const EVERYTHING: &str = "mcp-server-everything";
 
 fn config(servers: Value) -> String {
@@ -60,7 +49,7 @@ fn offered(body: &Value) -> Vec<String> {
 
 #[tokio::test]
 async fn a_model_calls_an_mcp_tool_and_gets_its_result() {
-    if !everything() {
+    if !common::skip::mcp_everything() {
         return;
     }
     let sb = Sandbox::new();
@@ -92,7 +81,7 @@ async fn a_model_calls_an_mcp_tool_and_gets_its_result() {
 
 #[tokio::test]
 async fn an_image_from_an_mcp_tool_reaches_the_model_as_an_image_block() {
-    if !everything() {
+    if !common::skip::mcp_everything() {
         return;
     }
     let sb = Sandbox::new();
@@ -120,7 +109,7 @@ async fn an_image_from_an_mcp_tool_reaches_the_model_as_an_image_block() {
 
 #[tokio::test]
 async fn deny_rules_hold_for_mcp_tools_and_unallowed_ones_are_not_run_in_print_mode() {
-    if !everything() {
+    if !common::skip::mcp_everything() {
         return;
     }
     let sb = Sandbox::new();
@@ -178,7 +167,7 @@ async fn deny_rules_hold_for_mcp_tools_and_unallowed_ones_are_not_run_in_print_m
 
 #[tokio::test]
 async fn a_failing_server_is_reported_once_and_the_turn_goes_on() {
-    if !everything() {
+    if !common::skip::mcp_everything() {
         return;
     }
     let sb = Sandbox::new();
@@ -221,7 +210,7 @@ async fn a_failing_server_is_reported_once_and_the_turn_goes_on() {
 
 #[tokio::test]
 async fn a_slow_server_does_not_hold_the_first_request_and_joins_later() {
-    if !everything() {
+    if !common::skip::mcp_everything() {
         return;
     }
     let sb = Sandbox::new();
@@ -248,7 +237,7 @@ async fn a_slow_server_does_not_hold_the_first_request_and_joins_later() {
 
 #[tokio::test]
 async fn mcp_add_list_get_and_remove_round_trip() {
-    if !everything() {
+    if !common::skip::mcp_everything() {
         return;
     }
     let sb = Sandbox::new();
@@ -371,7 +360,7 @@ impl Drop for HttpServer {
 
 #[tokio::test]
 async fn streamable_http_and_legacy_sse_servers_serve_tools_with_headers() {
-    if !everything() {
+    if !common::skip::mcp_everything() {
         return;
     }
     let http = HttpServer::start("streamableHttp").await;

@@ -9,17 +9,6 @@ use common::{Sandbox, bodies, last_user_text, server};
 use pty::{Options, Term};
 use serde_json::json;
 
-/// Whether the MCP test server from npm is on PATH.
-fn everything() -> bool {
-    let found = common::skip::on_path("mcp-server-everything");
-    if !found {
-        common::skip::not_installed(
-            "mcp-server-everything (npm install -g @modelcontextprotocol/server-everything; .ci/run does)",
-        );
-    }
-    found
-}
-
 /// The REPL with server-everything configured.
 fn with_everything(sb: &Sandbox, url: &str) -> Term {
     let mcp =
@@ -54,7 +43,7 @@ fn connected(term: &mut Term) -> String {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn slash_mcp_shows_each_server_with_what_it_offers() {
-    if !everything() {
+    if !common::skip::mcp_everything() {
         return;
     }
     let sb = Sandbox::new();
@@ -74,7 +63,7 @@ async fn slash_mcp_shows_each_server_with_what_it_offers() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_server_prompt_runs_as_a_slash_command_and_a_resource_attaches() {
-    if !everything() {
+    if !common::skip::mcp_everything() {
         return;
     }
     let sb = Sandbox::new();

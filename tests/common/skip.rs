@@ -71,3 +71,14 @@ pub fn on_path(program: &str) -> bool {
     std::env::var_os("PATH")
         .is_some_and(|path| std::env::split_paths(&path).any(|d| d.join(program).is_file()))
 }
+
+/// Whether the MCP test server from npm is on PATH (a counted skip, or a failure in CI, if not).
+pub fn mcp_everything() -> bool {
+    let found = on_path("mcp-server-everything");
+    if !found {
+        not_installed(
+            "mcp-server-everything (npm install -g @modelcontextprotocol/server-everything; .ci/run does)",
+        );
+    }
+    found
+}
