@@ -352,3 +352,93 @@ async fn a_second_writer_of_a_conversation_fails_at_once_and_names_the_holder() 
     assert!(again.status.success(), "{}", again.debug());
     assert_eq!(bodies(&mock).len(), 2);
 }
+
+/// A disk that fills mid-session: the tool result cannot be saved, so the turn stops before
+/// the next request with a clear error and a non-zero exit, the transcript is whole lines, and
+/// the session resumes once there is room again.
+#[tokio::test]
+async fn a_full_disk_stops_the_turn_and_keeps_the_transcript_whole() {
+    let sb = Sandbox::new();
+    let home = sb.home.path().join("small");
+    std::fs::create_dir_all(&home).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=128k", "tmpfs"])
+        .arg(&home)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        common::skip::kernel_lacks("a tmpfs this user may mount (root in CI)");
+        return;
+    }
+    struct Unmount(std::path::PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _unmount = Unmount(home.clone());
+    let big: String = (0..2000)
+        .map(|i| format!("line {i:05} of a file too big for the disk\n"))
+        .collect();
+    sb.write("big.txt", &big);
+    let path = common::path_str(&sb.root().join("big.txt"));
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "tool_use", "name": "Read", "input": {"file_path": path}}]},
+        {"content": [{"type": "text", "text": "never asked"}]},
+        {"content": [{"type": "text", "text": "resumed fine"}]}
+    ]}))
+    .await;
+    // Leave room for the session to start, not for an 80 KB tool result.
+    let filler = home.join("filler");
+    let free = || {
+        let out = std::process::Command::new("df")
+            .args(["--output=avail", "-B1"])
+            .arg(&home)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .nth(1)
+            .unwrap()
+            .trim()
+            .parse::<usize>()
+            .unwrap()
+    };
+    std::fs::write(&filler, vec![0u8; free().saturating_sub(32 * 1024)]).unwrap();
+    let mut cmd = sb.command(&mock.url(), &["-p", "--output-format", "json", "read it"]);
+    cmd.env("OURO_HOME", &home);
+    let run = common::Run::from(cmd.output().await.unwrap());
+    assert_eq!(run.status.code(), Some(1), "{}", run.debug());
+    let result = run.result();
+    assert_eq!(
+        result["subtype"],
+        "error_during_execution",
+        "{}",
+        run.debug()
+    );
+    let text = result["result"].as_str().unwrap();
+    assert!(
+        text.contains("could not save this session") && text.contains("No space left on device"),
+        "{text}"
+    );
+    assert!(text.contains("Free space on the disk that holds"), "{text}");
+    assert_eq!(bodies(&mock).len(), 1, "no request after the failed write");
+    let transcript = std::fs::read_dir(home.join("projects"))
+        .unwrap()
+        .flat_map(|d| std::fs::read_dir(d.unwrap().path()).unwrap())
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .unwrap();
+    let saved = std::fs::read_to_string(&transcript).unwrap();
+    assert!(saved.ends_with('\n'), "a torn last line");
+    for line in saved.lines() {
+        serde_json::from_str::<Value>(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+    }
+    // Room again: the conversation goes on from what was saved.
+    std::fs::remove_file(&filler).unwrap();
+    let id = result["session_id"].as_str().unwrap();
+    let mut cmd = sb.command(&mock.url(), &["-p", "--resume", id, "go on"]);
+    cmd.env("OURO_HOME", &home);
+    let again = common::Run::from(cmd.output().await.unwrap());
+    assert!(again.status.success(), "{}", again.debug());
+}

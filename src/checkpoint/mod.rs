@@ -175,6 +175,7 @@ pub struct Checkpoints {
     /// A failed snapshot was reported (once per session).
     warned: AtomicBool,
     notice: Mutex<Option<String>>,
+    disk_failure: Mutex<Option<String>>,
 }
 
 impl Checkpoints {
@@ -221,6 +222,7 @@ impl Checkpoints {
             off: AtomicBool::new(false),
             warned: AtomicBool::new(false),
             notice: Mutex::new(None),
+            disk_failure: Mutex::new(None),
         }
     }
 
@@ -384,18 +386,30 @@ impl Checkpoints {
         .await
         .map_err(|e| ShadowError::Io(std::io::Error::other(e.to_string())))?;
         state.scan = Some(scan);
-        done.map_err(|e| match e.kind() {
-            std::io::ErrorKind::QuotaExceeded => ShadowError::Unsuitable(e.to_string()),
-            _ => ShadowError::Io(e),
+        done.map_err(|e| {
+            if e.get_ref()
+                .is_some_and(|inner| inner.is::<scan::TooManyFiles>())
+            {
+                ShadowError::Unsuitable(e.to_string())
+            } else {
+                ShadowError::Io(e)
+            }
         })
     }
 
     /// Waits until every snapshot taken so far is on disk (before git reads the repository).
-    pub async fn settle(&self) -> Result<(), String> {
+    pub async fn settle(&self) -> Result<(), ShadowError> {
         let writer = self.writer.clone();
         tokio::task::spawn_blocking(move || writer.settle())
             .await
-            .map_err(|e| e.to_string())?
+            .map_err(|e| ShadowError::Io(std::io::Error::other(e.to_string())))?
+            .map_err(ShadowError::Io)
+    }
+
+    /// A write that failed because the disk is full, read-only or failing, once: what was
+    /// recorded may name objects that are not there, so the turn must stop.
+    pub fn take_disk_failure(&self) -> Option<String> {
+        lock(&self.disk_failure).take()
     }
 
     /// Keeps ouro's own folder out of the snapshots when it lies inside the project.
@@ -413,7 +427,17 @@ impl Checkpoints {
         Ok(())
     }
 
-    fn failed(&self, e: &dyn std::fmt::Display) {
+    fn failed(&self, e: &ShadowError) {
+        if let ShadowError::Io(io) = e
+            && crate::sys::disk::is_disk_failure(io)
+        {
+            lock(&self.disk_failure).get_or_insert_with(|| {
+                format!(
+                    "could not write a checkpoint under {}: {io}",
+                    self.shadow.git_dir().display()
+                )
+            });
+        }
         let mut notice = lock(&self.notice);
         if !self.warned.swap(true, Ordering::Relaxed) {
             *notice = Some(format!(
@@ -448,7 +472,7 @@ impl Checkpoints {
         };
         let (tree, _) = tree.await.map_err(|e| e.to_string())?;
         drop(state);
-        self.settle().await?;
+        self.settle().await.map_err(|e| e.to_string())?;
         Ok(objects::hex(&tree))
     }
 

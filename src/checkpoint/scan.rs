@@ -22,6 +22,11 @@ use super::writer::{Batch, Writer};
 /// much.
 pub const MAX_FILES: usize = 100_000;
 
+/// The project has more than [`MAX_FILES`] files: no place for snapshots.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct TooManyFiles(String);
+
 /// Past this many new objects (or bytes) in one snapshot, they are streamed into a pack here
 /// rather than held in memory for the background writer: a first snapshot reads the whole
 /// project.
@@ -151,13 +156,10 @@ impl Scan {
         for entry in walk.filter_map(Result::ok) {
             if seen.len() >= MAX_FILES {
                 self.finish(Vec::new())?;
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::QuotaExceeded,
-                    format!(
-                        "{} holds more than {MAX_FILES} files that git would not ignore",
-                        self.root.display()
-                    ),
-                ));
+                return Err(std::io::Error::other(TooManyFiles(format!(
+                    "{} holds more than {MAX_FILES} files that git would not ignore",
+                    self.root.display()
+                ))));
             }
             let Some(file_type) = entry.file_type() else {
                 continue;

@@ -23,7 +23,7 @@ pub struct Batch {
 
 enum Job {
     Write(Batch),
-    Settle(mpsc::Sender<Result<(), String>>),
+    Settle(mpsc::Sender<std::io::Result<()>>),
 }
 
 pub struct Writer {
@@ -61,7 +61,7 @@ impl Writer {
 
     /// Waits until everything queued so far is on disk; the first write that failed since
     /// the last call is the error.
-    pub fn settle(&self) -> Result<(), String> {
+    pub fn settle(&self) -> std::io::Result<()> {
         let Some(jobs) = &self.jobs else {
             return Ok(());
         };
@@ -83,13 +83,13 @@ impl Drop for Writer {
 }
 
 fn run(git_dir: &Path, jobs: &mpsc::Receiver<Job>) {
-    let mut failure: Option<String> = None;
+    let mut failure: Option<std::io::Error> = None;
     for job in jobs {
         match job {
             Job::Write(batch) => {
                 if let Err(e) = write(git_dir, batch) {
                     tracing::warn!(error = %e, "a checkpoint could not be written");
-                    failure.get_or_insert(e.to_string());
+                    failure.get_or_insert(e);
                 }
             }
             Job::Settle(reply) => {

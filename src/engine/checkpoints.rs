@@ -46,6 +46,9 @@ impl Engine {
         for record in checkpoints.drain() {
             self.persist(|t| t.append_checkpoint(&record));
         }
+        if let Some(failure) = checkpoints.take_disk_failure() {
+            self.lost_write.get_or_insert(failure);
+        }
         if let Some(notice) = checkpoints.take_notice() {
             self.emit(Event::Notice(notice));
         }

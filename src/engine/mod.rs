@@ -157,6 +157,8 @@ pub struct Engine {
     cache_mark: Option<usize>,
     /// The id the next prompt's message goes by (an Agent SDK's `uuid`).
     prompt_id: Option<String>,
+    /// A transcript or checkpoint write the disk refused: the run stops at its next gate.
+    lost_write: Option<String>,
 }
 
 /// The conversation an engine starts with: new and empty, or loaded by `--resume`.
@@ -197,6 +199,7 @@ impl Engine {
             costs: Costs::default(),
             cache_mark: None,
             prompt_id: None,
+            lost_write: None,
         }
     }
 
@@ -295,6 +298,7 @@ impl Engine {
             && let Err(e) = write(t)
         {
             tracing::error!(error = %e, "transcript write failed");
+            self.lost_write.get_or_insert_with(|| e.to_string());
         }
     }
 }

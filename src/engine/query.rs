@@ -48,6 +48,8 @@ impl Engine {
     /// `cancel` fires. Always ends with an `Event::Result`, which is also returned.
     pub async fn run(&mut self, prompt_text: &str, cancel: &CancellationToken) -> RunResult {
         let started = Instant::now();
+        // A disk that was full may have room again: this run tries.
+        self.lost_write = None;
         let mut run = RunState::default();
         let first = !self.tools_settled;
         if !self.tools_settled {
@@ -81,7 +83,13 @@ impl Engine {
                 self.history.push(user);
                 let ending = self.query_loop(&mut run, cancel).await;
                 self.checkpoint(Kind::End, Detail::default()).await;
-                ending
+                // The last writes of the turn may have failed after the last gate.
+                match &self.lost_write {
+                    Some(failure) if ending.kind == ResultKind::Success => {
+                        self.lost_write_ending(failure)
+                    }
+                    _ => ending,
+                }
             }
             // Nothing is sent or kept, as in Claude Code.
             PromptVerdict::Blocked(reason) => Ending::error(
@@ -296,10 +304,28 @@ impl Engine {
         self.history.push(nudge);
     }
 
+    /// The end of a run whose transcript or checkpoints the disk refused: what to free, and how
+    /// to go on. The failure stays, so every later run of this engine stops the same way.
+    fn lost_write_ending(&self, failure: &str) -> Ending {
+        let home = crate::settings::ouro_home()
+            .map(|h| h.display().to_string())
+            .unwrap_or_else(|| "ouro's home".into());
+        Ending::error(
+            ResultKind::ErrorDuringExecution,
+            format!(
+                "ouro stopped because it could not save this session: {failure}. Free space on the disk that holds {home} (or set OURO_HOME to another disk), then go on with `ouro --resume {}`; everything saved before this point is intact.",
+                self.session_id
+            ),
+        )
+    }
+
     /// Budget gates, checked before every API call.
     fn gate(&self, run: &RunState, cancel: &CancellationToken) -> Option<Ending> {
         if cancel.is_cancelled() {
             return Some(aborted());
+        }
+        if let Some(failure) = &self.lost_write {
+            return Some(self.lost_write_ending(failure));
         }
         if let Some(max) = self.config.max_turns
             && run.turns >= max

@@ -218,12 +218,20 @@ impl Transcript {
             source: std::io::Error::other(e),
         })?;
         line.push(b'\n');
+        let before = self.file.metadata().map(|m| m.len());
         self.file
             .write_all(&line)
             .and_then(|_| self.file.flush())
-            .map_err(|source| TranscriptError::Write {
-                path: self.path.clone(),
-                source,
+            .map_err(|source| {
+                // A line the disk took only part of is cut off again, so the transcript
+                // stays whole lines (what a full disk would otherwise leave torn).
+                if let Ok(len) = before {
+                    let _ = self.file.set_len(len);
+                }
+                TranscriptError::Write {
+                    path: self.path.clone(),
+                    source,
+                }
             })
     }
 }
