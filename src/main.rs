@@ -122,7 +122,11 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
         ouro::repl::run(options, args.brain.clone(), args.prompt.clone(), &cwd).await?;
         return Ok(ExitCode::SUCCESS);
     }
-    Ok(exit(headless::run(&args, &cwd).await?))
+    Ok(match headless::run(&args, &cwd).await? {
+        headless::Exit::Success => ExitCode::SUCCESS,
+        headless::Exit::Failure => ExitCode::FAILURE,
+        headless::Exit::Signal(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+    })
 }
 
 fn exit(success: bool) -> ExitCode {

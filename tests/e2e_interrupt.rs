@@ -136,3 +136,77 @@ async fn ctrl_c_reaches_a_tool_still_running_after_the_stream_was_cut() {
     assert_eq!(results[0]["is_error"], true);
     assert_eq!(mock.turns_served(), 0, "the cut attempt served no turn");
 }
+
+/// Whether process `pid` is gone (or only a zombie waiting to be reaped).
+fn gone(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|stat| {
+            stat.rsplit_once(')')
+                .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+        })
+        .unwrap_or(true)
+}
+
+/// SIGTERM and SIGHUP end a print-mode run like Ctrl-C: the turn ends with its transcript
+/// whole, ouro exits with 128 + the signal, and what the session's command started in the
+/// background (in its group, or escaped with setsid) ends with it.
+#[tokio::test]
+async fn sigterm_and_sighup_end_the_session_and_everything_it_started() {
+    for (signal, code) in [(libc::SIGTERM, 143), (libc::SIGHUP, 129)] {
+        let sb = Sandbox::new();
+        let command =
+            "sleep 300 & echo $! > bg.pid; setsid sleep 300 & echo $! > escaped.pid; sleep 300";
+        let mock = server(json!({"turns": [
+            {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": command}}]},
+            {"content": [{"type": "text", "text": "never"}]}
+        ]}))
+        .await;
+        let ouro = Watched::spawn(sb.command(
+            &mock.url(),
+            &[
+                "-p",
+                "--allowedTools",
+                "Bash",
+                "--output-format",
+                "stream-json",
+                "go",
+            ],
+        ));
+        let pid_of = |name: &str| {
+            std::fs::read_to_string(sb.root().join(name))
+                .ok()
+                .and_then(|t| t.trim().parse::<i32>().ok())
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while pid_of("bg.pid").is_none() || pid_of("escaped.pid").is_none() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the command never started"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let started = [pid_of("bg.pid").unwrap(), pid_of("escaped.pid").unwrap()];
+        // SAFETY: kill only sends a signal to our own child.
+        unsafe { libc::kill(ouro.pid(), signal) };
+        let run = ouro.finish(Duration::from_secs(20)).await;
+        assert_eq!(run.status.code(), Some(code), "{}", run.debug());
+        assert_eq!(run.result()["subtype"], "error_aborted", "{}", run.debug());
+        assert_eq!(bodies(&mock).len(), 1, "no request after the signal");
+        for pid in started {
+            let deadline = std::time::Instant::now() + Duration::from_secs(5);
+            while !gone(pid) {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "process {pid} outlived ouro"
+                );
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+        for line in std::fs::read_to_string(&sb.transcripts()[0])
+            .unwrap()
+            .lines()
+        {
+            serde_json::from_str::<serde_json::Value>(line).unwrap();
+        }
+    }
+}

@@ -249,7 +249,8 @@ async fn sigint_stops_the_turn_cleanly_and_keeps_the_transcript() {
     ouro.interrupt();
     let run = ouro.finish(Duration::from_secs(10)).await;
     assert!(started.elapsed() < Duration::from_secs(10));
-    assert_eq!(run.status.code(), Some(1), "{}", run.debug());
+    // Ended by SIGINT: 128 + 2, after the turn ended cleanly.
+    assert_eq!(run.status.code(), Some(130), "{}", run.debug());
     assert_eq!(run.result()["subtype"], "error_aborted");
     let r = &run.tool_results()[0];
     assert_eq!(r["is_error"], true);
@@ -358,7 +359,7 @@ async fn ctrl_c_keeps_the_partial_answer_in_the_transcript() {
     ouro.wait_stderr("content_block_delta").await;
     ouro.interrupt();
     let run = ouro.finish(Duration::from_secs(30)).await;
-    assert_eq!(run.status.code(), Some(1), "{}", run.debug());
+    assert_eq!(run.status.code(), Some(130), "{}", run.debug());
     let transcript = std::fs::read_to_string(&sb.transcripts()[0]).unwrap();
     assert!(transcript.contains("AAAAAAAAAA"), "{transcript}");
     assert!(!transcript.contains("CCCCCCCCCC"), "{transcript}");

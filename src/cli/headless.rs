@@ -15,27 +15,34 @@ use crate::app::{self, Endpoint};
 use crate::exec::{Asker, NeverAsk};
 use crate::sdk;
 
-/// Run print mode; returns whether the (last) run succeeded. With JSON output, a run that
+/// Run print mode; returns how it ended (whether the last run succeeded, or the signal that
+/// stopped it). With JSON output, a run that
 /// cannot start still answers with a JSON error result on stdout, as programs expect one.
-pub async fn run(args: &Args, cwd: &Path) -> anyhow::Result<bool> {
+pub async fn run(args: &Args, cwd: &Path) -> anyhow::Result<Exit> {
     match run_session(args, cwd).await {
         Err(e) if args.output_format != print::OutputFormat::Text => {
             let text = crate::text::error_chain(e.chain());
             let result = crate::event::RunResult::not_started(&text);
             println!("{}", crate::stream_json::write::result(&result));
             eprintln!("ouro: {text}");
-            Ok(false)
+            Ok(Exit::Failure)
         }
         outcome => outcome,
     }
 }
 
-async fn run_session(args: &Args, cwd: &Path) -> anyhow::Result<bool> {
+async fn run_session(args: &Args, cwd: &Path) -> anyhow::Result<Exit> {
     // A claude@ brain answers through the claude CLI; an ouro@ one only picks the model.
     if let Some(spec) = super::brain::claude_brain(args.brain.as_deref(), args.input_format)? {
         let prompt = prompt_text(args)?;
-        return Ok(super::brain::run(spec, &prompt, args.output_format, cwd).await?);
+        let success = super::brain::run(spec, &prompt, args.output_format, cwd).await?;
+        return Ok(if success {
+            Exit::Success
+        } else {
+            Exit::Failure
+        });
     }
+    crate::sys::shutdown::become_subreaper();
     let single = match args.input_format {
         InputFormat::Text => Some(prompt_text(args)?),
         InputFormat::StreamJson => None,
@@ -76,15 +83,8 @@ async fn run_session(args: &Args, cwd: &Path) -> anyhow::Result<bool> {
         args.verbose,
     ));
     let interrupted = CancellationToken::new();
-    let on_interrupt = interrupted.clone();
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            on_interrupt.cancel();
-            if tokio::signal::ctrl_c().await.is_ok() {
-                std::process::exit(130);
-            }
-        }
-    });
+    // SIGINT, SIGTERM and SIGHUP end the turn as Ctrl-C does; the exit status then says which.
+    let received = crate::sys::shutdown::watch(interrupted.clone());
     let mut success = true;
     if let Some(prompt) = single {
         success = !engine.run(&prompt, &interrupted).await.kind.is_error();
@@ -139,7 +139,26 @@ async fn run_session(args: &Args, cwd: &Path) -> anyhow::Result<bool> {
     engine.end_session("other").await;
     drop(engine);
     let _ = renderer.await;
-    Ok(success)
+    if let Some(code) = received.exit_code() {
+        // What the session's commands left running (in the background, or re-parented to
+        // ouro as their subreaper) ends with it.
+        crate::sys::shutdown::end_descendants();
+        return Ok(Exit::Signal(code));
+    }
+    Ok(if success {
+        Exit::Success
+    } else {
+        Exit::Failure
+    })
+}
+
+/// How a print-mode or SDK session ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    Success,
+    Failure,
+    /// Ended by this signal: 128 + its number.
+    Signal(i32),
 }
 
 /// How long piped stdin may stay silent, when a prompt argument was given too, before ouro goes

@@ -5,4 +5,5 @@ pub mod git;
 pub mod process;
 pub mod sandbox;
 pub mod secrets;
+pub mod shutdown;
 pub mod sync;

@@ -1,0 +1,145 @@
+//! Ending a session on a signal without leaving processes behind. SIGINT, SIGTERM and SIGHUP
+//! interrupt the running turn like Ctrl-C (the turn ends, the transcript is written, the tool's
+//! process group is killed); the process then exits with 128 + the signal's number. ouro is a
+//! child subreaper, so what a command put in the background (`cmd &`, `nohup`, `setsid`, a
+//! double fork) becomes ouro's child when its parent exits, and [`end_descendants`] ends them
+//! all. A SIGKILL of ouro itself cannot be caught: those processes are then left to init.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI32, Ordering};
+
+use tokio::signal::unix::{SignalKind, signal};
+use tokio_util::sync::CancellationToken;
+
+/// Which signal asked the session to end (0: none yet).
+#[derive(Clone, Default)]
+pub struct Received(Arc<AtomicI32>);
+
+impl Received {
+    pub fn signal(&self) -> Option<i32> {
+        Some(self.0.load(Ordering::Relaxed)).filter(|s| *s != 0)
+    }
+
+    /// The exit code a process ended by this signal reports, as shells do.
+    pub fn exit_code(&self) -> Option<i32> {
+        self.signal().map(|s| 128 + s)
+    }
+}
+
+/// Makes orphaned descendants this process's children (Linux 3.4 and later).
+pub fn become_subreaper() {
+    // SAFETY: prctl with PR_SET_CHILD_SUBREAPER takes plain integers.
+    #[cfg(target_os = "linux")]
+    unsafe {
+        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    }
+}
+
+/// Cancels `turn` on the first SIGINT, SIGTERM or SIGHUP and records which; a second SIGINT
+/// exits at once with 130 (the user insists).
+pub fn watch(turn: CancellationToken) -> Received {
+    let received = Received::default();
+    let record = received.clone();
+    let kinds = [
+        (SignalKind::interrupt(), libc::SIGINT),
+        (SignalKind::terminate(), libc::SIGTERM),
+        (SignalKind::hangup(), libc::SIGHUP),
+    ];
+    for (kind, number) in kinds {
+        let Ok(mut stream) = signal(kind) else {
+            continue;
+        };
+        let (turn, record) = (turn.clone(), record.clone());
+        tokio::spawn(async move {
+            while stream.recv().await.is_some() {
+                let first = record
+                    .0
+                    .compare_exchange(0, number, Ordering::Relaxed, Ordering::Relaxed)
+                    .is_ok();
+                if !first && number == libc::SIGINT {
+                    end_descendants();
+                    std::process::exit(130);
+                }
+                turn.cancel();
+            }
+        });
+    }
+    received
+}
+
+/// Ends every process descended from this one (SIGTERM, then SIGKILL to what is left), and
+/// reaps them.
+pub fn end_descendants() {
+    for signal in [libc::SIGTERM, libc::SIGKILL] {
+        let pids = descendants();
+        if pids.is_empty() {
+            return;
+        }
+        for pid in &pids {
+            // SAFETY: kill takes plain integers; these are our own descendants.
+            unsafe {
+                libc::kill(*pid, signal);
+            }
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_millis(500);
+        while std::time::Instant::now() < deadline && !descendants().is_empty() {
+            reap();
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+    reap();
+}
+
+fn reap() {
+    loop {
+        let mut status = 0;
+        // SAFETY: waitpid writes only to `status`.
+        let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
+        if pid <= 0 {
+            return;
+        }
+    }
+}
+
+/// Every live process whose chain of parents leads to this one, from `/proc`.
+fn descendants() -> Vec<i32> {
+    let me = std::process::id() as i32;
+    let mut parents: Vec<(i32, i32)> = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid ...`; comm may hold spaces and parentheses.
+        let Some(after) = stat.rsplit_once(')').map(|(_, rest)| rest) else {
+            continue;
+        };
+        let mut fields = after.split_whitespace();
+        let state = fields.next().unwrap_or("");
+        let Some(ppid) = fields.next().and_then(|p| p.parse::<i32>().ok()) else {
+            continue;
+        };
+        if state != "Z" {
+            parents.push((pid, ppid));
+        }
+    }
+    let mut found = vec![me];
+    let mut grew = true;
+    while grew {
+        grew = false;
+        for (pid, ppid) in &parents {
+            if found.contains(ppid) && !found.contains(pid) {
+                found.push(*pid);
+                grew = true;
+            }
+        }
+    }
+    found.retain(|p| *p != me);
+    found
+}
