@@ -730,3 +730,64 @@ fn the_review_probes_need_approval() {
         assert_eq!(bash_with(&plain, command), Decision::Allow, "{command:?}");
     }
 }
+
+/// `test`, `[` and `[[` probe files: on paths outside the project they are an existence (or
+/// permission, age, type) oracle, so they need approval as reads there do; inside the project
+/// they still run on their own.
+#[test]
+fn file_tests_outside_the_project_need_approval() {
+    let dir = project();
+    let root = dir.path();
+    let operators = [
+        "-e", "-f", "-d", "-r", "-w", "-x", "-s", "-L", "-h", "-p", "-S", "-b", "-c", "-g", "-u",
+        "-k", "-O", "-G", "-N",
+    ];
+    let outside = [
+        "/etc/shadow",
+        "~/.ssh/id_rsa",
+        "../sibling/secret",
+        "/root/.aws/credentials",
+    ];
+    let mut asked = 0;
+    for op in operators {
+        for path in outside {
+            for command in [
+                format!("test {op} {path}"),
+                format!("[ {op} {path} ]"),
+                format!("[[ {op} {path} ]]"),
+                format!("[ {op} {path} ] && echo yes"),
+                format!("if [[ ! {op} {path} ]]; then echo no; fi"),
+            ] {
+                assert!(
+                    !matches!(decide(root, &command), Decision::Allow),
+                    "{command} ran on its own"
+                );
+                asked += 1;
+            }
+        }
+        for command in [
+            format!("test {op} notes.txt"),
+            format!("[ {op} src/main.rs ]"),
+            format!("[[ {op} src ]]"),
+        ] {
+            assert_eq!(decide(root, &command), Decision::Allow, "{command}");
+        }
+    }
+    for command in [
+        "[ notes.txt -nt /etc/passwd ]",
+        "[[ /etc/passwd -ot notes.txt ]]",
+        "test notes.txt -ef /etc/hosts",
+    ] {
+        assert!(
+            !matches!(decide(root, command), Decision::Allow),
+            "{command}"
+        );
+        asked += 1;
+    }
+    assert!(asked >= 380, "{asked}");
+    assert_eq!(
+        decide(root, "[ notes.txt -nt src/main.rs ]"),
+        Decision::Allow
+    );
+    assert_eq!(decide(root, "[ \"a\" = \"b\" ]"), Decision::Allow);
+}

@@ -61,6 +61,7 @@ pub(super) fn parse(command: &str) -> Parsed {
         out,
         too_deep: false,
         dynamic_test_words: 0,
+        test_command: None,
         heredocs: Vec::new(),
     };
     walker.statement(root, 0);
@@ -102,6 +103,9 @@ struct Walker<'s> {
     too_deep: bool,
     /// Words of test expressions that are not literal, seen so far.
     dynamic_test_words: usize,
+    /// The `[ ]`/`[[ ]]` command being walked: the operands of its file tests are added to its
+    /// words, so the paths they probe are judged like any other command's.
+    test_command: Option<usize>,
     /// Every here-document, to check that the parser ended each where bash will.
     heredocs: Vec<Heredoc>,
 }
@@ -567,9 +571,12 @@ impl<'s> Walker<'s> {
         if bracket == "[" && has_token(node, &["<", ">", ">>", "<<", "&>", ">&", "<&", ">|"]) {
             self.find(FindingKind::RedirectInTest, node);
         }
+        let at = self.out.commands.len() - 1;
+        let outer = self.test_command.replace(at);
         for child in named_children(node) {
             self.test_expression(child, depth + 1);
         }
+        self.test_command = outer;
         // In `[ ]` an expanded word can be the operator: `[ "$_" 'a[$(cmd)]' ]` after
         // `echo -v` is `-v`, whose array subscript runs cmd. `[[ ]]` parses operators first.
         let dynamic = self.dynamic_test_words > dynamic_before;
@@ -594,6 +601,20 @@ impl<'s> Walker<'s> {
                     .collect();
                 if operator == "-v" || operator == "-R" {
                     self.find(FindingKind::Arithmetic, node);
+                }
+                if super::readonly::FILE_TESTS.contains(&operator) {
+                    // In the order written: `-e path`, `left -nt right`.
+                    let mut words: Vec<Word> = operands
+                        .iter()
+                        .map(|op| self.word(*op, depth + 1))
+                        .collect();
+                    let at = usize::from(node.kind() == "binary_expression").min(words.len());
+                    words.insert(at, Word::literal(operator));
+                    if let Some(command) =
+                        self.test_command.and_then(|i| self.out.commands.get_mut(i))
+                    {
+                        command.words.extend(words);
+                    }
                 }
                 if ARITHMETIC_TESTS.contains(&operator) {
                     let plain_numbers = operands.iter().all(|op| {

@@ -300,6 +300,32 @@ fn jq(args: &[Word]) -> Effect {
     file_reader("jq", &rest)
 }
 
+/// `test` operators whose operands are files: probing them reveals what exists (or how it is)
+/// outside the project, so those paths are judged like a read's.
+pub(super) const FILE_TESTS: &[&str] = &[
+    "-b", "-c", "-d", "-e", "-f", "-g", "-h", "-k", "-p", "-r", "-s", "-u", "-w", "-x", "-G", "-L",
+    "-N", "-O", "-S", "-nt", "-ot", "-ef",
+];
+
+/// The operands of the file tests in a `test`/`[`/`[[` command's words.
+fn tested_paths(args: &[Word]) -> Vec<Word> {
+    let mut paths = Vec::new();
+    for (i, word) in args.iter().enumerate() {
+        if !(word.literal && FILE_TESTS.contains(&word.text.as_str())) {
+            continue;
+        }
+        if matches!(word.text.as_str(), "-nt" | "-ot" | "-ef")
+            && let Some(before) = i.checked_sub(1).and_then(|b| args.get(b))
+        {
+            paths.push(before.clone());
+        }
+        if let Some(after) = args.get(i + 1) {
+            paths.push(after.clone());
+        }
+    }
+    paths
+}
+
 fn pure(program: &str, args: &[Word]) -> Effect {
     // `echo $x` prints what a variable holds (a secret, or an arithmetic payload's result)
     // and `pwd $x` can be any option: such words ask, like paths that depend on variables.
@@ -328,7 +354,12 @@ fn pure(program: &str, args: &[Word]) -> Effect {
     if evaluates || assigns {
         return Effect::Unknown;
     }
-    Effect::ReadOnly { paths: Vec::new() }
+    let paths = if matches!(program, "test" | "[" | "[[") {
+        tested_paths(args)
+    } else {
+        Vec::new()
+    };
+    Effect::ReadOnly { paths }
 }
 
 fn date(args: &[Word]) -> Effect {
