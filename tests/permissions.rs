@@ -734,6 +734,23 @@ fn accept_edits_still_asks_for_files_that_decide_what_runs_or_what_the_model_is_
         ".mcp.json",
         "package.json",
         "run.sh",
+        "agents/AGENT_REVIEWER.md",
+        ".husky/pre-commit",
+        ".vscode/tasks.json",
+        ".idea/workspace.xml",
+        ".cargo/config.toml",
+        ".devcontainer/devcontainer.json",
+        "build.rs",
+        "crates/x/build.rs",
+        "tests/conftest.py",
+        "Makefile",
+        "sub/GNUmakefile",
+        "setup.py",
+        "noxfile.py",
+        "justfile",
+        ".npmrc",
+        ".yarnrc.yml",
+        ".pre-commit-config.yaml",
     ] {
         for tool in ["Edit", "Write"] {
             let d = write(&accept, tool, &p.root.join(rel));
@@ -744,6 +761,18 @@ fn accept_edits_still_asks_for_files_that_decide_what_runs_or_what_the_model_is_
         write(&accept, "Edit", &p.root.join("src/main.rs")),
         Decision::Allow
     );
+    for ordinary in [
+        "agents/notes.md",
+        "docs/AGENT_x.md",
+        "src/build.rs.txt",
+        "make.md",
+    ] {
+        assert_eq!(
+            write(&accept, "Edit", &p.root.join(ordinary)),
+            Decision::Allow,
+            "{ordinary}"
+        );
+    }
     // A rule naming the file itself lets it through.
     let named = engine(
         &p,

@@ -107,6 +107,32 @@ pub(crate) fn decide(
     ))
 }
 
+/// Files that other tools execute, or take commands from, later without asking: a build, a
+/// test run, entering the directory, installing the package.
+const RUN_LATER_FILES: &[&str] = &[
+    ".envrc",
+    "package.json",
+    ".npmrc",
+    ".yarnrc",
+    ".yarnrc.yml",
+    "build.rs",
+    "conftest.py",
+    "setup.py",
+    "noxfile.py",
+    "Makefile",
+    "makefile",
+    "GNUmakefile",
+    "justfile",
+    "Justfile",
+    "Taskfile.yml",
+    "Rakefile",
+    ".pre-commit-config.yaml",
+];
+
+/// Folders whose files editors, git hooks and build tools run later (tasks opened with the
+/// folder, husky hooks, cargo's runner and aliases, dev containers).
+const RUN_LATER_FOLDERS: &[&str] = &[".husky", ".vscode", ".idea", ".cargo", ".devcontainer"];
+
 /// Instruction files: what the model is told at the start of every session.
 const INSTRUCTION_FILES: &[&str] = &["OURO.md", "CLAUDE.md", "CLAUDE.local.md", "AGENTS.md"];
 
@@ -135,8 +161,18 @@ fn protection(path: &Path) -> Option<&'static str> {
     if INSTRUCTION_FILES.contains(&name) {
         return Some("instruction files tell the model what to do in every later session");
     }
-    if name == ".envrc" || name == "package.json" {
-        return Some("its commands run when the directory is entered or a script is run");
+    let in_agents = path
+        .parent()
+        .and_then(|p| p.file_name())
+        .is_some_and(|d| d == "agents");
+    if in_agents && name.starts_with("AGENT_") && name.ends_with(".md") {
+        return Some("persona files set the tools and rules of later sessions");
+    }
+    if component(|c| RUN_LATER_FOLDERS.contains(&c)) {
+        return Some("editors, git hooks and cargo run what files in this folder name");
+    }
+    if RUN_LATER_FILES.contains(&name) {
+        return Some("other tools run its commands later without asking");
     }
     if is_executable(path) {
         return Some("it is an executable that may run later");
