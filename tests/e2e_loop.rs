@@ -211,3 +211,42 @@ async fn proactive_compaction_is_not_a_turn_and_its_usage_is_counted_once() {
         "{result}"
     );
 }
+
+/// When the summary request itself fails (529, retries used up) and the conversation is
+/// known not to fit the model's window, nothing more is sent: the run ends saying which step
+/// failed, instead of sending the whole history to fail again.
+#[tokio::test]
+async fn a_failed_compaction_never_sends_a_request_known_to_be_too_long() {
+    let sb = Sandbox::new();
+    let f = sb.write("a.txt", "a\n");
+    let read = |n: u64| {
+        json!({"content": [{"type": "tool_use", "name": "Read", "input": {"file_path": f}}],
+               "usage": {"input_tokens": n, "output_tokens": 10}})
+    };
+    let mock = server(json!({"turns": [
+        read(1000), read(250_000),
+        {"content": [{"type": "text", "text": "SUMMARY"}],
+         "faults": [{"kind": "http", "status": 529}]},
+        {"content": [{"type": "text", "text": "never"}]}
+    ]}))
+    .await;
+    let run = sb
+        .run(
+            &mock.url(),
+            &["-p", "--output-format", "json", "--max-retries", "0", "go"],
+        )
+        .await;
+    assert_eq!(run.status.code(), Some(1), "{}", run.debug());
+    let result = run.result();
+    assert_eq!(result["subtype"], "error_during_execution", "{result}");
+    let text = result["result"].as_str().unwrap();
+    assert!(
+        text.contains("Compacting the conversation failed") && text.contains("too long to send"),
+        "{text}"
+    );
+    assert_eq!(
+        mock.requests().len(),
+        3,
+        "two turns and the failed summary only"
+    );
+}

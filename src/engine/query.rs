@@ -160,7 +160,21 @@ impl Engine {
                 if matches!(e, CompactError::Aborted) {
                     return aborted();
                 }
+                // A request known not to fit is never sent: it would only fail, after moving
+                // the whole history over the network.
+                if let Some(size) = self.known_too_long() {
+                    return Ending::error(
+                        ResultKind::ErrorDuringExecution,
+                        format!(
+                            "Compacting the conversation failed ({e}), and without it the conversation ({size}) is too long to send. Try again later with `ouro --resume {}` (it compacts first), or start a new session.",
+                            self.session_id
+                        ),
+                    );
+                }
                 tracing::warn!(error = %e, "proactive compaction failed; sending the full history");
+                self.emit(Event::Notice(format!(
+                    "compacting the conversation failed ({e}); the full history is sent this time"
+                )));
             }
             self.refresh_tools(true);
             let request = self.build_request();
@@ -388,6 +402,20 @@ impl Engine {
         let bytes = self.history.json_bytes() + self.prompt_bytes;
         tokens > window * self.config.auto_compact_threshold
             || bytes as f64 > MAX_REQUEST_BYTES as f64 * REQUEST_BYTES_MARGIN
+    }
+
+    /// How big the next request is, when it is certain not to fit: more tokens than the
+    /// model's window, or more bytes than the API takes.
+    fn known_too_long(&self) -> Option<String> {
+        let window = models::context_window(&self.config.model);
+        let tokens = self.estimated_context_tokens();
+        let bytes = self.history.json_bytes() + self.prompt_bytes;
+        (tokens > window || bytes > MAX_REQUEST_BYTES).then(|| {
+            format!(
+                "about {tokens} tokens for a {window}-token window, {:.1} MB",
+                bytes as f64 / 1e6
+            )
+        })
     }
 
     /// The tokens the next request will make the model read, as far as known before sending.
