@@ -183,3 +183,32 @@ async fn answers_are_rendered_as_markdown_with_highlighted_code() {
     assert!(code.matches("\x1b[38;").count() >= 4, "{code:?}");
     term.exit();
 }
+
+/// Esc at an idle prompt clears what was typed and leaves the next keystroke alone: a slash
+/// command typed after it is that command, not Meta+`/` and a prompt for the model.
+#[tokio::test(flavor = "multi_thread")]
+async fn esc_clears_the_line_and_the_next_key_is_read_as_typed() {
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "text", "text": "never asked"}]}
+    ]}))
+    .await;
+    let sb = Sandbox::new();
+    let mut term = Term::start(&sb, &mock.url(), Options::default());
+    term.expect("› ");
+    term.send("half a thought");
+    term.send("\x1b");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    term.send("/cost");
+    term.send("\r");
+    term.expect("No API calls in this session yet");
+    term.send("\x1b");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    term.submit("/status");
+    term.expect("Permissions: default");
+    assert!(
+        mock.requests().is_empty(),
+        "a slash command went to the model"
+    );
+    assert!(!term.text().contains("half a thought\n"), "{}", term.text());
+    term.exit();
+}

@@ -108,19 +108,36 @@ impl ConditionalEventHandler for CycleMode {
     }
 }
 
-/// Esc twice on an empty line ends the read with [`Input::Rewind`]. rustyline (with no key
-/// sequence time-out, as here) holds a lone Esc until the next key, as the start of an Alt
-/// combination, and reads Esc Esc as one Esc: so one Esc event is two presses. On a line with
-/// text, Esc keeps rustyline's meaning.
-struct DoubleEscape(Arc<AtomicBool>);
+/// Esc twice on an empty line ends the read with [`Input::Rewind`]; Esc on a typed line
+/// clears it, as in Claude Code. A lone Esc is a key of its own (see [`ESC_WAIT_MS`]), so the
+/// second press must come within [`DOUBLE_ESC`] of the first.
+struct DoubleEscape {
+    rewind: Arc<AtomicBool>,
+    last: Mutex<Option<std::time::Instant>>,
+}
+
+/// How long a lone Esc waits to be told apart from the start of an escape sequence.
+const ESC_WAIT_MS: u16 = 50;
+
+/// Two presses of Esc closer than this are a double Esc.
+const DOUBLE_ESC: std::time::Duration = std::time::Duration::from_millis(800);
 
 impl ConditionalEventHandler for DoubleEscape {
-    fn handle(&self, _: &Event, _: RepeatCount, _: bool, ctx: &EventContext) -> Option<Cmd> {
+    fn handle(&self, event: &Event, _: RepeatCount, _: bool, ctx: &EventContext) -> Option<Cmd> {
+        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
         if !ctx.line().is_empty() {
-            return None;
+            *last = None;
+            return Some(Cmd::Kill(Movement::WholeBuffer));
         }
-        self.0.store(true, Ordering::Relaxed);
-        Some(Cmd::Interrupt)
+        // Two presses close enough together arrive as one Alt+Esc.
+        let both = event.get(0) == Some(&KeyEvent(KeyCode::Esc, Modifiers::ALT));
+        let now = std::time::Instant::now();
+        if both || last.take().is_some_and(|first| now - first < DOUBLE_ESC) {
+            self.rewind.store(true, Ordering::Relaxed);
+            return Some(Cmd::Interrupt);
+        }
+        *last = Some(now);
+        Some(Cmd::Noop)
     }
 }
 
@@ -165,6 +182,10 @@ impl LineEditor {
             .auto_add_history(false)
             .bracketed_paste(true)
             .completion_type(CompletionType::List)
+            // A lone Esc is Esc after this long: without a limit, rustyline waits for the
+            // next byte and reads it as Meta+key (`/cost` typed after Esc became `cost`).
+            // A terminal sends an escape sequence's bytes together, well within it.
+            .keyseq_timeout(Some(ESC_WAIT_MS))
             .build();
         let mut editor = Inner::with_config(config).map_err(EditorError::Open)?;
         editor.set_helper(Some(ReplHelper {
@@ -188,7 +209,10 @@ impl LineEditor {
         for modifiers in [Modifiers::NONE, Modifiers::ALT] {
             editor.bind_sequence(
                 KeyEvent(KeyCode::Esc, modifiers),
-                EventHandler::Conditional(Box::new(DoubleEscape(rewind.clone()))),
+                EventHandler::Conditional(Box::new(DoubleEscape {
+                    rewind: rewind.clone(),
+                    last: Mutex::new(None),
+                })),
             );
         }
         if let Some(path) = &history
