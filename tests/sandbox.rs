@@ -273,3 +273,62 @@ async fn settings_widen_or_lift_the_sandbox() {
         .await;
     assert!(!out.is_error && outside.exists(), "{out:?}");
 }
+
+/// Landlock's network rules know TCP only; without network, UDP (DNS exfiltration included)
+/// and Unix sockets (a daemon's socket outside the project) are closed too, by seccomp, for
+/// read-only calls and for approved calls under `"network": false`. Each attempt is a real
+/// process; a listener outside the sandbox would see anything that got through.
+#[tokio::test]
+async fn without_network_no_udp_or_unix_socket_gets_out() {
+    let Some(r) = rig() else { return };
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    udp.set_nonblocking(true).unwrap();
+    let port = udp.local_addr().unwrap().port();
+    let socket_path = r.outside().join("daemon.sock");
+    let unix = std::os::unix::net::UnixListener::bind(&socket_path).unwrap();
+    unix.set_nonblocking(true).unwrap();
+    let sock = socket_path.display();
+    let attempts = [
+        format!("echo leak > /dev/udp/127.0.0.1/{port}"),
+        format!("exec 3<>/dev/udp/127.0.0.1/{port}; echo leak >&3"),
+        format!("python3 -c \"import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'leak', ('127.0.0.1', {port}))\""),
+        format!("python3 -c \"import socket; socket.socket(socket.AF_INET6, socket.SOCK_DGRAM).sendto(b'leak', ('::ffff:127.0.0.1', {port}))\""),
+        format!("python3 -c \"import socket; s=socket.socket(socket.AF_UNIX); s.connect('{sock}'); s.send(b'leak')\""),
+        format!("python3 -c \"import socket; s=socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); s.sendto(b'leak', '{sock}')\""),
+        "python3 -c \"import socket; socket.socket(socket.AF_PACKET, socket.SOCK_RAW)\" && echo opened".to_string(),
+        format!("getent hosts leak.example; nslookup leak.example 127.0.0.1 -port={port}"),
+    ];
+    let no_network = SandboxConfig {
+        network: false,
+        tmpdir: Some(Arc::new(PrivateTmp::create().unwrap())),
+        ..SandboxConfig::default()
+    };
+    for command in &attempts {
+        for (confinement, config) in [
+            (Confinement::ReadOnly, SandboxConfig::default()),
+            (Confinement::Approved, no_network.clone()),
+        ] {
+            let out = r.run_with(confinement, config, command).await;
+            assert!(!out.content.contains("opened"), "{command}: {out:?}");
+        }
+    }
+    let mut buf = [0u8; 64];
+    assert!(udp.recv_from(&mut buf).is_err(), "a datagram got out");
+    assert!(unix.accept().is_err(), "a Unix connection got out");
+    // With network allowed, an approved call may still use them (the filter is no blanket).
+    let with_network = SandboxConfig {
+        tmpdir: Some(Arc::new(PrivateTmp::create().unwrap())),
+        ..SandboxConfig::default()
+    };
+    r.run_with(
+        Confinement::Approved,
+        with_network,
+        &format!("echo ok > /dev/udp/127.0.0.1/{port}"),
+    )
+    .await;
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    assert!(
+        udp.recv_from(&mut buf).is_ok(),
+        "network allowed, yet UDP was closed"
+    );
+}

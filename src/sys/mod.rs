@@ -4,6 +4,7 @@ pub mod disk;
 pub mod git;
 pub mod process;
 pub mod sandbox;
+pub mod seccomp;
 pub mod secrets;
 pub mod shutdown;
 pub mod sync;

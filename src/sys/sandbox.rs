@@ -100,6 +100,9 @@ pub enum SandboxError {
 /// A ruleset ready to be applied to one child process.
 pub struct Prepared {
     ruleset: Option<RulesetCreated>,
+    /// Without network: the seccomp filter that closes UDP and Unix sockets (see
+    /// [`super::seccomp`]); empty otherwise.
+    filter: Vec<libc::sock_filter>,
 }
 
 impl Prepared {
@@ -135,22 +138,29 @@ impl Prepared {
         }
         Ok(Some(Prepared {
             ruleset: Some(created),
+            filter: if policy.network {
+                Vec::new()
+            } else {
+                super::seccomp::no_network()
+            },
         }))
     }
 
     /// Makes `command`'s child confine itself just before it runs the program.
     pub fn apply(mut self, command: &mut tokio::process::Command) {
         let mut ruleset = self.ruleset.take();
+        let filter = std::mem::take(&mut self.filter);
         // SAFETY: the closure runs in the forked child before exec. It allocates nothing: it
-        // makes two system calls (prctl and landlock_restrict_self) on a ruleset whose file
-        // descriptor was opened in the parent, and reports failure as an io::Error.
+        // makes system calls (prctl, landlock_restrict_self, the seccomp prctl) on a ruleset
+        // whose file descriptor and a filter that were made in the parent, and reports
+        // failure as an io::Error.
         unsafe {
-            command.pre_exec(move || match ruleset.take() {
-                Some(r) => r
-                    .restrict_self()
-                    .map(|_| ())
-                    .map_err(|_| std::io::Error::from_raw_os_error(libc::EPERM)),
-                None => Ok(()),
+            command.pre_exec(move || {
+                if let Some(r) = ruleset.take() {
+                    r.restrict_self()
+                        .map_err(|_| std::io::Error::from_raw_os_error(libc::EPERM))?;
+                }
+                super::seccomp::install(&filter)
             });
         }
     }
