@@ -332,3 +332,75 @@ async fn without_network_no_udp_or_unix_socket_gets_out() {
         "network allowed, yet UDP was closed"
     );
 }
+
+/// Landlock does not cover metadata: a read-only call must still change no file's mode,
+/// owner, times or extended attributes, inside the project or outside.
+#[tokio::test]
+async fn a_read_only_call_changes_no_metadata_anywhere() {
+    let Some(r) = rig() else { return };
+    let inside = r.root().join("inside.txt");
+    let outside = r.outside().join("secret");
+    let attempts = [
+        "chmod 777 {}",
+        "chmod u+x {}",
+        "chown 65534 {}",
+        "chgrp 65534 {}",
+        "touch -d '2001-01-01' {}",
+        "touch -m {}",
+        "setfattr -n user.x -v 1 {}",
+        "python3 -c \"import os; os.chmod('{}', 0o777)\"",
+        "python3 -c \"import os; os.utime('{}', (0, 0))\"",
+        "python3 -c \"import os; os.setxattr('{}', 'user.x', b'1')\"",
+        "python3 -c \"import os; os.chown('{}', 65534, 65534)\"",
+    ];
+    let mut checked = 0;
+    for target in [&inside, &outside] {
+        let before = std::fs::metadata(target).unwrap();
+        for attempt in attempts {
+            let command = attempt.replace("{}", &target.display().to_string());
+            r.run(Confinement::ReadOnly, &command).await;
+            let after = std::fs::metadata(target).unwrap();
+            use std::os::unix::fs::MetadataExt;
+            assert_eq!(
+                (
+                    after.mode(),
+                    after.uid(),
+                    after.gid(),
+                    after.mtime(),
+                    after.mtime_nsec()
+                ),
+                (
+                    before.mode(),
+                    before.uid(),
+                    before.gid(),
+                    before.mtime(),
+                    before.mtime_nsec()
+                ),
+                "{command} changed {}",
+                target.display()
+            );
+            assert!(
+                xattr_names(target).is_empty(),
+                "{command} set an attribute on {}",
+                target.display()
+            );
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 22);
+}
+
+fn xattr_names(path: &Path) -> Vec<u8> {
+    let out = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import os,sys; print(','.join(os.listxattr(sys.argv[1])))",
+        ])
+        .arg(path)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .as_bytes()
+        .to_vec()
+}

@@ -27,6 +27,9 @@ pub struct Policy {
     pub devices: Vec<PathBuf>,
     /// Outbound and listening TCP allowed.
     pub network: bool,
+    /// No file's mode, owner, times or extended attributes may change, anywhere (a call
+    /// allowed only as read-only).
+    pub frozen: bool,
 }
 
 /// What the running kernel offers.
@@ -138,7 +141,9 @@ impl Prepared {
         }
         Ok(Some(Prepared {
             ruleset: Some(created),
-            filter: if policy.network {
+            filter: if policy.frozen {
+                super::seccomp::read_only()
+            } else if policy.network {
                 Vec::new()
             } else {
                 super::seccomp::no_network()

@@ -1,3 +1,6 @@
+//! What Landlock does not cover, closed with a seccomp filter: the network half of "no
+//! network", and (for read-only calls) changes to file metadata anywhere.
+//!
 //! The network half of "no network" that Landlock does not cover. Landlock's network rules
 //! know TCP only, so a command without network could still send UDP (DNS exfiltration) or
 //! reach a Unix socket outside the project. A seccomp filter closes that: creating an IPv4,
@@ -38,10 +41,62 @@ fn jump(code: u32, k: u32, jt: u8, jf: u8) -> libc::sock_filter {
     }
 }
 
+/// System calls that change a file's mode, owner, times or extended attributes. Landlock
+/// does not cover them, so a read-only call could otherwise `chmod`, `touch -d` or `setfattr`
+/// files anywhere it can reach.
+#[cfg(target_arch = "x86_64")]
+const METADATA_CALLS: &[libc::c_long] = &[
+    libc::SYS_chmod,
+    libc::SYS_fchmod,
+    libc::SYS_fchmodat,
+    libc::SYS_fchmodat2,
+    libc::SYS_chown,
+    libc::SYS_lchown,
+    libc::SYS_fchown,
+    libc::SYS_fchownat,
+    libc::SYS_utime,
+    libc::SYS_utimes,
+    libc::SYS_futimesat,
+    libc::SYS_utimensat,
+    libc::SYS_setxattr,
+    libc::SYS_lsetxattr,
+    libc::SYS_fsetxattr,
+    libc::SYS_removexattr,
+    libc::SYS_lremovexattr,
+    libc::SYS_fremovexattr,
+];
+#[cfg(not(target_arch = "x86_64"))]
+const METADATA_CALLS: &[libc::c_long] = &[
+    libc::SYS_fchmod,
+    libc::SYS_fchmodat,
+    libc::SYS_fchown,
+    libc::SYS_fchownat,
+    libc::SYS_utimensat,
+    libc::SYS_setxattr,
+    libc::SYS_lsetxattr,
+    libc::SYS_fsetxattr,
+    libc::SYS_removexattr,
+    libc::SYS_lremovexattr,
+    libc::SYS_fremovexattr,
+];
+
+/// [`no_network`], and every metadata change refused with EPERM: for calls allowed only as
+/// read-only.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+pub fn read_only() -> Vec<libc::sock_filter> {
+    build(METADATA_CALLS)
+}
+
 /// The filter: `socket()` of a network or Unix domain fails with EACCES; everything else is
 /// allowed. A foreign architecture's system calls fail with EPERM.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 pub fn no_network() -> Vec<libc::sock_filter> {
+    build(&[])
+}
+
+/// The filter for sockets, and for `refused` calls (EPERM).
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+fn build(refused: &[libc::c_long]) -> Vec<libc::sock_filter> {
     let load = libc::BPF_LD | libc::BPF_W | libc::BPF_ABS;
     let eq = libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K;
     let ge = libc::BPF_JMP | libc::BPF_JGE | libc::BPF_K;
@@ -59,10 +114,16 @@ pub fn no_network() -> Vec<libc::sock_filter> {
         statement(load, NR),
         jump(ge, X32_BIT, 0, 1),
         statement(ret, RET_ERRNO | libc::EPERM as u32),
+    ];
+    for call in refused {
+        program.push(jump(eq, *call as u32, 0, 1));
+        program.push(statement(ret, RET_ERRNO | libc::EPERM as u32));
+    }
+    program.extend([
         jump(eq, libc::SYS_socket as u32, 1, 0),
         statement(ret, RET_ALLOW),
         statement(load, ARG0),
-    ];
+    ]);
     // Each domain test jumps to the final EACCES when it matches.
     let tests = denied.len();
     for (i, domain) in denied.iter().enumerate() {
@@ -76,6 +137,11 @@ pub fn no_network() -> Vec<libc::sock_filter> {
 
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 pub fn no_network() -> Vec<libc::sock_filter> {
+    Vec::new()
+}
+
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+pub fn read_only() -> Vec<libc::sock_filter> {
     Vec::new()
 }
 

@@ -177,6 +177,7 @@ impl SandboxConfig {
                         write: vec![cwd_file.to_path_buf()],
                         devices,
                         network: false,
+                        frozen: true,
                     }),
                     tmpdir: None,
                 }
@@ -193,6 +194,7 @@ impl SandboxConfig {
                         write,
                         devices,
                         network: self.network,
+                        frozen: false,
                     }),
                     tmpdir,
                 }
