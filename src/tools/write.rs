@@ -127,6 +127,21 @@ fn plan(input: &WriteInput, ctx: &ToolContext) -> Result<Plan, ToolError> {
 }
 
 fn apply(plan: Plan, content: &str, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+    // Missing folders are made for a new file, but not the project or the working directory
+    // themselves: their being gone means they were deleted under the session, which the model
+    // should know rather than silently undo.
+    for (what, dir) in [
+        ("project folder", ctx.project_root.clone()),
+        ("working directory", ctx.current_dir()),
+    ] {
+        if !dir.exists() && plan.target.starts_with(&dir) {
+            return Err(ToolError::Invalid(format!(
+                "The {what} {} no longer exists (it was deleted or moved during the session), so {} was not written. Check with the user before creating it again.",
+                dir.display(),
+                plan.path.display()
+            )));
+        }
+    }
     if let Some(parent) = plan.target.parent() {
         fs::create_dir_all(parent).map_err(|e| {
             ToolError::io(
@@ -206,6 +221,33 @@ mod tests {
             "{}",
             again.content
         );
+    }
+
+    #[tokio::test]
+    async fn a_deleted_working_directory_is_reported_not_recreated() {
+        let (dir, mut ctx) = setup();
+        let work = dir.path().join("work");
+        fs::create_dir_all(&work).unwrap();
+        ctx.start_in(work.clone());
+        fs::remove_dir(&work).unwrap();
+        let err = run(
+            &ctx,
+            json!({"file_path": work.join("x.txt"), "content": "x"}),
+        )
+        .await
+        .unwrap_err();
+        assert!(
+            err.contains("working directory") && err.contains("no longer exists"),
+            "{err}"
+        );
+        assert!(!work.exists(), "the deleted folder came back");
+        // Elsewhere in the project, missing folders are still made.
+        run(
+            &ctx,
+            json!({"file_path": dir.path().join("new/y.txt"), "content": "y"}),
+        )
+        .await
+        .unwrap();
     }
 
     #[tokio::test]
