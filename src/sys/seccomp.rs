@@ -44,28 +44,6 @@ fn jump(code: u32, k: u32, jt: u8, jf: u8) -> libc::sock_filter {
 /// System calls that change a file's mode, owner, times or extended attributes. Landlock
 /// does not cover them, so a read-only call could otherwise `chmod`, `touch -d` or `setfattr`
 /// files anywhere it can reach.
-#[cfg(target_arch = "x86_64")]
-const METADATA_CALLS: &[libc::c_long] = &[
-    libc::SYS_chmod,
-    libc::SYS_fchmod,
-    libc::SYS_fchmodat,
-    libc::SYS_fchmodat2,
-    libc::SYS_chown,
-    libc::SYS_lchown,
-    libc::SYS_fchown,
-    libc::SYS_fchownat,
-    libc::SYS_utime,
-    libc::SYS_utimes,
-    libc::SYS_futimesat,
-    libc::SYS_utimensat,
-    libc::SYS_setxattr,
-    libc::SYS_lsetxattr,
-    libc::SYS_fsetxattr,
-    libc::SYS_removexattr,
-    libc::SYS_lremovexattr,
-    libc::SYS_fremovexattr,
-];
-#[cfg(not(target_arch = "x86_64"))]
 const METADATA_CALLS: &[libc::c_long] = &[
     libc::SYS_fchmod,
     libc::SYS_fchmodat,
@@ -80,11 +58,25 @@ const METADATA_CALLS: &[libc::c_long] = &[
     libc::SYS_fremovexattr,
 ];
 
+/// The older calls of the same kind that x86_64 still has.
+#[cfg(target_arch = "x86_64")]
+const LEGACY_METADATA_CALLS: &[libc::c_long] = &[
+    libc::SYS_chmod,
+    libc::SYS_fchmodat2,
+    libc::SYS_chown,
+    libc::SYS_lchown,
+    libc::SYS_utime,
+    libc::SYS_utimes,
+    libc::SYS_futimesat,
+];
+#[cfg(not(target_arch = "x86_64"))]
+const LEGACY_METADATA_CALLS: &[libc::c_long] = &[];
+
 /// [`no_network`], and every metadata change refused with EPERM: for calls allowed only as
 /// read-only.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 pub fn read_only() -> Vec<libc::sock_filter> {
-    build(METADATA_CALLS)
+    build(&[METADATA_CALLS, LEGACY_METADATA_CALLS].concat())
 }
 
 /// The filter: `socket()` of a network or Unix domain fails with EACCES; everything else is
