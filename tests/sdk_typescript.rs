@@ -144,3 +144,45 @@ out("asked", { tools: asked });
     assert_ne!(results[1]["is_error"], true, "{results:?}");
     assert_eq!(results[2]["is_error"], true, "{results:?}");
 }
+
+/// An error result carries `errors` and `terminal_reason`, which the TypeScript SDK reads:
+/// a program that handles `error_max_turns` gets the message instead of a TypeError.
+#[tokio::test]
+async fn an_error_result_has_errors_and_a_terminal_reason() {
+    if !ts_sdk() {
+        return;
+    }
+    let sb = Sandbox::new();
+    let file = sb.write("a.txt", "a\n");
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "tool_use", "name": "Read", "input": {"file_path": file}}]},
+        {"content": [{"type": "tool_use", "name": "Read", "input": {"file_path": file}}]},
+        {"content": [{"type": "text", "text": "never"}]}
+    ]}))
+    .await;
+    let printed = sdk(
+        &sb,
+        &mock.url(),
+        r#"
+try {
+  for await (const m of query({ prompt: "read", options: { ...opts, maxTurns: 1 } })) {
+    if (m.type === "result") out("result", { subtype: m.subtype, errors: m.errors.join(" | "),
+                                             reason: m.terminal_reason });
+  }
+} catch (e) {
+  out("thrown", { message: String(e) });
+}
+"#,
+    )
+    .await;
+    let result = printed.iter().find(|p| p["kind"] == "result").unwrap();
+    assert_eq!(result["subtype"], "error_max_turns", "{printed:?}");
+    assert_eq!(result["reason"], "max_turns");
+    assert!(
+        result["errors"]
+            .as_str()
+            .unwrap()
+            .contains("maximum number of turns"),
+        "{result}"
+    );
+}

@@ -129,6 +129,7 @@ fn print_failure(message: &str, api_error_status: Option<u16>, format: OutputFor
                 subtype: "error_during_execution".into(),
                 is_error: true,
                 result: Some(message.to_string()),
+                errors: Some(vec![message.to_string()]),
                 api_error_status,
                 ..ResultLine::default()
             })

@@ -31,6 +31,25 @@ mod tests {
         }
     }
 
+    #[test]
+    fn error_results_carry_errors_and_every_result_its_terminal_reason() {
+        let failed = RunResult {
+            kind: ResultKind::ErrorMaxTurns,
+            text: "stopped after 2 turns".into(),
+            ..RunResult::not_started("")
+        };
+        let line = write::result(&failed);
+        assert_eq!(line["errors"], json!(["stopped after 2 turns"]));
+        assert_eq!(line["terminal_reason"], "max_turns");
+        let done = RunResult {
+            kind: ResultKind::Success,
+            ..RunResult::not_started("fine")
+        };
+        let line = write::result(&done);
+        assert!(line.get("errors").is_none(), "{line}");
+        assert_eq!(line["terminal_reason"], "completed");
+    }
+
     /// Every key of `ours` is in `theirs` with the same value (objects compared key by key).
     fn subset(ours: &serde_json::Value, theirs: &serde_json::Value, at: &str) {
         match (ours, theirs) {

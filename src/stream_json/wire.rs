@@ -351,6 +351,12 @@ pub struct ResultLine {
     /// ouro's own: why the cost may read 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_note: Option<String>,
+    /// Why the loop ended, in Claude Code's words (`completed`, `max_turns`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub terminal_reason: Option<String>,
+    /// What went wrong, on an error result (the TypeScript SDK reads it on every error).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub errors: Option<Vec<String>>,
     /// ouro's own, in `ouro brain` answers: how many tools the brain called.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub num_tool_calls: Option<usize>,

@@ -9,7 +9,7 @@ use super::wire::{
     StreamEventLine, System, ToolsChanged, UserContent, UserLine, UserMessage,
 };
 use crate::api::types::ContentBlock;
-use crate::event::{Event, RunResult};
+use crate::event::{Event, ResultKind, RunResult};
 
 /// The Claude Code release whose stream-json and control protocol ouro speaks: the Agent SDKs
 /// read `claude_code_version` from `system/init` to know which features they can use.
@@ -284,8 +284,29 @@ pub fn result_line(r: &RunResult) -> ResultLine {
         cost_note: r.cost_unknown.then(|| {
             "this model has no pricing entry in ouro, so its cost is reported as 0".to_string()
         }),
+        terminal_reason: Some(terminal_reason(r).to_string()),
+        errors: r.kind.is_error().then(|| vec![r.text.clone()]),
         num_tool_calls: None,
         uuid: uuid(),
+    }
+}
+
+/// Why the loop ended, as the Agent SDKs' `TerminalReason` names it.
+fn terminal_reason(r: &RunResult) -> &'static str {
+    match r.kind {
+        ResultKind::Success => "completed",
+        ResultKind::ErrorMaxTurns => "max_turns",
+        ResultKind::ErrorMaxBudgetUsd => "budget_exhausted",
+        ResultKind::ErrorPromptTooLong => "prompt_too_long",
+        ResultKind::ErrorAborted => "aborted_streaming",
+        ResultKind::ErrorMaxStructuredOutputRetries => "structured_output_retry_exhausted",
+        ResultKind::ErrorMaxOutputTokens | ResultKind::ErrorDuringExecution => {
+            if r.api_error_status.is_some() {
+                "api_error"
+            } else {
+                "model_error"
+            }
+        }
     }
 }
 
