@@ -23,6 +23,9 @@ fn main() -> ExitCode {
     let mut args = Args::parse();
     args.take_trailing_prompt();
     // `-d` (Claude Code's --debug) names the filter; otherwise OURO_LOG does.
+    if args.debug_to_stderr && args.debug.is_none() {
+        args.debug = Some("debug".into());
+    }
     let filter = match &args.debug {
         Some(filter) => tracing_subscriber::EnvFilter::try_new(filter)
             .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("debug")),

@@ -640,3 +640,17 @@ async fn a_claude_settings_file_ouro_cannot_read_does_not_stop_it() {
         run.debug()
     );
 }
+
+/// `--debug-to-stderr`, which the Agent SDKs pass when a program reads the CLI's stderr, is
+/// accepted and logs there.
+#[tokio::test]
+async fn debug_to_stderr_is_accepted_and_logs_on_stderr() {
+    let mock = server(json!({"turns": [{"content": [{"type": "text", "text": "hi"}]}]})).await;
+    let sb = Sandbox::new();
+    let run = sb
+        .run(&mock.url(), &["-p", "--debug-to-stderr", "hello"])
+        .await;
+    assert!(run.status.success(), "{}", run.debug());
+    assert_eq!(run.stdout.trim(), "hi");
+    assert!(run.stderr.contains("DEBUG"), "{}", run.debug());
+}

@@ -136,6 +136,11 @@ pub struct Args {
     )]
     pub debug: Option<String>,
 
+    /// Debug logging on stderr, as `--debug` (the Agent SDKs pass it when a program reads
+    /// the CLI's stderr).
+    #[arg(long)]
+    pub debug_to_stderr: bool,
+
     /// Use this system prompt instead of ouro's own (project instructions still apply).
     #[arg(long, value_name = "TEXT", conflicts_with = "system_prompt_file")]
     pub system_prompt: Option<String>,
