@@ -559,3 +559,40 @@ async fn rewind_files_puts_the_files_back_as_before_a_replayed_prompt() {
         "the file the prompt created is gone"
     );
 }
+
+/// A `can_use_tool` deny with `interrupt=True` ends the turn at once: the model is not asked
+/// again.
+#[tokio::test]
+async fn a_deny_that_asks_to_stop_ends_the_turn() {
+    if !python_sdk() {
+        return;
+    }
+    let sb = Sandbox::new();
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": "touch b.txt"}}]},
+        {"content": [{"type": "text", "text": "never"}]}
+    ]}))
+    .await;
+    let printed = sdk(
+        &sb,
+        &mock.url(),
+        r#"
+    async def decide(tool, data, context):
+        return PermissionResultDeny(message="stop right there", interrupt=True)
+    opts.can_use_tool = decide
+    async with ClaudeSDKClient(options=opts) as client:
+        await client.query("work")
+        async for m in client.receive_response():
+            if isinstance(m, ResultMessage):
+                out("result", subtype=m.subtype, is_error=m.is_error)
+"#,
+    )
+    .await;
+    assert_eq!(printed[0]["is_error"], true, "{printed:?}");
+    assert_eq!(
+        bodies(&mock).len(),
+        1,
+        "the model was asked again after the stop"
+    );
+    assert!(!sb.root().join("b.txt").exists());
+}

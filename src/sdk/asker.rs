@@ -52,7 +52,13 @@ impl Asker for SdkAsker {
                     ..
                 }) if !updated_permissions.is_empty() => AskAnswer::AllowAlways,
                 Ok(PermissionResult::Allow { .. }) => AskAnswer::AllowOnce,
-                Ok(PermissionResult::Deny { message, .. }) => AskAnswer::Deny(message),
+                Ok(PermissionResult::Deny { message, interrupt }) => {
+                    // "Deny, and stop": the turn ends now instead of asking the model again.
+                    if interrupt {
+                        self.outgoing.interrupt_turn();
+                    }
+                    AskAnswer::Deny(message)
+                }
             }
         })
     }

@@ -89,6 +89,7 @@ impl Controls {
     pub fn new_turn(&self) -> CancellationToken {
         let token = self.interrupted.child_token();
         *lock(&self.turn) = token.clone();
+        self.outgoing.set_turn(token.clone());
         token
     }
 

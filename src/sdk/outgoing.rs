@@ -19,6 +19,9 @@ use crate::sys::sync::lock;
 pub struct Outgoing {
     next: AtomicU64,
     waiting: Mutex<HashMap<String, oneshot::Sender<Result<Value, String>>>>,
+    /// The running turn's token: an answer that asks to stop (`can_use_tool` denying with
+    /// `interrupt: true`) cancels it.
+    turn: Mutex<Option<tokio_util::sync::CancellationToken>>,
 }
 
 impl HookCallbacks for Outgoing {
@@ -58,6 +61,18 @@ impl SdkBridge for Outgoing {
 }
 
 impl Outgoing {
+    /// The turn that runs now, which an answer may stop.
+    pub fn set_turn(&self, token: tokio_util::sync::CancellationToken) {
+        *lock(&self.turn) = Some(token);
+    }
+
+    /// Stops the running turn, as an interrupt does.
+    pub fn interrupt_turn(&self) {
+        if let Some(token) = lock(&self.turn).as_ref() {
+            token.cancel();
+        }
+    }
+
     /// Sends `request` and waits for the SDK's answer: its `response` payload, or its error.
     pub async fn request(&self, request: RequestBody) -> Result<Value, String> {
         let id = format!("ouro_req_{}", self.next.fetch_add(1, Ordering::Relaxed));
