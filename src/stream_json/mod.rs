@@ -3,6 +3,7 @@
 //! (from the `claude` CLI or from a child `ouro`, for the brains). Both go through the serde
 //! types of [`wire`], which also carry the Agent SDK's control protocol.
 
+mod control;
 pub mod read;
 pub mod wire;
 pub mod write;
