@@ -114,36 +114,21 @@ fn yes() -> bool {
 /// `initialize`: the SDK's hooks, and (TypeScript SDK) options it sends here rather than as
 /// flags.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Initialize {
     /// `{"PreToolUse": [{"matcher", "hookCallbackIds", "timeout"}]}`.
     #[serde(default)]
     pub hooks: Option<std::collections::BTreeMap<String, Vec<HookGroup>>>,
     /// A text, or a list of texts joined by blank lines.
-    #[serde(
-        rename = "systemPrompt",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system_prompt: Option<SystemPrompt>,
-    #[serde(
-        rename = "appendSystemPrompt",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub append_system_prompt: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agents: Option<serde_json::Map<String, Value>>,
-    #[serde(
-        rename = "jsonSchema",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub json_schema: Option<Value>,
-    #[serde(
-        rename = "sdkMcpServers",
-        default,
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sdk_mcp_servers: Vec<String>,
 }
 
@@ -155,10 +140,11 @@ pub enum SystemPrompt {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct HookGroup {
     #[serde(default)]
     pub matcher: Option<String>,
-    #[serde(rename = "hookCallbackIds", default)]
+    #[serde(default)]
     pub hook_callback_ids: Vec<String>,
     #[serde(default)]
     pub timeout: Option<f64>,
@@ -182,14 +168,10 @@ pub struct PermissionUpdate {
 
 /// `Bash(npm test:*)` as `{"toolName": "Bash", "ruleContent": "npm test:*"}`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct RuleValue {
-    #[serde(rename = "toolName")]
     pub tool_name: String,
-    #[serde(
-        rename = "ruleContent",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rule_content: Option<String>,
 }
 
@@ -210,20 +192,16 @@ impl RuleValue {
 
 /// The SDK's answer to `can_use_tool`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "behavior", rename_all = "snake_case")]
+#[serde(
+    tag = "behavior",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
 pub enum PermissionResult {
     Allow {
-        #[serde(
-            rename = "updatedInput",
-            default,
-            skip_serializing_if = "Option::is_none"
-        )]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         updated_input: Option<Value>,
-        #[serde(
-            rename = "updatedPermissions",
-            default,
-            skip_serializing_if = "Vec::is_empty"
-        )]
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
         updated_permissions: Vec<PermissionUpdate>,
     },
     Deny {
@@ -292,4 +270,46 @@ pub struct ControlCancel {
 
 fn is_false(b: &bool) -> bool {
     !*b
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn field_names_are_the_sdks_camel_case() {
+        let rule = serde_json::to_value(RuleValue::parse("Bash(npm test:*)")).unwrap();
+        assert_eq!(
+            rule,
+            json!({"toolName": "Bash", "ruleContent": "npm test:*"})
+        );
+        let allow: PermissionResult = serde_json::from_value(json!({
+            "behavior": "allow", "updatedInput": {"a": 1},
+            "updatedPermissions": [{"type": "addRules", "rules": [{"toolName": "Read"}]}]
+        }))
+        .unwrap();
+        let PermissionResult::Allow {
+            updated_input,
+            updated_permissions,
+        } = allow
+        else {
+            panic!("not an allow")
+        };
+        assert_eq!(updated_input, Some(json!({"a": 1})));
+        assert_eq!(updated_permissions[0].rules[0].tool_name, "Read");
+        let init: Initialize = serde_json::from_value(json!({
+            "hooks": {"PreToolUse": [{"matcher": "Bash", "hookCallbackIds": ["h1"]}]},
+            "appendSystemPrompt": "x", "jsonSchema": {}, "sdkMcpServers": ["calc"]
+        }))
+        .unwrap();
+        assert_eq!(
+            init.hooks.unwrap()["PreToolUse"][0].hook_callback_ids,
+            ["h1"]
+        );
+        assert_eq!(init.append_system_prompt.as_deref(), Some("x"));
+        assert_eq!(init.sdk_mcp_servers, ["calc"]);
+        assert!(init.json_schema.is_some());
+    }
 }
