@@ -24,6 +24,8 @@ pub mod mock;
 pub mod permissions;
 pub mod repl;
 pub mod sdk;
+#[cfg(feature = "serve")]
+pub mod serve;
 pub mod session;
 pub mod settings;
 pub mod skills;

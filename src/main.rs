@@ -94,6 +94,21 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
             print!("{}", ouro::cli::rewind::run(rewind, &cwd).await?);
             return Ok(ExitCode::SUCCESS);
         }
+        #[cfg(feature = "serve")]
+        Some(Command::Serve(serve)) => {
+            let options = ouro::serve::ServeOptions {
+                host: serve.host.clone(),
+                port: serve.port,
+                projects: serve.projects.clone(),
+                token_file: serve.token_file.clone(),
+                allow_origin: serve.allow_origin.clone(),
+                permission_timeout: std::time::Duration::from_secs(serve.permission_timeout),
+                pass_env: serve.pass_env.clone(),
+                default_brain: serve.brain.clone(),
+            };
+            ouro::serve::run(options).await?;
+            return Ok(ExitCode::SUCCESS);
+        }
         Some(Command::Brains) => {
             print!("{}", ouro::brain::catalogue::catalogue());
             return Ok(ExitCode::SUCCESS);

@@ -69,3 +69,5 @@ mod sandbox;
 mod sdk_python;
 #[cfg(feature = "mock")]
 mod sdk_typescript;
+#[cfg(all(feature = "mock", feature = "serve"))]
+mod serve;

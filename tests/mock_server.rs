@@ -7,7 +7,7 @@ use ouro::mock::{Fault, MockServer, Scenario, Turn};
 use serde_json::{Value, json};
 
 fn client() -> reqwest::Client {
-    reqwest::Client::new()
+    crate::common::http_client()
 }
 
 fn request(text: &str, stream: bool) -> Value {

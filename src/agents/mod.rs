@@ -2,6 +2,7 @@
 //! and tools, defined by the built-ins, agent files and `--agents`.
 
 pub mod definition;
+pub mod persona;
 mod spawn;
 mod tool;
 

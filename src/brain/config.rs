@@ -13,8 +13,11 @@ pub struct BrainConfig {
     /// The executable; `None` means the supplier's default (its environment override, else
     /// `claude` on the PATH or this very `ouro`).
     pub program: Option<PathBuf>,
-    /// Extra environment for the processes (on top of this process's own).
+    /// Extra environment for the processes (on top of this process's own, unless
+    /// `clear_env`).
     pub env: Vec<(OsString, OsString)>,
+    /// The processes get only `env`, none of this process's environment.
+    pub clear_env: bool,
     /// How long `kill` waits after SIGTERM before sending SIGKILL.
     pub kill_grace: Duration,
 }
@@ -26,6 +29,7 @@ impl BrainConfig {
             state_dir: state_dir.into(),
             program: None,
             env: Vec::new(),
+            clear_env: false,
             kill_grace: Duration::from_secs(3),
         }
     }
@@ -37,6 +41,13 @@ impl BrainConfig {
 
     pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Self {
         self.env.push((key.into(), value.into()));
+        self
+    }
+
+    /// The processes get exactly `env` (a filtered copy of the caller's, say).
+    pub fn only_env(mut self, env: Vec<(OsString, OsString)>) -> Self {
+        self.env = env;
+        self.clear_env = true;
         self
     }
 

@@ -26,6 +26,7 @@ mod output;
 pub mod slug;
 pub mod table;
 pub mod terminal;
+pub mod turn;
 
 use std::time::Duration;
 
@@ -38,6 +39,7 @@ pub use error::BrainError;
 pub use memory::{Episode, Series};
 pub use slug::{Binary, BrainSpec, SlugError, list_slugs};
 pub use terminal::{DataCallback, ExitCallback, SubscriptionId, TermSize};
+pub use turn::{Asker, PermissionAnswer, PermissionQuestion, TurnOptions, TurnReport, TurnRequest};
 
 /// A brain for `slug` on the supplier its binary names: `claude@…` drives the `claude` CLI,
 /// `ouro@…` ouro's own engine. An unknown slug is an error that lists the valid ones.
@@ -147,6 +149,16 @@ pub trait BrainCli: Send + Sync {
 
     /// Sends `prompt` with the full tool set and waits for the answer.
     fn act<'a>(&'a self, prompt: &'a str) -> BrainFuture<'a, BrainOutput>;
+
+    /// Runs one served turn: `request.events` gets its UI events as they happen (the last is
+    /// always `process:exit`), undecided tool calls go to `request.ask`. Turns of one brain
+    /// run one at a time. A turn whose brain session cannot be resumed starts a new one (after
+    /// a `session:error` saying so).
+    fn turn(&self, request: TurnRequest) -> BrainFuture<'_, TurnReport>;
+
+    /// Stops the running served turn, keeping its conversation valid for the next one;
+    /// `false` when no turn runs.
+    fn interrupt(&self) -> BrainFuture<'_, bool>;
 
     /// The durable conversation: `None` until the first dispatch.
     fn series(&self) -> Option<Series>;

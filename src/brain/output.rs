@@ -94,7 +94,7 @@ impl TurnAccumulator {
                 self.result = Some(result);
                 return true;
             }
-            Line::TextDelta(_) | Line::Other(_) => {}
+            Line::TextDelta(_) | Line::Other(_) | Line::ControlRequest(_) => {}
         }
         false
     }

@@ -231,6 +231,38 @@ pub struct Args {
     pub command: Option<Command>,
 }
 
+/// `ouro serve`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ServeArgs {
+    /// The address to listen on; anything but loopback is reachable from other machines.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    #[arg(long, default_value_t = 8417)]
+    pub port: u16,
+    /// A project the GUI offers (repeatable); clients may name any directory.
+    #[arg(long = "project", value_name = "DIR")]
+    pub projects: Vec<std::path::PathBuf>,
+    /// Where the API token is kept (default: serve/token in ouro's home).
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<std::path::PathBuf>,
+    /// A web origin allowed to call the API from a browser (CORS), e.g. https://app.example.
+    #[arg(long, value_name = "ORIGIN")]
+    pub allow_origin: Option<String>,
+    /// Seconds a permission request waits for an answer before it is denied.
+    #[arg(long, default_value_t = 300, value_name = "SECONDS")]
+    pub permission_timeout: u64,
+    /// An environment variable passed to turns although its name looks secret (repeatable).
+    #[arg(long = "pass-env", value_name = "NAME")]
+    pub pass_env: Vec<String>,
+    /// The brain of a session that names none.
+    #[arg(
+        long,
+        default_value = "ouro@anthropic/claude/sonnet",
+        value_name = "SLUG"
+    )]
+    pub brain: String,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run a scripted example against the built-in mock API (no key needed).
@@ -258,6 +290,9 @@ pub enum Command {
     Bench(crate::bench::BenchArgs),
     /// List the brain slugs --brain takes, with their models and prices.
     Brains,
+    /// Serve the harness API (sessions, personas, SSE events) for a GUI.
+    #[cfg(feature = "serve")]
+    Serve(ServeArgs),
     /// The OS sandbox Bash runs in.
     Sandbox {
         #[command(subcommand)]

@@ -94,6 +94,23 @@ fn lock_exclusive(file: &File, path: &Path) -> Result<(), TranscriptError> {
     Err(TranscriptError::Busy { session, holder })
 }
 
+/// Whether the conversation in `path` is free to write now (a missing file is): the lock
+/// taken and let go at once, so a caller can refuse early instead of failing mid-way.
+pub fn check_free(path: &Path) -> Result<(), TranscriptError> {
+    let file = match File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(source) => {
+            return Err(TranscriptError::Read {
+                path: path.to_path_buf(),
+                source,
+            });
+        }
+    };
+    // Dropping the file on return releases the lock again.
+    lock_exclusive(&file, path)
+}
+
 /// The pid holding a flock on inode `ino`, from `/proc/locks`.
 fn lock_holder(ino: u64) -> Option<u32> {
     let locks = std::fs::read_to_string("/proc/locks").ok()?;

@@ -26,6 +26,8 @@ pub enum Line {
     TextDelta(String),
     /// `result`: the end of a turn.
     Result(ResultEvent),
+    /// The CLI asks its driver (`can_use_tool` with `--permission-prompt-tool stdio`).
+    ControlRequest(wire::ControlRequest),
     /// Anything else, named by its `type` (and `subtype` if present), e.g. `system/status`.
     Other(String),
 }
@@ -142,6 +144,7 @@ pub fn parse_line(line: &str) -> Result<Option<Line>, ParseError> {
             num_turns: r.num_turns,
             duration_ms: r.duration_ms,
         }),
+        wire::Line::ControlRequest(request) => Line::ControlRequest(request),
         _ => Line::Other(wire::kind_of(line).unwrap_or_default()),
     }))
 }

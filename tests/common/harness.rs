@@ -169,6 +169,12 @@ impl Run {
     }
 }
 
+/// An HTTP client for tests (rustls needs its crypto provider first).
+pub fn http_client() -> reqwest::Client {
+    ouro::api::client::install_crypto();
+    reqwest::Client::new()
+}
+
 pub async fn server(json: Value) -> MockServer {
     let scenario = Scenario::from_json(&json.to_string()).expect("test scenario is valid");
     MockServer::start(scenario).await.unwrap()
@@ -250,6 +256,16 @@ impl Watched {
             );
             tokio::time::sleep(std::time::Duration::from_millis(10)).await;
         }
+    }
+
+    /// What the process printed on stdout so far.
+    pub fn stdout_text(&self) -> String {
+        self.stdout.lock().unwrap().clone()
+    }
+
+    pub fn signal(&self, signal: i32) {
+        // SAFETY: kill only sends a signal to our own child.
+        unsafe { libc::kill(self.pid(), signal) };
     }
 
     pub fn interrupt(&self) {

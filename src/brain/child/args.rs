@@ -1,6 +1,8 @@
 //! The command-line shape shared by every stream-json CLI brain: `claude` and `ouro` take the
 //! same headless and interactive flags.
 
+use crate::brain::turn::TurnOptions;
+
 /// Headless mode: prompts arrive as stream-json lines on stdin and every event is printed as a
 /// stream-json line, so one process serves many turns (`--verbose` is required by Claude Code
 /// for stream-json output in print mode). Each of `tool_flags` gets the verb's tools as ONE
@@ -25,6 +27,57 @@ pub fn headless_args(
     for flag in tool_flags {
         args.push(flag.to_string());
         args.push(tools.clone());
+    }
+    push_common(&mut args, model_id, resume);
+    args
+}
+
+/// A served turn (`BrainCli::turn`): stream-json both ways with partial messages (for
+/// `chat:delta`), undecided calls put to the driver over the control protocol, and the turn's
+/// options as the flags both CLIs take.
+pub fn served_args(
+    options: &TurnOptions,
+    model_id: Option<&str>,
+    resume: Option<&str>,
+) -> Vec<String> {
+    let mut args: Vec<String> = [
+        "-p",
+        "--output-format",
+        "stream-json",
+        "--input-format",
+        "stream-json",
+        "--verbose",
+        "--include-partial-messages",
+        "--permission-prompt-tool",
+        "stdio",
+    ]
+    .map(String::from)
+    .into();
+    let mut flag = |name: &str, value: String| {
+        args.push(name.to_string());
+        args.push(value);
+    };
+    if let Some(mode) = &options.permission_mode {
+        flag("--permission-mode", mode.clone());
+    }
+    if let Some(tools) = &options.tools {
+        flag("--tools", tools.join(","));
+    }
+    if !options.allowed_tools.is_empty() {
+        flag("--allowedTools", options.allowed_tools.join(","));
+    }
+    if !options.disallowed_tools.is_empty() {
+        flag("--disallowedTools", options.disallowed_tools.join(","));
+    }
+    if let Some(turns) = options.max_turns {
+        flag("--max-turns", turns.to_string());
+    }
+    if let Some(text) = options
+        .append_system_prompt
+        .as_ref()
+        .filter(|t| !t.is_empty())
+    {
+        flag("--append-system-prompt", text.clone());
     }
     push_common(&mut args, model_id, resume);
     args
@@ -55,6 +108,36 @@ mod tests {
         let args = headless_args(&["--allowedTools"], &["Read"], None, Some(""));
         assert!(!args.contains(&"--resume".to_string()), "{args:?}");
         assert!(!args.contains(&"--model".to_string()), "{args:?}");
+    }
+
+    #[test]
+    fn served_turn_options_become_the_flags_both_clis_take() {
+        let options = TurnOptions {
+            permission_mode: Some("acceptEdits".into()),
+            tools: Some(vec!["Read".into(), "Bash".into()]),
+            disallowed_tools: vec!["Bash(rm:*)".into()],
+            allowed_tools: vec!["Bash(ls:*)".into(), "Read".into()],
+            max_turns: Some(25),
+            append_system_prompt: Some("Be brief.".into()),
+            resume: None,
+        };
+        let args = served_args(&options, Some("claude-sonnet-4-5"), Some("s-1"));
+        let after = |flag: &str| {
+            let at = args.iter().position(|a| a == flag).unwrap();
+            args[at + 1].as_str()
+        };
+        assert_eq!(after("--permission-prompt-tool"), "stdio");
+        assert_eq!(after("--permission-mode"), "acceptEdits");
+        assert_eq!(after("--tools"), "Read,Bash");
+        assert_eq!(after("--allowedTools"), "Bash(ls:*),Read");
+        assert_eq!(after("--disallowedTools"), "Bash(rm:*)");
+        assert_eq!(after("--max-turns"), "25");
+        assert_eq!(after("--append-system-prompt"), "Be brief.");
+        assert_eq!(after("--resume"), "s-1");
+        assert!(args.contains(&"--include-partial-messages".to_string()));
+        let bare = served_args(&TurnOptions::default(), None, None);
+        assert!(!bare.contains(&"--tools".to_string()), "{bare:?}");
+        assert!(!bare.contains(&"--resume".to_string()), "{bare:?}");
     }
 
     #[test]

@@ -1,9 +1,11 @@
 //! A headless `-p` process: stream-json in on stdin, stream-json out on stdout. Turns are
 //! delimited by `result` events, never by the process exiting, so one process serves many turns.
 
+use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::path::Path;
 use std::process::Stdio;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -25,17 +27,24 @@ const DRAIN_STDOUT: Duration = Duration::from_secs(2);
 /// How much of an unreadable line goes into the log.
 const LOGGED_LINE: usize = 200;
 
+/// The last lines of stderr kept for a report of why a process ended.
+const STDERR_TAIL: usize = 8;
+
 pub(crate) struct DispatchProc {
     pub core: ProcessCore,
     /// The tool set this process was started with.
     pub verb: Verb,
     stdin: tokio::sync::Mutex<Option<ChildStdin>>,
-    events: tokio::sync::Mutex<Events>,
+    pub(super) events: tokio::sync::Mutex<Events>,
     costs: Mutex<CostTracker>,
+    stderr: Arc<Mutex<VecDeque<String>>>,
+    stderr_done: tokio::sync::Mutex<Option<oneshot::Receiver<()>>>,
+    /// A served turn was asked to stop.
+    pub(super) interrupted: AtomicBool,
 }
 
-struct Events {
-    rx: mpsc::UnboundedReceiver<Line>,
+pub(super) struct Events {
+    pub(super) rx: mpsc::UnboundedReceiver<Line>,
     /// Prompts written whose result has not been read: a turn whose caller gave up leaves its
     /// result behind, and the next turn must not take it for its own.
     unanswered: usize,
@@ -59,6 +68,8 @@ pub(crate) struct Launch<'a> {
     pub args: Vec<String>,
     pub cwd: &'a Path,
     pub env: &'a [(OsString, OsString)],
+    /// Start from an empty environment: `env` is all the process gets.
+    pub clear_env: bool,
 }
 
 /// One user turn as a stdin line (without the newline).
@@ -72,7 +83,11 @@ pub(crate) fn spawn(
     subscribers: Arc<Subscribers>,
     on_exit: OnExit,
 ) -> Result<DispatchProc, BrainError> {
-    let mut child = Command::new(launch.program)
+    let mut command = Command::new(launch.program);
+    if launch.clear_env {
+        command.env_clear();
+    }
+    let mut child = command
         .args(&launch.args)
         .current_dir(launch.cwd)
         .envs(launch.env.iter().map(|(k, v)| (k, v)))
@@ -102,7 +117,13 @@ pub(crate) fn spawn(
     let (tx, rx) = mpsc::unbounded_channel();
     let (done_tx, done_rx) = oneshot::channel();
     tokio::spawn(read_stdout(pid, name, stdout, tx, subscribers, done_tx));
-    tokio::spawn(log_stderr(pid, name, stderr));
+    let tail = Arc::new(Mutex::new(VecDeque::new()));
+    let tail_writer = tail.clone();
+    let (stderr_tx, stderr_rx) = oneshot::channel();
+    tokio::spawn(async move {
+        log_stderr(pid, name, stderr, tail_writer).await;
+        let _ = stderr_tx.send(());
+    });
     tokio::spawn(watch_exit(child, name, done_rx, reporter));
     Ok(DispatchProc {
         core,
@@ -110,6 +131,9 @@ pub(crate) fn spawn(
         stdin: tokio::sync::Mutex::new(Some(stdin)),
         events: tokio::sync::Mutex::new(Events { rx, unanswered: 0 }),
         costs: Mutex::new(CostTracker::default()),
+        stderr: tail,
+        stderr_done: tokio::sync::Mutex::new(Some(stderr_rx)),
+        interrupted: AtomicBool::new(false),
     })
 }
 
@@ -154,12 +178,22 @@ async fn read_stdout(
     let _ = done.send(());
 }
 
-async fn log_stderr(pid: u32, name: &'static str, stderr: ChildStderr) {
+async fn log_stderr(
+    pid: u32,
+    name: &'static str,
+    stderr: ChildStderr,
+    tail: Arc<Mutex<VecDeque<String>>>,
+) {
     let mut lines = BufReader::new(stderr).lines();
     loop {
         match lines.next_line().await {
             Ok(Some(line)) => {
-                tracing::info!(pid, program = name, stderr = %line, "a brain wrote to stderr")
+                tracing::info!(pid, program = name, stderr = %line, "a brain wrote to stderr");
+                let mut tail = tail.lock().unwrap_or_else(PoisonError::into_inner);
+                if tail.len() == STDERR_TAIL {
+                    tail.pop_front();
+                }
+                tail.push_back(crate::text::prefix_chars(&line, LOGGED_LINE).0.to_string());
             }
             Ok(None) => break,
             Err(e) => {
@@ -207,6 +241,24 @@ impl DispatchProc {
             action: "write to",
             source,
         })
+    }
+
+    /// Ends the process's input: a headless CLI exits once its last turn is done.
+    pub async fn close_stdin(&self) {
+        self.stdin.lock().await.take();
+    }
+
+    /// What the process last wrote on stderr, one line after another, once its stderr is
+    /// read to the end (or a moment has passed).
+    pub async fn stderr_tail(&self) -> String {
+        if let Some(done) = self.stderr_done.lock().await.take() {
+            let _ = tokio::time::timeout(DRAIN_STDOUT, done).await;
+        }
+        let tail = self.stderr.lock().unwrap_or_else(PoisonError::into_inner);
+        tail.iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .join(" / ")
     }
 
     /// Sends one prompt and reads events until that turn's result, or until the process ends.

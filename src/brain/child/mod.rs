@@ -12,6 +12,7 @@ pub mod args;
 mod dispatch;
 mod interact;
 mod process;
+mod served;
 
 use std::ffi::OsString;
 use std::marker::PhantomData;
@@ -21,6 +22,7 @@ use std::time::Instant;
 pub use dispatch::user_message;
 use dispatch::{DispatchProc, Launch, TurnEnd};
 use interact::PtyProc;
+use served::Ended;
 
 use super::error::verb_name;
 use super::memory::SeriesStore;
@@ -28,9 +30,11 @@ use super::slug::{self, Binary, BrainSpec};
 use super::terminal::Subscribers;
 use super::{
     BrainCli, BrainConfig, BrainError, BrainFuture, BrainOutput, DataCallback, Episode,
-    ExitCallback, Instance, Metrics, Mode, Series, SubscriptionId, TermSize, Verb,
+    ExitCallback, Instance, Metrics, Mode, Series, SubscriptionId, TermSize, TurnOptions,
+    TurnReport, TurnRequest, Verb,
 };
 use crate::sys::sync::lock;
+use crate::ui_event::UiEvent;
 use process::{OnExit, ProcessCore};
 
 /// One kind of stream-json CLI: which slugs it serves and how it is started.
@@ -50,6 +54,15 @@ pub trait ChildProgram: Send + Sync + 'static {
 
     /// Flags of the terminal UI, resuming `resume`.
     fn interact_args(model_id: Option<&str>, resume: Option<&str>) -> Vec<String>;
+
+    /// Flags of a served turn; both CLIs take the same ones.
+    fn served_args(
+        options: &TurnOptions,
+        model_id: Option<&str>,
+        resume: Option<&str>,
+    ) -> Vec<String> {
+        args::served_args(options, model_id, resume)
+    }
 }
 
 /// A brain driven through the stream-json CLI `P`.
@@ -62,6 +75,8 @@ pub struct ChildBrain<P: ChildProgram> {
     series: Mutex<Option<Series>>,
     slot: Arc<Mutex<Slot>>,
     size: Mutex<TermSize>,
+    /// The process of the served turn that runs, for `interrupt`.
+    served: Mutex<Option<Arc<DispatchProc>>>,
     /// One turn at a time: a process answers its prompts in order.
     turn: tokio::sync::Mutex<()>,
     /// One start or stop at a time; never held while waiting for an answer, so `kill` can
@@ -135,6 +150,7 @@ impl<P: ChildProgram> ChildBrain<P> {
             series: Mutex::new(series),
             slot: Arc::new(Mutex::new(Slot::default())),
             size: Mutex::new(TermSize::default()),
+            served: Mutex::new(None),
             turn: tokio::sync::Mutex::new(()),
             lifecycle: tokio::sync::Mutex::new(()),
             program_kind: PhantomData,
@@ -198,6 +214,7 @@ impl<P: ChildProgram> ChildBrain<P> {
             args,
             cwd: &self.config.cwd,
             env: &self.config.env,
+            clear_env: self.config.clear_env,
         };
         let on_exit = self.exit_hook(generation);
         let running = match mode {
@@ -301,6 +318,66 @@ impl<P: ChildProgram> ChildBrain<P> {
         })
     }
 
+    /// A served turn: a process of its own, retried once without `--resume` when the
+    /// brain's session could not be resumed.
+    async fn served_turn(&self, request: TurnRequest) -> Result<TurnReport, BrainError> {
+        let _turn = self.turn.lock().await;
+        let mut resume = request.options.resume.clone();
+        loop {
+            let args = P::served_args(
+                &request.options,
+                Some(self.spec.model_id()),
+                resume.as_deref(),
+            );
+            let launch = Launch {
+                program: &self.program,
+                name: P::BINARY.name(),
+                spawn_hint: P::SPAWN_HINT,
+                args,
+                cwd: &self.config.cwd,
+                env: &self.config.env,
+                clear_env: self.config.clear_env,
+            };
+            let subscribers = self.subscribers.clone();
+            let on_exit: OnExit = Box::new(move |info| subscribers.exit(info));
+            let proc = Arc::new(dispatch::spawn(
+                launch,
+                Verb::Act,
+                self.subscribers.clone(),
+                on_exit,
+            )?);
+            *lock(&self.served) = Some(proc.clone());
+            let ended = proc
+                .served_turn(&request, self.config.kill_grace, |usage| {
+                    self.spec.cost(usage)
+                })
+                .await;
+            *lock(&self.served) = None;
+            match ended? {
+                Ended::Report(report) => {
+                    if let Some(exid) = report.session_id.clone() {
+                        self.update_series(|s| s.exid = exid)?;
+                    }
+                    return Ok(report);
+                }
+                Ended::ResumeFailed(why) => {
+                    let old = resume.take().unwrap_or_default();
+                    let detail = if why.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({why})")
+                    };
+                    let _ = request.events.send(UiEvent::SessionError {
+                        session_id: request.label.clone(),
+                        error: format!(
+                            "the brain could not resume its session {old}{detail}; a new session starts"
+                        ),
+                    });
+                }
+            }
+        }
+    }
+
     /// Changes the series (creating it on first use) and stores it.
     fn update_series(&self, change: impl FnOnce(&mut Series)) -> Result<Series, BrainError> {
         let mut guard = lock(&self.series);
@@ -334,6 +411,29 @@ impl<P: ChildProgram> BrainCli for ChildBrain<P> {
 
     fn act<'a>(&'a self, prompt: &'a str) -> BrainFuture<'a, BrainOutput> {
         Box::pin(self.run_turn(Verb::Act, prompt))
+    }
+
+    fn turn(&self, request: TurnRequest) -> BrainFuture<'_, TurnReport> {
+        Box::pin(self.served_turn(request))
+    }
+
+    fn interrupt(&self) -> BrainFuture<'_, bool> {
+        Box::pin(async move {
+            let Some(proc) = lock(&self.served).clone() else {
+                return Ok(false);
+            };
+            proc.interrupt().await?;
+            // A CLI that does not stop at the request is stopped.
+            let grace = self.config.kill_grace;
+            tokio::spawn(async move {
+                if tokio::time::timeout(grace, proc.core.wait()).await.is_err()
+                    && let Err(e) = proc.core.terminate(grace).await
+                {
+                    tracing::warn!(error = %e, "could not stop an interrupted brain");
+                }
+            });
+            Ok(true)
+        })
     }
 
     fn series(&self) -> Option<Series> {

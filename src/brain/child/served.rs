@@ -1,0 +1,327 @@
+//! [`crate::brain::BrainCli::turn`] for a stream-json CLI: one headless process per turn,
+//! stream-json both ways plus the control protocol, as the Agent SDKs drive Claude Code. The
+//! CLI puts each undecided tool call to the caller (`--permission-prompt-tool stdio`), an
+//! `interrupt` control request ends the turn with the conversation intact, and the process's
+//! real exit is the turn's `process:exit`.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use super::dispatch::{DispatchProc, user_message};
+use crate::api::types::{ContentBlock, Usage};
+use crate::brain::turn::{PermissionAnswer, PermissionQuestion, TurnRequest};
+use crate::brain::{BrainError, ExitInfo, TurnReport};
+use crate::stream_json::read::{Line, ResultEvent};
+use crate::stream_json::wire;
+use crate::stream_json::wire::{
+    ControlRequest, ControlResponse, PermissionResult, PermissionUpdate, RequestBody, RuleValue,
+};
+use crate::ui_event::UiEvent;
+
+/// How a served process ended.
+pub(crate) enum Ended {
+    Report(TurnReport),
+    /// It stopped before saying anything, asked to resume a session: most likely the session
+    /// is gone. The text is what it printed on stderr.
+    ResumeFailed(String),
+}
+
+impl DispatchProc {
+    /// Runs `request` on this fresh process; `price` prices usage when the CLI reports no cost.
+    pub(crate) async fn served_turn(
+        self: &Arc<Self>,
+        request: &TurnRequest,
+        grace: Duration,
+        price: impl Fn(&Usage) -> f64,
+    ) -> Result<Ended, BrainError> {
+        let label = request.label.clone();
+        let emit = |event: UiEvent| {
+            // The caller stopped listening: the turn still runs to its end.
+            let _ = request.events.send(event);
+        };
+        let mut events = self.events.lock().await;
+        let mut line = user_message(&request.prompt);
+        line.push('\n');
+        // A process that is already gone shows up below as an end without a result.
+        let _ = self.write(line.as_bytes()).await;
+
+        let mut session_id = None;
+        let mut started = false;
+        let mut result: Option<ResultEvent> = None;
+        loop {
+            let next = tokio::select! {
+                biased;
+                line = events.rx.recv() => line,
+                _ = self.core.wait() => events.rx.try_recv().ok(),
+            };
+            let Some(next) = next else { break };
+            match next {
+                Line::Init(init) => {
+                    started = true;
+                    session_id = Some(init.session_id.clone());
+                    emit(UiEvent::SessionInit {
+                        session_id: label.clone(),
+                        claude_session_id: init.session_id,
+                        model: init.model,
+                        tools: init.tools,
+                    });
+                }
+                Line::TextDelta(text) => emit(UiEvent::ChatDelta {
+                    session_id: label.clone(),
+                    text,
+                }),
+                Line::Assistant(message) => {
+                    for event in assistant_events(message.blocks, &label) {
+                        emit(event);
+                    }
+                }
+                Line::User(message) => {
+                    for block in message.blocks {
+                        if let ContentBlock::ToolResult {
+                            tool_use_id,
+                            content,
+                            is_error,
+                        } = block
+                        {
+                            emit(UiEvent::ToolResult {
+                                session_id: label.clone(),
+                                tool_use_id,
+                                content: String::from(&*content),
+                                is_error,
+                            });
+                        }
+                    }
+                }
+                Line::ControlRequest(asked) => self.answer(asked, request),
+                Line::Result(end) => {
+                    if let Some(id) = &end.session_id {
+                        session_id = Some(id.clone());
+                    }
+                    result = Some(end);
+                    // The turn is over: end of input lets the process exit on its own.
+                    self.close_stdin().await;
+                }
+                Line::ApiRetry(_) | Line::Other(_) => {}
+            }
+        }
+        drop(events);
+        let exit = match tokio::time::timeout(grace, self.core.wait()).await {
+            Ok(exit) => exit,
+            Err(_) => self.core.terminate(grace).await?,
+        };
+        let interrupted = self.interrupted.load(Ordering::Relaxed);
+        let Some(end) = result else {
+            let stderr = self.stderr_tail().await;
+            if !started && request.options.resume.is_some() && !interrupted {
+                return Ok(Ended::ResumeFailed(stderr));
+            }
+            let why = if interrupted {
+                "the turn was interrupted before the brain answered".to_string()
+            } else {
+                ended_without_result(exit, &stderr)
+            };
+            emit(UiEvent::SessionError {
+                session_id: label.clone(),
+                error: why,
+            });
+            emit(exit_event(&label, exit));
+            return Ok(Ended::Report(TurnReport {
+                session_id,
+                exit,
+                is_error: true,
+                interrupted,
+                cost_usd: 0.0,
+                usage: Usage::default(),
+            }));
+        };
+        // A CLI that cannot resume says so in an error result before any init.
+        if end.is_error && !started && request.options.resume.is_some() && !interrupted {
+            return Ok(Ended::ResumeFailed(end.text.unwrap_or_default()));
+        }
+        let usage = end.usage.unwrap_or_default();
+        let cost_usd = end.total_cost_usd.unwrap_or_else(|| price(&usage));
+        if end.is_error && !interrupted {
+            emit(UiEvent::SessionError {
+                session_id: label.clone(),
+                error: end
+                    .text
+                    .clone()
+                    .unwrap_or_else(|| format!("the turn failed ({})", end.subtype)),
+            });
+        }
+        emit(UiEvent::SessionComplete {
+            session_id: label.clone(),
+            cost_usd,
+            usage,
+        });
+        emit(exit_event(&label, exit));
+        Ok(Ended::Report(TurnReport {
+            session_id,
+            exit,
+            is_error: end.is_error,
+            interrupted,
+            cost_usd,
+            usage,
+        }))
+    }
+
+    /// Asks the CLI to stop the turn; it answers with the turn's result.
+    pub(crate) async fn interrupt(&self) -> Result<(), BrainError> {
+        self.interrupted.store(true, Ordering::Relaxed);
+        let id = format!("interrupt-{}", uuid::Uuid::new_v4().simple());
+        let request = ControlRequest::new(id, &RequestBody::Interrupt {});
+        self.send(&wire::Line::ControlRequest(request)).await
+    }
+
+    async fn send(&self, line: &wire::Line) -> Result<(), BrainError> {
+        let mut text = serde_json::to_string(line).map_err(|e| BrainError::Io {
+            action: "write to",
+            source: std::io::Error::other(e),
+        })?;
+        text.push('\n');
+        self.write(text.as_bytes()).await
+    }
+
+    /// Answers a control request from the CLI: permission questions go to the caller (without
+    /// holding up the turn's other events), anything else is declined.
+    fn answer(self: &Arc<Self>, asked: ControlRequest, request: &TurnRequest) {
+        let proc = self.clone();
+        let id = asked.request_id.clone();
+        let body = asked.body();
+        let ask = request.ask.clone();
+        tokio::spawn(async move {
+            let outcome = match body {
+                Ok(RequestBody::CanUseTool {
+                    tool_name,
+                    input,
+                    permission_suggestions,
+                    decision_reason,
+                    ..
+                }) => {
+                    let question = PermissionQuestion {
+                        tool_name: tool_name.clone(),
+                        input: input.clone(),
+                        reason: decision_reason,
+                    };
+                    let result = match ask(question).await {
+                        PermissionAnswer::Allow { remember } => PermissionResult::Allow {
+                            updated_input: Some(input),
+                            updated_permissions: if remember {
+                                remembered(&tool_name, permission_suggestions)
+                            } else {
+                                Vec::new()
+                            },
+                        },
+                        PermissionAnswer::Deny { message } => PermissionResult::Deny {
+                            message: Some(message),
+                            interrupt: false,
+                        },
+                    };
+                    serde_json::to_value(result).map_err(|e| e.to_string())
+                }
+                Ok(_) => Err(format!(
+                    "a served turn does not answer the control request \"{}\"",
+                    asked.subtype()
+                )),
+                Err(e) => Err(e),
+            };
+            let response = wire::Line::ControlResponse(ControlResponse::to(id, outcome));
+            if let Err(e) = proc.send(&response).await {
+                tracing::debug!(error = %e, "a permission answer found the brain gone");
+            }
+        });
+    }
+}
+
+/// What "allow always" adds: the CLI's own suggestion, else the tool as a session rule.
+fn remembered(tool_name: &str, suggestions: Vec<PermissionUpdate>) -> Vec<PermissionUpdate> {
+    if !suggestions.is_empty() {
+        return suggestions;
+    }
+    vec![PermissionUpdate {
+        kind: "addRules".into(),
+        behavior: Some("allow".into()),
+        destination: Some("session".into()),
+        rules: vec![RuleValue::parse(tool_name)],
+        mode: None,
+    }]
+}
+
+/// The events of one assistant message (with Claude Code, of one of its blocks).
+fn assistant_events(blocks: Vec<ContentBlock>, label: &str) -> Vec<UiEvent> {
+    blocks
+        .into_iter()
+        .filter_map(|block| match block {
+            ContentBlock::Text { text, .. } if !text.is_empty() => Some(UiEvent::ChatComplete {
+                session_id: label.to_string(),
+                text,
+            }),
+            ContentBlock::ToolUse {
+                id, name, input, ..
+            } => Some(UiEvent::ToolStart {
+                session_id: label.to_string(),
+                tool_use_id: id,
+                name,
+                input,
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+fn exit_event(label: &str, exit: ExitInfo) -> UiEvent {
+    UiEvent::ProcessExit {
+        session_id: label.to_string(),
+        code: exit.code,
+        signal: exit.signal,
+    }
+}
+
+fn ended_without_result(exit: ExitInfo, stderr: &str) -> String {
+    if stderr.is_empty() {
+        format!("the brain ended without a result ({exit})")
+    } else {
+        format!("the brain ended without a result ({exit}): {stderr}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn an_assistant_message_gives_its_text_and_tool_calls_in_order() {
+        let blocks = vec![
+            ContentBlock::text("Reading it."),
+            ContentBlock::text(""),
+            ContentBlock::ToolUse {
+                id: "t1".into(),
+                name: "Read".into(),
+                input: json!({"file_path": "a"}),
+            },
+        ];
+        let events = assistant_events(blocks, "s");
+        assert_eq!(events.len(), 2);
+        assert_eq!(events[0].kind(), "chat:complete");
+        assert_eq!(events[1].kind(), "tool:start");
+    }
+
+    #[test]
+    fn allow_always_keeps_the_clis_suggestion_or_adds_the_tool_for_the_session() {
+        let added = remembered("Bash", Vec::new());
+        assert_eq!(added[0].rules[0].tool_name, "Bash");
+        assert_eq!(added[0].destination.as_deref(), Some("session"));
+        let suggestion = PermissionUpdate {
+            kind: "addRules".into(),
+            rules: vec![RuleValue::parse("Bash(npm test:*)")],
+            ..PermissionUpdate::default()
+        };
+        assert_eq!(
+            remembered("Bash", vec![suggestion.clone()]),
+            vec![suggestion]
+        );
+    }
+}

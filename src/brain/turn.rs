@@ -1,0 +1,78 @@
+//! A served turn: what a front end that renders a conversation (`ouro serve`, the daemon's
+//! watchers) needs beyond `ask` / `act`. The turn takes options, streams typed UI events as
+//! they happen, puts permission questions to the caller and can be interrupted without losing
+//! the conversation.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use super::ExitInfo;
+use crate::api::types::Usage;
+use crate::ui_event::UiEvent;
+
+/// The options of one turn, as Chirality's `TurnOpts` names them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TurnOptions {
+    /// `default`, `acceptEdits`, `plan`, `bypassPermissions`, …; `None`: the brain's own.
+    pub permission_mode: Option<String>,
+    /// The tools offered to the model; `None`: the brain's default set.
+    pub tools: Option<Vec<String>>,
+    /// Rules that are never allowed (`Bash`, `Bash(rm:*)`).
+    pub disallowed_tools: Vec<String>,
+    /// Rules allowed without asking.
+    pub allowed_tools: Vec<String>,
+    pub max_turns: Option<u32>,
+    pub append_system_prompt: Option<String>,
+    /// The brain's own session to continue; `None` starts a new one.
+    pub resume: Option<String>,
+}
+
+/// A tool call the brain wants to make that its rules do not settle.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PermissionQuestion {
+    pub tool_name: String,
+    pub input: Value,
+    /// Why the brain asks (its permission engine's reason), when it says.
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum PermissionAnswer {
+    /// Run it; `remember` also allows calls like it for the rest of the turn.
+    Allow { remember: bool },
+    /// Refuse it; the model is told `message` and goes on.
+    Deny { message: String },
+}
+
+/// The caller's side of a permission question; the future resolves when someone answered (or
+/// the caller gave up and denied).
+pub type Asker =
+    Arc<dyn Fn(PermissionQuestion) -> BoxFuture<'static, PermissionAnswer> + Send + Sync>;
+
+/// One turn to run.
+pub struct TurnRequest {
+    pub prompt: String,
+    pub options: TurnOptions,
+    /// The `sessionId` every event of the turn carries (the caller's session, not the brain's).
+    pub label: String,
+    /// Where the turn's events go, in order; `process:exit` is always the last.
+    pub events: mpsc::UnboundedSender<UiEvent>,
+    pub ask: Asker,
+}
+
+/// How a turn ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnReport {
+    /// The brain's own session id, to resume next time; `None` if it never said.
+    pub session_id: Option<String>,
+    pub exit: ExitInfo,
+    /// The turn ended with an error or without a result.
+    pub is_error: bool,
+    /// [`super::BrainCli::interrupt`] stopped it.
+    pub interrupted: bool,
+    pub cost_usd: f64,
+    pub usage: Usage,
+}

@@ -1,0 +1,87 @@
+//! `serve/logs/harness.log` under ouro's home: one JSON object a line (time, kind, session,
+//! the event's fields), messages cut at 200 characters, rotated at 10 MB to `harness.log.1`.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use serde_json::{Value, json};
+
+use crate::sys::sync::lock;
+
+const ROTATE_AT: u64 = 10 << 20;
+const MESSAGE_CHARS: usize = 200;
+
+pub struct HarnessLog {
+    file: PathBuf,
+    write: Mutex<()>,
+}
+
+impl HarnessLog {
+    pub fn new(file: PathBuf) -> HarnessLog {
+        HarnessLog {
+            file,
+            write: Mutex::new(()),
+        }
+    }
+
+    /// Appends one record; a log that cannot be written is not worth failing a turn for.
+    pub fn record(&self, kind: &str, session_id: &str, mut fields: Value) {
+        if let Some(map) = fields.as_object_mut() {
+            for value in map.values_mut() {
+                if let Some(text) = value.as_str() {
+                    let (cut, _) = crate::text::prefix_chars(text, MESSAGE_CHARS);
+                    *value = Value::from(cut);
+                }
+            }
+        }
+        let mut line = json!({
+            "ts": super::store::now(),
+            "kind": kind,
+            "sessionId": session_id,
+        });
+        if let (Some(line), Some(fields)) = (line.as_object_mut(), fields.as_object()) {
+            line.extend(fields.clone());
+        }
+        let _guard = lock(&self.write);
+        let _ = self.append(&line);
+    }
+
+    fn append(&self, line: &Value) -> std::io::Result<()> {
+        if let Some(dir) = self.file.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        if std::fs::metadata(&self.file).is_ok_and(|m| m.len() >= ROTATE_AT) {
+            std::fs::rename(&self.file, self.file.with_extension("log.1"))?;
+        }
+        let mut text = serde_json::to_vec(line).map_err(std::io::Error::other)?;
+        text.push(b'\n');
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.file)?
+            .write_all(&text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_are_json_lines_with_cut_messages_and_rotate() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("logs/harness.log");
+        let log = HarnessLog::new(file.clone());
+        log.record("stderr", "s1", json!({"message": "x".repeat(500)}));
+        let text = std::fs::read_to_string(&file).unwrap();
+        let v: Value = serde_json::from_str(text.trim()).unwrap();
+        assert_eq!(v["kind"], "stderr");
+        assert_eq!(v["sessionId"], "s1");
+        assert_eq!(v["message"].as_str().unwrap().len(), 200);
+        std::fs::write(&file, vec![b'x'; ROTATE_AT as usize]).unwrap();
+        log.record("turn", "s1", json!({}));
+        assert!(dir.path().join("logs/harness.log.1").exists());
+        assert_eq!(std::fs::read_to_string(&file).unwrap().lines().count(), 1);
+    }
+}

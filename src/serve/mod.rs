@@ -1,0 +1,184 @@
+//! `ouro serve`: Chirality's harness API over HTTP and SSE, for a GUI that runs coding agents
+//! in sessions, each with a persona and a mode. Every turn runs on a brain through
+//! [`crate::brain::BrainCli::turn`] (ouro's own or the claude CLI, by slug); its UI events are
+//! numbered and kept per session, so a reload or a dropped connection loses nothing.
+//!
+//! Safe by default: loopback only, a token for every API call, `Host` and `Origin` checked,
+//! no CORS unless asked, secrets filtered out of every process a turn starts.
+
+mod auth;
+mod env;
+mod error;
+mod events;
+mod log;
+mod prompt;
+mod routes;
+mod state;
+mod store;
+mod turn;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post};
+
+pub use error::ApiError;
+pub use state::ServeOptions;
+
+use state::AppState;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error(
+        "could not listen on {address}: {source}. Another server may be using the port; stop it or pick another with --port"
+    )]
+    Bind {
+        address: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("could not read or create the token file {path}: {source}")]
+    Token {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("ouro has no home folder for its sessions (set OURO_HOME)")]
+    NoHome,
+    #[error("the server stopped with an error: {0}")]
+    Serve(#[source] std::io::Error),
+}
+
+/// Binds, prints where to open it, and serves until SIGINT or SIGTERM; then every running
+/// turn is ended cleanly (its stream gets `process:exit`, its session is saved).
+pub async fn run(options: ServeOptions) -> Result<(), ServeError> {
+    let home = crate::settings::ouro_home().ok_or(ServeError::NoHome)?;
+    let token_file = options
+        .token_file
+        .clone()
+        .unwrap_or_else(|| home.join("serve/token"));
+    let token = auth::load_or_create(&token_file).map_err(|source| ServeError::Token {
+        path: token_file.clone(),
+        source,
+    })?;
+    let address = format!("{}:{}", options.host, options.port);
+    let listener = tokio::net::TcpListener::bind(&address)
+        .await
+        .map_err(|source| ServeError::Bind {
+            address: address.clone(),
+            source,
+        })?;
+    let bound: SocketAddr = listener.local_addr().map_err(ServeError::Serve)?;
+    if !bound.ip().is_loopback() {
+        eprintln!(
+            "warning: ouro serve listens on {bound}, reachable from other machines; anyone with the token can run commands here"
+        );
+    }
+    let scrub = env::claude_can_scrub();
+    if !scrub {
+        tracing::info!(
+            "bubblewrap (bwrap) is not installed: sessions on the claude brain pass the API key to Claude Code's own tool processes"
+        );
+    }
+    let env = env::filtered(std::env::vars_os(), &options.pass_env, scrub);
+    let state = Arc::new(AppState {
+        address: bound.to_string(),
+        token,
+        token_file: token_file.clone(),
+        sessions: Mutex::new(Default::default()),
+        prompts: Default::default(),
+        env,
+        log: log::HarnessLog::new(home.join("serve/logs/harness.log")),
+        closing: tokio::sync::watch::channel(false).0,
+        home,
+        options,
+    });
+    for session in store::load_all(&state.home) {
+        match state.make_live(session.clone()) {
+            Ok(live) => {
+                crate::sys::sync::lock(&state.sessions).insert(session.id.clone(), live);
+            }
+            Err(e) => {
+                tracing::warn!(session = %session.id, error = %e, "skipping a served session whose brain cannot be opened")
+            }
+        }
+    }
+    let host = if bound.ip().is_unspecified() {
+        "127.0.0.1".to_string()
+    } else {
+        bound.ip().to_string()
+    };
+    println!(
+        "ouro serve: http://{host}:{}/?token={}",
+        bound.port(),
+        state.token
+    );
+    println!("token file: {}", token_file.display());
+    let app = router(state.clone());
+    let shutdown = {
+        let state = state.clone();
+        async move {
+            wait_for_signal().await;
+            end_all_turns(&state).await;
+            state.closing.send_replace(true);
+        }
+    };
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await
+        .map_err(ServeError::Serve)
+}
+
+async fn wait_for_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut int), Ok(mut term)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
+        // Without signal handlers the server runs until it is killed.
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = int.recv() => {}
+        _ = term.recv() => {}
+    }
+}
+
+async fn end_all_turns(state: &AppState) {
+    let lives: Vec<_> = crate::sys::sync::lock(&state.sessions)
+        .values()
+        .cloned()
+        .collect();
+    let stops = lives.iter().map(|l| routes::stop_turn(l));
+    futures::future::join_all(stops).await;
+}
+
+fn router(state: Arc<AppState>) -> Router {
+    let api = Router::new()
+        .route("/api/auth", post(routes::auth))
+        .route("/api/harness/session/create", post(routes::create))
+        .route("/api/harness/session/list", get(routes::list))
+        .route(
+            "/api/harness/session/{id}",
+            get(routes::get).delete(routes::delete),
+        )
+        .route("/api/harness/session/{id}/events", get(routes::events))
+        .route("/api/harness/session/{id}/history", get(routes::history))
+        .route("/api/harness/turn", post(routes::turn))
+        .route("/api/harness/interrupt", post(routes::interrupt))
+        .route("/api/harness/permission", post(routes::permission))
+        .route("/api/harness/personas", get(routes::personas))
+        .route("/api/harness/files", get(routes::files));
+    api.fallback(|| async {
+        ApiError::not_found("there is no such route; the API is under /api/harness/")
+    })
+    .layer(DefaultBodyLimit::max(error::BODY_LIMIT))
+    .layer(axum::middleware::from_fn_with_state(
+        state.clone(),
+        auth::guard,
+    ))
+    .with_state(state)
+}

@@ -1,0 +1,99 @@
+//! What the server holds: its options, its token, and each session with its event log, its
+//! brain, the turn that runs and the permission questions waiting for an answer.
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{oneshot, watch};
+
+use super::events::EventLog;
+use super::log::HarnessLog;
+use super::prompt::FileCache;
+use super::store::{self, Session};
+use crate::brain::{BrainCli, BrainConfig, PermissionAnswer};
+use crate::sys::sync::lock;
+
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    pub host: String,
+    pub port: u16,
+    /// Projects named at start (listed first; any directory may be used by a client).
+    pub projects: Vec<PathBuf>,
+    pub token_file: Option<PathBuf>,
+    pub allow_origin: Option<String>,
+    /// How long a permission request waits before it is denied.
+    pub permission_timeout: Duration,
+    /// Environment variables passed to turns even though their names look secret.
+    pub pass_env: Vec<String>,
+    /// The brain of a session that names none.
+    pub default_brain: String,
+}
+
+pub struct AppState {
+    pub options: ServeOptions,
+    pub home: PathBuf,
+    pub token: String,
+    pub token_file: PathBuf,
+    /// `host:port` as bound.
+    pub address: String,
+    pub sessions: Mutex<HashMap<String, Arc<Live>>>,
+    pub prompts: FileCache,
+    /// The environment of every process a turn starts.
+    pub env: Vec<(OsString, OsString)>,
+    pub log: HarnessLog,
+    /// Set when the server stops: followers end their streams.
+    pub closing: watch::Sender<bool>,
+}
+
+/// A session the server knows.
+pub struct Live {
+    pub session: Mutex<Session>,
+    pub log: EventLog,
+    pub brain: Box<dyn BrainCli>,
+    pub running: Mutex<Option<Running>>,
+    /// Permission questions waiting, by request id.
+    pub pending: Mutex<HashMap<String, oneshot::Sender<PermissionAnswer>>>,
+}
+
+#[derive(Clone)]
+pub struct Running {
+    pub turn_id: String,
+    /// `true` once the turn has ended and its session is saved.
+    pub done: watch::Receiver<bool>,
+}
+
+impl AppState {
+    pub fn live(&self, id: &str) -> Option<Arc<Live>> {
+        lock(&self.sessions).get(id).cloned()
+    }
+
+    /// A session's live state, with its brain (which starts nothing until a turn).
+    pub fn make_live(&self, session: Session) -> Result<Arc<Live>, crate::brain::BrainError> {
+        let config = BrainConfig::new(
+            session.project_root.clone(),
+            store::brain_dir(&self.home, &session),
+        )
+        .only_env(self.env.clone());
+        let brain = crate::brain::open(&session.brain, config)?;
+        Ok(Arc::new(Live {
+            log: EventLog::open(store::events_file(&self.home, &session)),
+            session: Mutex::new(session),
+            brain,
+            running: Mutex::new(None),
+            pending: Mutex::new(HashMap::new()),
+        }))
+    }
+}
+
+impl Live {
+    pub fn snapshot(&self) -> Session {
+        lock(&self.session).clone()
+    }
+
+    pub fn running(&self) -> Option<Running> {
+        lock(&self.running).clone()
+    }
+}

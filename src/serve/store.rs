@@ -1,0 +1,183 @@
+//! Sessions on disk, under ouro's home rather than in the project (where an approved command
+//! could rewrite a session's permission mode): `serve/projects/<project>/sessions/{id}.json`,
+//! written aside, synced and renamed, beside the session's events and its last system prompt.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// How a session works, as Chirality names its modes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// The user and the agent work together, turn by turn.
+    Workbench,
+    /// The agent runs a task through to a result without asking along the way.
+    Pipeline,
+    /// Plain chat with the brain: no persona or mode instructions beyond the identity.
+    Direct,
+}
+
+impl Mode {
+    /// The mode's instructions in the appended system prompt.
+    pub fn instructions(self) -> &'static str {
+        match self {
+            Mode::Workbench => {
+                "Mode: workbench. You work with the user turn by turn: make focused changes, say what you changed and why, and ask when a decision is theirs."
+            }
+            Mode::Pipeline => {
+                "Mode: pipeline. Carry the task through to a finished, verified result without asking questions along the way; end with a short report of what was done and how it was checked."
+            }
+            Mode::Direct => "Mode: direct. Answer the user directly.",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Session {
+    pub id: String,
+    pub created_at: String,
+    pub updated_at: String,
+    pub project_root: PathBuf,
+    pub persona: Option<String>,
+    pub mode: Mode,
+    /// The brain's own session id, resumed by the next turn.
+    pub claude_session_id: Option<String>,
+    pub brain: String,
+    pub permission_mode: Option<String>,
+    /// Rules the user allowed "always" from a permission request.
+    #[serde(default)]
+    pub always_allow: Vec<String>,
+    #[serde(default)]
+    pub cost_usd: f64,
+    #[serde(default)]
+    pub turns: u64,
+    /// The user's message of each turn, for the history view.
+    #[serde(default)]
+    pub history: Vec<TurnRecord>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnRecord {
+    pub turn_id: String,
+    pub message: String,
+}
+
+/// Where one project's served sessions live.
+pub fn project_dir(home: &Path, project_root: &Path) -> PathBuf {
+    home.join("serve/projects")
+        .join(crate::settings::folder_name(project_root))
+}
+
+pub fn session_file(home: &Path, session: &Session) -> PathBuf {
+    project_dir(home, &session.project_root)
+        .join("sessions")
+        .join(format!("{}.json", session.id))
+}
+
+pub fn events_file(home: &Path, session: &Session) -> PathBuf {
+    project_dir(home, &session.project_root)
+        .join("events")
+        .join(format!("{}.jsonl", session.id))
+}
+
+pub fn prompt_file(home: &Path, session: &Session) -> PathBuf {
+    project_dir(home, &session.project_root)
+        .join("prompts")
+        .join(format!("{}-system.txt", session.id))
+}
+
+/// Where the session's brain keeps its series.
+pub fn brain_dir(home: &Path, session: &Session) -> PathBuf {
+    project_dir(home, &session.project_root)
+        .join("brains")
+        .join(&session.id)
+}
+
+/// Writes `bytes` to `path` atomically: a temporary file beside it, synced, then renamed.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path
+        .parent()
+        .ok_or_else(|| std::io::Error::other("a file path without a folder"))?;
+    std::fs::create_dir_all(dir)?;
+    let aside = dir.join(format!(".tmp-{}", uuid::Uuid::new_v4().simple()));
+    let written = (|| {
+        let mut file = std::fs::File::create(&aside)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        std::fs::rename(&aside, path)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&aside);
+    }
+    written
+}
+
+pub fn save(home: &Path, session: &Session) -> std::io::Result<()> {
+    let bytes = serde_json::to_vec_pretty(session).map_err(std::io::Error::other)?;
+    write_atomic(&session_file(home, session), &bytes)
+}
+
+/// Every session kept under `home`; unreadable files are skipped with a warning.
+pub fn load_all(home: &Path) -> Vec<Session> {
+    let Ok(projects) = std::fs::read_dir(home.join("serve/projects")) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for project in projects.filter_map(Result::ok) {
+        let Ok(files) = std::fs::read_dir(project.path().join("sessions")) else {
+            continue;
+        };
+        for file in files.filter_map(Result::ok).map(|f| f.path()) {
+            if file.extension().is_none_or(|x| x != "json") {
+                continue;
+            }
+            match std::fs::read(&file).map(|b| serde_json::from_slice::<Session>(&b)) {
+                Ok(Ok(session)) => out.push(session),
+                Ok(Err(e)) => {
+                    tracing::warn!(file = %file.display(), error = %e, "skipping a served session that does not parse")
+                }
+                Err(e) => {
+                    tracing::warn!(file = %file.display(), error = %e, "skipping a served session that cannot be read")
+                }
+            }
+        }
+    }
+    out
+}
+
+pub fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sessions_round_trip_through_their_files() {
+        let home = tempfile::tempdir().unwrap();
+        let session = Session {
+            id: "0b7e".into(),
+            created_at: now(),
+            updated_at: now(),
+            project_root: "/tmp/p".into(),
+            persona: None,
+            mode: Mode::Workbench,
+            claude_session_id: Some("c".into()),
+            brain: "ouro@anthropic/claude/sonnet".into(),
+            permission_mode: None,
+            always_allow: Vec::new(),
+            cost_usd: 0.5,
+            turns: 1,
+            history: Vec::new(),
+        };
+        save(home.path(), &session).unwrap();
+        assert_eq!(load_all(home.path()), vec![session.clone()]);
+        let text = std::fs::read_to_string(session_file(home.path(), &session)).unwrap();
+        assert!(text.contains("\"claudeSessionId\"") && text.contains("\"projectRoot\""));
+    }
+}

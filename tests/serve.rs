@@ -1,0 +1,757 @@
+//! `ouro serve` as a GUI uses it: a real server process over HTTP and SSE, its turns run by
+//! real brain processes against the mock Messages API.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::common::{Sandbox, Watched, bodies, server};
+
+/// One SSE event: id, name, data.
+#[derive(Debug, Clone)]
+struct Sse {
+    id: u64,
+    kind: String,
+    data: Value,
+}
+
+fn parse_sse(text: &str) -> Vec<Sse> {
+    text.split("\n\n")
+        .filter_map(|block| {
+            let mut id = None;
+            let mut kind = None;
+            let mut data = None;
+            for line in block.lines() {
+                if let Some(v) = line.strip_prefix("id: ") {
+                    id = v.trim().parse().ok();
+                } else if let Some(v) = line.strip_prefix("event: ") {
+                    kind = Some(v.trim().to_string());
+                } else if let Some(v) = line.strip_prefix("data: ") {
+                    data = serde_json::from_str(v).ok();
+                }
+            }
+            Some(Sse {
+                id: id?,
+                kind: kind?,
+                data: data?,
+            })
+        })
+        .collect()
+}
+
+fn kinds(events: &[Sse]) -> Vec<&str> {
+    events.iter().map(|e| e.kind.as_str()).collect()
+}
+
+struct Serve {
+    process: Watched,
+    base: String,
+    token: String,
+    client: reqwest::Client,
+}
+
+impl Serve {
+    async fn start(sb: &Sandbox, api: &str, env: &[(&str, &str)]) -> Serve {
+        let mut command = sb.command(api, &["serve", "--port", "0", "--permission-timeout", "20"]);
+        for (k, v) in env {
+            command.env(k, v);
+        }
+        let process = Watched::spawn(command);
+        process.wait_stdout("token file:").await;
+        let out = process.stdout_text();
+        let url = out
+            .lines()
+            .find_map(|l| l.strip_prefix("ouro serve: "))
+            .unwrap()
+            .to_string();
+        let (base, token) = url.split_once("/?token=").unwrap();
+        Serve {
+            process,
+            base: base.to_string(),
+            token: token.to_string(),
+            client: crate::common::http_client(),
+        }
+    }
+
+    fn post(&self, path: &str, body: Value) -> reqwest::RequestBuilder {
+        self.client
+            .post(format!("{}{path}", self.base))
+            .bearer_auth(&self.token)
+            .json(&body)
+    }
+
+    fn get(&self, path: &str) -> reqwest::RequestBuilder {
+        self.client
+            .get(format!("{}{path}", self.base))
+            .bearer_auth(&self.token)
+    }
+
+    async fn create(&self, root: &Path, extra: Value) -> String {
+        let mut body = json!({"projectRoot": root, "persona": null, "mode": "workbench"});
+        body.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        let response = self
+            .post("/api/harness/session/create", body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 201);
+        let v: Value = response.json().await.unwrap();
+        v["session"]["id"].as_str().unwrap().to_string()
+    }
+
+    /// Runs a turn and reads its whole stream.
+    async fn turn(&self, session: &str, message: &str) -> Vec<Sse> {
+        self.turn_with(session, message, json!({})).await
+    }
+
+    async fn turn_with(&self, session: &str, message: &str, opts: Value) -> Vec<Sse> {
+        let response = self
+            .post(
+                "/api/harness/turn",
+                json!({"sessionId": session, "message": message, "opts": opts}),
+            )
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        parse_sse(&response.text().await.unwrap())
+    }
+
+    /// SIGTERM, then the exit, which must be clean.
+    async fn stop(self) {
+        self.process.signal(libc::SIGTERM);
+        let run = self.process.finish(Duration::from_secs(30)).await;
+        assert!(run.status.success(), "{}", run.debug());
+    }
+}
+
+const OURO: &str = "ouro@anthropic/claude/sonnet";
+const CLAUDE: &str = "claude@anthropic/claude/sonnet";
+
+/// Whether `brain` can run here; the claude CLI is skipped (and reported) where it is absent.
+fn available(brain: &str) -> bool {
+    if brain == CLAUDE && !crate::common::skip::on_path("claude") {
+        crate::common::skip::not_installed(
+            "the real `claude` CLI (npm install -g @anthropic-ai/claude-code; .ci/run does)",
+        );
+        return false;
+    }
+    true
+}
+
+fn text(answer: &str) -> Value {
+    json!({"content": [{"type": "text", "text": answer}]})
+}
+
+fn tool(name: &str, input: Value) -> Value {
+    json!({"content": [{"type": "tool_use", "name": name, "input": input}]})
+}
+
+#[tokio::test]
+async fn ouro_a_turn_streams_its_events_in_order_and_tools_never_see_secrets() {
+    a_turn_streams_its_events_in_order_and_tools_never_see_secrets(OURO).await;
+}
+
+#[tokio::test]
+async fn claude_a_turn_streams_its_events_in_order_and_tools_never_see_secrets() {
+    a_turn_streams_its_events_in_order_and_tools_never_see_secrets(CLAUDE).await;
+}
+
+async fn a_turn_streams_its_events_in_order_and_tools_never_see_secrets(brain: &str) {
+    if !available(brain) {
+        return;
+    }
+    let sb = Sandbox::new();
+    sb.write("a.txt", "alpha\n");
+    let a = sb.root().join("a.txt");
+    let api = server(json!({"turns": [
+        {"content": [
+            {"type": "text", "text": "Reading."},
+            {"type": "tool_use", "name": "Read", "input": {"file_path": a}},
+            {"type": "tool_use", "name": "Bash", "input": {"command": "env"}}
+        ]},
+        text("All read.")
+    ]}))
+    .await;
+    let serve = Serve::start(
+        &sb,
+        &api.url(),
+        &[("FOO_SECRET", "hunter2"), ("PLAIN_VALUE", "kept")],
+    )
+    .await;
+    let id = serve.create(&sb.root(), json!({"brain": brain})).await;
+    let events = serve
+        .turn_with(
+            &id,
+            "read it",
+            json!({"autoApproveTools": ["Bash(env)", "Read"]}),
+        )
+        .await;
+    let names = kinds(&events);
+    assert_eq!(names.first(), Some(&"session:init"), "{names:?}");
+    assert_eq!(names.last(), Some(&"process:exit"), "{names:?}");
+    assert_eq!(names[names.len() - 2], "session:complete", "{names:?}");
+    for expected in ["chat:delta", "chat:complete", "tool:start", "tool:result"] {
+        assert!(
+            names.contains(&expected),
+            "{expected} missing from {names:?}"
+        );
+    }
+    assert!(events.windows(2).all(|w| w[0].id < w[1].id), "ids increase");
+    assert!(events.iter().all(|e| e.data["sessionId"] == id.as_str()));
+    let deltas: String = events
+        .iter()
+        .filter(|e| e.kind == "chat:delta")
+        .map(|e| e.data["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(deltas, "Reading.All read.");
+    let result_of = |tool: &str| {
+        let start = events
+            .iter()
+            .find(|e| e.kind == "tool:start" && e.data["name"] == tool)
+            .unwrap();
+        events
+            .iter()
+            .find(|e| e.kind == "tool:result" && e.data["toolUseId"] == start.data["toolUseId"])
+            .unwrap()
+            .data["content"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert!(result_of("Read").contains("alpha"));
+    let env = result_of("Bash");
+    assert!(env.contains("PLAIN_VALUE=kept"), "{env}");
+    assert!(
+        !env.contains("FOO_SECRET") && !env.contains("hunter2"),
+        "{env}"
+    );
+    assert!(!env.contains(crate::common::API_KEY), "{env}");
+    let exit = events.last().unwrap();
+    assert_eq!(exit.data["code"], 0);
+    let session: Value = serve
+        .get(&format!("/api/harness/session/{id}"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(session["session"]["turns"], 1);
+    assert!(session["session"]["claudeSessionId"].is_string());
+    let log = std::fs::read_to_string(sb.home.path().join("serve/logs/harness.log")).unwrap();
+    assert!(log.contains("\"turn_completed\"") && !log.contains(crate::common::API_KEY));
+    serve.stop().await;
+}
+
+#[tokio::test]
+async fn ouro_a_second_turn_is_409_interrupt_ends_the_turn_and_the_next_turn_goes_on() {
+    a_second_turn_is_409_interrupt_ends_the_turn_and_the_next_turn_goes_on(OURO).await;
+}
+
+#[tokio::test]
+async fn claude_a_second_turn_is_409_interrupt_ends_the_turn_and_the_next_turn_goes_on() {
+    a_second_turn_is_409_interrupt_ends_the_turn_and_the_next_turn_goes_on(CLAUDE).await;
+}
+
+async fn a_second_turn_is_409_interrupt_ends_the_turn_and_the_next_turn_goes_on(brain: &str) {
+    if !available(brain) {
+        return;
+    }
+    let sb = Sandbox::new();
+    let api = server(json!({"turns": [
+        {"content": [{"type": "text", "text": "A long answer that is held"}], "hold_after_events": 3},
+        {"expect_text": "second", "content": [{"type": "text", "text": "Second answer."}]}
+    ]}))
+    .await;
+    let serve = Serve::start(&sb, &api.url(), &[]).await;
+    let id = serve.create(&sb.root(), json!({"brain": brain})).await;
+    let first = serve
+        .post(
+            "/api/harness/turn",
+            json!({"sessionId": id, "message": "first", "turnId": "t-1"}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(first.status(), 200);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while bodies(&api).is_empty() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the brain never asked the API"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let busy = serve
+        .post(
+            "/api/harness/turn",
+            json!({"sessionId": id, "message": "again"}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(busy.status(), 409);
+    let error: Value = busy.json().await.unwrap();
+    assert_eq!(error["error"]["code"], "conflict");
+    let stopped = serve
+        .post("/api/harness/interrupt", json!({"sessionId": id}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stopped.status(), 200);
+    let events = parse_sse(&first.text().await.unwrap());
+    assert_eq!(
+        kinds(&events).last(),
+        Some(&"process:exit"),
+        "{:?}",
+        kinds(&events)
+    );
+    // Claude Code may leave the held response open instead of hanging up; the mock serves one
+    // response at a time.
+    api.release();
+    let none = serve
+        .post("/api/harness/interrupt", json!({"sessionId": id}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(none.status(), 404);
+    let second = serve.turn(&id, "second").await;
+    assert!(
+        kinds(&second).contains(&"chat:complete"),
+        "{:?}",
+        kinds(&second)
+    );
+    let last = bodies(&api).last().cloned().unwrap().to_string();
+    assert!(
+        last.contains("first") && last.contains("second"),
+        "the conversation went on: {last}"
+    );
+    serve.stop().await;
+}
+
+#[tokio::test]
+async fn ouro_sessions_resume_across_a_restart_and_a_lost_brain_session_starts_anew() {
+    sessions_resume_across_a_restart_and_a_lost_brain_session_starts_anew(OURO).await;
+}
+
+#[tokio::test]
+async fn claude_sessions_resume_across_a_restart_and_a_lost_brain_session_starts_anew() {
+    sessions_resume_across_a_restart_and_a_lost_brain_session_starts_anew(CLAUDE).await;
+}
+
+async fn sessions_resume_across_a_restart_and_a_lost_brain_session_starts_anew(brain: &str) {
+    if !available(brain) {
+        return;
+    }
+    let sb = Sandbox::new();
+    let api = server(json!({"turns": [
+        text("First."),
+        {"expect_text": "remember me", "content": [{"type": "text", "text": "Resumed."}]},
+        text("Fresh.")
+    ]}))
+    .await;
+    let serve = Serve::start(&sb, &api.url(), &[]).await;
+    let id = serve.create(&sb.root(), json!({"brain": brain})).await;
+    serve.turn(&id, "remember me").await;
+    serve.stop().await;
+
+    let serve = Serve::start(&sb, &api.url(), &[]).await;
+    let list: Value = serve
+        .get(&format!(
+            "/api/harness/session/list?projectRoot={}",
+            sb.root().display()
+        ))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(list[0]["id"], id.as_str(), "{list}");
+    let events = serve.turn(&id, "and again").await;
+    assert!(
+        kinds(&events).contains(&"chat:complete"),
+        "{:?}",
+        kinds(&events)
+    );
+    let history: Value = serve
+        .get(&format!("/api/harness/session/{id}/history"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(history["turns"].as_array().unwrap().len(), 2, "{history}");
+    assert_eq!(history["turns"][0]["message"], "remember me");
+    serve.stop().await;
+
+    // The brain's own session is gone: the turn says so, then starts a new one.
+    let file = std::fs::read_dir(sb.home.path().join("serve/projects"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path()
+        .join(format!("sessions/{id}.json"));
+    let mut session: Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    session["claudeSessionId"] = json!("00000000-0000-4000-8000-000000000000");
+    std::fs::write(&file, session.to_string()).unwrap();
+    let serve = Serve::start(&sb, &api.url(), &[]).await;
+    let events = serve.turn(&id, "once more").await;
+    let names = kinds(&events);
+    let error = names.iter().position(|k| *k == "session:error").unwrap();
+    let init = names.iter().position(|k| *k == "session:init").unwrap();
+    assert!(error < init, "{names:?}");
+    assert_eq!(names.last(), Some(&"process:exit"));
+    assert!(names.contains(&"session:complete"), "{names:?}");
+    serve.stop().await;
+}
+
+#[tokio::test]
+async fn ouro_permission_requests_are_answered_allow_and_deny() {
+    permission_requests_are_answered_allow_and_deny(OURO).await;
+}
+
+#[tokio::test]
+async fn claude_permission_requests_are_answered_allow_and_deny() {
+    permission_requests_are_answered_allow_and_deny(CLAUDE).await;
+}
+
+async fn permission_requests_are_answered_allow_and_deny(brain: &str) {
+    if !available(brain) {
+        return;
+    }
+    let sb = Sandbox::new();
+    let api = server(json!({"turns": [
+        tool("Write", json!({"file_path": sb.root().join("yes.txt"), "content": "allowed\n"})),
+        tool("Write", json!({"file_path": sb.root().join("no.txt"), "content": "denied\n"})),
+        text("Done.")
+    ]}))
+    .await;
+    let serve = Serve::start(&sb, &api.url(), &[]).await;
+    let id = serve.create(&sb.root(), json!({"brain": brain})).await;
+    let mut stream = serve
+        .post(
+            "/api/harness/turn",
+            json!({"sessionId": id, "message": "write"}),
+        )
+        .send()
+        .await
+        .unwrap();
+    let mut seen = String::new();
+    let mut answered = 0;
+    while let Some(chunk) = stream.chunk().await.unwrap() {
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+        let requests: Vec<Sse> = parse_sse(&seen)
+            .into_iter()
+            .filter(|e| e.kind == "permission:request")
+            .collect();
+        if requests.len() > answered {
+            let request = &requests[answered];
+            assert_eq!(request.data["toolName"], "Write");
+            let decision = if answered == 0 { "allow" } else { "deny" };
+            let response = serve
+                .post(
+                    "/api/harness/permission",
+                    json!({"sessionId": id, "requestId": request.data["requestId"], "decision": decision}),
+                )
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status(), 200);
+            answered += 1;
+        }
+    }
+    assert_eq!(answered, 2, "{seen}");
+    let events = parse_sse(&seen);
+    let results: Vec<&Sse> = events.iter().filter(|e| e.kind == "tool:result").collect();
+    assert_eq!(results[0].data["isError"], false);
+    assert_eq!(results[1].data["isError"], true);
+    assert_eq!(
+        std::fs::read_to_string(sb.root().join("yes.txt")).unwrap(),
+        "allowed\n"
+    );
+    assert!(!sb.root().join("no.txt").exists());
+    let stale = serve
+        .post(
+            "/api/harness/permission",
+            json!({"sessionId": id, "requestId": "gone", "decision": "allow"}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stale.status(), 404);
+    serve.stop().await;
+}
+
+#[tokio::test]
+async fn a_persona_refuses_its_disallowed_tools_and_runs_its_auto_approved_ones_unasked() {
+    let sb = Sandbox::new();
+    std::fs::write(
+        sb.home.path().join("settings.json"),
+        json!({"trustedDirectories": [sb.root()]}).to_string(),
+    )
+    .unwrap();
+    sb.write(
+        "agents/AGENT_BUILDER.md",
+        "---\nname: builder\ndescription: Builds\ndisallowed_tools: [Bash]\nauto_approve_tools: [Write]\nmax_turns: 5\n---\nYou build things.\n",
+    );
+    let api = server(json!({"turns": [
+        tool("Write", json!({"file_path": sb.root().join("made.txt"), "content": "made\n"})),
+        tool("Bash", json!({"command": "touch bash.txt"})),
+        text("Built.")
+    ]}))
+    .await;
+    let serve = Serve::start(&sb, &api.url(), &[]).await;
+    let personas: Value = serve
+        .get(&format!(
+            "/api/harness/personas?projectRoot={}",
+            sb.root().display()
+        ))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(personas[0]["id"], "BUILDER", "{personas}");
+    assert_eq!(personas[0]["maxTurns"], 5);
+    let id = serve
+        .create(&sb.root(), json!({"persona": "BUILDER"}))
+        .await;
+    let events = serve.turn(&id, "build").await;
+    let names = kinds(&events);
+    assert!(!names.contains(&"permission:request"), "{names:?}");
+    assert_eq!(
+        std::fs::read_to_string(sb.root().join("made.txt")).unwrap(),
+        "made\n"
+    );
+    assert!(!sb.root().join("bash.txt").exists());
+    let results: Vec<&Sse> = events.iter().filter(|e| e.kind == "tool:result").collect();
+    assert_eq!(results[1].data["isError"], true, "{:?}", results[1]);
+    let request = bodies(&api)[0].to_string();
+    assert!(
+        request.contains("You build things."),
+        "the persona is in the system prompt"
+    );
+    let bad = serve
+        .post(
+            "/api/harness/session/create",
+            json!({"projectRoot": sb.root(), "persona": "NOBODY", "mode": "workbench"}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad.status(), 400);
+    serve.stop().await;
+}
+
+#[tokio::test]
+async fn a_reconnect_with_last_event_id_gets_exactly_the_missed_events() {
+    let sb = Sandbox::new();
+    let api = server(json!({"turns": [text("One two three four five six.")]})).await;
+    let serve = Serve::start(&sb, &api.url(), &[]).await;
+    let id = serve.create(&sb.root(), json!({})).await;
+    let all = serve.turn(&id, "count").await;
+    let after = all[2].id;
+    let mut stream = serve
+        .get(&format!("/api/harness/session/{id}/events"))
+        .header("Last-Event-ID", after.to_string())
+        .send()
+        .await
+        .unwrap();
+    let mut seen = String::new();
+    while parse_sse(&seen).len() < all.len() - 3 {
+        let chunk = tokio::time::timeout(Duration::from_secs(30), stream.chunk())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    let replayed: Vec<u64> = parse_sse(&seen).iter().map(|e| e.id).collect();
+    let missed: Vec<u64> = all[3..].iter().map(|e| e.id).collect();
+    assert_eq!(replayed, missed);
+    let by_query = serve
+        .get(&format!(
+            "/api/harness/session/{id}/events?after={}",
+            all[all.len() - 2].id
+        ))
+        .send()
+        .await
+        .unwrap();
+    let mut by_query = by_query;
+    let chunk = by_query.chunk().await.unwrap().unwrap();
+    let first = parse_sse(&String::from_utf8_lossy(&chunk));
+    assert_eq!(first[0].kind, "process:exit");
+    drop(stream);
+    drop(by_query);
+    serve.stop().await;
+}
+
+#[tokio::test]
+async fn requests_without_the_token_from_foreign_sites_or_too_big_are_refused_as_json() {
+    let sb = Sandbox::new();
+    let api = server(json!({"turns": []})).await;
+    let serve = Serve::start(&sb, &api.url(), &[]).await;
+    let plain = crate::common::http_client();
+    let list = format!("{}/api/harness/session/list", serve.base);
+    let check = |status: u16, code: &'static str| {
+        move |(got, body): (reqwest::StatusCode, Value)| {
+            assert_eq!(got.as_u16(), status, "{body}");
+            assert_eq!(body["error"]["code"], code, "{body}");
+        }
+    };
+    async fn call(r: reqwest::RequestBuilder) -> (reqwest::StatusCode, Value) {
+        let response = r.send().await.unwrap();
+        let status = response.status();
+        (status, response.json().await.unwrap())
+    }
+    check(401, "unauthorized")(call(plain.get(&list)).await);
+    check(401, "unauthorized")(call(plain.get(&list).bearer_auth("wrong")).await);
+    check(403, "forbidden_host")(
+        call(
+            serve
+                .get("/api/harness/session/list")
+                .header("Host", "evil.example"),
+        )
+        .await,
+    );
+    check(403, "forbidden_origin")(
+        call(
+            serve
+                .get("/api/harness/session/list")
+                .header("Origin", "https://evil.example"),
+        )
+        .await,
+    );
+    check(404, "not_found")(call(serve.get("/api/harness/session/nope")).await);
+    check(404, "not_found")(call(serve.get("/api/harness/nothing-here")).await);
+    check(413, "too_large")(too_big(&serve).await);
+    check(400, "bad_request")(
+        call(
+            serve
+                .client
+                .post(format!("{}/api/harness/turn", serve.base))
+                .bearer_auth(&serve.token)
+                .body("{not json"),
+        )
+        .await,
+    );
+    check(400, "bad_request")(
+        call(serve.post(
+            "/api/harness/session/create",
+            json!({"projectRoot": sb.root(), "persona": null, "mode": "sideways"}),
+        ))
+        .await,
+    );
+    check(400, "bad_request")(
+        call(serve.post(
+            "/api/harness/session/create",
+            json!({"projectRoot": "/no/such/dir", "persona": null, "mode": "direct"}),
+        ))
+        .await,
+    );
+    // The token buys the web app a cookie that then works as the token.
+    let auth = plain
+        .post(format!("{}/api/auth", serve.base))
+        .json(&json!({"token": serve.token}))
+        .send()
+        .await
+        .unwrap();
+    let cookie = auth.headers()["set-cookie"].to_str().unwrap().to_string();
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
+        "{cookie}"
+    );
+    let pair = cookie.split(';').next().unwrap().to_string();
+    let ok = plain
+        .get(&list)
+        .header("Cookie", pair)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ok.status(), 200);
+    assert!(ok.headers().get("access-control-allow-origin").is_none());
+    serve.stop().await;
+}
+
+/// A request announcing an 11 MB body gets its 413 before the body is sent (as a client
+/// that waits for `100 Continue` would see it).
+async fn too_big(serve: &Serve) -> (reqwest::StatusCode, Value) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let address = serve.base.trim_start_matches("http://").to_string();
+    let mut stream = tokio::net::TcpStream::connect(&address).await.unwrap();
+    let head = format!(
+        "POST /api/harness/turn HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nExpect: 100-continue\r\n\r\n",
+        serve.token,
+        11 << 20
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let mut response = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&response).contains("}}") {
+        let n = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut buf))
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(n > 0, "closed: {}", String::from_utf8_lossy(&response));
+        response.extend_from_slice(&buf[..n]);
+    }
+    let text = String::from_utf8_lossy(&response).into_owned();
+    let status = text.split(' ').nth(1).unwrap().parse::<u16>().unwrap();
+    let body = &text[text.find("\r\n\r\n").unwrap() + 4..];
+    let body = &body[body.find('{').unwrap()..=body.rfind('}').unwrap()];
+    (
+        reqwest::StatusCode::from_u16(status).unwrap(),
+        serde_json::from_str(body).unwrap(),
+    )
+}
+
+#[tokio::test]
+async fn fifty_sessions_at_once_all_complete_and_no_event_reaches_the_wrong_stream() {
+    const SESSIONS: usize = 50;
+    let sb = Sandbox::new();
+    let turns: Vec<Value> = (0..SESSIONS)
+        .map(|n| json!({"when_text": format!("job-{n}-"), "content": [{"type": "text", "text": format!("answer-{n}-")}]}))
+        .collect();
+    let api = server(json!({"turns": turns})).await;
+    let serve = Serve::start(&sb, &api.url(), &[]).await;
+    let mut ids = Vec::new();
+    for _ in 0..SESSIONS {
+        ids.push(serve.create(&sb.root(), json!({"mode": "direct"})).await);
+    }
+    let runs = ids.iter().enumerate().map(|(n, id)| {
+        let serve = &serve;
+        async move { (n, id.clone(), serve.turn(id, &format!("job-{n}-")).await) }
+    });
+    for (n, id, events) in futures::future::join_all(runs).await {
+        assert_eq!(
+            kinds(&events).last(),
+            Some(&"process:exit"),
+            "session {n}: {:?}",
+            kinds(&events)
+        );
+        assert!(
+            events.iter().all(|e| e.data["sessionId"] == id.as_str()),
+            "session {n}"
+        );
+        let complete: Vec<&Sse> = events
+            .iter()
+            .filter(|e| e.kind == "chat:complete")
+            .collect();
+        assert_eq!(complete.len(), 1, "session {n}");
+        assert_eq!(
+            complete[0].data["text"],
+            format!("answer-{n}-"),
+            "session {n}"
+        );
+    }
+    serve.stop().await;
+}
