@@ -71,3 +71,5 @@ mod sdk_python;
 mod sdk_typescript;
 #[cfg(all(feature = "mock", feature = "serve"))]
 mod serve;
+#[cfg(all(feature = "mock", feature = "serve"))]
+mod web_ui;

@@ -555,7 +555,7 @@ async fn a_persona_refuses_its_disallowed_tools_and_runs_its_auto_approved_ones_
 #[tokio::test]
 async fn a_reconnect_with_last_event_id_gets_exactly_the_missed_events() {
     let sb = Sandbox::new();
-    let api = server(json!({"turns": [text("One two three four five six.")]})).await;
+    let api = server(json!({"turns": [text("One two three four five six."), text("Once.")]})).await;
     let serve = Serve::start(&sb, &api.url(), &[]).await;
     let id = serve.create(&sb.root(), json!({})).await;
     let all = serve.turn(&id, "count").await;
@@ -578,6 +578,29 @@ async fn a_reconnect_with_last_event_id_gets_exactly_the_missed_events() {
     let replayed: Vec<u64> = parse_sse(&seen).iter().map(|e| e.id).collect();
     let missed: Vec<u64> = all[3..].iter().map(|e| e.id).collect();
     assert_eq!(replayed, missed);
+    // The same turn id again attaches to that turn: its events, not a second run.
+    let again = serve
+        .post(
+            "/api/harness/turn",
+            json!({"sessionId": id, "message": "count", "turnId": "t-once"}),
+        )
+        .send()
+        .await
+        .unwrap();
+    let once = parse_sse(&again.text().await.unwrap());
+    let requests = bodies(&api).len();
+    let again = serve
+        .post(
+            "/api/harness/turn",
+            json!({"sessionId": id, "message": "count", "turnId": "t-once"}),
+        )
+        .send()
+        .await
+        .unwrap();
+    let twice = parse_sse(&again.text().await.unwrap());
+    assert_eq!(bodies(&api).len(), requests, "the turn ran once");
+    let ids = |events: &[Sse]| events.iter().map(|e| e.id).collect::<Vec<_>>();
+    assert_eq!(ids(&once), ids(&twice));
     let by_query = serve
         .get(&format!(
             "/api/harness/session/{id}/events?after={}",
@@ -753,5 +776,129 @@ async fn fifty_sessions_at_once_all_complete_and_no_event_reaches_the_wrong_stre
             "session {n}"
         );
     }
+    serve.stop().await;
+}
+
+#[tokio::test]
+async fn a_signal_ends_the_running_turn_cleanly_and_a_second_server_on_the_port_is_refused() {
+    let sb = Sandbox::new();
+    let api = server(json!({"turns": [
+        {"content": [{"type": "text", "text": "A long answer that is held"}], "hold_after_events": 3}
+    ]}))
+    .await;
+    let serve = Serve::start(&sb, &api.url(), &[]).await;
+    let port = serve.base.rsplit(':').next().unwrap().to_string();
+    let second = sb
+        .command(&api.url(), &["serve", "--port", &port])
+        .output()
+        .await
+        .unwrap();
+    assert!(!second.status.success());
+    let said = String::from_utf8_lossy(&second.stderr);
+    assert!(
+        said.contains("could not listen") && said.contains("--port"),
+        "{said}"
+    );
+
+    let id = serve.create(&sb.root(), json!({})).await;
+    let turn = serve
+        .post(
+            "/api/harness/turn",
+            json!({"sessionId": id, "message": "go"}),
+        )
+        .send()
+        .await
+        .unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while bodies(&api).is_empty() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the brain never asked the API"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    serve.process.signal(libc::SIGTERM);
+    let events = parse_sse(&turn.text().await.unwrap());
+    assert_eq!(
+        kinds(&events).last(),
+        Some(&"process:exit"),
+        "{:?}",
+        kinds(&events)
+    );
+    let run = serve.process.finish(Duration::from_secs(30)).await;
+    assert!(run.status.success(), "{}", run.debug());
+    let saved = std::fs::read_dir(sb.home.path().join("serve/projects"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path()
+        .join(format!("sessions/{id}.json"));
+    let saved: Value = serde_json::from_str(&std::fs::read_to_string(saved).unwrap()).unwrap();
+    assert_eq!(saved["turns"], 1, "{saved}");
+}
+
+#[tokio::test]
+async fn files_mark_what_turns_changed_and_delete_removes_a_session() {
+    let sb = Sandbox::new();
+    sb.write(".gitignore", "build/\n");
+    sb.write("build/out.bin", "x");
+    sb.write("src/lib.rs", "fn a() {}\n");
+    let api = server(json!({"turns": [
+        tool("Write", json!({"file_path": sb.root().join("src/new.rs"), "content": "fn b() {}\n"})),
+        text("Written.")
+    ]}))
+    .await;
+    let serve = Serve::start(&sb, &api.url(), &[]).await;
+    let id = serve
+        .create(&sb.root(), json!({"permissionMode": "acceptEdits"}))
+        .await;
+    serve.turn(&id, "write").await;
+    let files: Value = serve
+        .get(&format!(
+            "/api/harness/files?projectRoot={}&sessionId={id}",
+            sb.root().display()
+        ))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let listed: Vec<(&str, bool)> = files["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["path"].as_str().unwrap(), f["changed"].as_bool().unwrap()))
+        .collect();
+    assert!(listed.contains(&("src/new.rs", true)), "{listed:?}");
+    assert!(listed.contains(&("src/lib.rs", false)), "{listed:?}");
+    assert!(
+        !listed.iter().any(|(p, _)| p.starts_with("build/")),
+        "{listed:?}"
+    );
+    let gone = serve
+        .client
+        .delete(format!("{}/api/harness/session/{id}", serve.base))
+        .bearer_auth(&serve.token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(gone.status(), 204);
+    let after = serve
+        .get(&format!("/api/harness/session/{id}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(after.status(), 404);
+    let list: Value = serve
+        .get("/api/harness/session/list")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(list, json!([]));
     serve.stop().await;
 }

@@ -19,6 +19,8 @@ pub mod report;
 pub mod rg;
 pub mod run;
 pub mod scenario;
+#[cfg(feature = "serve")]
+pub mod serve;
 pub mod startup;
 mod table;
 
@@ -90,6 +92,11 @@ pub struct BenchArgs {
     /// Also time checkpoints on a generated project of this many files (default 10000).
     #[arg(long, value_name = "FILES", num_args = 0..=1, default_missing_value = "10000")]
     pub checkpoints: Option<u32>,
+    /// Also drive `ouro serve` over HTTP: time to the first `chat:delta`, turns per second
+    /// with 1, 10 and 50 sessions at once, the server's peak RSS.
+    #[cfg(feature = "serve")]
+    #[arg(long)]
+    pub serve: bool,
     /// Also measure the client's time per turn at turn 10 and at turn N of one N-turn
     /// session whose history only grows (e.g. 1000).
     #[arg(long, value_parser = clap::value_parser!(u32).range(20..=5000))]
@@ -209,6 +216,11 @@ pub async fn run(args: &BenchArgs) -> Result<bool, BenchError> {
         progress(&format!("checkpoints of a {files}-file project"));
         report.checkpoints =
             Some(checkpoints::measure(files as usize, runs.max(11), plan.seed).await?);
+    }
+    #[cfg(feature = "serve")]
+    if args.serve {
+        progress("ouro serve over HTTP");
+        report.serve = Some(serve::measure(runs).await?);
     }
     progress("what 10- and 50-turn sessions are billed");
     for turns in COST_SESSION_TURNS {

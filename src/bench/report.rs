@@ -45,6 +45,9 @@ pub struct Report {
     pub mcp: Option<super::mcp::McpCost>,
     /// `--checkpoints`: what a snapshot of the project costs.
     pub checkpoints: Option<super::checkpoints::CheckpointCost>,
+    /// `--serve`: `ouro serve` driven over HTTP.
+    #[cfg(feature = "serve")]
+    pub serve: Option<super::serve::ServeCost>,
     /// What scripted sessions of a few lengths are billed for input.
     pub cost: Vec<SessionCost>,
     /// `--history-turns`: client time per turn early and late in one long session.
@@ -238,6 +241,8 @@ pub fn build(
         sandbox: None,
         mcp: None,
         checkpoints: None,
+        #[cfg(feature = "serve")]
+        serve: None,
         cost: Vec::new(),
         history: None,
         resume: None,

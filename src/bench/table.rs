@@ -221,6 +221,24 @@ pub fn render(r: &Report) -> String {
             c.after_an_edit_ms.median
         );
     }
+    #[cfg(feature = "serve")]
+    if let Some(serve) = &r.serve {
+        let rates: Vec<String> = serve
+            .turns_per_sec
+            .iter()
+            .map(|(sessions, rate)| format!("{rate:.1}/s with {sessions}"))
+            .collect();
+        let _ = writeln!(
+            out,
+            "
+ouro serve: first chat:delta {:.1} ms after the message (median; min {:.1}, max {:.1});              turns {} session(s) at once; server peak RSS {:.1} MiB (each turn's brain is its own process)",
+            serve.first_delta_ms.median,
+            serve.first_delta_ms.min,
+            serve.first_delta_ms.max,
+            rates.join(", "),
+            serve.peak_rss_mb
+        );
+    }
     if !r.cost.is_empty() {
         out.push_str(
             "\ninput cost per scripted session (prompt caching, billed as the API bills it)\n",

@@ -16,6 +16,7 @@ mod routes;
 mod state;
 mod store;
 mod turn;
+mod web;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -158,6 +159,9 @@ async fn end_all_turns(state: &AppState) {
 
 fn router(state: Arc<AppState>) -> Router {
     let api = Router::new()
+        .route("/", get(web::index))
+        .route("/app.js", get(web::script))
+        .route("/style.css", get(web::style))
         .route("/api/auth", post(routes::auth))
         .route("/api/harness/session/create", post(routes::create))
         .route("/api/harness/session/list", get(routes::list))
@@ -171,6 +175,7 @@ fn router(state: Arc<AppState>) -> Router {
         .route("/api/harness/interrupt", post(routes::interrupt))
         .route("/api/harness/permission", post(routes::permission))
         .route("/api/harness/personas", get(routes::personas))
+        .route("/api/harness/projects", get(routes::projects))
         .route("/api/harness/files", get(routes::files));
     api.fallback(|| async {
         ApiError::not_found("there is no such route; the API is under /api/harness/")

@@ -184,6 +184,8 @@ fn summary(live: &Live) -> Value {
         map.remove("history");
         map.remove("alwaysAllow");
         map.insert("running".into(), Value::from(live.running().is_some()));
+        let pending: Vec<String> = lock(&live.pending).keys().cloned().collect();
+        map.insert("pendingPermissions".into(), Value::from(pending));
         map.insert(
             "lastMessage".into(),
             session
@@ -306,6 +308,20 @@ pub async fn interrupt(
         return Err(ApiError::not_found("no turn is running in this session"));
     }
     Ok(Json(json!({"interrupted": true})))
+}
+
+/// The projects the server was started with (`--project`), for a GUI's project picker.
+pub async fn projects(state: Shared) -> Json<Value> {
+    let roots: Vec<Value> = state
+        .options
+        .projects
+        .iter()
+        .map(|p| {
+            let root = p.canonicalize().unwrap_or_else(|_| p.clone());
+            json!({"projectRoot": root, "exists": root.is_dir()})
+        })
+        .collect();
+    Json(Value::from(roots))
 }
 
 pub async fn personas(Query(q): Query<ProjectQuery>) -> Result<Json<Value>, ApiError> {

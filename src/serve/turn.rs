@@ -63,6 +63,17 @@ pub fn start(
     let session = live.snapshot();
     check_conversation_free(&session)?;
     let options = options(state, &session, &opts)?;
+    // Kept before the turn runs, so a page reloaded mid-turn shows what was asked.
+    {
+        let mut session = lock(&live.session);
+        session.history.push(store::TurnRecord {
+            turn_id: turn_id.clone(),
+            message: message.clone(),
+        });
+        if let Err(e) = store::save(&state.home, &session) {
+            tracing::warn!(error = %e, session = %session.id, "could not save a served session");
+        }
+    }
     let first = live.log.next_id();
     let (done_tx, done_rx) = watch::channel(false);
     *running = Some(Running {
@@ -238,10 +249,6 @@ async fn run(
         session.updated_at = store::now();
         session.cost_usd += cost;
         session.turns += 1;
-        session.history.push(store::TurnRecord {
-            turn_id: turn_id.clone(),
-            message,
-        });
         store::save(&state.home, &session)
     };
     if let Err(e) = saved {

@@ -1,0 +1,212 @@
+//! `--serve`: `ouro serve` as a GUI drives it, over HTTP against the mock API: the time from
+//! sending a message to its first `chat:delta`, turns per second with 1, 10 and 50 sessions at
+//! once, and the server's own peak memory (its brains are processes of their own).
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::json;
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+use super::BenchError;
+use super::fixture::WorkDir;
+use super::measure::{Spread, ms};
+use super::run::API_KEY;
+use crate::mock::{MockServer, Scenario};
+
+/// Sessions at once, and turns each runs, per concurrency figure.
+const CONCURRENCY: [usize; 3] = [1, 10, 50];
+const TURNS_EACH: usize = 2;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ServeCost {
+    pub first_delta_ms: Spread,
+    /// (sessions at once, turns per second).
+    pub turns_per_sec: Vec<(usize, f64)>,
+    pub peak_rss_mb: f64,
+}
+
+struct Client {
+    http: reqwest::Client,
+    base: String,
+    token: String,
+}
+
+impl Client {
+    fn post(&self, path: &str, body: serde_json::Value) -> reqwest::RequestBuilder {
+        self.http
+            .post(format!("{}{path}", self.base))
+            .bearer_auth(&self.token)
+            .json(&body)
+    }
+
+    async fn session(&self, root: &std::path::Path) -> Result<String, BenchError> {
+        let body = json!({"projectRoot": root, "persona": null, "mode": "direct"});
+        let v: serde_json::Value = self
+            .post("/api/harness/session/create", body)
+            .send()
+            .await
+            .and_then(|r| r.error_for_status())
+            .map_err(failed)?
+            .json()
+            .await
+            .map_err(failed)?;
+        v["session"]["id"]
+            .as_str()
+            .map(String::from)
+            .ok_or_else(|| BenchError::Failed(format!("the server made no session: {v}")))
+    }
+
+    /// One turn: the time to its first `chat:delta`, once it has ended.
+    async fn turn(&self, session: &str) -> Result<Duration, BenchError> {
+        let started = Instant::now();
+        let mut response = self
+            .post(
+                "/api/harness/turn",
+                json!({"sessionId": session, "message": "hello"}),
+            )
+            .send()
+            .await
+            .and_then(|r| r.error_for_status())
+            .map_err(failed)?;
+        let mut first = None;
+        let mut seen = String::new();
+        while let Some(chunk) = response.chunk().await.map_err(failed)? {
+            seen.push_str(&String::from_utf8_lossy(&chunk));
+            if first.is_none() && seen.contains("event: chat:delta") {
+                first = Some(started.elapsed());
+            }
+        }
+        if !seen.contains("event: process:exit") || seen.contains("event: session:error") {
+            return Err(BenchError::Failed(format!(
+                "a served turn did not run as scripted: {}",
+                crate::text::prefix_chars(&seen, 600).0
+            )));
+        }
+        first.ok_or_else(|| BenchError::Failed("a served turn streamed no text".into()))
+    }
+}
+
+fn failed(e: reqwest::Error) -> BenchError {
+    BenchError::Failed(format!("a request to ouro serve failed: {e}"))
+}
+
+pub async fn measure(runs: usize) -> Result<ServeCost, BenchError> {
+    let total = runs + 1 + CONCURRENCY.iter().sum::<usize>() * TURNS_EACH;
+    let turns: Vec<_> = (0..total)
+        .map(|_| json!({"content": [{"type": "text", "text": "Hello from the mock."}]}))
+        .collect();
+    let scenario = Scenario::from_json(&json!({ "turns": turns }).to_string())
+        .map_err(|e| BenchError::Failed(format!("the serve scenario is invalid: {e}")))?;
+    let api = MockServer::start(scenario)
+        .await
+        .map_err(|e| BenchError::io("could not start the mock API", e))?;
+    let dir =
+        WorkDir::new("serve").map_err(|e| BenchError::io("could not create a work dir", e))?;
+    let (home, project) = (dir.path().join("home"), dir.path().join("project"));
+    for d in [&home, &project] {
+        std::fs::create_dir_all(d).map_err(|e| BenchError::io("could not create a work dir", e))?;
+    }
+    let exe = std::env::current_exe()
+        .map_err(|e| BenchError::io("could not find the ouro executable", e))?;
+    let mut server = tokio::process::Command::new(exe)
+        .args(["serve", "--port", "0"])
+        .current_dir(&project)
+        .env("OURO_HOME", &home)
+        .env("ANTHROPIC_BASE_URL", api.url())
+        .env("ANTHROPIC_API_KEY", API_KEY)
+        .env_remove("OURO_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| BenchError::io("could not start `ouro serve`", e))?;
+    let stdout = server
+        .stdout
+        .take()
+        .ok_or_else(|| BenchError::Failed("`ouro serve` has no stdout".into()))?;
+    let mut lines = BufReader::new(stdout).lines();
+    let url = loop {
+        match lines.next_line().await {
+            Ok(Some(line)) => {
+                if let Some(url) = line.strip_prefix("ouro serve: ") {
+                    break url.to_string();
+                }
+            }
+            _ => return Err(BenchError::Failed("`ouro serve` did not start".into())),
+        }
+    };
+    let (base, token) = url
+        .split_once("/?token=")
+        .ok_or_else(|| BenchError::Failed(format!("`ouro serve` printed {url}")))?;
+    crate::api::client::install_crypto();
+    let client = Client {
+        http: reqwest::Client::new(),
+        base: base.to_string(),
+        token: token.to_string(),
+    };
+    let root = project
+        .canonicalize()
+        .map_err(|e| BenchError::io("could not resolve the project", e))?;
+
+    let session = client.session(&root).await?;
+    client.turn(&session).await?;
+    let mut first = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        first.push(ms(client.turn(&session).await?));
+    }
+    let mut turns_per_sec = Vec::new();
+    for sessions in CONCURRENCY {
+        let mut ids = Vec::with_capacity(sessions);
+        for _ in 0..sessions {
+            ids.push(client.session(&root).await?);
+        }
+        let started = Instant::now();
+        let all = ids.iter().map(|id| {
+            let client = &client;
+            async move {
+                for _ in 0..TURNS_EACH {
+                    client.turn(id).await?;
+                }
+                Ok::<(), BenchError>(())
+            }
+        });
+        for done in futures::future::join_all(all).await {
+            done?;
+        }
+        let rate = (sessions * TURNS_EACH) as f64 / started.elapsed().as_secs_f64();
+        turns_per_sec.push((sessions, rate));
+    }
+    let peak_rss_mb = server.id().map_or(0.0, high_water_mb);
+    // SAFETY: kill only sends a signal to our own child.
+    if let Some(pid) = server.id().and_then(|p| i32::try_from(p).ok()) {
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+    }
+    let _ = tokio::time::timeout(Duration::from_secs(30), server.wait()).await;
+    api.shutdown().await;
+    Ok(ServeCost {
+        first_delta_ms: Spread::of(&first)
+            .ok_or_else(|| BenchError::Failed("no served turn was timed".into()))?,
+        turns_per_sec,
+        peak_rss_mb,
+    })
+}
+
+/// A live process's peak resident memory (`VmHWM`), in MiB.
+fn high_water_mb(pid: u32) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|status| {
+            status.lines().find_map(|l| {
+                l.strip_prefix("VmHWM:")?
+                    .trim()
+                    .trim_end_matches("kB")
+                    .trim()
+                    .parse::<f64>()
+                    .ok()
+            })
+        })
+        .map_or(0.0, |kb| kb / 1024.0)
+}

@@ -1,0 +1,505 @@
+// The ouro command center: one page on `ouro serve`'s harness API. It follows each session's
+// event stream (GET …/events, which replays after Last-Event-ID), so a reload or a dropped
+// connection shows every turn exactly once.
+
+const $ = (id) => document.getElementById(id);
+const API = "/api/harness";
+const state = {
+  project: "",
+  sessions: [],
+  current: null,
+  lastId: 0,
+  stream: null,
+  running: false,
+  bubble: null,
+  bubbleText: "",
+  tools: new Map(),
+  changed: false,
+};
+
+// ---------- errors ----------
+function banner(text) {
+  $("banner-text").textContent = text;
+  $("banner").hidden = false;
+}
+$("banner-close").onclick = () => { $("banner").hidden = true; };
+
+class ApiError extends Error {}
+
+async function api(method, path, body) {
+  let response;
+  try {
+    response = await fetch(path, {
+      method,
+      credentials: "same-origin",
+      headers: body === undefined ? {} : { "Content-Type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  } catch (e) {
+    throw new ApiError("The server cannot be reached. Is `ouro serve` still running? Start it again, then reload this page.");
+  }
+  if (response.status === 401) {
+    await askToken("The token was not accepted. Paste the token `ouro serve` printed.");
+    return api(method, path, body);
+  }
+  if (!response.ok) {
+    let message = `${method} ${path} failed (${response.status})`;
+    try { message = (await response.json()).error.message; } catch (_) { /* not JSON */ }
+    throw new ApiError(message);
+  }
+  return response;
+}
+
+async function json(method, path, body) {
+  const response = await api(method, path, body);
+  return response.status === 204 ? null : response.json();
+}
+
+// ---------- auth ----------
+async function exchange(token) {
+  const response = await fetch("/api/auth", {
+    method: "POST",
+    credentials: "same-origin",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ token }),
+  });
+  return response.ok;
+}
+
+function askToken(message) {
+  banner(message);
+  return new Promise((resolve) => {
+    const dialog = $("token-dialog");
+    $("token-form").onsubmit = async (e) => {
+      e.preventDefault();
+      const token = $("token").value.trim();
+      if (token && await exchange(token)) {
+        dialog.close();
+        $("banner").hidden = true;
+        resolve();
+      } else {
+        banner("That token is wrong. Paste the token `ouro serve` printed (or read it from serve/token in ouro's home).");
+      }
+    };
+    if (!dialog.open) dialog.showModal();
+  });
+}
+
+async function authenticate() {
+  const url = new URL(location.href);
+  const token = url.searchParams.get("token");
+  if (token) {
+    url.searchParams.delete("token");
+    history.replaceState(null, "", url.pathname + url.search + url.hash);
+    if (!await exchange(token)) {
+      await askToken("The token in the address is not this server's. Paste the token `ouro serve` printed.");
+    }
+  }
+}
+
+// ---------- markdown ----------
+const escape = (s) => s.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c]));
+const KEYWORDS = new Set("fn let mut pub use mod struct enum impl trait match if else for while loop return async await const static def class import from as in of function var new this self Self true false null None True False type interface export default package func go defer".split(" "));
+
+function highlight(code) {
+  const out = [];
+  const re = /(\/\/[^\n]*|#[^\n]*|\/\*[\s\S]*?\*\/)|("(?:\\.|[^"\\])*"|'(?:\\.|[^'\\])*'|`(?:\\.|[^`\\])*`)|(\b\d+(?:\.\d+)?\b)|([A-Za-z_][A-Za-z0-9_]*)|([\s\S])/g;
+  let m;
+  while ((m = re.exec(code)) !== null) {
+    if (m[1]) out.push(`<span class="tok-c">${escape(m[1])}</span>`);
+    else if (m[2]) out.push(`<span class="tok-s">${escape(m[2])}</span>`);
+    else if (m[3]) out.push(`<span class="tok-n">${m[3]}</span>`);
+    else if (m[4]) out.push(KEYWORDS.has(m[4]) ? `<span class="tok-k">${m[4]}</span>` : m[4]);
+    else out.push(escape(m[5]));
+  }
+  return out.join("");
+}
+
+function inline(text) {
+  return escape(text)
+    .replace(/`([^`]+)`/g, "<code>$1</code>")
+    .replace(/\*\*([^*]+)\*\*/g, "<strong>$1</strong>")
+    .replace(/(^|[^*])\*([^*\s][^*]*)\*/g, "$1<em>$2</em>")
+    .replace(/\[([^\]]+)\]\((https?:\/\/[^)\s]+)\)/g, '<a href="$2" rel="noreferrer noopener" target="_blank">$1</a>');
+}
+
+function markdown(text) {
+  const html = [];
+  const lines = text.split("\n");
+  let list = null;
+  const closeList = () => { if (list) { html.push(`</${list}>`); list = null; } };
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i];
+    const fence = line.match(/^```\s*([\w+-]*)/);
+    if (fence) {
+      closeList();
+      const code = [];
+      for (i++; i < lines.length && !lines[i].startsWith("```"); i++) code.push(lines[i]);
+      html.push(`<pre><code>${highlight(code.join("\n"))}</code></pre>`);
+      continue;
+    }
+    const heading = line.match(/^(#{1,4})\s+(.*)/);
+    const bullet = line.match(/^\s*[-*]\s+(.*)/);
+    const numbered = line.match(/^\s*\d+[.)]\s+(.*)/);
+    if (heading) { closeList(); html.push(`<h${heading[1].length + 2}>${inline(heading[2])}</h${heading[1].length + 2}>`); }
+    else if (bullet || numbered) {
+      const kind = bullet ? "ul" : "ol";
+      if (list !== kind) { closeList(); html.push(`<${kind}>`); list = kind; }
+      html.push(`<li>${inline((bullet || numbered)[1])}</li>`);
+    } else if (line.trim() === "") { closeList(); }
+    else { closeList(); html.push(`<p>${inline(line)}</p>`); }
+  }
+  closeList();
+  return html.join("");
+}
+
+// ---------- rendering ----------
+function addMessage(kind, text) {
+  const div = document.createElement("div");
+  div.className = `msg ${kind}`;
+  if (kind === "assistant") div.innerHTML = markdown(text); else div.textContent = text;
+  $("messages").append(div);
+  div.scrollIntoView({ block: "end" });
+  return div;
+}
+
+function summary(name, input) {
+  const pick = input.command || input.file_path || input.pattern || input.path || input.description || JSON.stringify(input);
+  return String(pick).split("\n")[0].slice(0, 160);
+}
+
+function diffOf(name, input) {
+  if (name === "Edit" && typeof input.old_string === "string") {
+    const del = input.old_string.split("\n").map((l) => `<span class="diff-del">- ${escape(l)}</span>`);
+    const add = (input.new_string || "").split("\n").map((l) => `<span class="diff-add">+ ${escape(l)}</span>`);
+    return `${escape(input.file_path || "")}\n${del.concat(add).join("\n")}`;
+  }
+  if (name === "Write" && typeof input.content === "string") {
+    return `${escape(input.file_path || "")}\n${input.content.split("\n").map((l) => `<span class="diff-add">+ ${escape(l)}</span>`).join("\n")}`;
+  }
+  return escape(JSON.stringify(input, null, 2));
+}
+
+function setRunning(running) {
+  state.running = running;
+  const usable = !!state.current && !running;
+  $("input").disabled = !usable;
+  $("send").disabled = !usable;
+  $("interrupt").hidden = !running;
+  if (usable) $("input").focus();
+}
+
+function apply(event, replay = false) {
+  const d = event.data;
+  switch (event.type) {
+    case "session:init":
+      $("session-title").textContent = `${sessionLabel(state.current)} · ${d.model}`;
+      setRunning(true);
+      break;
+    case "chat:delta":
+      if (!state.bubble) { state.bubble = addMessage("assistant", ""); state.bubbleText = ""; }
+      state.bubbleText += d.text;
+      state.bubble.textContent = state.bubbleText;
+      setRunning(true);
+      break;
+    case "chat:complete":
+      if (!state.bubble) state.bubble = addMessage("assistant", "");
+      state.bubble.innerHTML = markdown(d.text);
+      state.bubble = null;
+      break;
+    case "tool:start": {
+      const li = document.createElement("li");
+      li.innerHTML = `<span class="name"></span> <span class="summary"></span><div class="result"></div>`;
+      li.querySelector(".name").textContent = d.name;
+      li.querySelector(".summary").textContent = summary(d.name, d.input || {});
+      li.dataset.tool = d.name;
+      $("activity").append(li);
+      state.tools.set(d.toolUseId, li);
+      li.scrollIntoView({ block: "end" });
+      break;
+    }
+    case "tool:result": {
+      const li = state.tools.get(d.toolUseId);
+      if (!li) break;
+      if (d.isError) li.classList.add("error");
+      const content = String(d.content || "");
+      const pre = `<pre>${escape(content)}</pre>`;
+      li.querySelector(".result").innerHTML = content.split("\n").length > 8 || content.length > 600
+        ? `<details><summary>${escape(content.split("\n")[0].slice(0, 80))} … (${content.length} chars)</summary>${pre}</details>`
+        : pre;
+      if (["Edit", "Write", "MultiEdit", "NotebookEdit", "Bash"].includes(li.dataset.tool)) state.changed = true;
+      if (state.changed) { state.changed = false; loadFiles(); }
+      break;
+    }
+    case "permission:request":
+      // A replayed request counts only while it still waits for an answer.
+      if (!replay || (state.current.pendingPermissions || []).includes(d.requestId)) askPermission(d);
+      break;
+    case "session:complete": {
+      const last = [...$("messages").querySelectorAll(".msg.assistant")].pop();
+      if (last) {
+        const badge = document.createElement("div");
+        badge.className = "badge";
+        const u = d.usage || {};
+        const tokens = (u.input_tokens || 0) + (u.cache_read_input_tokens || 0) + (u.cache_creation_input_tokens || 0);
+        badge.textContent = `$${Number(d.costUsd || 0).toFixed(4)} · ${tokens} in · ${u.output_tokens || 0} out`;
+        last.append(badge);
+      }
+      break;
+    }
+    case "session:error":
+      addMessage("error", d.error);
+      banner(`The turn reported an error: ${d.error}`);
+      break;
+    case "process:exit":
+      state.bubble = null;
+      setRunning(false);
+      loadSessions();
+      break;
+  }
+}
+
+function askPermission(d) {
+  const dialog = $("permission-dialog");
+  $("permission-what").textContent = `${d.toolName} wants to run:`;
+  $("permission-input").innerHTML = diffOf(d.toolName, d.input || {});
+  dialog.onclose = async () => {
+    const choice = dialog.returnValue;
+    const decision = choice === "deny" || choice === "" ? "deny" : "allow";
+    try {
+      await json("POST", `${API}/permission`, { sessionId: d.sessionId, requestId: d.requestId, decision, remember: choice === "always" });
+    } catch (e) { banner(e.message); }
+  };
+  dialog.returnValue = "";
+  dialog.showModal();
+}
+
+// ---------- sessions ----------
+function sessionLabel(s) {
+  if (!s) return "";
+  return `${s.persona || "no persona"} · ${s.mode} · ${s.brain}`;
+}
+
+async function loadProjects() {
+  const projects = await json("GET", `${API}/projects`);
+  $("projects").innerHTML = "";
+  for (const p of projects) {
+    const option = document.createElement("option");
+    option.value = p.projectRoot;
+    $("projects").append(option);
+  }
+  state.project = localStorage.getItem("ouro.project") || (projects[0] && projects[0].projectRoot) || "";
+  $("project").value = state.project;
+}
+
+async function loadSessions() {
+  if (!state.project) return;
+  try {
+    state.sessions = await json("GET", `${API}/session/list?projectRoot=${encodeURIComponent(state.project)}`);
+  } catch (e) { banner(e.message); return; }
+  const ul = $("sessions");
+  ul.innerHTML = "";
+  for (const s of state.sessions) {
+    const li = document.createElement("li");
+    li.tabIndex = 0;
+    li.dataset.id = s.id;
+    if (state.current && s.id === state.current.id) li.classList.add("active");
+    const title = document.createElement("span");
+    title.textContent = s.lastMessage ? s.lastMessage.slice(0, 60) : "(no messages yet)";
+    const meta = document.createElement("span");
+    meta.className = "meta";
+    meta.textContent = `${sessionLabel(s)} · ${new Date(s.updatedAt).toLocaleString()} · $${Number(s.costUsd || 0).toFixed(4)}${s.running ? " · running" : ""}`;
+    const del = document.createElement("button");
+    del.className = "delete";
+    del.textContent = "✕";
+    del.setAttribute("aria-label", "Delete session");
+    del.onclick = async (e) => {
+      e.stopPropagation();
+      if (!confirm("Delete this session and its history?")) return;
+      try {
+        await json("DELETE", `${API}/session/${s.id}`);
+        if (state.current && state.current.id === s.id) closeSession();
+        loadSessions();
+      } catch (err) { banner(err.message); }
+    };
+    li.append(title, del, meta);
+    li.onclick = () => openSession(s.id);
+    li.onkeydown = (e) => { if (e.key === "Enter") openSession(s.id); };
+    ul.append(li);
+  }
+}
+
+function closeSession() {
+  if (state.stream) state.stream.close();
+  state.stream = null;
+  state.current = null;
+  $("messages").innerHTML = "";
+  $("activity").innerHTML = "";
+  $("session-title").textContent = "";
+  setRunning(false);
+}
+
+async function openSession(id) {
+  closeSession();
+  let history;
+  try { history = await json("GET", `${API}/session/${id}/history`); } catch (e) { banner(e.message); return; }
+  state.current = history.session;
+  sessionStorage.setItem("ouro.session", id);
+  $("session-title").textContent = sessionLabel(state.current);
+  state.lastId = 0;
+  state.tools = new Map();
+  for (const turn of history.turns) {
+    if (turn.message) addMessage("user", turn.message);
+    for (const e of turn.events) {
+      const { id: eventId, type, ...data } = e;
+      state.lastId = Math.max(state.lastId, eventId);
+      apply({ type, data }, true);
+    }
+  }
+  setRunning(!!state.current.running);
+  follow(id);
+  loadSessions();
+  loadFiles();
+}
+
+// EventSource sends the cookie, and Last-Event-ID on each reconnect; ids at or below the last
+// one applied are dropped, so nothing shows twice.
+function follow(id) {
+  const source = new EventSource(`${API}/session/${id}/events?after=${state.lastId}`);
+  state.stream = source;
+  const names = ["session:init", "chat:delta", "chat:complete", "tool:start", "tool:result", "permission:request", "session:complete", "session:error", "process:exit"];
+  for (const name of names) {
+    source.addEventListener(name, (e) => {
+      const eventId = Number(e.lastEventId);
+      if (!state.current || state.current.id !== id || eventId <= state.lastId) return;
+      state.lastId = eventId;
+      apply({ type: name, data: JSON.parse(e.data) });
+    });
+  }
+  const LOST = "The connection to ouro serve was lost";
+  source.onerror = () => {
+    if (source.readyState === EventSource.CLOSED) banner(`${LOST}. Start \`ouro serve\` again, then reload this page; nothing is lost.`);
+    else banner(`${LOST}; reconnecting. If the server stopped, start it again: the turn shows up where it left off.`);
+  };
+  source.onopen = () => { if ($("banner-text").textContent.startsWith(LOST)) $("banner").hidden = true; };
+}
+
+async function loadFiles() {
+  if (!state.project) return;
+  const session = state.current ? `&sessionId=${state.current.id}` : "";
+  let listing;
+  try { listing = await json("GET", `${API}/files?projectRoot=${encodeURIComponent(state.project)}${session}`); } catch (e) { return; }
+  const ul = $("files");
+  ul.innerHTML = "";
+  const shown = new Set();
+  for (const f of listing.files) {
+    const parts = f.path.split("/");
+    for (let i = 1; i < parts.length; i++) {
+      const dir = parts.slice(0, i).join("/");
+      if (shown.has(dir)) continue;
+      shown.add(dir);
+      const row = document.createElement("li");
+      row.className = "dir";
+      row.style.paddingLeft = `${(i - 1) * 0.8}rem`;
+      row.textContent = `${parts[i - 1]}/`;
+      ul.append(row);
+    }
+    const li = document.createElement("li");
+    const depth = parts.length - 1;
+    li.style.paddingLeft = `${depth * 0.8}rem`;
+    li.textContent = f.path.split("/").pop();
+    li.title = f.path;
+    li.dataset.path = f.path;
+    if (f.changed) li.classList.add("changed");
+    ul.append(li);
+  }
+}
+
+// ---------- actions ----------
+async function send() {
+  const text = $("input").value;
+  if (!text.trim() || !state.current || state.running) return;
+  const sessionId = state.current.id;
+  setRunning(true);
+  addMessage("user", text);
+  $("input").value = "";
+  try {
+    const response = await api("POST", `${API}/turn`, { sessionId, message: text, turnId: crypto.randomUUID() });
+    // The session's event stream shows the turn; this response's copy is not needed.
+    response.body && response.body.cancel();
+  } catch (e) {
+    banner(e.message);
+    $("input").value = text;
+    setRunning(false);
+  }
+}
+
+async function interrupt() {
+  if (!state.current || !state.running) return;
+  try { await json("POST", `${API}/interrupt`, { sessionId: state.current.id }); } catch (e) { banner(e.message); }
+}
+
+$("composer").onsubmit = (e) => { e.preventDefault(); send(); };
+$("input").onkeydown = (e) => {
+  if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); send(); }
+};
+$("interrupt").onclick = interrupt;
+document.addEventListener("keydown", (e) => {
+  if (e.key === "Escape" && state.running && !document.querySelector("dialog[open]")) interrupt();
+});
+
+$("project").onchange = () => {
+  state.project = $("project").value.trim();
+  localStorage.setItem("ouro.project", state.project);
+  closeSession();
+  loadSessions();
+  loadFiles();
+};
+
+$("new-session").onclick = async () => {
+  if (!state.project) { banner("Type the project's absolute path in the Project box first."); return; }
+  const select = $("persona");
+  select.innerHTML = '<option value="">None</option>';
+  const tools = new Map();
+  try {
+    for (const p of await json("GET", `${API}/personas?projectRoot=${encodeURIComponent(state.project)}`)) {
+      if (p.error) { banner(p.error); continue; }
+      const option = document.createElement("option");
+      option.value = p.id;
+      option.textContent = `${p.name} — ${p.description}`;
+      select.append(option);
+      tools.set(p.id, p.tools ? p.tools.join(", ") : "every tool");
+    }
+  } catch (e) { banner(e.message); return; }
+  select.onchange = () => { $("persona-tools").textContent = select.value ? `Tools: ${tools.get(select.value)}` : ""; };
+  select.onchange();
+  $("new-dialog").showModal();
+};
+
+$("new-dialog").onclose = async () => {
+  if ($("new-dialog").returnValue !== "create") return;
+  const body = {
+    projectRoot: state.project,
+    persona: $("persona").value || null,
+    mode: $("mode").value,
+    brain: $("brain").value.trim() || undefined,
+    permissionMode: $("permission-mode").value || undefined,
+  };
+  try {
+    const created = await json("POST", `${API}/session/create`, body);
+    await loadSessions();
+    openSession(created.session.id);
+  } catch (e) { banner(e.message); }
+};
+
+// ---------- start ----------
+(async () => {
+  try {
+    await authenticate();
+    await loadProjects();
+    await loadSessions();
+    loadFiles();
+    const again = sessionStorage.getItem("ouro.session");
+    if (again && state.sessions.some((s) => s.id === again)) openSession(again);
+  } catch (e) { banner(e.message); }
+})();
