@@ -190,6 +190,13 @@ function setRunning(running) {
 }
 
 function apply(event, replay = false) {
+  const box = $("messages");
+  const following = box.scrollHeight - box.scrollTop - box.clientHeight < 80;
+  applyEvent(event, replay);
+  if (following) box.scrollTop = box.scrollHeight;
+}
+
+function applyEvent(event, replay) {
   const d = event.data;
   switch (event.type) {
     case "session:init":

@@ -231,7 +231,8 @@ pub fn render(r: &Report) -> String {
         let _ = writeln!(
             out,
             "
-ouro serve: first chat:delta {:.1} ms after the message (median; min {:.1}, max {:.1});              turns {} session(s) at once; server peak RSS {:.1} MiB (each turn's brain is its own process)",
+ouro serve: first chat:delta {:.1} ms after the message (median; min {:.1}, max {:.1}); \
+             turns {} session(s) at once; server peak RSS {:.1} MiB (each turn's brain is its own process)",
             serve.first_delta_ms.median,
             serve.first_delta_ms.min,
             serve.first_delta_ms.max,

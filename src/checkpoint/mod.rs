@@ -7,6 +7,7 @@
 pub mod objects;
 mod pack;
 pub mod prune;
+mod read;
 pub mod record;
 pub mod restore;
 mod scan;

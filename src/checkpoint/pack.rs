@@ -29,6 +29,23 @@ fn type_code(kind: Kind) -> u8 {
     }
 }
 
+/// An object's pack record: its type and size header, then its zlib-compressed bytes.
+pub fn record(kind: Kind, data: &[u8]) -> std::io::Result<Vec<u8>> {
+    let mut record = Vec::with_capacity(data.len() / 2 + 32);
+    let mut size = data.len() as u64;
+    let mut byte = (type_code(kind) << 4) | (size & 0x0f) as u8;
+    size >>= 4;
+    while size > 0 {
+        record.push(byte | 0x80);
+        byte = (size & 0x7f) as u8;
+        size >>= 7;
+    }
+    record.push(byte);
+    let mut encoder = ZlibEncoder::new(record, Compression::fast());
+    encoder.write_all(data)?;
+    encoder.finish()
+}
+
 impl PackWriter {
     /// Starts a pack in `git_dir/objects/pack`. The object count in the header is patched in
     /// at the end.
@@ -57,28 +74,24 @@ impl PackWriter {
     /// Adds an object (once, however often it is added) and returns its id.
     pub fn add(&mut self, kind: Kind, data: &[u8]) -> std::io::Result<Oid> {
         let oid = objects::id(kind, data);
-        if !self.seen.insert(oid) {
+        if self.seen.contains(&oid) {
             return Ok(oid);
         }
-        let mut record = Vec::with_capacity(data.len() / 2 + 32);
-        let mut size = data.len() as u64;
-        let mut byte = (type_code(kind) << 4) | (size & 0x0f) as u8;
-        size >>= 4;
-        while size > 0 {
-            record.push(byte | 0x80);
-            byte = (size & 0x7f) as u8;
-            size >>= 7;
+        self.add_record(oid, record(kind, data)?)?;
+        Ok(oid)
+    }
+
+    /// Adds an object already made into its record (by [`record`]) under its id `oid`.
+    pub fn add_record(&mut self, oid: Oid, record: Vec<u8>) -> std::io::Result<()> {
+        if !self.seen.insert(oid) {
+            return Ok(());
         }
-        record.push(byte);
-        let mut encoder = ZlibEncoder::new(record, Compression::fast());
-        encoder.write_all(data)?;
-        let record = encoder.finish()?;
         let mut crc = flate2::Crc::new();
         crc.update(&record);
         self.out.write_all(&record)?;
         self.entries.push((oid, self.offset, crc.sum()));
         self.offset += record.len() as u64;
-        Ok(oid)
+        Ok(())
     }
 
     /// Writes the trailer and the index and moves both into place; an empty pack is dropped.

@@ -12,10 +12,9 @@ use std::time::SystemTime;
 
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 
-use super::objects::{
-    self, Kind, MODE_EXEC, MODE_FILE, MODE_LINK, MODE_TREE, Oid, Store, TreeEntry,
-};
+use super::objects::{self, Kind, MODE_TREE, Oid, Store, TreeEntry};
 use super::pack::{self, PackWriter};
+use super::read;
 use super::writer::{Batch, Writer};
 
 /// A project with more files than this (not ignored) gets no checkpoints: each would cost too
@@ -153,8 +152,9 @@ impl Scan {
             })
             .build();
         let mut seen = BTreeMap::new();
+        let mut misses = Vec::new();
         for entry in walk.filter_map(Result::ok) {
-            if seen.len() >= MAX_FILES {
+            if seen.len() + misses.len() >= MAX_FILES {
                 self.finish(Vec::new())?;
                 return Err(std::io::Error::other(TooManyFiles(format!(
                     "{} holds more than {MAX_FILES} files that git would not ignore",
@@ -172,8 +172,19 @@ impl Scan {
             };
             let rel = rel.as_os_str().as_bytes().to_vec();
             let Ok(meta) = entry.metadata() else { continue };
-            if let Some(e) = self.look(&rel, entry.path(), &meta, started)? {
+            if let Some(e) = self.cached(&rel, &meta) {
                 seen.insert(rel, e);
+            } else if !self.too_large(&rel, &meta) {
+                misses.push((rel, entry.into_path(), meta));
+            }
+        }
+        if misses.len() >= read::PARALLEL_FROM {
+            self.read_many(misses, &mut seen, started)?;
+        } else {
+            for (rel, full, meta) in misses {
+                if let Some(e) = self.look(&rel, &full, &meta, started)? {
+                    seen.insert(rel, e);
+                }
             }
         }
         if seen.len() != self.entries.len() {
@@ -240,12 +251,7 @@ impl Scan {
         self.pending.objects.push((kind, data.to_vec()));
         self.pending_bytes += data.len();
         if self.pending.objects.len() > PENDING_OBJECTS || self.pending_bytes > PENDING_BYTES {
-            let mut pack = PackWriter::start(&self.git_dir)?;
-            for (kind, data) in std::mem::take(&mut self.pending.objects) {
-                pack.add(kind, &data)?;
-            }
-            self.pending_bytes = 0;
-            self.pack = Some(pack);
+            self.pack_for_many()?;
         }
         Ok(oid)
     }
@@ -276,6 +282,29 @@ impl Scan {
             .contains_key(oid)
     }
 
+    /// The cached entry for a file whose stat and mode are unchanged and whose blob is stored.
+    fn cached(&mut self, rel: &[u8], meta: &std::fs::Metadata) -> Option<Entry> {
+        let stat = Stat::of(meta);
+        let prev = self.entries.get(rel).copied()?;
+        if prev.mode == read::mode_of(meta)
+            && prev.stat == stat
+            && !stat.is_unknown()
+            && self.has(&prev.oid)
+        {
+            self.known.insert(prev.oid);
+            return Some(prev);
+        }
+        None
+    }
+
+    /// Whether a file not yet cached is left out: a large one that is new to the snapshots (a
+    /// file already in them is kept up to date).
+    fn too_large(&self, rel: &[u8], meta: &std::fs::Metadata) -> bool {
+        !meta.file_type().is_symlink()
+            && meta.len() > self.max_file_bytes
+            && !self.entries.contains_key(rel)
+    }
+
     /// The entry for one file: the cached one when its stat is unchanged, else read and stored.
     fn look(
         &mut self,
@@ -284,55 +313,71 @@ impl Scan {
         meta: &std::fs::Metadata,
         started: i64,
     ) -> std::io::Result<Option<Entry>> {
-        let link = meta.file_type().is_symlink();
-        let mode = if link {
-            MODE_LINK
-        } else if meta.mode() & 0o100 != 0 {
-            MODE_EXEC
-        } else {
-            MODE_FILE
-        };
-        let mut stat = Stat::of(meta);
-        let previous = self.entries.get(rel).copied();
-        if let Some(prev) = previous
-            && prev.mode == mode
-            && prev.stat == stat
-            && !stat.is_unknown()
-            && self.has(&prev.oid)
-        {
-            self.known.insert(prev.oid);
-            return Ok(Some(prev));
+        if let Some(entry) = self.cached(rel, meta) {
+            return Ok(Some(entry));
         }
-        // Large untracked files stay out; a file already in the snapshots is kept up to date.
-        if !link && meta.len() > self.max_file_bytes && previous.is_none() {
+        if self.too_large(rel, meta) {
             return Ok(None);
         }
-        let data = if link {
-            match std::fs::read_link(full) {
-                Ok(target) => target.as_os_str().as_bytes().to_vec(),
-                Err(_) => return Ok(None),
-            }
-        } else {
-            match std::fs::read(full) {
-                Ok(data) => data,
-                // Unreadable or gone since the walk: left out, as `git add --ignore-errors` did.
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied
-                    ) =>
-                {
-                    return Ok(None);
-                }
-                Err(e) => return Err(e),
-            }
+        let Some(data) = read::content(full, meta)? else {
+            return Ok(None);
         };
         let oid = self.put(Kind::Blob, &data)?;
+        Ok(Some(self.fresh(meta, oid, started)))
+    }
+
+    /// The entry of a file just read as `oid`; a stat too recent to trust is not kept.
+    fn fresh(&mut self, meta: &std::fs::Metadata, oid: Oid, started: i64) -> Entry {
         self.dirty = true;
+        let mut stat = Stat::of(meta);
         if stat.mtime_ns >= started - RACY_NS || stat.ctime_ns >= started - RACY_NS {
             stat = Stat::default();
         }
-        Ok(Some(Entry { mode, oid, stat }))
+        Entry {
+            mode: read::mode_of(meta),
+            oid,
+            stat,
+        }
+    }
+
+    /// Reads `misses` on every core straight into this snapshot's pack.
+    fn read_many(
+        &mut self,
+        misses: Vec<(Vec<u8>, std::path::PathBuf, std::fs::Metadata)>,
+        seen: &mut BTreeMap<Vec<u8>, Entry>,
+        started: i64,
+    ) -> std::io::Result<()> {
+        let (rels, files): (Vec<_>, Vec<_>) = misses
+            .into_iter()
+            .map(|(rel, full, meta)| (rel, (full, meta)))
+            .unzip();
+        read::many(&files, |index, result| {
+            let Some(read::Packed { oid, record }) = result? else {
+                return Ok(());
+            };
+            if self.known.insert(oid) {
+                self.pack_for_many()?.add_record(oid, record)?;
+            }
+            let entry = self.fresh(&files[index].1, oid, started);
+            seen.insert(rels[index].clone(), entry);
+            Ok(())
+        })
+    }
+
+    /// The pack this snapshot streams into, started (with what was pending) if need be: a
+    /// snapshot with many new objects writes one pack rather than loose objects.
+    fn pack_for_many(&mut self) -> std::io::Result<&mut PackWriter> {
+        if self.pack.is_none() {
+            let mut pack = PackWriter::start(&self.git_dir)?;
+            for (kind, data) in std::mem::take(&mut self.pending.objects) {
+                pack.add(kind, &data)?;
+            }
+            self.pending_bytes = 0;
+            self.pack = Some(pack);
+        }
+        self.pack
+            .as_mut()
+            .ok_or_else(|| std::io::Error::other("no pack to write to"))
     }
 
     /// The tree objects of the entries, deepest folders first; returns the root's.
@@ -475,134 +520,4 @@ fn now_ns() -> i64 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn listing(git_dir: &Path, tree: &Oid) -> String {
-        let out = std::process::Command::new("git")
-            .args(["ls-tree", "-r", &objects::hex(tree)])
-            .env("GIT_DIR", git_dir)
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .output()
-            .unwrap();
-        assert!(out.status.success());
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .map(|l| l.split('\t').nth(1).unwrap().to_string() + "\n")
-            .collect()
-    }
-
-    fn blob_of(git_dir: &Path, tree: &Oid, path: &str) -> Vec<u8> {
-        let out = std::process::Command::new("git")
-            .args([
-                "cat-file",
-                "blob",
-                &format!("{}:{path}", objects::hex(tree)),
-            ])
-            .env("GIT_DIR", git_dir)
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .output()
-            .unwrap();
-        out.stdout
-    }
-
-    #[test]
-    fn snapshots_follow_git_rules_and_see_every_change() {
-        let project = tempfile::tempdir().unwrap();
-        let shadow = tempfile::tempdir().unwrap();
-        let (root, git_dir) = (project.path(), shadow.path());
-        objects::init(git_dir).unwrap();
-        let write = |rel: &str, text: &str| {
-            let path = root.join(rel);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, text).unwrap();
-        };
-        write(".gitignore", "build/\n*.log\n");
-        write("src/main.rs", "fn main() {}\n");
-        write("build/out.bin", "ignored");
-        write("run.log", "ignored");
-        write("big.dat", &"x".repeat(2000));
-        write("nested/.git/HEAD", "ref: refs/heads/main\n");
-        write("nested/inner.txt", "a repository of its own");
-        std::os::unix::fs::symlink("src/main.rs", root.join("link")).unwrap();
-        let writer = std::sync::Arc::new(Writer::start(git_dir));
-        let mut scan = Scan::new(root, git_dir, 1000, writer.clone());
-        let settled = |scan: &mut Scan, tree: Oid| {
-            scan.finish(Vec::new()).unwrap();
-            writer.settle().unwrap();
-            tree
-        };
-        let tree = scan.everything().unwrap();
-        let first = settled(&mut scan, tree);
-        assert_eq!(listing(git_dir, &first), ".gitignore\nlink\nsrc/main.rs\n");
-
-        // Declared edits are read whatever the stat says; an unchanged tree keeps its id.
-        write("src/main.rs", "fn main() { run() }\n");
-        let tree = scan.only(&["src/main.rs".into()]).unwrap().unwrap();
-        let edited = settled(&mut scan, tree);
-        assert_ne!(edited, first);
-        assert_eq!(
-            blob_of(git_dir, &edited, "src/main.rs"),
-            b"fn main() { run() }\n"
-        );
-        // A path new to the snapshots needs the ignore rules: the caller looks at everything.
-        assert_eq!(scan.only(&["new.txt".into()]).unwrap(), None);
-
-        // Changes ouro did not declare are found by the next full look, even one of the same
-        // size moments after the last snapshot (its stat was too recent to trust).
-        write("src/main.rs", "fn main() { ran() }\n");
-        std::fs::remove_file(root.join("link")).unwrap();
-        let tree = scan.everything().unwrap();
-        let full = settled(&mut scan, tree);
-        assert_eq!(listing(git_dir, &full), ".gitignore\nsrc/main.rs\n");
-        assert_eq!(
-            blob_of(git_dir, &full, "src/main.rs"),
-            b"fn main() { ran() }\n"
-        );
-
-        // A new session starts from the saved cache and finds the same tree.
-        let mut again = Scan::new(root, git_dir, 1000, writer.clone());
-        assert_eq!(again.everything().unwrap(), full);
-    }
-
-    #[test]
-    fn a_first_snapshot_of_many_files_goes_into_one_pack_git_can_read() {
-        let project = tempfile::tempdir().unwrap();
-        let shadow = tempfile::tempdir().unwrap();
-        objects::init(shadow.path()).unwrap();
-        for i in 0..300 {
-            let dir = project.path().join(format!("d{}", i % 7));
-            std::fs::create_dir_all(&dir).unwrap();
-            std::fs::write(dir.join(format!("f{i}.txt")), format!("file {i}\n")).unwrap();
-        }
-        let writer = std::sync::Arc::new(Writer::start(shadow.path()));
-        let mut scan = Scan::new(project.path(), shadow.path(), 1 << 20, writer.clone());
-        let tree = scan.everything().unwrap();
-        scan.finish(Vec::new()).unwrap();
-        writer.settle().unwrap();
-        assert_eq!(listing(shadow.path(), &tree).lines().count(), 300);
-        assert_eq!(blob_of(shadow.path(), &tree, "d3/f10.txt"), b"file 10\n");
-        let packs = std::fs::read_dir(shadow.path().join("objects/pack"))
-            .unwrap()
-            .filter(|e| {
-                e.as_ref()
-                    .unwrap()
-                    .path()
-                    .extension()
-                    .is_some_and(|x| x == "idx")
-            })
-            .count();
-        assert_eq!(packs, 1);
-        let fsck = std::process::Command::new("git")
-            .args(["fsck", "--strict", &objects::hex(&tree)])
-            .env("GIT_DIR", shadow.path())
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .output()
-            .unwrap();
-        assert!(
-            fsck.status.success(),
-            "{}",
-            String::from_utf8_lossy(&fsck.stderr)
-        );
-    }
-}
+mod tests;

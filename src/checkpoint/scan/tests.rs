@@ -1,0 +1,131 @@
+use super::*;
+
+fn listing(git_dir: &Path, tree: &Oid) -> String {
+    let out = std::process::Command::new("git")
+        .args(["ls-tree", "-r", &objects::hex(tree)])
+        .env("GIT_DIR", git_dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| l.split('\t').nth(1).unwrap().to_string() + "\n")
+        .collect()
+}
+
+fn blob_of(git_dir: &Path, tree: &Oid, path: &str) -> Vec<u8> {
+    let out = std::process::Command::new("git")
+        .args([
+            "cat-file",
+            "blob",
+            &format!("{}:{path}", objects::hex(tree)),
+        ])
+        .env("GIT_DIR", git_dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .output()
+        .unwrap();
+    out.stdout
+}
+
+#[test]
+fn snapshots_follow_git_rules_and_see_every_change() {
+    let project = tempfile::tempdir().unwrap();
+    let shadow = tempfile::tempdir().unwrap();
+    let (root, git_dir) = (project.path(), shadow.path());
+    objects::init(git_dir).unwrap();
+    let write = |rel: &str, text: &str| {
+        let path = root.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    write(".gitignore", "build/\n*.log\n");
+    write("src/main.rs", "fn main() {}\n");
+    write("build/out.bin", "ignored");
+    write("run.log", "ignored");
+    write("big.dat", &"x".repeat(2000));
+    write("nested/.git/HEAD", "ref: refs/heads/main\n");
+    write("nested/inner.txt", "a repository of its own");
+    std::os::unix::fs::symlink("src/main.rs", root.join("link")).unwrap();
+    let writer = std::sync::Arc::new(Writer::start(git_dir));
+    let mut scan = Scan::new(root, git_dir, 1000, writer.clone());
+    let settled = |scan: &mut Scan, tree: Oid| {
+        scan.finish(Vec::new()).unwrap();
+        writer.settle().unwrap();
+        tree
+    };
+    let tree = scan.everything().unwrap();
+    let first = settled(&mut scan, tree);
+    assert_eq!(listing(git_dir, &first), ".gitignore\nlink\nsrc/main.rs\n");
+
+    // Declared edits are read whatever the stat says; an unchanged tree keeps its id.
+    write("src/main.rs", "fn main() { run() }\n");
+    let tree = scan.only(&["src/main.rs".into()]).unwrap().unwrap();
+    let edited = settled(&mut scan, tree);
+    assert_ne!(edited, first);
+    assert_eq!(
+        blob_of(git_dir, &edited, "src/main.rs"),
+        b"fn main() { run() }\n"
+    );
+    // A path new to the snapshots needs the ignore rules: the caller looks at everything.
+    assert_eq!(scan.only(&["new.txt".into()]).unwrap(), None);
+
+    // Changes ouro did not declare are found by the next full look, even one of the same
+    // size moments after the last snapshot (its stat was too recent to trust).
+    write("src/main.rs", "fn main() { ran() }\n");
+    std::fs::remove_file(root.join("link")).unwrap();
+    let tree = scan.everything().unwrap();
+    let full = settled(&mut scan, tree);
+    assert_eq!(listing(git_dir, &full), ".gitignore\nsrc/main.rs\n");
+    assert_eq!(
+        blob_of(git_dir, &full, "src/main.rs"),
+        b"fn main() { ran() }\n"
+    );
+
+    // A new session starts from the saved cache and finds the same tree.
+    let mut again = Scan::new(root, git_dir, 1000, writer.clone());
+    assert_eq!(again.everything().unwrap(), full);
+}
+
+#[test]
+fn a_first_snapshot_of_many_files_goes_into_one_pack_git_can_read() {
+    let project = tempfile::tempdir().unwrap();
+    let shadow = tempfile::tempdir().unwrap();
+    objects::init(shadow.path()).unwrap();
+    for i in 0..300 {
+        let dir = project.path().join(format!("d{}", i % 7));
+        std::fs::create_dir_all(&dir).unwrap();
+        // Files past 250 repeat earlier contents: one object for both.
+        std::fs::write(dir.join(format!("f{i}.txt")), format!("file {}\n", i % 250)).unwrap();
+    }
+    let writer = std::sync::Arc::new(Writer::start(shadow.path()));
+    let mut scan = Scan::new(project.path(), shadow.path(), 1 << 20, writer.clone());
+    let tree = scan.everything().unwrap();
+    scan.finish(Vec::new()).unwrap();
+    writer.settle().unwrap();
+    assert_eq!(listing(shadow.path(), &tree).lines().count(), 300);
+    assert_eq!(blob_of(shadow.path(), &tree, "d3/f10.txt"), b"file 10\n");
+    assert_eq!(blob_of(shadow.path(), &tree, "d1/f260.txt"), b"file 10\n");
+    let packs = std::fs::read_dir(shadow.path().join("objects/pack"))
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "idx")
+        })
+        .count();
+    assert_eq!(packs, 1);
+    let fsck = std::process::Command::new("git")
+        .args(["fsck", "--strict", &objects::hex(&tree)])
+        .env("GIT_DIR", shadow.path())
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .output()
+        .unwrap();
+    assert!(
+        fsck.status.success(),
+        "{}",
+        String::from_utf8_lossy(&fsck.stderr)
+    );
+}
