@@ -491,7 +491,21 @@ async fn permission_requests_are_answered_allow_and_deny(brain: &str) {
 }
 
 #[tokio::test]
-async fn a_persona_refuses_its_disallowed_tools_and_runs_its_auto_approved_ones_unasked() {
+async fn ouro_a_persona_refuses_its_disallowed_tools_and_runs_its_auto_approved_ones_unasked() {
+    a_persona_refuses_its_disallowed_tools_and_runs_its_auto_approved_ones_unasked(OURO).await;
+}
+
+#[tokio::test]
+async fn claude_a_persona_refuses_its_disallowed_tools_and_runs_its_auto_approved_ones_unasked() {
+    a_persona_refuses_its_disallowed_tools_and_runs_its_auto_approved_ones_unasked(CLAUDE).await;
+}
+
+async fn a_persona_refuses_its_disallowed_tools_and_runs_its_auto_approved_ones_unasked(
+    brain: &str,
+) {
+    if !available(brain) {
+        return;
+    }
     let sb = Sandbox::new();
     std::fs::write(
         sb.home.path().join("settings.json"),
@@ -535,7 +549,10 @@ async fn a_persona_refuses_its_disallowed_tools_and_runs_its_auto_approved_ones_
     assert!(!sb.root().join("bash.txt").exists());
     let results: Vec<&Sse> = events.iter().filter(|e| e.kind == "tool:result").collect();
     assert_eq!(results[1].data["isError"], true, "{:?}", results[1]);
-    let request = bodies(&api)[0].to_string();
+    let request = bodies(&api)
+        .iter()
+        .map(|b| b.to_string())
+        .collect::<String>();
     assert!(
         request.contains("You build things."),
         "the persona is in the system prompt"
@@ -553,11 +570,23 @@ async fn a_persona_refuses_its_disallowed_tools_and_runs_its_auto_approved_ones_
 }
 
 #[tokio::test]
-async fn a_reconnect_with_last_event_id_gets_exactly_the_missed_events() {
+async fn ouro_a_reconnect_with_last_event_id_gets_exactly_the_missed_events() {
+    a_reconnect_with_last_event_id_gets_exactly_the_missed_events(OURO).await;
+}
+
+#[tokio::test]
+async fn claude_a_reconnect_with_last_event_id_gets_exactly_the_missed_events() {
+    a_reconnect_with_last_event_id_gets_exactly_the_missed_events(CLAUDE).await;
+}
+
+async fn a_reconnect_with_last_event_id_gets_exactly_the_missed_events(brain: &str) {
+    if !available(brain) {
+        return;
+    }
     let sb = Sandbox::new();
     let api = server(json!({"turns": [text("One two three four five six."), text("Once.")]})).await;
     let serve = Serve::start(&sb, &api.url(), &[]).await;
-    let id = serve.create(&sb.root(), json!({})).await;
+    let id = serve.create(&sb.root(), json!({"brain": brain})).await;
     let all = serve.turn(&id, "count").await;
     let after = all[2].id;
     let mut stream = serve
@@ -900,5 +929,68 @@ async fn files_mark_what_turns_changed_and_delete_removes_a_session() {
         .await
         .unwrap();
     assert_eq!(list, json!([]));
+    serve.stop().await;
+}
+
+#[tokio::test]
+async fn a_conversation_a_cli_is_writing_is_409_for_a_served_turn() {
+    let sb = Sandbox::new();
+    let api = server(json!({"turns": [
+        text("First."),
+        {"content": [{"type": "text", "text": "The CLI's turn, held"}], "hold_after_events": 3},
+        text("Served again.")
+    ]}))
+    .await;
+    let serve = Serve::start(&sb, &api.url(), &[]).await;
+    let id = serve.create(&sb.root(), json!({})).await;
+    serve.turn(&id, "first").await;
+    let session: Value = serve
+        .get(&format!("/api/harness/session/{id}"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let conversation = session["session"]["claudeSessionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let cli = Watched::spawn(sb.command(
+        &api.url(),
+        &["-p", "--resume", &conversation, "from the cli"],
+    ));
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while bodies(&api).len() < 2 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the CLI never asked the API"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let busy = serve
+        .post(
+            "/api/harness/turn",
+            json!({"sessionId": id, "message": "now"}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(busy.status(), 409);
+    let error: Value = busy.json().await.unwrap();
+    let message = error["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("in use") && message.contains("pid"),
+        "{message}"
+    );
+    api.release();
+    let run = cli.finish(Duration::from_secs(30)).await;
+    assert!(run.status.success(), "{}", run.debug());
+    let events = serve.turn(&id, "now").await;
+    assert!(
+        kinds(&events).contains(&"chat:complete"),
+        "{:?}",
+        kinds(&events)
+    );
     serve.stop().await;
 }
