@@ -42,6 +42,56 @@ async fn max_turns_zero_makes_no_call() {
     assert!(mock.requests().is_empty());
 }
 
+/// As Claude Code: with stream-json input too, the exit status is the last turn's, 1 after an
+/// error result (the Agent SDKs raise it as the process's error) and 0 after a success.
+#[tokio::test]
+async fn stream_json_input_exits_1_after_an_error_result_and_0_after_a_success() {
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "text", "text": "fine"}]},
+        {"content": [{"type": "text", "text": "fine"}]}
+    ]}))
+    .await;
+    let sb = Sandbox::new();
+    let line = |text: &str| {
+        json!({"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": text}]}})
+            .to_string()
+            + "\n"
+    };
+    let args = [
+        "-p",
+        "--input-format",
+        "stream-json",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--max-turns",
+        "0",
+    ];
+    let failed = sb
+        .run_with_stdin(&mock.url(), &args, line("hi").as_bytes())
+        .await;
+    assert_eq!(
+        failed.result()["subtype"],
+        "error_max_turns",
+        "{}",
+        failed.debug()
+    );
+    assert_eq!(failed.status.code(), Some(1), "{}", failed.debug());
+    let args = [
+        "-p",
+        "--input-format",
+        "stream-json",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+    ];
+    let fine = sb
+        .run_with_stdin(&mock.url(), &args, line("hi").as_bytes())
+        .await;
+    assert_eq!(fine.result()["subtype"], "success", "{}", fine.debug());
+    assert!(fine.status.success(), "{}", fine.debug());
+}
+
 #[tokio::test]
 async fn retries_are_said_on_stderr_without_verbose() {
     let mock = server(

@@ -361,10 +361,14 @@ async fn options_reach_the_session_and_resume_continues_it() {
     opts.max_turns = 1
     opts.permission_mode = "acceptEdits"
     session = None
-    async for m in query(prompt="FIRST-PROMPT", options=opts):
-        if isinstance(m, ResultMessage):
-            session = m.session_id
-            out("result", subtype=m.subtype, is_error=m.is_error)
+    try:
+        async for m in query(prompt="FIRST-PROMPT", options=opts):
+            if isinstance(m, ResultMessage):
+                session = m.session_id
+                out("result", subtype=m.subtype, is_error=m.is_error)
+    except Exception as e:
+        # As on Claude Code: the CLI exits 1 after an error result and the SDK raises it.
+        out("raised", error=type(e).__name__)
     opts.max_turns = None
     opts.resume = session
     async for m in query(prompt="and now?", options=opts):
@@ -375,6 +379,8 @@ async fn options_reach_the_session_and_resume_continues_it() {
     )
     .await;
     assert_eq!(printed[0]["subtype"], "error_max_turns", "{printed:?}");
+    assert_eq!(printed[1]["kind"], "raised", "{printed:?}");
+    let printed = &printed[1..];
     assert_eq!(
         std::fs::read_to_string(&written).unwrap(),
         "w\n",

@@ -100,6 +100,7 @@ async fn run_session(args: &Args, cwd: &Path) -> anyhow::Result<Exit> {
         let (turns_tx, mut turns) = tokio::sync::mpsc::channel(16);
         let reader = tokio::spawn(sdk::read_stdin(stdin, turns_tx, controls.clone()));
         let mut skipped = false;
+        let mut last_failed = false;
         loop {
             let item = tokio::select! {
                 _ = interrupted.cancelled() => break,
@@ -116,9 +117,9 @@ async fn run_session(args: &Args, cwd: &Path) -> anyhow::Result<Exit> {
                         engine.replay_prompt(&prompt.text, id);
                     }
                     let turn = controls.new_turn();
-                    // Each turn's outcome is in its result line; the exit status speaks for
-                    // the stream (an SDK reads a failed exit as a crash).
-                    engine.run(&prompt.text, &turn).await;
+                    // As Claude Code: the exit status is the last turn's (1 after an error
+                    // result, which the SDKs raise as the process's error).
+                    last_failed = engine.run(&prompt.text, &turn).await.kind.is_error();
                     controls.turn_ended(&engine);
                 }
                 Err(problem) => {
@@ -134,7 +135,7 @@ async fn run_session(args: &Args, cwd: &Path) -> anyhow::Result<Exit> {
             }
         }
         reader.abort();
-        success &= !skipped;
+        success &= !skipped && !last_failed;
     }
     engine.end_session("other").await;
     drop(engine);
