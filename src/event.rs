@@ -211,6 +211,9 @@ pub enum ResultKind {
     ErrorMaxOutputTokens,
     ErrorDuringExecution,
     ErrorPromptTooLong,
+    /// Interrupted (Ctrl-C, an SDK's `interrupt`): Claude Code reports it as an execution
+    /// error, told apart by its `terminal_reason` (`aborted_streaming`).
+    #[serde(rename = "error_during_execution")]
     ErrorAborted,
     /// `--json-schema`: the answer did not match, even after one retry.
     ErrorMaxStructuredOutputRetries,

@@ -251,7 +251,8 @@ async fn sigint_stops_the_turn_cleanly_and_keeps_the_transcript() {
     assert!(started.elapsed() < Duration::from_secs(10));
     // Ended by SIGINT: 128 + 2, after the turn ended cleanly.
     assert_eq!(run.status.code(), Some(130), "{}", run.debug());
-    assert_eq!(run.result()["subtype"], "error_aborted");
+    assert_eq!(run.result()["subtype"], "error_during_execution");
+    assert_eq!(run.result()["terminal_reason"], "aborted_streaming");
     let r = &run.tool_results()[0];
     assert_eq!(r["is_error"], true);
     let transcript = std::fs::read_to_string(&sb.transcripts()[0]).unwrap();

@@ -152,6 +152,10 @@ async fn interrupt_stops_a_slow_turn_and_the_next_one_runs() {
         await anyio.sleep(1.0)
         await client.interrupt()
         async for m in client.receive_response():
+            if isinstance(m, UserMessage) and isinstance(m.content, list):
+                for block in m.content:
+                    if isinstance(block, TextBlock):
+                        out("user", text=block.text)
             if isinstance(m, ResultMessage):
                 out("result", subtype=m.subtype, is_error=m.is_error)
         await client.query("again")
@@ -161,8 +165,17 @@ async fn interrupt_stops_a_slow_turn_and_the_next_one_runs() {
 "#,
     )
     .await;
-    assert_eq!(printed[0]["is_error"], true, "{printed:?}");
-    assert_eq!(printed[1]["result"], "after the interrupt");
+    // As Claude Code: the interrupt is said as a user message, then an execution error.
+    assert_eq!(
+        printed[0]["text"], "[Request interrupted by user]",
+        "{printed:?}"
+    );
+    assert_eq!(
+        printed[1]["subtype"], "error_during_execution",
+        "{printed:?}"
+    );
+    assert_eq!(printed[1]["is_error"], true, "{printed:?}");
+    assert_eq!(printed[2]["result"], "after the interrupt");
 }
 
 #[tokio::test]

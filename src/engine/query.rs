@@ -141,6 +141,12 @@ impl Engine {
             permission_denials: run.denials,
             structured_output,
         };
+        if result.kind == ResultKind::ErrorAborted {
+            // As Claude Code says it in the stream, after the partial answer.
+            self.emit(Event::SyntheticUser {
+                text: INTERRUPTED.into(),
+            });
+        }
         self.emit(Event::Result(result.clone()));
         result
     }
@@ -485,6 +491,9 @@ impl Engine {
         }
     }
 }
+
+/// The user message Claude Code adds when a turn is interrupted.
+const INTERRUPTED: &str = "[Request interrupted by user]";
 
 fn aborted() -> Ending {
     Ending::error(
