@@ -674,6 +674,32 @@ async fn a_home_that_is_a_repository_does_not_adopt_the_folders_below_it() {
     );
 }
 
+/// An untrusted directory's instructions count once the user names its settings in
+/// `--setting-sources` (as an Agent SDK program does with `setting_sources=["project"]`), and
+/// not otherwise.
+#[tokio::test]
+async fn naming_project_settings_sources_is_consent_for_the_directory() {
+    let sb = Sandbox::new();
+    sb.write("CLAUDE.md", "PROJECT-INSTRUCTIONS");
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "text", "text": "one"}]},
+        {"content": [{"type": "text", "text": "two"}]},
+        {"content": [{"type": "text", "text": "three"}]}
+    ]}))
+    .await;
+    for (args, read) in [
+        (vec!["-p", "hi"], false),
+        (vec!["-p", "--setting-sources", "user", "hi"], false),
+        (vec!["-p", "--setting-sources", "user,project", "hi"], true),
+    ] {
+        let before = bodies(&mock).len();
+        let run = sb.run(&mock.url(), &args).await;
+        assert!(run.status.success(), "{}", run.debug());
+        let system = bodies(&mock)[before]["system"].to_string();
+        assert_eq!(system.contains("PROJECT-INSTRUCTIONS"), read, "{args:?}");
+    }
+}
+
 #[tokio::test]
 async fn a_claude_settings_file_ouro_cannot_read_does_not_stop_it() {
     let sb = Sandbox::new();

@@ -450,7 +450,15 @@ impl Args {
             tools: self.tool_names(),
             resume: self.resume.clone(),
             continue_last: self.continue_last,
-            trust_project: self.trust_project,
+            // Naming the project's own settings (as an Agent SDK program does with
+            // `setting_sources=["project"]`) is the user's consent for this directory.
+            trust_project: self.trust_project
+                || self.setting_sources.as_ref().is_some_and(|sources| {
+                    sources
+                        .iter()
+                        .flat_map(|s| s.split(','))
+                        .any(|s| matches!(s.trim(), "project" | "local"))
+                }),
             effort: self.effort,
             thinking: match self.max_thinking_tokens {
                 Some(0) => Some(ThinkingChoice::Off),
