@@ -161,6 +161,17 @@ pub struct InitInfo {
     #[serde(rename = "permissionMode")]
     pub permission_mode: String,
     pub mcp_servers: Vec<ServerStatus>,
+    pub meta: InitMeta,
+}
+
+/// What else a session's `system/init` says about it, as Claude Code's does.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct InitMeta {
+    pub additional_directories: Vec<String>,
+    /// The sub-agents the Agent tool offers.
+    pub agents: Vec<String>,
+    pub skills: Vec<String>,
+    pub sandbox_enabled: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -74,16 +74,47 @@ async fn query_gets_a_plain_answer_and_a_full_result() {
         r#"
     async for m in query(prompt="hi", options=opts):
         if isinstance(m, SystemMessage):
-            out("system", subtype=m.subtype, tools=m.data.get("tools"))
+            out("system", subtype=m.subtype, tools=m.data.get("tools"), keys=sorted(m.data))
         elif isinstance(m, AssistantMessage):
             out("assistant", text=[b.text for b in m.content if isinstance(b, TextBlock)])
         elif isinstance(m, ResultMessage):
             out("result", subtype=m.subtype, result=m.result, is_error=m.is_error,
                 turns=m.num_turns, cost=m.total_cost_usd, session=m.session_id,
                 usage=m.usage, model_usage=m.model_usage)
+    async with ClaudeSDKClient(options=opts) as client:
+        out("server_info", info=await client.get_server_info())
 "#,
     )
     .await;
+    // Claude Code's metadata keys, with ouro's values or their empty forms.
+    let keys = printed[0]["keys"].to_string();
+    for key in [
+        "agents",
+        "skills",
+        "slash_commands",
+        "capabilities",
+        "original_cwd",
+        "plugins",
+    ] {
+        assert!(keys.contains(key), "system/init lacks {key}: {keys}");
+    }
+    let info = &printed[3]["info"];
+    for key in [
+        "commands",
+        "models",
+        "account",
+        "pid",
+        "output_style",
+        "agents",
+    ] {
+        assert!(info.get(key).is_some(), "initialize lacks {key}: {info}");
+    }
+    let usage = &printed[2]["usage"];
+    assert_eq!(usage["service_tier"], "standard", "{usage}");
+    assert!(
+        usage["server_tool_use"].is_object() && usage["cache_creation"].is_object(),
+        "{usage}"
+    );
     assert_eq!(printed[0]["kind"], "system");
     assert_eq!(printed[0]["subtype"], "init");
     assert_eq!(printed[1]["text"], json!(["Hello from ouro"]));

@@ -165,15 +165,14 @@ fn with_skills(
     denied: &[String],
     root: &Path,
     trusted: bool,
+    names: &mut Vec<String>,
 ) -> Toolbox {
     if !offered(options, denied, crate::skills::NAME) {
         return tools;
     }
-    match crate::skills::SkillTool::new(crate::skills::load(
-        &crate::settings::user_dirs("skills"),
-        root,
-        trusted,
-    )) {
+    let skills = crate::skills::load(&crate::settings::user_dirs("skills"), root, trusted);
+    names.extend(skills.iter().map(|s| s.name.clone()));
+    match crate::skills::SkillTool::new(skills) {
         Some(tool) => tools.with_tool(Arc::new(tool)),
         None => tools,
     }
@@ -199,6 +198,7 @@ fn with_agents(
     options: &Options,
     denied: &[String],
     parts: AgentParts<'_>,
+    names: &mut Vec<String>,
 ) -> Result<Toolbox, AppError> {
     if !offered(options, denied, agents::NAME) {
         return Ok(tools);
@@ -218,6 +218,7 @@ fn with_agents(
         parts.trusted,
         flag,
     );
+    names.extend(defs.iter().map(|d| d.name.clone()));
     let spawner = agents::Spawner {
         client: parts.client.clone(),
         config: parts.config.clone(),
@@ -540,7 +541,24 @@ pub fn build(
         history,
         transcript,
     };
-    let tools = with_skills(tools, options, &denied_tools, &root, trusted);
+    let mut meta = crate::event::InitMeta {
+        additional_directories: permissions
+            .additional_dirs()
+            .list()
+            .iter()
+            .map(|d| d.to_string_lossy().into_owned())
+            .collect(),
+        sandbox_enabled: ctx.sandbox.enabled,
+        ..Default::default()
+    };
+    let tools = with_skills(
+        tools,
+        options,
+        &denied_tools,
+        &root,
+        trusted,
+        &mut meta.skills,
+    );
     let tools = with_agents(
         tools,
         options,
@@ -556,7 +574,9 @@ pub fn build(
             asker: asker.clone(),
             hooks: hooks.clone(),
         },
+        &mut meta.agents,
     )?;
+    config.init_meta = meta;
     let executor = Executor::new(tools, ctx, permissions.clone(), asker, hooks, tx.clone());
     let engine = Engine::new(client, executor, config, context, conversation, tx);
     Ok(App {

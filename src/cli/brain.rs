@@ -11,7 +11,7 @@ use crate::api::types::Usage;
 use crate::brain::claude::ClaudeBrain;
 use crate::brain::slug::{self, Binary, BrainSpec};
 use crate::brain::{BrainCli, BrainConfig, BrainError, BrainOutput, Mode};
-use crate::stream_json::wire::{Line, ResultLine};
+use crate::stream_json::wire::{Line, ResultLine, ResultUsage};
 
 /// The claude brain `--brain <slug>` asks for, or `None` when print mode runs on ouro's own
 /// engine (no `--brain`, or an `ouro@…` slug).
@@ -147,11 +147,14 @@ fn result_json(out: &BrainOutput) -> String {
         session_id: out.series.exid.clone(),
         duration_ms: u64::try_from(m.wall_time.as_millis()).unwrap_or(u64::MAX),
         total_cost_usd: Some(m.cost_usd),
-        usage: Some(Usage {
-            input_tokens: m.input_tokens,
-            output_tokens: m.output_tokens,
-            cache_creation_input_tokens: m.cache_write_tokens,
-            cache_read_input_tokens: m.cache_read_tokens,
+        usage: Some(ResultUsage {
+            counts: Usage {
+                input_tokens: m.input_tokens,
+                output_tokens: m.output_tokens,
+                cache_creation_input_tokens: m.cache_write_tokens,
+                cache_read_input_tokens: m.cache_read_tokens,
+            },
+            ..Default::default()
         }),
         num_tool_calls: Some(out.tool_calls.len()),
         ..ResultLine::default()

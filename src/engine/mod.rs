@@ -66,6 +66,8 @@ pub struct EngineConfig {
     /// (SessionStart, UserPromptSubmit) are not its to fire.
     pub subagent: bool,
     pub cwd: PathBuf,
+    /// What `system/init` reports beyond the engine's own facts.
+    pub init_meta: crate::event::InitMeta,
 }
 
 impl EngineConfig {
@@ -89,6 +91,7 @@ impl EngineConfig {
             json_schema: None,
             subagent: false,
             cwd,
+            init_meta: crate::event::InitMeta::default(),
         }
     }
 }

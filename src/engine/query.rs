@@ -70,6 +70,7 @@ impl Engine {
             tools: self.tools.iter().map(|t| t.name.clone()).collect(),
             permission_mode: self.executor.policy().mode().to_string(),
             mcp_servers: self.executor.toolbox().servers(),
+            meta: self.config.init_meta.clone(),
         }));
         let mut ending = match self.prompt_hooks(prompt_text, first).await {
             PromptVerdict::Send(context) => {

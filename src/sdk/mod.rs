@@ -129,6 +129,38 @@ impl Controls {
         }
     }
 
+    /// What `initialize` answers, with Claude Code's keys: ouro's own values, or Claude
+    /// Code's empty form where it has none.
+    fn initialized(&self) -> Value {
+        let models: Vec<Value> = ["sonnet", "opus", "haiku"]
+            .iter()
+            .map(|alias| {
+                json!({
+                    "value": alias,
+                    "resolvedModel": crate::api::models::resolve(alias),
+                    "displayName": alias,
+                    "description": format!("The newest {alias} model"),
+                })
+            })
+            .collect();
+        json!({
+            "account": {"tokenSource": "none", "apiKeySource": "ANTHROPIC_API_KEY", "apiProvider": "firstParty"},
+            "agents": [],
+            "analytics_disabled": true,
+            "available_output_styles": ["default"],
+            "capabilities": [],
+            "claude_code_version": crate::stream_json::write::CLAUDE_CODE_COMPAT_VERSION,
+            "commands": [],
+            "current_permission_mode": self.permissions.mode().to_string(),
+            "fast_mode_state": "off",
+            "models": models,
+            "output_style": "default",
+            "pid": std::process::id(),
+            "sandbox_enabled": false,
+            "session_state": "idle",
+        })
+    }
+
     /// The answer to one control request: `Ok` with the response's payload, or the error.
     fn handle(&self, request: RequestBody) -> Result<Value, String> {
         match request {
@@ -138,11 +170,7 @@ impl Controls {
                     self.hooks
                         .register_callbacks(settings, self.outgoing.clone());
                 }
-                Ok(json!({
-                "commands": [],
-                "output_style": "default",
-                "available_output_styles": ["default"],
-                }))
+                Ok(self.initialized())
             }
             RequestBody::Interrupt {} => {
                 lock(&self.turn).cancel();

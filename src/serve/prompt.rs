@@ -108,7 +108,8 @@ mod tests {
             full.find("Mode: workbench").unwrap(),
         );
         assert!(i < r && r < a && a < p && p < m, "{full}");
-        assert_eq!(full.matches('R').count(), 4096 + 1);
+        // The README is cut at 4 KB (the temporary path may hold an R of its own).
+        assert!(full.contains(&"R".repeat(4096)) && !full.contains(&"R".repeat(4097)));
         let tight = build(&parts, &cache, 4300);
         assert!(tight.starts_with("You are") && tight.ends_with(Mode::Workbench.instructions()));
         assert!(!tight.contains("# Persona"), "the persona goes first");

@@ -51,6 +51,63 @@ mod tests {
         assert_eq!(line["terminal_reason"], "completed");
     }
 
+    /// The keys of Claude Code 2.1.331's `system/init` (captured against the mock API); ouro's
+    /// has each, with its own value or Claude Code's empty form. Two have no value to give.
+    #[test]
+    fn init_has_every_key_of_claude_codes() {
+        const KEYS: &[&str] = &[
+            "additional_directories",
+            "agents",
+            "analytics_disabled",
+            "apiKeySource",
+            "capabilities",
+            "claude_code_version",
+            "cwd",
+            "fast_mode_state",
+            "mcp_servers",
+            "memory_paths",
+            "model",
+            "original_cwd",
+            "output_style",
+            "per_turn_effort_active",
+            "permissionMode",
+            "plugins",
+            "product_feedback_disabled",
+            "sandbox_enabled",
+            "served_by_anthropic",
+            "session_id",
+            "skills",
+            "slash_commands",
+            "subtype",
+            "terminal_slash_commands",
+            "tools",
+            "type",
+            "ultrathink_available",
+            "ultrathink_typed_raises",
+            "uuid",
+            "view_mode",
+        ];
+        let init = Event::Init(InitInfo {
+            session_id: "s".into(),
+            cwd: "/p".into(),
+            model: "m".into(),
+            tools: vec!["Read".into()],
+            permission_mode: "default".into(),
+            mcp_servers: Vec::new(),
+            meta: crate::event::InitMeta {
+                agents: vec!["explore".into()],
+                skills: vec!["pdf".into()],
+                ..Default::default()
+            },
+        });
+        let line = write::render(&init, "s").unwrap();
+        for key in KEYS {
+            assert!(line.get(*key).is_some(), "{key} missing from {line}");
+        }
+        assert_eq!(line["agents"], json!(["explore"]));
+        assert_eq!(line["slash_commands"], json!(["pdf"]));
+    }
+
     /// Every key of `ours` is in `theirs` with the same value (objects compared key by key).
     fn subset(ours: &serde_json::Value, theirs: &serde_json::Value, at: &str) {
         match (ours, theirs) {
@@ -119,6 +176,7 @@ mod tests {
             tools: vec!["Bash".into(), "Read".into()],
             permission_mode: "default".into(),
             mcp_servers: Vec::new(),
+            meta: crate::event::InitMeta::default(),
         });
         let Line::Init(got) = round_trip(&init) else {
             panic!("init")

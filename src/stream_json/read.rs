@@ -138,7 +138,7 @@ pub fn parse_line(line: &str) -> Result<Option<Line>, ParseError> {
             is_error: r.is_error,
             text: r.result,
             session_id: Some(r.session_id).filter(|s| !s.is_empty()),
-            usage: r.usage,
+            usage: r.usage.map(|u| u.counts),
             total_cost_usd: r.total_cost_usd,
             api_error_status: r.api_error_status,
             num_turns: r.num_turns,

@@ -82,7 +82,58 @@ pub struct Init {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ouro_version: Option<String>,
     #[serde(flatten)]
+    pub more: Box<InitMore>,
+    #[serde(flatten)]
     pub envelope: Envelope,
+}
+
+/// The rest of Claude Code's `system/init` keys: what ouro has, and Claude Code's empty form of
+/// what it has not (a program reading a key finds it). Optional, so that a line of an older
+/// CLI without them reads back as it was.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct InitMore {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub additional_directories: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agents: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skills: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slash_commands: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plugins: Option<Vec<Value>>,
+    /// Protocol extensions the CLI speaks; ouro claims none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capabilities: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_paths: Option<serde_json::Map<String, Value>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub original_cwd: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sandbox_enabled: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub analytics_disabled: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub product_feedback_disabled: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub served_by_anthropic: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fast_mode_state: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fast_mode_disabled_reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub messaging_socket_path: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub terminal_slash_commands: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub per_turn_effort_active: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ultrathink_available: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ultrathink_typed_raises: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub view_mode: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -348,7 +399,7 @@ pub struct ResultLine {
     pub model_usage: serde_json::Map<String, Value>,
     /// This turn's usage (summed over its requests).
     #[serde(default, deserialize_with = "optional_usage")]
-    pub usage: Option<Usage>,
+    pub usage: Option<ResultUsage>,
     #[serde(default)]
     pub permission_denials: Vec<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -401,10 +452,27 @@ fn known_blocks<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<ContentBlo
 }
 
 fn usage_or_default<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Usage, D::Error> {
-    Ok(optional_usage(d)?.unwrap_or_default())
+    Ok(optional_usage(d)?.map(|u| u.counts).unwrap_or_default())
 }
 
-fn optional_usage<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Usage>, D::Error> {
+fn optional_usage<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<ResultUsage>, D::Error> {
     let v = Value::deserialize(d)?;
-    Ok(v.is_object().then(|| Usage::deserialize(v).ok()).flatten())
+    Ok(v.is_object()
+        .then(|| ResultUsage::deserialize(v).ok())
+        .flatten())
+}
+
+/// A result's usage: the API's counts, and the keys Claude Code adds beside them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ResultUsage {
+    #[serde(flatten)]
+    pub counts: Usage,
+    /// `{"web_search_requests", "web_fetch_requests"}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_tool_use: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_tier: Option<String>,
+    /// The cache writes by lifetime: `{"ephemeral_1h_input_tokens", "ephemeral_5m_input_tokens"}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_creation: Option<Value>,
 }

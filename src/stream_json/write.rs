@@ -5,8 +5,9 @@ use serde_json::Value;
 
 use super::wire::{
     ApiRetry, AssistantLine, AssistantMessage, CompactBoundary, CompactMetadata, Envelope,
-    HookResponse, HookStarted, Init, Line, ModelFallback, Notice, ResultLine, Status, StreamCut,
-    StreamEventLine, System, ToolsChanged, UserContent, UserLine, UserMessage,
+    HookResponse, HookStarted, Init, InitMore, Line, ModelFallback, Notice, ResultLine,
+    ResultUsage, Status, StreamCut, StreamEventLine, System, ToolsChanged, UserContent, UserLine,
+    UserMessage,
 };
 use crate::api::types::ContentBlock;
 use crate::event::{Event, ResultKind, RunResult};
@@ -68,6 +69,29 @@ pub fn line(event: &Event, session_id: &str) -> Option<Line> {
             output_style: "default".into(),
             claude_code_version: CLAUDE_CODE_COMPAT_VERSION.into(),
             ouro_version: Some(env!("CARGO_PKG_VERSION").into()),
+            more: Box::new(InitMore {
+                additional_directories: Some(info.meta.additional_directories.clone()),
+                agents: Some(info.meta.agents.clone()),
+                skills: Some(info.meta.skills.clone()),
+                slash_commands: Some(info.meta.skills.clone()),
+                plugins: Some(Vec::new()),
+                capabilities: Some(Vec::new()),
+                memory_paths: Some(serde_json::Map::new()),
+                original_cwd: Some(info.cwd.clone()),
+                sandbox_enabled: Some(info.meta.sandbox_enabled),
+                // ouro sends nothing anywhere but the API it is pointed at.
+                analytics_disabled: Some(true),
+                product_feedback_disabled: Some(true),
+                served_by_anthropic: Some(false),
+                fast_mode_state: Some("off".into()),
+                fast_mode_disabled_reason: None,
+                messaging_socket_path: None,
+                terminal_slash_commands: Some(Vec::new()),
+                per_turn_effort_active: Some(false),
+                ultrathink_available: Some(false),
+                ultrathink_typed_raises: Some(false),
+                view_mode: Some("default".into()),
+            }),
             envelope: Envelope {
                 session_id: info.session_id.clone(),
                 uuid: uuid(),
@@ -278,7 +302,19 @@ pub fn result_line(r: &RunResult) -> ResultLine {
         session_id: r.session_id.clone(),
         total_cost_usd: Some(r.total_cost_usd),
         model_usage: model_usage(r),
-        usage: Some(r.usage),
+        usage: Some(ResultUsage {
+            counts: r.usage,
+            server_tool_use: Some(serde_json::json!({
+                "web_search_requests": 0,
+                "web_fetch_requests": 0
+            })),
+            service_tier: Some("standard".into()),
+            // ouro asks for the default cache lifetime, five minutes.
+            cache_creation: Some(serde_json::json!({
+                "ephemeral_1h_input_tokens": 0,
+                "ephemeral_5m_input_tokens": r.usage.cache_creation_input_tokens
+            })),
+        }),
         permission_denials: to_values(&r.permission_denials),
         structured_output: r.structured_output.clone(),
         cost_note: r.cost_unknown.then(|| {

@@ -249,6 +249,7 @@ fn status_line_shows_model_tokens_and_cost() {
         tools: vec![],
         permission_mode: "default".into(),
         mcp_servers: Vec::new(),
+        meta: crate::event::InitMeta::default(),
     }));
     r.event(&Event::Result(result(ResultKind::Success)));
     assert_eq!(
