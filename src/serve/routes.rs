@@ -403,7 +403,7 @@ pub async fn permission(
         Decision::Deny => PermissionAnswer::Deny {
             message: body
                 .message
-                .unwrap_or_else(|| "the user denied this tool call".into()),
+                .unwrap_or_else(|| "the user denied this call".into()),
         },
     };
     let _ = waiting.send(answer);
