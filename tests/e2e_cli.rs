@@ -617,6 +617,47 @@ async fn verbose_narration_names_each_result_and_shows_text_between_calls() {
     assert_eq!(run.stdout.trim(), "FINAL-ANSWER");
 }
 
+/// As Claude Code: an object schema is the input of a StructuredOutput tool. A call that does
+/// not match is refused with what is wrong (and the model calls again); the first accepted
+/// call ends the run with `structured_output`; five refusals end it with
+/// `error_max_structured_output_retries`.
+#[tokio::test]
+async fn json_schema_is_answered_through_the_structured_output_tool() {
+    let schema =
+        r#"{"type":"object","properties":{"count":{"type":"integer"}},"required":["count"]}"#;
+    let call = |input: Value| json!({"content": [{"type": "tool_use", "name": "StructuredOutput", "input": input}]});
+    let mock = server(json!({"turns": [
+        call(json!({"count": "three"})),
+        {"expect_text": "does not match", "content": [{"type": "tool_use", "name": "StructuredOutput", "input": {"count": 3}}]},
+        {"content": [{"type": "text", "text": "never asked"}]}
+    ]}))
+    .await;
+    let sb = Sandbox::new();
+    let run = sb
+        .run(&mock.url(), &with(&["--json-schema", schema, "count them"]))
+        .await;
+    assert!(run.status.success(), "{}", run.debug());
+    let result: Value = serde_json::from_str(run.stdout.trim()).unwrap();
+    assert_eq!(result["subtype"], "success", "{result}");
+    assert_eq!(result["structured_output"], json!({"count": 3}));
+    assert_eq!(bodies(&mock).len(), 2, "the accepted call ends the run");
+    let tools = bodies(&mock)[0]["tools"].to_string();
+    assert!(
+        tools.contains("StructuredOutput") && tools.contains("\"count\""),
+        "{tools}"
+    );
+
+    let refusals: Vec<Value> = (0..6).map(|_| call(json!({"count": "many"}))).collect();
+    let mock = server(json!({ "turns": refusals })).await;
+    let run = sb
+        .run(&mock.url(), &with(&["--json-schema", schema, "count them"]))
+        .await;
+    assert_eq!(run.status.code(), Some(1), "{}", run.debug());
+    let result: Value = serde_json::from_str(run.stdout.trim()).unwrap();
+    assert_eq!(result["subtype"], "error_max_structured_output_retries");
+    assert_eq!(bodies(&mock).len(), 5);
+}
+
 #[tokio::test]
 async fn json_schema_checks_the_answer_and_retries_once() {
     let schema =

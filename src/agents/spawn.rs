@@ -90,6 +90,7 @@ impl Spawner {
         config.system_prompt = Some(def.prompt.clone());
         config.append_system_prompt = None;
         config.json_schema = None;
+        config.structured = None;
         config.partial_messages = false;
         config.subagent = true;
         // Parallel agents each get what was left when they started: together they may pass

@@ -577,6 +577,19 @@ pub fn build(
         &mut meta.agents,
     )?;
     config.init_meta = meta;
+    // An object schema becomes the StructuredOutput tool's input, as with Claude Code; any
+    // other is asked for in the prompt and checked on the answer's text.
+    let tools = match config.json_schema.clone().map(|schema| {
+        let slot = crate::tools::structured_output::Slot::default();
+        crate::tools::structured_output::StructuredOutputTool::new(schema, slot.clone())
+            .map(|tool| (tool, slot))
+    }) {
+        Some(Ok((tool, slot))) => {
+            config.structured = Some(slot);
+            tools.with_tool(Arc::new(tool))
+        }
+        _ => tools,
+    };
     let executor = Executor::new(tools, ctx, permissions.clone(), asker, hooks, tx.clone());
     let engine = Engine::new(client, executor, config, context, conversation, tx);
     Ok(App {

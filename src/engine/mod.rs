@@ -62,6 +62,9 @@ pub struct EngineConfig {
     pub partial_messages: bool,
     /// `--json-schema`: the final answer must be JSON matching it.
     pub json_schema: Option<serde_json::Value>,
+    /// With `json_schema`: what the StructuredOutput tool was given; an accepted answer ends
+    /// the run.
+    pub structured: Option<crate::tools::structured_output::Slot>,
     /// A sub-agent's engine: its end is SubagentStop, and the session's own events
     /// (SessionStart, UserPromptSubmit) are not its to fire.
     pub subagent: bool,
@@ -89,6 +92,7 @@ impl EngineConfig {
             append_system_prompt: None,
             partial_messages: false,
             json_schema: None,
+            structured: None,
             subagent: false,
             cwd,
             init_meta: crate::event::InitMeta::default(),

@@ -98,9 +98,14 @@ impl Engine {
                 format!("A UserPromptSubmit hook blocked the prompt: {reason}"),
             ),
         };
-        let mut structured_output = None;
+        let mut structured_output = self
+            .config
+            .structured
+            .as_ref()
+            .and_then(|slot| crate::sys::sync::lock(slot).value.take());
         if let Some(schema) = self.config.json_schema.clone()
             && ending.kind == ResultKind::Success
+            && structured_output.is_none()
         {
             let mut checked = structured::check(&schema, &ending.text);
             if let Err(problem) = &checked {
@@ -291,6 +296,9 @@ impl Engine {
                 if cancel.is_cancelled() {
                     return aborted();
                 }
+                if let Some(ending) = self.structured_ending(&text, stop_reason) {
+                    return ending;
+                }
                 continue;
             }
             self.record_round(outcome, BatchOutcome::default(), run);
@@ -315,6 +323,30 @@ impl Engine {
                 api_error_status: None,
             };
         }
+    }
+
+    /// The end of the run once the StructuredOutput tool accepted an answer, or refused too
+    /// many.
+    fn structured_ending(&self, text: &str, stop_reason: Option<StopReason>) -> Option<Ending> {
+        let slot = self.config.structured.as_ref()?;
+        let outcome = crate::sys::sync::lock(slot);
+        if outcome.value.is_some() {
+            return Some(Ending {
+                kind: ResultKind::Success,
+                text: text.to_string(),
+                stop_reason,
+                api_error_status: None,
+            });
+        }
+        (outcome.refused >= structured::MAX_REFUSALS).then(|| {
+            Ending::error(
+                ResultKind::ErrorMaxStructuredOutputRetries,
+                format!(
+                    "The StructuredOutput tool refused {} answers that did not match --json-schema.",
+                    outcome.refused
+                ),
+            )
+        })
     }
 
     /// Ask the model to go on from where its reply stopped.

@@ -1,14 +1,26 @@
-//! `--json-schema`: the final answer must be JSON matching a schema. The model is told so in
-//! the system prompt; its answer is checked here, and a failed check is sent back once with the
-//! validator's findings.
+//! `--json-schema`: the final answer must be JSON matching a schema. The model gives it through
+//! the StructuredOutput tool (`tools::structured_output`), as with Claude Code; an answer given
+//! as text instead is checked here, and a failed check is sent back once with the validator's
+//! findings.
 
 use serde_json::Value;
 
-/// What the system prompt adds for a schema.
+/// StructuredOutput calls refused before the run ends with
+/// `error_max_structured_output_retries`.
+pub const MAX_REFUSALS: u32 = 5;
+
+/// What the system prompt adds for a schema: an object schema is the StructuredOutput tool's
+/// input; any other is asked for as the answer's text.
 pub fn instruction(schema: &Value) -> String {
-    format!(
-        "When you give your final answer, reply with only a JSON value (no prose, no code fence) that matches this JSON Schema:\n{schema}"
-    )
+    if schema.get("type").and_then(Value::as_str) == Some("object") {
+        format!(
+            "When you give your final answer, call the StructuredOutput tool with it; its input must match this JSON Schema:\n{schema}"
+        )
+    } else {
+        format!(
+            "When you give your final answer, reply with only a JSON value (no prose, no code fence) that matches this JSON Schema:\n{schema}"
+        )
+    }
 }
 
 /// The answer as JSON that matches `schema`, or what is wrong with it.
@@ -35,7 +47,7 @@ pub fn check(schema: &Value, answer: &str) -> Result<Value, String> {
 /// The request to answer again after a failed check.
 pub fn retry_prompt(problem: &str) -> String {
     format!(
-        "Your final answer could not be used: {problem}. Reply again with only the JSON value that matches the schema from the system prompt."
+        "Your final answer could not be used: {problem}. Give it again by calling the StructuredOutput tool with an input that matches the schema."
     )
 }
 

@@ -26,6 +26,7 @@ pub mod memo;
 pub mod paths;
 pub mod pool;
 pub mod read;
+pub mod structured_output;
 pub mod todo;
 pub mod toolbox;
 pub mod write;
