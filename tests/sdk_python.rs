@@ -646,3 +646,38 @@ async fn a_deny_that_asks_to_stop_ends_the_turn() {
     );
     assert!(!sb.root().join("b.txt").exists());
 }
+
+/// `output_format={"type": "json_schema", ...}`: the model answers through the
+/// StructuredOutput tool and the program reads `structured_output`, as on Claude Code.
+#[tokio::test]
+async fn an_output_format_is_answered_through_the_structured_output_tool() {
+    if !python_sdk() {
+        return;
+    }
+    let sb = Sandbox::new();
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "tool_use", "name": "StructuredOutput", "input": {"city": "Lyon", "people": 522000}}]}
+    ]}))
+    .await;
+    let printed = sdk(
+        &sb,
+        &mock.url(),
+        r#"
+    opts.output_format = {"type": "json_schema", "schema": {
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "people": {"type": "integer"}},
+        "required": ["city", "people"]}}
+    async for m in query(prompt="the biggest city on the Rhône?", options=opts):
+        if isinstance(m, ResultMessage):
+            out("result", subtype=m.subtype, structured=m.structured_output)
+"#,
+    )
+    .await;
+    assert_eq!(printed[0]["subtype"], "success", "{printed:?}");
+    assert_eq!(
+        printed[0]["structured"],
+        json!({"city": "Lyon", "people": 522000})
+    );
+    let tools = bodies(&mock)[0]["tools"].to_string();
+    assert!(tools.contains("StructuredOutput"), "{tools}");
+}
