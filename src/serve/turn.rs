@@ -19,9 +19,10 @@ use crate::session::transcript;
 use crate::sys::sync::lock;
 use crate::ui_event::UiEvent;
 
-/// The design's `TurnOpts`.
+/// The design's `TurnOpts`; fields this server does not know are ignored, so a newer GUI
+/// still works.
 #[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct TurnOpts {
     pub permission_mode: Option<String>,
     pub tools: Option<Vec<String>>,
