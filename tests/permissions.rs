@@ -784,3 +784,34 @@ fn accept_edits_still_asks_for_files_that_decide_what_runs_or_what_the_model_is_
         Decision::Allow
     );
 }
+
+/// The protected list is configurable with the rule syntax: an `ask` rule adds paths that ask
+/// even in acceptEdits, and only an allow rule naming a listed file lets it through.
+#[test]
+fn protected_files_are_extended_by_ask_rules_and_exempted_only_by_name() {
+    use PermissionMode::AcceptEdits;
+    let p = project();
+    let script = p.root.join("scripts/deploy.sh");
+    let makefile = p.root.join("Makefile");
+    let plain = engine(&p, AcceptEdits, Vec::new());
+    assert_eq!(write(&plain, "Edit", &script), Decision::Allow);
+    assert!(is_ask(&write(&plain, "Edit", &makefile)));
+    let asked = engine(
+        &p,
+        AcceptEdits,
+        vec![rule("Edit(scripts/**)", RuleKind::Ask)],
+    );
+    assert!(is_ask(&write(&asked, "Edit", &script)));
+    assert!(
+        is_ask(&write(&asked, "Write", &script)),
+        "Edit rules cover every editing tool"
+    );
+    let wildcard = engine(&p, AcceptEdits, vec![rule("Edit(**)", RuleKind::Allow)]);
+    assert!(is_ask(&write(&wildcard, "Edit", &makefile)));
+    let named = engine(
+        &p,
+        AcceptEdits,
+        vec![rule("Edit(Makefile)", RuleKind::Allow)],
+    );
+    assert_eq!(write(&named, "Edit", &makefile), Decision::Allow);
+}
