@@ -994,3 +994,93 @@ async fn a_conversation_a_cli_is_writing_is_409_for_a_served_turn() {
     );
     serve.stop().await;
 }
+
+/// "Allow always" keeps the narrowest rule for the call (this command), not the whole tool:
+/// the same command then runs unasked in a later turn, another one still asks.
+#[tokio::test]
+async fn allow_always_remembers_the_call_not_the_tool() {
+    let sb = Sandbox::new();
+    let api = server(json!({"turns": [
+        tool("Bash", json!({"command": "touch one.txt"})),
+        text("Done."),
+        tool("Bash", json!({"command": "touch one.txt"})),
+        tool("Bash", json!({"command": "touch two.txt"})),
+        text("Done again.")
+    ]}))
+    .await;
+    let serve = Serve::start(&sb, &api.url(), &[]).await;
+    let id = serve.create(&sb.root(), json!({})).await;
+    let answer = |remember: bool, decision: &'static str| {
+        let serve = &serve;
+        let id = id.clone();
+        move |request: Sse| {
+            let id = id.clone();
+            async move {
+                let response = serve
+                .post(
+                    "/api/harness/permission",
+                    json!({"sessionId": id, "requestId": request.data["requestId"], "decision": decision, "remember": remember}),
+                )
+                .send()
+                .await
+                .unwrap();
+                assert_eq!(response.status(), 200);
+            }
+        }
+    };
+    let asked = run_answering(&serve, &id, "first", answer(true, "allow")).await;
+    assert_eq!(asked.len(), 1);
+    let session: Value = serve
+        .get(&format!("/api/harness/session/{id}"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    // The brain's own suggestion when it makes one (ouro's: this command as a prefix rule).
+    let rules = session["session"]["alwaysAllow"].to_string();
+    assert!(
+        rules.contains("Bash(touch one.txt") && !rules.contains("\"Bash\""),
+        "{rules}"
+    );
+    let asked = run_answering(&serve, &id, "second", answer(false, "deny")).await;
+    assert_eq!(asked.len(), 1, "only the other command asks");
+    assert_eq!(asked[0].data["input"]["command"], "touch two.txt");
+    serve.stop().await;
+}
+
+/// Runs a turn, answering each permission request with `answer`; the requests seen.
+async fn run_answering<F, Fut>(serve: &Serve, id: &str, message: &str, answer: F) -> Vec<Sse>
+where
+    F: Fn(Sse) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let mut stream = serve
+        .post(
+            "/api/harness/turn",
+            json!({"sessionId": id, "message": message}),
+        )
+        .send()
+        .await
+        .unwrap();
+    let mut seen = String::new();
+    let mut asked: Vec<Sse> = Vec::new();
+    while let Some(chunk) = stream.chunk().await.unwrap() {
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+        let requests: Vec<Sse> = parse_sse(&seen)
+            .into_iter()
+            .filter(|e| e.kind == "permission:request")
+            .collect();
+        for request in requests.into_iter().skip(asked.len()) {
+            asked.push(request.clone());
+            answer(request).await;
+        }
+    }
+    assert_eq!(
+        kinds(&parse_sse(&seen)).last(),
+        Some(&"process:exit"),
+        "{seen}"
+    );
+    asked
+}

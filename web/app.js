@@ -14,7 +14,7 @@ const state = {
   bubble: null,
   bubbleText: "",
   tools: new Map(),
-  changed: false,
+  questions: [],
 };
 
 // ---------- errors ----------
@@ -234,8 +234,8 @@ function applyEvent(event, replay) {
       li.querySelector(".result").innerHTML = content.split("\n").length > 8 || content.length > 600
         ? `<details><summary>${escape(content.split("\n")[0].slice(0, 80))} … (${content.length} chars)</summary>${pre}</details>`
         : pre;
-      if (["Edit", "Write", "MultiEdit", "NotebookEdit", "Bash"].includes(li.dataset.tool)) state.changed = true;
-      if (state.changed) { state.changed = false; loadFiles(); }
+      // A replayed history refreshes the tree once, after it.
+      if (!replay && ["Edit", "Write", "MultiEdit", "NotebookEdit", "Bash"].includes(li.dataset.tool)) loadFiles();
       break;
     }
     case "permission:request":
@@ -258,15 +258,29 @@ function applyEvent(event, replay) {
       addMessage("error", d.error);
       banner(`The turn reported an error: ${d.error}`);
       break;
-    case "process:exit":
+    case "process:exit": {
+      // Questions of a finished turn can no longer be answered.
+      state.questions = [];
+      const dialog = $("permission-dialog");
+      if (dialog.open) { dialog.onclose = null; dialog.close(); }
       state.bubble = null;
       setRunning(false);
       loadSessions();
       break;
+    }
   }
 }
 
+// Parallel calls may ask at once: one dialog at a time, the others wait their turn.
 function askPermission(d) {
+  if (state.questions.some((q) => q.requestId === d.requestId)) return;
+  state.questions.push(d);
+  if (state.questions.length === 1) showQuestion();
+}
+
+function showQuestion() {
+  const d = state.questions[0];
+  if (!d) return;
   const dialog = $("permission-dialog");
   $("permission-what").textContent = `${d.toolName} wants to run:`;
   $("permission-input").innerHTML = diffOf(d.toolName, d.input || {});
@@ -276,6 +290,8 @@ function askPermission(d) {
     try {
       await json("POST", `${API}/permission`, { sessionId: d.sessionId, requestId: d.requestId, decision, remember: choice === "always" });
     } catch (e) { banner(e.message); }
+    state.questions.shift();
+    showQuestion();
   };
   dialog.returnValue = "";
   dialog.showModal();
@@ -337,6 +353,7 @@ async function loadSessions() {
 }
 
 function closeSession() {
+  state.questions = [];
   if (state.stream) state.stream.close();
   state.stream = null;
   state.current = null;

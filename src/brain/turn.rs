@@ -37,6 +37,50 @@ pub struct PermissionQuestion {
     pub input: Value,
     /// Why the brain asks (its permission engine's reason), when it says.
     pub reason: Option<String>,
+    /// The allow rules "allow always" adds: the brain's own suggestion, else the narrowest
+    /// rule for this very call (never a whole tool that runs commands or writes files).
+    pub always_rules: Vec<String>,
+}
+
+/// The narrowest allow rule for one call: the exact command, the exact file.
+pub fn narrow_rule(tool_name: &str, input: &Value) -> String {
+    let field = |key: &str| input.get(key).and_then(Value::as_str);
+    match tool_name {
+        "Bash" => match field("command") {
+            Some(command) => format!("Bash({command})"),
+            None => "Bash".into(),
+        },
+        "Edit" | "Write" | "MultiEdit" | "NotebookEdit" => {
+            match field("file_path").or_else(|| field("notebook_path")) {
+                Some(path) => format!("{tool_name}({path})"),
+                None => tool_name.into(),
+            }
+        }
+        other => other.into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn the_narrow_rule_names_the_command_or_the_file() {
+        assert_eq!(
+            narrow_rule("Bash", &json!({"command": "ls -la"})),
+            "Bash(ls -la)"
+        );
+        assert_eq!(
+            narrow_rule("Write", &json!({"file_path": "/p/a.txt"})),
+            "Write(/p/a.txt)"
+        );
+        assert_eq!(
+            narrow_rule("Read", &json!({"file_path": "/p/a.txt"})),
+            "Read"
+        );
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -133,6 +133,9 @@ pub async fn guard(State(state): State<Arc<AppState>>, request: Request, next: N
     if announced.is_some_and(|n| n > super::error::BODY_LIMIT) {
         return ApiError::too_large().into_response();
     }
+    if request.method() == axum::http::Method::OPTIONS {
+        return preflight(headers, state.options.allow_origin.as_deref());
+    }
     let path = request.uri().path();
     let open = !path.starts_with("/api/") || path == "/api/auth";
     if !open && !presented(headers).is_some_and(|t| same(&t, &state.token)) {
@@ -153,6 +156,41 @@ pub async fn guard(State(state): State<Arc<AppState>>, request: Request, next: N
         response
             .headers_mut()
             .insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, value);
+    }
+    response
+}
+
+/// A browser's CORS preflight: answered for the origin `--allow-origin` names, refused for
+/// any other (it carries no token, so it is answered before the token check).
+fn preflight(headers: &HeaderMap, allowed: Option<&str>) -> Response {
+    let origin = headers
+        .get(header::ORIGIN)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let Some(allowed) = allowed.filter(|a| a.trim_end_matches('/') == origin.trim_end_matches('/'))
+    else {
+        return ApiError::new(
+            StatusCode::FORBIDDEN,
+            "forbidden_origin",
+            "cross-site requests are refused; start the server with --allow-origin <origin> to allow one site",
+        )
+        .into_response();
+    };
+    let mut response = StatusCode::NO_CONTENT.into_response();
+    let out = response.headers_mut();
+    for (name, value) in [
+        (header::ACCESS_CONTROL_ALLOW_ORIGIN, allowed),
+        (header::ACCESS_CONTROL_ALLOW_METHODS, "GET, POST, DELETE"),
+        (
+            header::ACCESS_CONTROL_ALLOW_HEADERS,
+            "Authorization, Content-Type, Last-Event-ID",
+        ),
+        (header::ACCESS_CONTROL_MAX_AGE, "600"),
+        (header::VARY, "Origin"),
+    ] {
+        if let Ok(value) = value.parse() {
+            out.insert(name, value);
+        }
     }
     response
 }

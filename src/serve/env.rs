@@ -16,7 +16,14 @@ const SECRET_SUFFIXES: &[&str] = &[
     "_API_KEY",
 ];
 /// Whole names that are secrets.
-const SECRET_NAMES: &[&str] = &["DATABASE_URL", "REDIS_URL"];
+const SECRET_NAMES: &[&str] = &[
+    "DATABASE_URL",
+    "REDIS_URL",
+    "PGPASSWORD",
+    "MYSQL_PWD",
+    "SSH_AUTH_SOCK",
+    "GPG_AGENT_INFO",
+];
 /// Kept whatever their names say.
 const ALWAYS: &[&str] = &["PATH", "HOME", "USER", "SHELL", "TERM", "LANG"];
 /// A brain needs these to reach the API.

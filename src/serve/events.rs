@@ -4,6 +4,7 @@
 //! between its read and its wait.
 
 use std::io::Write as _;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::sync::Mutex;
 
@@ -39,11 +40,43 @@ impl EventLog {
             })
             .unwrap_or_default();
         let last = events.last().map_or(0, |e: &Stored| e.id);
-        EventLog {
+        let unfinished = events
+            .last()
+            .filter(|e| !matches!(e.event, UiEvent::ProcessExit { .. }))
+            .cloned();
+        let log = EventLog {
             file,
             events: Mutex::new(events),
             last: watch::channel(last).0,
+        };
+        // A server that stopped mid-turn left the turn without its end: close it, so that a
+        // client attaching to it is not left waiting.
+        if let Some(last) = unfinished {
+            let session_id = last
+                .event
+                .split()
+                .1
+                .get("sessionId")
+                .and_then(|v| v.as_str())
+                .unwrap_or_default()
+                .to_string();
+            log.push(
+                &last.turn_id,
+                UiEvent::SessionError {
+                    session_id: session_id.clone(),
+                    error: "the server stopped during this turn, and its brain with it".into(),
+                },
+            );
+            log.push(
+                &last.turn_id,
+                UiEvent::ProcessExit {
+                    session_id,
+                    code: None,
+                    signal: None,
+                },
+            );
         }
+        log
     }
 
     /// Numbers and keeps `event`; returns its id.
@@ -73,6 +106,7 @@ impl EventLog {
         std::fs::OpenOptions::new()
             .create(true)
             .append(true)
+            .mode(0o600)
             .open(&self.file)?
             .write_all(&line)
     }
@@ -126,11 +160,29 @@ mod tests {
         assert_eq!(log.push("t1", delta("a")), 1);
         assert_eq!(log.push("t1", delta("b")), 2);
         assert_eq!(log.push("t2", delta("c")), 3);
-        assert_eq!(log.since(1).len(), 2);
+        let exit = UiEvent::ProcessExit {
+            session_id: "s".into(),
+            code: Some(0),
+            signal: None,
+        };
+        assert_eq!(log.push("t2", exit), 4);
+        assert_eq!(log.since(1).len(), 3);
         assert_eq!(log.turn_start("t2"), Some(3));
         let again = EventLog::open(file);
         assert_eq!(again.since(0), log.since(0));
-        assert_eq!(again.next_id(), 4);
+        assert_eq!(again.next_id(), 5);
+    }
+
+    #[test]
+    fn a_turn_a_stopped_server_left_open_is_closed_on_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("e.jsonl");
+        let log = EventLog::open(file.clone());
+        log.push("t1", delta("half"));
+        let again = EventLog::open(file);
+        let kinds: Vec<String> = again.since(0).iter().map(|e| e.event.kind()).collect();
+        assert_eq!(kinds, ["chat:delta", "session:error", "process:exit"]);
+        assert!(again.since(0).iter().all(|e| e.turn_id == "t1"));
     }
 
     #[tokio::test]

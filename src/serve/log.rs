@@ -2,6 +2,7 @@
 //! the event's fields), messages cut at 200 characters, rotated at 10 MB to `harness.log.1`.
 
 use std::io::Write as _;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::sync::Mutex;
 
@@ -59,6 +60,7 @@ impl HarnessLog {
         std::fs::OpenOptions::new()
             .create(true)
             .append(true)
+            .mode(0o600)
             .open(&self.file)?
             .write_all(&text)
     }

@@ -80,9 +80,15 @@ pub async fn run(options: ServeOptions) -> Result<(), ServeError> {
     }
     let scrub = env::claude_can_scrub();
     if !scrub {
-        tracing::info!(
-            "bubblewrap (bwrap) is not installed: sessions on the claude brain pass the API key to Claude Code's own tool processes"
+        eprintln!(
+            "warning: bubblewrap (bwrap) is not installed, so sessions on a claude@ brain pass the API key to Claude Code's own tool processes; install bubblewrap and socat to keep it from them"
         );
+    }
+    // What the server keeps (sessions, events with tool output, logs) is the user's alone.
+    let own = home.join("serve");
+    if std::fs::create_dir_all(&own).is_ok() {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(&own, std::fs::Permissions::from_mode(0o700));
     }
     let env = env::filtered(std::env::vars_os(), &options.pass_env, scrub);
     let state = Arc::new(AppState {

@@ -23,7 +23,7 @@ use super::error::ApiError;
 use super::events::Stored;
 use super::state::{AppState, Live};
 use super::store::{self, Mode, Session};
-use super::turn::{self, TurnOpts};
+use super::turn::{self, PERMISSION_MODES, TurnOpts};
 use crate::agents::persona;
 use crate::brain::PermissionAnswer;
 use crate::sys::sync::lock;
@@ -35,15 +35,6 @@ type Shared = State<Arc<AppState>>;
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// The most files `GET /files` lists.
 const MAX_FILES: usize = 20_000;
-
-const PERMISSION_MODES: &[&str] = &[
-    "default",
-    "acceptEdits",
-    "plan",
-    "bypassPermissions",
-    "dontAsk",
-    "auto",
-];
 
 fn parse<T: DeserializeOwned>(body: Result<Bytes, BytesRejection>) -> Result<T, ApiError> {
     let bytes = body.map_err(|r| {
@@ -182,7 +173,6 @@ fn summary(live: &Live) -> Value {
     let mut value = serde_json::to_value(&session).unwrap_or(Value::Null);
     if let Some(map) = value.as_object_mut() {
         map.remove("history");
-        map.remove("alwaysAllow");
         map.insert("running".into(), Value::from(live.running().is_some()));
         let pending: Vec<String> = lock(&live.pending).keys().cloned().collect();
         map.insert("pendingPermissions".into(), Value::from(pending));
@@ -394,7 +384,7 @@ pub async fn permission(
     let answer = match body.decision {
         Decision::Allow => {
             if body.remember {
-                remember(&state, &live, &body.request_id);
+                remember(&state, &live, &waiting.always_rules);
             }
             PermissionAnswer::Allow {
                 remember: body.remember,
@@ -406,33 +396,23 @@ pub async fn permission(
                 .unwrap_or_else(|| "the user denied this call".into()),
         },
     };
-    let _ = waiting.send(answer);
+    let _ = waiting.answer.send(answer);
     Ok(Json(json!({"ok": true})))
 }
 
-/// "Allow always": the request's tool becomes a rule of the session for later turns.
-fn remember(state: &AppState, live: &Live, request_id: &str) {
-    let tool = live
-        .log
-        .since(0)
-        .into_iter()
-        .rev()
-        .find_map(|s| match s.event {
-            UiEvent::PermissionRequest {
-                request_id: id,
-                tool_name,
-                ..
-            } if id == request_id => Some(tool_name),
-            _ => None,
-        });
-    if let Some(tool) = tool {
-        let mut session = lock(&live.session);
-        if !session.always_allow.contains(&tool) {
-            session.always_allow.push(tool);
-            if let Err(e) = store::save(&state.home, &session) {
-                tracing::warn!(error = %e, "could not save a remembered rule");
-            }
+/// "Allow always": the request's rules (the brain's suggestion, else the call's narrowest rule)
+/// become the session's for later turns.
+fn remember(state: &AppState, live: &Live, rules: &[String]) {
+    let mut session = lock(&live.session);
+    let mut changed = false;
+    for rule in rules {
+        if !session.always_allow.contains(rule) {
+            session.always_allow.push(rule.clone());
+            changed = true;
         }
+    }
+    if changed && let Err(e) = store::save(&state.home, &session) {
+        tracing::warn!(error = %e, "could not save a remembered rule");
     }
 }
 

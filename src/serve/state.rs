@@ -54,8 +54,13 @@ pub struct Live {
     pub log: EventLog,
     pub brain: Box<dyn BrainCli>,
     pub running: Mutex<Option<Running>>,
-    /// Permission questions waiting, by request id.
-    pub pending: Mutex<HashMap<String, oneshot::Sender<PermissionAnswer>>>,
+    /// Permission questions waiting, by request id, with the rules "allow always" would add.
+    pub pending: Mutex<HashMap<String, Waiting>>,
+}
+
+pub struct Waiting {
+    pub answer: oneshot::Sender<PermissionAnswer>,
+    pub always_rules: Vec<String>,
 }
 
 #[derive(Clone)]

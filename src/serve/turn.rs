@@ -11,7 +11,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use super::error::ApiError;
 use super::prompt::{self, Parts};
-use super::state::{AppState, Live, Running};
+use super::state::{AppState, Live, Running, Waiting};
 use super::store::{self, Mode};
 use crate::agents::persona::{self, Persona};
 use crate::brain::{PermissionAnswer, PermissionQuestion, TurnOptions, TurnRequest};
@@ -35,6 +35,16 @@ pub struct TurnOpts {
 }
 
 const DEFAULT_MAX_TURNS: u32 = 25;
+
+/// The permission modes a session or a turn may name.
+pub const PERMISSION_MODES: &[&str] = &[
+    "default",
+    "acceptEdits",
+    "plan",
+    "bypassPermissions",
+    "dontAsk",
+    "auto",
+];
 
 /// Starts `message` as turn `turn_id` of `live`, or finds that turn if it already ran or
 /// runs; returns the id of the turn's first event.
@@ -159,6 +169,14 @@ fn options(
     {
         tracing::warn!(error = %e, "could not keep a served turn's system prompt");
     }
+    if let Some(mode) = &opts.permission_mode
+        && !PERMISSION_MODES.contains(&mode.as_str())
+    {
+        return Err(ApiError::bad_request(format!(
+            "opts.permissionMode \"{mode}\" is not one of {}",
+            PERMISSION_MODES.join(", ")
+        )));
+    }
     let permission_mode = opts
         .permission_mode
         .clone()
@@ -215,6 +233,9 @@ async fn run(
         ask: asker(&state, &live, tx.clone()),
     };
     let outcome = live.brain.turn(request).await;
+    // Questions still open belong to a turn that is over; dropping them lets their askers
+    // (which hold the event channel) end.
+    lock(&live.pending).clear();
     if let Err(e) = &outcome {
         let _ = tx.send(UiEvent::SessionError {
             session_id: session_id.clone(),
@@ -236,8 +257,6 @@ async fn run(
             code: None,
             signal: None,
         });
-    // Questions still open belong to a turn that is over.
-    lock(&live.pending).clear();
     let (cost, claude_id) = match &outcome {
         Ok(report) => (report.cost_usd, report.session_id.clone()),
         Err(_) => (0.0, None),
@@ -287,7 +306,13 @@ fn asker(
             };
             let request_id = uuid::Uuid::new_v4().to_string();
             let (tx, rx) = oneshot::channel();
-            lock(&session.pending).insert(request_id.clone(), tx);
+            lock(&session.pending).insert(
+                request_id.clone(),
+                Waiting {
+                    answer: tx,
+                    always_rules: question.always_rules.clone(),
+                },
+            );
             let session_id = session.snapshot().id;
             drop(session);
             let _ = events.send(UiEvent::PermissionRequest {

@@ -16,6 +16,7 @@ mod served;
 
 use std::ffi::OsString;
 use std::marker::PhantomData;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -77,6 +78,10 @@ pub struct ChildBrain<P: ChildProgram> {
     size: Mutex<TermSize>,
     /// The process of the served turn that runs, for `interrupt`.
     served: Mutex<Option<Arc<DispatchProc>>>,
+    /// A served turn runs (with or without a process yet).
+    serving: AtomicBool,
+    /// An interrupt arrived while the served turn had no process: the next one is stopped.
+    interrupt_pending: AtomicBool,
     /// One turn at a time: a process answers its prompts in order.
     turn: tokio::sync::Mutex<()>,
     /// One start or stop at a time; never held while waiting for an answer, so `kill` can
@@ -151,6 +156,8 @@ impl<P: ChildProgram> ChildBrain<P> {
             slot: Arc::new(Mutex::new(Slot::default())),
             size: Mutex::new(TermSize::default()),
             served: Mutex::new(None),
+            serving: AtomicBool::new(false),
+            interrupt_pending: AtomicBool::new(false),
             turn: tokio::sync::Mutex::new(()),
             lifecycle: tokio::sync::Mutex::new(()),
             program_kind: PhantomData,
@@ -322,6 +329,17 @@ impl<P: ChildProgram> ChildBrain<P> {
     /// brain's session could not be resumed.
     async fn served_turn(&self, request: TurnRequest) -> Result<TurnReport, BrainError> {
         let _turn = self.turn.lock().await;
+        self.interrupt_pending.store(false, Ordering::SeqCst);
+        self.serving.store(true, Ordering::SeqCst);
+        let report = self.served_attempts(&request).await;
+        self.serving.store(false, Ordering::SeqCst);
+        *lock(&self.served) = None;
+        report
+    }
+
+    /// The served turn's processes: one, or a second without `--resume` when the first could
+    /// not resume.
+    async fn served_attempts(&self, request: &TurnRequest) -> Result<TurnReport, BrainError> {
         let mut resume = request.options.resume.clone();
         loop {
             let args = P::served_args(
@@ -347,8 +365,11 @@ impl<P: ChildProgram> ChildBrain<P> {
                 on_exit,
             )?);
             *lock(&self.served) = Some(proc.clone());
+            if self.interrupt_pending.swap(false, Ordering::SeqCst) {
+                proc.interrupt().await?;
+            }
             let ended = proc
-                .served_turn(&request, self.config.kill_grace, |usage| {
+                .served_turn(request, resume.is_some(), self.config.kill_grace, |usage| {
                     self.spec.cost(usage)
                 })
                 .await;
@@ -360,8 +381,27 @@ impl<P: ChildProgram> ChildBrain<P> {
                     }
                     return Ok(report);
                 }
-                Ended::ResumeFailed(why) => {
+                Ended::ResumeFailed { why, exit } => {
                     let old = resume.take().unwrap_or_default();
+                    if self.interrupt_pending.swap(false, Ordering::SeqCst) {
+                        let _ = request.events.send(UiEvent::SessionError {
+                            session_id: request.label.clone(),
+                            error: "the turn was interrupted before the brain answered".into(),
+                        });
+                        let _ = request.events.send(UiEvent::ProcessExit {
+                            session_id: request.label.clone(),
+                            code: exit.code,
+                            signal: exit.signal,
+                        });
+                        return Ok(TurnReport {
+                            session_id: None,
+                            exit,
+                            is_error: true,
+                            interrupted: true,
+                            cost_usd: 0.0,
+                            usage: Default::default(),
+                        });
+                    }
                     let detail = if why.is_empty() {
                         String::new()
                     } else {
@@ -420,7 +460,13 @@ impl<P: ChildProgram> BrainCli for ChildBrain<P> {
     fn interrupt(&self) -> BrainFuture<'_, bool> {
         Box::pin(async move {
             let Some(proc) = lock(&self.served).clone() else {
-                return Ok(false);
+                // Between processes (starting, or retrying without `--resume`): the next one
+                // is stopped as soon as it starts.
+                let serving = self.serving.load(Ordering::SeqCst);
+                if serving {
+                    self.interrupt_pending.store(true, Ordering::SeqCst);
+                }
+                return Ok(serving);
             };
             proc.interrupt().await?;
             // A CLI that does not stop at the request is stopped.

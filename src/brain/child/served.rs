@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use super::dispatch::{DispatchProc, user_message};
 use crate::api::types::{ContentBlock, Usage};
-use crate::brain::turn::{PermissionAnswer, PermissionQuestion, TurnRequest};
+use crate::brain::turn::{PermissionAnswer, PermissionQuestion, TurnRequest, narrow_rule};
 use crate::brain::{BrainError, ExitInfo, TurnReport};
 use crate::stream_json::read::{Line, ResultEvent};
 use crate::stream_json::wire;
@@ -23,15 +23,20 @@ use crate::ui_event::UiEvent;
 pub(crate) enum Ended {
     Report(TurnReport),
     /// It stopped before saying anything, asked to resume a session: most likely the session
-    /// is gone. The text is what it printed on stderr.
-    ResumeFailed(String),
+    /// is gone. The text is what it said about it.
+    ResumeFailed {
+        why: String,
+        exit: ExitInfo,
+    },
 }
 
 impl DispatchProc {
     /// Runs `request` on this fresh process; `price` prices usage when the CLI reports no cost.
+    /// `resumed`: whether this process was started with `--resume`.
     pub(crate) async fn served_turn(
         self: &Arc<Self>,
         request: &TurnRequest,
+        resumed: bool,
         grace: Duration,
         price: impl Fn(&Usage) -> f64,
     ) -> Result<Ended, BrainError> {
@@ -113,8 +118,8 @@ impl DispatchProc {
         let interrupted = self.interrupted.load(Ordering::Relaxed);
         let Some(end) = result else {
             let stderr = self.stderr_tail().await;
-            if !started && request.options.resume.is_some() && !interrupted {
-                return Ok(Ended::ResumeFailed(stderr));
+            if !started && resumed && !interrupted {
+                return Ok(Ended::ResumeFailed { why: stderr, exit });
             }
             let why = if interrupted {
                 "the turn was interrupted before the brain answered".to_string()
@@ -136,8 +141,11 @@ impl DispatchProc {
             }));
         };
         // A CLI that cannot resume says so in an error result before any init.
-        if end.is_error && !started && request.options.resume.is_some() && !interrupted {
-            return Ok(Ended::ResumeFailed(end.text.unwrap_or_default()));
+        if end.is_error && !started && resumed && !interrupted {
+            return Ok(Ended::ResumeFailed {
+                why: end.text.unwrap_or_default(),
+                exit,
+            });
         }
         let usage = end.usage.unwrap_or_default();
         let cost_usd = end.total_cost_usd.unwrap_or_else(|| price(&usage));
@@ -199,19 +207,17 @@ impl DispatchProc {
                     decision_reason,
                     ..
                 }) => {
+                    let rules = remembered(&tool_name, &input, permission_suggestions);
                     let question = PermissionQuestion {
                         tool_name: tool_name.clone(),
                         input: input.clone(),
                         reason: decision_reason,
+                        always_rules: rules.iter().flat_map(rule_texts).collect(),
                     };
                     let result = match ask(question).await {
                         PermissionAnswer::Allow { remember } => PermissionResult::Allow {
                             updated_input: Some(input),
-                            updated_permissions: if remember {
-                                remembered(&tool_name, permission_suggestions)
-                            } else {
-                                Vec::new()
-                            },
+                            updated_permissions: if remember { rules } else { Vec::new() },
                         },
                         PermissionAnswer::Deny { message } => PermissionResult::Deny {
                             message: Some(message),
@@ -234,18 +240,39 @@ impl DispatchProc {
     }
 }
 
-/// What "allow always" adds: the CLI's own suggestion, else the tool as a session rule.
-fn remembered(tool_name: &str, suggestions: Vec<PermissionUpdate>) -> Vec<PermissionUpdate> {
-    if !suggestions.is_empty() {
-        return suggestions;
+/// What "allow always" adds: the CLI's own suggestion, else the narrowest rule for this call
+/// as a session rule.
+fn remembered(
+    tool_name: &str,
+    input: &serde_json::Value,
+    suggestions: Vec<PermissionUpdate>,
+) -> Vec<PermissionUpdate> {
+    let suggested: Vec<PermissionUpdate> = suggestions
+        .into_iter()
+        .filter(|u| u.kind == "addRules" && !u.rules.is_empty())
+        .collect();
+    if !suggested.is_empty() {
+        return suggested;
     }
     vec![PermissionUpdate {
         kind: "addRules".into(),
         behavior: Some("allow".into()),
         destination: Some("session".into()),
-        rules: vec![RuleValue::parse(tool_name)],
+        rules: vec![RuleValue::parse(&narrow_rule(tool_name, input))],
         mode: None,
     }]
+}
+
+/// An update's rules as rule text (`Bash(npm test:*)`).
+fn rule_texts(update: &PermissionUpdate) -> Vec<String> {
+    update
+        .rules
+        .iter()
+        .map(|r| match &r.rule_content {
+            Some(content) => format!("{}({content})", r.tool_name),
+            None => r.tool_name.clone(),
+        })
+        .collect()
 }
 
 /// The events of one assistant message (with Claude Code, of one of its blocks).
@@ -310,9 +337,10 @@ mod tests {
     }
 
     #[test]
-    fn allow_always_keeps_the_clis_suggestion_or_adds_the_tool_for_the_session() {
-        let added = remembered("Bash", Vec::new());
-        assert_eq!(added[0].rules[0].tool_name, "Bash");
+    fn allow_always_keeps_the_clis_suggestion_or_adds_only_this_call_for_the_session() {
+        let input = json!({"command": "ls -la"});
+        let added = remembered("Bash", &input, Vec::new());
+        assert_eq!(rule_texts(&added[0]), ["Bash(ls -la)"]);
         assert_eq!(added[0].destination.as_deref(), Some("session"));
         let suggestion = PermissionUpdate {
             kind: "addRules".into(),
@@ -320,7 +348,7 @@ mod tests {
             ..PermissionUpdate::default()
         };
         assert_eq!(
-            remembered("Bash", vec![suggestion.clone()]),
+            remembered("Bash", &input, vec![suggestion.clone()]),
             vec![suggestion]
         );
     }
