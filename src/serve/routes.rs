@@ -209,9 +209,11 @@ pub async fn get(state: Shared, UrlPath(id): UrlPath<String>) -> Result<Json<Val
 }
 
 pub async fn delete(state: Shared, UrlPath(id): UrlPath<String>) -> Result<StatusCode, ApiError> {
-    let live = session_of(&state, &id)?;
+    // Out of the map first, so no new turn can start while the running one is stopped.
+    let live = lock(&state.sessions)
+        .remove(&id)
+        .ok_or_else(|| ApiError::not_found(format!("there is no session {id}")))?;
     stop_turn(&live).await;
-    lock(&state.sessions).remove(&id);
     let session = live.snapshot();
     live.log.remove_file();
     for file in [

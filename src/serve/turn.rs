@@ -261,6 +261,8 @@ async fn run(
         Ok(report) => (report.cost_usd, report.session_id.clone()),
         Err(_) => (0.0, None),
     };
+    // Looked up before the session's own lock is taken: the map is always locked first.
+    let still_there = state.live(&session_id).is_some();
     let saved = {
         let mut session = lock(&live.session);
         if claude_id.is_some() {
@@ -269,7 +271,12 @@ async fn run(
         session.updated_at = store::now();
         session.cost_usd += cost;
         session.turns += 1;
-        store::save(&state.home, &session)
+        // A session deleted during its turn stays deleted.
+        if still_there {
+            store::save(&state.home, &session)
+        } else {
+            Ok(())
+        }
     };
     if let Err(e) = saved {
         tracing::warn!(error = %e, session = %session_id, "could not save a served session");
