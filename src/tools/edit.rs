@@ -128,7 +128,7 @@ fn plan(input: &EditInput, ctx: &ToolContext) -> Result<Plan, ToolError> {
     if !meta.is_file() {
         return Err(ToolError::Invalid(paths::special_file_message(&path)));
     }
-    let bytes = fs::read(&target)
+    let bytes = crate::sys::beneath::read_all(&ctx.project_root, &target)
         .map_err(|e| ToolError::io(format!("cannot read {}", path.display()), e))?;
     check_fresh(ctx, &path, &meta, &bytes)?;
     paths::ensure_writable(&path, &meta).map_err(ToolError::Invalid)?;
@@ -319,7 +319,7 @@ fn apply(plan: Plan, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
             )
         })?;
     }
-    paths::write_atomically(&plan.target, plan.new.as_bytes())
+    paths::write_atomically(&ctx.project_root, &plan.target, plan.new.as_bytes())
         .map_err(|e| ToolError::io(format!("cannot write {}", plan.path.display()), e))?;
     let meta = fs::metadata(&plan.target)
         .map_err(|e| ToolError::io(format!("cannot inspect {}", plan.path.display()), e))?;

@@ -1,11 +1,12 @@
 //! Filesystem helpers shared by the file tools: where a path points, what to suggest when it
 //! points nowhere, and how to replace a file without ever leaving it half-written.
 
-use std::fs::{self, File, Metadata, OpenOptions};
+use std::fs::{self, File, Metadata};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use super::{ToolContext, ToolError};
+use crate::sys::beneath;
 
 /// Symlink chains longer than this are treated as loops (the kernel's own limit is 40).
 const MAX_SYMLINK_HOPS: usize = 40;
@@ -177,9 +178,11 @@ pub fn ensure_writable(path: &Path, meta: &Metadata) -> Result<(), String> {
 
 /// Replaces `target` (a resolved, non-symlink path) with `bytes`: the data goes to a temporary
 /// file in the same directory, which then takes the old file's permissions and is renamed
-/// over it, so readers see either the old or the new content, never a mix.
-pub fn write_atomically(target: &Path, bytes: &[u8]) -> io::Result<()> {
-    let dir = match target.parent() {
+/// over it, so readers see either the old or the new content, never a mix. The directory is
+/// opened beneath `root` (when inside it) and the file made and renamed in it by name, so a
+/// link swapped in on the way cannot carry the write out of the project.
+pub fn write_atomically(root: &Path, target: &Path, bytes: &[u8]) -> io::Result<()> {
+    let dir_path = match target.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
@@ -187,35 +190,32 @@ pub fn write_atomically(target: &Path, bytes: &[u8]) -> io::Result<()> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
+    let dir = beneath::folder(root, dir_path)?;
     let existing = fs::metadata(target).ok();
-    let (temp_path, mut file) = create_temp(dir, &name, existing.is_some())?;
+    let (temp, mut file) = create_temp(&dir, &name, existing.is_some())?;
     let result = fill_temp(&mut file, bytes, existing.as_ref())
-        .and_then(|()| fs::rename(&temp_path, target));
+        .and_then(|()| beneath::rename_in(&dir, Path::new(&temp), Path::new(&name)));
     if result.is_err() {
-        let _ = fs::remove_file(&temp_path);
+        let _ = beneath::remove_in(&dir, Path::new(&temp));
     }
     result
 }
 
-fn create_temp(dir: &Path, name: &str, private: bool) -> io::Result<(PathBuf, File)> {
+fn create_temp(
+    dir: &std::os::fd::OwnedFd,
+    name: &str,
+    private: bool,
+) -> io::Result<(String, File)> {
+    // Until the old file's mode is copied over, nobody else may read the new content.
+    let mode = if private { 0o600 } else { 0o666 };
     let mut last_error = None;
     for _ in 0..8 {
-        let temp = dir.join(format!(
+        let temp = format!(
             ".{name}.ouro-{}-{:08x}.tmp",
             std::process::id(),
             rand::random::<u32>()
-        ));
-        let mut options = OpenOptions::new();
-        options.write(true).create_new(true);
-        // Until the old file's mode is copied over, nobody else may read the new content.
-        #[cfg(unix)]
-        if private {
-            use std::os::unix::fs::OpenOptionsExt;
-            options.mode(0o600);
-        }
-        #[cfg(not(unix))]
-        let _ = private;
-        match options.open(&temp) {
+        );
+        match beneath::create_in(dir, Path::new(&temp), mode) {
             Ok(file) => return Ok((temp, file)),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last_error = Some(e),
             Err(e) => return Err(e),
@@ -283,7 +283,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("a.txt");
         fs::write(&file, "old").unwrap();
-        write_atomically(&file, b"new").unwrap();
+        write_atomically(dir.path(), &file, b"new").unwrap();
         assert_eq!(fs::read_to_string(&file).unwrap(), "new");
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
     }

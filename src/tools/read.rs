@@ -149,7 +149,7 @@ fn inspect(path: &Path) -> Result<fs::Metadata, ToolError> {
 fn read_file(input: &ReadInput, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
     let path = paths::absolute(&input.file_path, ctx).map_err(ToolError::Invalid)?;
     inspect(&path)?;
-    let mut file = File::open(&path)
+    let mut file = crate::sys::beneath::read(&ctx.project_root, &path)
         .map_err(|e| ToolError::io(format!("cannot open {}", path.display()), e))?;
     // The state must describe the file that is actually read, so it comes from the handle.
     let meta = file
@@ -545,6 +545,21 @@ mod tests {
         let out = read(&ctx, json!({"file_path": link})).await.unwrap();
         assert_eq!(out.content, "1\tthrough the link");
         assert!(ctx.files.get(&link).is_some());
+    }
+
+    /// A link inside the project that leads out (say, swapped in after the call was
+    /// approved) is not followed when the file is opened.
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn a_link_leading_out_of_the_project_is_not_followed() {
+        let (dir, ctx) = setup();
+        let outside = tempfile::tempdir().unwrap();
+        fs::write(outside.path().join("secret"), "outside").unwrap();
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("out")).unwrap();
+        let err = read(&ctx, json!({"file_path": dir.path().join("out/secret")}))
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("outside the project"), "{err}");
     }
 
     #[test]

@@ -113,7 +113,7 @@ fn plan(input: &WriteInput, ctx: &ToolContext) -> Result<Plan, ToolError> {
         return Err(ToolError::Invalid(paths::special_file_message(&path)));
     }
     let fresh = ctx.files.check_fresh(&path, &meta, || {
-        fs::read(&target)
+        crate::sys::beneath::read_all(&ctx.project_root, &target)
             .map(|bytes| content_hash(&bytes))
             .map_err(|e| ToolError::io(format!("cannot read {}", path.display()), e))
     })?;
@@ -150,7 +150,7 @@ fn apply(plan: Plan, content: &str, ctx: &ToolContext) -> Result<ToolOutput, Too
             )
         })?;
     }
-    paths::write_atomically(&plan.target, content.as_bytes())
+    paths::write_atomically(&ctx.project_root, &plan.target, content.as_bytes())
         .map_err(|e| ToolError::io(format!("cannot write {}", plan.path.display()), e))?;
     let meta = fs::metadata(&plan.target)
         .map_err(|e| ToolError::io(format!("cannot inspect {}", plan.path.display()), e))?;
