@@ -87,6 +87,10 @@ impl Serve {
             .bearer_auth(&self.token)
     }
 
+    async fn get_json(&self, path: &str) -> Value {
+        self.get(path).send().await.unwrap().json().await.unwrap()
+    }
+
     async fn create(&self, root: &Path, extra: Value) -> String {
         let mut body = json!({"projectRoot": root, "persona": null, "mode": "workbench"});
         body.as_object_mut()
@@ -140,6 +144,24 @@ fn available(brain: &str) -> bool {
         return false;
     }
     true
+}
+
+/// Waits until the mock holds a reply back (`hold_after_events`): the turn is mid-stream.
+async fn held(api: &ouro::mock::MockServer) {
+    tokio::time::timeout(Duration::from_secs(30), api.wait_held(1))
+        .await
+        .expect("the brain never asked the API");
+}
+
+/// Where the server keeps session `id` of the sandbox's one project.
+fn session_file(sb: &Sandbox, id: &str) -> std::path::PathBuf {
+    std::fs::read_dir(sb.home.path().join("serve/projects"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path()
+        .join(format!("sessions/{id}.json"))
 }
 
 fn text(answer: &str) -> Value {
@@ -232,14 +254,7 @@ async fn a_turn_streams_its_events_in_order_and_tools_never_see_secrets(brain: &
     assert!(!env.contains(crate::common::API_KEY), "{env}");
     let exit = events.last().unwrap();
     assert_eq!(exit.data["code"], 0);
-    let session: Value = serve
-        .get(&format!("/api/harness/session/{id}"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let session: Value = serve.get_json(&format!("/api/harness/session/{id}")).await;
     assert_eq!(session["session"]["turns"], 1);
     assert!(session["session"]["claudeSessionId"].is_string());
     let log = std::fs::read_to_string(sb.home.path().join("serve/logs/harness.log")).unwrap();
@@ -278,14 +293,7 @@ async fn a_second_turn_is_409_interrupt_ends_the_turn_and_the_next_turn_goes_on(
         .await
         .unwrap();
     assert_eq!(first.status(), 200);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while bodies(&api).is_empty() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the brain never asked the API"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    held(&api).await;
     let busy = serve
         .post(
             "/api/harness/turn",
@@ -361,16 +369,11 @@ async fn sessions_resume_across_a_restart_and_a_lost_brain_session_starts_anew(b
 
     let serve = Serve::start(&sb, &api.url(), &[]).await;
     let list: Value = serve
-        .get(&format!(
+        .get_json(&format!(
             "/api/harness/session/list?projectRoot={}",
             sb.root().display()
         ))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .await;
     assert_eq!(list[0]["id"], id.as_str(), "{list}");
     let events = serve.turn(&id, "and again").await;
     assert!(
@@ -379,25 +382,14 @@ async fn sessions_resume_across_a_restart_and_a_lost_brain_session_starts_anew(b
         kinds(&events)
     );
     let history: Value = serve
-        .get(&format!("/api/harness/session/{id}/history"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .get_json(&format!("/api/harness/session/{id}/history"))
+        .await;
     assert_eq!(history["turns"].as_array().unwrap().len(), 2, "{history}");
     assert_eq!(history["turns"][0]["message"], "remember me");
     serve.stop().await;
 
     // The brain's own session is gone: the turn says so, then starts a new one.
-    let file = std::fs::read_dir(sb.home.path().join("serve/projects"))
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path()
-        .join(format!("sessions/{id}.json"));
+    let file = session_file(&sb, &id);
     let mut session: Value =
         serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     session["claudeSessionId"] = json!("00000000-0000-4000-8000-000000000000");
@@ -524,16 +516,11 @@ async fn a_persona_refuses_its_disallowed_tools_and_runs_its_auto_approved_ones_
     .await;
     let serve = Serve::start(&sb, &api.url(), &[]).await;
     let personas: Value = serve
-        .get(&format!(
+        .get_json(&format!(
             "/api/harness/personas?projectRoot={}",
             sb.root().display()
         ))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .await;
     assert_eq!(personas[0]["id"], "BUILDER", "{personas}");
     assert_eq!(personas[0]["maxTurns"], 5);
     let id = serve
@@ -838,14 +825,7 @@ async fn a_signal_ends_the_running_turn_cleanly_and_a_second_server_on_the_port_
         .send()
         .await
         .unwrap();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while bodies(&api).is_empty() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the brain never asked the API"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    held(&api).await;
     serve.process.signal(libc::SIGTERM);
     let events = parse_sse(&turn.text().await.unwrap());
     assert_eq!(
@@ -856,13 +836,7 @@ async fn a_signal_ends_the_running_turn_cleanly_and_a_second_server_on_the_port_
     );
     let run = serve.process.finish(Duration::from_secs(30)).await;
     assert!(run.status.success(), "{}", run.debug());
-    let saved = std::fs::read_dir(sb.home.path().join("serve/projects"))
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path()
-        .join(format!("sessions/{id}.json"));
+    let saved = session_file(&sb, &id);
     let saved: Value = serde_json::from_str(&std::fs::read_to_string(saved).unwrap()).unwrap();
     assert_eq!(saved["turns"], 1, "{saved}");
 }
@@ -884,16 +858,11 @@ async fn files_mark_what_turns_changed_and_delete_removes_a_session() {
         .await;
     serve.turn(&id, "write").await;
     let files: Value = serve
-        .get(&format!(
+        .get_json(&format!(
             "/api/harness/files?projectRoot={}&sessionId={id}",
             sb.root().display()
         ))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .await;
     let listed: Vec<(&str, bool)> = files["files"]
         .as_array()
         .unwrap()
@@ -920,14 +889,7 @@ async fn files_mark_what_turns_changed_and_delete_removes_a_session() {
         .await
         .unwrap();
     assert_eq!(after.status(), 404);
-    let list: Value = serve
-        .get("/api/harness/session/list")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let list: Value = serve.get_json("/api/harness/session/list").await;
     assert_eq!(list, json!([]));
     serve.stop().await;
 }
@@ -944,14 +906,7 @@ async fn a_conversation_a_cli_is_writing_is_409_for_a_served_turn() {
     let serve = Serve::start(&sb, &api.url(), &[]).await;
     let id = serve.create(&sb.root(), json!({})).await;
     serve.turn(&id, "first").await;
-    let session: Value = serve
-        .get(&format!("/api/harness/session/{id}"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let session: Value = serve.get_json(&format!("/api/harness/session/{id}")).await;
     let conversation = session["session"]["claudeSessionId"]
         .as_str()
         .unwrap()
@@ -960,14 +915,7 @@ async fn a_conversation_a_cli_is_writing_is_409_for_a_served_turn() {
         &api.url(),
         &["-p", "--resume", &conversation, "from the cli"],
     ));
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while bodies(&api).len() < 2 {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the CLI never asked the API"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    held(&api).await;
     let busy = serve
         .post(
             "/api/harness/turn",
@@ -1030,14 +978,7 @@ async fn allow_always_remembers_the_call_not_the_tool() {
     };
     let asked = run_answering(&serve, &id, "first", answer(true, "allow")).await;
     assert_eq!(asked.len(), 1);
-    let session: Value = serve
-        .get(&format!("/api/harness/session/{id}"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let session: Value = serve.get_json(&format!("/api/harness/session/{id}")).await;
     // The brain's own suggestion when it makes one (ouro's: this command as a prefix rule).
     let rules = session["session"]["alwaysAllow"].to_string();
     assert!(
