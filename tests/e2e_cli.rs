@@ -3,7 +3,7 @@
 
 use crate::common;
 
-use common::{Run, Sandbox, bodies, server};
+use common::{Run, STREAM_JSON_IO, Sandbox, bodies, server, user_line};
 use serde_json::{Value, json};
 
 #[tokio::test]
@@ -52,23 +52,9 @@ async fn stream_json_input_exits_1_after_an_error_result_and_0_after_a_success()
     ]}))
     .await;
     let sb = Sandbox::new();
-    let line = |text: &str| {
-        json!({"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": text}]}})
-            .to_string()
-            + "\n"
-    };
-    let args = [
-        "-p",
-        "--input-format",
-        "stream-json",
-        "--output-format",
-        "stream-json",
-        "--verbose",
-        "--max-turns",
-        "0",
-    ];
+    let args = [&STREAM_JSON_IO[..], &["--max-turns", "0"]].concat();
     let failed = sb
-        .run_with_stdin(&mock.url(), &args, line("hi").as_bytes())
+        .run_with_stdin(&mock.url(), &args, user_line("hi").as_bytes())
         .await;
     assert_eq!(
         failed.result()["subtype"],
@@ -77,16 +63,8 @@ async fn stream_json_input_exits_1_after_an_error_result_and_0_after_a_success()
         failed.debug()
     );
     assert_eq!(failed.status.code(), Some(1), "{}", failed.debug());
-    let args = [
-        "-p",
-        "--input-format",
-        "stream-json",
-        "--output-format",
-        "stream-json",
-        "--verbose",
-    ];
     let fine = sb
-        .run_with_stdin(&mock.url(), &args, line("hi").as_bytes())
+        .run_with_stdin(&mock.url(), &STREAM_JSON_IO, user_line("hi").as_bytes())
         .await;
     assert_eq!(fine.result()["subtype"], "success", "{}", fine.debug());
     assert!(fine.status.success(), "{}", fine.debug());

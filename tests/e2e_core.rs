@@ -2,7 +2,7 @@
 
 use crate::common;
 
-use common::{API_KEY, Sandbox, bodies, server};
+use common::{API_KEY, STREAM_JSON_IO, Sandbox, bodies, server, user_line};
 use serde_json::json;
 
 #[tokio::test]
@@ -569,23 +569,11 @@ async fn stream_json_input_serves_many_turns_in_one_process() {
     let sb = Sandbox::new();
     let mut input = String::new();
     for q in ["first question", "second question"] {
-        let line = json!({"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": q}]}});
-        input.push_str(&format!("{line}\n"));
+        input.push_str(&user_line(q));
     }
     input.push_str("not json\n");
     let run = sb
-        .run_with_stdin(
-            &mock.url(),
-            &[
-                "-p",
-                "--input-format",
-                "stream-json",
-                "--output-format",
-                "stream-json",
-                "--verbose",
-            ],
-            input.as_bytes(),
-        )
+        .run_with_stdin(&mock.url(), &STREAM_JSON_IO, input.as_bytes())
         .await;
     // The turns are answered, and the unreadable line is said plainly and fails the exit status.
     assert_eq!(run.status.code(), Some(1), "{}", run.debug());

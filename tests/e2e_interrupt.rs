@@ -6,7 +6,7 @@ use crate::common;
 
 use std::time::Duration;
 
-use common::{Sandbox, Watched, bodies, server};
+use common::{Run, Sandbox, Watched, bodies, server};
 use serde_json::json;
 
 #[tokio::test]
@@ -30,18 +30,7 @@ async fn ctrl_c_during_the_compaction_request_is_an_abort() {
     ouro.wait_stdout(r#""status":"compacting""#).await;
     ouro.interrupt();
     let run = ouro.finish(Duration::from_secs(15)).await;
-    assert_eq!(
-        run.result()["subtype"],
-        "error_during_execution",
-        "{}",
-        run.debug()
-    );
-    assert_eq!(
-        run.result()["terminal_reason"],
-        "aborted_streaming",
-        "{}",
-        run.debug()
-    );
+    assert_interrupted(&run);
     assert_eq!(mock.requests().len(), 5, "no request after the interrupt");
 }
 
@@ -59,18 +48,7 @@ async fn ctrl_c_during_a_retry_wait_ends_the_run_at_once() {
     ouro.wait_stdout(r#""subtype":"api_retry""#).await;
     ouro.interrupt();
     let run = ouro.finish(Duration::from_secs(20)).await;
-    assert_eq!(
-        run.result()["subtype"],
-        "error_during_execution",
-        "{}",
-        run.debug()
-    );
-    assert_eq!(
-        run.result()["terminal_reason"],
-        "aborted_streaming",
-        "{}",
-        run.debug()
-    );
+    assert_interrupted(&run);
     assert_eq!(mock.turns_served(), 0);
 }
 
@@ -100,18 +78,7 @@ async fn ctrl_c_mid_stream_after_a_tool_call_keeps_the_pair_for_resume() {
     ouro.wait_for_descendant("sleep").await;
     ouro.interrupt();
     let run = ouro.finish(Duration::from_secs(15)).await;
-    assert_eq!(
-        run.result()["subtype"],
-        "error_during_execution",
-        "{}",
-        run.debug()
-    );
-    assert_eq!(
-        run.result()["terminal_reason"],
-        "aborted_streaming",
-        "{}",
-        run.debug()
-    );
+    assert_interrupted(&run);
     assert_eq!(run.tool_results().len(), 1, "{}", run.debug());
     assert_eq!(mock.turns_served(), 1);
 
@@ -163,18 +130,7 @@ async fn ctrl_c_reaches_a_tool_still_running_after_the_stream_was_cut() {
     ouro.interrupt();
     // Well within the tool's 30 s: Ctrl-C stopped it instead of waiting for it.
     let run = ouro.finish(Duration::from_secs(15)).await;
-    assert_eq!(
-        run.result()["subtype"],
-        "error_during_execution",
-        "{}",
-        run.debug()
-    );
-    assert_eq!(
-        run.result()["terminal_reason"],
-        "aborted_streaming",
-        "{}",
-        run.debug()
-    );
+    assert_interrupted(&run);
     let results = run.tool_results();
     assert_eq!(results.len(), 1, "{}", run.debug());
     assert_eq!(results[0]["is_error"], true);
@@ -234,18 +190,7 @@ async fn sigterm_and_sighup_end_the_session_and_everything_it_started() {
         unsafe { libc::kill(ouro.pid(), signal) };
         let run = ouro.finish(Duration::from_secs(20)).await;
         assert_eq!(run.status.code(), Some(code), "{}", run.debug());
-        assert_eq!(
-            run.result()["subtype"],
-            "error_during_execution",
-            "{}",
-            run.debug()
-        );
-        assert_eq!(
-            run.result()["terminal_reason"],
-            "aborted_streaming",
-            "{}",
-            run.debug()
-        );
+        assert_interrupted(&run);
         assert_eq!(bodies(&mock).len(), 1, "no request after the signal");
         for pid in started {
             let deadline = std::time::Instant::now() + Duration::from_secs(5);
@@ -264,4 +209,20 @@ async fn sigterm_and_sighup_end_the_session_and_everything_it_started() {
             serde_json::from_str::<serde_json::Value>(line).unwrap();
         }
     }
+}
+
+/// The result of an interrupted run, as Claude Code reports one.
+fn assert_interrupted(run: &Run) {
+    assert_eq!(
+        run.result()["subtype"],
+        "error_during_execution",
+        "{}",
+        run.debug()
+    );
+    assert_eq!(
+        run.result()["terminal_reason"],
+        "aborted_streaming",
+        "{}",
+        run.debug()
+    );
 }

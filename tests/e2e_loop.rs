@@ -4,7 +4,7 @@
 
 use crate::common;
 
-use common::{Sandbox, bodies, server};
+use common::{STREAM_JSON_IO, Sandbox, bodies, server};
 use serde_json::{Value, json};
 
 #[tokio::test]
@@ -107,18 +107,7 @@ async fn a_cut_after_a_tool_call_runs_it_continues_and_leaves_a_valid_history() 
         "\n"
     );
     let run = sb
-        .run_with_stdin(
-            &mock.url(),
-            &[
-                "-p",
-                "--input-format",
-                "stream-json",
-                "--output-format",
-                "stream-json",
-                "--verbose",
-            ],
-            input.as_bytes(),
-        )
+        .run_with_stdin(&mock.url(), &STREAM_JSON_IO, input.as_bytes())
         .await;
     let results = run.of_type("result", None);
     assert_eq!(results.len(), 2, "{}", run.debug());

@@ -66,14 +66,9 @@ impl SeriesStore {
 
     /// Replaces the stored series; a crash mid-write leaves the old file intact.
     pub fn save(&self, series: &Series) -> Result<(), BrainError> {
-        if let Some(dir) = self.path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| self.error("write", e.to_string()))?;
-        }
         let json =
             serde_json::to_vec_pretty(series).map_err(|e| self.error("write", e.to_string()))?;
-        let tmp = self.path.with_extension("json.tmp");
-        std::fs::write(&tmp, json).map_err(|e| self.error("write", e.to_string()))?;
-        std::fs::rename(&tmp, &self.path).map_err(|e| self.error("write", e.to_string()))
+        crate::sys::atomic::write(&self.path, &json).map_err(|e| self.error("write", e.to_string()))
     }
 
     fn error(&self, action: &'static str, reason: String) -> BrainError {

@@ -3,8 +3,6 @@
 //! server restart. Followers wait on a watch of the last id, so none misses an event appended
 //! between its read and its wait.
 
-use std::io::Write as _;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::sync::Mutex;
 
@@ -88,27 +86,13 @@ impl EventLog {
             turn_id: turn_id.to_string(),
             event,
         };
-        if let Err(e) = self.append(&stored) {
+        if let Err(e) = super::store::append_json_line(&self.file, &stored) {
             tracing::warn!(file = %self.file.display(), error = %e, "could not keep a served event on disk");
         }
         events.push(stored);
         drop(events);
         self.last.send_replace(id);
         id
-    }
-
-    fn append(&self, stored: &Stored) -> std::io::Result<()> {
-        if let Some(dir) = self.file.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        let mut line = serde_json::to_vec(stored).map_err(std::io::Error::other)?;
-        line.push(b'\n');
-        std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .mode(0o600)
-            .open(&self.file)?
-            .write_all(&line)
     }
 
     /// Every event after `after`, in order.

@@ -1,8 +1,6 @@
 //! `serve/logs/harness.log` under ouro's home: one JSON object a line (time, kind, session,
 //! the event's fields), messages cut at 200 characters, rotated at 10 MB to `harness.log.1`.
 
-use std::io::Write as _;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::sync::Mutex;
 
@@ -49,20 +47,10 @@ impl HarnessLog {
     }
 
     fn append(&self, line: &Value) -> std::io::Result<()> {
-        if let Some(dir) = self.file.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
         if std::fs::metadata(&self.file).is_ok_and(|m| m.len() >= ROTATE_AT) {
             std::fs::rename(&self.file, self.file.with_extension("log.1"))?;
         }
-        let mut text = serde_json::to_vec(line).map_err(std::io::Error::other)?;
-        text.push(b'\n');
-        std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .mode(0o600)
-            .open(&self.file)?
-            .write_all(&text)
+        super::store::append_json_line(&self.file, line)
     }
 }
 

@@ -23,7 +23,7 @@ use super::error::ApiError;
 use super::events::Stored;
 use super::state::{AppState, Live};
 use super::store::{self, Mode, Session};
-use super::turn::{self, PERMISSION_MODES, TurnOpts};
+use super::turn::{self, TurnOpts};
 use crate::agents::persona;
 use crate::brain::PermissionAnswer;
 use crate::sys::sync::lock;
@@ -124,14 +124,7 @@ pub async fn create(
     if let Some(id) = &body.persona {
         persona::find(&root, id).map_err(ApiError::bad_request)?;
     }
-    if let Some(mode) = &body.permission_mode
-        && !PERMISSION_MODES.contains(&mode.as_str())
-    {
-        return Err(ApiError::bad_request(format!(
-            "permissionMode \"{mode}\" is not one of {}",
-            PERMISSION_MODES.join(", ")
-        )));
-    }
+    turn::check_permission_mode(body.permission_mode.as_deref(), "permissionMode")?;
     let brain = body
         .brain
         .unwrap_or_else(|| state.options.default_brain.clone());

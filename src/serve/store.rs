@@ -97,28 +97,26 @@ pub fn brain_dir(home: &Path, session: &Session) -> PathBuf {
         .join(&session.id)
 }
 
-/// Writes `bytes` to `path` atomically: a temporary file beside it, synced, then renamed.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path
-        .parent()
-        .ok_or_else(|| std::io::Error::other("a file path without a folder"))?;
-    std::fs::create_dir_all(dir)?;
-    let aside = dir.join(format!(".tmp-{}", uuid::Uuid::new_v4().simple()));
-    let written = (|| {
-        let mut file = std::fs::File::create(&aside)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        std::fs::rename(&aside, path)
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&aside);
+/// Appends `value` as one JSON line to `file` (made, with its folder, if need be), readable by
+/// the user alone: event logs and the harness log hold tool output.
+pub fn append_json_line(file: &Path, value: &impl Serialize) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    if let Some(dir) = file.parent() {
+        std::fs::create_dir_all(dir)?;
     }
-    written
+    let mut line = serde_json::to_vec(value).map_err(std::io::Error::other)?;
+    line.push(b'\n');
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(file)?
+        .write_all(&line)
 }
 
 pub fn save(home: &Path, session: &Session) -> std::io::Result<()> {
     let bytes = serde_json::to_vec_pretty(session).map_err(std::io::Error::other)?;
-    write_atomic(&session_file(home, session), &bytes)
+    crate::sys::atomic::write(&session_file(home, session), &bytes)
 }
 
 /// Every session kept under `home`; unreadable files are skipped with a warning.

@@ -15,6 +15,7 @@ use super::state::{AppState, Live, Running, Waiting};
 use super::store::{self, Mode};
 use crate::agents::persona::{self, Persona};
 use crate::brain::{PermissionAnswer, PermissionQuestion, TurnOptions, TurnRequest};
+use crate::permissions::PermissionMode;
 use crate::session::transcript;
 use crate::sys::sync::lock;
 use crate::ui_event::UiEvent;
@@ -36,15 +37,21 @@ pub struct TurnOpts {
 
 const DEFAULT_MAX_TURNS: u32 = 25;
 
-/// The permission modes a session or a turn may name.
-pub const PERMISSION_MODES: &[&str] = &[
-    "default",
-    "acceptEdits",
-    "plan",
-    "bypassPermissions",
-    "dontAsk",
-    "auto",
-];
+/// Claude Code's classifier mode: only the claude brain has it so far.
+const CLAUDE_AUTO_MODE: &str = "auto";
+
+/// A permission mode a session or a turn names (`field` says where) must be one a brain knows.
+pub fn check_permission_mode(mode: Option<&str>, field: &str) -> Result<(), ApiError> {
+    match mode {
+        Some(mode) if mode != CLAUDE_AUTO_MODE && mode.parse::<PermissionMode>().is_err() => {
+            Err(ApiError::bad_request(format!(
+                "{field} \"{mode}\" is not one of {}, {CLAUDE_AUTO_MODE}",
+                PermissionMode::names()
+            )))
+        }
+        _ => Ok(()),
+    }
+}
 
 /// Starts `message` as turn `turn_id` of `live`, or finds that turn if it already ran or
 /// runs; returns the id of the turn's first event.
@@ -127,6 +134,7 @@ fn options(
     session: &store::Session,
     opts: &TurnOpts,
 ) -> Result<TurnOptions, ApiError> {
+    check_permission_mode(opts.permission_mode.as_deref(), "opts.permissionMode")?;
     let root = &session.project_root;
     let persona: Option<Persona> = match &session.persona {
         Some(id) => Some(persona::find(root, id).map_err(ApiError::bad_request)?),
@@ -165,17 +173,9 @@ fn options(
         append.push_str(extra);
     }
     if let Err(e) =
-        store::write_atomic(&store::prompt_file(&state.home, session), append.as_bytes())
+        crate::sys::atomic::write(&store::prompt_file(&state.home, session), append.as_bytes())
     {
         tracing::warn!(error = %e, "could not keep a served turn's system prompt");
-    }
-    if let Some(mode) = &opts.permission_mode
-        && !PERMISSION_MODES.contains(&mode.as_str())
-    {
-        return Err(ApiError::bad_request(format!(
-            "opts.permissionMode \"{mode}\" is not one of {}",
-            PERMISSION_MODES.join(", ")
-        )));
     }
     let permission_mode = opts
         .permission_mode

@@ -1,5 +1,6 @@
 //! Thin layers over the operating system that several parts of ouro share.
 
+pub mod atomic;
 pub mod beneath;
 pub mod disk;
 pub mod git;

@@ -9,6 +9,22 @@ use serde_json::Value;
 
 pub const API_KEY: &str = "sk-ant-test-0123456789abcdef";
 
+/// Print mode with stream-json in and out, as the Agent SDKs start it.
+pub const STREAM_JSON_IO: [&str; 6] = [
+    "-p",
+    "--input-format",
+    "stream-json",
+    "--output-format",
+    "stream-json",
+    "--verbose",
+];
+
+/// One user prompt as a stream-json input line, newline included.
+pub fn user_line(text: &str) -> String {
+    let line = serde_json::json!({"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": text}]}});
+    format!("{line}\n")
+}
+
 /// A scratch project directory and a private OURO_HOME, so tests never touch the real home.
 pub struct Sandbox {
     pub home: tempfile::TempDir,

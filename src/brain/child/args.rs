@@ -3,9 +3,19 @@
 
 use crate::brain::turn::TurnOptions;
 
+/// Print mode with stream-json both ways (`--verbose` is required by Claude Code for
+/// stream-json output in print mode).
+const HEADLESS: [&str; 6] = [
+    "-p",
+    "--output-format",
+    "stream-json",
+    "--input-format",
+    "stream-json",
+    "--verbose",
+];
+
 /// Headless mode: prompts arrive as stream-json lines on stdin and every event is printed as a
-/// stream-json line, so one process serves many turns (`--verbose` is required by Claude Code
-/// for stream-json output in print mode). Each of `tool_flags` gets the verb's tools as ONE
+/// stream-json line, so one process serves many turns. Each of `tool_flags` gets the verb's tools as ONE
 /// comma-separated value: the flags take lists, and separate words would swallow what follows.
 pub fn headless_args(
     tool_flags: &[&str],
@@ -13,16 +23,7 @@ pub fn headless_args(
     model_id: Option<&str>,
     resume: Option<&str>,
 ) -> Vec<String> {
-    let mut args: Vec<String> = [
-        "-p",
-        "--output-format",
-        "stream-json",
-        "--input-format",
-        "stream-json",
-        "--verbose",
-    ]
-    .map(String::from)
-    .into();
+    let mut args: Vec<String> = HEADLESS.map(String::from).into();
     let tools = tools.join(",");
     for flag in tool_flags {
         args.push(flag.to_string());
@@ -40,19 +41,15 @@ pub fn served_args(
     model_id: Option<&str>,
     resume: Option<&str>,
 ) -> Vec<String> {
-    let mut args: Vec<String> = [
-        "-p",
-        "--output-format",
-        "stream-json",
-        "--input-format",
-        "stream-json",
-        "--verbose",
-        "--include-partial-messages",
-        "--permission-prompt-tool",
-        "stdio",
-    ]
-    .map(String::from)
-    .into();
+    let mut args: Vec<String> = HEADLESS
+        .iter()
+        .chain(&[
+            "--include-partial-messages",
+            "--permission-prompt-tool",
+            "stdio",
+        ])
+        .map(|a| a.to_string())
+        .collect();
     let mut flag = |name: &str, value: String| {
         args.push(name.to_string());
         args.push(value);

@@ -168,6 +168,19 @@ impl<P: ChildProgram> ChildBrain<P> {
         &self.spec
     }
 
+    /// How to start this brain's program with `args`.
+    fn launch(&self, args: Vec<String>) -> Launch<'_> {
+        Launch {
+            program: &self.program,
+            name: P::BINARY.name(),
+            spawn_hint: P::SPAWN_HINT,
+            args,
+            cwd: &self.config.cwd,
+            env: &self.config.env,
+            clear_env: self.config.clear_env,
+        }
+    }
+
     /// The live process; one that has ended but not yet been cleared counts as gone.
     fn current(&self) -> Option<Running> {
         lock(&self.slot)
@@ -214,22 +227,13 @@ impl<P: ChildProgram> ChildBrain<P> {
         };
         let exid = self.exid();
         let model = Some(self.spec.model_id());
-        let launch = |args| Launch {
-            program: &self.program,
-            name: P::BINARY.name(),
-            spawn_hint: P::SPAWN_HINT,
-            args,
-            cwd: &self.config.cwd,
-            env: &self.config.env,
-            clear_env: self.config.clear_env,
-        };
         let on_exit = self.exit_hook(generation);
         let running = match mode {
             Mode::Dispatch => {
                 let args = P::dispatch_args(model, self.spec.tools(verb), exid.as_deref());
                 let subs = self.subscribers.clone();
                 Running::Dispatch(Arc::new(dispatch::spawn(
-                    launch(args),
+                    self.launch(args),
                     verb,
                     subs,
                     on_exit,
@@ -240,7 +244,7 @@ impl<P: ChildProgram> ChildBrain<P> {
                 let size = *lock(&self.size);
                 let subs = self.subscribers.clone();
                 Running::Interact(Arc::new(interact::spawn(
-                    launch(args),
+                    self.launch(args),
                     size,
                     subs,
                     on_exit,
@@ -347,15 +351,7 @@ impl<P: ChildProgram> ChildBrain<P> {
                 Some(self.spec.model_id()),
                 resume.as_deref(),
             );
-            let launch = Launch {
-                program: &self.program,
-                name: P::BINARY.name(),
-                spawn_hint: P::SPAWN_HINT,
-                args,
-                cwd: &self.config.cwd,
-                env: &self.config.env,
-                clear_env: self.config.clear_env,
-            };
+            let launch = self.launch(args);
             let subscribers = self.subscribers.clone();
             let on_exit: OnExit = Box::new(move |info| subscribers.exit(info));
             let proc = Arc::new(dispatch::spawn(
