@@ -146,6 +146,35 @@ fn available(brain: &str) -> bool {
     true
 }
 
+/// Each named scenario as two tests, `<name>::ouro` and `<name>::claude` (the claude CLI where
+/// it is installed; a counted skip elsewhere).
+macro_rules! on_both_brains {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[tokio::test]
+            async fn ouro() {
+                super::$name(super::OURO).await;
+            }
+
+            #[tokio::test]
+            async fn claude() {
+                if super::available(super::CLAUDE) {
+                    super::$name(super::CLAUDE).await;
+                }
+            }
+        }
+    )*};
+}
+
+on_both_brains!(
+    a_turn_streams_its_events_in_order_and_tools_never_see_secrets,
+    a_second_turn_is_409_interrupt_ends_the_turn_and_the_next_turn_goes_on,
+    sessions_resume_across_a_restart_and_a_lost_brain_session_starts_anew,
+    permission_requests_are_answered_allow_and_deny,
+    a_reconnect_with_last_event_id_gets_exactly_the_missed_events,
+    a_persona_refuses_its_disallowed_tools_and_runs_its_auto_approved_ones_unasked,
+);
+
 /// Waits until the mock holds a reply back (`hold_after_events`): the turn is mid-stream.
 async fn held(api: &ouro::mock::MockServer) {
     tokio::time::timeout(Duration::from_secs(30), api.wait_held(1))
@@ -172,20 +201,7 @@ fn tool(name: &str, input: Value) -> Value {
     json!({"content": [{"type": "tool_use", "name": name, "input": input}]})
 }
 
-#[tokio::test]
-async fn ouro_a_turn_streams_its_events_in_order_and_tools_never_see_secrets() {
-    a_turn_streams_its_events_in_order_and_tools_never_see_secrets(OURO).await;
-}
-
-#[tokio::test]
-async fn claude_a_turn_streams_its_events_in_order_and_tools_never_see_secrets() {
-    a_turn_streams_its_events_in_order_and_tools_never_see_secrets(CLAUDE).await;
-}
-
 async fn a_turn_streams_its_events_in_order_and_tools_never_see_secrets(brain: &str) {
-    if !available(brain) {
-        return;
-    }
     let sb = Sandbox::new();
     sb.write("a.txt", "alpha\n");
     let a = sb.root().join("a.txt");
@@ -262,20 +278,7 @@ async fn a_turn_streams_its_events_in_order_and_tools_never_see_secrets(brain: &
     serve.stop().await;
 }
 
-#[tokio::test]
-async fn ouro_a_second_turn_is_409_interrupt_ends_the_turn_and_the_next_turn_goes_on() {
-    a_second_turn_is_409_interrupt_ends_the_turn_and_the_next_turn_goes_on(OURO).await;
-}
-
-#[tokio::test]
-async fn claude_a_second_turn_is_409_interrupt_ends_the_turn_and_the_next_turn_goes_on() {
-    a_second_turn_is_409_interrupt_ends_the_turn_and_the_next_turn_goes_on(CLAUDE).await;
-}
-
 async fn a_second_turn_is_409_interrupt_ends_the_turn_and_the_next_turn_goes_on(brain: &str) {
-    if !available(brain) {
-        return;
-    }
     let sb = Sandbox::new();
     let api = server(json!({"turns": [
         {"content": [{"type": "text", "text": "A long answer that is held"}], "hold_after_events": 3},
@@ -341,20 +344,7 @@ async fn a_second_turn_is_409_interrupt_ends_the_turn_and_the_next_turn_goes_on(
     serve.stop().await;
 }
 
-#[tokio::test]
-async fn ouro_sessions_resume_across_a_restart_and_a_lost_brain_session_starts_anew() {
-    sessions_resume_across_a_restart_and_a_lost_brain_session_starts_anew(OURO).await;
-}
-
-#[tokio::test]
-async fn claude_sessions_resume_across_a_restart_and_a_lost_brain_session_starts_anew() {
-    sessions_resume_across_a_restart_and_a_lost_brain_session_starts_anew(CLAUDE).await;
-}
-
 async fn sessions_resume_across_a_restart_and_a_lost_brain_session_starts_anew(brain: &str) {
-    if !available(brain) {
-        return;
-    }
     let sb = Sandbox::new();
     let api = server(json!({"turns": [
         text("First."),
@@ -405,20 +395,7 @@ async fn sessions_resume_across_a_restart_and_a_lost_brain_session_starts_anew(b
     serve.stop().await;
 }
 
-#[tokio::test]
-async fn ouro_permission_requests_are_answered_allow_and_deny() {
-    permission_requests_are_answered_allow_and_deny(OURO).await;
-}
-
-#[tokio::test]
-async fn claude_permission_requests_are_answered_allow_and_deny() {
-    permission_requests_are_answered_allow_and_deny(CLAUDE).await;
-}
-
 async fn permission_requests_are_answered_allow_and_deny(brain: &str) {
-    if !available(brain) {
-        return;
-    }
     let sb = Sandbox::new();
     let api = server(json!({"turns": [
         tool("Write", json!({"file_path": sb.root().join("yes.txt"), "content": "allowed\n"})),
@@ -482,22 +459,9 @@ async fn permission_requests_are_answered_allow_and_deny(brain: &str) {
     serve.stop().await;
 }
 
-#[tokio::test]
-async fn ouro_a_persona_refuses_its_disallowed_tools_and_runs_its_auto_approved_ones_unasked() {
-    a_persona_refuses_its_disallowed_tools_and_runs_its_auto_approved_ones_unasked(OURO).await;
-}
-
-#[tokio::test]
-async fn claude_a_persona_refuses_its_disallowed_tools_and_runs_its_auto_approved_ones_unasked() {
-    a_persona_refuses_its_disallowed_tools_and_runs_its_auto_approved_ones_unasked(CLAUDE).await;
-}
-
 async fn a_persona_refuses_its_disallowed_tools_and_runs_its_auto_approved_ones_unasked(
     brain: &str,
 ) {
-    if !available(brain) {
-        return;
-    }
     let sb = Sandbox::new();
     std::fs::write(
         sb.home.path().join("settings.json"),
@@ -524,7 +488,7 @@ async fn a_persona_refuses_its_disallowed_tools_and_runs_its_auto_approved_ones_
     assert_eq!(personas[0]["id"], "BUILDER", "{personas}");
     assert_eq!(personas[0]["maxTurns"], 5);
     let id = serve
-        .create(&sb.root(), json!({"persona": "BUILDER"}))
+        .create(&sb.root(), json!({"persona": "BUILDER", "brain": brain}))
         .await;
     let events = serve.turn(&id, "build").await;
     let names = kinds(&events);
@@ -556,20 +520,7 @@ async fn a_persona_refuses_its_disallowed_tools_and_runs_its_auto_approved_ones_
     serve.stop().await;
 }
 
-#[tokio::test]
-async fn ouro_a_reconnect_with_last_event_id_gets_exactly_the_missed_events() {
-    a_reconnect_with_last_event_id_gets_exactly_the_missed_events(OURO).await;
-}
-
-#[tokio::test]
-async fn claude_a_reconnect_with_last_event_id_gets_exactly_the_missed_events() {
-    a_reconnect_with_last_event_id_gets_exactly_the_missed_events(CLAUDE).await;
-}
-
 async fn a_reconnect_with_last_event_id_gets_exactly_the_missed_events(brain: &str) {
-    if !available(brain) {
-        return;
-    }
     let sb = Sandbox::new();
     let api = server(json!({"turns": [text("One two three four five six."), text("Once.")]})).await;
     let serve = Serve::start(&sb, &api.url(), &[]).await;
