@@ -73,6 +73,16 @@ pub fn find(root: &Path, id: &str) -> Result<Persona, String> {
         .trim_start_matches("AGENT_")
         .to_ascii_uppercase()
         .replace('-', "_");
+    // An id names a file in `agents/`, never a path out of it.
+    if wanted.is_empty()
+        || !wanted
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_')
+    {
+        return Err(format!(
+            "\"{id}\" is not a persona id: use the <ID> of agents/AGENT_<ID>.md (letters, digits, - and _)"
+        ));
+    }
     let path = root.join("agents").join(format!("AGENT_{wanted}.md"));
     if !path.is_file() {
         return Err(format!(
@@ -204,5 +214,12 @@ mod tests {
                 .contains("no persona")
         );
         assert_eq!(load_all(dir.path()).len(), 2);
+        // An id is never a path: not through a folder named like a persona, not out of agents/.
+        std::fs::create_dir_all(dir.path().join("agents/AGENT_X")).unwrap();
+        std::fs::write(dir.path().join("ESCAPE.md"), "---\nname: e\n---\nbody\n").unwrap();
+        for bad in ["X/../../ESCAPE", "../ESCAPE", "", "a.b"] {
+            let err = find(dir.path(), bad).unwrap_err();
+            assert!(err.contains("not a persona id"), "{bad}: {err}");
+        }
     }
 }
