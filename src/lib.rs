@@ -14,6 +14,7 @@ pub mod bench;
 pub mod brain;
 pub mod checkpoint;
 pub mod cli;
+pub mod daemon;
 pub mod engine;
 pub mod event;
 pub mod exec;

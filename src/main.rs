@@ -109,6 +109,14 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
             ouro::serve::run(options).await?;
             return Ok(ExitCode::SUCCESS);
         }
+        Some(
+            command @ (Command::Daemon { .. }
+            | Command::Clone { .. }
+            | Command::Ask(_)
+            | Command::Act(_)
+            | Command::Watch { .. }
+            | Command::Talk { .. }),
+        ) => return ouro::cli::daemon::run(command, &cwd).await,
         Some(Command::Brains) => {
             print!("{}", ouro::brain::catalogue::catalogue());
             return Ok(ExitCode::SUCCESS);

@@ -26,6 +26,7 @@ fn config(dir: &Path) -> BrainConfig {
     BrainConfig::new(dir, dir.join("state"))
         .program(FAKE)
         .env("FAKE_CLAUDE_LOG", dir.join("fake.log"))
+        .env("CLAUDE_CONFIG_DIR", dir.join("claude"))
         .kill_grace(Duration::from_secs(10))
 }
 
@@ -371,7 +372,7 @@ async fn interact_mode_is_a_raw_terminal() {
     let inst = r.brain.boot(Mode::Interact).await.unwrap();
     assert_eq!(inst.mode, Mode::Interact);
     eventually("the banner", || {
-        r.data_text().contains("FAKE CLAUDE TUI ready\r\n")
+        r.data_text().contains("FAKE CLAUDE TUI ready (session ")
     })
     .await;
     r.brain.write(b"hi there\r").await.unwrap();
@@ -393,6 +394,14 @@ async fn interact_mode_is_a_raw_terminal() {
     r.brain.kill().await.unwrap();
     assert_eq!(r.exits().len(), 1);
     assert_eq!(r.brain.instance(), None);
+    // The TUI wrote a session of its own: the series follows it, so a dispatch continues it.
+    let text = r.data_text();
+    let session = text
+        .split("(session ")
+        .nth(1)
+        .and_then(|rest| rest.split(')').next())
+        .unwrap();
+    assert_eq!(r.brain.series().unwrap().exid, session);
 }
 
 #[tokio::test]

@@ -17,6 +17,8 @@ mod brain_claude_real;
 #[cfg(feature = "mock")]
 mod brain_ouro;
 #[cfg(feature = "mock")]
+mod daemon;
+#[cfg(feature = "mock")]
 mod e2e_agents;
 #[cfg(feature = "mock")]
 mod e2e_brain;

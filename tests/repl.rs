@@ -91,6 +91,7 @@ async fn an_edit_shows_a_coloured_diff() {
         Options {
             args: &["--permission-mode", "acceptEdits"],
             colour: true,
+            ..Options::default()
         },
     );
     term.submit("change it");

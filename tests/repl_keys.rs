@@ -167,6 +167,7 @@ async fn answers_are_rendered_as_markdown_with_highlighted_code() {
         Options {
             args: &[],
             colour: true,
+            ..Options::default()
         },
     );
     term.submit("plan it");

@@ -80,6 +80,46 @@ impl SeriesStore {
     }
 }
 
+/// The series a brain handle holds, shared with the watchers of its processes: each change is
+/// stored before anyone sees it.
+#[derive(Debug)]
+pub struct SeriesCell {
+    store: SeriesStore,
+    current: std::sync::Mutex<Option<Series>>,
+}
+
+impl SeriesCell {
+    /// The series stored in `state_dir`, if any.
+    pub fn load(state_dir: &Path) -> Result<Self, BrainError> {
+        let store = SeriesStore::new(state_dir);
+        let current = std::sync::Mutex::new(store.load()?);
+        Ok(SeriesCell { store, current })
+    }
+
+    pub fn get(&self) -> Option<Series> {
+        crate::sys::sync::lock(&self.current).clone()
+    }
+
+    pub fn exid(&self) -> Option<String> {
+        crate::sys::sync::lock(&self.current)
+            .as_ref()
+            .map(|s| s.exid.clone())
+    }
+
+    /// Changes the series (creating it on first use) and stores it.
+    pub fn update(&self, change: impl FnOnce(&mut Series)) -> Result<Series, BrainError> {
+        let mut guard = crate::sys::sync::lock(&self.current);
+        let mut series = guard.clone().unwrap_or(Series {
+            exid: String::new(),
+            episodes: Vec::new(),
+        });
+        change(&mut series);
+        self.store.save(&series)?;
+        *guard = Some(series.clone());
+        Ok(series)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -305,6 +305,30 @@ pub enum Command {
         #[command(subcommand)]
         action: crate::cli::mcp::McpAction,
     },
+    /// The daemon that owns the clones' brains (clients start it on demand).
+    Daemon {
+        #[command(subcommand)]
+        action: crate::cli::daemon::DaemonAction,
+    },
+    /// Clones: named brains, each in a directory, kept by the daemon.
+    Clone {
+        #[command(subcommand)]
+        action: crate::cli::daemon::CloneAction,
+    },
+    /// Ask a clone a question (read-only tools) and print the answer.
+    Ask(crate::cli::daemon::DispatchArgs),
+    /// Have a clone do a task (full tools) and print the answer.
+    Act(crate::cli::daemon::DispatchArgs),
+    /// Show what a clone does, live, until Ctrl-C.
+    Watch { name: String },
+    /// Talk to a clone in its own interactive UI (detach: Ctrl-P Ctrl-Q).
+    Talk {
+        name: String,
+        /// The detach key sequence, as docker writes it (default ctrl-p,ctrl-q, or
+        /// `detachKeys` in ~/.ouro/settings.json).
+        #[arg(long, value_name = "KEYS")]
+        detach_keys: Option<String>,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -3,6 +3,7 @@
 
 pub mod args;
 pub mod brain;
+pub mod daemon;
 #[cfg(feature = "mock")]
 pub mod demo;
 pub mod headless;

@@ -3,7 +3,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -71,23 +71,19 @@ pub struct Transcript {
 
 /// Takes the conversation's advisory lock on the open transcript, or says who holds it.
 fn lock_exclusive(file: &File, path: &Path) -> Result<(), TranscriptError> {
-    use std::os::fd::AsRawFd;
-    // SAFETY: flock takes a descriptor we own and plain flags.
-    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
-        return Ok(());
-    }
-    let error = std::io::Error::last_os_error();
-    if error.raw_os_error() != Some(libc::EWOULDBLOCK) {
-        return Err(TranscriptError::Write {
+    let taken =
+        crate::sys::flock::try_exclusive(file).map_err(|source| TranscriptError::Write {
             path: path.to_path_buf(),
-            source: error,
-        });
+            source,
+        })?;
+    if taken {
+        return Ok(());
     }
     let session = path
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let holder = match file.metadata().ok().and_then(|m| lock_holder(m.ino())) {
+    let holder = match crate::sys::flock::holder(file) {
         Some(pid) => format!("pid {pid}"),
         None => "another process".into(),
     };
@@ -109,19 +105,6 @@ pub fn check_free(path: &Path) -> Result<(), TranscriptError> {
     };
     // Dropping the file on return releases the lock again.
     lock_exclusive(&file, path)
-}
-
-/// The pid holding a flock on inode `ino`, from `/proc/locks`.
-fn lock_holder(ino: u64) -> Option<u32> {
-    let locks = std::fs::read_to_string("/proc/locks").ok()?;
-    locks.lines().find_map(|line| {
-        let fields: Vec<&str> = line.split_whitespace().collect();
-        // `1: FLOCK  ADVISORY  WRITE 1234 fd:00:5678 0 EOF`
-        let at = fields.iter().position(|f| *f == "FLOCK")?;
-        let pid = fields.get(at + 3)?.parse().ok()?;
-        let inode: u64 = fields.get(at + 4)?.rsplit(':').next()?.parse().ok()?;
-        (inode == ino).then_some(pid)
-    })
 }
 
 fn now() -> String {

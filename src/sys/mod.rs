@@ -3,6 +3,7 @@
 pub mod atomic;
 pub mod beneath;
 pub mod disk;
+pub mod flock;
 pub mod git;
 pub mod process;
 pub mod sandbox;

@@ -17,7 +17,7 @@ pub struct Term {
     raw: Arc<Mutex<Vec<u8>>>,
     /// How much of the plain text `expect` has consumed.
     seen: usize,
-    _master: Box<dyn MasterPty + Send>,
+    master: Box<dyn MasterPty + Send>,
 }
 
 #[derive(Default)]
@@ -25,6 +25,8 @@ pub struct Options<'a> {
     pub args: &'a [&'a str],
     /// Leave colour on (the default for a terminal) instead of setting NO_COLOR.
     pub colour: bool,
+    /// Extra environment.
+    pub env: &'a [(&'a str, &'a str)],
 }
 
 impl Term {
@@ -56,6 +58,9 @@ impl Term {
         if !options.colour {
             cmd.env("NO_COLOR", "1");
         }
+        for (key, value) in options.env {
+            cmd.env(key, value);
+        }
         let child = pair.slave.spawn_command(cmd).unwrap();
         drop(pair.slave);
         let mut reader = pair.master.try_clone_reader().unwrap();
@@ -76,7 +81,7 @@ impl Term {
             writer,
             raw,
             seen: 0,
-            _master: pair.master,
+            master: pair.master,
         }
     }
 
@@ -140,6 +145,33 @@ impl Term {
             }
             Err(_) => String::from_utf8_lossy(&bytes).into_owned(),
         }
+    }
+
+    /// Resizes the terminal (its process gets SIGWINCH).
+    pub fn resize(&self, cols: u16, rows: u16) {
+        self.master
+            .resize(PtySize {
+                rows,
+                cols,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .unwrap();
+    }
+
+    /// Whether the terminal is in raw mode now (no line editing, no echo).
+    pub fn is_raw(&self) -> bool {
+        let fd = self.master.as_raw_fd().unwrap();
+        // SAFETY: tcgetattr fills a termios we own from a descriptor we hold open.
+        unsafe {
+            let mut t: libc::termios = std::mem::zeroed();
+            assert_eq!(libc::tcgetattr(fd, &mut t), 0);
+            t.c_lflag & (libc::ICANON | libc::ECHO) == 0
+        }
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.process_id().unwrap() as i32
     }
 
     pub fn wait_exit(&mut self) -> ExitStatus {

@@ -16,9 +16,10 @@ mod served;
 
 use std::ffi::OsString;
 use std::marker::PhantomData;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant, SystemTime};
 
 pub use dispatch::user_message;
 use dispatch::{DispatchProc, Launch, TurnEnd};
@@ -26,7 +27,7 @@ use interact::PtyProc;
 use served::Ended;
 
 use super::error::verb_name;
-use super::memory::SeriesStore;
+use super::memory::SeriesCell;
 use super::slug::{self, Binary, BrainSpec};
 use super::terminal::Subscribers;
 use super::{
@@ -56,6 +57,10 @@ pub trait ChildProgram: Send + Sync + 'static {
     /// Flags of the terminal UI, resuming `resume`.
     fn interact_args(model_id: Option<&str>, resume: Option<&str>) -> Vec<String>;
 
+    /// The folder where the program keeps the transcripts of sessions run in `cwd`; `env`
+    /// reads the program's environment.
+    fn transcripts(cwd: &Path, env: &dyn Fn(&str) -> Option<OsString>) -> Option<PathBuf>;
+
     /// Flags of a served turn; both CLIs take the same ones.
     fn served_args(
         options: &TurnOptions,
@@ -72,8 +77,7 @@ pub struct ChildBrain<P: ChildProgram> {
     config: BrainConfig,
     program: OsString,
     subscribers: Arc<Subscribers>,
-    store: SeriesStore,
-    series: Mutex<Option<Series>>,
+    series: Arc<SeriesCell>,
     slot: Arc<Mutex<Slot>>,
     size: Mutex<TermSize>,
     /// The process of the served turn that runs, for `interrupt`.
@@ -137,8 +141,7 @@ impl<P: ChildProgram> ChildBrain<P> {
                 binary: spec.binary.name(),
             });
         }
-        let store = SeriesStore::new(&config.state_dir);
-        let series = store.load()?;
+        let series = Arc::new(SeriesCell::load(&config.state_dir)?);
         let program = match &config.program {
             Some(p) => p.clone().into_os_string(),
             None => match std::env::var_os(P::BIN_ENV) {
@@ -151,8 +154,7 @@ impl<P: ChildProgram> ChildBrain<P> {
             spec,
             config,
             subscribers: Arc::new(Subscribers::default()),
-            store,
-            series: Mutex::new(series),
+            series,
             slot: Arc::new(Mutex::new(Slot::default())),
             size: Mutex::new(TermSize::default()),
             served: Mutex::new(None),
@@ -189,14 +191,37 @@ impl<P: ChildProgram> ChildBrain<P> {
             .filter(|r| r.core().exited().is_none())
     }
 
-    fn exid(&self) -> Option<String> {
-        lock(&self.series).as_ref().map(|s| s.exid.clone())
+    /// An environment variable as the brain's processes see it.
+    fn env_var(&self, key: &str) -> Option<OsString> {
+        let own = self.config.env.iter().rev().find(|(k, _)| k == key);
+        match own {
+            Some((_, value)) => Some(value.clone()),
+            None if self.config.clear_env => None,
+            None => std::env::var_os(key),
+        }
     }
 
-    fn exit_hook(&self, generation: u64) -> OnExit {
+    fn exid(&self) -> Option<String> {
+        self.series.exid()
+    }
+
+    /// What runs when a process ends. After a terminal UI (`follow`: when it started), the
+    /// series moves to the session it wrote last, before anyone hears of the exit: a resume may
+    /// hand out a new session id, and what was typed must not be lost to the next dispatch.
+    fn exit_hook(&self, generation: u64, follow: Option<SystemTime>) -> OnExit {
         let slot = Arc::downgrade(&self.slot);
         let subscribers = self.subscribers.clone();
+        let series = self.series.clone();
+        let transcripts =
+            follow.and_then(|_| P::transcripts(&self.config.cwd, &|key| self.env_var(key)));
         Box::new(move |info| {
+            if let (Some(since), Some(dir)) = (follow, &transcripts)
+                && let Some(exid) = latest_session(dir, since)
+                && series.exid().as_deref() != Some(exid.as_str())
+                && let Err(e) = series.update(|s| s.exid = exid)
+            {
+                tracing::warn!(error = %e, "could not record the session the terminal UI used");
+            }
             if let Some(slot) = slot.upgrade() {
                 let mut slot = lock(&slot);
                 if slot.generation == generation {
@@ -227,7 +252,8 @@ impl<P: ChildProgram> ChildBrain<P> {
         };
         let exid = self.exid();
         let model = Some(self.spec.model_id());
-        let on_exit = self.exit_hook(generation);
+        let follow = (mode == Mode::Interact).then(SystemTime::now);
+        let on_exit = self.exit_hook(generation, follow);
         let running = match mode {
             Mode::Dispatch => {
                 let args = P::dispatch_args(model, self.spec.tools(verb), exid.as_deref());
@@ -416,16 +442,28 @@ impl<P: ChildProgram> ChildBrain<P> {
 
     /// Changes the series (creating it on first use) and stores it.
     fn update_series(&self, change: impl FnOnce(&mut Series)) -> Result<Series, BrainError> {
-        let mut guard = lock(&self.series);
-        let mut series = guard.clone().unwrap_or(Series {
-            exid: String::new(),
-            episodes: Vec::new(),
-        });
-        change(&mut series);
-        self.store.save(&series)?;
-        *guard = Some(series.clone());
-        Ok(series)
+        self.series.update(change)
     }
+}
+
+/// The session whose transcript in `dir` was written last, at or after `since`.
+fn latest_session(dir: &Path, since: SystemTime) -> Option<String> {
+    // File times are coarse on some filesystems: a write in the same tick as the start counts.
+    let since = since.checked_sub(Duration::from_secs(1)).unwrap_or(since);
+    std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(Result::ok)
+        .filter_map(|entry| {
+            let path = entry.path();
+            if path.extension()? != "jsonl" {
+                return None;
+            }
+            let modified = entry.metadata().ok()?.modified().ok()?;
+            let id = path.file_stem()?.to_string_lossy().into_owned();
+            (modified >= since).then_some((modified, id))
+        })
+        .max()
+        .map(|(_, id)| id)
 }
 
 impl<P: ChildProgram> Drop for ChildBrain<P> {
@@ -479,7 +517,7 @@ impl<P: ChildProgram> BrainCli for ChildBrain<P> {
     }
 
     fn series(&self) -> Option<Series> {
-        lock(&self.series).clone()
+        self.series.get()
     }
 
     fn instance(&self) -> Option<Instance> {

@@ -4,6 +4,7 @@
 mod args;
 
 use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 
 pub use super::child::args::interact_args;
 pub use args::dispatch_args;
@@ -33,6 +34,20 @@ impl ChildProgram for Claude {
 
     fn dispatch_args(model_id: Option<&str>, tools: &[&str], resume: Option<&str>) -> Vec<String> {
         dispatch_args(model_id, tools, resume)
+    }
+
+    /// `~/.claude/projects/<cwd with every other character than a letter or digit as ->`, or
+    /// the same under `CLAUDE_CONFIG_DIR`.
+    fn transcripts(cwd: &Path, env: &dyn Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
+        let config = match env("CLAUDE_CONFIG_DIR") {
+            Some(dir) => PathBuf::from(dir),
+            None => PathBuf::from(env("HOME")?).join(".claude"),
+        };
+        Some(
+            config
+                .join("projects")
+                .join(crate::settings::folder_name(cwd)),
+        )
     }
 
     fn interact_args(model_id: Option<&str>, resume: Option<&str>) -> Vec<String> {

@@ -9,6 +9,7 @@
 mod args;
 
 use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 
 pub use super::child::args::interact_args;
 pub use args::dispatch_args;
@@ -44,6 +45,17 @@ impl ChildProgram for Ouro {
 
     fn dispatch_args(model_id: Option<&str>, tools: &[&str], resume: Option<&str>) -> Vec<String> {
         dispatch_args(model_id, tools, resume)
+    }
+
+    fn transcripts(cwd: &Path, env: &dyn Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
+        let home = match env("OURO_HOME") {
+            Some(home) => PathBuf::from(home),
+            None => PathBuf::from(env("HOME")?).join(".ouro"),
+        };
+        Some(
+            home.join("projects")
+                .join(crate::settings::folder_name(cwd)),
+        )
     }
 
     fn interact_args(model_id: Option<&str>, resume: Option<&str>) -> Vec<String> {

@@ -1,0 +1,332 @@
+//! A clone at run time: a named brain the daemon owns, the queue its turns and talks wait in,
+//! the screen of its terminal, its watchers and the permission questions open on it.
+
+use std::collections::HashMap;
+use std::num::NonZeroU16;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use tokio::sync::{OwnedMutexGuard, broadcast, mpsc, oneshot};
+
+use super::frame::{CloneInfo, Frame, Header};
+use super::store::CloneRecord;
+use crate::brain::{BrainCli, Mode, PermissionAnswer, PermissionQuestion, TermSize};
+use crate::sys::sync::lock;
+
+/// What a watcher misses before it is told it fell behind.
+const WATCH_BACKLOG: usize = 1024;
+
+/// Rows of scrollback the screen keeps; a new screen is drawn from the visible rows only.
+const SCROLLBACK: usize = 0;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Activity {
+    Idle,
+    Turn,
+    Talk,
+}
+
+/// Where the brain's output bytes go now.
+enum Sink {
+    Nowhere,
+    /// A dispatch turn whose client wants the stream-json lines.
+    Lines(mpsc::Sender<Frame>),
+    /// A talk: the bytes feed the screen, the talking client (once attached) and the watchers.
+    Talk {
+        client: Option<mpsc::Sender<Frame>>,
+        /// The client missed bytes (its queue was full): send it a whole screen first.
+        resync: bool,
+    },
+}
+
+struct Live {
+    screen: vt100::Parser,
+    sink: Sink,
+}
+
+pub struct CloneHandle {
+    pub record: CloneRecord,
+    pub brain: Box<dyn BrainCli>,
+    /// Turns and talks, one at a time in arrival order (tokio's mutex is fair).
+    queue: Arc<tokio::sync::Mutex<()>>,
+    activity: Mutex<Activity>,
+    live: Arc<Mutex<Live>>,
+    watch: broadcast::Sender<Frame>,
+    pending: Mutex<HashMap<String, oneshot::Sender<PermissionAnswer>>>,
+}
+
+impl CloneHandle {
+    pub fn new(record: CloneRecord, brain: Box<dyn BrainCli>) -> Arc<CloneHandle> {
+        let (watch, _) = broadcast::channel(WATCH_BACKLOG);
+        let live = Arc::new(Mutex::new(Live {
+            screen: screen_of(TermSize::default()),
+            sink: Sink::Nowhere,
+        }));
+        let weak: Weak<Mutex<Live>> = Arc::downgrade(&live);
+        let watchers = watch.clone();
+        brain.on_data(Arc::new(move |bytes| {
+            if let Some(live) = weak.upgrade() {
+                route(&mut lock(&live), &watchers, bytes);
+            }
+        }));
+        Arc::new(CloneHandle {
+            record,
+            brain,
+            queue: Arc::new(tokio::sync::Mutex::new(())),
+            activity: Mutex::new(Activity::Idle),
+            live,
+            watch,
+            pending: Mutex::new(HashMap::new()),
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.record.name
+    }
+
+    pub fn info(&self) -> CloneInfo {
+        let instance = self.brain.instance();
+        CloneInfo {
+            name: self.record.name.clone(),
+            brain: self.record.brain.clone(),
+            mode: instance.map_or(Mode::Dispatch, |i| i.mode),
+            pid: instance.map(|i| i.pid),
+            series: self
+                .brain
+                .series()
+                .map(|s| s.exid)
+                .filter(|s| !s.is_empty()),
+            dir: self.record.dir.clone(),
+            busy: *lock(&self.activity) != Activity::Idle,
+        }
+    }
+
+    /// Waits for the clone's turn in the queue, telling `client` why it waits when it must.
+    pub async fn take_turn(&self, client: &mpsc::Sender<Frame>) -> OwnedMutexGuard<()> {
+        if let Ok(guard) = self.queue.clone().try_lock_owned() {
+            return guard;
+        }
+        let reason = match *lock(&self.activity) {
+            Activity::Talk => format!(
+                "{} is in a talk; this waits until the talk ends (or detaches)",
+                self.name()
+            ),
+            _ => format!(
+                "{} is busy with another turn; this waits for it",
+                self.name()
+            ),
+        };
+        let _ = client.send(Header::Queued { reason }.into()).await;
+        self.queue.clone().lock_owned().await
+    }
+
+    /// Marks a dispatch turn as running; its stream-json lines go to `lines` when given.
+    pub fn begin_turn(&self, lines: Option<mpsc::Sender<Frame>>) {
+        *lock(&self.activity) = Activity::Turn;
+        lock(&self.live).sink = lines.map_or(Sink::Nowhere, Sink::Lines);
+    }
+
+    /// Marks a talk as running, on a fresh screen of `size`, with no client attached yet.
+    pub fn begin_talk(&self, size: TermSize) {
+        *lock(&self.activity) = Activity::Talk;
+        let mut live = lock(&self.live);
+        live.screen = screen_of(size);
+        live.sink = Sink::Talk {
+            client: None,
+            resync: false,
+        };
+    }
+
+    /// Attaches the talking client: it gets the screen as it is now, then every byte after it
+    /// (both under one lock, so nothing is lost or doubled).
+    pub fn attach(&self, client: mpsc::Sender<Frame>) {
+        let mut live = lock(&self.live);
+        let screen = live.screen.screen().state_formatted().into_bytes();
+        let _ = client.try_send(Frame::with_payload(Header::Screen, screen));
+        if let Sink::Talk { client: slot, .. } = &mut live.sink {
+            *slot = Some(client);
+        }
+    }
+
+    pub fn resize_screen(&self, size: TermSize) {
+        if let (Some(rows), Some(cols)) = (NonZeroU16::new(size.rows), NonZeroU16::new(size.cols)) {
+            lock(&self.live).screen.set_size(rows, cols);
+        }
+    }
+
+    pub fn end_activity(&self) {
+        *lock(&self.activity) = Activity::Idle;
+        lock(&self.live).sink = Sink::Nowhere;
+    }
+
+    pub fn busy(&self) -> bool {
+        *lock(&self.activity) != Activity::Idle
+    }
+
+    /// A new watcher: the screen first when a talk runs, then everything live.
+    pub fn watch(&self) -> (Option<Vec<u8>>, broadcast::Receiver<Frame>) {
+        let live = lock(&self.live);
+        let rx = self.watch.subscribe();
+        let screen = matches!(live.sink, Sink::Talk { .. })
+            .then(|| live.screen.screen().state_formatted().into_bytes());
+        (screen, rx)
+    }
+
+    /// The screen now, when a talk runs (for a watcher that fell behind).
+    pub fn screen_now(&self) -> Option<Vec<u8>> {
+        let live = lock(&self.live);
+        matches!(live.sink, Sink::Talk { .. })
+            .then(|| live.screen.screen().state_formatted().into_bytes())
+    }
+
+    /// Tells every watcher.
+    pub fn broadcast(&self, frame: Frame) {
+        let _ = self.watch.send(frame);
+    }
+
+    /// Puts a permission question to `client` and every watcher; the first answer wins, and
+    /// after `timeout` with none the call is denied with the reason.
+    pub async fn ask_permission(
+        &self,
+        question: PermissionQuestion,
+        client: &mpsc::Sender<Frame>,
+        timeout: Duration,
+    ) -> PermissionAnswer {
+        let request_id = uuid::Uuid::new_v4().to_string();
+        let (tx, rx) = oneshot::channel();
+        lock(&self.pending).insert(request_id.clone(), tx);
+        let frame = Frame::new(Header::Permission {
+            clone: self.name().to_string(),
+            request_id: request_id.clone(),
+            tool_name: question.tool_name.clone(),
+            input: question.input.clone(),
+            reason: question.reason.clone(),
+        });
+        let _ = client.send(frame.clone()).await;
+        self.broadcast(frame);
+        let (answer, outcome) = match tokio::time::timeout(timeout, rx).await {
+            Ok(Ok(answer)) => {
+                let outcome = match &answer {
+                    PermissionAnswer::Allow { .. } => "allowed",
+                    PermissionAnswer::Deny { .. } => "denied",
+                };
+                (answer, outcome.to_string())
+            }
+            _ => {
+                let message = format!(
+                    "No one answered the permission request for {} within {} seconds, so it was denied.",
+                    question.tool_name,
+                    timeout.as_secs()
+                );
+                (PermissionAnswer::Deny { message }, "timed out".to_string())
+            }
+        };
+        lock(&self.pending).remove(&request_id);
+        let settled = Frame::new(Header::PermissionSettled {
+            request_id,
+            outcome,
+        });
+        let _ = client.send(settled.clone()).await;
+        self.broadcast(settled);
+        answer
+    }
+
+    /// Answers an open permission question; `false` when none has that id (already answered).
+    pub fn answer(&self, request_id: &str, allow: bool, always: bool) -> bool {
+        let Some(tx) = lock(&self.pending).remove(request_id) else {
+            return false;
+        };
+        let answer = if allow {
+            PermissionAnswer::Allow { remember: always }
+        } else {
+            PermissionAnswer::Deny {
+                message: "The user denied this call.".into(),
+            }
+        };
+        tx.send(answer).is_ok()
+    }
+}
+
+fn screen_of(size: TermSize) -> vt100::Parser {
+    let rows = NonZeroU16::new(size.rows).unwrap_or(NonZeroU16::MIN);
+    let cols = NonZeroU16::new(size.cols).unwrap_or(NonZeroU16::MIN);
+    vt100::Parser::new(rows, cols, SCROLLBACK)
+}
+
+fn route(live: &mut Live, watchers: &broadcast::Sender<Frame>, bytes: &[u8]) {
+    let Live { screen, sink } = live;
+    match sink {
+        Sink::Nowhere => {}
+        Sink::Lines(client) => {
+            if is_conversation_line(bytes) {
+                let _ = client.try_send(Frame::with_payload(Header::Line, bytes));
+            }
+        }
+        Sink::Talk { client, resync } => {
+            screen.process(bytes);
+            let _ = watchers.send(Frame::with_payload(Header::Output, bytes));
+            let Some(tx) = client else { return };
+            if *resync {
+                let whole = screen.screen().state_formatted().into_bytes();
+                *resync = tx
+                    .try_send(Frame::with_payload(Header::Screen, whole))
+                    .is_err();
+            } else if tx
+                .try_send(Frame::with_payload(Header::Output, bytes))
+                .is_err()
+            {
+                *resync = true;
+            }
+        }
+    }
+}
+
+/// The stream-json lines print mode shows (the control protocol between the daemon and the
+/// brain stays between them).
+fn is_conversation_line(line: &[u8]) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Kind<'a> {
+        #[serde(borrow, rename = "type")]
+        kind: &'a str,
+    }
+    serde_json::from_slice::<Kind>(line)
+        .is_ok_and(|k| !k.kind.starts_with("control_") && k.kind != "keep_alive")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_conversation_lines_are_relayed() {
+        assert!(is_conversation_line(
+            br#"{"type":"assistant","message":{}}"#
+        ));
+        assert!(is_conversation_line(b"{\"type\":\"result\"}\n"));
+        assert!(!is_conversation_line(br#"{"type":"control_request"}"#));
+        assert!(!is_conversation_line(b"not json"));
+    }
+
+    #[test]
+    fn a_talk_feeds_the_screen_the_client_and_resyncs_a_full_client() {
+        let (watch, mut watcher) = broadcast::channel(8);
+        let (tx, mut rx) = mpsc::channel(1);
+        let mut live = Live {
+            screen: screen_of(TermSize { cols: 20, rows: 3 }),
+            sink: Sink::Talk {
+                client: Some(tx),
+                resync: false,
+            },
+        };
+        route(&mut live, &watch, b"hello");
+        route(&mut live, &watch, b" world");
+        assert!(live.screen.screen().contents().contains("hello world"));
+        assert_eq!(rx.try_recv().unwrap().payload, b"hello");
+        // The second chunk did not fit: the next one brings the whole screen instead.
+        route(&mut live, &watch, b"!");
+        let frame = rx.try_recv().unwrap();
+        assert_eq!(frame.header, Header::Screen);
+        assert!(String::from_utf8_lossy(&frame.payload).contains("hello world!"));
+        assert_eq!(watcher.try_recv().unwrap().payload, b"hello");
+    }
+}

@@ -1,0 +1,65 @@
+//! One socket connection as two channels: frames read arrive on `incoming` (closed when the
+//! peer goes away), frames given to `outgoing` are written in order. A task each side, so a
+//! slow peer never blocks the one who produces its frames.
+
+use tokio::net::UnixStream;
+use tokio::sync::mpsc;
+
+use super::frame::{self, Frame, FrameError};
+
+/// How many frames may wait to be written before producers must wait or drop.
+pub const OUTGOING: usize = 4096;
+
+pub struct Conn {
+    pub incoming: mpsc::Receiver<Result<Frame, FrameError>>,
+    pub outgoing: mpsc::Sender<Frame>,
+}
+
+impl Conn {
+    pub fn new(stream: UnixStream) -> Conn {
+        let (mut read, mut write) = stream.into_split();
+        let (in_tx, incoming) = mpsc::channel(256);
+        let (outgoing, mut out_rx) = mpsc::channel::<Frame>(OUTGOING);
+        tokio::spawn(async move {
+            loop {
+                match frame::read(&mut read).await {
+                    Ok(Some(frame)) => {
+                        if in_tx.send(Ok(frame)).await.is_err() {
+                            return;
+                        }
+                    }
+                    Ok(None) => return,
+                    Err(e) => {
+                        let _ = in_tx.send(Err(e)).await;
+                        return;
+                    }
+                }
+            }
+        });
+        tokio::spawn(async move {
+            while let Some(frame) = out_rx.recv().await {
+                if let Err(e) = frame::write(&mut write, &frame).await {
+                    tracing::debug!(error = %e, "a daemon connection closed while writing");
+                    return;
+                }
+            }
+        });
+        Conn { incoming, outgoing }
+    }
+
+    /// The next frame; `None` when the peer is gone (closed, or sent something unreadable).
+    pub async fn next(&mut self) -> Option<Frame> {
+        match self.incoming.recv().await? {
+            Ok(frame) => Some(frame),
+            Err(e) => {
+                tracing::debug!(error = %e, "dropping a daemon connection");
+                None
+            }
+        }
+    }
+
+    /// Queues a frame; `false` when the peer is gone.
+    pub async fn send(&self, frame: impl Into<Frame>) -> bool {
+        self.outgoing.send(frame.into()).await.is_ok()
+    }
+}

@@ -1,0 +1,132 @@
+//! The daemon's side of `ouro ask` / `ouro act`: one served turn of the clone's brain, queued
+//! behind the clone's other turns and talks, its events sent to the asking client and to every
+//! watcher, its permission questions put to all of them.
+
+use std::sync::Arc;
+
+use tokio::sync::mpsc;
+
+use super::clone::CloneHandle;
+use super::conn::Conn;
+use super::frame::{Frame, Header};
+use super::server::Daemon;
+use crate::brain::table::tools_for;
+use crate::brain::{Asker, TurnOptions, TurnRequest, Verb};
+use crate::ui_event::UiEvent;
+
+pub async fn run(
+    daemon: &Arc<Daemon>,
+    clone: Arc<CloneHandle>,
+    conn: &mut Conn,
+    verb: Verb,
+    prompt: String,
+    lines: bool,
+) {
+    let client = conn.outgoing.clone();
+    // A client that gives up while queued takes its turn with it.
+    let _turn = tokio::select! {
+        guard = clone.take_turn(&client) => guard,
+        _ = conn.next() => return,
+    };
+    clone.begin_turn(lines.then(|| client.clone()));
+    let verb_name = match verb {
+        Verb::Ask => "ask",
+        Verb::Act => "act",
+    };
+    clone.broadcast(
+        Header::Notice {
+            message: format!("{verb_name}: {}", first_line(&prompt)),
+        }
+        .into(),
+    );
+
+    let (events, mut events_rx) = mpsc::unbounded_channel();
+    let asker: Asker = {
+        let clone = clone.clone();
+        let client = client.clone();
+        let timeout = daemon.permission_timeout;
+        Arc::new(move |question| {
+            let clone = clone.clone();
+            let client = client.clone();
+            Box::pin(async move { clone.ask_permission(question, &client, timeout).await })
+        })
+    };
+    let options = TurnOptions {
+        tools: (verb == Verb::Ask)
+            .then(|| tools_for(Verb::Ask).iter().map(|t| t.to_string()).collect()),
+        resume: clone
+            .brain
+            .series()
+            .map(|s| s.exid)
+            .filter(|s| !s.is_empty()),
+        ..TurnOptions::default()
+    };
+    let request = TurnRequest {
+        prompt,
+        options,
+        label: clone.name().to_string(),
+        events,
+        ask: asker,
+    };
+    let mut text = String::new();
+    let mut client_here = true;
+    let turn = clone.brain.turn(request);
+    tokio::pin!(turn);
+    let report = loop {
+        tokio::select! {
+            report = &mut turn => break report,
+            Some(event) = events_rx.recv() => relay(&clone, &client, event, lines, &mut text).await,
+            frame = conn.next(), if client_here => match frame {
+                Some(Frame { header: Header::PermissionAnswer { request_id, allow, always }, .. }) => {
+                    clone.answer(&request_id, allow, always);
+                }
+                Some(_) => {}
+                // The turn runs to its end without the client: the answer stays in the series.
+                None => client_here = false,
+            },
+        }
+    };
+    while let Ok(event) = events_rx.try_recv() {
+        relay(&clone, &client, event, lines, &mut text).await;
+    }
+    clone.end_activity();
+    let end = match report {
+        Ok(report) => Header::TurnEnd {
+            is_error: report.is_error,
+            text,
+            session_id: report.session_id,
+            cost_usd: report.cost_usd,
+        },
+        Err(e) => Header::Error {
+            message: format!("the brain of {} failed: {e}", clone.name()),
+        },
+    };
+    clone.broadcast(end.clone().into());
+    let _ = client.send(end.into()).await;
+}
+
+/// Sends one event to the client (unless it reads stream-json lines) and the watchers, and
+/// keeps the last answer text for the turn's end.
+async fn relay(
+    clone: &CloneHandle,
+    client: &mpsc::Sender<Frame>,
+    event: UiEvent,
+    lines: bool,
+    text: &mut String,
+) {
+    match &event {
+        UiEvent::ChatComplete { text: t, .. } if !t.is_empty() => t.clone_into(text),
+        UiEvent::SessionError { error, .. } if text.is_empty() => error.clone_into(text),
+        _ => {}
+    }
+    let frame = Frame::new(Header::Event { event });
+    clone.broadcast(frame.clone());
+    if !lines {
+        let _ = client.send(frame).await;
+    }
+}
+
+fn first_line(text: &str) -> String {
+    let line = text.lines().next().unwrap_or_default();
+    crate::text::truncate(line, 120)
+}

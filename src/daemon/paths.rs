@@ -1,0 +1,133 @@
+//! Where a daemon lives. One daemon per ouro home: its socket sits in the user's runtime
+//! directory (`$XDG_RUNTIME_DIR/ouro/`, a tmpfs only the user can enter), named after the home
+//! so two homes never meet, else in `run/` inside the home. What must outlive a reboot (the
+//! clones, their series, the log) stays in the home.
+
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use super::DaemonError;
+
+/// A unix socket path longer than this does not fit `sockaddr_un`.
+const MAX_SOCKET_PATH: usize = 107;
+
+#[derive(Debug, Clone)]
+pub struct Paths {
+    /// The ouro home this daemon serves.
+    pub home: PathBuf,
+    /// `daemon/` in the home: the lock, the log, the clones.
+    pub state: PathBuf,
+    pub socket: PathBuf,
+}
+
+impl Paths {
+    /// The paths for the ouro home of this process (`OURO_HOME`, else `~/.ouro`).
+    pub fn current() -> Result<Paths, DaemonError> {
+        let home = crate::settings::ouro_home().ok_or(DaemonError::NoHome)?;
+        let runtime = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from);
+        Ok(Paths::for_home(home, runtime.as_deref()))
+    }
+
+    pub fn for_home(home: PathBuf, runtime: Option<&Path>) -> Paths {
+        let state = home.join("daemon");
+        let in_runtime = runtime
+            .filter(|dir| dir.is_absolute() && dir.is_dir())
+            .map(|dir| dir.join("ouro").join(format!("{}.sock", key(&home))))
+            .filter(|p| p.as_os_str().len() <= MAX_SOCKET_PATH);
+        let socket = in_runtime.unwrap_or_else(|| home.join("run").join("daemon.sock"));
+        Paths {
+            home,
+            state,
+            socket,
+        }
+    }
+
+    pub fn lock(&self) -> PathBuf {
+        self.state.join("daemon.lock")
+    }
+
+    pub fn log(&self) -> PathBuf {
+        self.state.join("daemon.log")
+    }
+
+    pub fn clones(&self) -> PathBuf {
+        self.state.join("clones")
+    }
+
+    /// Creates the socket's directory, private to this user (0700); refuses one that another
+    /// user owns.
+    pub fn prepare_socket_dir(&self) -> Result<(), DaemonError> {
+        let dir = self.socket.parent().unwrap_or(Path::new("/"));
+        let failed = |source| DaemonError::Io {
+            action: "prepare the socket directory",
+            path: dir.to_path_buf(),
+            source,
+        };
+        std::fs::create_dir_all(dir).map_err(failed)?;
+        let meta = std::fs::metadata(dir).map_err(failed)?;
+        // SAFETY: getuid has no preconditions and cannot fail.
+        let me = unsafe { libc::getuid() };
+        if meta.uid() != me {
+            return Err(DaemonError::ForeignSocketDir {
+                dir: dir.to_path_buf(),
+            });
+        }
+        if meta.permissions().mode() & 0o777 != 0o700 {
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+                .map_err(failed)?;
+        }
+        Ok(())
+    }
+}
+
+/// A short, stable name for a home: the first 16 hex digits of the SHA-256 of its path.
+fn key(home: &Path) -> String {
+    let digest = ring::digest::digest(&ring::digest::SHA256, home.as_os_str().as_encoded_bytes());
+    digest.as_ref()[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn homes_get_their_own_socket_in_the_runtime_dir() {
+        let runtime = tempfile::tempdir().unwrap();
+        let a = Paths::for_home("/h/a".into(), Some(runtime.path()));
+        let b = Paths::for_home("/h/b".into(), Some(runtime.path()));
+        assert_ne!(a.socket, b.socket);
+        assert!(a.socket.starts_with(runtime.path().join("ouro")), "{a:?}");
+        assert_eq!(a.state, Path::new("/h/a/daemon"));
+    }
+
+    #[test]
+    fn without_a_usable_runtime_dir_the_socket_is_in_the_home() {
+        let p = Paths::for_home("/h/a".into(), None);
+        assert_eq!(p.socket, Path::new("/h/a/run/daemon.sock"));
+        let p = Paths::for_home("/h/a".into(), Some(Path::new("/does/not/exist")));
+        assert_eq!(p.socket, Path::new("/h/a/run/daemon.sock"));
+        let p = Paths::for_home("/h/a".into(), Some(Path::new("relative")));
+        assert_eq!(p.socket, Path::new("/h/a/run/daemon.sock"));
+    }
+
+    #[test]
+    fn the_socket_dir_is_made_private() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = Paths::for_home(dir.path().join("home"), None);
+        std::fs::create_dir_all(p.socket.parent().unwrap()).unwrap();
+        std::fs::set_permissions(
+            p.socket.parent().unwrap(),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .unwrap();
+        p.prepare_socket_dir().unwrap();
+        let mode = std::fs::metadata(p.socket.parent().unwrap())
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o700);
+    }
+}

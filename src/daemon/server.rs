@@ -1,0 +1,336 @@
+//! The daemon process: takes the home's lock (one daemon per home), listens on the socket,
+//! recovers the clones from disk and serves one request per connection until stopped.
+
+use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::net::{UnixListener, UnixStream};
+use tokio::signal::unix::{SignalKind, signal};
+use tokio_util::sync::CancellationToken;
+
+use super::clone::CloneHandle;
+use super::conn::Conn;
+use super::frame::{self, Frame, Header, PROTOCOL};
+use super::store::{self, CloneRecord, CloneStore};
+use super::{DaemonError, Paths, dispatch, talk};
+use crate::brain::BrainConfig;
+use crate::sys::sync::lock;
+
+/// How long a permission question waits for an answer before the call is denied.
+const PERMISSION_TIMEOUT: Duration = Duration::from_secs(300);
+
+pub struct Daemon {
+    paths: Paths,
+    store: CloneStore,
+    clones: Mutex<BTreeMap<String, Arc<CloneHandle>>>,
+    started: Instant,
+    pub shutdown: CancellationToken,
+    pub permission_timeout: Duration,
+}
+
+/// Runs the daemon in this process until `ouro daemon stop`, SIGTERM or SIGINT.
+pub async fn run(paths: Paths) -> Result<(), DaemonError> {
+    let io = |action, path: &std::path::Path| {
+        let path = path.to_path_buf();
+        move |source| DaemonError::Io {
+            action,
+            path,
+            source,
+        }
+    };
+    std::fs::create_dir_all(&paths.state).map_err(io("create", &paths.state))?;
+    let _lock = take_lock(&paths)?;
+    paths.prepare_socket_dir()?;
+    // The lock is ours, so a socket left here belongs to a daemon that died.
+    match std::fs::remove_file(&paths.socket) {
+        Ok(()) => tracing::info!(socket = %paths.socket.display(), "replaced a stale socket"),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(io("remove the stale socket", &paths.socket)(e)),
+    }
+    let listener = UnixListener::bind(&paths.socket).map_err(io("listen on", &paths.socket))?;
+    std::fs::set_permissions(&paths.socket, std::fs::Permissions::from_mode(0o600))
+        .map_err(io("protect", &paths.socket))?;
+
+    let daemon = Arc::new(Daemon::recover(paths));
+    let mut term =
+        signal(SignalKind::terminate()).map_err(io("watch signals", &daemon.paths.state))?;
+    let mut int =
+        signal(SignalKind::interrupt()).map_err(io("watch signals", &daemon.paths.state))?;
+    tracing::info!(pid = std::process::id(), socket = %daemon.paths.socket.display(), "daemon ready");
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    let daemon = daemon.clone();
+                    tokio::spawn(async move { daemon.serve(stream).await });
+                }
+                Err(e) => tracing::warn!(error = %e, "could not accept a connection"),
+            },
+            _ = daemon.shutdown.cancelled() => break,
+            _ = term.recv() => break,
+            _ = int.recv() => break,
+        }
+    }
+    daemon.shutdown.cancel();
+    let clones: Vec<_> = lock(&daemon.clones).values().cloned().collect();
+    for clone in clones {
+        if let Err(e) = clone.brain.kill().await {
+            tracing::warn!(clone = clone.name(), error = %e, "could not stop a brain");
+        }
+    }
+    let _ = std::fs::remove_file(&daemon.paths.socket);
+    Ok(())
+}
+
+/// The home's daemon lock, held for the daemon's life; its file names the holder's pid.
+fn take_lock(paths: &Paths) -> Result<File, DaemonError> {
+    let path = paths.lock();
+    let failed = |source| DaemonError::Io {
+        action: "lock",
+        path: path.clone(),
+        source,
+    };
+    let mut file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(failed)?;
+    if !crate::sys::flock::try_exclusive(&file).map_err(failed)? {
+        let holder = crate::sys::flock::holder(&file)
+            .map_or_else(|| "another process".to_string(), |pid| format!("pid {pid}"));
+        return Err(DaemonError::AlreadyRunning { holder });
+    }
+    file.set_len(0).map_err(failed)?;
+    writeln!(file, "{}", std::process::id()).map_err(failed)?;
+    Ok(file)
+}
+
+impl Daemon {
+    /// The daemon with every clone stored in the home; a clone whose brain cannot be opened
+    /// (its slug no longer exists, say) is left on disk and reported in the log.
+    fn recover(paths: Paths) -> Daemon {
+        let store = CloneStore::new(paths.clones());
+        let mut clones = BTreeMap::new();
+        for record in store.load_all() {
+            match open_clone(&store, record.clone()) {
+                Ok(handle) => {
+                    clones.insert(record.name.clone(), handle);
+                }
+                Err(e) => {
+                    tracing::warn!(clone = record.name, error = %e, "could not recover a clone")
+                }
+            }
+        }
+        let permission_timeout = std::env::var("OURO_DAEMON_PERMISSION_TIMEOUT")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .map_or(PERMISSION_TIMEOUT, Duration::from_secs);
+        Daemon {
+            paths,
+            store,
+            clones: Mutex::new(clones),
+            started: Instant::now(),
+            shutdown: CancellationToken::new(),
+            permission_timeout,
+        }
+    }
+
+    fn clone_named(&self, name: &str) -> Result<Arc<CloneHandle>, DaemonError> {
+        lock(&self.clones)
+            .get(name)
+            .cloned()
+            .ok_or_else(|| DaemonError::NoClone {
+                name: name.to_string(),
+            })
+    }
+
+    async fn serve(self: Arc<Self>, mut stream: UnixStream) {
+        // The socket's directory already keeps others out; this holds even if it were opened.
+        // SAFETY: getuid has no preconditions and cannot fail.
+        let me = unsafe { libc::getuid() };
+        if stream.peer_cred().ok().map(|c| c.uid()) != Some(me) {
+            tracing::warn!("refused a connection from another user");
+            return;
+        }
+        match frame::read(&mut stream).await {
+            Ok(Some(Frame {
+                header: Header::Hello { protocol, version },
+                ..
+            })) if protocol == PROTOCOL => {
+                let welcome = Header::Welcome {
+                    protocol: PROTOCOL,
+                    version: env!("CARGO_PKG_VERSION").into(),
+                    pid: std::process::id(),
+                };
+                if frame::write(&mut stream, &welcome.into()).await.is_err() {
+                    return;
+                }
+                tracing::debug!(client_version = version, "a client connected");
+            }
+            Ok(Some(Frame {
+                header: Header::Hello { protocol, version },
+                ..
+            })) => {
+                let reason = format!(
+                    "the client (ouro {version}) speaks daemon protocol {protocol}, this daemon (ouro {}, pid {}) speaks {PROTOCOL}; stop the daemon with that client's `ouro daemon stop` and run the command again",
+                    env!("CARGO_PKG_VERSION"),
+                    std::process::id()
+                );
+                let _ = frame::write(&mut stream, &Header::Refused { reason }.into()).await;
+                return;
+            }
+            _ => {
+                let reason =
+                    "expected a hello frame first (is this an ouro client of the same version?)"
+                        .to_string();
+                let _ = frame::write(&mut stream, &Header::Refused { reason }.into()).await;
+                return;
+            }
+        }
+        let mut conn = Conn::new(stream);
+        let Some(request) = conn.next().await else {
+            return;
+        };
+        let answer = self.handle(request, &mut conn).await;
+        match answer {
+            Ok(Some(header)) => {
+                conn.send(header).await;
+            }
+            Ok(None) => {}
+            Err(e) => {
+                conn.send(Header::Error {
+                    message: e.to_string(),
+                })
+                .await;
+            }
+        }
+        // Dropping the connection lets its writer drain what is queued, then close.
+    }
+
+    /// Serves one request; the answer frame, if the request has a single one.
+    async fn handle(
+        self: &Arc<Self>,
+        request: Frame,
+        conn: &mut Conn,
+    ) -> Result<Option<Header>, DaemonError> {
+        Ok(Some(match request.header {
+            Header::Status => Header::StatusReport {
+                pid: std::process::id(),
+                version: env!("CARGO_PKG_VERSION").into(),
+                socket: self.paths.socket.clone(),
+                home: self.paths.home.clone(),
+                clones: lock(&self.clones).len(),
+                uptime_secs: self.started.elapsed().as_secs(),
+            },
+            Header::Stop => {
+                self.shutdown.cancel();
+                Header::Ok {
+                    message: format!("the daemon (pid {}) stops", std::process::id()),
+                }
+            }
+            Header::CloneNew { name, brain, dir } => self.clone_new(name, brain, dir)?,
+            Header::CloneList => Header::Clones {
+                clones: lock(&self.clones).values().map(|c| c.info()).collect(),
+            },
+            Header::CloneRm { name } => self.clone_rm(&name).await?,
+            Header::Dispatch {
+                name,
+                verb,
+                prompt,
+                lines,
+            } => {
+                let clone = self.clone_named(&name)?;
+                dispatch::run(self, clone, conn, verb, prompt, lines).await;
+                return Ok(None);
+            }
+            Header::Watch { name } => {
+                let clone = self.clone_named(&name)?;
+                talk::watch(self, clone, conn).await;
+                return Ok(None);
+            }
+            Header::Talk { name, cols, rows } => {
+                let clone = self.clone_named(&name)?;
+                talk::run(self, clone, conn, crate::brain::TermSize { cols, rows }).await;
+                return Ok(None);
+            }
+            other => Header::Error {
+                message: format!(
+                    "expected a request, got a {} frame",
+                    serde_json::to_value(&other)
+                        .ok()
+                        .and_then(|v| v.get("type").and_then(|t| t.as_str()).map(String::from))
+                        .unwrap_or_default()
+                ),
+            },
+        }))
+    }
+
+    fn clone_new(
+        &self,
+        name: String,
+        brain: String,
+        dir: std::path::PathBuf,
+    ) -> Result<Header, DaemonError> {
+        store::check_name(&name)?;
+        let dir = store::check_dir(&dir)?;
+        let mut clones = lock(&self.clones);
+        if clones.contains_key(&name) {
+            return Err(DaemonError::CloneExists { name });
+        }
+        let record = CloneRecord {
+            name: name.clone(),
+            brain,
+            dir,
+            created_at: chrono::Utc::now().to_rfc3339(),
+        };
+        let handle = open_clone(&self.store, record.clone())?;
+        self.store.save(&record)?;
+        clones.insert(name.clone(), handle);
+        Ok(Header::Ok {
+            message: format!(
+                "clone {name} ({}) works in {}",
+                record.brain,
+                record.dir.display()
+            ),
+        })
+    }
+
+    async fn clone_rm(&self, name: &str) -> Result<Header, DaemonError> {
+        let clone = self.clone_named(name)?;
+        if clone.busy() {
+            return Err(DaemonError::Busy {
+                name: name.to_string(),
+                what: "a turn or a talk runs",
+            });
+        }
+        lock(&self.clones).remove(name);
+        if let Err(e) = clone.brain.kill().await {
+            tracing::warn!(clone = name, error = %e, "could not stop the brain of a removed clone");
+        }
+        clone.broadcast(
+            Header::Notice {
+                message: format!("the clone {name} was removed"),
+            }
+            .into(),
+        );
+        self.store.remove(name)?;
+        Ok(Header::Ok {
+            message: format!("removed the clone {name}"),
+        })
+    }
+}
+
+fn open_clone(store: &CloneStore, record: CloneRecord) -> Result<Arc<CloneHandle>, DaemonError> {
+    let config = BrainConfig::new(&record.dir, store.brain_dir(&record.name));
+    let brain = crate::brain::open(&record.brain, config).map_err(|source| DaemonError::Brain {
+        name: record.name.clone(),
+        source,
+    })?;
+    Ok(CloneHandle::new(record, brain))
+}

@@ -1,0 +1,146 @@
+//! The daemon's side of `ouro talk` and `ouro watch`.
+//!
+//! A talk boots the clone's brain into its own terminal UI in a PTY the daemon owns and relays
+//! bytes both ways. It ends when the brain exits, the client detaches, the client is lost or
+//! the daemon stops; in every case the clone goes back to dispatch with its series, which the
+//! brain moved to whatever session the UI wrote last, so the next `ask` continues the talk.
+
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::{broadcast, oneshot};
+
+use super::clone::CloneHandle;
+use super::conn::Conn;
+use super::frame::{Frame, Header, TalkEndReason};
+use super::server::Daemon;
+use crate::brain::{ExitInfo, Mode, TermSize};
+use crate::sys::sync::lock;
+
+pub async fn run(daemon: &Arc<Daemon>, clone: Arc<CloneHandle>, conn: &mut Conn, size: TermSize) {
+    let client = conn.outgoing.clone();
+    let _turn = tokio::select! {
+        guard = clone.take_turn(&client) => guard,
+        _ = conn.next() => return,
+    };
+    clone.begin_talk(size);
+    let (exit_tx, mut exited) = oneshot::channel::<ExitInfo>();
+    let exit_tx = Mutex::new(Some(exit_tx));
+    let subscription = clone.brain.on_exit(Arc::new(move |info| {
+        if let Some(tx) = lock(&exit_tx).take() {
+            let _ = tx.send(info);
+        }
+    }));
+    let booted = match clone.brain.resize(size) {
+        Ok(()) => clone.brain.boot(Mode::Interact).await,
+        Err(e) => Err(e),
+    };
+    let instance = match booted {
+        Ok(instance) => instance,
+        Err(e) => {
+            clone.brain.unsubscribe(subscription);
+            clone.end_activity();
+            let message = format!("could not start the brain of {}: {e}", clone.name());
+            let _ = client.send(Header::Error { message }.into()).await;
+            return;
+        }
+    };
+    let _ = client
+        .send(Header::TalkReady { pid: instance.pid }.into())
+        .await;
+    clone.attach(client.clone());
+    clone.broadcast(
+        Header::Notice {
+            message: format!("a talk began (pid {})", instance.pid),
+        }
+        .into(),
+    );
+
+    let (reason, code) = loop {
+        tokio::select! {
+            info = &mut exited => {
+                let code = info.ok().and_then(|i| i.code.or(i.signal.map(|s| 128 + s)));
+                break (TalkEndReason::BrainExit, code);
+            }
+            frame = conn.next() => match frame {
+                Some(Frame { header: Header::Input, payload }) => {
+                    if let Err(e) = clone.brain.write(&payload).await {
+                        tracing::debug!(error = %e, "could not write to a talking brain");
+                    }
+                }
+                Some(Frame { header: Header::Resize { cols, rows }, .. }) => {
+                    let size = TermSize { cols, rows };
+                    clone.resize_screen(size);
+                    if let Err(e) = clone.brain.resize(size) {
+                        tracing::debug!(error = %e, "could not resize a talking brain");
+                    }
+                }
+                Some(Frame { header: Header::Detach, .. }) => break (TalkEndReason::Detach, None),
+                Some(_) => {}
+                None => {
+                    tracing::info!(clone = clone.name(), "the talking client is gone");
+                    break (TalkEndReason::Detach, None);
+                }
+            },
+            _ = daemon.shutdown.cancelled() => break (TalkEndReason::Shutdown, None),
+        }
+    };
+    clone.brain.unsubscribe(subscription);
+    if reason != TalkEndReason::BrainExit
+        && let Err(e) = clone.brain.kill().await
+    {
+        tracing::warn!(clone = clone.name(), error = %e, "could not stop a talking brain");
+    }
+    clone.end_activity();
+    let end = Header::TalkEnd { reason, code };
+    clone.broadcast(end.clone().into());
+    let _ = client.send(end.into()).await;
+}
+
+/// Relays everything the clone does to one watcher until it leaves; a watcher may answer
+/// permission questions.
+pub async fn watch(daemon: &Arc<Daemon>, clone: Arc<CloneHandle>, conn: &mut Conn) {
+    let (screen, mut rx) = clone.watch();
+    let client = conn.outgoing.clone();
+    let hello = Header::Ok {
+        message: format!("watching {} (Ctrl-C stops)", clone.name()),
+    };
+    if client.send(hello.into()).await.is_err() {
+        return;
+    }
+    if let Some(screen) = screen {
+        let _ = client
+            .send(Frame::with_payload(Header::Screen, screen))
+            .await;
+    }
+    loop {
+        tokio::select! {
+            item = rx.recv() => {
+                let frame = match item {
+                    Ok(frame) => frame,
+                    Err(broadcast::error::RecvError::Lagged(missed)) => {
+                        let notice = Header::Notice {
+                            message: format!("(this watcher fell behind and missed {missed} updates)"),
+                        };
+                        let _ = client.send(notice.into()).await;
+                        match clone.screen_now() {
+                            Some(screen) => Frame::with_payload(Header::Screen, screen),
+                            None => continue,
+                        }
+                    }
+                    Err(broadcast::error::RecvError::Closed) => return,
+                };
+                if client.send(frame).await.is_err() {
+                    return;
+                }
+            }
+            frame = conn.next() => match frame {
+                Some(Frame { header: Header::PermissionAnswer { request_id, allow, always }, .. }) => {
+                    clone.answer(&request_id, allow, always);
+                }
+                Some(_) => {}
+                None => return,
+            },
+            _ = daemon.shutdown.cancelled() => return,
+        }
+    }
+}

@@ -1,0 +1,52 @@
+//! Advisory whole-file locks (flock): held for as long as the descriptor is open, released by
+//! the kernel when the holder dies, so a crash never leaves a stale lock behind.
+
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::MetadataExt;
+
+/// Takes the exclusive lock on `file` without waiting: `Ok(false)` when another open file
+/// description holds it.
+pub fn try_exclusive(file: &File) -> std::io::Result<bool> {
+    // SAFETY: flock takes a descriptor we own and plain flags.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+        return Ok(true);
+    }
+    let error = std::io::Error::last_os_error();
+    if error.raw_os_error() == Some(libc::EWOULDBLOCK) {
+        return Ok(false);
+    }
+    Err(error)
+}
+
+/// The pid holding a flock on `file`, from `/proc/locks`.
+pub fn holder(file: &File) -> Option<u32> {
+    let ino = file.metadata().ok()?.ino();
+    let locks = std::fs::read_to_string("/proc/locks").ok()?;
+    locks.lines().find_map(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        // `1: FLOCK  ADVISORY  WRITE 1234 fd:00:5678 0 EOF`
+        let at = fields.iter().position(|f| *f == "FLOCK")?;
+        let pid = fields.get(at + 3)?.parse().ok()?;
+        let inode: u64 = fields.get(at + 4)?.rsplit(':').next()?.parse().ok()?;
+        (inode == ino).then_some(pid)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_description_of_the_file_cannot_take_the_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("lock");
+        let first = File::create(&path).unwrap();
+        assert!(try_exclusive(&first).unwrap());
+        let second = File::open(&path).unwrap();
+        assert!(!try_exclusive(&second).unwrap());
+        assert_eq!(holder(&second), Some(std::process::id()));
+        drop(first);
+        assert!(try_exclusive(&second).unwrap());
+    }
+}

@@ -1,0 +1,546 @@
+//! `ouro daemon` and its thin clients as a user runs them: real processes, the client of a
+//! talk inside a real PTY, brains that are a scripted REPL (tests/fixtures/fake_claude.py),
+//! ouro's own engine against the mock API, and the real `claude` CLI where it is installed.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::common::pty::{Options, Term};
+use crate::common::{Run, Sandbox, Watched, bodies, server};
+
+const FAKE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/fake_claude.py");
+const SCRIPTED: &str = "claude@anthropic/claude/sonnet";
+const OURO: &str = "ouro@anthropic/claude/sonnet";
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// A private ouro home with its own daemon, killed when the test ends.
+struct Home {
+    sb: Sandbox,
+    url: String,
+    env: Vec<(String, String)>,
+}
+
+impl Home {
+    fn new(url: &str) -> Home {
+        let sb = Sandbox::new();
+        let log = sb.home.path().join("fake.log").display().to_string();
+        Home {
+            sb,
+            url: url.to_string(),
+            env: vec![
+                ("OURO_CLAUDE_BIN".into(), FAKE.into()),
+                ("FAKE_CLAUDE_LOG".into(), log),
+            ],
+        }
+    }
+
+    fn command(&self, args: &[&str]) -> tokio::process::Command {
+        let mut command = self.sb.command(&self.url, args);
+        for (k, v) in &self.env {
+            command.env(k, v);
+        }
+        command
+    }
+
+    async fn run(&self, args: &[&str]) -> Run {
+        Run::from(
+            tokio::time::timeout(LIMIT, self.command(args).output())
+                .await
+                .expect("the command did not finish")
+                .unwrap(),
+        )
+    }
+
+    async fn ok(&self, args: &[&str]) -> Run {
+        let run = self.run(args).await;
+        assert!(run.status.success(), "{args:?}\n{}", run.debug());
+        run
+    }
+
+    fn term(&self, args: &[&str]) -> Term {
+        let env: Vec<(&str, &str)> = self
+            .env
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        Term::start(
+            &self.sb,
+            &self.url,
+            Options {
+                args,
+                env: &env,
+                ..Options::default()
+            },
+        )
+    }
+
+    fn daemon_pid(&self) -> Option<i32> {
+        let text = std::fs::read_to_string(self.sb.home.path().join("daemon/daemon.lock")).ok()?;
+        text.trim().parse().ok()
+    }
+
+    /// The fake's starts, one argv each.
+    fn fake_starts(&self) -> Vec<Vec<String>> {
+        std::fs::read_to_string(self.sb.home.path().join("fake.log"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter_map(|v| serde_json::from_value(v.get("argv")?.clone()).ok())
+            .collect()
+    }
+
+    /// `clone list` as rows of cells.
+    async fn clones(&self) -> Vec<Vec<String>> {
+        let run = self.ok(&["clone", "list"]).await;
+        run.stdout
+            .lines()
+            .skip(1)
+            .map(|l| l.split_whitespace().map(String::from).collect())
+            .collect()
+    }
+
+    /// Waits until clone `name` is idle, in dispatch mode with no process; its series.
+    async fn idle_series(&self, name: &str) -> String {
+        let deadline = tokio::time::Instant::now() + LIMIT;
+        loop {
+            let rows = self.clones().await;
+            let row = rows.iter().find(|r| r[0] == name).unwrap();
+            if row[2] == "dispatch" && row[3] == "-" && row[6] == "idle" {
+                return row[4].clone();
+            }
+            assert!(tokio::time::Instant::now() < deadline, "{rows:?}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+impl Drop for Home {
+    fn drop(&mut self) {
+        if let Some(pid) = self.daemon_pid() {
+            // SAFETY: kill only signals the daemon this test started.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
+}
+
+fn resume_of(argv: &[String]) -> Option<&str> {
+    let at = argv.iter().position(|a| a == "--resume")?;
+    argv.get(at + 1).map(String::as_str)
+}
+
+fn session_in_banner(term: &mut Term) -> String {
+    term.expect("FAKE CLAUDE TUI ready (session ");
+    term.expect(")").trim_end_matches(')').to_string()
+}
+
+fn alive(pid: i32) -> bool {
+    // SAFETY: signal 0 only checks that the process exists.
+    unsafe { libc::kill(pid, 0) == 0 }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn talk_echoes_resizes_detaches_and_ask_continues_the_conversation() {
+    let home = Home::new("http://127.0.0.1:9");
+    let dir = home.sb.root().display().to_string();
+    let made = home
+        .ok(&["clone", "new", "c1", "--brain", SCRIPTED, "--dir", &dir])
+        .await;
+    assert!(made.stdout.contains("clone c1"), "{}", made.debug());
+
+    let mut term = home.term(&["talk", "c1"]);
+    let session = session_in_banner(&mut term);
+    assert!(term.is_raw());
+    term.line("hello brain");
+    term.expect("got: hello brain");
+    term.resize(100, 30);
+    term.expect("size: 100x30");
+    term.send("\x10\x11");
+    term.expect("detached from c1");
+    assert!(term.wait_exit().success(), "{}", term.text());
+    assert!(!term.is_raw(), "the terminal was not restored");
+
+    // Back in dispatch with the series the talk wrote; the next ask resumes it.
+    assert_eq!(home.idle_series("c1").await, session);
+    let asked = home.ok(&["ask", "c1", "what did I say?"]).await;
+    assert_eq!(asked.stdout.trim(), "echo: what did I say?");
+    let starts = home.fake_starts();
+    let last = starts.last().unwrap();
+    assert!(last.contains(&"-p".to_string()), "{starts:?}");
+    assert_eq!(resume_of(last), Some(session.as_str()), "{starts:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_client_killed_mid_talk_leaves_the_clone_in_dispatch_with_its_series() {
+    let home = Home::new("http://127.0.0.1:9");
+    let dir = home.sb.root().display().to_string();
+    home.ok(&["clone", "new", "c1", "--brain", SCRIPTED, "--dir", &dir])
+        .await;
+    let mut term = home.term(&["talk", "c1"]);
+    let session = session_in_banner(&mut term);
+    term.line("remember this");
+    term.expect("got: remember this");
+    let brain_pid = {
+        let rows = home.clones().await;
+        assert_eq!(rows[0][2], "interact", "{rows:?}");
+        rows[0][3].parse::<i32>().unwrap()
+    };
+    // SAFETY: kill only signals the client this test started.
+    unsafe { libc::kill(term.pid(), libc::SIGKILL) };
+    assert_eq!(home.idle_series("c1").await, session);
+    assert!(!alive(brain_pid), "the talk's brain still runs");
+    let asked = home.ok(&["ask", "c1", "still there?"]).await;
+    assert_eq!(asked.stdout.trim(), "echo: still there?");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_brain_exiting_ends_the_talk_with_its_code() {
+    let home = Home::new("http://127.0.0.1:9");
+    let dir = home.sb.root().display().to_string();
+    home.ok(&["clone", "new", "c1", "--brain", SCRIPTED, "--dir", &dir])
+        .await;
+    let mut term = home.term(&["talk", "c1"]);
+    session_in_banner(&mut term);
+    term.line("exit 7");
+    term.expect("exited (code 7)");
+    let status = term.wait_exit();
+    assert_eq!(status.exit_code(), 7, "{}", term.text());
+    home.idle_series("c1").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_ask_during_a_talk_waits_in_the_queue_and_says_so() {
+    let home = Home::new("http://127.0.0.1:9");
+    let dir = home.sb.root().display().to_string();
+    home.ok(&["clone", "new", "c1", "--brain", SCRIPTED, "--dir", &dir])
+        .await;
+    let mut term = home.term(&["talk", "c1"]);
+    session_in_banner(&mut term);
+    let asking = Watched::spawn(home.command(&["ask", "c1", "queued question"]));
+    asking.wait_stderr("c1 is in a talk; this waits").await;
+    term.send("\x10\x11");
+    term.expect("detached from c1");
+    let run = asking.finish(LIMIT).await;
+    assert!(run.status.success(), "{}", run.debug());
+    assert_eq!(run.stdout.trim(), "echo: queued question");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_killed_daemon_is_restarted_by_the_next_command_and_recovers_its_clones() {
+    let home = Home::new("http://127.0.0.1:9");
+    let dir = home.sb.root().display().to_string();
+    home.ok(&["clone", "new", "c1", "--brain", SCRIPTED, "--dir", &dir])
+        .await;
+    home.ok(&["ask", "c1", "first"]).await;
+    let series = home.idle_series("c1").await;
+    let first = home.daemon_pid().unwrap();
+    // SAFETY: kill only signals the daemon this test started.
+    unsafe { libc::kill(first, libc::SIGKILL) };
+    while alive(first) {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+
+    let rows = home.clones().await;
+    assert_eq!(rows[0][0], "c1");
+    assert_eq!(rows[0][4], series, "{rows:?}");
+    assert_ne!(home.daemon_pid(), Some(first));
+    home.ok(&["ask", "c1", "second"]).await;
+    let starts = home.fake_starts();
+    assert_eq!(resume_of(starts.last().unwrap()), Some(series.as_str()));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_watchers_see_a_dispatch_turn_as_it_runs() {
+    let home = Home::new("http://127.0.0.1:9");
+    let dir = home.sb.root().display().to_string();
+    home.ok(&["clone", "new", "c1", "--brain", SCRIPTED, "--dir", &dir])
+        .await;
+    let watchers: Vec<Watched> = (0..2)
+        .map(|_| Watched::spawn(home.command(&["watch", "c1"])))
+        .collect();
+    for w in &watchers {
+        w.wait_stderr("watching c1").await;
+    }
+    let asked = home.ok(&["ask", "c1", "slow story"]).await;
+    assert_eq!(asked.stdout.trim(), "echo: slow story");
+    for w in &watchers {
+        w.wait_stdout("ask: slow story").await;
+        w.wait_stdout("part 2").await;
+        w.wait_stdout("echo: slow story").await;
+        w.wait_stdout("the turn ended").await;
+    }
+    for w in watchers {
+        w.interrupt();
+        let run = w.finish(LIMIT).await;
+        assert!(run.status.success(), "{}", run.debug());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn daemon_commands_one_daemon_per_home_and_a_stale_socket_is_replaced() {
+    let home = Home::new("http://127.0.0.1:9");
+    let status = home.run(&["daemon", "status"]).await;
+    assert_eq!(status.status.code(), Some(1));
+    assert!(
+        status.stdout.contains("no daemon runs"),
+        "{}",
+        status.debug()
+    );
+
+    // A socket file left by a daemon that died is no obstacle.
+    let socket = home.sb.home.path().join("run/daemon.sock");
+    if std::env::var_os("XDG_RUNTIME_DIR").is_none() {
+        std::fs::create_dir_all(socket.parent().unwrap()).unwrap();
+        drop(std::os::unix::net::UnixListener::bind(&socket).unwrap());
+        assert!(socket.exists());
+    }
+    let started = home.ok(&["daemon", "start"]).await;
+    assert!(
+        started.stdout.contains("started the daemon"),
+        "{}",
+        started.debug()
+    );
+    let again = home.ok(&["daemon", "start"]).await;
+    assert!(again.stdout.contains("already runs"), "{}", again.debug());
+    let second = home.run(&["daemon", "run"]).await;
+    assert_eq!(second.status.code(), Some(1));
+    assert!(
+        second.stderr.contains("a daemon already runs"),
+        "{}",
+        second.debug()
+    );
+    let status = home.ok(&["daemon", "status"]).await;
+    assert!(status.stdout.contains("clones: 0"), "{}", status.debug());
+
+    let bad = home.run(&["clone", "new", "../x"]).await;
+    assert!(
+        bad.stderr.contains("is not a clone name"),
+        "{}",
+        bad.debug()
+    );
+    let missing = home.run(&["ask", "nobody", "hi"]).await;
+    assert!(
+        missing.stderr.contains("no clone named `nobody`"),
+        "{}",
+        missing.debug()
+    );
+
+    let pid = home.daemon_pid().unwrap();
+    let stopped = home.ok(&["daemon", "stop"]).await;
+    assert!(
+        stopped.stdout.contains("stopped the daemon"),
+        "{}",
+        stopped.debug()
+    );
+    assert!(!alive(pid));
+}
+
+/// Where the daemon of `home` listens.
+fn socket_of(home: &Home) -> PathBuf {
+    ouro::daemon::Paths::for_home(
+        home.sb.home.path().to_path_buf(),
+        std::env::var_os("XDG_RUNTIME_DIR")
+            .map(PathBuf::from)
+            .as_deref(),
+    )
+    .socket
+}
+
+async fn frame(stream: &mut tokio::net::UnixStream, header: Value) {
+    let header = serde_json::to_vec(&header).unwrap();
+    let mut buf = (header.len() as u32).to_be_bytes().to_vec();
+    buf.extend_from_slice(&0u32.to_be_bytes());
+    buf.extend_from_slice(&header);
+    stream.write_all(&buf).await.unwrap();
+}
+
+async fn read_header(stream: &mut tokio::net::UnixStream) -> Value {
+    let mut lengths = [0u8; 8];
+    stream.read_exact(&mut lengths).await.unwrap();
+    let header_len = u32::from_be_bytes(lengths[..4].try_into().unwrap()) as usize;
+    let payload_len = u32::from_be_bytes(lengths[4..].try_into().unwrap()) as usize;
+    let mut rest = vec![0u8; header_len + payload_len];
+    stream.read_exact(&mut rest).await.unwrap();
+    serde_json::from_slice(&rest[..header_len]).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_protocol_mismatch_fails_clearly_on_both_sides() {
+    let home = Home::new("http://127.0.0.1:9");
+    home.ok(&["daemon", "start"]).await;
+    // An old or new client meets this daemon.
+    let mut stream = tokio::net::UnixStream::connect(socket_of(&home))
+        .await
+        .unwrap();
+    frame(
+        &mut stream,
+        json!({"type": "hello", "protocol": 999, "version": "9.9.9"}),
+    )
+    .await;
+    let answer = read_header(&mut stream).await;
+    assert_eq!(answer["type"], "refused");
+    let reason = answer["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("protocol 999") && reason.contains("daemon stop"),
+        "{reason}"
+    );
+    home.ok(&["daemon", "stop"]).await;
+
+    // This client meets a daemon of another protocol.
+    let socket = socket_of(&home);
+    std::fs::create_dir_all(socket.parent().unwrap()).unwrap();
+    let _ = std::fs::remove_file(&socket);
+    let listener = tokio::net::UnixListener::bind(&socket).unwrap();
+    let other = tokio::spawn(async move {
+        let (mut stream, _) = listener.accept().await.unwrap();
+        read_header(&mut stream).await;
+        frame(
+            &mut stream,
+            json!({"type": "welcome", "protocol": 2, "version": "9.9.9", "pid": 4242}),
+        )
+        .await;
+    });
+    let run = home.run(&["clone", "list"]).await;
+    other.await.unwrap();
+    assert_eq!(run.status.code(), Some(1));
+    assert!(
+        run.stderr.contains("speaks protocol 2") && run.stderr.contains("kill 4242"),
+        "{}",
+        run.debug()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_permission_question_is_relayed_and_a_watcher_answers_it() {
+    let api = server(json!({"turns": [
+        {"content": [{"type": "tool_use", "name": "Bash",
+                      "input": {"command": "touch made-by-act.txt"}}]},
+        {"content": [{"type": "text", "text": "Made the file."}]}
+    ]}))
+    .await;
+    let home = Home::new(&api.url());
+    let dir = home.sb.root().display().to_string();
+    home.ok(&["clone", "new", "n1", "--brain", OURO, "--dir", &dir])
+        .await;
+    let mut watcher = home.term(&["watch", "n1"]);
+    watcher.expect("watching n1");
+    let acting = Watched::spawn(home.command(&["act", "n1", "make the file"]));
+    acting
+        .wait_stderr("n1 wants to run Bash(touch made-by-act.txt)")
+        .await;
+    watcher.expect("n1 wants to run Bash(touch made-by-act.txt)");
+    watcher.expect("allow?");
+    watcher.line("y");
+    let run = acting.finish(LIMIT).await;
+    assert!(run.status.success(), "{}", run.debug());
+    assert_eq!(run.stdout.trim(), "Made the file.");
+    assert!(run.stderr.contains("→ allowed"), "{}", run.debug());
+    assert!(home.sb.root().join("made-by-act.txt").exists());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_native_brain_talks_in_its_repl_and_ask_continues_that_conversation() {
+    let api = server(json!({"turns": [
+        {"content": [{"type": "text", "text": "Answer one from the mock."}]},
+        {"content": [{"type": "text", "text": "Answer two from the mock."}]},
+        {"content": [{"type": "text", "text": "Answer three from the mock."}]}
+    ]}))
+    .await;
+    let home = Home::new(&api.url());
+    let dir = home.sb.root().display().to_string();
+    home.ok(&["clone", "new", "n1", "--brain", OURO, "--dir", &dir])
+        .await;
+    let asked = home.ok(&["ask", "n1", "first question"]).await;
+    assert_eq!(asked.stdout.trim(), "Answer one from the mock.");
+
+    let mut term = home.term(&["talk", "n1"]);
+    term.submit("second question");
+    term.expect("Answer two from the mock.");
+    term.expect("› ");
+    term.send("\x10\x11");
+    term.expect("detached from n1");
+    assert!(term.wait_exit().success(), "{}", term.text());
+
+    home.idle_series("n1").await;
+    let asked = home.ok(&["ask", "n1", "third question"]).await;
+    assert_eq!(asked.stdout.trim(), "Answer three from the mock.");
+    let bodies = bodies(&api);
+    let last = serde_json::to_string(&bodies.last().unwrap()["messages"]).unwrap();
+    for earlier in [
+        "first question",
+        "Answer one",
+        "second question",
+        "Answer two",
+    ] {
+        assert!(last.contains(earlier), "{earlier} missing from {last}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_claude_cli_brain_answers_through_the_daemon() {
+    if !crate::common::skip::on_path("claude") {
+        crate::common::skip::not_installed(
+            "the real `claude` CLI (npm install -g @anthropic-ai/claude-code; .ci/run does)",
+        );
+        return;
+    }
+    let api = server(json!({"turns": [
+        {"content": [{"type": "text", "text": "Claude says one."}]},
+        {"content": [{"type": "text", "text": "Claude says two."}]}
+    ]}))
+    .await;
+    let mut home = Home::new(&api.url());
+    home.env.retain(|(k, _)| k != "OURO_CLAUDE_BIN");
+    let dir = home.sb.root().display().to_string();
+    home.ok(&["clone", "new", "k1", "--brain", SCRIPTED, "--dir", &dir])
+        .await;
+    let one = home.ok(&["ask", "k1", "first"]).await;
+    assert_eq!(one.stdout.trim(), "Claude says one.");
+    let series = home.idle_series("k1").await;
+    let two = home
+        .ok(&["ask", "k1", "second", "--output-format", "stream-json"])
+        .await;
+    let result = two
+        .stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|v| v["type"] == "result")
+        .unwrap();
+    assert_eq!(result["result"], "Claude says two.");
+    assert!(!series.is_empty() && series != "-");
+    let bodies = bodies(&api);
+    let last = serde_json::to_string(&bodies.last().unwrap()["messages"]).unwrap();
+    assert!(last.contains("Claude says one."), "{last}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_terminal_is_restored_when_the_client_is_told_to_stop_or_the_daemon_dies() {
+    let home = Home::new("http://127.0.0.1:9");
+    let dir = home.sb.root().display().to_string();
+    home.ok(&["clone", "new", "c1", "--brain", SCRIPTED, "--dir", &dir])
+        .await;
+    for signal in [libc::SIGTERM, libc::SIGHUP] {
+        let mut term = home.term(&["talk", "c1"]);
+        session_in_banner(&mut term);
+        assert!(term.is_raw());
+        // SAFETY: kill only signals the client this test started.
+        unsafe { libc::kill(term.pid(), signal) };
+        let status = term.wait_exit();
+        assert_eq!(status.exit_code() as i32, 128 + signal, "{}", term.text());
+        assert!(!term.is_raw(), "signal {signal} left the terminal raw");
+        home.idle_series("c1").await;
+    }
+
+    let mut term = home.term(&["talk", "c1"]);
+    session_in_banner(&mut term);
+    // SAFETY: kill only signals the daemon this test started.
+    unsafe { libc::kill(home.daemon_pid().unwrap(), libc::SIGKILL) };
+    term.expect("connection to the daemon was lost");
+    term.expect("Run `ouro talk` again");
+    assert!(!term.wait_exit().success());
+    assert!(!term.is_raw(), "a dead daemon left the terminal raw");
+    // The next command brings the daemon and the clone back.
+    assert_eq!(home.clones().await[0][0], "c1");
+}
