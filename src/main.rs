@@ -57,6 +57,10 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let cwd = std::env::current_dir()
         .and_then(|d| d.canonicalize())
         .context("cannot read the current directory")?;
+    if let Some(command) = args.command.as_ref().and_then(daemon_command) {
+        let code = ouro::daemon::command::run(command, &cwd).await?;
+        return Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)));
+    }
     match &args.command {
         #[cfg(feature = "mock")]
         Some(Command::Demo) => return Ok(exit(ouro::cli::demo::run().await?)),
@@ -109,14 +113,6 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
             ouro::serve::run(options).await?;
             return Ok(ExitCode::SUCCESS);
         }
-        Some(
-            command @ (Command::Daemon { .. }
-            | Command::Clone { .. }
-            | Command::Ask(_)
-            | Command::Act(_)
-            | Command::Watch { .. }
-            | Command::Talk { .. }),
-        ) => return ouro::cli::daemon::run(command, &cwd).await,
         Some(Command::Brains) => {
             print!("{}", ouro::brain::catalogue::catalogue());
             return Ok(ExitCode::SUCCESS);
@@ -139,7 +135,8 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
             return Ok(ExitCode::SUCCESS);
         }
-        None => {}
+        // The daemon's commands, run above.
+        Some(_) | None => {}
     }
     // The Agent SDKs run the CLI with stream-json in and out and no -p: that is print mode.
     let sdk = args.input_format == ouro::cli::print::InputFormat::StreamJson;
@@ -161,4 +158,42 @@ fn exit(success: bool) -> ExitCode {
     } else {
         ExitCode::FAILURE
     }
+}
+
+/// The daemon's commands, from their flags.
+fn daemon_command(command: &Command) -> Option<ouro::daemon::command::Command> {
+    use ouro::brain::Verb;
+    use ouro::cli::daemon::{CloneAction, DaemonAction, DispatchArgs, DispatchFormat};
+    use ouro::daemon::command::Command as D;
+    let dispatch = |args: &DispatchArgs, verb| D::Dispatch {
+        name: args.name.clone(),
+        verb,
+        prompt: args.prompt.clone(),
+        stream_json: args.output_format == DispatchFormat::StreamJson,
+    };
+    Some(match command {
+        Command::Daemon { action } => match action {
+            DaemonAction::Start => D::Start,
+            DaemonAction::Stop => D::Stop,
+            DaemonAction::Status => D::Status,
+            DaemonAction::Run => D::Run,
+        },
+        Command::Clone { action } => match action {
+            CloneAction::New { name, brain, dir } => D::CloneNew {
+                name: name.clone(),
+                brain: brain.clone(),
+                dir: dir.clone(),
+            },
+            CloneAction::List => D::CloneList,
+            CloneAction::Rm { name } => D::CloneRm { name: name.clone() },
+        },
+        Command::Ask(args) => dispatch(args, Verb::Ask),
+        Command::Act(args) => dispatch(args, Verb::Act),
+        Command::Watch { name } => D::Watch { name: name.clone() },
+        Command::Talk { name, detach_keys } => D::Talk {
+            name: name.clone(),
+            detach_keys: detach_keys.clone(),
+        },
+        _ => return None,
+    })
 }

@@ -386,15 +386,15 @@ async fn interact_mode_is_a_raw_terminal() {
     eventually("the new size", || r.data_text().contains("size: 100x30")).await;
     let argv = &r.starts()[0];
     assert_eq!(
-        argv,
-        &["--model", "claude-opus-4-5"],
-        "no series yet, so no --resume"
+        argv[..3],
+        ["--model", "claude-opus-4-5", "--session-id"],
+        "no series yet: no --resume, a new session with an id of the brain's choosing"
     );
 
     r.brain.kill().await.unwrap();
     assert_eq!(r.exits().len(), 1);
     assert_eq!(r.brain.instance(), None);
-    // The TUI wrote a session of its own: the series follows it, so a dispatch continues it.
+    // The series follows the session the TUI wrote, so a dispatch continues it.
     let text = r.data_text();
     let session = text
         .split("(session ")
@@ -402,6 +402,7 @@ async fn interact_mode_is_a_raw_terminal() {
         .and_then(|rest| rest.split(')').next())
         .unwrap();
     assert_eq!(r.brain.series().unwrap().exid, session);
+    assert_eq!(argv[3], session);
 }
 
 #[tokio::test]

@@ -170,6 +170,12 @@ async fn talk_echoes_resizes_detaches_and_ask_continues_the_conversation() {
     let last = starts.last().unwrap();
     assert!(last.contains(&"-p".to_string()), "{starts:?}");
     assert_eq!(resume_of(last), Some(session.as_str()), "{starts:?}");
+
+    // From a terminal too, the answer is printed and the client exits (no read of the
+    // keyboard keeps it alive).
+    let mut asking = home.term(&["ask", "c1", "from a terminal"]);
+    asking.expect("echo: from a terminal");
+    assert!(asking.wait_exit().success(), "{}", asking.text());
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -178,10 +184,19 @@ async fn a_client_killed_mid_talk_leaves_the_clone_in_dispatch_with_its_series()
     let dir = home.sb.root().display().to_string();
     home.ok(&["clone", "new", "c1", "--brain", SCRIPTED, "--dir", &dir])
         .await;
+    home.ok(&["ask", "c1", "before the talk"]).await;
+    let before = home.idle_series("c1").await;
     let mut term = home.term(&["talk", "c1"]);
+    // The scripted REPL hands out a new session id on resume, as a forking resume does.
     let session = session_in_banner(&mut term);
+    assert_ne!(session, before);
     term.line("remember this");
     term.expect("got: remember this");
+    // A watcher that joins now sees the screen as it is, then what follows.
+    let watcher = Watched::spawn(home.command(&["watch", "c1"]));
+    watcher.wait_stdout("got: remember this").await;
+    term.line("and this");
+    watcher.wait_stdout("got: and this").await;
     let brain_pid = {
         let rows = home.clones().await;
         assert_eq!(rows[0][2], "interact", "{rows:?}");
@@ -191,8 +206,12 @@ async fn a_client_killed_mid_talk_leaves_the_clone_in_dispatch_with_its_series()
     unsafe { libc::kill(term.pid(), libc::SIGKILL) };
     assert_eq!(home.idle_series("c1").await, session);
     assert!(!alive(brain_pid), "the talk's brain still runs");
+    watcher.wait_stdout("the talk ended").await;
     let asked = home.ok(&["ask", "c1", "still there?"]).await;
     assert_eq!(asked.stdout.trim(), "echo: still there?");
+    let starts = home.fake_starts();
+    assert_eq!(resume_of(starts.last().unwrap()), Some(session.as_str()));
+    watcher.interrupt();
 }
 
 #[tokio::test(flavor = "multi_thread")]

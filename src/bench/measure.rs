@@ -73,6 +73,30 @@ fn median_of_sorted(sorted: &[f64]) -> f64 {
     }
 }
 
+/// The nearest-rank `percent` percentile of `values`; `None` when there are none.
+pub fn percentile(values: &[f64], percent: f64) -> Option<f64> {
+    sorted(values).map(|s| nearest_rank(&s, percent))
+}
+
+/// A memory figure of a live process from `/proc/<pid>/status` (`VmRSS`, `VmHWM`), in MiB;
+/// 0 when it cannot be read.
+pub fn status_mb(pid: u32, field: &str) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|status| {
+            status.lines().find_map(|l| {
+                l.strip_prefix(field)?
+                    .strip_prefix(':')?
+                    .trim()
+                    .trim_end_matches("kB")
+                    .trim()
+                    .parse::<f64>()
+                    .ok()
+            })
+        })
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
 /// The nearest-rank percentile: always one of the samples, never an interpolation, so a p95
 /// of a few samples is an observed value.
 fn nearest_rank(sorted: &[f64], percent: f64) -> f64 {
@@ -100,6 +124,8 @@ mod tests {
         assert_eq!((p.count, p.p50, p.p95, p.max), (100, 50.0, 95.0, 100.0));
         let few = Percentiles::of(&[5.0, 1.0]).unwrap();
         assert_eq!((few.p50, few.p95, few.max), (1.0, 5.0, 5.0));
+        assert_eq!(percentile(&values, 99.0), Some(99.0));
+        assert_eq!(percentile(&[], 99.0), None);
         let one = Percentiles::of(&[7.0]).unwrap();
         assert_eq!((one.p50, one.p95), (7.0, 7.0));
     }

@@ -15,6 +15,7 @@ mod host;
 pub mod long;
 pub mod mcp;
 pub mod measure;
+pub mod relay;
 pub mod report;
 pub mod rg;
 pub mod run;
@@ -97,6 +98,10 @@ pub struct BenchArgs {
     #[cfg(feature = "serve")]
     #[arg(long)]
     pub serve: bool,
+    /// Also time a talk through the daemon's relay against a direct PTY: keystroke round trip
+    /// (p50/p99), output throughput, and the daemon's RSS with 10 idle clones.
+    #[arg(long)]
+    pub relay: bool,
     /// Also measure the client's time per turn at turn 10 and at turn N of one N-turn
     /// session whose history only grows (e.g. 1000).
     #[arg(long, value_parser = clap::value_parser!(u32).range(20..=5000))]
@@ -221,6 +226,10 @@ pub async fn run(args: &BenchArgs) -> Result<bool, BenchError> {
     if args.serve {
         progress("ouro serve over HTTP");
         report.serve = Some(serve::measure(runs).await?);
+    }
+    if args.relay {
+        progress("a talk through the daemon's relay");
+        report.relay = Some(relay::measure().await?);
     }
     progress("what 10- and 50-turn sessions are billed");
     for turns in COST_SESSION_TURNS {

@@ -48,6 +48,8 @@ pub struct Report {
     /// `--serve`: `ouro serve` driven over HTTP.
     #[cfg(feature = "serve")]
     pub serve: Option<super::serve::ServeCost>,
+    /// `--relay`: a talk through the daemon.
+    pub relay: Option<super::relay::RelayCost>,
     /// What scripted sessions of a few lengths are billed for input.
     pub cost: Vec<SessionCost>,
     /// `--history-turns`: client time per turn early and late in one long session.
@@ -243,6 +245,7 @@ pub fn build(
         checkpoints: None,
         #[cfg(feature = "serve")]
         serve: None,
+        relay: None,
         cost: Vec::new(),
         history: None,
         resume: None,
@@ -377,6 +380,14 @@ pub fn targets(r: &Report) -> Vec<Target> {
             format!("first snapshot of a {}-file project", c.files),
             c.first_ms,
             300.0,
+            "ms",
+        ));
+    }
+    if let Some(relay) = &r.relay {
+        out.push(target(
+            "daemon relay overhead per keystroke, p99".into(),
+            relay.overhead_p99_ms,
+            1.0,
             "ms",
         ));
     }

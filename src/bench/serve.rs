@@ -11,7 +11,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 
 use super::BenchError;
 use super::fixture::WorkDir;
-use super::measure::{Spread, ms};
+use super::measure::{Spread, ms, status_mb};
 use super::run::API_KEY;
 use crate::mock::{MockServer, Scenario};
 
@@ -179,7 +179,7 @@ pub async fn measure(runs: usize) -> Result<ServeCost, BenchError> {
         let rate = (sessions * TURNS_EACH) as f64 / started.elapsed().as_secs_f64();
         turns_per_sec.push((sessions, rate));
     }
-    let peak_rss_mb = server.id().map_or(0.0, high_water_mb);
+    let peak_rss_mb = server.id().map_or(0.0, |pid| status_mb(pid, "VmHWM"));
     // SAFETY: kill only sends a signal to our own child.
     if let Some(pid) = server.id().and_then(|p| i32::try_from(p).ok()) {
         unsafe { libc::kill(pid, libc::SIGTERM) };
@@ -192,21 +192,4 @@ pub async fn measure(runs: usize) -> Result<ServeCost, BenchError> {
         turns_per_sec,
         peak_rss_mb,
     })
-}
-
-/// A live process's peak resident memory (`VmHWM`), in MiB.
-fn high_water_mb(pid: u32) -> f64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|status| {
-            status.lines().find_map(|l| {
-                l.strip_prefix("VmHWM:")?
-                    .trim()
-                    .trim_end_matches("kB")
-                    .trim()
-                    .parse::<f64>()
-                    .ok()
-            })
-        })
-        .map_or(0.0, |kb| kb / 1024.0)
 }

@@ -240,6 +240,24 @@ ouro serve: first chat:delta {:.1} ms after the message (median; min {:.1}, max 
             serve.peak_rss_mb
         );
     }
+    if let Some(relay) = &r.relay {
+        let _ = writeln!(
+            out,
+            "\ndaemon relay ({} keystrokes): round trip p50 {:.3} / p99 {:.3} ms through the \
+             daemon, p50 {:.3} / p99 {:.3} ms on a direct PTY (overhead p99 {:.3} ms); output \
+             {:.0} MB/s relayed, {:.0} MB/s direct; daemon RSS with {} clones {:.1} MiB",
+            relay.keystrokes,
+            relay.relay_p50_ms,
+            relay.relay_p99_ms,
+            relay.direct_p50_ms,
+            relay.direct_p99_ms,
+            relay.overhead_p99_ms,
+            relay.relay_mb_per_sec,
+            relay.direct_mb_per_sec,
+            super::relay::IDLE_CLONES + 1,
+            relay.daemon_rss_mb
+        );
+    }
     if !r.cost.is_empty() {
         out.push_str(
             "\ninput cost per scripted session (prompt caching, billed as the API bills it)\n",

@@ -19,6 +19,29 @@ const WATCH_BACKLOG: usize = 1024;
 /// Rows of scrollback the screen keeps; a new screen is drawn from the visible rows only.
 const SCROLLBACK: usize = 0;
 
+/// The largest terminal side the daemon accepts: a screen's cells are allocated up front.
+const MAX_SIDE: u16 = 1000;
+
+/// How long a client may keep the daemon waiting on one frame before it counts as gone.
+const SEND_PATIENCE: Duration = Duration::from_secs(5);
+
+/// A terminal size the screen and the PTY can hold: each side 1 to [`MAX_SIDE`].
+pub fn sane_size(size: TermSize) -> TermSize {
+    TermSize {
+        cols: size.cols.clamp(1, MAX_SIDE),
+        rows: size.rows.clamp(1, MAX_SIDE),
+    }
+}
+
+/// Queues `frame` for a client; `false` when it is gone or has not read for
+/// [`SEND_PATIENCE`], so a stalled client never holds up a clone.
+pub async fn deliver(client: &mpsc::Sender<Frame>, frame: Frame) -> bool {
+    matches!(
+        tokio::time::timeout(SEND_PATIENCE, client.send(frame)).await,
+        Ok(Ok(()))
+    )
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Activity {
     Idle,
@@ -101,6 +124,11 @@ impl CloneHandle {
         }
     }
 
+    /// The clone's place in the queue now, if no turn or talk holds it.
+    pub fn try_take_turn(&self) -> Option<OwnedMutexGuard<()>> {
+        self.queue.clone().try_lock_owned().ok()
+    }
+
     /// Waits for the clone's turn in the queue, telling `client` why it waits when it must.
     pub async fn take_turn(&self, client: &mpsc::Sender<Frame>) -> OwnedMutexGuard<()> {
         if let Ok(guard) = self.queue.clone().try_lock_owned() {
@@ -116,7 +144,7 @@ impl CloneHandle {
                 self.name()
             ),
         };
-        let _ = client.send(Header::Queued { reason }.into()).await;
+        deliver(client, Header::Queued { reason }.into()).await;
         self.queue.clone().lock_owned().await
     }
 
@@ -128,6 +156,7 @@ impl CloneHandle {
 
     /// Marks a talk as running, on a fresh screen of `size`, with no client attached yet.
     pub fn begin_talk(&self, size: TermSize) {
+        let size = sane_size(size);
         *lock(&self.activity) = Activity::Talk;
         let mut live = lock(&self.live);
         live.screen = screen_of(size);
@@ -141,7 +170,7 @@ impl CloneHandle {
     /// (both under one lock, so nothing is lost or doubled).
     pub fn attach(&self, client: mpsc::Sender<Frame>) {
         let mut live = lock(&self.live);
-        let screen = live.screen.screen().state_formatted().into_bytes();
+        let screen = whole_screen(&live.screen);
         let _ = client.try_send(Frame::with_payload(Header::Screen, screen));
         if let Sink::Talk { client: slot, .. } = &mut live.sink {
             *slot = Some(client);
@@ -149,6 +178,7 @@ impl CloneHandle {
     }
 
     pub fn resize_screen(&self, size: TermSize) {
+        let size = sane_size(size);
         if let (Some(rows), Some(cols)) = (NonZeroU16::new(size.rows), NonZeroU16::new(size.cols)) {
             lock(&self.live).screen.set_size(rows, cols);
         }
@@ -159,24 +189,12 @@ impl CloneHandle {
         lock(&self.live).sink = Sink::Nowhere;
     }
 
-    pub fn busy(&self) -> bool {
-        *lock(&self.activity) != Activity::Idle
-    }
-
     /// A new watcher: the screen first when a talk runs, then everything live.
     pub fn watch(&self) -> (Option<Vec<u8>>, broadcast::Receiver<Frame>) {
         let live = lock(&self.live);
         let rx = self.watch.subscribe();
-        let screen = matches!(live.sink, Sink::Talk { .. })
-            .then(|| live.screen.screen().state_formatted().into_bytes());
+        let screen = matches!(live.sink, Sink::Talk { .. }).then(|| whole_screen(&live.screen));
         (screen, rx)
-    }
-
-    /// The screen now, when a talk runs (for a watcher that fell behind).
-    pub fn screen_now(&self) -> Option<Vec<u8>> {
-        let live = lock(&self.live);
-        matches!(live.sink, Sink::Talk { .. })
-            .then(|| live.screen.screen().state_formatted().into_bytes())
     }
 
     /// Tells every watcher.
@@ -202,8 +220,8 @@ impl CloneHandle {
             input: question.input.clone(),
             reason: question.reason.clone(),
         });
-        let _ = client.send(frame.clone()).await;
-        self.broadcast(frame);
+        self.broadcast(frame.clone());
+        deliver(client, frame).await;
         let (answer, outcome) = match tokio::time::timeout(timeout, rx).await {
             Ok(Ok(answer)) => {
                 let outcome = match &answer {
@@ -226,8 +244,8 @@ impl CloneHandle {
             request_id,
             outcome,
         });
-        let _ = client.send(settled.clone()).await;
-        self.broadcast(settled);
+        self.broadcast(settled.clone());
+        deliver(client, settled).await;
         answer
     }
 
@@ -253,6 +271,18 @@ fn screen_of(size: TermSize) -> vt100::Parser {
     vt100::Parser::new(rows, cols, SCROLLBACK)
 }
 
+/// Escape codes that draw `screen` from scratch on a client's terminal, in the alternate
+/// screen when the brain's UI uses it (vt100 leaves that mode out of its state).
+fn whole_screen(screen: &vt100::Parser) -> Vec<u8> {
+    let screen = screen.screen();
+    let mut out = Vec::new();
+    if screen.alternate_screen() {
+        out.extend_from_slice(b"\x1b[?1049h");
+    }
+    out.extend_from_slice(screen.state_formatted().as_bytes());
+    out
+}
+
 fn route(live: &mut Live, watchers: &broadcast::Sender<Frame>, bytes: &[u8]) {
     let Live { screen, sink } = live;
     match sink {
@@ -267,7 +297,7 @@ fn route(live: &mut Live, watchers: &broadcast::Sender<Frame>, bytes: &[u8]) {
             let _ = watchers.send(Frame::with_payload(Header::Output, bytes));
             let Some(tx) = client else { return };
             if *resync {
-                let whole = screen.screen().state_formatted().into_bytes();
+                let whole = whole_screen(screen);
                 *resync = tx
                     .try_send(Frame::with_payload(Header::Screen, whole))
                     .is_err();

@@ -13,6 +13,7 @@ pub const OUTGOING: usize = 4096;
 pub struct Conn {
     pub incoming: mpsc::Receiver<Result<Frame, FrameError>>,
     pub outgoing: mpsc::Sender<Frame>,
+    writer: tokio::task::JoinHandle<()>,
 }
 
 impl Conn {
@@ -36,7 +37,7 @@ impl Conn {
                 }
             }
         });
-        tokio::spawn(async move {
+        let writer = tokio::spawn(async move {
             while let Some(frame) = out_rx.recv().await {
                 if let Err(e) = frame::write(&mut write, &frame).await {
                     tracing::debug!(error = %e, "a daemon connection closed while writing");
@@ -44,7 +45,18 @@ impl Conn {
                 }
             }
         });
-        Conn { incoming, outgoing }
+        Conn {
+            incoming,
+            outgoing,
+            writer,
+        }
+    }
+
+    /// Stops queueing and waits (a few seconds at most) until what is queued was written.
+    pub async fn close(self) {
+        drop(self.outgoing);
+        drop(self.incoming);
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(5), self.writer).await;
     }
 
     /// The next frame; `None` when the peer is gone (closed, or sent something unreadable).

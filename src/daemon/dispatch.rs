@@ -3,28 +3,28 @@
 //! watcher, its permission questions put to all of them.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::sync::mpsc;
 
-use super::clone::CloneHandle;
+use super::clone::{CloneHandle, deliver};
 use super::conn::Conn;
 use super::frame::{Frame, Header};
-use super::server::Daemon;
 use crate::brain::table::tools_for;
 use crate::brain::{Asker, TurnOptions, TurnRequest, Verb};
 use crate::ui_event::UiEvent;
 
 pub async fn run(
-    daemon: &Arc<Daemon>,
     clone: Arc<CloneHandle>,
     conn: &mut Conn,
     verb: Verb,
     prompt: String,
     lines: bool,
+    permission_timeout: Duration,
 ) {
     let client = conn.outgoing.clone();
     // A client that gives up while queued takes its turn with it.
-    let _turn = tokio::select! {
+    let turn = tokio::select! {
         guard = clone.take_turn(&client) => guard,
         _ = conn.next() => return,
     };
@@ -44,7 +44,7 @@ pub async fn run(
     let asker: Asker = {
         let clone = clone.clone();
         let client = client.clone();
-        let timeout = daemon.permission_timeout;
+        let timeout = permission_timeout;
         Arc::new(move |question| {
             let clone = clone.clone();
             let client = client.clone();
@@ -70,12 +70,14 @@ pub async fn run(
     };
     let mut text = String::new();
     let mut client_here = true;
-    let turn = clone.brain.turn(request);
-    tokio::pin!(turn);
+    let running = clone.brain.turn(request);
+    tokio::pin!(running);
     let report = loop {
         tokio::select! {
-            report = &mut turn => break report,
-            Some(event) = events_rx.recv() => relay(&clone, &client, event, lines, &mut text).await,
+            report = &mut running => break report,
+            Some(event) = events_rx.recv() => {
+                client_here &= relay(&clone, &client, event, lines || !client_here, &mut text).await;
+            }
             frame = conn.next(), if client_here => match frame {
                 Some(Frame { header: Header::PermissionAnswer { request_id, allow, always }, .. }) => {
                     clone.answer(&request_id, allow, always);
@@ -87,9 +89,10 @@ pub async fn run(
         }
     };
     while let Ok(event) = events_rx.try_recv() {
-        relay(&clone, &client, event, lines, &mut text).await;
+        client_here &= relay(&clone, &client, event, lines || !client_here, &mut text).await;
     }
     clone.end_activity();
+    drop(turn);
     let end = match report {
         Ok(report) => Header::TurnEnd {
             is_error: report.is_error,
@@ -102,18 +105,18 @@ pub async fn run(
         },
     };
     clone.broadcast(end.clone().into());
-    let _ = client.send(end.into()).await;
+    deliver(&client, end.into()).await;
 }
 
-/// Sends one event to the client (unless it reads stream-json lines) and the watchers, and
-/// keeps the last answer text for the turn's end.
+/// Sends one event to the watchers and to the client (unless it reads stream-json lines or is
+/// gone), and keeps the last answer text for the turn's end; `false` once the client is gone.
 async fn relay(
     clone: &CloneHandle,
     client: &mpsc::Sender<Frame>,
     event: UiEvent,
-    lines: bool,
+    skip_client: bool,
     text: &mut String,
-) {
+) -> bool {
     match &event {
         UiEvent::ChatComplete { text: t, .. } if !t.is_empty() => t.clone_into(text),
         UiEvent::SessionError { error, .. } if text.is_empty() => error.clone_into(text),
@@ -121,9 +124,7 @@ async fn relay(
     }
     let frame = Frame::new(Header::Event { event });
     clone.broadcast(frame.clone());
-    if !lines {
-        let _ = client.send(frame).await;
-    }
+    skip_client || deliver(client, frame).await
 }
 
 fn first_line(text: &str) -> String {

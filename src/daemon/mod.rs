@@ -10,6 +10,7 @@
 
 pub mod client;
 mod clone;
+pub mod command;
 mod conn;
 mod dispatch;
 pub mod frame;

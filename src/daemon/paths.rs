@@ -54,6 +54,38 @@ impl Paths {
         self.state.join("clones")
     }
 
+    /// Where the running daemon wrote the path of its socket: a client whose environment
+    /// differs (no or another `XDG_RUNTIME_DIR`: cron, `su`, a container) still finds it.
+    fn socket_record(&self) -> PathBuf {
+        self.state.join("socket")
+    }
+
+    pub fn record_socket(&self) {
+        let path = self.socket_record();
+        if let Err(e) = crate::sys::atomic::write(&path, self.socket.as_os_str().as_encoded_bytes())
+        {
+            tracing::warn!(error = %e, path = %path.display(), "could not record the socket's path");
+        }
+    }
+
+    pub fn forget_socket(&self) {
+        let _ = std::fs::remove_file(self.socket_record());
+    }
+
+    /// The sockets a client tries, in order: the one the running daemon recorded, then the
+    /// one a daemon started from this environment would use.
+    pub fn sockets(&self) -> Vec<PathBuf> {
+        let recorded = std::fs::read(self.socket_record())
+            .ok()
+            .map(|bytes| {
+                PathBuf::from(std::ffi::OsString::from(
+                    String::from_utf8_lossy(&bytes).into_owned(),
+                ))
+            })
+            .filter(|p| p.is_absolute() && *p != self.socket);
+        recorded.into_iter().chain([self.socket.clone()]).collect()
+    }
+
     /// Creates the socket's directory, private to this user (0700); refuses one that another
     /// user owns.
     pub fn prepare_socket_dir(&self) -> Result<(), DaemonError> {

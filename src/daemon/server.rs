@@ -56,6 +56,8 @@ pub async fn run(paths: Paths) -> Result<(), DaemonError> {
         .map_err(io("protect", &paths.socket))?;
 
     let daemon = Arc::new(Daemon::recover(paths));
+    daemon.paths.record_socket();
+    let connections = tokio_util::task::TaskTracker::new();
     let mut term =
         signal(SignalKind::terminate()).map_err(io("watch signals", &daemon.paths.state))?;
     let mut int =
@@ -66,7 +68,7 @@ pub async fn run(paths: Paths) -> Result<(), DaemonError> {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
                     let daemon = daemon.clone();
-                    tokio::spawn(async move { daemon.serve(stream).await });
+                    connections.spawn(async move { daemon.serve(stream).await });
                 }
                 Err(e) => tracing::warn!(error = %e, "could not accept a connection"),
             },
@@ -75,6 +77,10 @@ pub async fn run(paths: Paths) -> Result<(), DaemonError> {
             _ = int.recv() => break,
         }
     }
+    // New clients find no daemon (and start one) instead of one that no longer answers.
+    drop(listener);
+    let _ = std::fs::remove_file(&daemon.paths.socket);
+    daemon.paths.forget_socket();
     daemon.shutdown.cancel();
     let clones: Vec<_> = lock(&daemon.clones).values().cloned().collect();
     for clone in clones {
@@ -82,7 +88,9 @@ pub async fn run(paths: Paths) -> Result<(), DaemonError> {
             tracing::warn!(clone = clone.name(), error = %e, "could not stop a brain");
         }
     }
-    let _ = std::fs::remove_file(&daemon.paths.socket);
+    // Every client hears how its request ended before the process goes.
+    connections.close();
+    let _ = tokio::time::timeout(Duration::from_secs(10), connections.wait()).await;
     Ok(())
 }
 
@@ -197,20 +205,16 @@ impl Daemon {
         let Some(request) = conn.next().await else {
             return;
         };
-        let answer = self.handle(request, &mut conn).await;
-        match answer {
-            Ok(Some(header)) => {
-                conn.send(header).await;
-            }
-            Ok(None) => {}
-            Err(e) => {
-                conn.send(Header::Error {
-                    message: e.to_string(),
-                })
-                .await;
-            }
+        let answer = match self.handle(request, &mut conn).await {
+            Ok(answer) => answer,
+            Err(e) => Some(Header::Error {
+                message: e.to_string(),
+            }),
+        };
+        if let Some(header) = answer {
+            conn.send(header).await;
         }
-        // Dropping the connection lets its writer drain what is queued, then close.
+        conn.close().await;
     }
 
     /// Serves one request; the answer frame, if the request has a single one.
@@ -246,17 +250,18 @@ impl Daemon {
                 lines,
             } => {
                 let clone = self.clone_named(&name)?;
-                dispatch::run(self, clone, conn, verb, prompt, lines).await;
+                dispatch::run(clone, conn, verb, prompt, lines, self.permission_timeout).await;
                 return Ok(None);
             }
             Header::Watch { name } => {
                 let clone = self.clone_named(&name)?;
-                talk::watch(self, clone, conn).await;
+                talk::watch(clone, conn, &self.shutdown).await;
                 return Ok(None);
             }
             Header::Talk { name, cols, rows } => {
                 let clone = self.clone_named(&name)?;
-                talk::run(self, clone, conn, crate::brain::TermSize { cols, rows }).await;
+                let size = crate::brain::TermSize { cols, rows };
+                talk::run(clone, conn, size, &self.shutdown).await;
                 return Ok(None);
             }
             other => Header::Error {
@@ -303,12 +308,13 @@ impl Daemon {
 
     async fn clone_rm(&self, name: &str) -> Result<Header, DaemonError> {
         let clone = self.clone_named(name)?;
-        if clone.busy() {
+        // Held through the removal, so no turn or talk starts on a clone being removed.
+        let Some(_queue) = clone.try_take_turn() else {
             return Err(DaemonError::Busy {
                 name: name.to_string(),
-                what: "a turn or a talk runs",
+                what: "a turn or a talk runs, or waits",
             });
-        }
+        };
         lock(&self.clones).remove(name);
         if let Err(e) = clone.brain.kill().await {
             tracing::warn!(clone = name, error = %e, "could not stop the brain of a removed clone");

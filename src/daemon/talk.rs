@@ -9,16 +9,23 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::{broadcast, oneshot};
 
-use super::clone::CloneHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::clone::{CloneHandle, deliver, sane_size};
 use super::conn::Conn;
 use super::frame::{Frame, Header, TalkEndReason};
-use super::server::Daemon;
 use crate::brain::{ExitInfo, Mode, TermSize};
 use crate::sys::sync::lock;
 
-pub async fn run(daemon: &Arc<Daemon>, clone: Arc<CloneHandle>, conn: &mut Conn, size: TermSize) {
+pub async fn run(
+    clone: Arc<CloneHandle>,
+    conn: &mut Conn,
+    size: TermSize,
+    shutdown: &CancellationToken,
+) {
     let client = conn.outgoing.clone();
-    let _turn = tokio::select! {
+    let size = sane_size(size);
+    let turn = tokio::select! {
         guard = clone.take_turn(&client) => guard,
         _ = conn.next() => return,
     };
@@ -39,14 +46,13 @@ pub async fn run(daemon: &Arc<Daemon>, clone: Arc<CloneHandle>, conn: &mut Conn,
         Err(e) => {
             clone.brain.unsubscribe(subscription);
             clone.end_activity();
+            drop(turn);
             let message = format!("could not start the brain of {}: {e}", clone.name());
-            let _ = client.send(Header::Error { message }.into()).await;
+            deliver(&client, Header::Error { message }.into()).await;
             return;
         }
     };
-    let _ = client
-        .send(Header::TalkReady { pid: instance.pid }.into())
-        .await;
+    deliver(&client, Header::TalkReady { pid: instance.pid }.into()).await;
     clone.attach(client.clone());
     clone.broadcast(
         Header::Notice {
@@ -68,7 +74,7 @@ pub async fn run(daemon: &Arc<Daemon>, clone: Arc<CloneHandle>, conn: &mut Conn,
                     }
                 }
                 Some(Frame { header: Header::Resize { cols, rows }, .. }) => {
-                    let size = TermSize { cols, rows };
+                    let size = sane_size(TermSize { cols, rows });
                     clone.resize_screen(size);
                     if let Err(e) = clone.brain.resize(size) {
                         tracing::debug!(error = %e, "could not resize a talking brain");
@@ -81,7 +87,7 @@ pub async fn run(daemon: &Arc<Daemon>, clone: Arc<CloneHandle>, conn: &mut Conn,
                     break (TalkEndReason::Detach, None);
                 }
             },
-            _ = daemon.shutdown.cancelled() => break (TalkEndReason::Shutdown, None),
+            _ = shutdown.cancelled() => break (TalkEndReason::Shutdown, None),
         }
     };
     clone.brain.unsubscribe(subscription);
@@ -91,26 +97,27 @@ pub async fn run(daemon: &Arc<Daemon>, clone: Arc<CloneHandle>, conn: &mut Conn,
         tracing::warn!(clone = clone.name(), error = %e, "could not stop a talking brain");
     }
     clone.end_activity();
+    drop(turn);
     let end = Header::TalkEnd { reason, code };
     clone.broadcast(end.clone().into());
-    let _ = client.send(end.into()).await;
+    deliver(&client, end.into()).await;
 }
 
 /// Relays everything the clone does to one watcher until it leaves; a watcher may answer
-/// permission questions.
-pub async fn watch(daemon: &Arc<Daemon>, clone: Arc<CloneHandle>, conn: &mut Conn) {
+/// permission questions. One that falls behind starts again from the screen as it is now.
+pub async fn watch(clone: Arc<CloneHandle>, conn: &mut Conn, shutdown: &CancellationToken) {
     let (screen, mut rx) = clone.watch();
     let client = conn.outgoing.clone();
     let hello = Header::Ok {
         message: format!("watching {} (Ctrl-C stops)", clone.name()),
     };
-    if client.send(hello.into()).await.is_err() {
+    if !deliver(&client, hello.into()).await {
         return;
     }
-    if let Some(screen) = screen {
-        let _ = client
-            .send(Frame::with_payload(Header::Screen, screen))
-            .await;
+    if let Some(screen) = screen
+        && !deliver(&client, Frame::with_payload(Header::Screen, screen)).await
+    {
+        return;
     }
     loop {
         tokio::select! {
@@ -121,15 +128,19 @@ pub async fn watch(daemon: &Arc<Daemon>, clone: Arc<CloneHandle>, conn: &mut Con
                         let notice = Header::Notice {
                             message: format!("(this watcher fell behind and missed {missed} updates)"),
                         };
-                        let _ = client.send(notice.into()).await;
-                        match clone.screen_now() {
+                        if !deliver(&client, notice.into()).await {
+                            return;
+                        }
+                        let (screen, fresh) = clone.watch();
+                        rx = fresh;
+                        match screen {
                             Some(screen) => Frame::with_payload(Header::Screen, screen),
                             None => continue,
                         }
                     }
                     Err(broadcast::error::RecvError::Closed) => return,
                 };
-                if client.send(frame).await.is_err() {
+                if !deliver(&client, frame).await {
                     return;
                 }
             }
@@ -140,7 +151,7 @@ pub async fn watch(daemon: &Arc<Daemon>, clone: Arc<CloneHandle>, conn: &mut Con
                 Some(_) => {}
                 None => return,
             },
-            _ = daemon.shutdown.cancelled() => return,
+            _ = shutdown.cancelled() => return,
         }
     }
 }

@@ -208,15 +208,16 @@ impl<P: ChildProgram> ChildBrain<P> {
     /// What runs when a process ends. After a terminal UI (`follow`: when it started), the
     /// series moves to the session it wrote last, before anyone hears of the exit: a resume may
     /// hand out a new session id, and what was typed must not be lost to the next dispatch.
-    fn exit_hook(&self, generation: u64, follow: Option<SystemTime>) -> OnExit {
+    fn exit_hook(&self, generation: u64, follow: Option<Follow>) -> OnExit {
         let slot = Arc::downgrade(&self.slot);
         let subscribers = self.subscribers.clone();
         let series = self.series.clone();
-        let transcripts =
-            follow.and_then(|_| P::transcripts(&self.config.cwd, &|key| self.env_var(key)));
+        let transcripts = follow
+            .as_ref()
+            .and_then(|_| P::transcripts(&self.config.cwd, &|key| self.env_var(key)));
         Box::new(move |info| {
-            if let (Some(since), Some(dir)) = (follow, &transcripts)
-                && let Some(exid) = latest_session(dir, since)
+            if let (Some(follow), Some(dir)) = (&follow, &transcripts)
+                && let Some(exid) = follow.session(dir)
                 && series.exid().as_deref() != Some(exid.as_str())
                 && let Err(e) = series.update(|s| s.exid = exid)
             {
@@ -252,7 +253,15 @@ impl<P: ChildProgram> ChildBrain<P> {
         };
         let exid = self.exid();
         let model = Some(self.spec.model_id());
-        let follow = (mode == Mode::Interact).then(SystemTime::now);
+        // A new conversation in the terminal UI gets an id chosen here, so the series can
+        // follow it without guessing.
+        let pinned = (mode == Mode::Interact && exid.as_deref().is_none_or(str::is_empty))
+            .then(crate::session::new_session_id);
+        let follow = (mode == Mode::Interact).then(|| Follow {
+            since: SystemTime::now(),
+            pinned: pinned.clone(),
+            resumed: exid.clone().filter(|id| !id.is_empty()),
+        });
         let on_exit = self.exit_hook(generation, follow);
         let running = match mode {
             Mode::Dispatch => {
@@ -266,7 +275,10 @@ impl<P: ChildProgram> ChildBrain<P> {
                 )?))
             }
             Mode::Interact => {
-                let args = P::interact_args(model, exid.as_deref());
+                let mut args = P::interact_args(model, exid.as_deref());
+                if let Some(id) = &pinned {
+                    args.extend(["--session-id".to_string(), id.clone()]);
+                }
                 let size = *lock(&self.size);
                 let subs = self.subscribers.clone();
                 Running::Interact(Arc::new(interact::spawn(
@@ -446,24 +458,55 @@ impl<P: ChildProgram> ChildBrain<P> {
     }
 }
 
-/// The session whose transcript in `dir` was written last, at or after `since`.
-fn latest_session(dir: &Path, since: SystemTime) -> Option<String> {
-    // File times are coarse on some filesystems: a write in the same tick as the start counts.
-    let since = since.checked_sub(Duration::from_secs(1)).unwrap_or(since);
-    std::fs::read_dir(dir)
-        .ok()?
-        .filter_map(Result::ok)
-        .filter_map(|entry| {
-            let path = entry.path();
-            if path.extension()? != "jsonl" {
-                return None;
-            }
-            let modified = entry.metadata().ok()?.modified().ok()?;
-            let id = path.file_stem()?.to_string_lossy().into_owned();
-            (modified >= since).then_some((modified, id))
-        })
-        .max()
-        .map(|(_, id)| id)
+/// What a terminal UI's process started with, to find the session it wrote when it ends.
+struct Follow {
+    since: SystemTime,
+    /// The id given to a new conversation (`--session-id`).
+    pinned: Option<String>,
+    /// The id it was asked to resume.
+    resumed: Option<String>,
+}
+
+impl Follow {
+    /// The session the UI wrote: the pinned one if it exists, the resumed one if it was written
+    /// since the start, else (a resume that handed out a new id) the newest transcript begun
+    /// since then. Never a session the UI did not write since it started.
+    fn session(&self, dir: &Path) -> Option<String> {
+        // File times are coarse on some filesystems: a write in the same tick as the start
+        // counts.
+        let since = self
+            .since
+            .checked_sub(Duration::from_secs(1))
+            .unwrap_or(self.since);
+        let meta = |id: &str| std::fs::metadata(dir.join(format!("{id}.jsonl"))).ok();
+        if let Some(id) = &self.pinned
+            && meta(id).is_some()
+        {
+            return Some(id.clone());
+        }
+        if let Some(id) = &self.resumed
+            && meta(id)
+                .and_then(|m| m.modified().ok())
+                .is_some_and(|t| t >= since)
+        {
+            return Some(id.clone());
+        }
+        std::fs::read_dir(dir)
+            .ok()?
+            .filter_map(Result::ok)
+            .filter_map(|entry| {
+                let path = entry.path();
+                if path.extension()? != "jsonl" {
+                    return None;
+                }
+                let meta = entry.metadata().ok()?;
+                let begun = meta.created().or_else(|_| meta.modified()).ok()?;
+                let id = path.file_stem()?.to_string_lossy().into_owned();
+                (begun >= since).then_some((begun, id))
+            })
+            .max()
+            .map(|(_, id)| id)
+    }
 }
 
 impl<P: ChildProgram> Drop for ChildBrain<P> {
@@ -534,6 +577,10 @@ impl<P: ChildProgram> BrainCli for ChildBrain<P> {
     fn kill(&self) -> BrainFuture<'_, ()> {
         Box::pin(async move {
             let _life = self.lifecycle.lock().await;
+            let served = lock(&self.served).clone();
+            if let Some(proc) = served {
+                proc.core.terminate(self.config.kill_grace).await?;
+            }
             self.stop().await
         })
     }
@@ -543,7 +590,16 @@ impl<P: ChildProgram> BrainCli for ChildBrain<P> {
             match self.current() {
                 None => Err(BrainError::NotRunning { verb: "write" }),
                 Some(Running::Dispatch(p)) => p.write(data).await,
-                Some(Running::Interact(p)) => p.write(data),
+                // A terminal whose reader is busy blocks the writer: never on a runtime thread.
+                Some(Running::Interact(p)) => {
+                    let data = data.to_vec();
+                    tokio::task::spawn_blocking(move || p.write(&data))
+                        .await
+                        .map_err(|e| BrainError::Io {
+                            action: "write to",
+                            source: std::io::Error::other(e),
+                        })?
+                }
             }
         })
     }

@@ -38,25 +38,20 @@ impl DetachKeys {
     pub fn feed(&mut self, input: &[u8]) -> (Vec<u8>, bool) {
         let mut out = Vec::with_capacity(input.len());
         for &byte in input {
-            if byte == self.keys[self.matched] {
-                self.matched += 1;
-                if self.matched == self.keys.len() {
-                    self.matched = 0;
-                    return (out, true);
-                }
-                continue;
+            let mut candidate = self.keys[..self.matched].to_vec();
+            candidate.push(byte);
+            // The longest end of what was typed that may still begin the sequence (a held
+            // `a a` of `a,a,d` followed by `a` keeps `a a` and sends the first `a` on).
+            let keep = (0..=candidate.len().min(self.keys.len()))
+                .rev()
+                .find(|&n| self.keys.starts_with(&candidate[candidate.len() - n..]))
+                .unwrap_or(0);
+            out.extend_from_slice(&candidate[..candidate.len() - keep]);
+            if keep == self.keys.len() {
+                self.matched = 0;
+                return (out, true);
             }
-            out.extend_from_slice(&self.keys[..self.matched]);
-            self.matched = 0;
-            if byte == self.keys[0] {
-                self.matched = 1;
-                if self.keys.len() == 1 {
-                    self.matched = 0;
-                    return (out, true);
-                }
-            } else {
-                out.push(byte);
-            }
+            self.matched = keep;
         }
         (out, false)
     }
@@ -116,6 +111,14 @@ mod tests {
         // Ctrl-P twice: the first is sent, the second may start the sequence.
         assert_eq!(keys.feed(b"\x10\x10"), (b"\x10".to_vec(), false));
         assert_eq!(keys.feed(b"\x11"), (Vec::new(), true));
+    }
+
+    #[test]
+    fn a_sequence_with_a_repeated_key_is_found_after_an_extra_press() {
+        let mut keys = DetachKeys::parse("ctrl-a,ctrl-a,d").unwrap();
+        assert_eq!(keys.feed(b"\x01\x01\x01d"), (b"\x01".to_vec(), true));
+        let mut keys = DetachKeys::parse("ctrl-a,ctrl-a,d").unwrap();
+        assert_eq!(keys.feed(b"\x01\x01x"), (b"\x01\x01x".to_vec(), false));
     }
 
     #[test]

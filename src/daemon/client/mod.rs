@@ -32,15 +32,23 @@ pub struct Client {
 impl Client {
     /// Connects to the daemon of `paths`; `autostart` starts one when none runs.
     pub async fn connect(paths: &Paths, autostart: bool) -> Result<Client, DaemonError> {
-        match UnixStream::connect(&paths.socket).await {
-            Ok(stream) => handshake(stream).await,
-            Err(e) if is_absent(&e) && autostart => start(paths).await,
-            Err(e) if is_absent(&e) => Err(DaemonError::NotRunning),
-            Err(source) => Err(DaemonError::Io {
-                action: "connect to the daemon at",
-                path: paths.socket.clone(),
-                source,
-            }),
+        for socket in paths.sockets() {
+            match UnixStream::connect(&socket).await {
+                Ok(stream) => return handshake(stream).await,
+                Err(e) if is_absent(&e) => {}
+                Err(source) => {
+                    return Err(DaemonError::Io {
+                        action: "connect to the daemon at",
+                        path: socket,
+                        source,
+                    });
+                }
+            }
+        }
+        if autostart {
+            start(paths).await
+        } else {
+            Err(DaemonError::NotRunning)
         }
     }
 
@@ -214,7 +222,7 @@ pub async fn daemon_stop(paths: &Paths) -> Result<String, DaemonError> {
     client.request(Header::Stop).await?;
     let started = Instant::now();
     while started.elapsed() < START_WAIT {
-        if UnixStream::connect(&paths.socket).await.is_err() && !alive(pid) {
+        if !alive(pid) {
             return Ok(format!("stopped the daemon (pid {pid})"));
         }
         tokio::time::sleep(Duration::from_millis(20)).await;

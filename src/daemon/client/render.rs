@@ -2,9 +2,9 @@
 //! A permission question is shown to every one of them; when stdin is a terminal, a line
 //! answers it (`y`, `n`, or `a` for always), and the first answer from anyone wins.
 
+use std::collections::VecDeque;
 use std::io::Write;
 
-use tokio::io::AsyncBufReadExt;
 use tokio::sync::mpsc;
 
 use super::{Client, unexpected};
@@ -212,27 +212,32 @@ impl WatchOutput {
     }
 }
 
-/// The open permission question and the terminal lines that answer it.
+/// The open permission questions (oldest first) and the terminal lines that answer them.
 struct Answers {
-    open: Option<String>,
+    open: VecDeque<String>,
     lines: Option<mpsc::Receiver<String>>,
 }
 
 impl Answers {
     fn new() -> Answers {
+        // A thread, not tokio's stdin: a read blocked on the terminal must never keep the
+        // process from exiting once the answer is printed.
         let lines = std::io::IsTerminal::is_terminal(&std::io::stdin()).then(|| {
             let (tx, rx) = mpsc::channel(8);
-            tokio::spawn(async move {
-                let mut stdin = tokio::io::BufReader::new(tokio::io::stdin()).lines();
-                while let Ok(Some(line)) = stdin.next_line().await {
-                    if tx.send(line).await.is_err() {
+            std::thread::spawn(move || {
+                for line in std::io::stdin().lines() {
+                    let Ok(line) = line else { return };
+                    if tx.blocking_send(line).is_err() {
                         return;
                     }
                 }
             });
             rx
         });
-        Answers { open: None, lines }
+        Answers {
+            open: VecDeque::new(),
+            lines,
+        }
     }
 
     async fn line(&mut self) -> Option<String> {
@@ -264,13 +269,13 @@ impl Answers {
                 } else {
                     eprintln!("  (answer from `ouro watch {clone}` in a terminal)");
                 }
-                self.open = Some(request_id.clone());
+                self.open.push_back(request_id.clone());
             }
             Header::PermissionSettled {
                 request_id,
                 outcome,
-            } if self.open.as_deref() == Some(request_id.as_str()) => {
-                self.open = None;
+            } if self.open.contains(request_id) => {
+                self.open.retain(|id| id != request_id);
                 eprintln!("  → {outcome}");
             }
             _ => {}
@@ -278,7 +283,7 @@ impl Answers {
     }
 
     async fn answer(&mut self, client: &Client, line: &str) -> Result<(), DaemonError> {
-        let Some(request_id) = self.open.clone() else {
+        let Some(request_id) = self.open.front().cloned() else {
             return Ok(());
         };
         let (allow, always) = match line.trim().to_ascii_lowercase().as_str() {

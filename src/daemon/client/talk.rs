@@ -51,6 +51,16 @@ pub async fn talk(paths: &Paths, name: &str, keys: DetachKeys) -> Result<i32, Da
             other => return Err(unexpected(&other)),
         }
     }
+    // The window may have changed while the talk waited in the queue.
+    let now = terminal::size();
+    if now != size {
+        client
+            .send(Header::Resize {
+                cols: now.cols,
+                rows: now.rows,
+            })
+            .await?;
+    }
     let outcome = {
         let _raw = RawMode::enter().map_err(|source| DaemonError::Io {
             action: "put the terminal in raw mode:",
@@ -59,9 +69,6 @@ pub async fn talk(paths: &Paths, name: &str, keys: DetachKeys) -> Result<i32, Da
         })?;
         relay(&mut client, keys).await
     };
-    let mut stdout = std::io::stdout();
-    let _ = write!(stdout, "{}", terminal::RESET_MODES);
-    let _ = stdout.flush();
     match outcome? {
         TalkOutcome::BrainExit(code) => {
             let code = code.unwrap_or(1);
@@ -99,13 +106,17 @@ async fn relay(client: &mut Client, mut keys: DetachKeys) -> Result<TalkOutcome,
     let mut input = stdin_reader();
     let mut stdout = std::io::stdout();
     let mut detaching = false;
+    let mut typing = true;
     loop {
         tokio::select! {
-            bytes = input.recv() => {
+            bytes = input.recv(), if typing => {
                 let Some(bytes) = bytes else {
                     // The terminal is gone: leave the brain to the daemon.
-                    client.send(Header::Detach).await?;
-                    detaching = true;
+                    typing = false;
+                    if !detaching {
+                        client.send(Header::Detach).await?;
+                        detaching = true;
+                    }
                     continue;
                 };
                 let (forward, detach) = keys.feed(&bytes);

@@ -36,6 +36,9 @@ impl Drop for RawMode {
 fn restore() {
     if RAW.swap(false, Ordering::SeqCst) {
         let _ = crossterm::terminal::disable_raw_mode();
+        let mut stdout = std::io::stdout();
+        let _ = std::io::Write::write_all(&mut stdout, RESET_MODES.as_bytes());
+        let _ = std::io::Write::flush(&mut stdout);
     }
 }
 

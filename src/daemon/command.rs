@@ -1,0 +1,134 @@
+//! What each daemon command does on the client's side, given its parsed flags.
+
+use std::io::{IsTerminal, Read};
+use std::path::{Path, PathBuf};
+
+use super::client::{self, DetachKeys};
+use super::frame::Header;
+use super::{DaemonError, Paths};
+use crate::brain::Verb;
+
+pub enum Command {
+    Start,
+    Stop,
+    Status,
+    /// The daemon itself, in this process.
+    Run,
+    CloneNew {
+        name: String,
+        brain: String,
+        dir: Option<PathBuf>,
+    },
+    CloneList,
+    CloneRm {
+        name: String,
+    },
+    Dispatch {
+        name: String,
+        verb: Verb,
+        /// `None` or `-`: read from stdin.
+        prompt: Option<String>,
+        stream_json: bool,
+    },
+    Watch {
+        name: String,
+    },
+    Talk {
+        name: String,
+        detach_keys: Option<String>,
+    },
+}
+
+/// Runs `command` from `cwd`; the exit code.
+pub async fn run(command: Command, cwd: &Path) -> Result<i32, DaemonError> {
+    let paths = Paths::current()?;
+    Ok(match command {
+        Command::Start => print(client::daemon_start(&paths).await?),
+        Command::Stop => print(client::daemon_stop(&paths).await?),
+        Command::Status => match client::daemon_status(&paths).await? {
+            Some(status) => {
+                print!("{status}");
+                0
+            }
+            None => {
+                println!("no daemon runs for {}", paths.home.display());
+                1
+            }
+        },
+        Command::Run => {
+            super::run(paths).await?;
+            0
+        }
+        Command::CloneNew { name, brain, dir } => {
+            crate::brain::slug::parse(&brain).map_err(|e| DaemonError::Client(e.to_string()))?;
+            let dir = cwd.join(dir.unwrap_or_else(|| cwd.to_path_buf()));
+            print(client::simple(&paths, Header::CloneNew { name, brain, dir }).await?)
+        }
+        Command::CloneList => {
+            print!("{}", client::clone_list(&paths).await?);
+            0
+        }
+        Command::CloneRm { name } => print(client::simple(&paths, Header::CloneRm { name }).await?),
+        Command::Dispatch {
+            name,
+            verb,
+            prompt,
+            stream_json,
+        } => {
+            let prompt = read_prompt(prompt)?;
+            client::ask(&paths, &name, verb, prompt, stream_json).await?
+        }
+        Command::Watch { name } => client::watch(&paths, &name).await?,
+        Command::Talk { name, detach_keys } => {
+            let keys = detach_keys_for(detach_keys.as_deref())?;
+            client::talk(&paths, &name, keys).await?
+        }
+    })
+}
+
+fn print(message: String) -> i32 {
+    println!("{message}");
+    0
+}
+
+fn read_prompt(prompt: Option<String>) -> Result<String, DaemonError> {
+    let prompt = match prompt {
+        Some(prompt) if prompt != "-" => prompt,
+        _ if std::io::stdin().is_terminal() => {
+            return Err(DaemonError::Client(
+                "give a prompt after the clone's name, or pipe one in".into(),
+            ));
+        }
+        _ => {
+            let mut text = String::new();
+            std::io::stdin()
+                .read_to_string(&mut text)
+                .map_err(|source| DaemonError::Io {
+                    action: "read the prompt from",
+                    path: "stdin".into(),
+                    source,
+                })?;
+            text
+        }
+    };
+    if prompt.trim().is_empty() {
+        return Err(DaemonError::Client(
+            "the prompt is empty; say what the clone should do".into(),
+        ));
+    }
+    Ok(prompt)
+}
+
+/// The flag, else `detachKeys` in the user's own settings (never a project's), else the default.
+fn detach_keys_for(flag: Option<&str>) -> Result<DetachKeys, DaemonError> {
+    let from_settings = || {
+        let path = crate::settings::ouro_home()?.join("settings.json");
+        let text = std::fs::read_to_string(path).ok()?;
+        let value: serde_json::Value = serde_json::from_str(&text).ok()?;
+        value.get("detachKeys")?.as_str().map(String::from)
+    };
+    match flag.map(String::from).or_else(from_settings) {
+        Some(spec) => DetachKeys::parse(&spec).map_err(DaemonError::Client),
+        None => Ok(DetachKeys::default()),
+    }
+}
