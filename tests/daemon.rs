@@ -553,13 +553,82 @@ async fn the_terminal_is_restored_when_the_client_is_told_to_stop_or_the_daemon_
     }
 
     let mut term = home.term(&["talk", "c1"]);
-    session_in_banner(&mut term);
+    let session = session_in_banner(&mut term);
+    term.line("typed before the crash");
+    term.expect("got: typed before the crash");
     // SAFETY: kill only signals the daemon this test started.
     unsafe { libc::kill(home.daemon_pid().unwrap(), libc::SIGKILL) };
     term.expect("connection to the daemon was lost");
     term.expect("Run `ouro talk` again");
     assert!(!term.wait_exit().success());
     assert!(!term.is_raw(), "a dead daemon left the terminal raw");
-    // The next command brings the daemon and the clone back.
-    assert_eq!(home.clones().await[0][0], "c1");
+    // The next command brings the daemon and the clone back, in the conversation of the talk.
+    let rows = home.clones().await;
+    assert_eq!(rows[0][0], "c1");
+    assert_eq!(rows[0][4], session, "{rows:?}");
+}
+
+/// Claude Code's first-run questions answered the way a user who set it up has: onboarding
+/// done, the test key approved, the project trusted.
+fn seed_claude_config(home: &Home) {
+    let key = crate::common::API_KEY;
+    let config = json!({
+        "hasCompletedOnboarding": true,
+        "customApiKeyResponses": {"approved": [&key[key.len() - 20..]], "rejected": []},
+        "projects": {home.sb.root().display().to_string(): {"hasTrustDialogAccepted": true}},
+    });
+    std::fs::write(home.sb.home.path().join(".claude.json"), config.to_string()).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_claude_cli_brain_talks_in_its_own_tui_and_ask_continues_that_conversation() {
+    if !crate::common::skip::on_path("claude") {
+        crate::common::skip::not_installed(
+            "the real `claude` CLI (npm install -g @anthropic-ai/claude-code; .ci/run does)",
+        );
+        return;
+    }
+    let api = server(json!({"turns": [
+        {"when_text": "typed in the TUI",
+         "content": [{"type": "text", "text": "TUI-acknowledged-7731"}]},
+        {"when_text": "asked afterwards",
+         "content": [{"type": "text", "text": "The ask got it."}]}
+    ]}))
+    .await;
+    let mut home = Home::new(&api.url());
+    home.env.retain(|(k, _)| k != "OURO_CLAUDE_BIN");
+    home.env.push(("DISABLE_TELEMETRY".into(), "1".into()));
+    home.env.push((
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC".into(),
+        "1".into(),
+    ));
+    seed_claude_config(&home);
+    let dir = home.sb.root().display().to_string();
+    home.ok(&["clone", "new", "k1", "--brain", SCRIPTED, "--dir", &dir])
+        .await;
+
+    let mut term = home.term(&["talk", "k1"]);
+    term.expect("Claude Code");
+    term.expect("❯");
+    term.send("typed in the TUI");
+    term.send("\r");
+    // One word: the TUI moves the cursor instead of printing spaces.
+    term.expect("TUI-acknowledged-7731");
+    term.send("\x10\x11");
+    term.expect("detached from k1");
+    assert!(term.wait_exit().success(), "{}", term.text());
+    assert!(!term.is_raw());
+
+    let series = home.idle_series("k1").await;
+    assert_ne!(series, "-");
+    let asked = home.ok(&["ask", "k1", "asked afterwards"]).await;
+    assert_eq!(asked.stdout.trim(), "The ask got it.", "{}", asked.debug());
+    let last = bodies(&api)
+        .into_iter()
+        .rev()
+        .find(|b| b.to_string().contains("asked afterwards"))
+        .unwrap();
+    let messages = serde_json::to_string(&last["messages"]).unwrap();
+    assert!(messages.contains("typed in the TUI"), "{messages}");
+    assert!(messages.contains("TUI-acknowledged-7731"), "{messages}");
 }

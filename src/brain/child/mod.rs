@@ -10,6 +10,7 @@
 
 pub mod args;
 mod dispatch;
+mod follow;
 mod interact;
 mod process;
 mod served;
@@ -19,10 +20,11 @@ use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::Instant;
 
 pub use dispatch::user_message;
 use dispatch::{DispatchProc, Launch, TurnEnd};
+use follow::Follow;
 use interact::PtyProc;
 use served::Ended;
 
@@ -142,6 +144,13 @@ impl<P: ChildProgram> ChildBrain<P> {
             });
         }
         let series = Arc::new(SeriesCell::load(&config.state_dir)?);
+        // A terminal UI that was running when its owner died: the series still moves to what
+        // it wrote.
+        if let Some(follow) = Follow::load(&config.state_dir) {
+            let env = |key: &str| env_var(&config, key);
+            let transcripts = P::transcripts(&config.cwd, &env);
+            follow.apply(transcripts.as_deref(), &series, &config.state_dir);
+        }
         let program = match &config.program {
             Some(p) => p.clone().into_os_string(),
             None => match std::env::var_os(P::BIN_ENV) {
@@ -191,14 +200,8 @@ impl<P: ChildProgram> ChildBrain<P> {
             .filter(|r| r.core().exited().is_none())
     }
 
-    /// An environment variable as the brain's processes see it.
     fn env_var(&self, key: &str) -> Option<OsString> {
-        let own = self.config.env.iter().rev().find(|(k, _)| k == key);
-        match own {
-            Some((_, value)) => Some(value.clone()),
-            None if self.config.clear_env => None,
-            None => std::env::var_os(key),
-        }
+        env_var(&self.config, key)
     }
 
     fn exid(&self) -> Option<String> {
@@ -212,16 +215,13 @@ impl<P: ChildProgram> ChildBrain<P> {
         let slot = Arc::downgrade(&self.slot);
         let subscribers = self.subscribers.clone();
         let series = self.series.clone();
+        let state_dir = self.config.state_dir.clone();
         let transcripts = follow
             .as_ref()
             .and_then(|_| P::transcripts(&self.config.cwd, &|key| self.env_var(key)));
         Box::new(move |info| {
-            if let (Some(follow), Some(dir)) = (&follow, &transcripts)
-                && let Some(exid) = follow.session(dir)
-                && series.exid().as_deref() != Some(exid.as_str())
-                && let Err(e) = series.update(|s| s.exid = exid)
-            {
-                tracing::warn!(error = %e, "could not record the session the terminal UI used");
+            if let Some(follow) = &follow {
+                follow.apply(transcripts.as_deref(), &series, &state_dir);
             }
             if let Some(slot) = slot.upgrade() {
                 let mut slot = lock(&slot);
@@ -257,10 +257,10 @@ impl<P: ChildProgram> ChildBrain<P> {
         // follow it without guessing.
         let pinned = (mode == Mode::Interact && exid.as_deref().is_none_or(str::is_empty))
             .then(crate::session::new_session_id);
-        let follow = (mode == Mode::Interact).then(|| Follow {
-            since: SystemTime::now(),
-            pinned: pinned.clone(),
-            resumed: exid.clone().filter(|id| !id.is_empty()),
+        let follow = (mode == Mode::Interact).then(|| {
+            let follow = Follow::new(pinned.clone(), exid.clone().filter(|id| !id.is_empty()));
+            follow.save(&self.config.state_dir);
+            follow
         });
         let on_exit = self.exit_hook(generation, follow);
         let running = match mode {
@@ -458,54 +458,13 @@ impl<P: ChildProgram> ChildBrain<P> {
     }
 }
 
-/// What a terminal UI's process started with, to find the session it wrote when it ends.
-struct Follow {
-    since: SystemTime,
-    /// The id given to a new conversation (`--session-id`).
-    pinned: Option<String>,
-    /// The id it was asked to resume.
-    resumed: Option<String>,
-}
-
-impl Follow {
-    /// The session the UI wrote: the pinned one if it exists, the resumed one if it was written
-    /// since the start, else (a resume that handed out a new id) the newest transcript begun
-    /// since then. Never a session the UI did not write since it started.
-    fn session(&self, dir: &Path) -> Option<String> {
-        // File times are coarse on some filesystems: a write in the same tick as the start
-        // counts.
-        let since = self
-            .since
-            .checked_sub(Duration::from_secs(1))
-            .unwrap_or(self.since);
-        let meta = |id: &str| std::fs::metadata(dir.join(format!("{id}.jsonl"))).ok();
-        if let Some(id) = &self.pinned
-            && meta(id).is_some()
-        {
-            return Some(id.clone());
-        }
-        if let Some(id) = &self.resumed
-            && meta(id)
-                .and_then(|m| m.modified().ok())
-                .is_some_and(|t| t >= since)
-        {
-            return Some(id.clone());
-        }
-        std::fs::read_dir(dir)
-            .ok()?
-            .filter_map(Result::ok)
-            .filter_map(|entry| {
-                let path = entry.path();
-                if path.extension()? != "jsonl" {
-                    return None;
-                }
-                let meta = entry.metadata().ok()?;
-                let begun = meta.created().or_else(|_| meta.modified()).ok()?;
-                let id = path.file_stem()?.to_string_lossy().into_owned();
-                (begun >= since).then_some((begun, id))
-            })
-            .max()
-            .map(|(_, id)| id)
+/// An environment variable as the brain's processes see it.
+fn env_var(config: &BrainConfig, key: &str) -> Option<OsString> {
+    let own = config.env.iter().rev().find(|(k, _)| k == key);
+    match own {
+        Some((_, value)) => Some(value.clone()),
+        None if config.clear_env => None,
+        None => std::env::var_os(key),
     }
 }
 
