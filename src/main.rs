@@ -179,10 +179,16 @@ fn daemon_command(command: &Command) -> Option<ouro::daemon::command::Command> {
             DaemonAction::Run => D::Run,
         },
         Command::Clone { action } => match action {
-            CloneAction::New { name, brain, dir } => D::CloneNew {
+            CloneAction::New {
+                name,
+                brain,
+                dir,
+                permission_mode,
+            } => D::CloneNew {
                 name: name.clone(),
                 brain: brain.clone(),
                 dir: dir.clone(),
+                permission_mode: permission_mode.clone(),
             },
             CloneAction::List => D::CloneList,
             CloneAction::Rm { name } => D::CloneRm { name: name.clone() },

@@ -632,3 +632,49 @@ async fn the_claude_cli_brain_talks_in_its_own_tui_and_ask_continues_that_conver
     assert!(messages.contains("typed in the TUI"), "{messages}");
     assert!(messages.contains("TUI-acknowledged-7731"), "{messages}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_clone_runs_its_turns_in_its_own_permission_mode() {
+    let mut home = Home::new("");
+    let out = home.sb.root().join("out.txt");
+    let api = server(json!({"turns": [
+        {"content": [{"type": "tool_use", "name": "Write",
+                      "input": {"file_path": out, "content": "written\n"}}]},
+        {"content": [{"type": "text", "text": "Wrote it."}]}
+    ]}))
+    .await;
+    home.url = api.url();
+    let dir = home.sb.root().display().to_string();
+    let bad = home
+        .run(&[
+            "clone",
+            "new",
+            "n2",
+            "--dir",
+            &dir,
+            "--permission-mode",
+            "yolo",
+        ])
+        .await;
+    assert!(
+        bad.stderr.contains("unknown permission mode `yolo`"),
+        "{}",
+        bad.debug()
+    );
+    home.ok(&[
+        "clone",
+        "new",
+        "n2",
+        "--brain",
+        OURO,
+        "--dir",
+        &dir,
+        "--permission-mode",
+        "acceptEdits",
+    ])
+    .await;
+    let run = home.ok(&["act", "n2", "write the file"]).await;
+    assert_eq!(run.stdout.trim(), "Wrote it.", "{}", run.debug());
+    assert!(!run.stderr.contains("wants to run"), "{}", run.debug());
+    assert_eq!(std::fs::read_to_string(out).unwrap(), "written\n");
+}

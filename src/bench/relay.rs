@@ -87,6 +87,7 @@ pub async fn measure() -> Result<RelayCost, BenchError> {
             name: "relay".into(),
             brain: slug.into(),
             dir: project.clone(),
+            permission_mode: None,
         })
         .await
         .map_err(failed("could not make the clone"))?;
@@ -99,6 +100,7 @@ pub async fn measure() -> Result<RelayCost, BenchError> {
                 name: format!("idle-{i}"),
                 brain: slug.into(),
                 dir: project.clone(),
+                permission_mode: None,
             })
             .await
             .map_err(failed("could not make an idle clone"))?;

@@ -33,6 +33,9 @@ pub enum CloneAction {
         /// The directory it works in (default: this one).
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
+        /// The permission mode of its `ask` / `act` turns (default: its settings decide).
+        #[arg(long, value_name = "MODE")]
+        permission_mode: Option<String>,
     },
     /// List the clones: brain, mode, pid, series, directory, busy or idle.
     List,

@@ -18,6 +18,7 @@ pub enum Command {
         name: String,
         brain: String,
         dir: Option<PathBuf>,
+        permission_mode: Option<String>,
     },
     CloneList,
     CloneRm {
@@ -59,10 +60,24 @@ pub async fn run(command: Command, cwd: &Path) -> Result<i32, DaemonError> {
             super::run(paths).await?;
             0
         }
-        Command::CloneNew { name, brain, dir } => {
+        Command::CloneNew {
+            name,
+            brain,
+            dir,
+            permission_mode,
+        } => {
             crate::brain::slug::parse(&brain).map_err(|e| DaemonError::Client(e.to_string()))?;
+            if let Some(mode) = &permission_mode {
+                super::store::check_mode(mode)?;
+            }
             let dir = cwd.join(dir.unwrap_or_else(|| cwd.to_path_buf()));
-            print(client::simple(&paths, Header::CloneNew { name, brain, dir }).await?)
+            let header = Header::CloneNew {
+                name,
+                brain,
+                dir,
+                permission_mode,
+            };
+            print(client::simple(&paths, header).await?)
         }
         Command::CloneList => {
             print!("{}", client::clone_list(&paths).await?);

@@ -52,6 +52,7 @@ pub async fn run(
         })
     };
     let options = TurnOptions {
+        permission_mode: clone.record.permission_mode.clone(),
         tools: (verb == Verb::Ask)
             .then(|| tools_for(Verb::Ask).iter().map(|t| t.to_string()).collect()),
         resume: clone

@@ -53,6 +53,7 @@ pub enum Header {
         name: String,
         brain: String,
         dir: PathBuf,
+        permission_mode: Option<String>,
     },
     CloneList,
     CloneRm {

@@ -238,7 +238,12 @@ impl Daemon {
                     message: format!("the daemon (pid {}) stops", std::process::id()),
                 }
             }
-            Header::CloneNew { name, brain, dir } => self.clone_new(name, brain, dir)?,
+            Header::CloneNew {
+                name,
+                brain,
+                dir,
+                permission_mode,
+            } => self.clone_new(name, brain, dir, permission_mode)?,
             Header::CloneList => Header::Clones {
                 clones: lock(&self.clones).values().map(|c| c.info()).collect(),
             },
@@ -281,8 +286,12 @@ impl Daemon {
         name: String,
         brain: String,
         dir: std::path::PathBuf,
+        permission_mode: Option<String>,
     ) -> Result<Header, DaemonError> {
         store::check_name(&name)?;
+        if let Some(mode) = &permission_mode {
+            store::check_mode(mode)?;
+        }
         let dir = store::check_dir(&dir)?;
         let mut clones = lock(&self.clones);
         if clones.contains_key(&name) {
@@ -292,6 +301,7 @@ impl Daemon {
             name: name.clone(),
             brain,
             dir,
+            permission_mode,
             created_at: chrono::Utc::now().to_rfc3339(),
         };
         let handle = open_clone(&self.store, record.clone())?;

@@ -17,6 +17,9 @@ pub struct CloneRecord {
     pub brain: String,
     /// The project directory the brain works in.
     pub dir: PathBuf,
+    /// The permission mode of its dispatch turns; `None`: the brain's own settings decide.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permission_mode: Option<String>,
     pub created_at: String,
 }
 
@@ -105,6 +108,17 @@ pub fn check_name(name: &str) -> Result<(), DaemonError> {
     }
 }
 
+/// A permission mode a clone's turns may run in: ouro's modes, and Claude Code's `auto`.
+pub fn check_mode(mode: &str) -> Result<(), DaemonError> {
+    if mode == "auto" || mode.parse::<crate::permissions::PermissionMode>().is_ok() {
+        return Ok(());
+    }
+    Err(DaemonError::Client(format!(
+        "unknown permission mode `{mode}`; use one of: {}, auto",
+        crate::permissions::PermissionMode::names()
+    )))
+}
+
 /// The directory a new clone works in: absolute, existing, a directory.
 pub fn check_dir(dir: &Path) -> Result<PathBuf, DaemonError> {
     let canonical = dir.canonicalize().map_err(|source| DaemonError::Io {
@@ -154,6 +168,7 @@ mod tests {
             name: "c1".into(),
             brain: "ouro@anthropic/claude/sonnet".into(),
             dir: "/p".into(),
+            permission_mode: Some("acceptEdits".into()),
             created_at: "2026-11-26T00:00:00Z".into(),
         };
         store.save(&record).unwrap();
