@@ -12,6 +12,7 @@ pub mod app;
 #[cfg(feature = "mock")]
 pub mod bench;
 pub mod brain;
+pub mod bundle;
 pub mod checkpoint;
 pub mod cli;
 pub mod daemon;

@@ -57,9 +57,37 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let cwd = std::env::current_dir()
         .and_then(|d| d.canonicalize())
         .context("cannot read the current directory")?;
+    match &args.command {
+        Some(Command::Cats(cats)) => {
+            let options = ouro::bundle::CatsOptions {
+                paths: cats.paths.clone(),
+                include: cats.include.clone(),
+                exclude: cats.exclude.clone(),
+                max_tokens: cats.max_tokens,
+            };
+            return Ok(exit_code(ouro::bundle::cats::run(
+                &cwd,
+                options,
+                &cats.output,
+            )?));
+        }
+        Some(Command::Dogs(dogs)) => {
+            let options = ouro::bundle::DogsOptions {
+                bundle: dogs.bundle.clone(),
+                dir: cwd.join(&dogs.dir),
+                yes: dogs.yes,
+                dry_run: dogs.dry_run,
+                verify: dogs.verify.clone(),
+                revert_on_fail: dogs.revert_on_fail,
+                manifest: dogs.manifest.as_ref().map(|m| cwd.join(m)),
+                force: dogs.force,
+            };
+            return Ok(exit_code(ouro::bundle::dogs::run(&options)?));
+        }
+        _ => {}
+    }
     if let Some(command) = args.command.as_ref().and_then(daemon_command) {
-        let code = ouro::daemon::command::run(command, &cwd).await?;
-        return Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)));
+        return Ok(exit_code(ouro::daemon::command::run(command, &cwd).await?));
     }
     match &args.command {
         #[cfg(feature = "mock")]
@@ -135,7 +163,7 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
             return Ok(ExitCode::SUCCESS);
         }
-        // The daemon's commands, run above.
+        // The daemon's and the bundle's commands, run above.
         Some(_) | None => {}
     }
     // The Agent SDKs run the CLI with stream-json in and out and no -p: that is print mode.
@@ -158,6 +186,10 @@ fn exit(success: bool) -> ExitCode {
     } else {
         ExitCode::FAILURE
     }
+}
+
+fn exit_code(code: i32) -> ExitCode {
+    ExitCode::from(u8::try_from(code).unwrap_or(1))
 }
 
 /// The daemon's commands, from their flags.

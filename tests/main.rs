@@ -16,6 +16,7 @@ mod brain_claude;
 mod brain_claude_real;
 #[cfg(feature = "mock")]
 mod brain_ouro;
+mod bundle;
 #[cfg(feature = "mock")]
 mod daemon;
 #[cfg(feature = "mock")]

@@ -321,6 +321,10 @@ pub enum Command {
     Act(crate::cli::daemon::DispatchArgs),
     /// Show what a clone does, live, until Ctrl-C.
     Watch { name: String },
+    /// Bundle files for a chat model, in PAWS's format (token counts on stderr).
+    Cats(CatsArgs),
+    /// Apply a model's reply bundle: checked whole, shown, confirmed; optionally verified.
+    Dogs(DogsArgs),
     /// Talk to a clone in its own interactive UI (detach: Ctrl-P Ctrl-Q).
     Talk {
         name: String,
@@ -329,6 +333,52 @@ pub enum Command {
         #[arg(long, value_name = "KEYS")]
         detach_keys: Option<String>,
     },
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct CatsArgs {
+    /// Files, directories or globs; `-` reads more from stdin, one per line.
+    #[arg(required = true)]
+    pub paths: Vec<String>,
+    /// Where the bundle goes (`-`: stdout).
+    #[arg(short, long, default_value = "-", value_name = "FILE")]
+    pub output: String,
+    /// Keep only files matching this glob (repeatable).
+    #[arg(long, value_name = "GLOB")]
+    pub include: Vec<String>,
+    /// Leave out files matching this glob (repeatable).
+    #[arg(long, value_name = "GLOB")]
+    pub exclude: Vec<String>,
+    /// Stop adding files before the bundle passes this many tokens (estimated).
+    #[arg(long, value_name = "N")]
+    pub max_tokens: Option<u64>,
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct DogsArgs {
+    /// The reply bundle (`-`: stdin; questions then go to the terminal).
+    pub bundle: String,
+    /// The directory to apply it in.
+    #[arg(long, default_value = ".", value_name = "DIR")]
+    pub dir: std::path::PathBuf,
+    /// Apply without asking (protected files still need a typed yes).
+    #[arg(short, long)]
+    pub yes: bool,
+    /// Print the diff and write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// After applying, run this command (sh -c) in DIR; exit 1 when it fails.
+    #[arg(long, value_name = "CMD")]
+    pub verify: Option<String>,
+    /// When the verify command fails, restore exactly the files dogs touched.
+    #[arg(long, requires = "verify")]
+    pub revert_on_fail: bool,
+    /// The cats bundle the reply answers: its manifest tells which files changed since.
+    #[arg(long, value_name = "BUNDLE")]
+    pub manifest: Option<std::path::PathBuf>,
+    /// Apply over files that changed on disk since they were bundled.
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -138,7 +138,7 @@ const INSTRUCTION_FILES: &[&str] = &["OURO.md", "CLAUDE.md", "CLAUDE.local.md", 
 
 /// Why writing `path` needs approval even where edits are allowed, if it does: the file decides
 /// what runs later or what the model is told.
-fn protection(path: &Path) -> Option<&'static str> {
+pub fn protection(path: &Path) -> Option<&'static str> {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
     let component = |pred: fn(&str) -> bool| {
         path.components()

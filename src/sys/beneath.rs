@@ -185,6 +185,16 @@ pub fn rename_in(dir: &OwnedFd, from: &Path, to: &Path) -> io::Result<()> {
     Ok(())
 }
 
+/// A new folder `name` in the folder `dir`.
+pub fn make_dir_in(dir: &OwnedFd, name: &Path) -> io::Result<()> {
+    let c = c_path(name)?;
+    // SAFETY: the descriptor is live and the path a valid C string.
+    if unsafe { libc::mkdirat(dir.as_raw_fd(), c.as_ptr(), 0o755) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// Removes the entry `name` of the folder `dir`.
 pub fn remove_in(dir: &OwnedFd, name: &Path) -> io::Result<()> {
     let c = c_path(name)?;

@@ -1,0 +1,256 @@
+//! `ouro cats`: the files a task needs, in one bundle. Directories are walked with the
+//! `ignore` crate (`.gitignore` honoured, `.git/` never entered); an argument that names no
+//! file or directory is a glob over the tree. Paths are relative to the directory cats runs
+//! in, `/`-separated, in byte order, so the same tree always gives the same bundle.
+
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Component, Path, PathBuf};
+
+use globset::{Glob, GlobSet, GlobSetBuilder};
+
+use super::BundleError;
+use super::format::{self, Entry};
+
+pub struct CatsOptions {
+    pub paths: Vec<String>,
+    pub include: Vec<String>,
+    pub exclude: Vec<String>,
+    pub max_tokens: Option<u64>,
+}
+
+/// One file as counted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Counted {
+    pub path: String,
+    pub tokens: u64,
+}
+
+pub struct Bundled {
+    pub bundle: Vec<u8>,
+    pub files: Vec<Counted>,
+    /// Files the token budget left out.
+    pub left_out: Vec<Counted>,
+}
+
+/// The estimate this bundle's table states: a token is about four bytes of text (and of a
+/// binary file's base64).
+pub fn estimate(content: &[u8], binary: bool) -> u64 {
+    let bytes = if binary {
+        content.len().div_ceil(3) * 4
+    } else {
+        content.len()
+    };
+    (bytes as u64).div_ceil(4)
+}
+
+pub fn cats(cwd: &Path, options: &CatsOptions) -> Result<Bundled, BundleError> {
+    let include = globs(&options.include)?;
+    let exclude = globs(&options.exclude)?;
+    let mut found = Vec::new();
+    for arg in &options.paths {
+        collect(cwd, arg, &mut found)?;
+    }
+    found.retain(|rel: &PathBuf| {
+        (include.is_empty() || include.is_match(rel)) && !exclude.is_match(rel)
+    });
+    found.sort_by(|a, b| a.as_os_str().as_bytes().cmp(b.as_os_str().as_bytes()));
+    found.dedup();
+    if found.is_empty() {
+        return Err(BundleError::NothingToBundle);
+    }
+    let mut entries = Vec::new();
+    let mut files = Vec::new();
+    let mut left_out = Vec::new();
+    let mut total = 0u64;
+    for rel in found {
+        let content = std::fs::read(cwd.join(&rel)).map_err(|source| BundleError::Io {
+            action: "read",
+            path: rel.clone(),
+            source,
+        })?;
+        let path = rel.as_os_str().as_bytes().to_vec();
+        let binary = format::is_binary(&path, &content);
+        let counted = Counted {
+            path: rel.to_string_lossy().into_owned(),
+            tokens: estimate(&content, binary),
+        };
+        if options
+            .max_tokens
+            .is_some_and(|max| total + counted.tokens > max)
+        {
+            left_out.push(counted);
+            continue;
+        }
+        total += counted.tokens;
+        files.push(counted);
+        entries.push(Entry { path, content });
+    }
+    Ok(Bundled {
+        bundle: format::bundle(&entries),
+        files,
+        left_out,
+    })
+}
+
+fn globs(patterns: &[String]) -> Result<GlobSet, BundleError> {
+    let mut set = GlobSetBuilder::new();
+    for pattern in patterns {
+        let glob = Glob::new(pattern).map_err(|e| BundleError::BadGlob {
+            pattern: pattern.clone(),
+            reason: e.kind().to_string(),
+        })?;
+        set.add(glob);
+    }
+    set.build().map_err(|e| BundleError::BadGlob {
+        pattern: patterns.join(" "),
+        reason: e.to_string(),
+    })
+}
+
+/// The files `arg` names, relative to `cwd`: a file, every file under a directory, or the
+/// files of the tree a glob matches.
+fn collect(cwd: &Path, arg: &str, out: &mut Vec<PathBuf>) -> Result<(), BundleError> {
+    let path = cwd.join(arg);
+    match std::fs::metadata(&path) {
+        Ok(meta) if meta.is_file() => {
+            out.push(relative(cwd, &path)?);
+            Ok(())
+        }
+        Ok(meta) if meta.is_dir() => {
+            for file in walk(&path)? {
+                out.push(relative(cwd, &file)?);
+            }
+            Ok(())
+        }
+        _ => {
+            let glob = Glob::new(arg)
+                .map_err(|e| BundleError::BadGlob {
+                    pattern: arg.to_string(),
+                    reason: e.kind().to_string(),
+                })?
+                .compile_matcher();
+            let before = out.len();
+            for file in walk(cwd)? {
+                let rel = relative(cwd, &file)?;
+                if glob.is_match(&rel) {
+                    out.push(rel);
+                }
+            }
+            if out.len() == before {
+                return Err(BundleError::NoMatch {
+                    arg: arg.to_string(),
+                });
+            }
+            Ok(())
+        }
+    }
+}
+
+/// The files under `dir`, as git would see them: `.gitignore` and `.ignore` honoured, hidden
+/// files kept, `.git` itself never entered.
+fn walk(dir: &Path) -> Result<Vec<PathBuf>, BundleError> {
+    let mut files = Vec::new();
+    let walker = ignore::WalkBuilder::new(dir)
+        .hidden(false)
+        .require_git(false)
+        .filter_entry(|e| e.file_name() != ".git")
+        .build();
+    for entry in walker {
+        let entry = entry.map_err(|e| BundleError::Walk {
+            dir: dir.to_path_buf(),
+            reason: e.to_string(),
+        })?;
+        if entry.file_type().is_some_and(|t| t.is_file()) {
+            files.push(entry.into_path());
+        }
+    }
+    Ok(files)
+}
+
+/// `path` relative to `cwd`, without `.` or `..`: what dogs will accept back.
+fn relative(cwd: &Path, path: &Path) -> Result<PathBuf, BundleError> {
+    let outside = || BundleError::Outside {
+        path: path.to_path_buf(),
+    };
+    let mut rel = PathBuf::new();
+    for component in path.strip_prefix(cwd).map_err(|_| outside())?.components() {
+        match component {
+            Component::Normal(name) => rel.push(name),
+            Component::CurDir => {}
+            _ => return Err(outside()),
+        }
+    }
+    if rel.as_os_str().as_bytes().contains(&b'\n') {
+        return Err(BundleError::NewlineInName { path: rel });
+    }
+    Ok(rel)
+}
+
+/// `ouro cats`: the bundle to `output` (`-`: stdout), the token table to stderr. A path `-`
+/// reads more paths from stdin, one per line.
+pub fn run(cwd: &Path, mut options: CatsOptions, output: &str) -> Result<i32, BundleError> {
+    if options.paths.iter().any(|p| p == "-") {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).map_err(|source| {
+            BundleError::Io {
+                action: "read the paths from",
+                path: "stdin".into(),
+                source,
+            }
+        })?;
+        options.paths.retain(|p| p != "-");
+        options.paths.extend(
+            text.lines()
+                .filter(|l| !l.trim().is_empty())
+                .map(String::from),
+        );
+    }
+    let bundled = cats(cwd, &options)?;
+    if output == "-" {
+        let mut stdout = std::io::stdout().lock();
+        std::io::Write::write_all(&mut stdout, &bundled.bundle)
+            .and_then(|()| std::io::Write::flush(&mut stdout))
+            .map_err(|source| BundleError::Io {
+                action: "write the bundle to",
+                path: "stdout".into(),
+                source,
+            })?;
+    } else {
+        std::fs::write(cwd.join(output), &bundled.bundle).map_err(|source| BundleError::Io {
+            action: "write the bundle to",
+            path: output.into(),
+            source,
+        })?;
+    }
+    eprint!("{}", table(&bundled));
+    Ok(0)
+}
+
+/// The table cats prints on stderr: each file's tokens, then the total.
+pub fn table(bundled: &Bundled) -> String {
+    let width = bundled
+        .files
+        .iter()
+        .chain(&bundled.left_out)
+        .map(|f| f.path.chars().count())
+        .max()
+        .unwrap_or(4)
+        .max(4);
+    let mut out = format!("{:width$}  tokens (estimated: 1 per 4 bytes)\n", "file");
+    for f in &bundled.files {
+        out.push_str(&format!("{:width$}  {:>8}\n", f.path, f.tokens));
+    }
+    let total: u64 = bundled.files.iter().map(|f| f.tokens).sum();
+    out.push_str(&format!(
+        "{:width$}  {total:>8}  ({} files)\n",
+        "total",
+        bundled.files.len()
+    ));
+    if !bundled.left_out.is_empty() {
+        out.push_str("left out to stay within --max-tokens:\n");
+        for f in &bundled.left_out {
+            out.push_str(&format!("  {} ({} tokens)\n", f.path, f.tokens));
+        }
+    }
+    out
+}

@@ -1,0 +1,272 @@
+//! `ouro dogs`: a model's reply applied to a directory, all or nothing, after the user saw
+//! what it does; optionally verified by a command and taken back exactly when that fails.
+//!
+//! Exit codes: 0 applied (and verified), 1 verification failed, 2 bundle rejected or not
+//! confirmed (nothing written), 3 the model asked for more context (nothing written).
+
+use std::io::{BufRead, Read, Write};
+use std::path::{Path, PathBuf};
+
+use super::BundleError;
+use super::apply;
+use super::parse::{self, Reply};
+use super::plan::{self, Change};
+
+pub struct DogsOptions {
+    /// A file, or `-` for stdin.
+    pub bundle: String,
+    pub dir: PathBuf,
+    pub yes: bool,
+    pub dry_run: bool,
+    pub verify: Option<String>,
+    pub revert_on_fail: bool,
+    /// A cats bundle whose manifest says what the files were when they were bundled.
+    pub manifest: Option<PathBuf>,
+    /// Apply even over files that changed since they were bundled.
+    pub force: bool,
+}
+
+pub const APPLIED: i32 = 0;
+pub const VERIFY_FAILED: i32 = 1;
+pub const REJECTED: i32 = 2;
+pub const CONTEXT_REQUESTED: i32 = 3;
+
+pub fn run(options: &DogsOptions) -> Result<i32, BundleError> {
+    let reply = read_bundle(&options.bundle)?;
+    let dir = options
+        .dir
+        .canonicalize()
+        .map_err(|source| BundleError::Io {
+            action: "open the target directory",
+            path: options.dir.clone(),
+            source,
+        })?;
+    let (blocks, mut manifest) = match parse::parse(&reply) {
+        Ok(Reply::RequestContext(what)) => {
+            eprintln!("The model asks for more context before it changes anything:\n  {what}");
+            eprintln!("Nothing was applied. Bundle what it asks for with `ouro cats` and send it.");
+            return Ok(CONTEXT_REQUESTED);
+        }
+        Ok(Reply::Changes { blocks, manifest }) => (blocks, manifest),
+        Err(e) => {
+            eprintln!("ouro dogs: bundle rejected, nothing written: {e}");
+            return Ok(REJECTED);
+        }
+    };
+    if let Some(path) = &options.manifest {
+        let bundle = std::fs::read(path).map_err(|source| BundleError::Io {
+            action: "read the manifest bundle",
+            path: path.clone(),
+            source,
+        })?;
+        if let Ok(Reply::Changes { manifest: m, .. }) = parse::parse(&bundle) {
+            manifest.extend(m);
+        }
+    }
+    if blocks.is_empty() {
+        eprintln!("ouro dogs: no changes found in the bundle");
+        return Ok(APPLIED);
+    }
+    let changes = match plan::plan(&dir, &blocks, &manifest, options.force) {
+        Ok(changes) => changes,
+        Err(problems) => {
+            eprintln!("ouro dogs: bundle rejected, nothing written:");
+            for problem in problems {
+                eprintln!("  {problem}");
+            }
+            return Ok(REJECTED);
+        }
+    };
+    if changes.is_empty() {
+        eprintln!("ouro dogs: the bundle changes nothing: every file already has that content");
+        return Ok(APPLIED);
+    }
+    eprint!("{}", summary(&changes));
+    if options.dry_run {
+        print!("{}", diffs(&changes));
+        return Ok(APPLIED);
+    }
+    let protected: Vec<&Change> = changes.iter().filter(|c| c.protected.is_some()).collect();
+    if !protected.is_empty() {
+        eprintln!("These files decide what runs or what an agent is told later:");
+        for change in &protected {
+            eprintln!(
+                "  {} ({})",
+                change.path.display(),
+                change.protected.unwrap_or_default()
+            );
+        }
+        // Even with -y: these need a person's explicit yes.
+        if !confirmed("Type yes to write them: ", true) {
+            return Ok(REJECTED);
+        }
+    } else if !options.yes && !confirmed("Apply these changes? [y/N] ", false) {
+        return Ok(REJECTED);
+    }
+    let applied = apply::apply(&dir, &changes)?;
+    eprintln!("ouro dogs: applied {} file(s)", apply::touched(&applied));
+    let Some(command) = &options.verify else {
+        return Ok(APPLIED);
+    };
+    if verify(&dir, command)? {
+        eprintln!("ouro dogs: verified: `{command}` passed");
+        return Ok(APPLIED);
+    }
+    if options.revert_on_fail {
+        apply::restore(&dir, &applied)?;
+        eprintln!(
+            "ouro dogs: `{command}` failed; restored the {} file(s) dogs touched to their bytes and modes before (nothing else was touched)",
+            apply::touched(&applied)
+        );
+    } else {
+        eprintln!(
+            "ouro dogs: `{command}` failed; the changes stay (add --revert-on-fail to take them back)"
+        );
+    }
+    Ok(VERIFY_FAILED)
+}
+
+fn read_bundle(source: &str) -> Result<Vec<u8>, BundleError> {
+    if source == "-" {
+        let mut bytes = Vec::new();
+        std::io::stdin()
+            .read_to_end(&mut bytes)
+            .map_err(|source| BundleError::Io {
+                action: "read the bundle from",
+                path: "stdin".into(),
+                source,
+            })?;
+        return Ok(bytes);
+    }
+    std::fs::read(source).map_err(|e| BundleError::Io {
+        action: "read the bundle",
+        path: source.into(),
+        source: e,
+    })
+}
+
+/// Whether the user said yes; says why not when not.
+fn confirmed(question: &str, exact: bool) -> bool {
+    match confirm(question, exact) {
+        Ok(true) => true,
+        Ok(false) => {
+            eprintln!("ouro dogs: not confirmed; nothing written");
+            false
+        }
+        Err(e) => {
+            eprintln!("ouro dogs: {e}; nothing written");
+            false
+        }
+    }
+}
+
+/// Asks on the terminal (`/dev/tty`, so a bundle piped to stdin does not answer it);
+/// `exact`: only the word `yes` counts.
+fn confirm(question: &str, exact: bool) -> Result<bool, BundleError> {
+    let tty = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/tty");
+    let Ok(mut tty) = tty else {
+        return Err(BundleError::NoTerminal);
+    };
+    let _ = write!(tty, "{question}");
+    let _ = tty.flush();
+    let mut answer = String::new();
+    std::io::BufReader::new(&mut tty)
+        .read_line(&mut answer)
+        .map_err(|_| BundleError::NoTerminal)?;
+    let answer = answer.trim().to_ascii_lowercase();
+    Ok(if exact {
+        answer == "yes"
+    } else {
+        answer == "y" || answer == "yes"
+    })
+}
+
+/// Created / changed / deleted, each file's +/- lines, and the totals.
+pub fn summary(changes: &[Change]) -> String {
+    let mut out = String::new();
+    let (mut added, mut removed) = (0, 0);
+    let mut counts = [0usize; 3];
+    for change in changes {
+        let (plus, minus) = line_counts(change);
+        added += plus;
+        removed += minus;
+        let kind = change.kind();
+        counts[match kind {
+            "create" => 0,
+            "change" => 1,
+            _ => 2,
+        }] += 1;
+        out.push_str(&format!(
+            "  {kind:<7} {} (+{plus} -{minus})\n",
+            change.path.display()
+        ));
+    }
+    out.push_str(&format!(
+        "{} created, {} changed, {} deleted; +{added} -{removed} lines\n",
+        counts[0], counts[1], counts[2]
+    ));
+    out
+}
+
+fn text_of(bytes: Option<&[u8]>) -> String {
+    bytes
+        .map(|b| String::from_utf8_lossy(b).into_owned())
+        .unwrap_or_default()
+}
+
+fn line_counts(change: &Change) -> (usize, usize) {
+    let old = text_of(change.before.as_ref().map(|(b, _)| b.as_slice()));
+    let new = text_of(change.after.as_deref());
+    let diff = similar::TextDiff::from_lines(&old, &new);
+    let mut counts = (0, 0);
+    for op in diff.iter_all_changes() {
+        match op.tag() {
+            similar::ChangeTag::Insert => counts.0 += 1,
+            similar::ChangeTag::Delete => counts.1 += 1,
+            similar::ChangeTag::Equal => {}
+        }
+    }
+    counts
+}
+
+/// The unified diff of every change (what `--dry-run` prints).
+pub fn diffs(changes: &[Change]) -> String {
+    let mut out = String::new();
+    for change in changes {
+        let old = text_of(change.before.as_ref().map(|(b, _)| b.as_slice()));
+        let new = text_of(change.after.as_deref());
+        let name = change.path.display().to_string();
+        let (from, to) = match change.kind() {
+            "create" => ("/dev/null".to_string(), format!("b/{name}")),
+            "delete" => (format!("a/{name}"), "/dev/null".to_string()),
+            _ => (format!("a/{name}"), format!("b/{name}")),
+        };
+        out.push_str(
+            &similar::TextDiff::from_lines(&old, &new)
+                .unified_diff()
+                .header(&from, &to)
+                .to_string(),
+        );
+    }
+    out
+}
+
+/// Runs `command` with `sh -c` in `dir`, its output streaming to the terminal.
+fn verify(dir: &Path, command: &str) -> Result<bool, BundleError> {
+    eprintln!("ouro dogs: verifying with `{command}`");
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .current_dir(dir)
+        .stdin(std::process::Stdio::null())
+        .status()
+        .map_err(|source| BundleError::Io {
+            action: "run the verify command in",
+            path: dir.to_path_buf(),
+            source,
+        })?;
+    Ok(status.success())
+}

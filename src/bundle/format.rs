@@ -1,0 +1,196 @@
+//! The PAWS bundle format, as PAWS's `cats` writes it and its `dogs` reads it
+//! (`../shared/PAWS-FORMAT.md` has the facts): a `# Cats Bundle` header, then one entry per
+//! file between 🐈 START and END marker lines, text inside a fence of three backticks, binary
+//! as one line of base64 with a hint. A model answers in the same shape with 🐕 markers.
+//!
+//! ouro adds manifest lines to the header (`# Manifest: sha256=<hex> <path>`), which PAWS's
+//! dogs skips like any line outside a block: each bundled file's hash, so `ouro dogs` can tell
+//! when a file changed on disk after it was bundled.
+
+use base64::Engine as _;
+
+pub const CAT: &str = "🐈";
+pub const DOG: &str = "🐕";
+pub const HEADER: &str = "# Cats Bundle";
+pub const FENCE: &[u8] = b"```";
+pub const BASE64_HINT: &str = " (Content:Base64)";
+pub const MANIFEST: &str = "# Manifest: sha256=";
+
+/// Extensions PAWS always treats as binary.
+const BINARY_EXTENSIONS: &[&str] = &[
+    "png", "jpg", "jpeg", "gif", "pdf", "zip", "tar", "gz", "exe", "dll", "so", "dylib", "bin",
+    "dat", "pyc",
+];
+
+/// One file as a bundle holds it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    /// The path as written in the markers: relative, `/`-separated, any bytes but newline.
+    pub path: Vec<u8>,
+    pub content: Vec<u8>,
+}
+
+/// A marker line without its newline: `🐈 --- CATS_START_FILE: path (Content:Base64) ---`.
+pub fn marker(animal: &str, start: bool, path: &[u8], binary: bool) -> Vec<u8> {
+    let keyword = match (animal == CAT, start) {
+        (true, true) => "CATS_START_FILE",
+        (true, false) => "CATS_END_FILE",
+        (false, true) => "DOGS_START_FILE",
+        (false, false) => "DOGS_END_FILE",
+    };
+    let mut line = format!("{animal} --- {keyword}: ").into_bytes();
+    line.extend_from_slice(path);
+    if binary {
+        line.extend_from_slice(BASE64_HINT.as_bytes());
+    }
+    line.extend_from_slice(b" ---");
+    line
+}
+
+/// Whether `content` goes into a bundle as base64: PAWS's rule (a binary extension, a NUL or
+/// more than 30% control bytes in the first 1024), and, since ouro keeps every byte, any
+/// content that is not UTF-8 or that holds the exact line sequence that would end its entry.
+pub fn is_binary(path: &[u8], content: &[u8]) -> bool {
+    let extension = path
+        .rsplit(|b| *b == b'.')
+        .next()
+        .filter(|_| path.contains(&b'.'))
+        .map(|e| String::from_utf8_lossy(e).to_ascii_lowercase());
+    if extension.is_some_and(|e| BINARY_EXTENSIONS.contains(&e.as_str())) {
+        return true;
+    }
+    let head = &content[..content.len().min(1024)];
+    if head.contains(&0) {
+        return true;
+    }
+    let control = head
+        .iter()
+        .filter(|b| **b < 0x20 && !matches!(b, b'\t' | b'\n' | b'\r'))
+        .count();
+    if !head.is_empty() && control * 10 > head.len() * 3 {
+        return true;
+    }
+    if std::str::from_utf8(content).is_err() {
+        return true;
+    }
+    // The opening fence's newline counts: content that starts with the sequence ends early too.
+    let mut end = b"\n```\n".to_vec();
+    end.extend_from_slice(&marker(CAT, false, path, false));
+    let mut framed = b"\n".to_vec();
+    framed.extend_from_slice(content);
+    contains(&framed, &end)
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+/// One entry as cats writes it, followed by the empty line that separates entries.
+pub fn write_entry(out: &mut Vec<u8>, entry: &Entry) {
+    let binary = is_binary(&entry.path, &entry.content);
+    out.extend_from_slice(&marker(CAT, true, &entry.path, binary));
+    out.push(b'\n');
+    if binary {
+        out.extend_from_slice(
+            base64::engine::general_purpose::STANDARD
+                .encode(&entry.content)
+                .as_bytes(),
+        );
+        out.push(b'\n');
+    } else {
+        out.extend_from_slice(FENCE);
+        out.push(b'\n');
+        out.extend_from_slice(&entry.content);
+        out.push(b'\n');
+        out.extend_from_slice(FENCE);
+        out.push(b'\n');
+    }
+    out.extend_from_slice(&marker(CAT, false, &entry.path, binary));
+    out.extend_from_slice(b"\n\n");
+}
+
+/// The SHA-256 of `content`, in hex.
+pub fn digest(content: &[u8]) -> String {
+    ring::digest::digest(&ring::digest::SHA256, content)
+        .as_ref()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// A whole bundle: header, manifest, entries; ends right after the last END marker with one
+/// newline, as PAWS's does.
+pub fn bundle(entries: &[Entry]) -> Vec<u8> {
+    let mut out = Vec::new();
+    out.extend_from_slice(HEADER.as_bytes());
+    out.extend_from_slice(b"\n# Format: FULL\n");
+    for entry in entries {
+        out.extend_from_slice(MANIFEST.as_bytes());
+        out.extend_from_slice(digest(&entry.content).as_bytes());
+        out.push(b' ');
+        out.extend_from_slice(&entry.path);
+        out.push(b'\n');
+    }
+    out.push(b'\n');
+    for entry in entries {
+        write_entry(&mut out, entry);
+    }
+    // Entries end with an empty line; the bundle ends with the last marker's newline.
+    if !entries.is_empty() {
+        out.pop();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_look_as_paws_writes_them() {
+        let mut out = Vec::new();
+        write_entry(
+            &mut out,
+            &Entry {
+                path: b"src/a.py".to_vec(),
+                content: b"x = 1\n".to_vec(),
+            },
+        );
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "🐈 --- CATS_START_FILE: src/a.py ---\n```\nx = 1\n\n```\n🐈 --- CATS_END_FILE: src/a.py ---\n\n"
+        );
+        let mut out = Vec::new();
+        write_entry(
+            &mut out,
+            &Entry {
+                path: b"img.png".to_vec(),
+                content: vec![0x89, b'P', b'N', b'G'],
+            },
+        );
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "🐈 --- CATS_START_FILE: img.png (Content:Base64) ---\niVBORw==\n🐈 --- CATS_END_FILE: img.png (Content:Base64) ---\n\n"
+        );
+    }
+
+    #[test]
+    fn what_text_cannot_carry_exactly_is_base64() {
+        assert!(!is_binary(b"a.txt", b"plain\r\ntext"));
+        assert!(is_binary(b"a.txt", b"caf\xe9"));
+        assert!(is_binary(b"a.txt", b"a\0b"));
+        assert!(is_binary(b"x.PNG", b"text"));
+        assert!(is_binary(
+            b"a.md",
+            "x\n```\n🐈 --- CATS_END_FILE: a.md ---\ny".as_bytes()
+        ));
+        assert!(!is_binary(
+            b"a.md",
+            "x\n```\n🐈 --- CATS_END_FILE: b.md ---\ny".as_bytes()
+        ));
+        assert!(is_binary(
+            b"a.md",
+            "```\n🐈 --- CATS_END_FILE: a.md ---\ny".as_bytes()
+        ));
+    }
+}

@@ -1,0 +1,48 @@
+//! `ouro cats` and `ouro dogs`: context bundles in PAWS's format for any chat model, and the
+//! model's reply applied back, checked whole first, shown, confirmed, optionally verified and
+//! taken back exactly. Compatible with PAWS's own tools both ways (`format`), without the ways
+//! they lose data (`../shared/PAWS-FORMAT.md` lists them).
+
+mod apply;
+pub mod cats;
+pub mod dogs;
+mod edit;
+pub mod format;
+pub mod parse;
+mod plan;
+
+use std::path::PathBuf;
+
+pub use cats::{CatsOptions, cats};
+pub use dogs::DogsOptions;
+
+#[derive(Debug, thiserror::Error)]
+pub enum BundleError {
+    #[error("could not {action} {path}: {source}")]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "nothing to bundle: name files, directories or globs (run `ouro cats .` for this whole directory)"
+    )]
+    NothingToBundle,
+    #[error("`{arg}` names no file, directory or file matching it as a glob")]
+    NoMatch { arg: String },
+    #[error("`{pattern}` is not a glob: {reason}")]
+    BadGlob { pattern: String, reason: String },
+    #[error("could not walk {dir}: {reason}")]
+    Walk { dir: PathBuf, reason: String },
+    #[error(
+        "{path} is outside this directory; run cats from a directory that contains every file to bundle"
+    )]
+    Outside { path: PathBuf },
+    #[error("{path}: a file name with a newline cannot go in a bundle")]
+    NewlineInName { path: PathBuf },
+    #[error("there is no terminal to confirm on; pass -y (protected files always need a terminal)")]
+    NoTerminal,
+    #[error("could not restore every file: {failed}")]
+    Restore { failed: String },
+}

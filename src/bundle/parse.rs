@@ -1,0 +1,614 @@
+//! Reading a model's reply as it really arrives: prose around the bundle, markdown fences or
+//! none, CRLF, a last file cut off. It holds any mix of 🐕 blocks (whole files, PAWS's delete
+//! and line commands), 🐈 entries (a bundle made by cats; everything before its `# Cats Bundle`
+//! header is skipped, since prepended instructions hold example blocks), SEARCH/REPLACE blocks
+//! and unified diffs. Nothing here touches the disk.
+
+use base64::Engine as _;
+
+use super::format::{BASE64_HINT, CAT, DOG, HEADER, MANIFEST};
+
+/// One line of a text edit, without its line ending.
+pub type Line = Vec<u8>;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Block {
+    /// A whole file. `machine`: a 🐈 entry (exact bytes) rather than a model's 🐕 block.
+    Full {
+        path: Vec<u8>,
+        content: Vec<u8>,
+        binary: bool,
+        machine: bool,
+    },
+    Delete {
+        path: Vec<u8>,
+    },
+    /// PAWS's line commands, in the order written.
+    Lines {
+        path: Vec<u8>,
+        commands: Vec<LineCommand>,
+    },
+    /// Replace the unique match of `search` with `replace` (an empty search on a missing file
+    /// creates it).
+    SearchReplace {
+        path: Vec<u8>,
+        search: Vec<Line>,
+        replace: Vec<Line>,
+    },
+    /// One file's part of a unified diff; `old`/`new` is `None` for /dev/null.
+    Diff {
+        old: Option<Vec<u8>>,
+        new: Option<Vec<u8>>,
+        hunks: Vec<Hunk>,
+    },
+}
+
+impl Block {
+    /// The file the block changes.
+    pub fn path(&self) -> &[u8] {
+        match self {
+            Block::Full { path, .. }
+            | Block::Delete { path }
+            | Block::Lines { path, .. }
+            | Block::SearchReplace { path, .. } => path,
+            Block::Diff { old, new, .. } => new.as_deref().or(old.as_deref()).unwrap_or_default(),
+        }
+    }
+}
+
+/// `REPLACE_LINES(a, b)`, `INSERT_AFTER_LINE(n)`, `DELETE_LINES(a, b)`: 1-based, inclusive,
+/// numbers of the original file; the content follows its command.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LineCommand {
+    Replace {
+        from: usize,
+        to: usize,
+        content: Vec<Line>,
+    },
+    InsertAfter {
+        line: usize,
+        content: Vec<Line>,
+    },
+    Delete {
+        from: usize,
+        to: usize,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hunk {
+    /// The old file's first line number in the header (0 for an insertion at the top).
+    pub old_start: usize,
+    pub old: Vec<Line>,
+    pub new: Vec<Line>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    Changes {
+        blocks: Vec<Block>,
+        /// `# Manifest:` lines: each bundled file's path and SHA-256.
+        manifest: Vec<(Vec<u8>, String)>,
+    },
+    /// The model asked for more context instead of answering.
+    RequestContext(String),
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("line {line}: {message}")]
+pub struct ParseError {
+    pub line: usize,
+    pub message: String,
+}
+
+fn error(line: usize, message: impl Into<String>) -> ParseError {
+    ParseError {
+        line: line + 1,
+        message: message.into(),
+    }
+}
+
+/// A marker line, read as leniently as PAWS's regex (any case, any run of three or more
+/// dashes, spaces around the colon).
+#[derive(Debug, Clone, PartialEq)]
+struct Marker {
+    cat: bool,
+    start: bool,
+    path: Vec<u8>,
+    binary: bool,
+}
+
+fn trim(mut s: &[u8]) -> &[u8] {
+    while let [first, rest @ ..] = s
+        && first.is_ascii_whitespace()
+    {
+        s = rest;
+    }
+    while let [rest @ .., last] = s
+        && last.is_ascii_whitespace()
+    {
+        s = rest;
+    }
+    s
+}
+
+fn strip_dashes(s: &[u8]) -> Option<&[u8]> {
+    let n = s.iter().take_while(|b| **b == b'-').count();
+    (n >= 3).then(|| &s[n..])
+}
+
+fn marker(line: &[u8]) -> Option<Marker> {
+    let line = trim(line);
+    let (cat, rest) = if let Some(rest) = line.strip_prefix(CAT.as_bytes()) {
+        (true, rest)
+    } else {
+        (false, line.strip_prefix(DOG.as_bytes())?)
+    };
+    let rest = trim(strip_dashes(trim(rest))?);
+    let keywords: [(&[u8], bool); 2] = if cat {
+        [(b"CATS_START_FILE", true), (b"CATS_END_FILE", false)]
+    } else {
+        [(b"DOGS_START_FILE", true), (b"DOGS_END_FILE", false)]
+    };
+    let (start, rest) = keywords.iter().find_map(|(k, start)| {
+        (rest.len() >= k.len() && rest[..k.len()].eq_ignore_ascii_case(k))
+            .then(|| (*start, &rest[k.len()..]))
+    })?;
+    let rest = trim(rest).strip_prefix(b":")?;
+    // The path runs to the closing dashes: `path ---` or `path (Content:Base64) ---`.
+    let end = rest.len() - rest.iter().rev().take_while(|b| **b == b'-').count();
+    if rest.len() - end < 3 {
+        return None;
+    }
+    let mut path = &rest[..end];
+    // ouro's cats writes exactly one space on each side; a path may itself start or end with
+    // spaces, so only those are taken off when the line has that exact shape.
+    path = path.strip_prefix(b" ").unwrap_or(path);
+    path = path.strip_suffix(b" ").unwrap_or(path);
+    let hint = BASE64_HINT.as_bytes();
+    let binary =
+        path.len() >= hint.len() && path[path.len() - hint.len()..].eq_ignore_ascii_case(hint);
+    if binary {
+        path = &path[..path.len() - hint.len()];
+    }
+    if !cat || path.first().is_some_and(u8::is_ascii_whitespace) {
+        path = trim(path);
+    }
+    (!path.is_empty()).then(|| Marker {
+        cat,
+        start,
+        path: path.to_vec(),
+        binary,
+    })
+}
+
+fn is_fence(line: &[u8]) -> bool {
+    let line = trim(line);
+    line.starts_with(b"```")
+        && line[3..]
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'+' | b'.'))
+}
+
+fn is_closing_fence(line: &[u8]) -> bool {
+    trim(line) == b"```"
+}
+
+/// A `@@ PAWS_CMD NAME(args) @@` line: the command's name and its argument text.
+fn paws_command(line: &[u8]) -> Option<(String, String)> {
+    let line = std::str::from_utf8(trim(line)).ok()?;
+    let inner = line.strip_prefix("@@")?.strip_suffix("@@")?.trim();
+    let (word, rest) = inner.split_at(inner.find(char::is_whitespace)?);
+    if !word.eq_ignore_ascii_case("PAWS_CMD") {
+        return None;
+    }
+    let call = rest.trim();
+    let open = call.find('(')?;
+    let args = call[open + 1..].strip_suffix(')')?;
+    Some((
+        call[..open].trim().to_ascii_uppercase(),
+        args.trim().to_string(),
+    ))
+}
+
+fn numbers(args: &str, count: usize, at: usize) -> Result<Vec<usize>, ParseError> {
+    let parsed: Result<Vec<usize>, _> = args.split(',').map(|a| a.trim().parse()).collect();
+    match parsed {
+        Ok(n) if n.len() == count => Ok(n),
+        _ => Err(error(at, format!("`{args}` is not {count} line number(s)"))),
+    }
+}
+
+pub fn parse(reply: &[u8]) -> Result<Reply, ParseError> {
+    let mut lines: Vec<&[u8]> = reply.split(|b| *b == b'\n').collect();
+    if lines.last().is_some_and(|l| l.is_empty()) {
+        lines.pop();
+    }
+    let plain = |l: &[u8]| -> Vec<u8> { l.strip_suffix(b"\r").unwrap_or(l).to_vec() };
+    // A 🐈 bundle: what precedes its header is prepended instructions, examples and all.
+    let has_cats = lines
+        .iter()
+        .any(|l| marker(l).is_some_and(|m| m.cat && m.start));
+    let first = if has_cats {
+        lines
+            .iter()
+            .position(|l| plain(l) == HEADER.as_bytes())
+            .unwrap_or(0)
+    } else {
+        0
+    };
+    let mut blocks = Vec::new();
+    let mut manifest = Vec::new();
+    let mut i = first;
+    while i < lines.len() {
+        let line = plain(lines[i]);
+        if let Some(rest) = line.strip_prefix(MANIFEST.as_bytes())
+            && let Some(space) = rest.iter().position(|b| *b == b' ')
+        {
+            let hash = String::from_utf8_lossy(&rest[..space]).into_owned();
+            manifest.push((rest[space + 1..].to_vec(), hash));
+            i += 1;
+            continue;
+        }
+        if let Some((name, args)) = paws_command(&line)
+            && name == "REQUEST_CONTEXT"
+        {
+            return Ok(Reply::RequestContext(args));
+        }
+        if let Some(m) = marker(lines[i]) {
+            if !m.start {
+                return Err(error(
+                    i,
+                    format!(
+                        "an END marker for {} with no START before it",
+                        String::from_utf8_lossy(&m.path)
+                    ),
+                ));
+            }
+            let (block, next) = file_block(&lines, i, m)?;
+            if let Some(block) = block {
+                blocks.push(block);
+            } else {
+                return Ok(Reply::RequestContext(request_reason(&lines, i, next)));
+            }
+            i = next;
+            continue;
+        }
+        if is_search(&line) {
+            let (block, next) = search_replace(&lines, i)?;
+            blocks.push(block);
+            i = next;
+            continue;
+        }
+        if line.starts_with(b"--- ") && lines.get(i + 1).is_some_and(|l| l.starts_with(b"+++ ")) {
+            let (block, next) = diff(&lines, i)?;
+            blocks.push(block);
+            i = next;
+            continue;
+        }
+        i += 1;
+    }
+    Ok(Reply::Changes { blocks, manifest })
+}
+
+fn request_reason(lines: &[&[u8]], from: usize, to: usize) -> String {
+    lines[from..to]
+        .iter()
+        .find_map(|l| paws_command(l).filter(|(n, _)| n == "REQUEST_CONTEXT"))
+        .map(|(_, args)| args)
+        .unwrap_or_default()
+}
+
+/// The block that starts at line `at`; `None` for a block holding `REQUEST_CONTEXT`. Also the
+/// index of the line after its END marker.
+fn file_block(
+    lines: &[&[u8]],
+    at: usize,
+    start: Marker,
+) -> Result<(Option<Block>, usize), ParseError> {
+    let name = String::from_utf8_lossy(&start.path).into_owned();
+    let crlf = lines[at].ends_with(b"\r");
+    let fenced = lines.get(at + 1).is_some_and(|l| is_fence(l));
+    let mut end = None;
+    for j in at + 1..lines.len() {
+        let Some(m) = marker(lines[j]) else { continue };
+        if m.cat != start.cat {
+            continue;
+        }
+        let closes = !m.start && m.path == start.path;
+        // In a fenced block the END must follow the closing fence: a line inside a file that
+        // looks like a marker stays content.
+        if closes && (!fenced || (j > at + 2 && is_closing_fence(lines[j - 1]))) {
+            end = Some(j);
+            break;
+        }
+        if !fenced {
+            let what = if m.start { "a new START" } else { "the END of" };
+            return Err(error(
+                j,
+                format!(
+                    "the block for {name} (line {}) meets {what} {} before its own END marker",
+                    at + 1,
+                    String::from_utf8_lossy(&m.path)
+                ),
+            ));
+        }
+    }
+    let Some(end) = end else {
+        return Err(error(
+            at,
+            format!("the block for {name} is never closed (was the reply cut off?)"),
+        ));
+    };
+    let mut inner: Vec<Vec<u8>> = lines[at + 1..end]
+        .iter()
+        .map(|l| {
+            if crlf {
+                l.strip_suffix(b"\r").unwrap_or(l).to_vec()
+            } else {
+                l.to_vec()
+            }
+        })
+        .collect();
+    if fenced && inner.len() >= 2 && is_closing_fence(&inner[inner.len() - 1]) {
+        inner.pop();
+        inner.remove(0);
+    }
+    let path = start.path.clone();
+    if start.binary {
+        let text: Vec<u8> = inner
+            .concat()
+            .into_iter()
+            .filter(|b| !b.is_ascii_whitespace())
+            .collect();
+        let content = base64::engine::general_purpose::STANDARD
+            .decode(&text)
+            .map_err(|e| error(at, format!("the base64 of {name} does not decode: {e}")))?;
+        let block = Block::Full {
+            path,
+            content,
+            binary: true,
+            machine: start.cat,
+        };
+        return Ok((Some(block), end + 1));
+    }
+    if !start.cat && inner.iter().any(|l| paws_command(l).is_some()) {
+        return commands(&inner, path, at).map(|b| (b, end + 1));
+    }
+    let block = Block::Full {
+        path,
+        content: inner.join(&b'\n'),
+        binary: false,
+        machine: start.cat,
+    };
+    Ok((Some(block), end + 1))
+}
+
+/// A 🐕 block holding PAWS commands.
+fn commands(inner: &[Vec<u8>], path: Vec<u8>, at: usize) -> Result<Option<Block>, ParseError> {
+    let mut out: Vec<LineCommand> = Vec::new();
+    let mut delete_file = false;
+    for (k, line) in inner.iter().enumerate() {
+        let Some((name, args)) = paws_command(line) else {
+            match out.last_mut() {
+                Some(
+                    LineCommand::Replace { content, .. } | LineCommand::InsertAfter { content, .. },
+                ) => {
+                    content.push(line.clone());
+                }
+                _ if trim(line).is_empty() => {}
+                _ => {
+                    return Err(error(
+                        at + 1 + k,
+                        "content in a command block that follows no REPLACE_LINES or INSERT_AFTER_LINE",
+                    ));
+                }
+            }
+            continue;
+        };
+        match name.as_str() {
+            "DELETE_FILE" => delete_file = true,
+            "REQUEST_CONTEXT" => return Ok(None),
+            "REPLACE_LINES" => {
+                let n = numbers(&args, 2, at + 1 + k)?;
+                out.push(LineCommand::Replace {
+                    from: n[0],
+                    to: n[1],
+                    content: Vec::new(),
+                });
+            }
+            "DELETE_LINES" => {
+                let n = numbers(&args, 2, at + 1 + k)?;
+                out.push(LineCommand::Delete {
+                    from: n[0],
+                    to: n[1],
+                });
+            }
+            "INSERT_AFTER_LINE" => {
+                let n = numbers(&args, 1, at + 1 + k)?;
+                out.push(LineCommand::InsertAfter {
+                    line: n[0],
+                    content: Vec::new(),
+                });
+            }
+            other => {
+                return Err(error(at + 1 + k, format!("unknown PAWS command {other}")));
+            }
+        }
+    }
+    if delete_file {
+        if !out.is_empty() {
+            return Err(error(at, "DELETE_FILE shares its block with line commands"));
+        }
+        return Ok(Some(Block::Delete { path }));
+    }
+    // A model puts a blank line between a command's text and the next command; it is not text.
+    for command in &mut out {
+        if let LineCommand::Replace { content, .. } | LineCommand::InsertAfter { content, .. } =
+            command
+        {
+            while content.last().is_some_and(|l| trim(l).is_empty()) {
+                content.pop();
+            }
+        }
+    }
+    Ok(Some(Block::Lines {
+        path,
+        commands: out,
+    }))
+}
+
+fn run_of(line: &[u8], ch: u8) -> bool {
+    let n = line.iter().take_while(|b| **b == ch).count();
+    (5..=9).contains(&n)
+}
+
+fn is_search(line: &[u8]) -> bool {
+    run_of(line, b'<') && trim(line.trim_ascii_start().trim_start_matches(b'<')) == b"SEARCH"
+}
+
+trait TrimStart {
+    fn trim_start_matches(&self, ch: u8) -> &[u8];
+}
+
+impl TrimStart for [u8] {
+    fn trim_start_matches(&self, ch: u8) -> &[u8] {
+        let n = self.iter().take_while(|b| **b == ch).count();
+        &self[n..]
+    }
+}
+
+fn is_divider(line: &[u8]) -> bool {
+    run_of(line, b'=') && trim(line.trim_start_matches(b'=')).is_empty()
+}
+
+fn is_replace(line: &[u8]) -> bool {
+    run_of(line, b'>') && trim(line.trim_start_matches(b'>')) == b"REPLACE"
+}
+
+/// A SEARCH/REPLACE block at `at`; its file is named on the nearest line above that is not a
+/// fence or blank.
+fn search_replace(lines: &[&[u8]], at: usize) -> Result<(Block, usize), ParseError> {
+    let plain = |l: &[u8]| l.strip_suffix(b"\r").unwrap_or(l).to_vec();
+    let path = lines[..at]
+        .iter()
+        .rev()
+        .map(|l| plain(l))
+        .find(|l| !trim(l).is_empty() && !is_fence(l))
+        // A line of prose (`Change this:`) names no file.
+        .filter(|l| !trim(l).ends_with(b":"))
+        .map(|l| {
+            let t = trim(&l);
+            let strip: &[u8] = b"`*\"'";
+            let start = t.iter().take_while(|b| strip.contains(b)).count();
+            let end = t.len() - t.iter().rev().take_while(|b| strip.contains(b)).count();
+            t[start..end.max(start)].to_vec()
+        })
+        .filter(|p| !p.is_empty() && !p.contains(&b' ') || p.contains(&b'/'))
+        .ok_or_else(|| {
+            error(
+                at,
+                "a SEARCH/REPLACE block names no file on the line above it",
+            )
+        })?;
+    let mut search = Vec::new();
+    let mut replace = Vec::new();
+    let mut in_replace = false;
+    for (k, raw) in lines.iter().enumerate().skip(at + 1) {
+        let line = plain(raw);
+        if !in_replace && is_divider(&line) {
+            in_replace = true;
+        } else if in_replace && is_replace(&line) {
+            return Ok((
+                Block::SearchReplace {
+                    path,
+                    search,
+                    replace,
+                },
+                k + 1,
+            ));
+        } else if in_replace {
+            replace.push(line);
+        } else {
+            search.push(line);
+        }
+    }
+    Err(error(
+        at,
+        format!(
+            "the SEARCH/REPLACE block for {} is never closed (was the reply cut off?)",
+            String::from_utf8_lossy(&path)
+        ),
+    ))
+}
+
+/// The path of a `---`/`+++` line: `a/`/`b/` prefixes and a trailing timestamp dropped;
+/// `None` for /dev/null.
+fn diff_path(line: &[u8]) -> Option<Vec<u8>> {
+    let rest = &line[4..];
+    let rest = rest.split(|b| *b == b'\t').next().unwrap_or(rest);
+    let rest = trim(rest);
+    if rest == b"/dev/null" {
+        return None;
+    }
+    let rest = rest
+        .strip_prefix(b"a/")
+        .or_else(|| rest.strip_prefix(b"b/"))
+        .unwrap_or(rest);
+    Some(rest.to_vec())
+}
+
+fn diff(lines: &[&[u8]], at: usize) -> Result<(Block, usize), ParseError> {
+    let plain = |l: &[u8]| l.strip_suffix(b"\r").unwrap_or(l).to_vec();
+    let old = diff_path(&plain(lines[at]));
+    let new = diff_path(&plain(lines[at + 1]));
+    let mut hunks = Vec::new();
+    let mut i = at + 2;
+    while i < lines.len() {
+        let line = plain(lines[i]);
+        if !line.starts_with(b"@@") {
+            break;
+        }
+        let old_start = std::str::from_utf8(&line)
+            .ok()
+            .and_then(|h| h.split_whitespace().nth(1))
+            .and_then(|r| r.trim_start_matches('-').split(',').next()?.parse().ok())
+            .unwrap_or(0);
+        let mut hunk = Hunk {
+            old_start,
+            old: Vec::new(),
+            new: Vec::new(),
+        };
+        i += 1;
+        while i < lines.len() {
+            let line = plain(lines[i]);
+            match line.first() {
+                Some(b' ') => {
+                    hunk.old.push(line[1..].to_vec());
+                    hunk.new.push(line[1..].to_vec());
+                }
+                Some(b'-') if !line.starts_with(b"--- ") => hunk.old.push(line[1..].to_vec()),
+                Some(b'+') if !line.starts_with(b"+++ ") => hunk.new.push(line[1..].to_vec()),
+                Some(b'\\') => {}
+                // A blank context line whose space a model left out, inside the hunk.
+                None if lines
+                    .get(i + 1)
+                    .is_some_and(|n| matches!(n.first(), Some(b' ' | b'-' | b'+'))) =>
+                {
+                    hunk.old.push(Vec::new());
+                    hunk.new.push(Vec::new());
+                }
+                _ => break,
+            }
+            i += 1;
+        }
+        hunks.push(hunk);
+    }
+    if hunks.is_empty() && old.is_some() && new.is_some() {
+        return Err(error(at, "a diff header with no hunks"));
+    }
+    Ok((Block::Diff { old, new, hunks }, i))
+}
+
+#[cfg(test)]
+mod tests;

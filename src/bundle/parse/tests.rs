@@ -1,0 +1,155 @@
+use super::*;
+
+fn changes(reply: &str) -> Vec<Block> {
+    match parse(reply.as_bytes()).unwrap() {
+        Reply::Changes { blocks, .. } => blocks,
+        other => panic!("{other:?}"),
+    }
+}
+
+fn full(path: &str, content: &str, machine: bool) -> Block {
+    Block::Full {
+        path: path.into(),
+        content: content.into(),
+        binary: false,
+        machine,
+    }
+}
+
+#[test]
+fn a_reply_with_prose_fences_and_crlf() {
+    let reply = "Sure! Here you go:\r\n\r\n```\r\n🐕 --- DOGS_START_FILE: src/a.py ---\r\n```python\r\nprint(1)\r\n```\r\n🐕 --- DOGS_END_FILE: src/a.py ---\r\n```\r\nHope it helps.\r\n";
+    assert_eq!(changes(reply), vec![full("src/a.py", "print(1)", false)]);
+}
+
+#[test]
+fn markers_are_read_as_leniently_as_paws_reads_them() {
+    let reply =
+        "  🐕 ----- dogs_start_file :  x.txt  -----  \nhi\n🐕 --- DOGS_END_FILE: x.txt ---\n";
+    assert_eq!(changes(reply), vec![full("x.txt", "hi", false)]);
+}
+
+#[test]
+fn a_cats_bundle_skips_what_precedes_its_header() {
+    let reply = "instructions\n🐕 --- DOGS_START_FILE: example.py ---\nx\n🐕 --- DOGS_END_FILE: example.py ---\n# Cats Bundle\n# Format: FULL\n\n🐈 --- CATS_START_FILE: a.txt ---\n```\nreal\n\n```\n🐈 --- CATS_END_FILE: a.txt ---\n";
+    assert_eq!(changes(reply), vec![full("a.txt", "real\n", true)]);
+}
+
+#[test]
+fn a_marker_like_line_inside_a_fenced_file_is_content() {
+    let reply = "🐈 --- CATS_START_FILE: doc.md ---\n```\n🐈 --- CATS_END_FILE: doc.md ---\nafter\n```\n🐈 --- CATS_END_FILE: doc.md ---\n";
+    assert_eq!(
+        changes(reply),
+        vec![full(
+            "doc.md",
+            "🐈 --- CATS_END_FILE: doc.md ---\nafter",
+            true
+        )]
+    );
+}
+
+#[test]
+fn an_unclosed_block_and_a_stray_end_are_errors() {
+    let cut = "🐕 --- DOGS_START_FILE: a.txt ---\nline\n";
+    assert!(
+        parse(cut.as_bytes())
+            .unwrap_err()
+            .message
+            .contains("never closed")
+    );
+    let two = "🐕 --- DOGS_START_FILE: a.txt ---\nx\n🐕 --- DOGS_START_FILE: b.txt ---\ny\n🐕 --- DOGS_END_FILE: b.txt ---\n";
+    assert!(parse(two.as_bytes()).is_err());
+    let stray = "🐕 --- DOGS_END_FILE: a.txt ---\n";
+    assert!(parse(stray.as_bytes()).is_err());
+}
+
+#[test]
+fn line_commands_take_the_content_that_follows_them() {
+    let reply = "🐕 --- DOGS_START_FILE: m.py ---\n@@ PAWS_CMD REPLACE_LINES(2, 3) @@\nnew two\nnew three\n\n@@ PAWS_CMD DELETE_LINES(5, 5) @@\n@@ PAWS_CMD INSERT_AFTER_LINE(7) @@\nseven and a half\n🐕 --- DOGS_END_FILE: m.py ---\n";
+    let lines = |s: &str| s.lines().map(|l| l.as_bytes().to_vec()).collect::<Vec<_>>();
+    assert_eq!(
+        changes(reply),
+        vec![Block::Lines {
+            path: b"m.py".to_vec(),
+            commands: vec![
+                LineCommand::Replace {
+                    from: 2,
+                    to: 3,
+                    content: lines("new two\nnew three"),
+                },
+                LineCommand::Delete { from: 5, to: 5 },
+                LineCommand::InsertAfter {
+                    line: 7,
+                    content: lines("seven and a half"),
+                },
+            ],
+        }]
+    );
+}
+
+#[test]
+fn delete_and_request_context() {
+    let reply = "🐕 --- DOGS_START_FILE: old.txt ---\n@@ PAWS_CMD DELETE_FILE() @@\n🐕 --- DOGS_END_FILE: old.txt ---\n";
+    assert_eq!(
+        changes(reply),
+        vec![Block::Delete {
+            path: b"old.txt".to_vec()
+        }]
+    );
+    let ask = "I need more.\n🐕 --- DOGS_START_FILE: x ---\n@@ PAWS_CMD REQUEST_CONTEXT(reason=\"need the tests\") @@\n🐕 --- DOGS_END_FILE: x ---\n";
+    assert_eq!(
+        parse(ask.as_bytes()).unwrap(),
+        Reply::RequestContext("reason=\"need the tests\"".into())
+    );
+}
+
+#[test]
+fn search_replace_blocks_name_their_file_above_the_fence() {
+    let reply = "Change this:\n\nsrc/lib.rs\n```rust\n<<<<<<< SEARCH\nfn a() {}\n=======\nfn a() { b() }\n>>>>>>> REPLACE\n```\n";
+    assert_eq!(
+        changes(reply),
+        vec![Block::SearchReplace {
+            path: b"src/lib.rs".to_vec(),
+            search: vec![b"fn a() {}".to_vec()],
+            replace: vec![b"fn a() { b() }".to_vec()],
+        }]
+    );
+    let unnamed = "Here:\n<<<<<<< SEARCH\nx\n=======\ny\n>>>>>>> REPLACE\n";
+    assert!(parse(unnamed.as_bytes()).is_err());
+    let cut = "a.txt\n<<<<<<< SEARCH\nx\n=======\ny\n";
+    assert!(parse(cut.as_bytes()).is_err());
+}
+
+#[test]
+fn unified_diffs_per_file() {
+    let reply = "```diff\n--- a/src/x.txt\n+++ b/src/x.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+TWO\n\n three\n--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1,1 @@\n+hello\n```\n";
+    let blocks = changes(reply);
+    assert_eq!(blocks.len(), 2);
+    let Block::Diff { old, new, hunks } = &blocks[0] else {
+        panic!("{blocks:?}")
+    };
+    assert_eq!(old.as_deref(), Some(&b"src/x.txt"[..]));
+    assert_eq!(new.as_deref(), Some(&b"src/x.txt"[..]));
+    assert_eq!(
+        hunks[0].old,
+        vec![
+            b"one".to_vec(),
+            b"two".to_vec(),
+            b"".to_vec(),
+            b"three".to_vec()
+        ]
+    );
+    assert_eq!(blocks[1].path(), b"new.txt");
+}
+
+#[test]
+fn manifest_lines_are_collected() {
+    let reply = "# Cats Bundle\n# Format: FULL\n# Manifest: sha256=abc a b.txt\n\n";
+    assert_eq!(
+        parse(reply.as_bytes()).unwrap(),
+        Reply::Changes {
+            blocks: vec![],
+            manifest: vec![(b"a b.txt".to_vec(), "abc".into())],
+        }
+    );
+}

@@ -1,0 +1,532 @@
+//! `ouro cats` and `ouro dogs` as a user runs them: fixture trees bundled and applied back byte
+//! for byte, replies in PAWS's format (written from the format's facts), SEARCH/REPLACE and
+//! unified diffs, every way a bundle is rejected with nothing written, and verification that
+//! takes back exactly what dogs touched.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use crate::common::Sandbox;
+use crate::common::pty::{Options, Term};
+
+fn ouro(dir: &Path, args: &[&str], stdin: Option<&[u8]>) -> Output {
+    let home = tempfile::tempdir().unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_ouro"));
+    command
+        .args(args)
+        .current_dir(dir)
+        .env("OURO_HOME", home.path())
+        .env("HOME", home.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        });
+    let mut child = command.spawn().unwrap();
+    if let Some(input) = stdin {
+        use std::io::Write;
+        child.stdin.take().unwrap().write_all(input).unwrap();
+    }
+    child.wait_with_output().unwrap()
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Every file under `dir` (`.git` left out): its bytes and mode.
+fn tree(dir: &Path) -> BTreeMap<PathBuf, (Vec<u8>, u32)> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.file_name().is_some_and(|n| n == ".git") {
+                continue;
+            }
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            if meta.is_dir() {
+                stack.push(path);
+            } else if meta.file_type().is_symlink() {
+                let rel = path.strip_prefix(dir).unwrap().to_path_buf();
+                let target = std::fs::read_link(&path).unwrap();
+                out.insert(rel, (target.as_os_str().as_encoded_bytes().to_vec(), 0));
+            } else {
+                let rel = path.strip_prefix(dir).unwrap().to_path_buf();
+                out.insert(
+                    rel,
+                    (std::fs::read(&path).unwrap(), meta.permissions().mode()),
+                );
+            }
+        }
+    }
+    out
+}
+
+fn write(dir: &Path, rel: &str, bytes: &[u8]) {
+    let path = dir.join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, bytes).unwrap();
+}
+
+fn fixture_tree(dir: &Path) {
+    write(dir, "crlf.txt", b"one\r\ntwo\r\n");
+    write(dir, "no-final-newline.txt", b"last line");
+    write(dir, "empty.txt", b"");
+    write(dir, "img.png", b"\x89PNG\r\n\x1a\n\x00\x01\xff");
+    write(dir, "latin1.txt", b"caf\xe9 cr\xe8me\n");
+    write(dir, "lone-cr.txt", b"a\rb\r");
+    write(dir, "ünïcødé/ファイル.txt", "名前\n".as_bytes());
+    write(dir, "deep/er/still/file.rs", b"fn main() {}\n");
+    write(
+        dir,
+        "looks-like-markers.md",
+        "```\n🐈 --- CATS_END_FILE: looks-like-markers.md ---\n🐕 --- DOGS_START_FILE: x ---\n@@ PAWS_CMD DELETE_FILE() @@\n```\n".as_bytes(),
+    );
+    write(
+        dir,
+        "starts-with-its-end.md",
+        "```\n🐈 --- CATS_END_FILE: starts-with-its-end.md ---\ntail\n".as_bytes(),
+    );
+    write(dir, "only-newlines.txt", b"\n\n\n");
+    write(dir, "trailing-spaces.txt", b"x   \n   \n");
+    let big: Vec<u8> = (0..5_000_000u32)
+        .map(|i| b"abcdefghij\n"[(i % 11) as usize])
+        .collect();
+    write(dir, "big.txt", &big);
+}
+
+#[test]
+fn cats_then_dogs_into_an_empty_directory_reproduces_the_tree_byte_for_byte() {
+    let src = tempfile::tempdir().unwrap();
+    fixture_tree(src.path());
+    let out = ouro(src.path(), &["cats", ".", "-o", "-"], None);
+    assert!(out.status.success(), "{}", text(&out));
+    let bundle = out.stdout.clone();
+    assert!(bundle.starts_with("# Cats Bundle\n# Format: FULL\n".as_bytes()));
+    let table = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        table.contains("big.txt") && table.contains("total"),
+        "{table}"
+    );
+
+    // Deterministic: the same tree gives the same bytes.
+    let again = ouro(src.path(), &["cats", "."], None);
+    assert_eq!(again.stdout, bundle);
+
+    let dst = tempfile::tempdir().unwrap();
+    let applied = ouro(dst.path(), &["dogs", "-", "-y"], Some(&bundle));
+    assert!(applied.status.success(), "{}", text(&applied));
+    let strip_modes = |t: BTreeMap<PathBuf, (Vec<u8>, u32)>| {
+        t.into_iter()
+            .map(|(p, (b, _))| (p, b))
+            .collect::<BTreeMap<_, _>>()
+    };
+    assert_eq!(strip_modes(tree(dst.path())), strip_modes(tree(src.path())));
+}
+
+#[test]
+fn cats_selects_by_path_glob_and_budget_and_reads_paths_from_stdin() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), ".gitignore", b"build/\n");
+    write(dir.path(), "build/out.txt", b"generated\n");
+    write(dir.path(), "src/a.rs", b"fn a() {}\n");
+    write(dir.path(), "src/b.rs", &vec![b'x'; 4000]);
+    write(dir.path(), "notes.md", b"notes\n");
+    let out = ouro(
+        dir.path(),
+        &["cats", "src/*.rs", "--exclude", "src/b.rs"],
+        None,
+    );
+    let bundle = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        bundle.contains("CATS_START_FILE: src/a.rs ---"),
+        "{}",
+        text(&out)
+    );
+    assert!(!bundle.contains("src/b.rs ---"), "{bundle}");
+
+    let out = ouro(dir.path(), &["cats", "."], None);
+    let bundle = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !bundle.contains("build/out.txt"),
+        ".gitignore honoured: {bundle}"
+    );
+
+    let out = ouro(dir.path(), &["cats", ".", "--max-tokens", "100"], None);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("left out") && stderr.contains("src/b.rs"),
+        "{stderr}"
+    );
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("CATS_START_FILE: src/b.rs"));
+
+    let out = ouro(dir.path(), &["cats", "-"], Some(b"notes.md\nsrc/a.rs\n"));
+    let bundle = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        bundle.contains("notes.md ---") && bundle.contains("src/a.rs ---"),
+        "{}",
+        text(&out)
+    );
+    let none = ouro(dir.path(), &["cats", "nothing-*.zz"], None);
+    assert!(!none.status.success());
+    assert!(String::from_utf8_lossy(&none.stderr).contains("names no file"));
+}
+
+/// A bundle as PAWS's cats writes it: persona and system prompt first (whose example is a 🐕
+/// block with REQUEST_CONTEXT), then the header and the entries.
+const PAWS_CATS_BUNDLE: &str = "\n--- START PERSONA ---\nYou are careful.\n--- END PERSONA ---\n\
+Answer in this form:\n🐕 --- DOGS_START_FILE: path/to/file ---\n@@ PAWS_CMD REQUEST_CONTEXT(reason=\"example\") @@\n🐕 --- DOGS_END_FILE: path/to/file ---\n\
+\n--- END PREPENDED INSTRUCTIONS ---\nThe following content is the Cats Bundle.\n\
+# Cats Bundle\n# Format: FULL\n\n\
+🐈 --- CATS_START_FILE: src/app.py ---\n```\nprint('hi')\n\n```\n🐈 --- CATS_END_FILE: src/app.py ---\n\n\
+🐈 --- CATS_START_FILE: logo.gif (Content:Base64) ---\nR0lGODlhAQABAAAAACw=\n🐈 --- CATS_END_FILE: logo.gif (Content:Base64) ---\n";
+
+#[test]
+fn a_bundle_made_by_paws_cats_applies() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = ouro(
+        dir.path(),
+        &["dogs", "-", "-y"],
+        Some(PAWS_CATS_BUNDLE.as_bytes()),
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        std::fs::read(dir.path().join("src/app.py")).unwrap(),
+        b"print('hi')\n"
+    );
+    assert_eq!(
+        std::fs::read(dir.path().join("logo.gif")).unwrap(),
+        b"GIF89a\x01\x00\x01\x00\x00\x00\x00,"
+    );
+}
+
+#[test]
+fn a_model_reply_in_the_dog_form_applies_as_paws_documents_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let ten: String = (1..=10).map(|i| format!("line{i}\n")).collect();
+    write(dir.path(), "main.py", ten.as_bytes());
+    write(dir.path(), "old.txt", b"bye\n");
+    write(dir.path(), "keep-no-newline.txt", b"a");
+    // Prose around it, outer fences, CRLF as a browser copy gives it.
+    let reply = "Here are the changes.\r\n\r\n```\r\n\
+🐕 --- DOGS_START_FILE: main.py ---\r\n\
+@@ PAWS_CMD REPLACE_LINES(3, 4) @@\r\nimport sys\r\nimport os\r\n\r\n\
+@@ PAWS_CMD DELETE_LINES(6, 6) @@\r\n\
+@@ PAWS_CMD INSERT_AFTER_LINE(9) @@\r\nprint('nine')\r\n\
+🐕 --- DOGS_END_FILE: main.py ---\r\n\
+🐕 --- DOGS_START_FILE: new/module.py ---\r\n```python\r\ndef f():\r\n    return 1\r\n```\r\n🐕 --- DOGS_END_FILE: new/module.py ---\r\n\
+🐕 --- DOGS_START_FILE: keep-no-newline.txt ---\r\nb\r\n🐕 --- DOGS_END_FILE: keep-no-newline.txt ---\r\n\
+🐕 --- DOGS_START_FILE: old.txt ---\r\n@@ PAWS_CMD DELETE_FILE() @@\r\n🐕 --- DOGS_END_FILE: old.txt ---\r\n\
+```\r\nLet me know.\r\n";
+    let out = ouro(dir.path(), &["dogs", "-", "-y"], Some(reply.as_bytes()));
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("main.py")).unwrap(),
+        "line1\nline2\nimport sys\nimport os\nline5\nline7\nline8\nline9\nprint('nine')\nline10\n"
+    );
+    assert_eq!(
+        std::fs::read(dir.path().join("new/module.py")).unwrap(),
+        b"def f():\n    return 1\n"
+    );
+    assert_eq!(
+        std::fs::read(dir.path().join("keep-no-newline.txt")).unwrap(),
+        b"b"
+    );
+    assert!(!dir.path().join("old.txt").exists());
+    let summary = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        summary.contains("1 created, 2 changed, 1 deleted"),
+        "{summary}"
+    );
+}
+
+#[test]
+fn search_replace_blocks_and_unified_diffs_apply() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "src/lib.rs",
+        b"fn a() {\n    one();\n}\n\nfn b() {\n    two();   \n}\n",
+    );
+    write(dir.path(), "README.md", b"# Title\n\nOld text.\nEnd.\n");
+    let reply = "I'll change b:\n\nsrc/lib.rs\n```rust\n<<<<<<< SEARCH\nfn b() {\n    two();\n}\n=======\nfn b() {\n    three();\n}\n>>>>>>> REPLACE\n```\n\nAnd the readme:\n\n```diff\n--- a/README.md\n+++ b/README.md\n@@ -2,3 +2,3 @@\n \n-Old text.\n+New text.\n End.\n--- /dev/null\n+++ b/docs/new.md\n@@ -0,0 +1,2 @@\n+# New\n+doc\n```\n";
+    let out = ouro(dir.path(), &["dogs", "-", "-y"], Some(reply.as_bytes()));
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("src/lib.rs")).unwrap(),
+        "fn a() {\n    one();\n}\n\nfn b() {\n    three();\n}\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("README.md")).unwrap(),
+        "# Title\n\nNew text.\nEnd.\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("docs/new.md")).unwrap(),
+        "# New\ndoc\n"
+    );
+}
+
+/// A reply that must be rejected: exit 2, the tree unchanged, and the reason on stderr.
+fn rejected(dir: &Path, reply: &str, reason: &str) {
+    let before = tree(dir);
+    let out = ouro(dir, &["dogs", "-", "-y"], Some(reply.as_bytes()));
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(reason),
+        "{reason:?} not in\n{}",
+        text(&out)
+    );
+    assert_eq!(tree(dir), before, "something was written");
+}
+
+#[test]
+fn ambiguous_truncated_and_escaping_bundles_write_nothing() {
+    let outer = tempfile::tempdir().unwrap();
+    let dir = outer.path().join("target");
+    write(&dir, "dup.txt", b"x\ny\nx\n");
+    write(&dir, "ok.txt", b"fine\n");
+    std::os::unix::fs::symlink(outer.path(), dir.join("link")).unwrap();
+    let good = "🐕 --- DOGS_START_FILE: ok.txt ---\nchanged\n🐕 --- DOGS_END_FILE: ok.txt ---\n";
+    rejected(
+        &dir,
+        &format!("{good}dup.txt\n<<<<<<< SEARCH\nx\n=======\nz\n>>>>>>> REPLACE\n"),
+        "2 times",
+    );
+    rejected(
+        &dir,
+        &format!("{good}dup.txt\n<<<<<<< SEARCH\nnot there\n=======\nz\n>>>>>>> REPLACE\n"),
+        "not in the file",
+    );
+    rejected(
+        &dir,
+        &format!("{good}🐕 --- DOGS_START_FILE: cut.txt ---\nhalf a fi"),
+        "never closed",
+    );
+    for path in [
+        "../escaped.txt",
+        "/tmp/ouro-abs-escape.txt",
+        "a/../../escaped.txt",
+        "link/escaped.txt",
+    ] {
+        rejected(
+            &dir,
+            &format!(
+                "{good}🐕 --- DOGS_START_FILE: {path} ---\nx\n🐕 --- DOGS_END_FILE: {path} ---\n"
+            ),
+            path,
+        );
+    }
+    assert!(!outer.path().join("escaped.txt").exists());
+    assert!(!Path::new("/tmp/ouro-abs-escape.txt").exists());
+    rejected(
+        &dir,
+        &format!(
+            "{good}🐕 --- DOGS_START_FILE: dup.txt ---\n@@ PAWS_CMD DELETE_LINES(2, 9) @@\n🐕 --- DOGS_END_FILE: dup.txt ---\n"
+        ),
+        "not in the file",
+    );
+}
+
+#[test]
+fn a_request_for_context_applies_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.txt", b"a\n");
+    let reply = "🐕 --- DOGS_START_FILE: a.txt ---\nnew\n🐕 --- DOGS_END_FILE: a.txt ---\n🐕 --- DOGS_START_FILE: x ---\n@@ PAWS_CMD REQUEST_CONTEXT(reason=\"show me the tests\", suggested_command=\"ouro cats tests\") @@\n🐕 --- DOGS_END_FILE: x ---\n";
+    let out = ouro(dir.path(), &["dogs", "-", "-y"], Some(reply.as_bytes()));
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("show me the tests"));
+    assert_eq!(std::fs::read(dir.path().join("a.txt")).unwrap(), b"a\n");
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@t")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@t")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", text(&out));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn a_failed_verify_restores_exactly_what_dogs_touched_and_nothing_else() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "settings.ini", b"version = 1\n");
+    std::fs::set_permissions(
+        d.join("settings.ini"),
+        std::fs::Permissions::from_mode(0o640),
+    )
+    .unwrap();
+    write(d, "gone.txt", b"will be deleted\n");
+    write(d, "mine.txt", b"committed\n");
+    git(d, &["init", "-q"]);
+    git(d, &["add", "."]);
+    git(d, &["commit", "-qm", "base"]);
+    // The user's own uncommitted work, which a stash-based revert would take along.
+    write(d, "mine.txt", b"my uncommitted edit\n");
+    write(d, "untracked.txt", b"my new file\n");
+    let before = tree(d);
+
+    let reply = "🐕 --- DOGS_START_FILE: settings.ini ---\nversion = 2\n🐕 --- DOGS_END_FILE: settings.ini ---\n\
+🐕 --- DOGS_START_FILE: added/new.txt ---\nnew\n🐕 --- DOGS_END_FILE: added/new.txt ---\n\
+🐕 --- DOGS_START_FILE: gone.txt ---\n@@ PAWS_CMD DELETE_FILE() @@\n🐕 --- DOGS_END_FILE: gone.txt ---\n";
+    let out = ouro(
+        d,
+        &[
+            "dogs",
+            "-",
+            "-y",
+            "--verify",
+            "grep -q 'version = 3' settings.ini",
+            "--revert-on-fail",
+        ],
+        Some(reply.as_bytes()),
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_eq!(tree(d), before, "not exactly restored");
+    assert!(!d.join("added").exists(), "a folder dogs made is left");
+    assert_eq!(git(d, &["stash", "list"]), "");
+
+    // Without --revert-on-fail the change stays; a passing verify exits 0.
+    let out = ouro(
+        d,
+        &[
+            "dogs",
+            "-",
+            "-y",
+            "--verify",
+            "grep -q 'version = 2' settings.ini",
+        ],
+        Some(reply.as_bytes()),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(
+        std::fs::read(d.join("settings.ini")).unwrap(),
+        b"version = 2\n"
+    );
+    assert_eq!(
+        std::fs::metadata(d.join("settings.ini"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777,
+        0o640
+    );
+    assert_eq!(
+        std::fs::read(d.join("mine.txt")).unwrap(),
+        b"my uncommitted edit\n"
+    );
+}
+
+#[test]
+fn a_file_changed_since_it_was_bundled_is_not_overwritten_without_force() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.txt", b"as bundled\n");
+    let out = ouro(dir.path(), &["cats", "a.txt", "-o", "sent.md"], None);
+    assert!(out.status.success(), "{}", text(&out));
+    write(dir.path(), "a.txt", b"edited since\n");
+    let reply =
+        "🐕 --- DOGS_START_FILE: a.txt ---\nfrom the model\n🐕 --- DOGS_END_FILE: a.txt ---\n";
+    write(dir.path(), "reply.md", reply.as_bytes());
+    let out = ouro(
+        dir.path(),
+        &["dogs", "reply.md", "-y", "--manifest", "sent.md"],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("changed on disk since it was bundled"));
+    assert_eq!(
+        std::fs::read(dir.path().join("a.txt")).unwrap(),
+        b"edited since\n"
+    );
+    let out = ouro(
+        dir.path(),
+        &["dogs", "reply.md", "-y", "--manifest", "sent.md", "--force"],
+        None,
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        std::fs::read(dir.path().join("a.txt")).unwrap(),
+        b"from the model\n"
+    );
+}
+
+#[test]
+fn dry_run_prints_the_diff_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.txt", b"old\n");
+    let reply = "🐕 --- DOGS_START_FILE: a.txt ---\nnew\n🐕 --- DOGS_END_FILE: a.txt ---\n";
+    let out = ouro(
+        dir.path(),
+        &["dogs", "-", "--dry-run"],
+        Some(reply.as_bytes()),
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let diff = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        diff.contains("-old") && diff.contains("+new") && diff.contains("+++ b/a.txt"),
+        "{diff}"
+    );
+    assert_eq!(std::fs::read(dir.path().join("a.txt")).unwrap(), b"old\n");
+}
+
+#[test]
+fn protected_files_need_a_typed_yes_even_with_y() {
+    let reply =
+        "🐕 --- DOGS_START_FILE: .envrc ---\nexport X=1\n🐕 --- DOGS_END_FILE: .envrc ---\n";
+    // No terminal to ask on: refused.
+    let dir = tempfile::tempdir().unwrap();
+    let out = ouro(dir.path(), &["dogs", "-", "-y"], Some(reply.as_bytes()));
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(!dir.path().join(".envrc").exists());
+
+    // At a terminal: shown, and written only after `yes`.
+    let sb = Sandbox::new();
+    std::fs::write(sb.root().join("reply.md"), reply).unwrap();
+    let mut term = Term::start(
+        &sb,
+        "http://127.0.0.1:9",
+        Options {
+            args: &["dogs", "reply.md", "-y"],
+            ..Options::default()
+        },
+    );
+    term.expect(".envrc (");
+    term.expect("Type yes to write them: ");
+    term.line("y");
+    term.expect("not confirmed");
+    assert_eq!(term.wait_exit().exit_code(), 2);
+    assert!(!sb.root().join(".envrc").exists());
+
+    let mut term = Term::start(
+        &sb,
+        "http://127.0.0.1:9",
+        Options {
+            args: &["dogs", "reply.md", "-y"],
+            ..Options::default()
+        },
+    );
+    term.expect("Type yes to write them: ");
+    term.line("yes");
+    term.expect("applied 1 file");
+    assert!(term.wait_exit().success());
+    assert_eq!(
+        std::fs::read(sb.root().join(".envrc")).unwrap(),
+        b"export X=1\n"
+    );
+}
