@@ -59,17 +59,26 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
         .context("cannot read the current directory")?;
     match &args.command {
         Some(Command::Cats(cats)) => {
+            let mut paths = cats.paths.clone();
+            if paths.is_empty() {
+                paths.push(".".into());
+            }
             let options = ouro::bundle::CatsOptions {
-                paths: cats.paths.clone(),
+                paths,
                 include: cats.include.clone(),
                 exclude: cats.exclude.clone(),
                 max_tokens: cats.max_tokens,
             };
-            return Ok(exit_code(ouro::bundle::cats::run(
-                &cwd,
-                options,
-                &cats.output,
-            )?));
+            let curate = cats
+                .ai_curate
+                .clone()
+                .map(|task| ouro::bundle::CurateOptions {
+                    task,
+                    brain: cats.brain.clone(),
+                    threshold: cats.threshold,
+                });
+            let code = ouro::bundle::cats::run(&cwd, options, &cats.output, curate).await?;
+            return Ok(exit_code(code));
         }
         Some(Command::Dogs(dogs)) => {
             let options = ouro::bundle::DogsOptions {

@@ -530,3 +530,81 @@ fn protected_files_need_a_typed_yes_even_with_y() {
         b"export X=1\n"
     );
 }
+
+#[cfg(feature = "mock")]
+#[tokio::test(flavor = "multi_thread")]
+async fn ai_curate_ranks_asks_again_after_a_malformed_answer_and_keeps_to_the_budget() {
+    use serde_json::json;
+    let ranking = json!({"files": [
+        {"path": "src/auth.rs", "relevance": 0.95, "why": "the login check lives here"},
+        {"path": "src/db.rs", "relevance": 0.8, "why": "sessions are stored here"},
+        {"path": "README.md", "relevance": 0.3, "why": "background only"}
+    ]});
+    let api = crate::common::server(json!({"turns": [
+        {"content": [{"type": "text", "text": "I would look at src/auth.rs first."}]},
+        {"content": [{"type": "text", "text": ranking.to_string()}]}
+    ]}))
+    .await;
+    let sb = Sandbox::new();
+    sb.write("src/auth.rs", "fn login() {}\n");
+    sb.write("src/db.rs", &"// storage\n".repeat(400));
+    sb.write("README.md", "# App\n");
+    let run = sb
+        .run(
+            &api.url(),
+            &[
+                "cats",
+                "--ai-curate",
+                "fix the login bug",
+                "--max-tokens",
+                "200",
+            ],
+        )
+        .await;
+    assert!(run.status.success(), "{}", run.debug());
+    assert!(
+        run.stdout.contains("CATS_START_FILE: src/auth.rs ---"),
+        "{}",
+        run.debug()
+    );
+    assert!(
+        !run.stdout.contains("CATS_START_FILE: src/db.rs"),
+        "over budget: {}",
+        run.debug()
+    );
+    assert!(
+        !run.stdout.contains("CATS_START_FILE: README.md"),
+        "below 0.7: {}",
+        run.debug()
+    );
+    assert!(
+        run.stderr.contains("the login check lives here"),
+        "{}",
+        run.debug()
+    );
+    assert!(run.stderr.contains("left out") && run.stderr.contains("src/db.rs"));
+    let bodies = crate::common::bodies(&api);
+    assert_eq!(bodies.len(), 2);
+    let retry = serde_json::to_string(&bodies[1]["messages"]).unwrap();
+    assert!(retry.contains("could not be used"), "{retry}");
+}
+
+#[cfg(feature = "mock")]
+#[tokio::test(flavor = "multi_thread")]
+async fn ai_curate_gives_up_clearly_after_two_malformed_answers() {
+    use serde_json::json;
+    let api = crate::common::server(json!({"turns": [
+        {"content": [{"type": "text", "text": "not json"}]},
+        {"content": [{"type": "text", "text": "{\"files\": [{\"path\": \"nope.rs\", \"relevance\": 1, \"why\": \"x\"}]}"}]}
+    ]}))
+    .await;
+    let sb = Sandbox::new();
+    sb.write("a.rs", "fn a() {}\n");
+    let run = sb
+        .run(&api.url(), &["cats", "--ai-curate", "anything"])
+        .await;
+    assert_eq!(run.status.code(), Some(1), "{}", run.debug());
+    assert!(run.stderr.contains("malformed twice"), "{}", run.debug());
+    assert!(run.stderr.contains("nope.rs"), "{}", run.debug());
+    assert!(run.stdout.is_empty());
+}

@@ -9,6 +9,7 @@ use std::path::{Component, Path, PathBuf};
 use globset::{Glob, GlobSet, GlobSetBuilder};
 
 use super::BundleError;
+use super::curate::CurateOptions;
 use super::format::{self, Entry};
 
 pub struct CatsOptions {
@@ -44,6 +45,11 @@ pub fn estimate(content: &[u8], binary: bool) -> u64 {
 }
 
 pub fn cats(cwd: &Path, options: &CatsOptions) -> Result<Bundled, BundleError> {
+    build(cwd, candidates(cwd, options)?, options.max_tokens)
+}
+
+/// The files the arguments name, filtered, in byte order.
+pub fn candidates(cwd: &Path, options: &CatsOptions) -> Result<Vec<PathBuf>, BundleError> {
     let include = globs(&options.include)?;
     let exclude = globs(&options.exclude)?;
     let mut found = Vec::new();
@@ -58,11 +64,20 @@ pub fn cats(cwd: &Path, options: &CatsOptions) -> Result<Bundled, BundleError> {
     if found.is_empty() {
         return Err(BundleError::NothingToBundle);
     }
+    Ok(found)
+}
+
+/// The bundle of `files` in the order given, leaving out what does not fit `max_tokens`.
+pub fn build(
+    cwd: &Path,
+    files: Vec<PathBuf>,
+    max_tokens: Option<u64>,
+) -> Result<Bundled, BundleError> {
     let mut entries = Vec::new();
-    let mut files = Vec::new();
+    let mut counted_files = Vec::new();
     let mut left_out = Vec::new();
     let mut total = 0u64;
-    for rel in found {
+    for rel in files {
         let content = std::fs::read(cwd.join(&rel)).map_err(|source| BundleError::Io {
             action: "read",
             path: rel.clone(),
@@ -74,20 +89,17 @@ pub fn cats(cwd: &Path, options: &CatsOptions) -> Result<Bundled, BundleError> {
             path: rel.to_string_lossy().into_owned(),
             tokens: estimate(&content, binary),
         };
-        if options
-            .max_tokens
-            .is_some_and(|max| total + counted.tokens > max)
-        {
+        if max_tokens.is_some_and(|max| total + counted.tokens > max) {
             left_out.push(counted);
             continue;
         }
         total += counted.tokens;
-        files.push(counted);
+        counted_files.push(counted);
         entries.push(Entry { path, content });
     }
     Ok(Bundled {
         bundle: format::bundle(&entries),
-        files,
+        files: counted_files,
         left_out,
     })
 }
@@ -187,8 +199,13 @@ fn relative(cwd: &Path, path: &Path) -> Result<PathBuf, BundleError> {
 }
 
 /// `ouro cats`: the bundle to `output` (`-`: stdout), the token table to stderr. A path `-`
-/// reads more paths from stdin, one per line.
-pub fn run(cwd: &Path, mut options: CatsOptions, output: &str) -> Result<i32, BundleError> {
+/// reads more paths from stdin, one per line. With `curate`, a brain picks the files first.
+pub async fn run(
+    cwd: &Path,
+    mut options: CatsOptions,
+    output: &str,
+    curate: Option<CurateOptions>,
+) -> Result<i32, BundleError> {
     if options.paths.iter().any(|p| p == "-") {
         let mut text = String::new();
         std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).map_err(|source| {
@@ -205,7 +222,10 @@ pub fn run(cwd: &Path, mut options: CatsOptions, output: &str) -> Result<i32, Bu
                 .map(String::from),
         );
     }
-    let bundled = cats(cwd, &options)?;
+    let bundled = match curate {
+        None => cats(cwd, &options)?,
+        Some(curate) => curated(cwd, &options, &curate).await?,
+    };
     if output == "-" {
         let mut stdout = std::io::stdout().lock();
         std::io::Write::write_all(&mut stdout, &bundled.bundle)
@@ -224,6 +244,46 @@ pub fn run(cwd: &Path, mut options: CatsOptions, output: &str) -> Result<i32, Bu
     }
     eprint!("{}", table(&bundled));
     Ok(0)
+}
+
+/// The files a brain ranked at or above the threshold, most relevant first, within budget;
+/// the selection and its reasons on stderr.
+async fn curated(
+    cwd: &Path,
+    options: &CatsOptions,
+    curate: &CurateOptions,
+) -> Result<Bundled, BundleError> {
+    let files = candidates(cwd, options)?;
+    let sized: Vec<(String, u64)> = files
+        .iter()
+        .map(|rel| {
+            let bytes = std::fs::metadata(cwd.join(rel)).map_or(0, |m| m.len());
+            (rel.to_string_lossy().into_owned(), bytes.div_ceil(4))
+        })
+        .collect();
+    let mut ranked = super::curate::rank(cwd, &sized, curate).await?;
+    ranked.retain(|r| r.relevance >= curate.threshold);
+    ranked.sort_by(|a, b| {
+        b.relevance
+            .total_cmp(&a.relevance)
+            .then(a.path.cmp(&b.path))
+    });
+    ranked.dedup_by(|a, b| a.path == b.path);
+    if ranked.is_empty() {
+        return Err(BundleError::Curate(format!(
+            "the brain rated no file at or above {} for this task; lower --threshold or name the files",
+            curate.threshold
+        )));
+    }
+    eprintln!(
+        "selected by {} (relevance ≥ {}):",
+        curate.brain, curate.threshold
+    );
+    for r in &ranked {
+        eprintln!("  {:.2}  {}  {}", r.relevance, r.path, r.why);
+    }
+    let chosen = ranked.iter().map(|r| PathBuf::from(&r.path)).collect();
+    build(cwd, chosen, options.max_tokens)
 }
 
 /// The table cats prints on stderr: each file's tokens, then the total.

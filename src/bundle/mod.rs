@@ -5,6 +5,7 @@
 
 mod apply;
 pub mod cats;
+mod curate;
 pub mod dogs;
 mod edit;
 pub mod format;
@@ -14,6 +15,7 @@ mod plan;
 use std::path::PathBuf;
 
 pub use cats::{CatsOptions, cats};
+pub use curate::CurateOptions;
 pub use dogs::DogsOptions;
 
 #[derive(Debug, thiserror::Error)]
@@ -43,6 +45,8 @@ pub enum BundleError {
     NewlineInName { path: PathBuf },
     #[error("there is no terminal to confirm on; pass -y (protected files always need a terminal)")]
     NoTerminal,
+    #[error("--ai-curate failed: {0}")]
+    Curate(String),
     #[error("could not restore every file: {failed}")]
     Restore { failed: String },
 }

@@ -338,7 +338,7 @@ pub enum Command {
 #[derive(Debug, Clone, clap::Args)]
 pub struct CatsArgs {
     /// Files, directories or globs; `-` reads more from stdin, one per line.
-    #[arg(required = true)]
+    #[arg(required_unless_present = "ai_curate")]
     pub paths: Vec<String>,
     /// Where the bundle goes (`-`: stdout).
     #[arg(short, long, default_value = "-", value_name = "FILE")]
@@ -352,6 +352,19 @@ pub struct CatsArgs {
     /// Stop adding files before the bundle passes this many tokens (estimated).
     #[arg(long, value_name = "N")]
     pub max_tokens: Option<u64>,
+    /// Have a brain pick the files this task needs (among the paths given, default `.`).
+    #[arg(long, value_name = "TASK")]
+    pub ai_curate: Option<String>,
+    /// The brain that picks (`ouro brains` lists them).
+    #[arg(
+        long,
+        default_value = "ouro@anthropic/claude/sonnet",
+        value_name = "SLUG"
+    )]
+    pub brain: String,
+    /// Keep the files rated at least this relevant (0 to 1).
+    #[arg(long, default_value_t = 0.7, value_name = "SCORE")]
+    pub threshold: f64,
 }
 
 #[derive(Debug, Clone, clap::Args)]
