@@ -90,6 +90,8 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
                 revert_on_fail: dogs.revert_on_fail,
                 manifest: dogs.manifest.as_ref().map(|m| cwd.join(m)),
                 force: dogs.force,
+                interactive: dogs.interactive,
+                feedback: dogs.feedback.as_ref().map(|f| cwd.join(f)),
             };
             return Ok(exit_code(ouro::bundle::dogs::run(&options)?));
         }

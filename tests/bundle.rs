@@ -98,6 +98,15 @@ fn fixture_tree(dir: &Path) {
         "```\n🐈 --- CATS_END_FILE: starts-with-its-end.md ---\ntail\n".as_bytes(),
     );
     write(dir, "only-newlines.txt", b"\n\n\n");
+    write(dir, " leading and trailing spaces ", b"spaces\n");
+    write(dir, "named (Content:Base64)", b"plain text\n");
+    write(dir, "a --- b.txt", b"dashes\n");
+    write(dir, "ends-with-fence.md", b"text\n```");
+    write(
+        dir,
+        "loose-end.md",
+        "x\n``` \r\n🐈 ----- cats_end_file: loose-end.md ---\ny\n".as_bytes(),
+    );
     write(dir, "trailing-spaces.txt", b"x   \n   \n");
     let big: Vec<u8> = (0..5_000_000u32)
         .map(|i| b"abcdefghij\n"[(i % 11) as usize])
@@ -607,4 +616,81 @@ async fn ai_curate_gives_up_clearly_after_two_malformed_answers() {
     assert!(run.stderr.contains("malformed twice"), "{}", run.debug());
     assert!(run.stderr.contains("nope.rs"), "{}", run.debug());
     assert!(run.stdout.is_empty());
+}
+
+#[test]
+fn the_interactive_review_writes_only_what_was_accepted() {
+    let sb = Sandbox::new();
+    let root = sb.root();
+    let twenty = |edit: &dyn Fn(usize) -> Option<&'static str>| -> String {
+        (1..=20)
+            .map(|i| format!("{}\n", edit(i).map_or(format!("line {i}"), String::from)))
+            .collect()
+    };
+    write(&root, "a.txt", b"alpha\n");
+    write(&root, "b.txt", b"beta\n");
+    write(&root, "c.txt", twenty(&|_| None).as_bytes());
+    let c_new = twenty(&|i| match i {
+        2 => Some("TWO"),
+        18 => Some("EIGHTEEN"),
+        _ => None,
+    });
+    let reply = format!(
+        "🐕 --- DOGS_START_FILE: a.txt ---\nALPHA\n🐕 --- DOGS_END_FILE: a.txt ---\n\
+         🐕 --- DOGS_START_FILE: b.txt ---\nBETA\n🐕 --- DOGS_END_FILE: b.txt ---\n\
+         🐕 --- DOGS_START_FILE: c.txt ---\n{c_new}🐕 --- DOGS_END_FILE: c.txt ---\n"
+    );
+    write(&root, "reply.md", reply.as_bytes());
+    let mut term = Term::start(
+        &sb,
+        "http://127.0.0.1:9",
+        Options {
+            args: &[
+                "dogs",
+                "reply.md",
+                "--interactive",
+                "--feedback",
+                "feedback.md",
+            ],
+            ..Options::default()
+        },
+    );
+    // An 80×24 terminal; the view draws only what changes, so the screen is read as a
+    // terminal shows it.
+    term.resize(80, 24);
+    term.wait_screen("a.txt · hunk 1/1 accepted");
+    assert!(term.is_raw());
+    term.send("\x1b[B"); // to b.txt
+    term.wait_screen("b.txt · hunk 1/1 accepted");
+    term.send("R"); // reject the whole file
+    term.wait_screen("b.txt · hunk 1/1 rejected");
+    term.send("\x1b[B"); // to c.txt
+    term.wait_screen("c.txt · hunk 1/2 accepted");
+    term.send("\t"); // its second hunk
+    term.wait_screen("c.txt · hunk 2/2 accepted");
+    term.send("r");
+    term.wait_screen("c.txt · hunk 2/2 rejected");
+    term.send("c");
+    term.wait_screen("comment on this hunk");
+    term.send("keep eighteen as it was\r");
+    let screen = term.wait_screen("hunk 2/2 rejected · commented");
+    assert!(screen.contains("✗ change b.txt"), "{screen}");
+    assert!(screen.contains("~ change c.txt"), "{screen}");
+    term.send("q");
+    term.expect("applied 2 file(s)");
+    assert!(term.wait_exit().success(), "{}", term.text());
+    assert!(!term.is_raw(), "the terminal was not restored");
+
+    assert_eq!(std::fs::read(root.join("a.txt")).unwrap(), b"ALPHA\n");
+    assert_eq!(std::fs::read(root.join("b.txt")).unwrap(), b"beta\n");
+    assert_eq!(
+        std::fs::read_to_string(root.join("c.txt")).unwrap(),
+        twenty(&|i| (i == 2).then_some("TWO"))
+    );
+    let feedback = std::fs::read_to_string(root.join("feedback.md")).unwrap();
+    assert!(
+        feedback.contains("## c.txt (hunk 2, rejected)"),
+        "{feedback}"
+    );
+    assert!(feedback.contains("+EIGHTEEN") && feedback.contains("keep eighteen as it was"));
 }

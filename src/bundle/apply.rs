@@ -11,8 +11,13 @@ use std::path::{Path, PathBuf};
 use super::BundleError;
 use super::plan::Change;
 
-/// Mode of a file dogs creates (before the umask).
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// Mode of a file dogs creates (the umask applies).
 const NEW_FILE_MODE: u32 = 0o644;
+
+/// Numbers the temporary files of this process.
+static TEMP: AtomicU32 = AtomicU32::new(0);
 
 /// What was done, for [`restore`]: the changes and the folders made for them.
 #[derive(Debug, Default)]
@@ -22,21 +27,38 @@ pub struct Applied {
 }
 
 /// Writes every change; on the first failure takes back what was written and says what failed.
+/// A file that changed since the plan was made (while the user read it) stops the apply.
 pub fn apply(dir: &Path, changes: &[Change]) -> Result<Applied, BundleError> {
     let mut applied = Applied::default();
     for change in changes {
-        let result = write_one(dir, change, &mut applied.made_dirs);
-        applied.changes.push(change.clone());
+        let result = unchanged_since_plan(dir, change)
+            .and_then(|()| write_one(dir, change, &mut applied.made_dirs));
         if let Err(source) = result {
-            let _ = restore(dir, &applied);
-            return Err(BundleError::Io {
-                action: "write",
+            let undone = restore(dir, &applied);
+            return Err(BundleError::Apply {
                 path: change.path.clone(),
                 source,
+                undone: undone.err().map(|e| e.to_string()).unwrap_or_default(),
             });
         }
+        applied.changes.push(change.clone());
     }
     Ok(applied)
+}
+
+fn unchanged_since_plan(dir: &Path, change: &Change) -> std::io::Result<()> {
+    let now = match crate::sys::beneath::read_all(dir, &dir.join(&change.path)) {
+        Ok(bytes) => Some(bytes),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(e),
+    };
+    if now.as_deref() == change.before.as_ref().map(|(b, _)| b.as_slice()) {
+        Ok(())
+    } else {
+        Err(std::io::Error::other(
+            "it changed on disk after the bundle was checked; run dogs again",
+        ))
+    }
 }
 
 fn write_one(dir: &Path, change: &Change, made: &mut Vec<PathBuf>) -> std::io::Result<()> {
@@ -53,32 +75,41 @@ fn write_one(dir: &Path, change: &Change, made: &mut Vec<PathBuf>) -> std::io::R
         }
         Some(bytes) => {
             make_dirs(dir, parent, made)?;
-            let mode = change.before.as_ref().map_or(NEW_FILE_MODE, |(_, m)| *m);
-            put(dir, &change.path, bytes, mode)
+            put(
+                dir,
+                &change.path,
+                bytes,
+                change.before.as_ref().map(|(_, m)| *m),
+            )
         }
     }
 }
 
-/// `bytes` as the file `rel` beneath `dir`, with `mode`, replacing it whole.
-fn put(dir: &Path, rel: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
+/// `bytes` as the file `rel` beneath `dir`, replacing it whole; `mode`: the mode to keep (a
+/// new file gets the default, less the umask).
+fn put(dir: &Path, rel: &Path, bytes: &[u8], mode: Option<u32>) -> std::io::Result<()> {
     let parent = rel.parent().unwrap_or(Path::new(""));
     let name = rel.file_name().map(Path::new).unwrap_or(Path::new(""));
     let folder = crate::sys::beneath::folder(dir, &dir.join(parent))?;
+    // Short, so a name near the length limit still has room beside it.
     let temp = PathBuf::from(format!(
-        ".{}.ouro-dogs-{}",
-        name.display(),
-        std::process::id()
+        ".ouro-dogs-{}-{}",
+        std::process::id(),
+        TEMP.fetch_add(1, Ordering::Relaxed)
     ));
     let mut file = crate::sys::beneath::create_in(&folder, &temp, NEW_FILE_MODE)?;
-    let written = file
-        .write_all(bytes)
-        .and_then(|()| file.set_permissions(std::fs::Permissions::from_mode(mode)))
-        .and_then(|()| file.sync_all());
-    if let Err(e) = written {
-        let _ = crate::sys::beneath::remove_in(&folder, &temp);
-        return Err(e);
+    let mut written = file.write_all(bytes);
+    if let Some(mode) = mode {
+        written =
+            written.and_then(|()| file.set_permissions(std::fs::Permissions::from_mode(mode)));
     }
-    crate::sys::beneath::rename_in(&folder, &temp, name)
+    let done = written
+        .and_then(|()| file.sync_all())
+        .and_then(|()| crate::sys::beneath::rename_in(&folder, &temp, name));
+    if done.is_err() {
+        let _ = crate::sys::beneath::remove_in(&folder, &temp);
+    }
+    done
 }
 
 /// Creates the missing folders of `rel` beneath `dir`, one at a time, recording each.
@@ -117,7 +148,7 @@ pub fn restore(dir: &Path, applied: &Applied) -> Result<(), BundleError> {
                 let parent = change.path.parent().unwrap_or(Path::new(""));
                 let mut none = Vec::new();
                 make_dirs(dir, parent, &mut none)
-                    .and_then(|()| put(dir, &change.path, bytes, *mode))
+                    .and_then(|()| put(dir, &change.path, bytes, Some(*mode)))
             }
             None => {
                 let parent = change.path.parent().unwrap_or(Path::new(""));

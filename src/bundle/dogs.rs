@@ -11,6 +11,7 @@ use super::BundleError;
 use super::apply;
 use super::parse::{self, Reply};
 use super::plan::{self, Change};
+use super::review;
 
 pub struct DogsOptions {
     /// A file, or `-` for stdin.
@@ -24,6 +25,10 @@ pub struct DogsOptions {
     pub manifest: Option<PathBuf>,
     /// Apply even over files that changed since they were bundled.
     pub force: bool,
+    /// Review file by file and hunk by hunk in a full-screen view first.
+    pub interactive: bool,
+    /// Where the review's comments go, for the next prompt to the model.
+    pub feedback: Option<PathBuf>,
 }
 
 pub const APPLIED: i32 = 0;
@@ -59,8 +64,15 @@ pub fn run(options: &DogsOptions) -> Result<i32, BundleError> {
             path: path.clone(),
             source,
         })?;
-        if let Ok(Reply::Changes { manifest: m, .. }) = parse::parse(&bundle) {
-            manifest.extend(m);
+        match parse::parse(&bundle) {
+            Ok(Reply::Changes { manifest: m, .. }) if !m.is_empty() => manifest.extend(m),
+            _ => {
+                eprintln!(
+                    "ouro dogs: {} holds no manifest to check against (is it a bundle from `ouro cats`?); nothing written",
+                    path.display()
+                );
+                return Ok(REJECTED);
+            }
         }
     }
     if blocks.is_empty() {
@@ -81,11 +93,30 @@ pub fn run(options: &DogsOptions) -> Result<i32, BundleError> {
         eprintln!("ouro dogs: the bundle changes nothing: every file already has that content");
         return Ok(APPLIED);
     }
-    eprint!("{}", summary(&changes));
     if options.dry_run {
+        eprint!("{}", summary(&changes));
         print!("{}", diffs(&changes));
         return Ok(APPLIED);
     }
+    let reviewed = options.interactive;
+    let changes = if reviewed {
+        let decision = review::review(changes)?;
+        if let Some(path) = &options.feedback {
+            review::write_feedback(path, &decision.feedback)?;
+        }
+        if decision.aborted {
+            eprintln!("ouro dogs: review quit; nothing written");
+            return Ok(REJECTED);
+        }
+        if decision.changes.is_empty() {
+            eprintln!("ouro dogs: nothing accepted; nothing written");
+            return Ok(APPLIED);
+        }
+        decision.changes
+    } else {
+        changes
+    };
+    eprint!("{}", summary(&changes));
     let protected: Vec<&Change> = changes.iter().filter(|c| c.protected.is_some()).collect();
     if !protected.is_empty() {
         eprintln!("These files decide what runs or what an agent is told later:");
@@ -100,15 +131,25 @@ pub fn run(options: &DogsOptions) -> Result<i32, BundleError> {
         if !confirmed("Type yes to write them: ", true) {
             return Ok(REJECTED);
         }
-    } else if !options.yes && !confirmed("Apply these changes? [y/N] ", false) {
+    } else if !options.yes && !reviewed && !confirmed("Apply these changes? [y/N] ", false) {
         return Ok(REJECTED);
     }
-    let applied = apply::apply(&dir, &changes)?;
+    let applied = match apply::apply(&dir, &changes) {
+        Ok(applied) => applied,
+        Err(e) => {
+            eprintln!("ouro dogs: {e}");
+            return Ok(REJECTED);
+        }
+    };
     eprintln!("ouro dogs: applied {} file(s)", apply::touched(&applied));
     let Some(command) = &options.verify else {
         return Ok(APPLIED);
     };
-    if verify(&dir, command)? {
+    let passed = verify(&dir, command).unwrap_or_else(|e| {
+        eprintln!("ouro dogs: {e}");
+        false
+    });
+    if passed {
         eprintln!("ouro dogs: verified: `{command}` passed");
         return Ok(APPLIED);
     }

@@ -156,10 +156,17 @@ pub fn replace_unique(text: &mut Text, search: &[Line], replace: &[Line]) -> Res
 }
 
 /// A diff hunk: its old lines replaced by its new ones where they match once; a hunk with no
-/// old lines inserts after its header's line number.
-pub fn apply_hunk(text: &mut Text, hunk: &Hunk) -> Result<(), EditError> {
+/// old lines inserts after its header's line number, moved by what earlier hunks added or
+/// removed (`shift`).
+pub fn apply_hunk(text: &mut Text, hunk: &Hunk, shift: isize) -> Result<(), EditError> {
     if hunk.old.is_empty() {
-        let at = hunk.old_start.min(text.lines.len());
+        let at = hunk.old_start.saturating_add_signed(shift);
+        if at > text.lines.len() {
+            return Err(EditError::Lines(format!(
+                "an insertion after line {at}, but the file has {} lines",
+                text.lines.len()
+            )));
+        }
         text.lines.splice(at..at, hunk.new.iter().cloned());
         return Ok(());
     }

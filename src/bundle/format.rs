@@ -31,7 +31,7 @@ pub struct Entry {
 }
 
 /// A marker line without its newline: `🐈 --- CATS_START_FILE: path (Content:Base64) ---`.
-pub fn marker(animal: &str, start: bool, path: &[u8], binary: bool) -> Vec<u8> {
+pub fn marker_line(animal: &str, start: bool, path: &[u8], binary: bool) -> Vec<u8> {
     let keyword = match (animal == CAT, start) {
         (true, true) => "CATS_START_FILE",
         (true, false) => "CATS_END_FILE",
@@ -45,6 +45,92 @@ pub fn marker(animal: &str, start: bool, path: &[u8], binary: bool) -> Vec<u8> {
     }
     line.extend_from_slice(b" ---");
     line
+}
+
+/// A marker line, read as leniently as PAWS's regex (any case, any run of three or more
+/// dashes, spaces around the colon).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Marker {
+    pub cat: bool,
+    pub start: bool,
+    pub path: Vec<u8>,
+    pub binary: bool,
+}
+
+pub fn trim(mut s: &[u8]) -> &[u8] {
+    while let [first, rest @ ..] = s
+        && first.is_ascii_whitespace()
+    {
+        s = rest;
+    }
+    while let [rest @ .., last] = s
+        && last.is_ascii_whitespace()
+    {
+        s = rest;
+    }
+    s
+}
+
+fn strip_dashes(s: &[u8]) -> Option<&[u8]> {
+    let n = s.iter().take_while(|b| **b == b'-').count();
+    (n >= 3).then(|| &s[n..])
+}
+
+pub fn marker(line: &[u8]) -> Option<Marker> {
+    let line = trim(line);
+    let (cat, rest) = if let Some(rest) = line.strip_prefix(CAT.as_bytes()) {
+        (true, rest)
+    } else {
+        (false, line.strip_prefix(DOG.as_bytes())?)
+    };
+    let rest = trim(strip_dashes(trim(rest))?);
+    let keywords: [(&[u8], bool); 2] = if cat {
+        [(b"CATS_START_FILE", true), (b"CATS_END_FILE", false)]
+    } else {
+        [(b"DOGS_START_FILE", true), (b"DOGS_END_FILE", false)]
+    };
+    let (start, rest) = keywords.iter().find_map(|(k, start)| {
+        (rest.len() >= k.len() && rest[..k.len()].eq_ignore_ascii_case(k))
+            .then(|| (*start, &rest[k.len()..]))
+    })?;
+    let rest = trim(rest).strip_prefix(b":")?;
+    // The path runs to the closing dashes: `path ---` or `path (Content:Base64) ---`.
+    let end = rest.len() - rest.iter().rev().take_while(|b| **b == b'-').count();
+    if rest.len() - end < 3 {
+        return None;
+    }
+    let mut path = &rest[..end];
+    // ouro's cats writes exactly one space on each side; a path may itself start or end with
+    // spaces, so only those are taken off when the line has that exact shape.
+    path = path.strip_prefix(b" ").unwrap_or(path);
+    path = path.strip_suffix(b" ").unwrap_or(path);
+    let hint = BASE64_HINT.as_bytes();
+    let binary =
+        path.len() >= hint.len() && path[path.len() - hint.len()..].eq_ignore_ascii_case(hint);
+    if binary {
+        path = &path[..path.len() - hint.len()];
+    }
+    if !cat {
+        path = trim(path);
+    }
+    (!path.is_empty()).then(|| Marker {
+        cat,
+        start,
+        path: path.to_vec(),
+        binary,
+    })
+}
+
+pub fn is_fence(line: &[u8]) -> bool {
+    let line = trim(line);
+    line.starts_with(b"```")
+        && line[3..]
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'+' | b'.'))
+}
+
+pub fn is_closing_fence(line: &[u8]) -> bool {
+    trim(line) == b"```"
 }
 
 /// Whether `content` goes into a bundle as base64: PAWS's rule (a binary extension, a NUL or
@@ -73,22 +159,31 @@ pub fn is_binary(path: &[u8], content: &[u8]) -> bool {
     if std::str::from_utf8(content).is_err() {
         return true;
     }
-    // The opening fence's newline counts: content that starts with the sequence ends early too.
-    let mut end = b"\n```\n".to_vec();
-    end.extend_from_slice(&marker(CAT, false, path, false));
-    let mut framed = b"\n".to_vec();
-    framed.extend_from_slice(content);
-    contains(&framed, &end)
-}
-
-fn contains(haystack: &[u8], needle: &[u8]) -> bool {
-    haystack.windows(needle.len()).any(|w| w == needle)
+    let hint = BASE64_HINT.as_bytes();
+    let named_like_binary =
+        path.len() >= hint.len() && path[path.len() - hint.len()..].eq_ignore_ascii_case(hint);
+    // A line pair inside the content that the reader would take for the entry's end (a
+    // closing fence, then this path's END marker in any shape it accepts); the opening fence
+    // counts as the line before the first.
+    let text = std::str::from_utf8(content).unwrap_or_default();
+    let mut lines = std::iter::once("```").chain(text.split('\n')).peekable();
+    let mut ends_early = false;
+    while let Some(line) = lines.next() {
+        if is_closing_fence(line.as_bytes())
+            && lines.peek().is_some_and(|next| {
+                marker(next.as_bytes()).is_some_and(|m| m.cat && !m.start && m.path == path)
+            })
+        {
+            ends_early = true;
+        }
+    }
+    named_like_binary || ends_early
 }
 
 /// One entry as cats writes it, followed by the empty line that separates entries.
 pub fn write_entry(out: &mut Vec<u8>, entry: &Entry) {
     let binary = is_binary(&entry.path, &entry.content);
-    out.extend_from_slice(&marker(CAT, true, &entry.path, binary));
+    out.extend_from_slice(&marker_line(CAT, true, &entry.path, binary));
     out.push(b'\n');
     if binary {
         out.extend_from_slice(
@@ -105,7 +200,7 @@ pub fn write_entry(out: &mut Vec<u8>, entry: &Entry) {
         out.extend_from_slice(FENCE);
         out.push(b'\n');
     }
-    out.extend_from_slice(&marker(CAT, false, &entry.path, binary));
+    out.extend_from_slice(&marker_line(CAT, false, &entry.path, binary));
     out.extend_from_slice(b"\n\n");
 }
 
@@ -192,5 +287,10 @@ mod tests {
             b"a.md",
             "```\n🐈 --- CATS_END_FILE: a.md ---\ny".as_bytes()
         ));
+        assert!(is_binary(
+            b"a.md",
+            "x\n``` \r\n🐈 ----- cats_end_file: a.md ---\ny".as_bytes()
+        ));
+        assert!(is_binary(b"x (content:base64)", b"text"));
     }
 }

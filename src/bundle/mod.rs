@@ -11,6 +11,7 @@ mod edit;
 pub mod format;
 pub mod parse;
 mod plan;
+mod review;
 
 use std::path::PathBuf;
 
@@ -47,6 +48,14 @@ pub enum BundleError {
     NoTerminal,
     #[error("--ai-curate failed: {0}")]
     Curate(String),
+    #[error("could not write {path}: {source}; nothing was kept{undone}")]
+    Apply {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+        /// Empty when every written file was taken back; else what could not be.
+        undone: String,
+    },
     #[error("could not restore every file: {failed}")]
     Restore { failed: String },
 }

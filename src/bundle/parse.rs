@@ -6,7 +6,7 @@
 
 use base64::Engine as _;
 
-use super::format::{BASE64_HINT, CAT, DOG, HEADER, MANIFEST};
+use super::format::{HEADER, MANIFEST, Marker, is_closing_fence, is_fence, marker, trim};
 
 /// One line of a text edit, without its line ending.
 pub type Line = Vec<u8>;
@@ -108,107 +108,26 @@ fn error(line: usize, message: impl Into<String>) -> ParseError {
     }
 }
 
-/// A marker line, read as leniently as PAWS's regex (any case, any run of three or more
-/// dashes, spaces around the colon).
-#[derive(Debug, Clone, PartialEq)]
-struct Marker {
-    cat: bool,
-    start: bool,
-    path: Vec<u8>,
-    binary: bool,
-}
-
-fn trim(mut s: &[u8]) -> &[u8] {
-    while let [first, rest @ ..] = s
-        && first.is_ascii_whitespace()
-    {
-        s = rest;
-    }
-    while let [rest @ .., last] = s
-        && last.is_ascii_whitespace()
-    {
-        s = rest;
-    }
-    s
-}
-
-fn strip_dashes(s: &[u8]) -> Option<&[u8]> {
-    let n = s.iter().take_while(|b| **b == b'-').count();
-    (n >= 3).then(|| &s[n..])
-}
-
-fn marker(line: &[u8]) -> Option<Marker> {
-    let line = trim(line);
-    let (cat, rest) = if let Some(rest) = line.strip_prefix(CAT.as_bytes()) {
-        (true, rest)
-    } else {
-        (false, line.strip_prefix(DOG.as_bytes())?)
-    };
-    let rest = trim(strip_dashes(trim(rest))?);
-    let keywords: [(&[u8], bool); 2] = if cat {
-        [(b"CATS_START_FILE", true), (b"CATS_END_FILE", false)]
-    } else {
-        [(b"DOGS_START_FILE", true), (b"DOGS_END_FILE", false)]
-    };
-    let (start, rest) = keywords.iter().find_map(|(k, start)| {
-        (rest.len() >= k.len() && rest[..k.len()].eq_ignore_ascii_case(k))
-            .then(|| (*start, &rest[k.len()..]))
-    })?;
-    let rest = trim(rest).strip_prefix(b":")?;
-    // The path runs to the closing dashes: `path ---` or `path (Content:Base64) ---`.
-    let end = rest.len() - rest.iter().rev().take_while(|b| **b == b'-').count();
-    if rest.len() - end < 3 {
-        return None;
-    }
-    let mut path = &rest[..end];
-    // ouro's cats writes exactly one space on each side; a path may itself start or end with
-    // spaces, so only those are taken off when the line has that exact shape.
-    path = path.strip_prefix(b" ").unwrap_or(path);
-    path = path.strip_suffix(b" ").unwrap_or(path);
-    let hint = BASE64_HINT.as_bytes();
-    let binary =
-        path.len() >= hint.len() && path[path.len() - hint.len()..].eq_ignore_ascii_case(hint);
-    if binary {
-        path = &path[..path.len() - hint.len()];
-    }
-    if !cat || path.first().is_some_and(u8::is_ascii_whitespace) {
-        path = trim(path);
-    }
-    (!path.is_empty()).then(|| Marker {
-        cat,
-        start,
-        path: path.to_vec(),
-        binary,
-    })
-}
-
-fn is_fence(line: &[u8]) -> bool {
-    let line = trim(line);
-    line.starts_with(b"```")
-        && line[3..]
-            .iter()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'+' | b'.'))
-}
-
-fn is_closing_fence(line: &[u8]) -> bool {
-    trim(line) == b"```"
-}
-
 /// A `@@ PAWS_CMD NAME(args) @@` line: the command's name and its argument text.
 fn paws_command(line: &[u8]) -> Option<(String, String)> {
     let line = std::str::from_utf8(trim(line)).ok()?;
     let inner = line.strip_prefix("@@")?.strip_suffix("@@")?.trim();
-    let (word, rest) = inner.split_at(inner.find(char::is_whitespace)?);
+    let (word, rest) = inner.split_at(inner.find(char::is_whitespace).unwrap_or(inner.len()));
     if !word.eq_ignore_ascii_case("PAWS_CMD") {
         return None;
     }
     let call = rest.trim();
-    let open = call.find('(')?;
-    let args = call[open + 1..].strip_suffix(')')?;
-    Some((
-        call[..open].trim().to_ascii_uppercase(),
-        args.trim().to_string(),
-    ))
+    // `DELETE_FILE` without its parentheses is still the command, never file content.
+    let (name, args) = match call.find('(') {
+        Some(open) => (
+            &call[..open],
+            call[open + 1..]
+                .strip_suffix(')')
+                .unwrap_or(&call[open + 1..]),
+        ),
+        None => (call, ""),
+    };
+    Some((name.trim().to_ascii_uppercase(), args.trim().to_string()))
 }
 
 fn numbers(args: &str, count: usize, at: usize) -> Result<Vec<usize>, ParseError> {
@@ -226,17 +145,18 @@ pub fn parse(reply: &[u8]) -> Result<Reply, ParseError> {
     }
     let plain = |l: &[u8]| -> Vec<u8> { l.strip_suffix(b"\r").unwrap_or(l).to_vec() };
     // A 🐈 bundle: what precedes its header is prepended instructions, examples and all.
-    let has_cats = lines
+    // The header that counts is the last one before the first 🐈 entry; a header shown later
+    // (an example inside a file) resets nothing.
+    let first_cat = lines
         .iter()
-        .any(|l| marker(l).is_some_and(|m| m.cat && m.start));
-    let first = if has_cats {
-        lines
-            .iter()
-            .position(|l| plain(l) == HEADER.as_bytes())
-            .unwrap_or(0)
-    } else {
-        0
-    };
+        .position(|l| marker(l).is_some_and(|m| m.cat && m.start));
+    let first = first_cat
+        .and_then(|at| {
+            lines[..at]
+                .iter()
+                .rposition(|l| plain(l) == HEADER.as_bytes())
+        })
+        .unwrap_or(0);
     let mut blocks = Vec::new();
     let mut manifest = Vec::new();
     let mut i = first;
@@ -495,16 +415,21 @@ fn search_replace(lines: &[&[u8]], at: usize) -> Result<(Block, usize), ParseErr
         .rev()
         .map(|l| plain(l))
         .find(|l| !trim(l).is_empty() && !is_fence(l))
-        // A line of prose (`Change this:`) names no file.
-        .filter(|l| !trim(l).ends_with(b":"))
-        .map(|l| {
+        .and_then(|l| {
+            // Markdown around a file name (`### src/a.rs`, `**a.rs**`, `File: a.rs`) is not
+            // part of it; a line of prose (`Change this:`) names no file.
             let t = trim(&l);
-            let strip: &[u8] = b"`*\"'";
+            let t = trim(t.strip_prefix(b"File:").unwrap_or(t));
+            let strip: &[u8] = b"#`*\"' ";
             let start = t.iter().take_while(|b| strip.contains(b)).count();
             let end = t.len() - t.iter().rev().take_while(|b| strip.contains(b)).count();
-            t[start..end.max(start)].to_vec()
+            let name = &t[start..end.max(start)];
+            let plain_word = !name.is_empty()
+                && !name.ends_with(b":")
+                && !name.iter().any(u8::is_ascii_whitespace)
+                && marker(name).is_none();
+            plain_word.then(|| name.to_vec())
         })
-        .filter(|p| !p.is_empty() && !p.contains(&b' ') || p.contains(&b'/'))
         .ok_or_else(|| {
             error(
                 at,
@@ -518,6 +443,11 @@ fn search_replace(lines: &[&[u8]], at: usize) -> Result<(Block, usize), ParseErr
         let line = plain(raw);
         if !in_replace && is_divider(&line) {
             in_replace = true;
+        } else if in_replace && is_divider(&line) {
+            return Err(error(
+                k,
+                "a SEARCH/REPLACE block with two ======= lines; which one divides it is unclear",
+            ));
         } else if in_replace && is_replace(&line) {
             return Ok((
                 Block::SearchReplace {
@@ -558,6 +488,23 @@ fn diff_path(line: &[u8]) -> Option<Vec<u8>> {
     Some(rest.to_vec())
 }
 
+/// `@@ -a,b +c,d @@`: the old start and the old and new line counts (a count left out is 1).
+fn hunk_header(line: &[u8]) -> Option<(usize, usize, usize)> {
+    let text = std::str::from_utf8(line).ok()?;
+    let mut words = text.split_whitespace();
+    (words.next()? == "@@").then_some(())?;
+    let range = |word: &str, sign: char| -> Option<(usize, usize)> {
+        let body = word.strip_prefix(sign)?;
+        let mut parts = body.split(',');
+        let start = parts.next()?.parse().ok()?;
+        let count = parts.next().map_or(Some(1), |c| c.parse().ok())?;
+        Some((start, count))
+    };
+    let (old_start, old_count) = range(words.next()?, '-')?;
+    let (_, new_count) = range(words.next()?, '+')?;
+    Some((old_start, old_count, new_count))
+}
+
 fn diff(lines: &[&[u8]], at: usize) -> Result<(Block, usize), ParseError> {
     let plain = |l: &[u8]| l.strip_suffix(b"\r").unwrap_or(l).to_vec();
     let old = diff_path(&plain(lines[at]));
@@ -569,37 +516,56 @@ fn diff(lines: &[&[u8]], at: usize) -> Result<(Block, usize), ParseError> {
         if !line.starts_with(b"@@") {
             break;
         }
-        let old_start = std::str::from_utf8(&line)
-            .ok()
-            .and_then(|h| h.split_whitespace().nth(1))
-            .and_then(|r| r.trim_start_matches('-').split(',').next()?.parse().ok())
-            .unwrap_or(0);
+        // The counts say where the hunk ends: a removed line that reads `--- x` is content.
+        let (old_start, old_count, new_count) = hunk_header(&line)
+            .ok_or_else(|| error(i, "a hunk header without line numbers (`@@ -a,b +c,d @@`)"))?;
         let mut hunk = Hunk {
             old_start,
             old: Vec::new(),
             new: Vec::new(),
         };
         i += 1;
-        while i < lines.len() {
-            let line = plain(lines[i]);
+        while hunk.old.len() < old_count || hunk.new.len() < new_count {
+            let Some(raw) = lines.get(i) else {
+                return Err(error(
+                    i,
+                    "a diff hunk that stops before its counts (was the reply cut off?)",
+                ));
+            };
+            let line = plain(raw);
             match line.first() {
                 Some(b' ') => {
                     hunk.old.push(line[1..].to_vec());
                     hunk.new.push(line[1..].to_vec());
                 }
-                Some(b'-') if !line.starts_with(b"--- ") => hunk.old.push(line[1..].to_vec()),
-                Some(b'+') if !line.starts_with(b"+++ ") => hunk.new.push(line[1..].to_vec()),
+                Some(b'-') => hunk.old.push(line[1..].to_vec()),
+                Some(b'+') => hunk.new.push(line[1..].to_vec()),
                 Some(b'\\') => {}
-                // A blank context line whose space a model left out, inside the hunk.
-                None if lines
-                    .get(i + 1)
-                    .is_some_and(|n| matches!(n.first(), Some(b' ' | b'-' | b'+'))) =>
-                {
+                // A blank context line whose space a model left out.
+                None => {
                     hunk.old.push(Vec::new());
                     hunk.new.push(Vec::new());
                 }
-                _ => break,
+                _ => {
+                    return Err(error(
+                        i,
+                        "a line in a diff hunk starts with none of ' ', '-', '+' (do the hunk's counts match its lines?)",
+                    ));
+                }
             }
+            i += 1;
+        }
+        // More hunk-shaped lines right after the counts ran out: the counts are wrong, and
+        // applying part of the hunk would be a silent half-change.
+        let next_file = lines.get(i).is_some_and(|l| l.starts_with(b"--- "))
+            && lines.get(i + 1).is_some_and(|l| l.starts_with(b"+++ "));
+        let continues = lines
+            .get(i)
+            .is_some_and(|l| matches!(l.first(), Some(b' ' | b'-' | b'+')));
+        if hunk.old.len() != old_count || hunk.new.len() != new_count || (continues && !next_file) {
+            return Err(error(i, "a diff hunk whose lines do not match its counts"));
+        }
+        if lines.get(i).is_some_and(|l| l.starts_with(b"\\")) {
             i += 1;
         }
         hunks.push(hunk);

@@ -106,11 +106,24 @@ pub fn plan(
             ));
         }
         changes.push(Change {
-            protected: crate::permissions::protection(&dir.join(&path)),
+            // Judged inside the target: where the target itself lives does not count.
+            protected: crate::permissions::protection(&path),
             path,
             before,
             after,
         });
+    }
+    // A path written as a file and used as a folder by another path of the same bundle.
+    for change in changes.iter().filter(|c| c.after.is_some()) {
+        if let Some(other) = changes.iter().find(|o| {
+            o.after.is_some() && o.path != change.path && o.path.starts_with(&change.path)
+        }) {
+            problems.push(format!(
+                "{}: written as a file, but {} needs it to be a folder",
+                change.path.display(),
+                other.path.display()
+            ));
+        }
     }
     if problems.is_empty() {
         Ok(changes)
@@ -189,8 +202,11 @@ fn step(
                     .as_mut()
                     .ok_or("a diff of a file that does not exist")?;
                 let mut t = Text::parse(text);
+                let mut shift = 0isize;
                 for (n, hunk) in hunks.iter().enumerate() {
-                    edit::apply_hunk(&mut t, hunk).map_err(|e| format!("hunk {}: {e}", n + 1))?;
+                    edit::apply_hunk(&mut t, hunk, shift)
+                        .map_err(|e| format!("hunk {}: {e}", n + 1))?;
+                    shift += hunk.new.len() as isize - hunk.old.len() as isize;
                 }
                 *text = t.to_bytes();
             }
@@ -262,6 +278,9 @@ fn current(dir: &Path, path: &Path) -> Result<Option<(Vec<u8>, u32)>, String> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(format!("cannot be read: {e}")),
         Ok(meta) if meta.is_dir() => Err("is a directory".into()),
+        Ok(meta) if !meta.is_file() => {
+            Err("is not a regular file (a device, socket or pipe)".into())
+        }
         Ok(meta) => {
             let bytes = crate::sys::beneath::read_all(dir, &full)
                 .map_err(|e| format!("cannot be read: {e}"))?;

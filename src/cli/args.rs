@@ -392,6 +392,12 @@ pub struct DogsArgs {
     /// Apply over files that changed on disk since they were bundled.
     #[arg(long)]
     pub force: bool,
+    /// Review each file and hunk in a full-screen view; `q` writes what was accepted.
+    #[arg(short, long)]
+    pub interactive: bool,
+    /// Write the review's comments on hunks here, for the next prompt to the model.
+    #[arg(long, value_name = "FILE", requires = "interactive")]
+    pub feedback: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -17,6 +17,8 @@ pub struct Term {
     raw: Arc<Mutex<Vec<u8>>>,
     /// How much of the plain text `expect` has consumed.
     seen: usize,
+    /// (cols, rows) now.
+    size: std::cell::Cell<(u16, u16)>,
     master: Box<dyn MasterPty + Send>,
 }
 
@@ -81,6 +83,7 @@ impl Term {
             writer,
             raw,
             seen: 0,
+            size: std::cell::Cell::new((220, 60)),
             master: pair.master,
         }
     }
@@ -147,8 +150,37 @@ impl Term {
         }
     }
 
+    /// Waits until the screen as a terminal shows it (a full-screen program draws only what
+    /// changed) holds `needle` on one row.
+    pub fn wait_screen(&self, needle: &str) -> String {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let screen = self.screen();
+            if screen.contains(needle) {
+                return screen;
+            }
+            if Instant::now() > deadline {
+                panic!("timed out waiting for {needle:?} on the screen\n{screen}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The screen now: every byte so far through a terminal emulator of the current size.
+    pub fn screen(&self) -> String {
+        let (cols, rows) = self.size.get();
+        let mut parser = vt100::Parser::new(
+            std::num::NonZeroU16::new(rows).unwrap(),
+            std::num::NonZeroU16::new(cols).unwrap(),
+            0,
+        );
+        parser.process(&self.raw.lock().unwrap());
+        parser.screen().contents()
+    }
+
     /// Resizes the terminal (its process gets SIGWINCH).
     pub fn resize(&self, cols: u16, rows: u16) {
+        self.size.set((cols, rows));
         self.master
             .resize(PtySize {
                 rows,

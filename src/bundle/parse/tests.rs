@@ -122,7 +122,7 @@ fn search_replace_blocks_name_their_file_above_the_fence() {
 
 #[test]
 fn unified_diffs_per_file() {
-    let reply = "```diff\n--- a/src/x.txt\n+++ b/src/x.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+TWO\n\n three\n--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1,1 @@\n+hello\n```\n";
+    let reply = "```diff\n--- a/src/x.txt\n+++ b/src/x.txt\n@@ -1,4 +1,4 @@\n one\n-two\n+TWO\n\n three\n--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1,1 @@\n+hello\n```\n";
     let blocks = changes(reply);
     assert_eq!(blocks.len(), 2);
     let Block::Diff { old, new, hunks } = &blocks[0] else {
@@ -152,4 +152,41 @@ fn manifest_lines_are_collected() {
             manifest: vec![(b"a b.txt".to_vec(), "abc".into())],
         }
     );
+}
+
+#[test]
+fn a_removed_line_that_reads_like_a_file_header_is_content() {
+    let reply = "--- a/q.sql\n+++ b/q.sql\n@@ -1,3 +1,3 @@\n select 1;\n--- old comment\n+-- new comment\n select 2;\n";
+    let blocks = changes(reply);
+    let Block::Diff { hunks, .. } = &blocks[0] else {
+        panic!("{blocks:?}")
+    };
+    assert_eq!(hunks[0].old[1], b"-- old comment");
+    assert_eq!(hunks[0].new[1], b"-- new comment");
+    let wrong_counts = "--- a/x\n+++ b/x\n@@ -1,1 +1,1 @@\n-a\n+b\n c\n-d\n";
+    assert!(parse(wrong_counts.as_bytes()).is_err());
+}
+
+#[test]
+fn a_paws_command_without_parentheses_is_still_a_command() {
+    let reply = "🐕 --- DOGS_START_FILE: old.txt ---\n@@ PAWS_CMD DELETE_FILE @@\n🐕 --- DOGS_END_FILE: old.txt ---\n";
+    assert_eq!(
+        changes(reply),
+        vec![Block::Delete {
+            path: b"old.txt".to_vec()
+        }]
+    );
+    let unknown =
+        "🐕 --- DOGS_START_FILE: a ---\n@@ PAWS_CMD FROB @@\n🐕 --- DOGS_END_FILE: a ---\n";
+    assert!(parse(unknown.as_bytes()).is_err());
+}
+
+#[test]
+fn prose_and_headings_above_a_search_block() {
+    let reply = "### src/a.rs\n```rust\n<<<<<<< SEARCH\nx\n=======\ny\n>>>>>>> REPLACE\n```\n";
+    assert_eq!(changes(reply)[0].path(), b"src/a.rs");
+    let prose = "Create src/new.rs\n<<<<<<< SEARCH\n=======\ny\n>>>>>>> REPLACE\n";
+    assert!(parse(prose.as_bytes()).is_err());
+    let two_dividers = "a.md\n<<<<<<< SEARCH\nTitle\n=======\nx\n=======\n>>>>>>> REPLACE\n";
+    assert!(parse(two_dividers.as_bytes()).is_err());
 }
