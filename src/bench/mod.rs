@@ -9,6 +9,7 @@
 use std::future::Future;
 use std::io;
 
+pub mod cats;
 pub mod checkpoints;
 pub mod fixture;
 mod host;
@@ -98,6 +99,10 @@ pub struct BenchArgs {
     #[cfg(feature = "serve")]
     #[arg(long)]
     pub serve: bool,
+    /// Also time `ouro cats` on a 10,000-file, 100 MB tree against find + cat, and `ouro dogs`
+    /// applying that bundle.
+    #[arg(long)]
+    pub cats: bool,
     /// Also time a talk through the daemon's relay against a direct PTY: keystroke round trip
     /// (p50/p99), output throughput, and the daemon's RSS with 10 idle clones.
     #[arg(long)]
@@ -226,6 +231,10 @@ pub async fn run(args: &BenchArgs) -> Result<bool, BenchError> {
     if args.serve {
         progress("ouro serve over HTTP");
         report.serve = Some(serve::measure(runs).await?);
+    }
+    if args.cats {
+        progress("cats and dogs on a 100 MB tree");
+        report.cats = Some(cats::measure()?);
     }
     if args.relay {
         progress("a talk through the daemon's relay");

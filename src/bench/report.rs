@@ -48,6 +48,8 @@ pub struct Report {
     /// `--serve`: `ouro serve` driven over HTTP.
     #[cfg(feature = "serve")]
     pub serve: Option<super::serve::ServeCost>,
+    /// `--cats`: bundling a large tree and applying it back.
+    pub cats: Option<super::cats::CatsCost>,
     /// `--relay`: a talk through the daemon.
     pub relay: Option<super::relay::RelayCost>,
     /// What scripted sessions of a few lengths are billed for input.
@@ -245,6 +247,7 @@ pub fn build(
         checkpoints: None,
         #[cfg(feature = "serve")]
         serve: None,
+        cats: None,
         relay: None,
         cost: Vec::new(),
         history: None,

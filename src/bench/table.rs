@@ -240,6 +240,21 @@ ouro serve: first chat:delta {:.1} ms after the message (median; min {:.1}, max 
             serve.peak_rss_mb
         );
     }
+    if let Some(c) = &r.cats {
+        let _ = writeln!(
+            out,
+            "\ncats of {} files, {:.0} MB: {:.0} ms ({:.0} MB/s; find + cat read them in {:.0} ms, {:.1}x); \
+             dogs applying that bundle into an empty directory: {:.0} ms ({:.0} MB/s)",
+            c.files,
+            c.megabytes,
+            c.cats_ms,
+            c.megabytes / (c.cats_ms / 1000.0),
+            c.floor_ms,
+            c.cats_ms / c.floor_ms.max(f64::MIN_POSITIVE),
+            c.dogs_ms,
+            c.megabytes / (c.dogs_ms / 1000.0)
+        );
+    }
     if let Some(relay) = &r.relay {
         let _ = writeln!(
             out,

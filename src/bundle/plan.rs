@@ -114,14 +114,22 @@ pub fn plan(
         });
     }
     // A path written as a file and used as a folder by another path of the same bundle.
+    let written: std::collections::BTreeSet<&Path> = changes
+        .iter()
+        .filter(|c| c.after.is_some())
+        .map(|c| c.path.as_path())
+        .collect();
     for change in changes.iter().filter(|c| c.after.is_some()) {
-        if let Some(other) = changes.iter().find(|o| {
-            o.after.is_some() && o.path != change.path && o.path.starts_with(&change.path)
-        }) {
+        if let Some(file) = change
+            .path
+            .ancestors()
+            .skip(1)
+            .find(|a| written.contains(a))
+        {
             problems.push(format!(
                 "{}: written as a file, but {} needs it to be a folder",
-                change.path.display(),
-                other.path.display()
+                file.display(),
+                change.path.display()
             ));
         }
     }
