@@ -54,9 +54,29 @@ fn main() -> ExitCode {
 }
 
 async fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let cwd = std::env::current_dir()
+    let mut cwd = std::env::current_dir()
         .and_then(|d| d.canonicalize())
         .context("cannot read the current directory")?;
+    // `--worktree [NAME]`: the session runs inside that worktree, as its project root.
+    if let Some(name) = &args.worktree {
+        let worktrees = ouro::bundle::worktree::Worktrees::of(&cwd)?;
+        let name = Some(name.as_str()).filter(|n| !n.is_empty());
+        let worktree = worktrees.start(name, None).map_err(|e| match name {
+            Some(n) if n.contains(char::is_whitespace) => anyhow::anyhow!(
+                "{e}. --worktree takes the next word as its name, as Claude Code's does: give the prompt first (`ouro \"{n}\" --worktree`) or name it (`--worktree=NAME`)"
+            ),
+            _ => e.into(),
+        })?;
+        eprintln!(
+            "ouro: working in worktree {} (branch {}) at {}",
+            worktree.id,
+            worktree.branch,
+            worktree.path.display()
+        );
+        std::env::set_current_dir(&worktree.path)
+            .with_context(|| format!("cannot enter {}", worktree.path.display()))?;
+        cwd = worktree.path.canonicalize()?;
+    }
     match &args.command {
         Some(Command::Cats(cats)) => {
             let mut paths = cats.paths.clone();
@@ -80,6 +100,27 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
             let code = ouro::bundle::cats::run(&cwd, options, &cats.output, curate).await?;
             return Ok(exit_code(code));
         }
+        Some(Command::Worktree { action }) => {
+            use ouro::cli::args::WorktreeAction as W;
+            let worktrees = ouro::bundle::worktree::Worktrees::of(&cwd)?;
+            let message = match action {
+                W::Start { name, branch } => {
+                    let m = worktrees.start(name.as_deref(), branch.as_deref())?;
+                    format!(
+                        "worktree {} on branch {} at {}",
+                        m.id,
+                        m.branch,
+                        m.path.display()
+                    )
+                }
+                W::List => ouro::bundle::worktree::table(&worktrees.list()),
+                W::Rewind { id, to } => worktrees.rewind(id, to)?,
+                W::Merge { id, squash } => worktrees.merge(id, *squash)?,
+                W::Archive { id } => worktrees.archive(id)?,
+            };
+            println!("{}", message.trim_end());
+            return Ok(ExitCode::SUCCESS);
+        }
         Some(Command::Dogs(dogs)) => {
             let options = ouro::bundle::DogsOptions {
                 bundle: dogs.bundle.clone(),
@@ -92,6 +133,7 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
                 force: dogs.force,
                 interactive: dogs.interactive,
                 feedback: dogs.feedback.as_ref().map(|f| cwd.join(f)),
+                worktree: dogs.worktree.clone(),
             };
             return Ok(exit_code(ouro::bundle::dogs::run(&options)?));
         }

@@ -694,3 +694,146 @@ fn the_interactive_review_writes_only_what_was_accepted() {
     );
     assert!(feedback.contains("+EIGHTEEN") && feedback.contains("keep eighteen as it was"));
 }
+
+/// `ouro` with a private home, in `dir`.
+fn ouro_home(home: &Path, dir: &Path, args: &[&str], stdin: Option<&[u8]>) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_ouro"));
+    command
+        .args(args)
+        .current_dir(dir)
+        .env("OURO_HOME", home)
+        .env("HOME", home)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        });
+    let mut child = command.spawn().unwrap();
+    if let Some(input) = stdin {
+        use std::io::Write;
+        child.stdin.take().unwrap().write_all(input).unwrap();
+    }
+    child.wait_with_output().unwrap()
+}
+
+fn dog(path: &str, content: &str) -> String {
+    format!("🐕 --- DOGS_START_FILE: {path} ---\n{content}\n🐕 --- DOGS_END_FILE: {path} ---\n")
+}
+
+#[test]
+fn worktrees_take_bundles_as_checkpoints_rewind_merge_and_archive() {
+    let home = tempfile::tempdir().unwrap();
+    let repo = tempfile::tempdir().unwrap();
+    let r = repo.path();
+    write(r, "a.txt", b"one\n");
+    git(r, &["init", "-q"]);
+    git(r, &["add", "."]);
+    git(r, &["commit", "-qm", "base"]);
+    let run = |args: &[&str], stdin: Option<&[u8]>| {
+        let out = ouro_home(home.path(), r, args, stdin);
+        assert!(out.status.success(), "{args:?}\n{}", text(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let started = run(&["worktree", "start", "feat"], None);
+    let path = PathBuf::from(started.trim().rsplit(" at ").next().unwrap());
+    assert!(
+        path.starts_with(home.path()),
+        "kept in ouro's home: {started}"
+    );
+    assert_eq!(std::fs::read(path.join("a.txt")).unwrap(), b"one\n");
+
+    run(
+        &["dogs", "-", "-y", "--worktree", "feat"],
+        Some(dog("a.txt", "two").as_bytes()),
+    );
+    run(
+        &["dogs", "-", "-y", "--worktree", "feat"],
+        Some(dog("b.txt", "bee").as_bytes()),
+    );
+    assert_eq!(std::fs::read(path.join("a.txt")).unwrap(), b"two\n");
+    assert_eq!(
+        std::fs::read(r.join("a.txt")).unwrap(),
+        b"one\n",
+        "the main tree is untouched"
+    );
+    let list = run(&["worktree", "list"], None);
+    assert!(list.contains("cp1") && list.contains("cp2"), "{list}");
+    assert!(git(&path, &["tag"]).contains("ouro/feat/cp2"));
+
+    // Uncommitted work in the worktree stops a rewind.
+    write(&path, "a.txt", b"scribble\n");
+    let refused = ouro_home(
+        home.path(),
+        r,
+        &["worktree", "rewind", "feat", "--to", "cp1"],
+        None,
+    );
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("uncommitted changes"));
+    assert_eq!(std::fs::read(path.join("a.txt")).unwrap(), b"scribble\n");
+    git(&path, &["checkout", "--", "a.txt"]);
+    run(&["worktree", "rewind", "feat", "--to", "cp1"], None);
+    assert!(!path.join("b.txt").exists());
+    assert_eq!(std::fs::read(path.join("a.txt")).unwrap(), b"two\n");
+
+    // A dirty main tree stops a merge; a clean one takes it as one commit.
+    write(r, "a.txt", b"local edit\n");
+    let refused = ouro_home(
+        home.path(),
+        r,
+        &["worktree", "merge", "feat", "--squash"],
+        None,
+    );
+    assert!(!refused.status.success());
+    assert_eq!(std::fs::read(r.join("a.txt")).unwrap(), b"local edit\n");
+    git(r, &["checkout", "--", "a.txt"]);
+    run(&["worktree", "merge", "feat", "--squash"], None);
+    assert_eq!(std::fs::read(r.join("a.txt")).unwrap(), b"two\n");
+    assert!(git(r, &["log", "--oneline"]).contains("Merge worktree feat"));
+
+    run(&["worktree", "archive", "feat"], None);
+    assert!(!path.exists());
+    assert!(run(&["worktree", "list"], None).contains("feat (archived)"));
+}
+
+#[cfg(feature = "mock")]
+#[tokio::test(flavor = "multi_thread")]
+async fn a_session_can_start_in_a_worktree() {
+    use serde_json::json;
+    let api = crate::common::server(json!({"turns": [
+        {"content": [{"type": "text", "text": "In the worktree."}]}
+    ]}))
+    .await;
+    let sb = Sandbox::new();
+    sb.write("a.txt", "one\n");
+    git(&sb.root(), &["init", "-q"]);
+    git(&sb.root(), &["add", "."]);
+    git(&sb.root(), &["commit", "-qm", "base"]);
+    let run = sb
+        .run(&api.url(), &["-p", "hello", "--worktree", "w2"])
+        .await;
+    assert!(run.status.success(), "{}", run.debug());
+    assert!(run.stdout.contains("In the worktree."));
+    assert!(
+        run.stderr.contains("working in worktree w2"),
+        "{}",
+        run.debug()
+    );
+    let body = serde_json::to_string(&crate::common::bodies(&api)[0]).unwrap();
+    assert!(
+        body.contains("worktrees"),
+        "the session's directory is the worktree: {body}"
+    );
+
+    let prompt_as_name = sb
+        .run(&api.url(), &["--worktree", "fix the bug", "-p"])
+        .await;
+    assert!(!prompt_as_name.status.success());
+    assert!(
+        prompt_as_name.stderr.contains("give the prompt first"),
+        "{}",
+        prompt_as_name.debug()
+    );
+}

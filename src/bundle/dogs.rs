@@ -12,6 +12,7 @@ use super::apply;
 use super::parse::{self, Reply};
 use super::plan::{self, Change};
 use super::review;
+use super::worktree::Worktrees;
 
 pub struct DogsOptions {
     /// A file, or `-` for stdin.
@@ -29,6 +30,8 @@ pub struct DogsOptions {
     pub interactive: bool,
     /// Where the review's comments go, for the next prompt to the model.
     pub feedback: Option<PathBuf>,
+    /// Apply inside this worktree of the project holding `dir`, and checkpoint it.
+    pub worktree: Option<String>,
 }
 
 pub const APPLIED: i32 = 0;
@@ -37,15 +40,34 @@ pub const REJECTED: i32 = 2;
 pub const CONTEXT_REQUESTED: i32 = 3;
 
 pub fn run(options: &DogsOptions) -> Result<i32, BundleError> {
+    let Some(id) = &options.worktree else {
+        return apply_in(options, &options.dir);
+    };
+    let worktrees = Worktrees::of(&options.dir)?;
+    let manifest = worktrees.load(id)?;
+    let code = apply_in(options, &manifest.path)?;
+    if code == APPLIED && !options.dry_run {
+        let note = Path::new(&options.bundle).file_name().map_or_else(
+            || "a bundle from stdin".into(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        if let Some(cp) = worktrees.checkpoint(id, &note)? {
+            eprintln!(
+                "ouro dogs: checkpoint {} of worktree {id} ({})",
+                cp.id, cp.tag
+            );
+        }
+    }
+    Ok(code)
+}
+
+fn apply_in(options: &DogsOptions, dir: &Path) -> Result<i32, BundleError> {
     let reply = read_bundle(&options.bundle)?;
-    let dir = options
-        .dir
-        .canonicalize()
-        .map_err(|source| BundleError::Io {
-            action: "open the target directory",
-            path: options.dir.clone(),
-            source,
-        })?;
+    let dir = dir.canonicalize().map_err(|source| BundleError::Io {
+        action: "open the target directory",
+        path: dir.to_path_buf(),
+        source,
+    })?;
     let (blocks, mut manifest) = match parse::parse(&reply) {
         Ok(Reply::RequestContext(what)) => {
             eprintln!("The model asks for more context before it changes anything:\n  {what}");

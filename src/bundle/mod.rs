@@ -12,6 +12,7 @@ pub mod format;
 pub mod parse;
 mod plan;
 mod review;
+pub mod worktree;
 
 use std::path::PathBuf;
 
@@ -56,6 +57,8 @@ pub enum BundleError {
         /// Empty when every written file was taken back; else what could not be.
         undone: String,
     },
+    #[error("{0}")]
+    Worktree(String),
     #[error("could not restore every file: {failed}")]
     Restore { failed: String },
 }

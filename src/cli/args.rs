@@ -27,6 +27,11 @@ pub struct Args {
     #[arg(short = 'p', long = "print")]
     pub print: bool,
 
+    /// Work in a git worktree of this project kept in ouro's home: a new one, or the one
+    /// named (as Claude Code's flag, the next word is the name).
+    #[arg(short = 'w', long, value_name = "NAME", num_args = 0..=1, default_missing_value = "")]
+    pub worktree: Option<String>,
+
     #[arg(long, value_enum, default_value = "text")]
     pub output_format: OutputFormat,
 
@@ -321,6 +326,11 @@ pub enum Command {
     Act(crate::cli::daemon::DispatchArgs),
     /// Show what a clone does, live, until Ctrl-C.
     Watch { name: String },
+    /// Git worktrees of this project in ouro's home, with a checkpoint per applied bundle.
+    Worktree {
+        #[command(subcommand)]
+        action: WorktreeAction,
+    },
     /// Bundle files for a chat model, in PAWS's format (token counts on stderr).
     Cats(CatsArgs),
     /// Apply a model's reply bundle: checked whole, shown, confirmed; optionally verified.
@@ -333,6 +343,32 @@ pub enum Command {
         #[arg(long, value_name = "KEYS")]
         detach_keys: Option<String>,
     },
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum WorktreeAction {
+    /// Make a worktree on a new branch from HEAD (named, or given a name).
+    Start {
+        name: Option<String>,
+        #[arg(long, value_name = "BRANCH")]
+        branch: Option<String>,
+    },
+    /// The worktrees of this project, with their checkpoints.
+    List,
+    /// Go back to a checkpoint (`base`: where it started); refuses over uncommitted changes.
+    Rewind {
+        id: String,
+        #[arg(long, value_name = "CHECKPOINT")]
+        to: String,
+    },
+    /// Merge its branch into the project's current branch; refuses over uncommitted changes.
+    Merge {
+        id: String,
+        #[arg(long)]
+        squash: bool,
+    },
+    /// Remove its folder; the branch and the checkpoints stay.
+    Archive { id: String },
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -392,6 +428,9 @@ pub struct DogsArgs {
     /// Apply over files that changed on disk since they were bundled.
     #[arg(long)]
     pub force: bool,
+    /// Apply inside this worktree (`ouro worktree list`) and checkpoint it: a commit and a tag.
+    #[arg(long, value_name = "ID", conflicts_with = "dir")]
+    pub worktree: Option<String>,
     /// Review each file and hunk in a full-screen view; `q` writes what was accepted.
     #[arg(short, long)]
     pub interactive: bool,
