@@ -19,6 +19,9 @@ fn ouro(dir: &Path, args: &[&str], stdin: Option<&[u8]>) -> Output {
         .current_dir(dir)
         .env("OURO_HOME", home.path())
         .env("HOME", home.path())
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("ANTHROPIC_AUTH_TOKEN")
+        .env_remove("ANTHROPIC_BASE_URL")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .stdin(if stdin.is_some() {
@@ -592,6 +595,12 @@ async fn ai_curate_ranks_asks_again_after_a_malformed_answer_and_keeps_to_the_bu
         run.debug()
     );
     assert!(run.stderr.contains("left out") && run.stderr.contains("src/db.rs"));
+    assert!(
+        run.stderr
+            .contains("the whole bundle, counted by the API: "),
+        "{}",
+        run.debug()
+    );
     let bodies = crate::common::bodies(&api);
     assert_eq!(bodies.len(), 2);
     let retry = serde_json::to_string(&bodies[1]["messages"]).unwrap();

@@ -254,15 +254,53 @@ impl Client {
         &self.base_url
     }
 
-    /// Send one streaming request. Errors before the first byte (HTTP status, connection) come
-    /// back here; errors after it come through the stream.
-    /// `betas` go in the `anthropic-beta` header.
-    pub async fn stream(
-        &self,
-        body: &Body,
-        betas: &[&str],
-    ) -> Result<impl Stream<Item = Result<StreamEvent, ApiError>> + Send + use<>, ApiError> {
-        let url = format!("{}/v1/messages", self.base_url);
+    /// The input tokens of `text` sent to `model` as one user message, counted by the API's
+    /// token-counting endpoint.
+    pub async fn count_tokens(&self, model: &str, text: &str) -> Result<u64, ApiError> {
+        let url = format!("{}/v1/messages/count_tokens", self.base_url);
+        let body = serde_json::json!({
+            "model": model,
+            "messages": [{"role": "user", "content": text}],
+        });
+        let sent = self
+            .http
+            .post(&url)
+            .headers(self.request_headers()?)
+            .json(&body)
+            .send();
+        let response = tokio::time::timeout(Duration::from_secs(30), sent)
+            .await
+            .map_err(|_| ApiError::Stalled(Duration::from_secs(30)))?
+            .map_err(|e| ApiError::Connect {
+                url: url.clone(),
+                reason: e.to_string(),
+            })?;
+        let status = response.status().as_u16();
+        let text = response.text().await.map_err(|e| ApiError::Connect {
+            url: url.clone(),
+            reason: e.to_string(),
+        })?;
+        if !(200..300).contains(&status) {
+            return Err(ApiError::Status {
+                status,
+                kind: "count_tokens".into(),
+                message: crate::text::truncate(&text, 300),
+                retry_after: None,
+            });
+        }
+        serde_json::from_str::<serde_json::Value>(&text)
+            .ok()
+            .and_then(|v| v.get("input_tokens")?.as_u64())
+            .ok_or_else(|| ApiError::Status {
+                status,
+                kind: "count_tokens".into(),
+                message: format!("no input_tokens in {}", crate::text::truncate(&text, 200)),
+                retry_after: None,
+            })
+    }
+
+    /// The key, version and configured headers every request carries.
+    fn request_headers(&self) -> Result<HeaderMap, ApiError> {
         let mut headers = self.extra_headers.clone();
         if !self.api_key.is_empty() {
             let mut key = HeaderValue::from_str(&self.api_key).map_err(|_| ApiError::Status {
@@ -278,6 +316,19 @@ impl Client {
             "anthropic-version",
             HeaderValue::from_static(ANTHROPIC_VERSION),
         );
+        Ok(headers)
+    }
+
+    /// Send one streaming request. Errors before the first byte (HTTP status, connection) come
+    /// back here; errors after it come through the stream.
+    /// `betas` go in the `anthropic-beta` header.
+    pub async fn stream(
+        &self,
+        body: &Body,
+        betas: &[&str],
+    ) -> Result<impl Stream<Item = Result<StreamEvent, ApiError>> + Send + use<>, ApiError> {
+        let url = format!("{}/v1/messages", self.base_url);
+        let mut headers = self.request_headers()?;
         headers.insert("content-type", HeaderValue::from_static("application/json"));
         if !betas.is_empty()
             && let Ok(value) = HeaderValue::from_str(&betas.join(","))

@@ -31,6 +31,27 @@ pub struct Bundled {
     pub files: Vec<Counted>,
     /// Files the token budget left out.
     pub left_out: Vec<Counted>,
+    /// The whole bundle as the API's token counter counts it, or why it could not.
+    pub counted: Result<u64, String>,
+}
+
+/// The largest bundle sent to be counted (the API's request size limit).
+const MAX_COUNTED_BYTES: usize = 32 << 20;
+
+/// The bundle's tokens as the API counts them, when a key is set and the API answers.
+async fn api_count(bundle: &[u8]) -> Result<u64, String> {
+    let endpoint = crate::app::Endpoint::from_env().map_err(|_| "no API key is set".to_string())?;
+    if bundle.len() > MAX_COUNTED_BYTES {
+        return Err("the bundle is larger than the API takes".into());
+    }
+    let client = crate::api::client::Client::new(endpoint.base_url, endpoint.api_key)
+        .and_then(|c| c.with_auth(endpoint.auth_token, &endpoint.headers))
+        .map_err(|e| e.to_string())?;
+    let text = String::from_utf8_lossy(bundle);
+    client
+        .count_tokens(crate::api::models::default_model(), &text)
+        .await
+        .map_err(|e| e.to_string())
 }
 
 /// The estimate this bundle's table states: a token is about four bytes of text (and of a
@@ -101,6 +122,7 @@ pub fn build(
         bundle: format::bundle(&entries),
         files: counted_files,
         left_out,
+        counted: Err("not counted".into()),
     })
 }
 
@@ -222,10 +244,11 @@ pub async fn run(
                 .map(String::from),
         );
     }
-    let bundled = match curate {
+    let mut bundled = match curate {
         None => cats(cwd, &options)?,
         Some(curate) => curated(cwd, &options, &curate).await?,
     };
+    bundled.counted = api_count(&bundled.bundle).await;
     if output == "-" {
         let mut stdout = std::io::stdout().lock();
         std::io::Write::write_all(&mut stdout, &bundled.bundle)
@@ -306,6 +329,14 @@ pub fn table(bundled: &Bundled) -> String {
         "total",
         bundled.files.len()
     ));
+    match &bundled.counted {
+        Ok(tokens) => out.push_str(&format!(
+            "the whole bundle, counted by the API: {tokens} tokens\n"
+        )),
+        Err(why) => out.push_str(&format!(
+            "(estimates only: {why}; with a key set, the API counts the bundle)\n"
+        )),
+    }
     if !bundled.left_out.is_empty() {
         out.push_str("left out to stay within --max-tokens:\n");
         for f in &bundled.left_out {

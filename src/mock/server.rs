@@ -79,6 +79,30 @@ async fn handle(
     if method == Method::GET && uri.path() == "/_mock/requests" {
         return axum::Json(shared.ledger().requests()).into_response();
     }
+    // Token counting, as the mock bills: the bytes of the messages' text / 4. No turn is used.
+    if method == Method::POST && uri.path() == "/v1/messages/count_tokens" {
+        let (body_json, _) = parse_body(&body);
+        let text_bytes: usize =
+            body_json
+                .get("messages")
+                .and_then(Value::as_array)
+                .map_or(0, |messages| {
+                    messages
+                        .iter()
+                        .map(|m| match m.get("content") {
+                            Some(Value::String(s)) => s.len(),
+                            Some(Value::Array(blocks)) => blocks
+                                .iter()
+                                .filter_map(|b| b.get("text").and_then(Value::as_str))
+                                .map(str::len)
+                                .sum(),
+                            _ => 0,
+                        })
+                        .sum()
+                });
+        let tokens = text_bytes.div_ceil(4);
+        return axum::Json(serde_json::json!({ "input_tokens": tokens })).into_response();
+    }
     let (body_json, parse_error) = parse_body(&body);
     let request = RecordedRequest {
         method: method.to_string(),
