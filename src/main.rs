@@ -194,6 +194,24 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
             ouro::serve::run(options).await?;
             return Ok(ExitCode::SUCCESS);
         }
+        Some(Command::Doctor) => {
+            let options = args.options()?;
+            let base = std::env::var("ANTHROPIC_BASE_URL")
+                .ok()
+                .filter(|b| !b.trim().is_empty())
+                .unwrap_or_else(|| ouro::api::client::DEFAULT_BASE_URL.to_string());
+            print!(
+                "{}",
+                ouro::app::doctor::report(&options, &cwd, &base, None).await
+            );
+            return Ok(ExitCode::SUCCESS);
+        }
+        Some(command) if command.refusal().is_some() => {
+            if let Some((name, why)) = command.refusal() {
+                eprintln!("ouro: `{name}` is a Claude Code command ouro does not have: {why}.");
+            }
+            return Ok(ExitCode::FAILURE);
+        }
         Some(Command::Brains) => {
             print!("{}", ouro::brain::catalogue::catalogue());
             return Ok(ExitCode::SUCCESS);
@@ -233,6 +251,7 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
     })
 }
 
+#[cfg(feature = "mock")]
 fn exit(success: bool) -> ExitCode {
     if success {
         ExitCode::SUCCESS

@@ -749,3 +749,110 @@ async fn debug_to_stderr_is_accepted_and_logs_on_stderr() {
     assert_eq!(run.stdout.trim(), "hi");
     assert!(run.stderr.contains("DEBUG"), "{}", run.debug());
 }
+
+#[tokio::test]
+async fn claude_code_subcommands_ouro_lacks_are_refused_by_name_never_sent_as_prompts() {
+    let api = server(json!({"turns": []})).await;
+    let sb = Sandbox::new();
+    for (args, name) in [
+        (&["update"][..], "update/install"),
+        (&["install", "stable"][..], "update/install"),
+        (&["config", "set", "-g", "theme", "dark"][..], "config"),
+        (&["setup-token"][..], "setup-token"),
+        (&["migrate-installer"][..], "update/install"),
+        (&["plugin", "list"][..], "plugin"),
+    ] {
+        let run = sb.run(&api.url(), args).await;
+        assert_eq!(run.status.code(), Some(1), "{args:?}: {}", run.debug());
+        assert!(
+            run.stderr.contains(&format!(
+                "`{name}` is a Claude Code command ouro does not have"
+            )),
+            "{args:?}: {}",
+            run.debug()
+        );
+    }
+    assert!(bodies(&api).is_empty(), "nothing went to the model");
+
+    let doctor = sb.run(&api.url(), &["doctor"]).await;
+    assert!(doctor.status.success(), "{}", doctor.debug());
+    for line in [
+        "✓ API key: ANTHROPIC_API_KEY is set",
+        "answers",
+        "Sandbox: ",
+        "Settings: ",
+    ] {
+        assert!(doctor.stdout.contains(line), "{line}: {}", doctor.debug());
+    }
+    assert!(bodies(&api).is_empty());
+}
+
+#[tokio::test]
+async fn newer_claude_code_flags_are_refused_by_name_and_manual_is_default() {
+    let api = server(json!({"turns": [
+        {"content": [{"type": "text", "text": "Manual works."}]}
+    ]}))
+    .await;
+    let sb = Sandbox::new();
+    for flag in [
+        "--name",
+        "--bare",
+        "--safe-mode",
+        "--restricted",
+        "--permission-prompts",
+        "--autocompact",
+        "--ide",
+        "--disable-slash-commands",
+    ] {
+        let run = sb.run(&api.url(), &["-p", "hi", flag]).await;
+        assert_eq!(run.status.code(), Some(1), "{flag}: {}", run.debug());
+        assert!(
+            run.stderr
+                .contains(&format!("ouro does not support {flag}")),
+            "{flag}: {}",
+            run.debug()
+        );
+    }
+    let run = sb
+        .run(&api.url(), &["-p", "hi", "--permission-mode", "manual"])
+        .await;
+    assert!(run.status.success(), "{}", run.debug());
+    assert_eq!(run.stdout.trim(), "Manual works.");
+}
+
+#[tokio::test]
+async fn flags_that_would_do_nothing_say_so() {
+    let api = server(json!({"turns": [
+        {"content": [{"type": "text", "text": "Ran."}]}
+    ]}))
+    .await;
+    let sb = Sandbox::new();
+    let missing = sb
+        .run(&api.url(), &["-p", "hi", "--add-dir", "/no/such/dir"])
+        .await;
+    assert_eq!(missing.status.code(), Some(1), "{}", missing.debug());
+    assert!(
+        missing
+            .stderr
+            .contains("--add-dir /no/such/dir: there is no such directory")
+    );
+    let fork = sb.run(&api.url(), &["-p", "hi", "--fork-session"]).await;
+    assert_eq!(fork.status.code(), Some(1), "{}", fork.debug());
+    assert!(
+        fork.stderr.contains("--fork-session copies the session"),
+        "{}",
+        fork.debug()
+    );
+    let tools = sb
+        .run(&api.url(), &["-p", "hi", "--tools", "Read,Teleport"])
+        .await;
+    assert!(tools.status.success(), "{}", tools.debug());
+    assert!(
+        tools
+            .stderr
+            .contains("--tools names `Teleport` that ouro does not have"),
+        "{}",
+        tools.debug()
+    );
+    assert_eq!(bodies(&api).len(), 1, "only the last run reached the model");
+}

@@ -2,6 +2,8 @@
 //! plain [`Options`], the settings files and the environment. Every front end (print mode, the
 //! REPL, the benchmark) builds its session here; none of them needs another's flags.
 
+pub mod doctor;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 

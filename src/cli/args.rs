@@ -90,6 +90,23 @@ pub struct Args {
     project_config_root: Option<String>,
     #[arg(long = "plugin-dir-no-mcp", hide = true)]
     plugin_dir_no_mcp: Vec<String>,
+    /// Claude Code 2.1.331's newer flags (each may take a value or none).
+    #[arg(long = "name", hide = true, num_args = 0..=1, default_missing_value = "")]
+    session_name: Option<String>,
+    #[arg(long = "bare", hide = true, num_args = 0..=1, default_missing_value = "")]
+    bare: Option<String>,
+    #[arg(long = "safe-mode", hide = true, num_args = 0..=1, default_missing_value = "")]
+    safe_mode: Option<String>,
+    #[arg(long = "restricted", hide = true, num_args = 0..=1, default_missing_value = "")]
+    restricted: Option<String>,
+    #[arg(long = "permission-prompts", hide = true, num_args = 0..=1, default_missing_value = "")]
+    permission_prompts: Option<String>,
+    #[arg(long = "autocompact", hide = true, num_args = 0..=1, default_missing_value = "")]
+    autocompact: Option<String>,
+    #[arg(long = "ide", hide = true, num_args = 0..=1, default_missing_value = "")]
+    ide: Option<String>,
+    #[arg(long = "disable-slash-commands", hide = true, num_args = 0..=1, default_missing_value = "")]
+    disable_slash_commands: Option<String>,
 
     /// Report each hook's start and end in stream-json (`system` `hook_started` /
     /// `hook_response`), as the Agent SDK's `include_hook_events` asks.
@@ -326,6 +343,22 @@ pub enum Command {
     Act(crate::cli::daemon::DispatchArgs),
     /// Show what a clone does, live, until Ctrl-C.
     Watch { name: String },
+    /// What this machine and configuration give ouro (the REPL's /doctor).
+    Doctor,
+    /// Claude Code's maintenance commands, which ouro has no counterpart of: each is refused
+    /// with what to do instead, never sent to the model as a prompt.
+    #[command(hide = true)]
+    Update(Refused),
+    #[command(hide = true)]
+    Install(Refused),
+    #[command(hide = true)]
+    Config(Refused),
+    #[command(hide = true, name = "setup-token")]
+    SetupToken(Refused),
+    #[command(hide = true, name = "migrate-installer")]
+    MigrateInstaller(Refused),
+    #[command(hide = true)]
+    Plugin(Refused),
     /// Git worktrees of this project in ouro's home, with a checkpoint per applied bundle.
     Worktree {
         #[command(subcommand)]
@@ -343,6 +376,38 @@ pub enum Command {
         #[arg(long, value_name = "KEYS")]
         detach_keys: Option<String>,
     },
+}
+
+/// Whatever follows a refused subcommand.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Refused {
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+    pub rest: Vec<String>,
+}
+
+impl Command {
+    /// Why ouro refuses this Claude Code subcommand, and what to do instead.
+    pub fn refusal(&self) -> Option<(&'static str, &'static str)> {
+        Some(match self {
+            Command::Update(_) | Command::Install(_) | Command::MigrateInstaller(_) => (
+                "update/install",
+                "ouro has no self-updater: build and install it with `cargo install --path .` in its repository",
+            ),
+            Command::Config(_) => (
+                "config",
+                "ouro's settings are JSON files (~/.ouro/settings.json, .ouro/settings.json, .ouro/settings.local.json); edit them, or see what is in force with /config in a session",
+            ),
+            Command::SetupToken(_) => (
+                "setup-token",
+                "ouro has no subscription login: export ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN)",
+            ),
+            Command::Plugin(_) => (
+                "plugin",
+                "ouro has no plugins: MCP servers (`ouro mcp`), skills and sub-agents cover what they add",
+            ),
+            _ => return None,
+        })
+    }
 }
 
 #[derive(Debug, Clone, Subcommand)]
@@ -533,7 +598,6 @@ impl Args {
         }
     }
 
-    /// The session these flags ask for (persisted to a transcript).
     /// The Claude Code flags given that ouro cannot honour yet.
     fn unsupported(&self) -> Vec<&'static str> {
         let given = [
@@ -551,6 +615,17 @@ impl Args {
             ("--managed-settings", self.managed_settings.is_some()),
             ("--project-config-root", self.project_config_root.is_some()),
             ("--plugin-dir-no-mcp", !self.plugin_dir_no_mcp.is_empty()),
+            ("--name", self.session_name.is_some()),
+            ("--bare", self.bare.is_some()),
+            ("--safe-mode", self.safe_mode.is_some()),
+            ("--restricted", self.restricted.is_some()),
+            ("--permission-prompts", self.permission_prompts.is_some()),
+            ("--autocompact", self.autocompact.is_some()),
+            ("--ide", self.ide.is_some()),
+            (
+                "--disable-slash-commands",
+                self.disable_slash_commands.is_some(),
+            ),
         ];
         given
             .into_iter()
@@ -559,7 +634,49 @@ impl Args {
             .collect()
     }
 
+    /// Flags that would otherwise be taken and do nothing: a directory that is not there, a
+    /// fork of no session. Unknown tool names are said, not fatal (the SDKs pass Claude
+    /// Code's whole list, and ouro has not every tool of it).
+    fn check_meaning(&self) -> anyhow::Result<()> {
+        for dir in &self.permissions.add_dirs {
+            if !dir.is_dir() {
+                anyhow::bail!(
+                    "--add-dir {}: there is no such directory; give one that exists",
+                    dir.display()
+                );
+            }
+        }
+        if self.fork_session && self.resume.is_none() && !self.continue_last {
+            anyhow::bail!(
+                "--fork-session copies the session that --resume or --continue names; add one of them"
+            );
+        }
+        if let Some(names) = self.tool_names() {
+            let known: Vec<String> = crate::tools::pool::builtin_tools()
+                .iter()
+                .map(|t| t.name().to_string())
+                .collect();
+            let unknown: Vec<&String> = names
+                .iter()
+                .filter(|n| *n != "default" && !n.starts_with("mcp__") && !known.contains(n))
+                .collect();
+            if !unknown.is_empty() {
+                eprintln!(
+                    "ouro: --tools names {} that ouro does not have; it has {}",
+                    unknown
+                        .iter()
+                        .map(|n| format!("`{n}`"))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    known.join(", ")
+                );
+            }
+        }
+        Ok(())
+    }
+
     pub fn options(&self) -> anyhow::Result<Options> {
+        self.check_meaning()?;
         let unsupported = self.unsupported();
         if !unsupported.is_empty() {
             anyhow::bail!(

@@ -110,6 +110,10 @@ impl FromStr for PermissionMode {
     type Err = UnknownMode;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
+        // Claude Code 2.1.283 renamed `default` to `manual` and keeps both spellings.
+        if s.trim() == "manual" {
+            return Ok(PermissionMode::Default);
+        }
         Self::ALL
             .into_iter()
             .find(|m| m.as_str() == s.trim())

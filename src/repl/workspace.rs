@@ -110,69 +110,14 @@ impl Repl {
 
     /// `/doctor`: what this machine and configuration give ouro, each with what to do if not.
     pub(super) async fn doctor(&mut self) {
-        let mut out = String::new();
-        let mut check = |ok: bool, what: String| {
-            let _ = writeln!(out, "{} {what}", if ok { "✓" } else { "✗" });
-        };
-        let key = std::env::var("ANTHROPIC_API_KEY").is_ok_and(|k| !k.trim().is_empty());
-        let token = std::env::var("ANTHROPIC_AUTH_TOKEN").is_ok_and(|k| !k.trim().is_empty());
-        check(
-            key || token,
-            match (key, token) {
-                (true, _) => "API key: ANTHROPIC_API_KEY is set".into(),
-                (false, true) => {
-                    "API key: ANTHROPIC_AUTH_TOKEN is set (sent as a Bearer token)".into()
-                }
-                _ => "API key: none; export ANTHROPIC_API_KEY".into(),
-            },
-        );
-        let base = self.endpoint.base_url.clone();
-        crate::api::client::install_crypto();
-        let reachable = reqwest::Client::builder()
-            .timeout(std::time::Duration::from_secs(5))
-            .build()
-            .map(|c| c.get(&base).send());
-        let reached = match reachable {
-            Ok(request) => request.await.map(|_| ()).map_err(|e| e.to_string()),
-            Err(e) => Err(e.to_string()),
-        };
-        check(
-            reached.is_ok(),
-            match &reached {
-                Ok(()) => format!("API: {base} answers"),
-                Err(e) => format!(
-                    "API: {base} cannot be reached ({e}); check ANTHROPIC_BASE_URL and the network"
-                ),
-            },
-        );
-        let support = crate::sys::sandbox::Support::detect();
-        check(
-            matches!(support, crate::sys::sandbox::Support::Landlock(_)),
-            format!("Sandbox: {}", support.describe()),
-        );
-        let settings = crate::app::load_settings(&self.options, &self.cwd);
-        check(
-            settings.is_ok(),
-            match &settings {
-                Ok(_) => {
-                    "Settings: every file reads (unknown keys are named when they load)".into()
-                }
-                Err(e) => format!("Settings: {e}"),
-            },
-        );
-        let git = std::process::Command::new("git").arg("--version").output();
-        check(
-            git.as_ref().is_ok_and(|o| o.status.success()),
-            "git: found (status in the system prompt, /review)".into(),
-        );
-        let transcripts = self.engine.transcript_path().map(Path::to_path_buf);
-        check(
-            transcripts.is_some(),
-            match transcripts {
-                Some(p) => format!("Transcript: {}", p.display()),
-                None => "Transcript: this session is not saved".into(),
-            },
-        );
+        let transcript = self.engine.transcript_path().map(Path::to_path_buf);
+        let out = crate::app::doctor::report(
+            &self.options,
+            &self.cwd,
+            &self.endpoint.base_url,
+            Some(transcript.as_deref()),
+        )
+        .await;
         self.ui.render.print(out.trim_end());
     }
 
