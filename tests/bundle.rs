@@ -11,14 +11,20 @@ use std::process::{Command, Output, Stdio};
 use crate::common::Sandbox;
 use crate::common::pty::{Options, Term};
 
+/// `ouro` in `dir` with a fresh private home and no API credentials.
 fn ouro(dir: &Path, args: &[&str], stdin: Option<&[u8]>) -> Output {
     let home = tempfile::tempdir().unwrap();
+    ouro_home(home.path(), dir, args, stdin)
+}
+
+/// `ouro` in `dir` with `home` as its home and no API credentials.
+fn ouro_home(home: &Path, dir: &Path, args: &[&str], stdin: Option<&[u8]>) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_ouro"));
     command
         .args(args)
         .current_dir(dir)
-        .env("OURO_HOME", home.path())
-        .env("HOME", home.path())
+        .env("OURO_HOME", home)
+        .env("HOME", home)
         .env_remove("ANTHROPIC_API_KEY")
         .env_remove("ANTHROPIC_AUTH_TOKEN")
         .env_remove("ANTHROPIC_BASE_URL")
@@ -702,29 +708,6 @@ fn the_interactive_review_writes_only_what_was_accepted() {
         "{feedback}"
     );
     assert!(feedback.contains("+EIGHTEEN") && feedback.contains("keep eighteen as it was"));
-}
-
-/// `ouro` with a private home, in `dir`.
-fn ouro_home(home: &Path, dir: &Path, args: &[&str], stdin: Option<&[u8]>) -> Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_ouro"));
-    command
-        .args(args)
-        .current_dir(dir)
-        .env("OURO_HOME", home)
-        .env("HOME", home)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        });
-    let mut child = command.spawn().unwrap();
-    if let Some(input) = stdin {
-        use std::io::Write;
-        child.stdin.take().unwrap().write_all(input).unwrap();
-    }
-    child.wait_with_output().unwrap()
 }
 
 fn dog(path: &str, content: &str) -> String {

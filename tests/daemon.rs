@@ -77,6 +77,13 @@ impl Home {
         )
     }
 
+    /// `clone new NAME --brain BRAIN --dir <the sandbox's project>`.
+    async fn clone_new(&self, name: &str, brain: &str) -> Run {
+        let dir = self.sb.root().display().to_string();
+        self.ok(&["clone", "new", name, "--brain", brain, "--dir", &dir])
+            .await
+    }
+
     fn daemon_pid(&self) -> Option<i32> {
         let text = std::fs::read_to_string(self.sb.home.path().join("daemon/daemon.lock")).ok()?;
         text.trim().parse().ok()
@@ -126,6 +133,17 @@ impl Drop for Home {
     }
 }
 
+/// Whether the real `claude` CLI is here (a counted skip when not).
+fn claude_installed() -> bool {
+    let here = crate::common::skip::on_path("claude");
+    if !here {
+        crate::common::skip::not_installed(
+            "the real `claude` CLI (npm install -g @anthropic-ai/claude-code; .ci/run does)",
+        );
+    }
+    here
+}
+
 fn resume_of(argv: &[String]) -> Option<&str> {
     let at = argv.iter().position(|a| a == "--resume")?;
     argv.get(at + 1).map(String::as_str)
@@ -144,10 +162,7 @@ fn alive(pid: i32) -> bool {
 #[tokio::test(flavor = "multi_thread")]
 async fn talk_echoes_resizes_detaches_and_ask_continues_the_conversation() {
     let home = Home::new("http://127.0.0.1:9");
-    let dir = home.sb.root().display().to_string();
-    let made = home
-        .ok(&["clone", "new", "c1", "--brain", SCRIPTED, "--dir", &dir])
-        .await;
+    let made = home.clone_new("c1", SCRIPTED).await;
     assert!(made.stdout.contains("clone c1"), "{}", made.debug());
 
     let mut term = home.term(&["talk", "c1"]);
@@ -181,9 +196,7 @@ async fn talk_echoes_resizes_detaches_and_ask_continues_the_conversation() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_client_killed_mid_talk_leaves_the_clone_in_dispatch_with_its_series() {
     let home = Home::new("http://127.0.0.1:9");
-    let dir = home.sb.root().display().to_string();
-    home.ok(&["clone", "new", "c1", "--brain", SCRIPTED, "--dir", &dir])
-        .await;
+    home.clone_new("c1", SCRIPTED).await;
     home.ok(&["ask", "c1", "before the talk"]).await;
     let before = home.idle_series("c1").await;
     let mut term = home.term(&["talk", "c1"]);
@@ -217,9 +230,7 @@ async fn a_client_killed_mid_talk_leaves_the_clone_in_dispatch_with_its_series()
 #[tokio::test(flavor = "multi_thread")]
 async fn the_brain_exiting_ends_the_talk_with_its_code() {
     let home = Home::new("http://127.0.0.1:9");
-    let dir = home.sb.root().display().to_string();
-    home.ok(&["clone", "new", "c1", "--brain", SCRIPTED, "--dir", &dir])
-        .await;
+    home.clone_new("c1", SCRIPTED).await;
     let mut term = home.term(&["talk", "c1"]);
     session_in_banner(&mut term);
     term.line("exit 7");
@@ -232,9 +243,7 @@ async fn the_brain_exiting_ends_the_talk_with_its_code() {
 #[tokio::test(flavor = "multi_thread")]
 async fn an_ask_during_a_talk_waits_in_the_queue_and_says_so() {
     let home = Home::new("http://127.0.0.1:9");
-    let dir = home.sb.root().display().to_string();
-    home.ok(&["clone", "new", "c1", "--brain", SCRIPTED, "--dir", &dir])
-        .await;
+    home.clone_new("c1", SCRIPTED).await;
     let mut term = home.term(&["talk", "c1"]);
     session_in_banner(&mut term);
     let asking = Watched::spawn(home.command(&["ask", "c1", "queued question"]));
@@ -249,9 +258,7 @@ async fn an_ask_during_a_talk_waits_in_the_queue_and_says_so() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_killed_daemon_is_restarted_by_the_next_command_and_recovers_its_clones() {
     let home = Home::new("http://127.0.0.1:9");
-    let dir = home.sb.root().display().to_string();
-    home.ok(&["clone", "new", "c1", "--brain", SCRIPTED, "--dir", &dir])
-        .await;
+    home.clone_new("c1", SCRIPTED).await;
     home.ok(&["ask", "c1", "first"]).await;
     let series = home.idle_series("c1").await;
     let first = home.daemon_pid().unwrap();
@@ -273,9 +280,7 @@ async fn a_killed_daemon_is_restarted_by_the_next_command_and_recovers_its_clone
 #[tokio::test(flavor = "multi_thread")]
 async fn two_watchers_see_a_dispatch_turn_as_it_runs() {
     let home = Home::new("http://127.0.0.1:9");
-    let dir = home.sb.root().display().to_string();
-    home.ok(&["clone", "new", "c1", "--brain", SCRIPTED, "--dir", &dir])
-        .await;
+    home.clone_new("c1", SCRIPTED).await;
     let watchers: Vec<Watched> = (0..2)
         .map(|_| Watched::spawn(home.command(&["watch", "c1"])))
         .collect();
@@ -440,9 +445,7 @@ async fn a_permission_question_is_relayed_and_a_watcher_answers_it() {
     ]}))
     .await;
     let home = Home::new(&api.url());
-    let dir = home.sb.root().display().to_string();
-    home.ok(&["clone", "new", "n1", "--brain", OURO, "--dir", &dir])
-        .await;
+    home.clone_new("n1", OURO).await;
     let mut watcher = home.term(&["watch", "n1"]);
     watcher.expect("watching n1");
     let acting = Watched::spawn(home.command(&["act", "n1", "make the file"]));
@@ -468,9 +471,7 @@ async fn the_native_brain_talks_in_its_repl_and_ask_continues_that_conversation(
     ]}))
     .await;
     let home = Home::new(&api.url());
-    let dir = home.sb.root().display().to_string();
-    home.ok(&["clone", "new", "n1", "--brain", OURO, "--dir", &dir])
-        .await;
+    home.clone_new("n1", OURO).await;
     let asked = home.ok(&["ask", "n1", "first question"]).await;
     assert_eq!(asked.stdout.trim(), "Answer one from the mock.");
 
@@ -499,10 +500,7 @@ async fn the_native_brain_talks_in_its_repl_and_ask_continues_that_conversation(
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_claude_cli_brain_answers_through_the_daemon() {
-    if !crate::common::skip::on_path("claude") {
-        crate::common::skip::not_installed(
-            "the real `claude` CLI (npm install -g @anthropic-ai/claude-code; .ci/run does)",
-        );
+    if !claude_installed() {
         return;
     }
     let api = server(json!({"turns": [
@@ -512,9 +510,7 @@ async fn the_claude_cli_brain_answers_through_the_daemon() {
     .await;
     let mut home = Home::new(&api.url());
     home.env.retain(|(k, _)| k != "OURO_CLAUDE_BIN");
-    let dir = home.sb.root().display().to_string();
-    home.ok(&["clone", "new", "k1", "--brain", SCRIPTED, "--dir", &dir])
-        .await;
+    home.clone_new("k1", SCRIPTED).await;
     let one = home.ok(&["ask", "k1", "first"]).await;
     assert_eq!(one.stdout.trim(), "Claude says one.");
     let series = home.idle_series("k1").await;
@@ -537,9 +533,7 @@ async fn the_claude_cli_brain_answers_through_the_daemon() {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_terminal_is_restored_when_the_client_is_told_to_stop_or_the_daemon_dies() {
     let home = Home::new("http://127.0.0.1:9");
-    let dir = home.sb.root().display().to_string();
-    home.ok(&["clone", "new", "c1", "--brain", SCRIPTED, "--dir", &dir])
-        .await;
+    home.clone_new("c1", SCRIPTED).await;
     for signal in [libc::SIGTERM, libc::SIGHUP] {
         let mut term = home.term(&["talk", "c1"]);
         session_in_banner(&mut term);
@@ -582,10 +576,7 @@ fn seed_claude_config(home: &Home) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_claude_cli_brain_talks_in_its_own_tui_and_ask_continues_that_conversation() {
-    if !crate::common::skip::on_path("claude") {
-        crate::common::skip::not_installed(
-            "the real `claude` CLI (npm install -g @anthropic-ai/claude-code; .ci/run does)",
-        );
+    if !claude_installed() {
         return;
     }
     let api = server(json!({"turns": [
@@ -603,9 +594,7 @@ async fn the_claude_cli_brain_talks_in_its_own_tui_and_ask_continues_that_conver
         "1".into(),
     ));
     seed_claude_config(&home);
-    let dir = home.sb.root().display().to_string();
-    home.ok(&["clone", "new", "k1", "--brain", SCRIPTED, "--dir", &dir])
-        .await;
+    home.clone_new("k1", SCRIPTED).await;
 
     let mut term = home.term(&["talk", "k1"]);
     term.expect("Claude Code");

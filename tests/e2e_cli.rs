@@ -856,3 +856,22 @@ async fn flags_that_would_do_nothing_say_so() {
     );
     assert_eq!(bodies(&api).len(), 1, "only the last run reached the model");
 }
+
+#[tokio::test]
+async fn an_unknown_model_in_print_mode_is_said_not_billed_as_free_silently() {
+    let api = server(json!({"turns": [
+        {"content": [{"type": "text", "text": "Fine."}]}
+    ]}))
+    .await;
+    let sb = Sandbox::new();
+    let run = sb
+        .run(&api.url(), &["-p", "hi", "--model", "claude-imaginary-9"])
+        .await;
+    assert!(run.status.success(), "{}", run.debug());
+    assert!(
+        run.stderr
+            .contains("claude-imaginary-9 is not a model ouro knows a price for"),
+        "{}",
+        run.debug()
+    );
+}

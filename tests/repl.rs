@@ -292,8 +292,9 @@ async fn commands_that_need_no_model_never_call_the_api() {
         term.expect(name);
     }
     term.submit("/nope");
-    term.expect("Unknown command /nope.");
-    term.expect("/permissions");
+    term.expect("Unknown command /nope; /help lists the commands.");
+    term.submit("/cots");
+    term.expect("Unknown command /cots. Did you mean /cost? (/help lists them all)");
     term.submit("/cost");
     term.expect("No API calls in this session yet");
     term.submit("/permissions");

@@ -71,20 +71,25 @@ fn unchanged_since_plan(dir: &Path, change: &Change) -> std::io::Result<()> {
     }
 }
 
+/// A relative path's folder and its last name.
+fn split(rel: &Path) -> (&Path, &Path) {
+    let parent = rel.parent().unwrap_or(Path::new(""));
+    let name = rel.file_name().map(Path::new).unwrap_or(Path::new(""));
+    (parent, name)
+}
+
+/// Removes the file `rel` beneath `dir`.
+fn remove(dir: &Path, rel: &Path) -> std::io::Result<()> {
+    let (parent, name) = split(rel);
+    let folder = crate::sys::beneath::folder(dir, &dir.join(parent))?;
+    crate::sys::beneath::remove_in(&folder, name)
+}
+
 fn write_one(dir: &Path, change: &Change, made: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    let parent = change.path.parent().unwrap_or(Path::new(""));
-    let name = change
-        .path
-        .file_name()
-        .map(Path::new)
-        .unwrap_or(Path::new(""));
     match &change.after {
-        None => {
-            let folder = crate::sys::beneath::folder(dir, &dir.join(parent))?;
-            crate::sys::beneath::remove_in(&folder, name)
-        }
+        None => remove(dir, &change.path),
         Some(bytes) => {
-            make_dirs(dir, parent, made)?;
+            make_dirs(dir, split(&change.path).0, made)?;
             put(
                 dir,
                 &change.path,
@@ -98,8 +103,7 @@ fn write_one(dir: &Path, change: &Change, made: &mut Vec<PathBuf>) -> std::io::R
 /// `bytes` as the file `rel` beneath `dir`, replacing it whole; `mode`: the mode to keep (a
 /// new file gets the default, less the umask).
 fn put(dir: &Path, rel: &Path, bytes: &[u8], mode: Option<u32>) -> std::io::Result<()> {
-    let parent = rel.parent().unwrap_or(Path::new(""));
-    let name = rel.file_name().map(Path::new).unwrap_or(Path::new(""));
+    let (parent, name) = split(rel);
     let folder = crate::sys::beneath::folder(dir, &dir.join(parent))?;
     // Short, so a name near the length limit still has room beside it.
     let temp = PathBuf::from(format!(
@@ -155,25 +159,14 @@ pub fn restore(dir: &Path, applied: &Applied) -> Result<(), BundleError> {
     for change in applied.changes.iter().rev() {
         let result = match &change.before {
             Some((bytes, mode)) => {
-                let parent = change.path.parent().unwrap_or(Path::new(""));
                 let mut none = Vec::new();
-                make_dirs(dir, parent, &mut none)
+                make_dirs(dir, split(&change.path).0, &mut none)
                     .and_then(|()| put(dir, &change.path, bytes, Some(*mode)))
             }
-            None => {
-                let parent = change.path.parent().unwrap_or(Path::new(""));
-                let name = change
-                    .path
-                    .file_name()
-                    .map(Path::new)
-                    .unwrap_or(Path::new(""));
-                match crate::sys::beneath::folder(dir, &dir.join(parent))
-                    .and_then(|f| crate::sys::beneath::remove_in(&f, name))
-                {
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-                    other => other,
-                }
-            }
+            None => match remove(dir, &change.path) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+                other => other,
+            },
         };
         if let Err(e) = result {
             failed.push(format!("{}: {e}", change.path.display()));

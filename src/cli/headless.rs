@@ -77,6 +77,12 @@ async fn run_session(args: &Args, cwd: &Path) -> anyhow::Result<Exit> {
         eprintln!("{}", app::untrusted_notice(&session.ignored));
     }
     let mut engine = session.engine;
+    let model = engine.config().model.clone();
+    if crate::api::pricing::pricing(&model).is_none() {
+        eprintln!(
+            "ouro: {model} is not a model ouro knows a price for; its cost is reported as 0 but is unknown (`ouro brains` lists the known models)"
+        );
+    }
     let renderer = tokio::spawn(print::render(
         session.events,
         args.output_format,

@@ -182,6 +182,24 @@ pub fn parse(line: &str, project: Vec<ProjectCommand>) -> Option<Slash> {
 }
 
 /// Every command with a line on what it does.
+/// One line for a command that does not exist: the closest one, if one is close.
+fn unknown_command(name: &str, project: &[ProjectCommand]) -> String {
+    let names = BUILTIN
+        .iter()
+        .map(|(n, _, _)| n.to_string())
+        .chain(project.iter().map(|c| c.name.clone()));
+    let closest = names
+        .map(|n| (crate::text::edit_distance(name, &n), n))
+        .filter(|(d, n)| *d <= 2.max(n.len() / 3))
+        .min();
+    match closest {
+        Some((_, n)) => {
+            format!("Unknown command /{name}. Did you mean /{n}? (/help lists them all)")
+        }
+        None => format!("Unknown command /{name}; /help lists the commands."),
+    }
+}
+
 pub fn help(style: Style, project: &[ProjectCommand]) -> String {
     let mut out = String::from("Commands:\n");
     for (name, argument, what) in BUILTIN {
@@ -326,10 +344,8 @@ impl Repl {
                 self.prompt(&prompt).await;
             }
             Slash::Unknown(name) => {
-                let text = format!(
-                    "Unknown command /{name}.\n{}",
-                    help(style, &super::commands::load(&app::project_root(&self.cwd)))
-                );
+                let project = super::commands::load(&app::project_root(&self.cwd));
+                let text = unknown_command(&name, &project);
                 self.ui.render.print(&text);
             }
         }
@@ -466,6 +482,19 @@ mod tests {
             offered.iter().filter(|c| c.name == "/help").count(),
             1,
             "a project command a built-in shadows is not offered"
+        );
+    }
+
+    #[test]
+    fn an_unknown_command_is_one_line_naming_the_closest() {
+        assert_eq!(
+            unknown_command("cots", &[]),
+            "Unknown command /cost. Did you mean /cost? (/help lists them all)"
+                .replace("/cost.", "/cots.")
+        );
+        assert_eq!(
+            unknown_command("xyzzy", &[]),
+            "Unknown command /xyzzy; /help lists the commands."
         );
     }
 
