@@ -516,14 +516,17 @@ fn protected_files_need_a_typed_yes_even_with_y() {
     // At a terminal: shown, and written only after `yes`.
     let sb = Sandbox::new();
     std::fs::write(sb.root().join("reply.md"), reply).unwrap();
-    let mut term = Term::start(
-        &sb,
-        "http://127.0.0.1:9",
-        Options {
-            args: &["dogs", "reply.md", "-y"],
-            ..Options::default()
-        },
-    );
+    let dogs_at_a_terminal = || {
+        Term::start(
+            &sb,
+            "http://127.0.0.1:9",
+            Options {
+                args: &["dogs", "reply.md", "-y"],
+                ..Options::default()
+            },
+        )
+    };
+    let mut term = dogs_at_a_terminal();
     term.expect(".envrc (");
     term.expect("Type yes to write them: ");
     term.line("y");
@@ -531,14 +534,7 @@ fn protected_files_need_a_typed_yes_even_with_y() {
     assert_eq!(term.wait_exit().exit_code(), 2);
     assert!(!sb.root().join(".envrc").exists());
 
-    let mut term = Term::start(
-        &sb,
-        "http://127.0.0.1:9",
-        Options {
-            args: &["dogs", "reply.md", "-y"],
-            ..Options::default()
-        },
-    );
+    let mut term = dogs_at_a_terminal();
     term.expect("Type yes to write them: ");
     term.line("yes");
     term.expect("applied 1 file");
