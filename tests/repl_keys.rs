@@ -213,3 +213,30 @@ async fn esc_clears_the_line_and_the_next_key_is_read_as_typed() {
     assert!(!term.text().contains("half a thought\n"), "{}", term.text());
     term.exit();
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn lines_entered_during_a_turn_are_submitted_one_by_one_after_it() {
+    let sb = Sandbox::new();
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "text", "text": "A slow answer."}], "hold_after_events": 3}
+    ]}))
+    .await;
+    let mut term = Term::start(&sb, &mock.url(), Options::default());
+    term.submit("first question");
+    mock.wait_held(1).await;
+    term.expect("Thinking");
+    // Typed as a person would while the answer streams: two commands, each with its Enter.
+    term.send("/cost\r");
+    term.send("/exit\r");
+    mock.release();
+    term.expect("A slow answer.");
+    term.expect("/cost");
+    let status = term.wait_exit();
+    assert!(status.success(), "{}", term.text());
+    assert_eq!(
+        bodies(&mock).len(),
+        1,
+        "no prompt `/cost/exit` went to the model"
+    );
+    assert!(!term.text().contains("/cost/exit"), "{}", term.text());
+}

@@ -1,7 +1,9 @@
 //! Keys typed while a turn runs. For the turn the terminal stops echoing and stops waiting for
 //! Enter, so Esc interrupts at once, as in Claude Code, and is never left in the input buffer,
 //! where the next line editor would read it as the start of an escape sequence (Esc then
-//! `/cost` arrived as the message "cost"). Other typing is kept for the next prompt.
+//! `/cost` arrived as the message "cost"). Other typing is kept for the next prompt, Enter
+//! included: a line typed and entered during a turn is submitted after it, on its own (two
+//! lines never run together as one message).
 
 use std::os::fd::AsRawFd;
 
@@ -97,8 +99,8 @@ pub struct Pressed {
 }
 
 /// Sorts one read of keys: a lone Esc, Shift+Tab (`ESC [ Z`), other escape sequences such as
-/// arrows and Alt+key (dropped), backspace (removes the last character), Enter (dropped: the
-/// text waits at the next prompt), and text (kept in `typed`).
+/// arrows and Alt+key (dropped), backspace (removes the last character), Enter (kept as a
+/// newline: it ends a line to submit), and text (kept in `typed`).
 fn absorb(bytes: &[u8], typed: &mut Vec<u8>) -> Pressed {
     let mut pressed = Pressed::default();
     let mut i = 0;
@@ -131,7 +133,15 @@ fn absorb(bytes: &[u8], typed: &mut Vec<u8>) -> Pressed {
                 pop_char(typed);
                 i += 1;
             }
-            b'\r' | b'\n' => i += 1,
+            b'\r' | b'\n' => {
+                typed.push(b'\n');
+                // A terminal may send CR LF for one Enter.
+                i += if bytes[i] == b'\r' && bytes.get(i + 1) == Some(&b'\n') {
+                    2
+                } else {
+                    1
+                };
+            }
             b if b < 0x20 => i += 1,
             b => {
                 typed.push(b);
@@ -180,7 +190,8 @@ mod tests {
 
     #[test]
     fn typing_during_a_turn_is_kept_for_the_next_prompt() {
-        assert_eq!(sort(b"/cos\x7ft\r"), (false, "/cot".into()));
+        assert_eq!(sort(b"/cos\x7ft\r"), (false, "/cot\n".into()));
+        assert_eq!(sort(b"/cost\r/exit\r\n"), (false, "/cost\n/exit\n".into()));
         assert_eq!(sort("héllo\x7f\x7f".as_bytes()), (false, "hél".into()));
         assert_eq!(sort(b"next\x1b"), (true, "next".into()));
     }

@@ -95,6 +95,7 @@ pub async fn run(
             sigint,
             parked: Vec::new(),
             type_ahead: String::new(),
+            draft: String::new(),
         },
         interrupted_once: false,
         shell_context: Vec::new(),
@@ -169,8 +170,11 @@ struct Ui {
     /// Questions left unanswered by Ctrl-C: their calls end as cancelled when the turn stops,
     /// rather than as refused, so they are held until then.
     parked: Vec<Pending>,
-    /// What was typed while the last turn ran: the start of the next prompt.
+    /// What was typed while the last turn ran: lines to submit (each ended by Enter), then
+    /// the start of the next prompt.
     type_ahead: String,
+    /// Text to put back in the editor as it is (a rewound prompt), never submitted unasked.
+    draft: String,
 }
 
 impl Repl {
@@ -206,15 +210,27 @@ impl Repl {
         // Text kept across a Shift+Tab, before and after the cursor.
         let mut kept = (String::new(), String::new());
         loop {
-            kept.0
-                .insert_str(0, &std::mem::take(&mut self.ui.type_ahead));
             self.refresh_offers();
             let prompt = self.ui.prompt();
-            let input = self
-                .ui
-                .editor
-                .read_with(&prompt, std::mem::take(&mut kept))
-                .await?;
+            // A line entered during the turn is submitted as it was typed; text without its
+            // Enter waits in the editor.
+            let input = match self.ui.type_ahead.split_once('\n') {
+                Some((line, rest)) => {
+                    let line = line.to_string();
+                    self.ui.type_ahead = rest.to_string();
+                    self.ui.render.print(&format!("{prompt}{line}"));
+                    Input::Line(line)
+                }
+                None => {
+                    kept.0
+                        .insert_str(0, &std::mem::take(&mut self.ui.type_ahead));
+                    kept.0.insert_str(0, &std::mem::take(&mut self.ui.draft));
+                    self.ui
+                        .editor
+                        .read_with(&prompt, std::mem::take(&mut kept))
+                        .await?
+                }
+            };
             let line = match input {
                 Input::Eof => break,
                 Input::CycleMode(left, right) => {

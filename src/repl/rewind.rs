@@ -82,7 +82,7 @@ impl Repl {
     fn rewind_conversation(&mut self, record: &Record, number: usize) {
         match self.engine.rewind_conversation(record) {
             Ok(prompt) => {
-                self.ui.type_ahead = prompt;
+                self.ui.draft = prompt;
                 let note = format!(
                     "The conversation now ends before prompt #{number}; that prompt is back at the input."
                 );
