@@ -151,6 +151,7 @@ fn literal_prefix(pattern: &Path) -> PathBuf {
 }
 
 fn run(search: &Search, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+    super::paths::check_search_root(&search.root, ctx)?;
     let found: Mutex<Vec<(Option<SystemTime>, PathBuf)>> = Mutex::new(Vec::new());
     WalkBuilder::new(&search.root)
         .hidden(!search.hidden)
@@ -283,6 +284,32 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(lines(&in_src).len(), 2);
+    }
+
+    #[tokio::test]
+    async fn a_link_in_the_project_that_leads_out_is_not_searched() {
+        let (dir, ctx) = setup();
+        let outside = tempfile::tempdir().unwrap();
+        touch(&outside.path().join("secret.rs"), 1);
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("door")).unwrap();
+        for tool in ["glob", "grep"] {
+            let input = if tool == "glob" {
+                json!({"pattern": "*.rs", "path": "door"})
+            } else {
+                json!({"pattern": "x", "path": "door"})
+            };
+            let out = if tool == "glob" {
+                run_tool(&ctx, input).await
+            } else {
+                let grep = erase(crate::tools::grep::GrepTool);
+                let call = grep.prepare(&input, &ctx).unwrap();
+                call.run(&ctx, &Progress::none())
+                    .await
+                    .map_err(|e| e.to_string())
+            };
+            let err = out.unwrap_err();
+            assert!(err.contains("leads outside the project"), "{tool}: {err}");
+        }
     }
 
     #[tokio::test]

@@ -343,6 +343,7 @@ impl Sink for FileSink<'_> {
 }
 
 fn run(search: &Search, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+    super::paths::check_search_root(&search.root, ctx)?;
     let hits: Mutex<Vec<Hit>> = Mutex::new(Vec::new());
     let collected = AtomicUsize::new(0);
     let stopped_early = AtomicBool::new(false);

@@ -39,6 +39,28 @@ pub fn search_root(raw: Option<&str>, ctx: &ToolContext) -> PathBuf {
     }
 }
 
+/// A search's starting folder, checked as it is walked: one inside the project must really
+/// lead inside it. A link in the project that leads out (swapped in after the permission
+/// check, say) is not walked; the walker follows no link below its start.
+pub fn check_search_root(root: &Path, ctx: &ToolContext) -> Result<(), super::ToolError> {
+    let project = &ctx.project_root;
+    if !root.starts_with(project) {
+        // Outside the project the permission engine judged the path as given.
+        return Ok(());
+    }
+    let (Ok(real), Ok(real_project)) = (root.canonicalize(), project.canonicalize()) else {
+        return Ok(());
+    };
+    if real.starts_with(&real_project) {
+        return Ok(());
+    }
+    Err(super::ToolError::Invalid(format!(
+        "{} leads outside the project through a symbolic link, which searches do not follow; search its real path ({}) instead",
+        root.display(),
+        real.display()
+    )))
+}
+
 /// Whether validation (phase 2, before the permission check) may look at `path` on disk: only
 /// where it really leads inside the project or an added directory. Elsewhere the checks wait
 /// for phase 5, so a call that is then refused learns nothing about files outside (not even
