@@ -305,6 +305,14 @@ pub fn folder_name(path: &Path) -> String {
         .collect()
 }
 
+/// ouro's home as the user should read it: `~/.ouro`, or the directory `OURO_HOME` names.
+pub fn home_label() -> String {
+    match std::env::var_os("OURO_HOME") {
+        Some(dir) => PathBuf::from(dir).display().to_string(),
+        None => "~/.ouro".into(),
+    }
+}
+
 pub fn ouro_home() -> Option<PathBuf> {
     if let Some(dir) = std::env::var_os("OURO_HOME") {
         return Some(PathBuf::from(dir));

@@ -611,7 +611,12 @@ async fn an_untrusted_directory_asks_once_and_remembers_the_answer() {
     sb.write("OURO.md", "REPO-NOTE: prefer small commits.");
     let mut term = Term::start(&sb, &mock.url(), Options::default());
     term.expect("Do you trust the files in");
-    term.expect("the instructions in OURO.md");
+    term.expect("If you do, these take effect: the instructions in OURO.md.");
+    // ouro's home is named as it is, not as the default `~/.ouro`.
+    term.expect(&format!(
+        "(remembered in {}/settings.json)",
+        sb.home.path().display()
+    ));
     term.line("y");
     term.submit("hello");
     term.expect("First answer.");

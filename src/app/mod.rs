@@ -285,9 +285,10 @@ pub fn untrusted_notice(ignored: &[String]) -> String {
     format!(
         "ouro: this directory is not trusted, so {} {} ignored. Trust it by answering the \
          question `ouro` asks here, by passing --trust-project, or by listing it in \
-         trustedDirectories in ~/.ouro/settings.json.",
+         trustedDirectories in {}/settings.json.",
         ignored.join("; "),
-        if ignored.len() == 1 { "is" } else { "are" }
+        if ignored.len() == 1 { "is" } else { "are" },
+        crate::settings::home_label()
     )
 }
 

@@ -31,10 +31,11 @@ impl Repl {
                 style.dim(&def.source)
             ));
         }
-        out.push_str(&style.dim(
+        out.push_str(&style.dim(&format!(
             "Add one as a Markdown file with name, description, tools and model in its front \
-             matter, in .ouro/agents/ or .claude/agents/ (or ~/.ouro/agents/).",
-        ));
+             matter, in .ouro/agents/ or .claude/agents/ (or {}/agents/).",
+            crate::settings::home_label()
+        )));
         out
     }
 }

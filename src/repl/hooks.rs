@@ -34,10 +34,11 @@ impl Repl {
             }
         }
         if out.is_empty() {
-            out.push_str(
-                "No hooks are configured. Add them under \"hooks\" in ~/.ouro/settings.json or \
+            out.push_str(&format!(
+                "No hooks are configured. Add them under \"hooks\" in {}/settings.json or \
                  .ouro/settings.json, in Claude Code's format.\n",
-            );
+                crate::settings::home_label()
+            ));
         } else {
             out.insert_str(0, "Hooks, in the order they run:\n");
         }

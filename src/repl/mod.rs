@@ -114,14 +114,15 @@ fn ask_trust(cwd: &Path, ignored: &[String]) -> anyhow::Result<bool> {
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
-        "Do you trust the files in {}?\nTrusted, its {} take effect: they can allow commands, \
-         run hooks and steer the model. Only trust a project whose files you know.",
+        "Do you trust the files in {}?\nIf you do, these take effect: {}. They can allow \
+         commands, run hooks and steer the model, so trust only a project whose files you know.",
         cwd.display(),
         ignored.join("; ")
     )?;
     write!(
         out,
-        "Trust this directory (remembered in ~/.ouro/settings.json)? [y/N] "
+        "Trust this directory (remembered in {}/settings.json)? [y/N] ",
+        crate::settings::home_label()
     )?;
     out.flush()?;
     let mut answer = String::new();
