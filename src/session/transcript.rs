@@ -45,7 +45,10 @@ enum Entry {
 
 #[derive(Debug, thiserror::Error)]
 pub enum TranscriptError {
-    #[error("could not write the transcript {path}: {source}")]
+    #[error(
+        "could not write the transcript {path}: {source}{}",
+        persistence_hint(source)
+    )]
     Write {
         path: PathBuf,
         #[source]
@@ -62,6 +65,19 @@ pub enum TranscriptError {
         "the conversation {session} is in use by another ouro ({holder}); wait for it to finish, or continue a copy of it with --fork-session"
     )]
     Busy { session: String, holder: String },
+}
+
+/// What to do when the transcript's folder cannot be written at all.
+fn persistence_hint(source: &std::io::Error) -> &'static str {
+    let unwritable = matches!(
+        source.kind(),
+        std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem
+    );
+    if unwritable {
+        ". Point OURO_HOME at a writable folder, or pass --no-session-persistence to run without saving the session"
+    } else {
+        ""
+    }
 }
 
 pub struct Transcript {
@@ -443,6 +459,29 @@ fn find_back(file: &mut File, before: u64) -> std::io::Result<Option<u64>> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn an_unwritable_home_suggests_running_without_saving() {
+        for kind in [
+            std::io::ErrorKind::ReadOnlyFilesystem,
+            std::io::ErrorKind::PermissionDenied,
+        ] {
+            let error = TranscriptError::Write {
+                path: "/home/x/.ouro/projects/p/s.jsonl".into(),
+                source: std::io::Error::from(kind),
+            };
+            assert!(
+                error.to_string().contains("--no-session-persistence"),
+                "{error}"
+            );
+        }
+        let full = TranscriptError::Write {
+            path: "/x".into(),
+            source: std::io::Error::from(std::io::ErrorKind::StorageFull),
+        };
+        assert!(!full.to_string().contains("--no-session-persistence"));
+    }
+
     use super::*;
 
     #[test]
