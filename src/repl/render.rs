@@ -579,6 +579,18 @@ impl Report<'_> {
         };
         match self.status {
             ToolStatus::Cancelled => return vec![style.yellow("  ⎿ Cancelled")],
+            // What the user typed with a refusal is theirs: shown whole, under the reason.
+            ToolStatus::Denied if self.content.contains(" The user said: ") => {
+                let (why, said) = self
+                    .content
+                    .split_once(" The user said: ")
+                    .unwrap_or((&self.content, ""));
+                let text = format!("  ✗ {}", truncate(why, MAX_LINE_CHARS));
+                return vec![
+                    format!("{}{took}", style.red(&text)),
+                    format!("    You said: {}", said.trim()),
+                ];
+            }
             ToolStatus::Error | ToolStatus::Denied => {
                 let last = lines.last().copied().unwrap_or("");
                 let shown = if self.streamed { last } else { first };

@@ -141,6 +141,30 @@ fn tool_call_is_one_line_with_key_argument_and_a_result_summary() {
 }
 
 #[test]
+fn a_refusal_shows_what_the_user_said_whole() {
+    let (mut r, screen) = renderer(false, false);
+    let said = "no, do not touch the database; run the migration on the staging copy first and show me the plan before anything else happens";
+    r.event(&started(
+        "t1",
+        "Bash",
+        json!({"command": "migrate"}),
+        "migrate",
+    ));
+    r.event(&finished_as(
+        "t1",
+        "Bash",
+        &format!("This Bash call needed the user's approval (it runs a program) and was not approved. The user said: {said}"),
+        ToolStatus::Denied,
+        None,
+    ));
+    assert!(
+        screen.text().contains(&format!("    You said: {said}\n")),
+        "{}",
+        screen.text()
+    );
+}
+
+#[test]
 fn bash_output_is_capped_on_screen() {
     let (mut r, screen) = renderer(false, false);
     r.event(&started(
