@@ -875,3 +875,32 @@ async fn an_unknown_model_in_print_mode_is_said_not_billed_as_free_silently() {
         run.debug()
     );
 }
+
+#[tokio::test]
+async fn the_same_retry_error_is_said_once_then_briefly() {
+    let mock = server(
+        json!({"turns": [{"content": [{"type": "text", "text": "fine"}],
+        "faults": [{"kind": "http", "status": 529}, {"kind": "http", "status": 529},
+                   {"kind": "http", "status": 529}]}]}),
+    )
+    .await;
+    let sb = Sandbox::new();
+    let run = sb.run(&mock.url(), &["-p", "hi"]).await;
+    assert!(run.status.success(), "{}", run.debug());
+    assert_eq!(
+        run.stderr.matches("overloaded").count(),
+        1,
+        "{}",
+        run.debug()
+    );
+    assert!(
+        run.stderr.contains("· the same again; retry 2/10"),
+        "{}",
+        run.debug()
+    );
+    assert!(
+        run.stderr.contains("· the same again; retry 3/10"),
+        "{}",
+        run.debug()
+    );
+}

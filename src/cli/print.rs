@@ -38,6 +38,8 @@ pub async fn render(
     let mut session_id = String::new();
     let mut last = None;
     let mut said = None;
+    // The error of the last retry: the same one again is a short line, not the whole sentence.
+    let mut last_retry: Option<String> = None;
     while let Some(event) = events.recv().await {
         if let Event::Init(info) = &event {
             session_id.clone_from(&info.session_id);
@@ -65,7 +67,23 @@ pub async fn render(
                         | Event::ModelFallback { .. }
                         | Event::Notice(_)
                 );
-                if verbose || always {
+                if let Event::ApiRetry(r) = &event {
+                    let message = r.message.trim_end_matches('.').to_string();
+                    let wait = r.retry_delay_ms as f64 / 1000.0;
+                    let line = if last_retry.as_deref() == Some(message.as_str()) {
+                        format!(
+                            "· the same again; retry {}/{} in {wait:.1} s",
+                            r.attempt, r.max_retries
+                        )
+                    } else {
+                        format!(
+                            "· {message}; retry {}/{} in {wait:.1} s",
+                            r.attempt, r.max_retries
+                        )
+                    };
+                    let _ = writeln!(stderr.lock(), "{line}");
+                    last_retry = Some(message);
+                } else if verbose || always {
                     narrate(&event, &mut said, &mut stderr.lock());
                 }
                 if let Event::Result(r) = &event {

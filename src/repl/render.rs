@@ -584,7 +584,7 @@ impl Report<'_> {
                 let (why, said) = self
                     .content
                     .split_once(" The user said: ")
-                    .unwrap_or((&self.content, ""));
+                    .unwrap_or((self.content, ""));
                 let text = format!("  ✗ {}", truncate(why, MAX_LINE_CHARS));
                 return vec![
                     format!("{}{took}", style.red(&text)),
