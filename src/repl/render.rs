@@ -172,6 +172,7 @@ impl Renderer {
             } => self.tool_started(id, name, summary),
             Event::ToolProgress { id, chunk } => self.tool_progress(id, chunk),
             Event::Child { event, .. } => self.child_event(event),
+            // The time shown is the call's own: minus the wait for the user's answer.
             Event::ToolFinished {
                 id,
                 name,
@@ -179,8 +180,15 @@ impl Renderer {
                 status,
                 display,
                 elapsed,
-                ..
-            } => self.tool_finished(id, name, result, *status, display.as_ref(), *elapsed),
+                timings,
+            } => self.tool_finished(
+                id,
+                name,
+                result,
+                *status,
+                display.as_ref(),
+                elapsed.saturating_sub(timings.permission),
+            ),
             Event::ApiRetry(r) => {
                 let status = r.error_status.map(|s| format!(" {s}")).unwrap_or_default();
                 let line = format!(

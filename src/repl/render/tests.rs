@@ -165,6 +165,28 @@ fn a_refusal_shows_what_the_user_said_whole() {
 }
 
 #[test]
+fn the_time_shown_leaves_out_the_wait_for_approval() {
+    let (mut r, screen) = renderer(false, false);
+    r.event(&started("t1", "Bash", json!({"command": "make"}), "make"));
+    r.event(&Event::ToolFinished {
+        id: "t1".into(),
+        name: "Bash".into(),
+        result: ContentBlock::tool_result("t1", "built", false),
+        status: ToolStatus::Ok,
+        display: None,
+        elapsed: Duration::from_millis(9_500),
+        timings: PhaseTimings {
+            permission: Duration::from_secs(8),
+            execution: Duration::from_millis(1_500),
+            ..PhaseTimings::default()
+        },
+    });
+    let text = screen.text();
+    assert!(text.contains("· 1.5s"), "{text}");
+    assert!(!text.contains("9.5s"), "{text}");
+}
+
+#[test]
 fn bash_output_is_capped_on_screen() {
     let (mut r, screen) = renderer(false, false);
     r.event(&started(
