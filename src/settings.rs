@@ -343,17 +343,17 @@ impl LayeredSettings {
         candidates.push((SettingsSource::Local, local_settings_path(project_root)));
         let mut layers = Vec::new();
         for (source, path) in candidates {
-            let claudes = matches!(
-                source,
-                SettingsSource::ClaudeProject | SettingsSource::ClaudeLocal
-            );
             match read_settings(&path) {
                 Ok(Some(settings)) => layers.push((source, settings)),
                 Ok(None) => {}
-                // Claude Code's files may use shapes ouro does not read; they must not stop
-                // ouro from starting in a repository set up for Claude Code.
-                Err(e @ SettingsError::Parse { .. }) if claudes => {
-                    eprintln!("ouro: {e}; going on without it");
+                // A file that does not parse (one of Claude Code's may use shapes ouro does
+                // not read) is left out, loudly, with where it went wrong: it never stops the
+                // session from starting, nor does it half-apply.
+                Err(e @ SettingsError::Parse { .. }) => {
+                    eprintln!(
+                        "ouro: warning: {e}. This session runs without the {}; fix the file to use it.",
+                        source.label()
+                    );
                 }
                 Err(e) => return Err(e),
             }

@@ -730,10 +730,36 @@ async fn a_claude_settings_file_ouro_cannot_read_does_not_stop_it() {
     let run = sb.run(&mock.url(), &["-p", "hi"]).await;
     assert!(run.status.success(), "{}", run.debug());
     assert!(
-        run.stderr.contains(".claude/settings.json") && run.stderr.contains("going on without it"),
+        run.stderr.contains(".claude/settings.json")
+            && run
+                .stderr
+                .contains("This session runs without the project settings"),
         "{}",
         run.debug()
     );
+}
+
+#[tokio::test]
+async fn an_invalid_ouro_settings_file_is_left_out_loudly_with_its_line_and_column() {
+    let sb = Sandbox::new();
+    sb.write(".ouro/settings.json", "{\n  \"model\": \"x\",\n  oops\n}\n");
+    sb.write(".claude/settings.local.json", "{\"permissions\": [}");
+    let mock = server(ok_turn()).await;
+    let run = sb.run(&mock.url(), &["-p", "hi", "--trust-project"]).await;
+    assert!(run.status.success(), "{}", run.debug());
+    for (file, place) in [
+        (".ouro/settings.json", "line 3 column 3"),
+        (".claude/settings.local.json", "line 1 column"),
+    ] {
+        let line = run
+            .stderr
+            .lines()
+            .find(|l| l.contains(file))
+            .unwrap_or_else(|| panic!("{file}: {}", run.debug()));
+        assert!(line.starts_with("ouro: warning: "), "{line}");
+        assert!(line.contains(place), "{line}");
+        assert!(line.contains("This session runs without the"), "{line}");
+    }
 }
 
 /// `--debug-to-stderr`, which the Agent SDKs pass when a program reads the CLI's stderr, is
