@@ -442,3 +442,37 @@ async fn a_full_disk_stops_the_turn_and_keeps_the_transcript_whole() {
     let again = common::Run::from(cmd.output().await.unwrap());
     assert!(again.status.success(), "{}", again.debug());
 }
+
+#[tokio::test]
+async fn resume_takes_a_unique_prefix_and_asks_for_an_id_in_print_mode() {
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "text", "text": "First."}]},
+        {"content": [{"type": "text", "text": "Second."}]}
+    ]}))
+    .await;
+    let sb = Sandbox::new();
+    let first = sb
+        .run(
+            &mock.url(),
+            &["-p", "remember PREFIX-TEST", "--output-format", "json"],
+        )
+        .await;
+    assert!(first.status.success(), "{}", first.debug());
+    let id = crate::common::session_id(&first);
+    let again = sb
+        .run(&mock.url(), &["-p", "and now?", "--resume", &id[..8]])
+        .await;
+    assert!(again.status.success(), "{}", again.debug());
+    assert_eq!(again.stdout.trim(), "Second.");
+    let last = serde_json::to_string(&crate::common::bodies(&mock)[1]["messages"]).unwrap();
+    assert!(last.contains("PREFIX-TEST"), "{last}");
+
+    let bare = sb.run(&mock.url(), &["-p", "hi", "--resume"]).await;
+    assert_eq!(bare.status.code(), Some(1), "{}", bare.debug());
+    assert!(
+        bare.stderr
+            .contains("--resume without an id opens the session picker"),
+        "{}",
+        bare.debug()
+    );
+}

@@ -796,3 +796,26 @@ async fn an_approved_command_shows_that_it_runs_and_its_output() {
     term.expect("All done.");
     term.exit();
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn resume_without_an_id_opens_the_picker() {
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "text", "text": "Saved."}]}
+    ]}))
+    .await;
+    let sb = Sandbox::new();
+    let first = sb
+        .run(&mock.url(), &["-p", "a session to find again"])
+        .await;
+    assert!(first.status.success(), "{}", first.debug());
+    let mut term = Term::start(
+        &sb,
+        &mock.url(),
+        Options {
+            args: &["--resume"],
+            ..Options::default()
+        },
+    );
+    term.expect("Resume which session?");
+    term.expect("a session to find again");
+}

@@ -360,6 +360,12 @@ pub enum AppError {
         "There is no session `{0}` for this directory. Run `ouro --continue` for the latest one, or check the id under ~/.ouro/projects/."
     )]
     NoSuchSession(String),
+    #[error("`{prefix}` starts {count} sessions of this directory; give more of the id")]
+    AmbiguousSession { prefix: String, count: usize },
+    #[error(
+        "--resume without an id opens the session picker in an interactive session; in print mode give the id, or its first characters"
+    )]
+    ResumeNeedsId,
     #[error("--session-id {0} is not a UUID; pass one like 123e4567-e89b-12d3-a456-426614174000.")]
     BadSessionId(String),
     #[error("A session {0} already exists here; resume it with --resume {0}, or pick another id.")]
@@ -609,7 +615,14 @@ type Resolved = (Option<session::Loaded>, String, Option<PathBuf>);
 
 fn resolve_session(options: &Options, cwd: &Path) -> Result<Resolved, AppError> {
     let existing = if let Some(id) = &options.resume {
-        Some(session::locate(cwd, id).ok_or_else(|| AppError::NoSuchSession(id.clone()))?)
+        if id.is_empty() {
+            return Err(AppError::ResumeNeedsId);
+        }
+        let id = session::resolve(cwd, id).map_err(|matching| AppError::AmbiguousSession {
+            prefix: id.clone(),
+            count: matching.len(),
+        })?;
+        Some(session::locate(cwd, &id).ok_or(AppError::NoSuchSession(id))?)
     } else if options.continue_last {
         Some(
             session::list(cwd)

@@ -229,8 +229,8 @@ pub struct Args {
     #[arg(long, value_name = "JSON")]
     pub agents: Option<String>,
 
-    /// Resume the session with this id.
-    #[arg(short = 'r', long)]
+    /// Resume the session with this id (or a unique prefix of it); without one, pick it.
+    #[arg(short = 'r', long, num_args = 0..=1, default_missing_value = "", value_name = "ID")]
     pub resume: Option<String>,
 
     /// Continue the most recent session in this directory.

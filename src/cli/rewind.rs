@@ -148,9 +148,17 @@ fn entry_number(entries: &[timeline::PromptEntry], index: usize) -> usize {
 
 fn session_path(args: &RewindArgs, cwd: &Path) -> anyhow::Result<PathBuf> {
     match &args.resume {
-        Some(id) => session::locate(cwd, id).with_context(|| {
-            format!("no session {id} in this directory (`ouro rewind` lists the latest one's checkpoints)")
-        }),
+        Some(id) => {
+            let id = session::resolve(cwd, id).map_err(|matching| {
+                anyhow::anyhow!(
+                    "`{id}` starts {} sessions here; give more of the id",
+                    matching.len()
+                )
+            })?;
+            session::locate(cwd, &id).with_context(|| {
+                format!("no session {id} in this directory (`ouro rewind` lists the latest one's checkpoints)")
+            })
+        }
         None => session::list(cwd)
             .into_iter()
             .next()

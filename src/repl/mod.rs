@@ -68,6 +68,11 @@ pub async fn run(
         options.trust_project = true;
     }
     let (asker, questions) = ask::channel();
+    // `--resume` without an id: a new session first, then the picker.
+    let pick = options.resume.as_deref() == Some("");
+    if pick {
+        options.resume = None;
+    }
     let session = app::build(&options, cwd, endpoint.clone(), asker.clone())?;
     // Registered before the first read: rustyline puts back the SIGINT handler it found, so
     // this one is active whenever a turn runs.
@@ -102,6 +107,9 @@ pub async fn run(
         mcp: session.mcp,
     };
     repl.greet(session.resumed);
+    if pick {
+        repl.pick_session().await;
+    }
     if let Some(prompt) = first_prompt.filter(|p| !p.trim().is_empty()) {
         repl.typed(&prompt).await;
     }

@@ -99,15 +99,9 @@ impl Repl {
 
     pub(super) fn resume(&mut self, id: &str) {
         // A unique prefix of a listed id is enough, as with git hashes.
-        let matching: Vec<String> = session::list(&self.cwd)
-            .into_iter()
-            .map(|s| s.id)
-            .filter(|s| s.starts_with(id))
-            .collect();
-        let id = match matching.as_slice() {
-            [one] => one.clone(),
-            [] => id.to_string(),
-            _ => {
+        let id = match session::resolve(&self.cwd, id) {
+            Ok(id) => id,
+            Err(matching) => {
                 self.fail(&format!(
                     "{id} starts {} sessions; give more of the id.",
                     matching.len()

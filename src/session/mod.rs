@@ -49,6 +49,25 @@ pub fn list(cwd: &Path) -> Vec<SessionInfo> {
     out
 }
 
+/// The id of this directory's session that `id` names: the whole id, or a unique prefix of one
+/// (as with git hashes; the picker shows eight characters). `Err` lists the sessions a prefix
+/// fits when more than one does.
+pub fn resolve(cwd: &Path, id: &str) -> Result<String, Vec<String>> {
+    if id.is_empty() || locate(cwd, id).is_some() {
+        return Ok(id.to_string());
+    }
+    let mut matching: Vec<String> = list(cwd)
+        .into_iter()
+        .map(|s| s.id)
+        .filter(|s| s.starts_with(id))
+        .collect();
+    match matching.len() {
+        0 => Ok(id.to_string()),
+        1 => Ok(matching.remove(0)),
+        _ => Err(matching),
+    }
+}
+
 /// Where the transcript of `id` lives: a session id of this directory, or a path to a file.
 pub fn locate(cwd: &Path, id: &str) -> Option<PathBuf> {
     let as_path = Path::new(id);
