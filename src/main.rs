@@ -20,6 +20,14 @@ fn main() -> ExitCode {
     unsafe {
         ouro::sys::secrets::hide_credentials();
     }
+    let argv: Vec<String> = std::env::args_os()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    if let Some((flag, why)) = ouro::cli::refused::first_refused(&argv) {
+        eprintln!("ouro: {flag} is a Claude Code flag ouro does not have: {why}.");
+        return ExitCode::FAILURE;
+    }
     let mut args = Args::parse();
     args.take_trailing_prompt();
     // `-d` (Claude Code's --debug) names the filter; otherwise OURO_LOG does.

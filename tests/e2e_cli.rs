@@ -930,3 +930,28 @@ async fn the_same_retry_error_is_said_once_then_briefly() {
         run.debug()
     );
 }
+
+#[test]
+fn every_refused_claude_code_flag_is_named_in_help_and_refused_with_its_reason() {
+    let help = std::process::Command::new(env!("CARGO_BIN_EXE_ouro"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&help.stdout).into_owned();
+    for (flag, why) in ouro::cli::refused::REFUSED {
+        assert!(help.contains(flag), "{flag} missing from --help");
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_ouro"))
+            .args(["-p", "hi", flag])
+            .env_remove("ANTHROPIC_API_KEY")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{flag}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(&format!(
+                "{flag} is a Claude Code flag ouro does not have: {why}."
+            )),
+            "{flag}: {stderr}"
+        );
+    }
+}

@@ -13,6 +13,13 @@ use crate::permissions::{CliPermissions, PermissionMode};
     version,
     disable_version_flag = true,
     about = "A fast, transparent coding agent for your terminal.",
+    after_help = "Claude Code flags ouro refuses, each with its reason when given: --ax-screen-reader, \
+--bg/--background, --brief, --chrome/--no-chrome, --cloud, --desktop, --environment, \
+--exclude-dynamic-system-prompt-sections, --file, --forward-subagent-text, --from-pr, \
+--plugin-url, --prompt-suggestions, --remote-control, --remote-control-session-name-prefix, \
+--system-prompt-snapshot, --teleport, --tmux; and not yet: --agent, --autocompact, --bare, \
+--betas, --debug-file, --disable-slash-commands, --ide, --name, --permission-prompts, \
+--plugin-dir, --restricted, --safe-mode. README.md has the table.",
     args_conflicts_with_subcommands = true
 )]
 pub struct Args {

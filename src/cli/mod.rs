@@ -9,6 +9,7 @@ pub mod demo;
 pub mod headless;
 pub mod mcp;
 pub mod print;
+pub mod refused;
 pub mod rewind;
 pub mod sandbox;
 
