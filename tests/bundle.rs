@@ -195,6 +195,13 @@ fn cats_selects_by_path_glob_and_budget_and_reads_paths_from_stdin() {
         "{}",
         text(&out)
     );
+    // The bundle being written is not bundled into itself on a second run.
+    for _ in 0..2 {
+        let out = ouro(dir.path(), &["cats", ".", "-o", "sent.md"], None);
+        assert!(out.status.success(), "{}", text(&out));
+    }
+    let sent = std::fs::read_to_string(dir.path().join("sent.md")).unwrap();
+    assert!(!sent.contains("CATS_START_FILE: sent.md"), "{sent}");
     let none = ouro(dir.path(), &["cats", "nothing-*.zz"], None);
     assert!(!none.status.success());
     assert!(String::from_utf8_lossy(&none.stderr).contains("names no file"));

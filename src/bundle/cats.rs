@@ -244,6 +244,15 @@ pub async fn run(
                 .map(String::from),
         );
     }
+    // The bundle being written is never bundled into itself (a second run would carry the
+    // first one's output).
+    if output != "-"
+        && let Ok(rel) = cwd.join(output).strip_prefix(cwd)
+    {
+        options
+            .exclude
+            .push(globset::escape(&rel.to_string_lossy()));
+    }
     let mut bundled = match curate {
         None => cats(cwd, &options)?,
         Some(curate) => curated(cwd, &options, &curate).await?,
