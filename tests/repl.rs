@@ -819,3 +819,51 @@ async fn resume_without_an_id_opens_the_picker() {
     term.expect("Resume which session?");
     term.expect("a session to find again");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn always_on_an_edit_offers_the_session_or_the_folder() {
+    let sb = Sandbox::new();
+    let (a, b, c) = (
+        sb.root().join("sub/a.txt"),
+        sb.root().join("sub/b.txt"),
+        sb.root().join("other/c.txt"),
+    );
+    std::fs::create_dir_all(sb.root().join("sub")).unwrap();
+    std::fs::create_dir_all(sb.root().join("other")).unwrap();
+    let write = |path: &std::path::Path| {
+        json!({"content": [{"type": "tool_use", "name": "Write",
+                            "input": {"file_path": path, "content": "x\n"}}]})
+    };
+    let text = |t: &str| json!({"content": [{"type": "text", "text": t}]});
+    let mock = server(json!({"turns": [
+        write(&a), text("Wrote a."), write(&b), text("Wrote b."), write(&c), text("Wrote c.")
+    ]}))
+    .await;
+    let mut term = Term::start(&sb, &mock.url(), Options::default());
+    term.submit("write a");
+    term.expect("Permission needed");
+    term.expect("a  yes, and allow every edit for the rest of this session");
+    term.expect("d  yes, and don't ask again for edits in Edit(sub/**)");
+    term.line("d");
+    term.expect("Saved Edit(sub/**) to .ouro/settings.local.json");
+    term.expect("Wrote a.");
+    // The folder's rule answers the next edit there.
+    term.submit("write b");
+    term.expect("Wrote b.");
+    // Elsewhere it asks again; `a` allows every edit for the session.
+    term.submit("write c");
+    term.expect("Permission needed");
+    term.line("a");
+    term.expect("Edits are allowed for the rest of this session");
+    term.expect("Wrote c.");
+    term.exit();
+    assert!(a.is_file() && b.is_file() && c.is_file());
+    assert_eq!(
+        term.text().matches("Permission needed").count(),
+        2,
+        "{}",
+        term.text()
+    );
+    let local = std::fs::read_to_string(sb.root().join(".ouro/settings.local.json")).unwrap();
+    assert!(local.contains("Edit(sub/**)"), "{local}");
+}

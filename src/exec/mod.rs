@@ -30,6 +30,8 @@ pub enum AskAnswer {
     AllowOnce,
     /// Allow and save the suggested rule.
     AllowAlways,
+    /// Allow and save this rule instead of the suggested one (edits under a folder, say).
+    AllowRule(String),
     /// Allow the call with this input instead of the model's (the Agent SDK's `updatedInput`).
     AllowChanged(Value),
     /// Refuse; the optional message is passed to the model.

@@ -437,7 +437,11 @@ impl Pipeline {
         match answer {
             AskAnswer::AllowOnce => Permission::Granted(Confinement::Approved),
             AskAnswer::AllowChanged(input) => Permission::Changed(input),
-            AskAnswer::AllowAlways => {
+            AskAnswer::AllowAlways | AskAnswer::AllowRule(_) => {
+                let rule = match answer {
+                    AskAnswer::AllowRule(chosen) => chosen,
+                    _ => rule,
+                };
                 if !rule.trim().is_empty() {
                     self.policy.grant(&rule);
                     let path = settings::local_settings_path(&ctx.project_root);

@@ -79,7 +79,25 @@ pub fn question(style: Style, request: &AskRequest) -> String {
     }
     out.push_str("│ y  yes, this once\n");
     let no = "n  no (or `n, <message>` to tell the model what to do instead)";
-    if request.suggested_rule.trim().is_empty() {
+    if is_edit(request) {
+        // What "always" means for an edit is rarely "this one file": offer the session, and
+        // the file's folder.
+        let last = folder_rule(request).map(|rule| {
+            format!(
+                "d  yes, and don't ask again for edits in {} (saved to .ouro/settings.local.json)",
+                style.bold(&rule)
+            )
+        });
+        out.push_str(&format!("│ {no}\n"));
+        let session = "a  yes, and allow every edit for the rest of this session (accept edits)";
+        match last {
+            Some(last) => {
+                out.push_str(&format!("│ {session}\n"));
+                out.push_str(&format!("╰ {last}\n"));
+            }
+            None => out.push_str(&format!("╰ {session}\n")),
+        }
+    } else if request.suggested_rule.trim().is_empty() {
         // Without a rule there is nothing to remember, so "always" is not offered.
         out.push_str(&format!("╰ {no}\n"));
     } else {
@@ -90,6 +108,50 @@ pub fn question(style: Style, request: &AskRequest) -> String {
         ));
     }
     out
+}
+
+/// A file edit: the tools whose "always" is offered as the session or a folder.
+fn is_edit(request: &AskRequest) -> bool {
+    matches!(
+        request.tool.as_str(),
+        "Edit" | "Write" | "MultiEdit" | "NotebookEdit"
+    ) && request.suggested_rule.starts_with("Edit(")
+}
+
+/// `Edit(src/**)` for an edit of a file in the project folder `src`; `None` for a file at the
+/// project's top or outside it.
+pub fn folder_rule(request: &AskRequest) -> Option<String> {
+    let path = request
+        .suggested_rule
+        .strip_prefix("Edit(")?
+        .strip_suffix(')')?;
+    if path.starts_with('/') || path.starts_with('~') {
+        return None;
+    }
+    let (folder, _) = path.rsplit_once('/')?;
+    Some(format!("Edit({folder}/**)"))
+}
+
+/// An answer to a question, where an edit's "always" may mean the whole session.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Choice {
+    Answer(AskAnswer),
+    /// Allow this call and switch the session to accept edits.
+    AcceptEdits,
+}
+
+/// Reads a typed answer to `request`; `None` means it was not one of the choices.
+pub fn parse_choice(text: &str, request: &AskRequest) -> Option<Choice> {
+    if is_edit(request) {
+        match text.trim().to_lowercase().as_str() {
+            "a" | "always" => return Some(Choice::AcceptEdits),
+            "d" | "dir" => {
+                return folder_rule(request).map(|r| Choice::Answer(AskAnswer::AllowRule(r)));
+            }
+            _ => {}
+        }
+    }
+    parse_answer(text).map(Choice::Answer)
 }
 
 /// Reads a typed answer; `None` means it was not one of the choices.
@@ -124,6 +186,33 @@ mod tests {
             suggested_rule: rule.into(),
             preview: None,
         }
+    }
+
+    #[test]
+    fn an_edit_s_always_is_the_session_or_its_folder() {
+        let edit = |rule: &str| AskRequest {
+            tool: "Write".into(),
+            ..request(rule)
+        };
+        assert_eq!(
+            folder_rule(&edit("Edit(src/deep/main.rs)")).as_deref(),
+            Some("Edit(src/deep/**)")
+        );
+        assert_eq!(folder_rule(&edit("Edit(top.rs)")), None);
+        assert_eq!(folder_rule(&edit("Edit(/etc/hosts)")), None);
+        assert_eq!(folder_rule(&edit("Edit(~/x/y)")), None);
+        let r = edit("Edit(src/a.rs)");
+        assert_eq!(parse_choice("a", &r), Some(Choice::AcceptEdits));
+        assert_eq!(
+            parse_choice("d", &r),
+            Some(Choice::Answer(AskAnswer::AllowRule("Edit(src/**)".into())))
+        );
+        // A command's "always" is its rule, as before.
+        assert_eq!(
+            parse_choice("a", &request("Bash(rm:*)")),
+            Some(Choice::Answer(AskAnswer::AllowAlways))
+        );
+        assert_eq!(parse_choice("d", &request("Bash(rm:*)")), None);
     }
 
     #[test]

@@ -435,8 +435,31 @@ impl Ui {
         let prompt = ask::answer_prompt(&pending.request);
         loop {
             let answer = match self.editor.read(prompt).await {
-                Ok(Input::Line(text)) => match ask::parse_answer(&text) {
-                    Some(answer) => answer,
+                Ok(Input::Line(text)) => match ask::parse_choice(&text, &pending.request) {
+                    Some(ask::Choice::AcceptEdits) => {
+                        match self.permissions.set_mode(PermissionMode::AcceptEdits) {
+                            Ok(()) => {
+                                let line = self.render.style().dim(
+                                    "Edits are allowed for the rest of this session (accept edits; shift+tab changes it).",
+                                );
+                                self.render.print(&line);
+                            }
+                            Err(e) => {
+                                let line = self.render.style().red(&format!("✗ {e}"));
+                                self.render.print(&line);
+                            }
+                        }
+                        AskAnswer::AllowOnce
+                    }
+                    Some(ask::Choice::Answer(answer)) => {
+                        if let AskAnswer::AllowRule(rule) = &answer {
+                            let line = self.render.style().dim(&format!(
+                                "Saved {rule} to .ouro/settings.local.json: edits there no longer ask."
+                            ));
+                            self.render.print(&line);
+                        }
+                        answer
+                    }
                     None => {
                         let hint = self.render.style().dim(
                             "Type y (yes), n (no), `n, <message>` (no, and tell the model), or a (always).",
