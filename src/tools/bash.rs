@@ -109,6 +109,13 @@ impl Tool for BashTool {
             } else {
                 &ctx.project_root
             };
+            if !fallback.is_dir() {
+                return Err(ToolError::Invalid(format!(
+                    "The working directory {} and the project directory {} no longer exist (deleted or moved during the session), so the command did not run. Check with the user before going on.",
+                    cwd.display(),
+                    ctx.project_root.display()
+                )));
+            }
             notes.push(format!(
                 "The working directory {} no longer exists; the command ran in {} instead.",
                 cwd.display(),
@@ -499,6 +506,18 @@ mod tests {
             out.content
         );
         assert!(out.content.contains("no longer exists"), "{}", out.content);
+    }
+
+    #[tokio::test]
+    async fn a_vanished_project_stops_the_command_with_a_sentence() {
+        let (dir, ctx) = context();
+        ctx.set_current_dir(ctx.project_root.join("missing"));
+        std::fs::remove_dir_all(dir.path()).unwrap();
+        let err = run(&ctx, "pwd", None).await.unwrap_err().to_string();
+        assert!(
+            err.contains("no longer exist") && err.contains("did not run"),
+            "{err}"
+        );
     }
 
     #[tokio::test]
