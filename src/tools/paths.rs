@@ -20,7 +20,11 @@ pub fn absolute(raw: &str, ctx: &ToolContext) -> Result<PathBuf, String> {
         return Err("file_path is empty; pass the absolute path of a file.".to_string());
     }
     if path.is_absolute() {
-        Ok(path.to_path_buf())
+        Ok(if raw.contains('\u{FFFD}') {
+            real_name(path)
+        } else {
+            path.to_path_buf()
+        })
     } else {
         Err(format!(
             "file_path must be an absolute path, but `{raw}` is relative. Pass the absolute \
@@ -37,6 +41,36 @@ pub fn search_root(raw: Option<&str>, ctx: &ToolContext) -> PathBuf {
         Some(r) => ctx.current_dir().join(r),
         None => ctx.current_dir(),
     }
+}
+
+/// The file a path names when its names are shown as they read (a name that is not UTF-8 is
+/// shown, and so given back by the model, with U+FFFD for each bad byte): each component
+/// that does not exist as written is matched, if exactly one entry of its folder reads the
+/// same. The path as given when nothing matches.
+fn real_name(path: &Path) -> PathBuf {
+    let mut real = PathBuf::new();
+    for component in path.components() {
+        let candidate = real.join(component);
+        if candidate.symlink_metadata().is_ok() {
+            real = candidate;
+            continue;
+        }
+        let wanted = component.as_os_str().to_string_lossy();
+        let matches: Vec<PathBuf> = std::fs::read_dir(&real)
+            .map(|entries| {
+                entries
+                    .filter_map(Result::ok)
+                    .filter(|e| e.file_name().to_string_lossy() == wanted)
+                    .map(|e| e.path())
+                    .collect()
+            })
+            .unwrap_or_default();
+        match <[PathBuf; 1]>::try_from(matches) {
+            Ok([one]) => real = one,
+            Err(_) => return path.to_path_buf(),
+        }
+    }
+    real
 }
 
 /// A search's starting folder, checked as it is walked: one inside the project must really
@@ -278,6 +312,33 @@ where
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_name_that_is_not_utf8_is_found_as_it_reads() {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = tempfile::tempdir().unwrap();
+        let odd = std::ffi::OsStr::from_bytes(b"caf\xe9");
+        let real = dir.path().join(odd).join(odd);
+        std::fs::create_dir_all(real.parent().unwrap()).unwrap();
+        std::fs::write(&real, "x").unwrap();
+        let shown = PathBuf::from(real.to_string_lossy().into_owned());
+        assert!(!shown.exists());
+        assert_eq!(real_name(&shown), real);
+        // Two names that read the same: nothing is guessed.
+        std::fs::write(
+            dir.path().join(std::ffi::OsStr::from_bytes(b"caf\xe8")),
+            "y",
+        )
+        .unwrap();
+        let two = PathBuf::from(
+            dir.path()
+                .join("caf\u{FFFD}")
+                .to_string_lossy()
+                .into_owned(),
+        );
+        assert_eq!(real_name(&two), two);
+    }
+
     use super::*;
 
     #[test]
