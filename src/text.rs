@@ -2,6 +2,26 @@
 //! byte-bounded prefix for prompts, and head + tail for long tool output (the model sees how a
 //! command started and how it ended, and the middle no longer floods its context).
 
+/// Bytes as lowercase hex, two digits each (hashes and object ids).
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A name that is a plain word anywhere it goes (a tool name, a file name, a command-line
+/// word): one or more ASCII letters, digits, `-` and `_`.
+pub fn is_plain_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+/// A plain name that also serves as an id a user types and a folder holds (a clone, a
+/// worktree): at most 64 characters, and never read as a flag (no leading `-`).
+pub fn is_id(name: &str) -> bool {
+    is_plain_name(name) && name.len() <= 64 && !name.starts_with('-')
+}
+
 /// The first `max` characters of `s`, and whether anything was cut.
 pub fn prefix_chars(s: &str, max: usize) -> (&str, bool) {
     match s.char_indices().nth(max) {

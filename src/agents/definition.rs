@@ -73,10 +73,7 @@ fn tool_name(entry: &str) -> String {
 }
 
 fn valid_name(name: &str) -> bool {
-    !name.is_empty()
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    crate::text::is_plain_name(name)
 }
 
 pub fn builtins() -> Vec<AgentDef> {

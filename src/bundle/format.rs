@@ -206,11 +206,7 @@ pub fn write_entry(out: &mut Vec<u8>, entry: &Entry) {
 
 /// The SHA-256 of `content`, in hex.
 pub fn digest(content: &[u8]) -> String {
-    ring::digest::digest(&ring::digest::SHA256, content)
-        .as_ref()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    crate::text::hex(ring::digest::digest(&ring::digest::SHA256, content).as_ref())
 }
 
 /// A whole bundle: header, manifest, entries; ends right after the last END marker with one

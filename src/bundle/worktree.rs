@@ -242,15 +242,9 @@ impl Worktrees {
     }
 }
 
-/// A worktree id is a folder name and a tag part: the clone-name rule.
+/// A worktree id is a folder name and a tag part.
 fn check_id(id: &str) -> Result<(), BundleError> {
-    let ok = !id.is_empty()
-        && id.len() <= 64
-        && !id.starts_with('-')
-        && id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-    if ok {
+    if crate::text::is_id(id) {
         Ok(())
     } else {
         Err(failed(format!(

@@ -30,7 +30,7 @@ impl Kind {
 }
 
 pub fn hex(oid: &Oid) -> String {
-    oid.iter().map(|b| format!("{b:02x}")).collect()
+    crate::text::hex(oid)
 }
 
 pub fn parse_hex(text: &str) -> Option<Oid> {

@@ -115,10 +115,7 @@ impl Paths {
 /// A short, stable name for a home: the first 16 hex digits of the SHA-256 of its path.
 fn key(home: &Path) -> String {
     let digest = ring::digest::digest(&ring::digest::SHA256, home.as_os_str().as_encoded_bytes());
-    digest.as_ref()[..8]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    crate::text::hex(&digest.as_ref()[..8])
 }
 
 #[cfg(test)]

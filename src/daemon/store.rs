@@ -93,13 +93,7 @@ impl CloneStore {
 /// A clone's name is a folder name and a word on the command line: 1 to 64 letters, digits,
 /// `-` and `_`, not starting with `-`.
 pub fn check_name(name: &str) -> Result<(), DaemonError> {
-    let ok = !name.is_empty()
-        && name.len() <= 64
-        && !name.starts_with('-')
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-    if ok {
+    if crate::text::is_id(name) {
         Ok(())
     } else {
         Err(DaemonError::BadName {

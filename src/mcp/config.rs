@@ -120,10 +120,7 @@ pub fn parse_server(name: &str, value: &Value, scope: Scope) -> Result<ServerCon
 
 /// Names become part of tool names (`mcp__<server>__<tool>`), so they stay plain.
 pub fn valid_name(name: &str) -> bool {
-    !name.is_empty()
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    crate::text::is_plain_name(name)
 }
 
 /// The servers of an `{"mcpServers": {...}}` document; a bad entry is an error of its own
