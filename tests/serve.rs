@@ -107,19 +107,19 @@ impl Serve {
     }
 
     /// Runs a turn and reads its whole stream.
+    /// Posts a turn; the response, whatever its status.
+    async fn start_turn(&self, body: Value) -> reqwest::Response {
+        self.post("/api/harness/turn", body).send().await.unwrap()
+    }
+
     async fn turn(&self, session: &str, message: &str) -> Vec<Sse> {
         self.turn_with(session, message, json!({})).await
     }
 
     async fn turn_with(&self, session: &str, message: &str, opts: Value) -> Vec<Sse> {
         let response = self
-            .post(
-                "/api/harness/turn",
-                json!({"sessionId": session, "message": message, "opts": opts}),
-            )
-            .send()
-            .await
-            .unwrap();
+            .start_turn(json!({"sessionId": session, "message": message, "opts": opts}))
+            .await;
         assert_eq!(response.status(), 200);
         parse_sse(&response.text().await.unwrap())
     }
@@ -288,23 +288,13 @@ async fn a_second_turn_is_409_interrupt_ends_the_turn_and_the_next_turn_goes_on(
     let serve = Serve::start(&sb, &api.url(), &[]).await;
     let id = serve.create(&sb.root(), json!({"brain": brain})).await;
     let first = serve
-        .post(
-            "/api/harness/turn",
-            json!({"sessionId": id, "message": "first", "turnId": "t-1"}),
-        )
-        .send()
-        .await
-        .unwrap();
+        .start_turn(json!({"sessionId": id, "message": "first", "turnId": "t-1"}))
+        .await;
     assert_eq!(first.status(), 200);
     held(&api).await;
     let busy = serve
-        .post(
-            "/api/harness/turn",
-            json!({"sessionId": id, "message": "again"}),
-        )
-        .send()
-        .await
-        .unwrap();
+        .start_turn(json!({"sessionId": id, "message": "again"}))
+        .await;
     assert_eq!(busy.status(), 409);
     let error: Value = busy.json().await.unwrap();
     assert_eq!(error["error"]["code"], "conflict");
@@ -406,13 +396,8 @@ async fn permission_requests_are_answered_allow_and_deny(brain: &str) {
     let serve = Serve::start(&sb, &api.url(), &[]).await;
     let id = serve.create(&sb.root(), json!({"brain": brain})).await;
     let mut stream = serve
-        .post(
-            "/api/harness/turn",
-            json!({"sessionId": id, "message": "write"}),
-        )
-        .send()
-        .await
-        .unwrap();
+        .start_turn(json!({"sessionId": id, "message": "write"}))
+        .await;
     let mut seen = String::new();
     let mut answered = 0;
     while let Some(chunk) = stream.chunk().await.unwrap() {
@@ -547,23 +532,13 @@ async fn a_reconnect_with_last_event_id_gets_exactly_the_missed_events(brain: &s
     assert_eq!(replayed, missed);
     // The same turn id again attaches to that turn: its events, not a second run.
     let again = serve
-        .post(
-            "/api/harness/turn",
-            json!({"sessionId": id, "message": "count", "turnId": "t-once"}),
-        )
-        .send()
-        .await
-        .unwrap();
+        .start_turn(json!({"sessionId": id, "message": "count", "turnId": "t-once"}))
+        .await;
     let once = parse_sse(&again.text().await.unwrap());
     let requests = bodies(&api).len();
     let again = serve
-        .post(
-            "/api/harness/turn",
-            json!({"sessionId": id, "message": "count", "turnId": "t-once"}),
-        )
-        .send()
-        .await
-        .unwrap();
+        .start_turn(json!({"sessionId": id, "message": "count", "turnId": "t-once"}))
+        .await;
     let twice = parse_sse(&again.text().await.unwrap());
     assert_eq!(bodies(&api).len(), requests, "the turn ran once");
     let ids = |events: &[Sse]| events.iter().map(|e| e.id).collect::<Vec<_>>();
@@ -769,13 +744,8 @@ async fn a_signal_ends_the_running_turn_cleanly_and_a_second_server_on_the_port_
 
     let id = serve.create(&sb.root(), json!({})).await;
     let turn = serve
-        .post(
-            "/api/harness/turn",
-            json!({"sessionId": id, "message": "go"}),
-        )
-        .send()
-        .await
-        .unwrap();
+        .start_turn(json!({"sessionId": id, "message": "go"}))
+        .await;
     held(&api).await;
     serve.process.signal(libc::SIGTERM);
     let events = parse_sse(&turn.text().await.unwrap());
@@ -868,13 +838,8 @@ async fn a_conversation_a_cli_is_writing_is_409_for_a_served_turn() {
     ));
     held(&api).await;
     let busy = serve
-        .post(
-            "/api/harness/turn",
-            json!({"sessionId": id, "message": "now"}),
-        )
-        .send()
-        .await
-        .unwrap();
+        .start_turn(json!({"sessionId": id, "message": "now"}))
+        .await;
     assert_eq!(busy.status(), 409);
     let error: Value = busy.json().await.unwrap();
     let message = error["error"]["message"].as_str().unwrap();
@@ -949,13 +914,8 @@ where
     Fut: std::future::Future<Output = ()>,
 {
     let mut stream = serve
-        .post(
-            "/api/harness/turn",
-            json!({"sessionId": id, "message": message}),
-        )
-        .send()
-        .await
-        .unwrap();
+        .start_turn(json!({"sessionId": id, "message": message}))
+        .await;
     let mut seen = String::new();
     let mut asked: Vec<Sse> = Vec::new();
     while let Some(chunk) = stream.chunk().await.unwrap() {
