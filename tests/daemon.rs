@@ -597,7 +597,8 @@ async fn the_claude_cli_brain_talks_in_its_own_tui_and_ask_continues_that_conver
     home.clone_new("k1", SCRIPTED).await;
 
     let mut term = home.term(&["talk", "k1"]);
-    term.expect("Claude Code");
+    // The screen, not the byte stream: the TUI may move the cursor instead of printing spaces.
+    term.wait_screen("Claude Code");
     term.expect("❯");
     term.send("typed in the TUI");
     term.send("\r");
