@@ -578,7 +578,7 @@ async fn grep_and_glob_skip_what_deny_rules_forbid() {
         ],
     );
     let mut ctx = ouro::tools::ToolContext::new(root.clone());
-    ctx.read_denials = e.read_denials();
+    ctx.file_denials = e.file_denials();
     for mode in ["content", "files_with_matches", "count"] {
         let out = run_tool(
             erase(GrepTool),

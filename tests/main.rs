@@ -68,6 +68,7 @@ mod repl_rewind;
 #[cfg(feature = "mock")]
 mod repl_tasks;
 mod sandbox;
+mod sandbox_masks;
 #[cfg(feature = "mock")]
 mod sdk_python;
 #[cfg(feature = "mock")]

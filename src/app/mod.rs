@@ -471,7 +471,7 @@ pub fn build(
     let mut ctx = ToolContext::new(root.clone());
     ctx.start_in(cwd.to_path_buf());
     ctx.env_passthrough = Arc::new(settings.bash_env_passthrough.clone());
-    ctx.read_denials = permissions.read_denials();
+    ctx.file_denials = permissions.file_denials();
     ctx.sandbox = Arc::new(SandboxConfig::from_settings(
         &settings.sandbox,
         &root,

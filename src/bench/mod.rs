@@ -289,13 +289,19 @@ const MCP_CALLS: usize = 200;
 const SANDBOX_SPAWNS: usize = 41;
 
 async fn sandbox_cost(runs: usize) -> Option<report::SandboxCost> {
-    use crate::permissions::Confinement;
+    use crate::permissions::{Confinement, FileDenials};
     use crate::tools::bash::SandboxConfig;
     let tmp = std::env::temp_dir();
-    let plan =
-        SandboxConfig::default().plan(Confinement::Approved, &tmp, "", &tmp.join("ouro-bench-cwd"));
+    let plan = SandboxConfig::default().plan(
+        Confinement::Approved,
+        &tmp,
+        "",
+        &tmp.join("ouro-bench-cwd"),
+        &FileDenials::default(),
+    );
     let spawns = SANDBOX_SPAWNS.max(runs);
-    let (plain, confined) = crate::sys::sandbox::spawn_cost(&plan.policy?, spawns)
+    let policy = plan.policy?;
+    let (plain, confined) = crate::sys::sandbox::spawn_cost(&policy, spawns)
         .await
         .ok()??;
     let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
@@ -304,7 +310,31 @@ async fn sandbox_cost(runs: usize) -> Option<report::SandboxCost> {
         plain_ms: ms(plain),
         confined_ms: ms(confined),
         added_ms: ms(confined.saturating_sub(plain)),
+        masked_added_ms: masked_cost(policy, spawns).await.map(|(plain, masked)| {
+            ms(masked.saturating_sub(plain))
+        }),
     })
+}
+
+/// The same spawn with two deny rules to enforce (a hidden directory, a read-only file), as
+/// masks in a mount namespace; `None` when the kernel cannot mask.
+async fn masked_cost(
+    mut policy: crate::sys::sandbox::Policy,
+    spawns: usize,
+) -> Option<(std::time::Duration, std::time::Duration)> {
+    crate::sys::masks::support().ok()?;
+    let dir = WorkDir::new("masks").ok()?;
+    let (hidden, frozen) = (dir.path().join("secrets"), dir.path().join("prod.yml"));
+    std::fs::create_dir(&hidden).ok()?;
+    std::fs::write(&frozen, "x").ok()?;
+    policy.masks = crate::sys::masks::Masks {
+        hide: vec![hidden],
+        freeze: vec![frozen],
+    };
+    crate::sys::sandbox::spawn_cost(&policy, spawns)
+        .await
+        .ok()
+        .flatten()
 }
 
 fn progress(what: &str) {

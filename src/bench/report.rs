@@ -102,6 +102,9 @@ pub struct SandboxCost {
     pub plain_ms: f64,
     pub confined_ms: f64,
     pub added_ms: f64,
+    /// What the sandbox adds when file deny rules are masked too; `None` when the kernel
+    /// cannot mask.
+    pub masked_added_ms: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -378,6 +381,22 @@ pub fn targets(r: &Report) -> Vec<Target> {
             "MiB",
         ),
     ];
+    if let Some(sandbox) = &r.sandbox {
+        out.push(target(
+            "sandbox cost per Bash call".into(),
+            sandbox.added_ms,
+            1.0,
+            "ms",
+        ));
+        if let Some(masked) = sandbox.masked_added_ms {
+            out.push(target(
+                "sandbox cost per Bash call, with file deny rules".into(),
+                masked,
+                2.0,
+                "ms",
+            ));
+        }
+    }
     if let Some(c) = &r.checkpoints {
         out.push(target(
             format!("first snapshot of a {}-file project", c.files),

@@ -196,6 +196,17 @@ pub fn render(r: &Report) -> String {
                  (median of {} spawns): +{:.3} ms per call",
                 s.confined_ms, s.plain_ms, s.spawns, s.added_ms
             );
+            match s.masked_added_ms {
+                Some(masked) => {
+                    let _ = writeln!(
+                        out,
+                        "sandbox with file deny rules masked (a mount namespace): +{masked:.3} ms per call"
+                    );
+                }
+                None => out.push_str(
+                    "sandbox with file deny rules: this kernel cannot mask paths, so nothing was measured\n",
+                ),
+            }
         }
         None => out.push_str("\nsandbox: this kernel has no Landlock, so nothing was measured\n"),
     }

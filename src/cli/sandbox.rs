@@ -28,6 +28,24 @@ pub async fn check(cwd: &Path) -> anyhow::Result<String> {
     );
     let support = Support::detect();
     let mut out = format!("Kernel: {}\n", support.describe());
+    let _ = writeln!(
+        out,
+        "Seccomp: {}",
+        if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
+            "UDP, Unix sockets and (for read-only calls) metadata changes refused by a filter"
+        } else {
+            "no filter for this architecture: UDP and Unix sockets are not closed"
+        }
+    );
+    let _ = writeln!(
+        out,
+        "Masks: {}",
+        match crate::sys::masks::support() {
+            Ok(()) => "paths of file deny rules are masked in a mount namespace".to_string(),
+            Err(why) => format!("not available: {why}"),
+        }
+    );
+    let denials = permissions.file_denials();
     if !config.enabled {
         out.push_str("Settings: sandbox.enabled is false, so Bash runs unconfined.\n");
         return Ok(out);
@@ -37,8 +55,9 @@ pub async fn check(cwd: &Path) -> anyhow::Result<String> {
     for (label, confinement) in [
         ("Auto-allowed (read-only) calls", Confinement::ReadOnly),
         ("Approved calls (a rule or your yes)", Confinement::Approved),
+        ("bypassPermissions", Confinement::Unconfined),
     ] {
-        let plan = config.plan(confinement, cwd, "", &cwd_file);
+        let plan = config.plan(confinement, cwd, "", &cwd_file, &denials);
         let _ = writeln!(out, "\n{label}:");
         match &plan.policy {
             Some(policy) => {
@@ -96,6 +115,14 @@ fn describe(out: &mut String, policy: &Policy, cwd_file: &Path) {
         list(&policy.write)
     );
     let _ = writeln!(out, "  devices: {}", list(&policy.devices));
+    if !policy.masks.is_empty() {
+        let _ = writeln!(out, "  hidden:  {} (deny rules on reading)", list(&policy.masks.hide));
+        let _ = writeln!(
+            out,
+            "  frozen:  {} (deny rules on editing: read-only)",
+            list(&policy.masks.freeze)
+        );
+    }
     let _ = writeln!(
         out,
         "  network: {}",

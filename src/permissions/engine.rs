@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::{RwLock, RwLockReadGuard};
 
-use super::denials::ReadDenials;
+use super::denials::FileDenials;
 use super::dirs::AddedDirs;
 use super::error::PermissionError;
 use super::mode::PermissionMode;
@@ -144,8 +144,8 @@ impl PermissionEngine {
     }
 
     /// The deny rules on reading, for tools that walk directories.
-    pub fn read_denials(&self) -> ReadDenials {
-        ReadDenials::from_rules(self.rules.iter())
+    pub fn file_denials(&self) -> FileDenials {
+        FileDenials::from_rules(self.rules.iter())
     }
 
     /// The directories besides the project root the session may work in, resolved; shared,

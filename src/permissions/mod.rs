@@ -86,7 +86,7 @@ mod scope;
 mod shell_access;
 mod suggest;
 
-pub use denials::ReadDenials;
+pub use denials::FileDenials;
 pub use dirs::AddedDirs;
 pub use engine::{PermissionEngine, ROOT_BYPASS_ENV, check_bypass_allowed};
 pub use error::PermissionError;

@@ -143,6 +143,8 @@ pub(crate) struct PathPattern {
 #[derive(Debug, Clone)]
 struct PathGlob {
     matcher: GlobMatcher,
+    /// The directories before the first glob character: every match is beneath it.
+    literal: PathBuf,
     /// `dir/**` also matches `dir` itself.
     base: Option<PathBuf>,
     /// No glob characters: the rule names one path.
@@ -162,9 +164,10 @@ impl PathGlob {
             .build()
             .map_err(|e| invalid(rule, format!("the path pattern is not a valid glob ({e})")))?
             .compile_matcher();
-        let base = (rest.len() == 1 && rest[0] == "**").then_some(literal);
+        let base = (rest.len() == 1 && rest[0] == "**").then(|| literal.clone());
         Ok(PathGlob {
             matcher,
+            literal,
             base,
             exact: rest.is_empty(),
         })
@@ -409,6 +412,20 @@ impl CompiledRule {
             }
             _ => self.matches_path(path),
         }
+    }
+
+    /// Where a path rule's matches lie, as written and where its directories really are:
+    /// each directory every match is beneath, and whether everything beneath it matches
+    /// (`secrets/**`, or a rule naming one path). Empty for other rules.
+    pub fn reach(&self) -> Vec<(&Path, bool)> {
+        let Spec::Path(p) = &self.spec else {
+            return Vec::new();
+        };
+        [Some(&p.written), p.real.as_ref()]
+            .into_iter()
+            .flatten()
+            .map(|g| (g.literal.as_path(), g.exact || g.base.is_some()))
+            .collect()
     }
 
     /// The whole command line, matched by `Bash`, `Bash(*)` or an exact rule.

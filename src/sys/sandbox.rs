@@ -30,6 +30,11 @@ pub struct Policy {
     /// No file's mode, owner, times or extended attributes may change, anywhere (a call
     /// allowed only as read-only).
     pub frozen: bool,
+    /// Signals and abstract Unix sockets stay inside the sandbox (off only in bypass mode,
+    /// where the sandbox is there for `masks` alone).
+    pub isolated: bool,
+    /// Paths the user's deny rules take away, whatever the rules above grant.
+    pub masks: super::masks::Masks,
 }
 
 /// What the running kernel offers.
@@ -103,6 +108,7 @@ pub enum SandboxError {
 /// A ruleset ready to be applied to one child process.
 pub struct Prepared {
     ruleset: Option<RulesetCreated>,
+    masks: Option<super::masks::Prepared>,
     /// Without network: the seccomp filter that closes UDP and Unix sockets (see
     /// [`super::seccomp`]); empty otherwise.
     filter: Vec<libc::sock_filter>,
@@ -121,9 +127,10 @@ impl Prepared {
         if !policy.network {
             ruleset = ruleset.handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)?;
         }
-        let mut created = ruleset
-            .scope(Scope::AbstractUnixSocket | Scope::Signal)?
-            .create()?;
+        if policy.isolated {
+            ruleset = ruleset.scope(Scope::AbstractUnixSocket | Scope::Signal)?;
+        }
+        let mut created = ruleset.create()?;
         let read = AccessFs::from_read(ABI_WANTED);
         let all = AccessFs::from_all(ABI_WANTED);
         let device = AccessFs::ReadFile | AccessFs::WriteFile;
@@ -139,8 +146,10 @@ impl Prepared {
                 }
             }
         }
+        let masks = super::masks::Prepared::new(&policy.masks);
         Ok(Some(Prepared {
             ruleset: Some(created),
+            masks: (!masks.is_empty()).then_some(masks),
             filter: if policy.frozen {
                 super::seccomp::read_only()
             } else if policy.network {
@@ -154,13 +163,18 @@ impl Prepared {
     /// Makes `command`'s child confine itself just before it runs the program.
     pub fn apply(mut self, command: &mut tokio::process::Command) {
         let mut ruleset = self.ruleset.take();
+        let masks = self.masks.take();
         let filter = std::mem::take(&mut self.filter);
         // SAFETY: the closure runs in the forked child before exec. It allocates nothing: it
-        // makes system calls (prctl, landlock_restrict_self, the seccomp prctl) on a ruleset
-        // whose file descriptor and a filter that were made in the parent, and reports
-        // failure as an io::Error.
+        // makes system calls (unshare and mount for the masks, prctl, landlock_restrict_self,
+        // the seccomp prctl) on masks, a ruleset's file descriptor and a filter that were made
+        // in the parent, and reports failure as an io::Error. The masks come first: Landlock
+        // then forbids unmounting them.
         unsafe {
             command.pre_exec(move || {
+                if let Some(masks) = &masks {
+                    masks.apply_in_child()?;
+                }
                 if let Some(r) = ruleset.take() {
                     r.restrict_self()
                         .map_err(|_| std::io::Error::from_raw_os_error(libc::EPERM))?;

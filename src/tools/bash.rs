@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use super::{Progress, Tool, ToolContext, ToolError, ToolOutput};
 use crate::event::ToolDisplay;
 use crate::permissions::bash::is_read_only_command;
-use crate::permissions::{Access, Confinement};
+use crate::permissions::{Access, Confinement, FileDenials};
 use crate::sys::process::GroupChild;
 use crate::sys::sandbox::{Prepared, Support};
 use crate::text::HeadTail;
@@ -198,6 +198,7 @@ struct Sandboxing<'a> {
     config: &'a SandboxConfig,
     confinement: Confinement,
     project_root: &'a Path,
+    denials: &'a FileDenials,
 }
 
 impl<'a> Sandboxing<'a> {
@@ -206,6 +207,7 @@ impl<'a> Sandboxing<'a> {
             config: &ctx.sandbox,
             confinement: ctx.confinement,
             project_root: &ctx.project_root,
+            denials: &ctx.file_denials,
         }
     }
 
@@ -214,7 +216,13 @@ impl<'a> Sandboxing<'a> {
     fn apply(&self, command: &mut Command, line: &str, cwd_file: &Path) -> Result<(), ToolError> {
         let plan = self
             .config
-            .plan(self.confinement, self.project_root, line, cwd_file);
+            .plan(
+                self.confinement,
+                self.project_root,
+                line,
+                cwd_file,
+                self.denials,
+            );
         if let Some(tmpdir) = &plan.tmpdir {
             command.env("TMPDIR", tmpdir);
         }

@@ -166,7 +166,7 @@ fn run(search: &Search, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
                 let Ok(entry) = entry else {
                     return WalkState::Continue;
                 };
-                if ctx.read_denials.denies(entry.path()) {
+                if ctx.file_denials.denies(entry.path()) {
                     return WalkState::Skip;
                 }
                 if !is_file(&entry) {

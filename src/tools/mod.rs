@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::api::types::{ImageSource, Usage};
 use crate::event::{Event, ToolDisplay};
-use crate::permissions::{Access, Confinement, ReadDenials};
+use crate::permissions::{Access, Confinement, FileDenials};
 
 pub mod bash;
 pub mod diff;
@@ -123,8 +123,9 @@ pub struct ToolContext {
     pub sandbox: Arc<bash::SandboxConfig>,
     /// How much this call was allowed to do; set by the permission phase for each call.
     pub confinement: Confinement,
-    /// Files the user's deny rules forbid reading: walks skip them.
-    pub read_denials: ReadDenials,
+    /// Files the user's deny rules forbid reading or editing: walks skip the first, and
+    /// Bash's sandbox masks both.
+    pub file_denials: FileDenials,
     /// What the run may still spend (USD) as this batch starts, under `--max-budget-usd`: a
     /// sub-agent gets no more.
     pub budget_left_usd: Option<f64>,
@@ -144,7 +145,7 @@ impl ToolContext {
             env_passthrough: Arc::new(Vec::new()),
             sandbox: Arc::new(bash::SandboxConfig::default()),
             confinement: Confinement::default(),
-            read_denials: ReadDenials::default(),
+            file_denials: FileDenials::default(),
             budget_left_usd: None,
             checkpoints: None,
         }

@@ -5,8 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use crate::permissions::{AddedDirs, Confinement, paths};
+use crate::permissions::{AddedDirs, Confinement, FileDenials, paths};
 use crate::settings::SandboxSettings;
+use crate::sys::masks::Masks;
 use crate::sys::sandbox::Policy;
 
 /// Where the system's programs, libraries and configuration live: readable by every call.
@@ -137,12 +138,15 @@ impl SandboxConfig {
     }
 
     /// `cwd_file` is where the shell records its final directory: writable by every call.
+    /// The paths `denials` catch are masked in every mode the sandbox runs in, bypass
+    /// included.
     pub fn plan(
         &self,
         confinement: Confinement,
         project_root: &Path,
         command: &str,
         cwd_file: &Path,
+        denials: &FileDenials,
     ) -> Plan {
         let unconfined = Plan {
             policy: None,
@@ -161,9 +165,25 @@ impl SandboxConfig {
             Confinement::Unconfined => {
                 warn_once(
                     &BYPASS_WARNING,
-                    "ouro: warning: bypassPermissions: Bash commands run without the OS sandbox",
+                    "ouro: warning: bypassPermissions: Bash commands run without the OS sandbox \
+                     (the paths of file deny rules stay masked)",
                 );
-                unconfined
+                let masks = masks_for(denials);
+                if masks.is_empty() {
+                    return unconfined;
+                }
+                Plan {
+                    policy: Some(Policy {
+                        read: vec![PathBuf::from("/")],
+                        write: vec![PathBuf::from("/")],
+                        devices: Vec::new(),
+                        network: true,
+                        frozen: false,
+                        isolated: false,
+                        masks,
+                    }),
+                    tmpdir: None,
+                }
             }
             Confinement::Approved if self.is_excluded(command) => unconfined,
             Confinement::ReadOnly => {
@@ -178,6 +198,8 @@ impl SandboxConfig {
                         devices,
                         network: false,
                         frozen: true,
+                        isolated: true,
+                        masks: masks_for(denials),
                     }),
                     tmpdir: None,
                 }
@@ -195,6 +217,8 @@ impl SandboxConfig {
                         devices,
                         network: self.network,
                         frozen: false,
+                        isolated: true,
+                        masks: masks_for(denials),
                     }),
                     tmpdir,
                 }
@@ -225,6 +249,43 @@ impl SandboxConfig {
             !wanted.is_empty() && words.starts_with(&wanted)
         })
     }
+}
+
+/// The paths the deny rules catch now. When the kernel cannot mask them, or a pattern
+/// catches too much to look for, the rules still hold for ouro's own tools and the
+/// analyser, and the user is told once that the sandbox does not back them.
+fn masks_for(denials: &FileDenials) -> Masks {
+    static TOO_BROAD: OnceLock<()> = OnceLock::new();
+    static UNSUPPORTED: OnceLock<()> = OnceLock::new();
+    if denials.is_empty() {
+        return Masks::default();
+    }
+    let found = denials.find();
+    if !found.too_broad.is_empty() {
+        warn_once(
+            &TOO_BROAD,
+            &format!(
+                "ouro: warning: the deny rules {} match too many files to look for before each \
+                 Bash command; the sandbox masks only what it found (name the directories \
+                 instead, e.g. `Read(secrets/**)`)",
+                found.too_broad.join(", ")
+            ),
+        );
+    }
+    if found.masks.is_empty() {
+        return found.masks;
+    }
+    if let Err(why) = crate::sys::masks::support() {
+        warn_once(
+            &UNSUPPORTED,
+            &format!(
+                "ouro: warning: file deny rules are not enforced by the OS sandbox for Bash \
+                 commands: {why}. ouro's own tools and the command analyser still enforce them."
+            ),
+        );
+        return Masks::default();
+    }
+    found.masks
 }
 
 static DISABLED_WARNING: OnceLock<()> = OnceLock::new();
@@ -258,6 +319,7 @@ mod tests {
             Path::new("/p"),
             "ls",
             Path::new("/tmp/cwd"),
+            &FileDenials::default(),
         );
         let policy = plan.policy.unwrap();
         assert_eq!(policy.write, vec![PathBuf::from("/tmp/cwd")]);
@@ -279,6 +341,7 @@ mod tests {
             Path::new("/p"),
             "make",
             Path::new("/tmp/cwd"),
+            &FileDenials::default(),
         );
         let policy = plan.policy.unwrap();
         assert!(policy.write.contains(&PathBuf::from("/p")));
@@ -295,15 +358,16 @@ mod tests {
         };
         let cwd = Path::new("/tmp/cwd");
         let root = Path::new("/p");
+        let none = FileDenials::default();
         assert!(
             config
-                .plan(Confinement::Approved, root, "docker ps", cwd)
+                .plan(Confinement::Approved, root, "docker ps", cwd, &none)
                 .policy
                 .is_none()
         );
         assert!(
             config
-                .plan(Confinement::ReadOnly, root, "docker ps", cwd)
+                .plan(Confinement::ReadOnly, root, "docker ps", cwd, &none)
                 .policy
                 .is_some()
         );
@@ -315,7 +379,7 @@ mod tests {
         ] {
             assert!(
                 config
-                    .plan(Confinement::Approved, root, confined, cwd)
+                    .plan(Confinement::Approved, root, confined, cwd, &none)
                     .policy
                     .is_some(),
                 "{confined}"
@@ -326,7 +390,7 @@ mod tests {
             ..SandboxConfig::default()
         };
         assert!(
-            off.plan(Confinement::ReadOnly, root, "ls", cwd)
+            off.plan(Confinement::ReadOnly, root, "ls", cwd, &none)
                 .policy
                 .is_none()
         );

@@ -1,0 +1,289 @@
+//! File deny rules as part of the wall. Landlock cannot take a path back beneath a root it
+//! allows, so a command that may read the project could read `secrets/` in it whatever it
+//! spelled. A command that has deny rules to enforce therefore runs in a mount namespace of
+//! its own (inside an unprivileged user namespace), where each path denied for reading is
+//! covered (a directory by an empty read-only tmpfs, a file by `/dev/null`) and each path
+//! denied for editing is a read-only bind mount of itself. Landlock, applied after, forbids
+//! the command to unmount any of it.
+//!
+//! Everything is prepared in the parent; the child only makes system calls between fork and
+//! exec (no allocation), as [`super::sandbox`] does.
+
+use std::ffi::{CStr, CString};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+/// What a command may not see or change, as absolute paths.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Masks {
+    /// Denied for reading: hidden (and so not writable through this path either).
+    pub hide: Vec<PathBuf>,
+    /// Denied for editing: readable, not writable, not removable.
+    pub freeze: Vec<PathBuf>,
+}
+
+impl Masks {
+    pub fn is_empty(&self) -> bool {
+        self.hide.is_empty() && self.freeze.is_empty()
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cover {
+    /// An empty, read-only tmpfs over a directory.
+    EmptyDir,
+    /// `/dev/null` over a file: it reads as empty.
+    NullFile,
+    /// A read-only bind mount of the path onto itself; `flags` are the mount flags the kernel
+    /// keeps locked for a mount made in a user namespace (nosuid, nodev, noexec, atime).
+    ReadOnly { flags: libc::c_ulong },
+}
+
+/// [`Masks`] made ready for a child process.
+pub struct Prepared {
+    covers: Vec<(CString, Cover)>,
+    uid_map: Vec<u8>,
+    gid_map: Vec<u8>,
+}
+
+impl Prepared {
+    /// Paths that do not exist are left out, as are paths beneath a hidden directory (there
+    /// is nothing left to cover). Outer paths are covered first.
+    pub fn new(masks: &Masks) -> Prepared {
+        let mut all: Vec<(&Path, bool)> = masks
+            .hide
+            .iter()
+            .map(|p| (p.as_path(), true))
+            .chain(masks.freeze.iter().map(|p| (p.as_path(), false)))
+            .collect();
+        all.sort_by(|a, b| a.0.cmp(b.0).then(b.1.cmp(&a.1)));
+        let mut covers = Vec::new();
+        let mut hidden: Vec<&Path> = Vec::new();
+        for (path, hide) in all {
+            if hidden.iter().any(|h| path.starts_with(h)) {
+                continue;
+            }
+            let Ok(meta) = std::fs::metadata(path) else {
+                continue;
+            };
+            let Ok(c_path) = CString::new(path.as_os_str().as_bytes()) else {
+                continue;
+            };
+            let cover = match (hide, meta.is_dir()) {
+                (true, true) => Cover::EmptyDir,
+                (true, false) => Cover::NullFile,
+                (false, _) => Cover::ReadOnly {
+                    flags: locked_flags(&c_path),
+                },
+            };
+            if hide {
+                hidden.push(path);
+            }
+            covers.push((c_path, cover));
+        }
+        // SAFETY: getuid and getgid cannot fail.
+        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+        Prepared {
+            covers,
+            uid_map: format!("{uid} {uid} 1\n").into_bytes(),
+            gid_map: format!("{gid} {gid} 1\n").into_bytes(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.covers.is_empty()
+    }
+
+    /// In the forked child, before Landlock: a user and mount namespace of its own, the same
+    /// uid and gid inside, and the covers. A path that vanished since is skipped.
+    ///
+    /// # Safety
+    /// Call only between fork and exec: it changes the calling process's namespaces.
+    pub unsafe fn apply_in_child(&self) -> std::io::Result<()> {
+        // SAFETY: plain system calls on memory owned by `self`, which outlives them.
+        unsafe {
+            enter_namespaces(&self.uid_map, &self.gid_map)?;
+            for (path, cover) in &self.covers {
+                let done = match cover {
+                    Cover::EmptyDir => mount(
+                        c"tmpfs",
+                        path,
+                        c"tmpfs",
+                        libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC | libc::MS_RDONLY,
+                        c"mode=000,size=4k",
+                    ),
+                    Cover::NullFile => mount_bind(c"/dev/null", path),
+                    Cover::ReadOnly { flags } => mount_bind(path, path).and_then(|()| {
+                        mount_raw(
+                            None,
+                            path,
+                            None,
+                            libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | flags,
+                            None,
+                        )
+                    }),
+                };
+                match done {
+                    Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
+                    other => other?,
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether this kernel lets an unprivileged process mask paths, asked once per process (a
+/// forked child tries it). `Err` says why not.
+pub fn support() -> Result<(), String> {
+    static SUPPORT: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    SUPPORT.get_or_init(probe).clone()
+}
+
+fn probe() -> Result<(), String> {
+    let prepared = Prepared::new(&Masks::default());
+    // SAFETY: the child only makes system calls and leaves with _exit; the parent waits for it.
+    let code = unsafe {
+        let pid = libc::fork();
+        if pid < 0 {
+            return Err(format!(
+                "could not fork to test it: {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+        if pid == 0 {
+            let result = enter_namespaces(&prepared.uid_map, &prepared.gid_map).and_then(|()| {
+                mount(c"tmpfs", c"/", c"tmpfs", libc::MS_RDONLY, c"size=4k")
+            });
+            libc::_exit(match result {
+                Ok(()) => 0,
+                Err(e) => e.raw_os_error().unwrap_or(255).clamp(1, 255),
+            });
+        }
+        let mut status = 0;
+        while libc::waitpid(pid, &mut status, 0) < 0 {
+            if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                return Err("could not wait for the test process".into());
+            }
+        }
+        if libc::WIFEXITED(status) {
+            libc::WEXITSTATUS(status)
+        } else {
+            255
+        }
+    };
+    match code {
+        0 => Ok(()),
+        errno => Err(format!(
+            "this kernel does not let an unprivileged process make a mount namespace ({}); \
+             unprivileged user namespaces may be switched off (sysctl \
+             kernel.unprivileged_userns_clone, user.max_user_namespaces, or AppArmor's \
+             kernel.apparmor_restrict_unprivileged_userns)",
+            std::io::Error::from_raw_os_error(errno)
+        )),
+    }
+}
+
+/// The flags of the mount `path` is on that a bind remount must keep (the kernel refuses to
+/// drop them in a user namespace).
+fn locked_flags(path: &CStr) -> libc::c_ulong {
+    // SAFETY: statvfs fills a struct we own from a NUL-terminated path.
+    let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(path.as_ptr(), &mut stat) } != 0 {
+        return 0;
+    }
+    let pairs = [
+        (libc::ST_NOSUID, libc::MS_NOSUID),
+        (libc::ST_NODEV, libc::MS_NODEV),
+        (libc::ST_NOEXEC, libc::MS_NOEXEC),
+        (libc::ST_NOATIME, libc::MS_NOATIME),
+        (libc::ST_NODIRATIME, libc::MS_NODIRATIME),
+        (libc::ST_RELATIME, libc::MS_RELATIME),
+    ];
+    pairs
+        .iter()
+        .filter(|(st, _)| stat.f_flag & st != 0)
+        .fold(0, |flags, (_, ms)| flags | ms)
+}
+
+/// A new user namespace mapping only our own uid and gid, and a mount namespace in it whose
+/// mounts do not propagate anywhere.
+unsafe fn enter_namespaces(uid_map: &[u8], gid_map: &[u8]) -> std::io::Result<()> {
+    // SAFETY: system calls on NUL-terminated constants and buffers owned by the caller.
+    unsafe {
+        if libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        match write_file(c"/proc/self/setgroups", b"deny") {
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
+            other => other?,
+        }
+        write_file(c"/proc/self/uid_map", uid_map)?;
+        write_file(c"/proc/self/gid_map", gid_map)?;
+        mount_raw(
+            None,
+            c"/",
+            None,
+            libc::MS_REC | libc::MS_PRIVATE,
+            None,
+        )
+    }
+}
+
+unsafe fn write_file(path: &CStr, data: &[u8]) -> std::io::Result<()> {
+    // SAFETY: open, write and close on a descriptor this function owns.
+    unsafe {
+        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let written = libc::write(fd, data.as_ptr().cast(), data.len());
+        let error = std::io::Error::last_os_error();
+        libc::close(fd);
+        if usize::try_from(written).ok() != Some(data.len()) {
+            return Err(error);
+        }
+    }
+    Ok(())
+}
+
+unsafe fn mount(
+    source: &CStr,
+    target: &CStr,
+    fstype: &CStr,
+    flags: libc::c_ulong,
+    data: &CStr,
+) -> std::io::Result<()> {
+    // SAFETY: forwarded; every pointer is a NUL-terminated string.
+    unsafe { mount_raw(Some(source), target, Some(fstype), flags, Some(data)) }
+}
+
+unsafe fn mount_bind(source: &CStr, target: &CStr) -> std::io::Result<()> {
+    // SAFETY: forwarded; every pointer is a NUL-terminated string.
+    unsafe { mount_raw(Some(source), target, None, libc::MS_BIND | libc::MS_REC, None) }
+}
+
+unsafe fn mount_raw(
+    source: Option<&CStr>,
+    target: &CStr,
+    fstype: Option<&CStr>,
+    flags: libc::c_ulong,
+    data: Option<&CStr>,
+) -> std::io::Result<()> {
+    let ptr = |s: Option<&CStr>| s.map_or(std::ptr::null(), CStr::as_ptr);
+    // SAFETY: each pointer is null or a NUL-terminated string that outlives the call.
+    let result = unsafe {
+        libc::mount(
+            ptr(source),
+            target.as_ptr(),
+            ptr(fstype),
+            flags,
+            ptr(data).cast(),
+        )
+    };
+    if result == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
