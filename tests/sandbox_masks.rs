@@ -227,7 +227,11 @@ async fn a_path_denied_for_editing_stays_as_it_was_in_any_mode() {
                 Some(PROD),
                 "{confinement:?}: `{command}` changed a file denied for editing:\n{out}"
             );
-            assert_eq!(mode(&p), original_mode, "{confinement:?}: `{command}`:\n{out}");
+            assert_eq!(
+                mode(&p),
+                original_mode,
+                "{confinement:?}: `{command}`:\n{out}"
+            );
         }
     }
 }
@@ -248,7 +252,10 @@ async fn what_the_rules_do_not_name_stays_usable() {
             .await;
         assert!(out.contains("dev: true"), "{confinement:?}:\n{out}");
         assert!(out.contains("fn main"), "{confinement:?}:\n{out}");
-        assert!(out.contains("prod: original"), "{confinement:?}: readable:\n{out}");
+        assert!(
+            out.contains("prod: original"),
+            "{confinement:?}: readable:\n{out}"
+        );
         assert_eq!(
             std::fs::read_to_string(p.root().join("src/new.rs")).unwrap(),
             "made\n"

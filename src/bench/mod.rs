@@ -310,9 +310,9 @@ async fn sandbox_cost(runs: usize) -> Option<report::SandboxCost> {
         plain_ms: ms(plain),
         confined_ms: ms(confined),
         added_ms: ms(confined.saturating_sub(plain)),
-        masked_added_ms: masked_cost(policy, spawns).await.map(|(plain, masked)| {
-            ms(masked.saturating_sub(plain))
-        }),
+        masked_added_ms: masked_cost(policy, spawns)
+            .await
+            .map(|(plain, masked)| ms(masked.saturating_sub(plain))),
     })
 }
 
@@ -327,10 +327,8 @@ async fn masked_cost(
     let (hidden, frozen) = (dir.path().join("secrets"), dir.path().join("prod.yml"));
     std::fs::create_dir(&hidden).ok()?;
     std::fs::write(&frozen, "x").ok()?;
-    policy.masks = crate::sys::masks::Masks {
-        hide: vec![hidden],
-        freeze: vec![frozen],
-    };
+    policy.masks.hide = vec![hidden];
+    policy.masks.freeze = vec![frozen];
     crate::sys::sandbox::spawn_cost(&policy, spawns)
         .await
         .ok()

@@ -115,8 +115,21 @@ fn describe(out: &mut String, policy: &Policy, cwd_file: &Path) {
         list(&policy.write)
     );
     let _ = writeln!(out, "  devices: {}", list(&policy.devices));
-    if !policy.masks.is_empty() {
-        let _ = writeln!(out, "  hidden:  {} (deny rules on reading)", list(&policy.masks.hide));
+    if policy.frozen {
+        out.push_str(
+            "  metadata: no file's mode, owner, times or attributes may change (seccomp)\n",
+        );
+    } else if policy.masks.writable_only.is_some() {
+        out.push_str(
+            "  metadata: changes only in the writable paths (the rest is mounted read-only)\n",
+        );
+    }
+    if !policy.masks.hide.is_empty() || !policy.masks.freeze.is_empty() {
+        let _ = writeln!(
+            out,
+            "  hidden:  {} (deny rules on reading)",
+            list(&policy.masks.hide)
+        );
         let _ = writeln!(
             out,
             "  frozen:  {} (deny rules on editing: read-only)",

@@ -7,7 +7,7 @@
 //! the command to unmount any of it.
 //!
 //! Everything is prepared in the parent; the child only makes system calls between fork and
-//! exec (no allocation), as [`super::sandbox`] does.
+//! exec (no allocation), as for the Landlock ruleset.
 
 use std::ffi::{CStr, CString};
 use std::os::unix::ffi::OsStrExt;
@@ -20,13 +20,28 @@ pub struct Masks {
     pub hide: Vec<PathBuf>,
     /// Denied for editing: readable, not writable, not removable.
     pub freeze: Vec<PathBuf>,
+    /// When set, every other mount is read-only: what Landlock does not cover (a file's
+    /// mode, owner, times and extended attributes) cannot change outside these paths either.
+    pub writable_only: Option<Vec<PathBuf>>,
 }
 
 impl Masks {
     pub fn is_empty(&self) -> bool {
-        self.hide.is_empty() && self.freeze.is_empty()
+        self.hide.is_empty() && self.freeze.is_empty() && self.writable_only.is_none()
     }
 }
+
+/// `struct mount_attr` of `mount_setattr(2)`.
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+const MOUNT_ATTR_RDONLY: u64 = 0x1;
+const AT_RECURSIVE: libc::c_uint = 0x8000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Cover {
@@ -41,6 +56,9 @@ enum Cover {
 
 /// [`Masks`] made ready for a child process.
 pub struct Prepared {
+    /// `Some` (the paths to keep writable, with their locked flags) when the rest of the file
+    /// system is made read-only.
+    writable: Option<Vec<(CString, libc::c_ulong)>>,
     covers: Vec<(CString, Cover)>,
     uid_map: Vec<u8>,
     gid_map: Vec<u8>,
@@ -81,9 +99,21 @@ impl Prepared {
             }
             covers.push((c_path, cover));
         }
+        let writable = masks.writable_only.as_ref().map(|paths| {
+            paths
+                .iter()
+                .filter(|p| p.exists())
+                .filter_map(|p| CString::new(p.as_os_str().as_bytes()).ok())
+                .map(|c| {
+                    let flags = locked_flags(&c);
+                    (c, flags)
+                })
+                .collect()
+        });
         // SAFETY: getuid and getgid cannot fail.
         let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
         Prepared {
+            writable,
             covers,
             uid_map: format!("{uid} {uid} 1\n").into_bytes(),
             gid_map: format!("{gid} {gid} 1\n").into_bytes(),
@@ -91,7 +121,7 @@ impl Prepared {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.covers.is_empty()
+        self.covers.is_empty() && self.writable.is_none()
     }
 
     /// In the forked child, before Landlock: a user and mount namespace of its own, the same
@@ -103,6 +133,9 @@ impl Prepared {
         // SAFETY: plain system calls on memory owned by `self`, which outlives them.
         unsafe {
             enter_namespaces(&self.uid_map, &self.gid_map)?;
+            if let Some(writable) = &self.writable {
+                read_only_except(writable)?;
+            }
             for (path, cover) in &self.covers {
                 let done = match cover {
                     Cover::EmptyDir => mount(
@@ -128,9 +161,73 @@ impl Prepared {
                     other => other?,
                 }
             }
+            reenter_cwd()
         }
-        Ok(())
     }
+}
+
+/// The working directory was entered before the mounts, so it is still the directory beneath
+/// them; entering it again by its path goes through them (relative paths are masked too).
+unsafe fn reenter_cwd() -> std::io::Result<()> {
+    let mut buf = [0u8; libc::PATH_MAX as usize];
+    // SAFETY: getcwd writes at most `buf.len()` bytes, NUL included, into a buffer we own;
+    // chdir reads that NUL-terminated path.
+    unsafe {
+        if libc::getcwd(buf.as_mut_ptr().cast(), buf.len()).is_null()
+            || libc::chdir(buf.as_ptr().cast()) != 0
+        {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// Makes every mount read-only, then binds each of `writable` back writable. A kernel
+/// without `mount_setattr` (before 5.12) keeps the mounts as they were.
+unsafe fn read_only_except(writable: &[(CString, libc::c_ulong)]) -> std::io::Result<()> {
+    let attr = MountAttr {
+        attr_set: MOUNT_ATTR_RDONLY,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    // SAFETY: mount_setattr reads `attr` (of the size given) and a NUL-terminated path.
+    let done = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            c"/".as_ptr(),
+            AT_RECURSIVE,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    if done != 0 {
+        let error = std::io::Error::last_os_error();
+        return match error.raw_os_error() {
+            Some(libc::ENOSYS) => Ok(()),
+            _ => Err(error),
+        };
+    }
+    for (path, flags) in writable {
+        // SAFETY: NUL-terminated paths owned by the caller.
+        let bound = unsafe {
+            mount_bind(path, path).and_then(|()| {
+                mount_raw(
+                    None,
+                    path,
+                    None,
+                    libc::MS_BIND | libc::MS_REMOUNT | flags,
+                    None,
+                )
+            })
+        };
+        match bound {
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
+            other => other?,
+        }
+    }
+    Ok(())
 }
 
 /// Whether this kernel lets an unprivileged process mask paths, asked once per process (a
@@ -152,9 +249,8 @@ fn probe() -> Result<(), String> {
             ));
         }
         if pid == 0 {
-            let result = enter_namespaces(&prepared.uid_map, &prepared.gid_map).and_then(|()| {
-                mount(c"tmpfs", c"/", c"tmpfs", libc::MS_RDONLY, c"size=4k")
-            });
+            let result = enter_namespaces(&prepared.uid_map, &prepared.gid_map)
+                .and_then(|()| mount(c"tmpfs", c"/", c"tmpfs", libc::MS_RDONLY, c"size=4k"));
             libc::_exit(match result {
                 Ok(()) => 0,
                 Err(e) => e.raw_os_error().unwrap_or(255).clamp(1, 255),
@@ -220,13 +316,7 @@ unsafe fn enter_namespaces(uid_map: &[u8], gid_map: &[u8]) -> std::io::Result<()
         }
         write_file(c"/proc/self/uid_map", uid_map)?;
         write_file(c"/proc/self/gid_map", gid_map)?;
-        mount_raw(
-            None,
-            c"/",
-            None,
-            libc::MS_REC | libc::MS_PRIVATE,
-            None,
-        )
+        mount_raw(None, c"/", None, libc::MS_REC | libc::MS_PRIVATE, None)
     }
 }
 
@@ -260,7 +350,15 @@ unsafe fn mount(
 
 unsafe fn mount_bind(source: &CStr, target: &CStr) -> std::io::Result<()> {
     // SAFETY: forwarded; every pointer is a NUL-terminated string.
-    unsafe { mount_raw(Some(source), target, None, libc::MS_BIND | libc::MS_REC, None) }
+    unsafe {
+        mount_raw(
+            Some(source),
+            target,
+            None,
+            libc::MS_BIND | libc::MS_REC,
+            None,
+        )
+    }
 }
 
 unsafe fn mount_raw(

@@ -214,15 +214,13 @@ impl<'a> Sandboxing<'a> {
     /// Confines `command` (the child confines itself before it runs bash). Nothing runs when
     /// the sandbox cannot be built.
     fn apply(&self, command: &mut Command, line: &str, cwd_file: &Path) -> Result<(), ToolError> {
-        let plan = self
-            .config
-            .plan(
-                self.confinement,
-                self.project_root,
-                line,
-                cwd_file,
-                self.denials,
-            );
+        let plan = self.config.plan(
+            self.confinement,
+            self.project_root,
+            line,
+            cwd_file,
+            self.denials,
+        );
         if let Some(tmpdir) = &plan.tmpdir {
             command.env("TMPDIR", tmpdir);
         }

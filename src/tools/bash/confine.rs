@@ -210,6 +210,9 @@ impl SandboxConfig {
                 write.extend(self.additional_dirs.list());
                 write.extend(self.writable.iter().cloned());
                 write.extend(tmpdir.clone());
+                // Where the kernel lets ouro mount, the rest is read-only: Landlock stops
+                // writes there, not changes of mode, owner or times.
+                let writable_only = crate::sys::masks::support().is_ok().then(|| write.clone());
                 Plan {
                     policy: Some(Policy {
                         read: vec![PathBuf::from("/")],
@@ -218,7 +221,10 @@ impl SandboxConfig {
                         network: self.network,
                         frozen: false,
                         isolated: true,
-                        masks: masks_for(denials),
+                        masks: Masks {
+                            writable_only,
+                            ..masks_for(denials)
+                        },
                     }),
                     tmpdir,
                 }
