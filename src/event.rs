@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::api::types::{ContentBlock, StopReason, Usage};
@@ -117,6 +117,8 @@ pub enum Event {
     /// Something the user should know that is not part of the conversation (checkpoints were
     /// turned off, say).
     Notice(String),
+    /// Auto mode's reviewer judged a call (ouro's own event).
+    AutoReview(ReviewInfo),
     CompactStarted,
     /// Summarising ended, whether or not it succeeded (a `CompactBoundary` follows success).
     CompactFinished,
@@ -307,4 +309,20 @@ pub struct ServerStatus {
     pub tools: usize,
     #[serde(skip)]
     pub error: Option<String>,
+}
+
+/// One decision of auto mode's reviewer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReviewInfo {
+    pub tool_use_id: String,
+    pub tool: String,
+    /// 1: the quick answer decided; 2: the reasoning did; 0: no request (the user decides).
+    pub stage: u8,
+    /// `allow`, `block` or `ask_user`.
+    pub verdict: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cost_usd: f64,
 }

@@ -202,6 +202,12 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
             ouro::serve::run(options).await?;
             return Ok(ExitCode::SUCCESS);
         }
+        Some(Command::AutoMode {
+            action: ouro::cli::AutoModeAction::Defaults,
+        }) => {
+            println!("{}", ouro::exec::review::defaults_json());
+            return Ok(ExitCode::SUCCESS);
+        }
         Some(Command::Doctor) => {
             let options = args.options()?;
             let base = std::env::var("ANTHROPIC_BASE_URL")

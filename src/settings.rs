@@ -226,6 +226,36 @@ pub struct Settings {
     pub mcp_servers: BTreeMap<String, serde_json::Value>,
     #[serde(default)]
     pub checkpoints: CheckpointSettings,
+    /// Auto mode's reviewer (`autoMode`, as Claude Code names it).
+    #[serde(default, skip_serializing_if = "AutoModeSettings::is_empty")]
+    pub auto_mode: AutoModeSettings,
+}
+
+/// `autoMode`: the model that reviews calls in auto mode, and free-text rules it is given
+/// (lists joined from every layer).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AutoModeSettings {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Actions to let through.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allow: Vec<String>,
+    /// Actions to block unless the user's messages clearly asked for them.
+    #[serde(default, rename = "soft_deny", skip_serializing_if = "Vec::is_empty")]
+    pub soft_deny: Vec<String>,
+    /// Actions to block whatever the user said.
+    #[serde(default, rename = "hard_deny", skip_serializing_if = "Vec::is_empty")]
+    pub hard_deny: Vec<String>,
+    /// What the reviewer should know about this environment.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub environment: Vec<String>,
+}
+
+impl AutoModeSettings {
+    pub fn is_empty(&self) -> bool {
+        *self == AutoModeSettings::default()
+    }
 }
 
 /// `checkpoints`: snapshots of the project for `/rewind` (each field over the layers below).
@@ -459,6 +489,11 @@ impl LayeredSettings {
             if s.model.take().is_some() {
                 what.push("model");
             }
+            // Only narrowing is safe; a repository's reviewer rules could widen anything.
+            if !s.auto_mode.is_empty() {
+                what.push("autoMode");
+                s.auto_mode = AutoModeSettings::default();
+            }
             s.trusted_directories.clear();
             if !s.mcp_servers.is_empty() {
                 what.push("MCP servers");
@@ -498,6 +533,14 @@ impl LayeredSettings {
             if s.context_editing.is_some() {
                 out.context_editing = s.context_editing;
             }
+            let (auto, layer) = (&mut out.auto_mode, &s.auto_mode);
+            if layer.model.is_some() {
+                auto.model.clone_from(&layer.model);
+            }
+            auto.allow.extend(layer.allow.iter().cloned());
+            auto.soft_deny.extend(layer.soft_deny.iter().cloned());
+            auto.hard_deny.extend(layer.hard_deny.iter().cloned());
+            auto.environment.extend(layer.environment.iter().cloned());
             out.permissions
                 .allow
                 .extend(s.permissions.allow.iter().cloned());

@@ -22,6 +22,8 @@ mod daemon;
 #[cfg(feature = "mock")]
 mod e2e_agents;
 #[cfg(feature = "mock")]
+mod e2e_auto;
+#[cfg(feature = "mock")]
 mod e2e_brain;
 #[cfg(feature = "mock")]
 mod e2e_cache;

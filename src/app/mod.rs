@@ -600,6 +600,11 @@ pub fn build(
         _ => tools,
     };
     let executor = Executor::new(tools, ctx, permissions.clone(), asker, hooks, tx.clone());
+    // Made for every session: Shift+Tab or `set_permission_mode` may switch to auto later.
+    executor.set_reviewer(Arc::new(crate::exec::review::Reviewer::new(
+        client.clone(),
+        &settings.auto_mode,
+    )));
     let engine = Engine::new(client, executor, config, context, conversation, tx);
     Ok(App {
         ignored,

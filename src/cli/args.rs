@@ -352,6 +352,12 @@ pub enum Command {
     Watch { name: String },
     /// What this machine and configuration give ouro (the REPL's /doctor).
     Doctor,
+    /// Auto mode's settings: `ouro auto-mode defaults` prints what it starts from.
+    #[command(name = "auto-mode")]
+    AutoMode {
+        #[command(subcommand)]
+        action: AutoModeAction,
+    },
     /// Claude Code's maintenance commands, which ouro has no counterpart of: each is refused
     /// with what to do instead, never sent to the model as a prompt.
     #[command(hide = true)]
@@ -881,4 +887,10 @@ mod tests {
         let error = args.options().unwrap_err().to_string();
         assert!(error.contains("--session-mirror, --plugin-dir"), "{error}");
     }
+}
+
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum AutoModeAction {
+    /// The reviewer's model, rule lists and prompt, as JSON to copy into settings.
+    Defaults,
 }

@@ -13,4 +13,4 @@ pub mod refused;
 pub mod rewind;
 pub mod sandbox;
 
-pub use args::{Args, Command};
+pub use args::{Args, AutoModeAction, Command};

@@ -77,6 +77,9 @@ impl Engine {
                 let mut before = Detail::prompt(prompt_text, self.history.len());
                 before.message_id = self.prompt_id.take();
                 self.checkpoint(Kind::Prompt, before).await;
+                if let Some(reviewer) = self.executor.reviewer() {
+                    reviewer.note_user_message(prompt_text);
+                }
                 let mut user = Message::user_text(prompt_text);
                 user.content
                     .extend(context.into_iter().map(ContentBlock::text));

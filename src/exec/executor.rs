@@ -91,6 +91,15 @@ impl Executor {
         &self.pipeline.ctx
     }
 
+    /// Gives auto mode its reviewer (once; later calls change nothing).
+    pub fn set_reviewer(&self, reviewer: Arc<super::review::Reviewer>) {
+        let _ = self.pipeline.reviewer.set(reviewer);
+    }
+
+    pub fn reviewer(&self) -> Option<&Arc<super::review::Reviewer>> {
+        self.pipeline.reviewer.get()
+    }
+
     pub fn policy(&self) -> &Arc<dyn PermissionPolicy> {
         &self.pipeline.policy
     }

@@ -7,6 +7,7 @@ use serde_json::Value;
 pub mod executor;
 pub mod hooks;
 mod pipeline;
+pub mod review;
 
 pub use executor::{Batch, BatchOutcome, Executor};
 pub use pipeline::CANCELLED;

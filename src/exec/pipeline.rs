@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::hooks::{HookEvent, HookSite, HookVerdict, Hooks, PermissionAnswer};
+use super::review::Verdict;
 use super::{AskAnswer, AskRequest, Asker};
 use crate::event::PhaseTimings;
 use crate::event::{Denial, Event, ToolStatus};
@@ -35,6 +36,8 @@ pub(crate) struct Pipeline {
     pub events: UnboundedSender<Event>,
     /// One permission prompt at a time, even when parallel calls all need one.
     ask_turn: tokio::sync::Mutex<()>,
+    /// Auto mode's reviewer, when the session has one.
+    pub reviewer: std::sync::OnceLock<Arc<super::review::Reviewer>>,
 }
 
 /// A call that passed phases 1 and 2.
@@ -140,6 +143,7 @@ impl Pipeline {
             hooks,
             events,
             ask_turn: tokio::sync::Mutex::new(()),
+            reviewer: std::sync::OnceLock::new(),
         }
     }
 
@@ -232,7 +236,7 @@ impl Pipeline {
         }
 
         let start = Instant::now();
-        let permission = self.authorize(&call, pre.verdict, ctx).await;
+        let permission = self.authorize(id, &call, pre.verdict, ctx).await;
         timings.permission = start.elapsed();
         let confinement = match permission {
             Permission::Granted(confinement) => confinement,
@@ -248,7 +252,10 @@ impl Pipeline {
                 }
                 // The answer approved the changed call, as a hook's allow would: a deny rule
                 // still binds it.
-                match self.authorize(&call, Some(HookVerdict::Allow), ctx).await {
+                match self
+                    .authorize(id, &call, Some(HookVerdict::Allow), ctx)
+                    .await
+                {
                     Permission::Granted(confinement) => confinement,
                     Permission::Refused(message) => {
                         return self.refuse(id, &call, message, timings);
@@ -367,6 +374,7 @@ impl Pipeline {
     /// Phase 4. A hook's verdict outranks the policy.
     async fn authorize(
         &self,
+        id: &str,
         call: &Admitted,
         hook: Option<HookVerdict>,
         ctx: &ToolContext,
@@ -380,6 +388,7 @@ impl Pipeline {
             read_only: call.prepared.is_read_only(),
             cwd: Some(&cwd),
         };
+        let hook_asked = matches!(hook, Some(HookVerdict::Ask(_)));
         let decision = match hook {
             Some(HookVerdict::Allow) => {
                 // Deny beats allow everywhere: a hook spares the question, never a deny rule.
@@ -410,6 +419,30 @@ impl Pipeline {
             }
             Decision::Ask(reason) => reason,
         };
+        let mut reason = reason;
+        if !hook_asked
+            && let Some(reviewer) = self.reviewer.get()
+            && self.policy.reviewable(&request)
+        {
+            let review = tokio::select! {
+                biased;
+                _ = ctx.cancel.cancelled() => return Permission::Cancelled,
+                review = reviewer.review(name, &call.input) => review,
+            };
+            let _ = self
+                .events
+                .send(Event::AutoReview(super::review::info(id, name, &review)));
+            match review.verdict {
+                Verdict::Allow => return Permission::Granted(Confinement::Approved),
+                Verdict::Block(why) => {
+                    return Permission::Refused(format!(
+                        "Auto mode blocked this {name} call: {why}. Choose another way to reach \
+                         the goal, or ask the user to do this step."
+                    ));
+                }
+                Verdict::AskUser(why) => reason = format!("{reason} ({why})"),
+            }
+        }
         let rule = self.policy.suggest_rule(&request);
         if let Some(answered) = self
             .permission_hooks(name, &call.input, &rule, &cwd, ctx)

@@ -220,30 +220,40 @@ impl PermissionPolicy for PermissionEngine {
     fn decide(&self, request: &PermissionRequest<'_>) -> Decision {
         let granted = self.grants();
         let all: Vec<&CompiledRule> = self.rules.iter().chain(granted.iter()).collect();
-        let applicable = Applicable::to(request, all);
-        let decision = match request.access {
-            Access::Read(path) => {
-                file_access::decide(&self.scope, &applicable, request.tool, path, false)
+        self.decide_under(&Applicable::to(request, all), request)
+    }
+
+    /// In auto mode, a call that would ask goes to the reviewer unless the user must answer
+    /// it: an ask rule catches it (judged again with ask rules turned into deny rules, which
+    /// hold everywhere, it comes out denied), or it writes a file that configures what runs.
+    fn reviewable(&self, request: &PermissionRequest<'_>) -> bool {
+        if self.scope.mode() != PermissionMode::Auto {
+            return false;
+        }
+        if let Access::Write(path) = request.access {
+            let lexical = paths::lexical(&self.scope.root, path);
+            let real = paths::real(&self.scope.root, path);
+            if file_access::protection(&lexical).is_some()
+                || file_access::protection(&real).is_some()
+            {
+                return false;
             }
-            Access::Write(path) => {
-                file_access::decide(&self.scope, &applicable, request.tool, path, true)
-            }
-            Access::Execute(command) => {
-                let base = request.cwd.unwrap_or(&self.scope.root);
-                shell_access::decide(&self.scope, base, &applicable, command)
-            }
-            // A tool that touches nothing outside ouro's own state runs unless a rule says no.
-            Access::None => self.decide_by_tool_rules(&applicable, request.tool, Decision::Allow),
-            Access::External => self.decide_by_tool_rules(
-                &applicable,
-                request.tool,
-                Decision::Ask(format!(
-                    "`{}` is a tool of an MCP server, outside ouro; it needs approval",
-                    request.tool
-                )),
-            ),
-        };
-        settle(self.scope.mode(), decision)
+        }
+        let granted = self.grants();
+        let firm: Vec<CompiledRule> = self
+            .rules
+            .iter()
+            .chain(granted.iter())
+            .map(|rule| {
+                let mut rule = rule.clone();
+                if rule.kind == RuleKind::Ask {
+                    rule.kind = RuleKind::Deny;
+                }
+                rule
+            })
+            .collect();
+        let applicable = Applicable::to(request, firm.iter().collect());
+        !matches!(self.decide_under(&applicable, request), Decision::Deny(_))
     }
 
     fn suggest_rule(&self, request: &PermissionRequest<'_>) -> String {
@@ -307,6 +317,36 @@ pub fn check_bypass_allowed(
 }
 
 impl PermissionEngine {
+    fn decide_under(
+        &self,
+        applicable: &Applicable<'_>,
+        request: &PermissionRequest<'_>,
+    ) -> Decision {
+        let decision = match request.access {
+            Access::Read(path) => {
+                file_access::decide(&self.scope, applicable, request.tool, path, false)
+            }
+            Access::Write(path) => {
+                file_access::decide(&self.scope, applicable, request.tool, path, true)
+            }
+            Access::Execute(command) => {
+                let base = request.cwd.unwrap_or(&self.scope.root);
+                shell_access::decide(&self.scope, base, applicable, command)
+            }
+            // A tool that touches nothing outside ouro's own state runs unless a rule says no.
+            Access::None => self.decide_by_tool_rules(applicable, request.tool, Decision::Allow),
+            Access::External => self.decide_by_tool_rules(
+                applicable,
+                request.tool,
+                Decision::Ask(format!(
+                    "`{}` is a tool of an MCP server, outside ouro; it needs approval",
+                    request.tool
+                )),
+            ),
+        };
+        settle(self.scope.mode(), decision)
+    }
+
     /// A tool judged by the rules naming it alone: deny rules first, then the mode, ask
     /// rules, allow rules; `unruled` when no rule names it.
     fn decide_by_tool_rules(

@@ -93,7 +93,11 @@ pub(crate) fn decide(
                 "`{tool}` would change {target}: {why}, so this always needs approval"
             ));
         }
-        if scope.mode() == PermissionMode::AcceptEdits || allowing.next().is_some() {
+        if matches!(
+            scope.mode(),
+            PermissionMode::AcceptEdits | PermissionMode::Auto
+        ) || allowing.next().is_some()
+        {
             return Decision::Allow;
         }
         return Decision::Ask(format!("`{tool}` would change {target}; it needs approval"));

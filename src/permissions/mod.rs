@@ -68,6 +68,12 @@ pub trait PermissionPolicy: Send + Sync {
     /// without any allow rule, `Approved` when a rule (or the mode) let it through.
     fn confinement(&self, request: &PermissionRequest<'_>) -> Confinement;
 
+    /// In auto mode: whether a request `decide` said to ask about may be answered by the
+    /// reviewer model instead of the user.
+    fn reviewable(&self, _request: &PermissionRequest<'_>) -> bool {
+        false
+    }
+
     /// The mode requests are judged under now (Shift+Tab and `set_permission_mode` change it).
     fn mode(&self) -> PermissionMode {
         PermissionMode::Default

@@ -16,15 +16,18 @@ pub enum PermissionMode {
     DontAsk,
     /// Everything runs except what a deny rule refuses.
     BypassPermissions,
+    /// Reads and edits inside the project run; a reviewer model judges what else would ask.
+    Auto,
 }
 
 impl PermissionMode {
-    pub const ALL: [PermissionMode; 5] = [
+    pub const ALL: [PermissionMode; 6] = [
         PermissionMode::Default,
         PermissionMode::AcceptEdits,
         PermissionMode::Plan,
         PermissionMode::DontAsk,
         PermissionMode::BypassPermissions,
+        PermissionMode::Auto,
     ];
 
     pub(crate) fn index(self) -> u8 {
@@ -34,6 +37,7 @@ impl PermissionMode {
             PermissionMode::Plan => 2,
             PermissionMode::DontAsk => 3,
             PermissionMode::BypassPermissions => 4,
+            PermissionMode::Auto => 5,
         }
     }
 
@@ -44,13 +48,14 @@ impl PermissionMode {
             .unwrap_or_default()
     }
 
-    /// The next mode Shift+Tab moves to, as in Claude Code: default, acceptEdits, plan, then
-    /// bypassPermissions only when the session may use it.
+    /// The next mode Shift+Tab moves to, as in Claude Code: default, acceptEdits, plan, auto,
+    /// then bypassPermissions only when the session may use it.
     pub fn next(self, bypass_allowed: bool) -> PermissionMode {
         match self {
             PermissionMode::Default => PermissionMode::AcceptEdits,
             PermissionMode::AcceptEdits => PermissionMode::Plan,
-            PermissionMode::Plan if bypass_allowed => PermissionMode::BypassPermissions,
+            PermissionMode::Plan => PermissionMode::Auto,
+            PermissionMode::Auto if bypass_allowed => PermissionMode::BypassPermissions,
             _ => PermissionMode::Default,
         }
     }
@@ -62,6 +67,7 @@ impl PermissionMode {
             PermissionMode::Plan => "plan",
             PermissionMode::DontAsk => "dontAsk",
             PermissionMode::BypassPermissions => "bypassPermissions",
+            PermissionMode::Auto => "auto",
         }
     }
 
@@ -80,6 +86,10 @@ impl PermissionMode {
             }
             PermissionMode::BypassPermissions => {
                 "WARNING: everything runs without asking, except what a deny rule refuses"
+            }
+            PermissionMode::Auto => {
+                "reads and edits inside the project run; a reviewer model judges everything else \
+                 (it blocks, or asks you when unsure)"
             }
         }
     }

@@ -345,6 +345,7 @@ fn mode_badge(mode: PermissionMode) -> Option<(&'static str, &'static str)> {
         PermissionMode::Plan => Some(("⏸", "plan mode on")),
         PermissionMode::DontAsk => Some(("⊘", "don't ask on: whatever would ask is denied")),
         PermissionMode::BypassPermissions => Some(("⏵⏵!", "bypass permissions on")),
+        PermissionMode::Auto => Some(("⏵⏵", "auto mode on")),
     }
 }
 

@@ -212,6 +212,16 @@ impl Renderer {
                 let line = self.style.dim(&format!("· {text}"));
                 self.line(&line);
             }
+            Event::AutoReview(review) => {
+                let text = match (review.verdict.as_str(), &review.reason) {
+                    ("allow", _) => format!("· auto mode allowed {}", review.tool),
+                    ("block", Some(why)) => format!("· auto mode blocked {}: {why}", review.tool),
+                    (_, Some(why)) => format!("· {why}; asking you"),
+                    _ => format!("· auto mode: {}", review.verdict),
+                };
+                let line = self.style.dim(&text);
+                self.line(&line);
+            }
             Event::StreamCut {
                 error, kept_blocks, ..
             } => {

@@ -282,6 +282,22 @@ pub fn cost_report(costs: &Costs) -> String {
     out
 }
 
+/// `/cost`'s line for auto mode's reviewer, once it has made a request (ouro's own).
+fn reviewer_cost(reviewer: &crate::exec::review::Reviewer) -> String {
+    let (requests, usage, usd) = reviewer.spent();
+    if requests == 0 {
+        return String::new();
+    }
+    format!(
+        "  auto mode reviewer ({}): {requests} requests, {} in (+{} cache read, +{} cache write) / {} out · ${usd:.4} (not in the total above)\n",
+        reviewer.model(),
+        usage.input_tokens,
+        usage.cache_read_input_tokens,
+        usage.cache_creation_input_tokens,
+        usage.output_tokens
+    )
+}
+
 impl Repl {
     pub(super) async fn slash(&mut self, command: Slash) -> Flow {
         let style = self.ui.render.style();
@@ -293,7 +309,10 @@ impl Repl {
             Slash::Clear => self.clear().await,
             Slash::Compact(focus) => self.compact(focus.as_deref()).await,
             Slash::Cost => {
-                let text = cost_report(self.engine.costs());
+                let mut text = cost_report(self.engine.costs());
+                if let Some(reviewer) = self.engine.executor().reviewer() {
+                    text.push_str(&reviewer_cost(reviewer));
+                }
                 self.ui.render.print(&text);
             }
             Slash::Model(name) => self.model(name),

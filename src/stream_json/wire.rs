@@ -48,6 +48,8 @@ pub enum System {
     Notice(Notice),
     /// ouro's own: MCP servers connected or went away.
     ToolsChanged(ToolsChanged),
+    /// ouro's own: auto mode's reviewer judged a call.
+    AutoReview(AutoReview),
     ModelFallback(ModelFallback),
 }
 
@@ -475,4 +477,12 @@ pub struct ResultUsage {
     /// The cache writes by lifetime: `{"ephemeral_1h_input_tokens", "ephemeral_5m_input_tokens"}`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_creation: Option<Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AutoReview {
+    #[serde(flatten)]
+    pub review: crate::event::ReviewInfo,
+    #[serde(flatten)]
+    pub envelope: Envelope,
 }

@@ -4,8 +4,8 @@
 use serde_json::Value;
 
 use super::wire::{
-    ApiRetry, AssistantLine, AssistantMessage, CompactBoundary, CompactMetadata, Envelope,
-    HookResponse, HookStarted, Init, InitMore, Line, ModelFallback, Notice, ResultLine,
+    ApiRetry, AssistantLine, AssistantMessage, AutoReview, CompactBoundary, CompactMetadata,
+    Envelope, HookResponse, HookStarted, Init, InitMore, Line, ModelFallback, Notice, ResultLine,
     ResultUsage, Status, StreamCut, StreamEventLine, System, ToolsChanged, UserContent, UserLine,
     UserMessage,
 };
@@ -147,6 +147,10 @@ pub fn line(event: &Event, session_id: &str) -> Option<Line> {
         })),
         Event::Notice(text) => system(System::Notice(Notice {
             message: text.clone(),
+            envelope: envelope(session_id),
+        })),
+        Event::AutoReview(review) => system(System::AutoReview(AutoReview {
+            review: review.clone(),
             envelope: envelope(session_id),
         })),
         Event::ToolsChanged { tools, mcp_servers } => system(System::ToolsChanged(ToolsChanged {
