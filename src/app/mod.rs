@@ -182,6 +182,7 @@ fn with_skills(
 
 /// What sub-agents are built from: the session's own parts.
 struct AgentParts<'a> {
+    reviewer: Arc<crate::exec::review::Reviewer>,
     root: &'a Path,
     trusted: bool,
     /// The session's transcript; children's go beside it.
@@ -229,6 +230,7 @@ fn with_agents(
         policy: parts.policy,
         asker: parts.asker,
         hooks: parts.hooks,
+        reviewer: parts.reviewer,
         transcripts: parts
             .transcript
             .map(|t| t.with_extension("").join("subagents")),
@@ -568,11 +570,18 @@ pub fn build(
         trusted,
         &mut meta.skills,
     );
+    // Made for every session: Shift+Tab or `set_permission_mode` may switch to auto later.
+    // Sub-agents share it, so its circuit breaker counts their blocks too.
+    let reviewer = Arc::new(crate::exec::review::Reviewer::new(
+        client.clone(),
+        &settings.auto_mode,
+    ));
     let tools = with_agents(
         tools,
         options,
         &denied_tools,
         AgentParts {
+            reviewer: reviewer.clone(),
             root: &root,
             trusted,
             transcript: path.as_deref(),
@@ -600,11 +609,7 @@ pub fn build(
         _ => tools,
     };
     let executor = Executor::new(tools, ctx, permissions.clone(), asker, hooks, tx.clone());
-    // Made for every session: Shift+Tab or `set_permission_mode` may switch to auto later.
-    executor.set_reviewer(Arc::new(crate::exec::review::Reviewer::new(
-        client.clone(),
-        &settings.auto_mode,
-    )));
+    executor.set_reviewer(reviewer);
     let engine = Engine::new(client, executor, config, context, conversation, tx);
     Ok(App {
         ignored,

@@ -108,7 +108,7 @@ impl Scan {
             known: HashSet::new(),
             max_file_bytes,
             loaded: false,
-            dirty: true,
+            dirty: false,
             saved: None,
             git_dir: git_dir.to_path_buf(),
             packed: None,
@@ -272,14 +272,18 @@ impl Scan {
         self.writer.send(batch, &self.git_dir)
     }
 
-    /// Whether the repository holds `oid`, loose or packed.
+    /// Whether the repository holds `oid`, packed or loose. The packs' index is read once and
+    /// asked first: most objects are in a pack, and a miss on a loose path costs a lookup on
+    /// disk for every file of a fresh session's first snapshot.
     fn has(&mut self, oid: &Oid) -> bool {
-        if self.known.contains(oid) || self.store.has(oid) {
+        if self.known.contains(oid) {
             return true;
         }
-        self.packed
+        let packed = self
+            .packed
             .get_or_insert_with(|| pack::packed_ids(&self.git_dir))
-            .contains_key(oid)
+            .contains_key(oid);
+        packed || self.store.has(oid)
     }
 
     /// The cached entry for a file whose stat and mode are unchanged and whose blob is stored.
@@ -415,7 +419,11 @@ impl Scan {
                     .collect(),
             );
             let oid = objects::id(Kind::Tree, &bytes);
-            if !self.known.contains(&oid) {
+            // A fresh session rebuilds every tree; those already stored are not written again
+            // (a pack of unchanged trees per session would pile up).
+            if self.has(&oid) {
+                self.known.insert(oid);
+            } else {
                 self.put(Kind::Tree, &bytes)?;
             }
             if dir.is_empty() {

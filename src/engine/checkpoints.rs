@@ -54,6 +54,11 @@ impl Engine {
         }
     }
 
+    /// The user typed `text` for the next prompt, which carries more than that.
+    pub fn user_typed(&mut self, text: &str) {
+        self.typed = Some(text.to_string());
+    }
+
     /// The next prompt's message goes by `id`, and is echoed on the event stream with it (the
     /// Agent SDK's `--replay-user-messages`), so `rewind_files` can name its checkpoint.
     pub fn replay_prompt(&mut self, text: &str, id: String) {

@@ -164,6 +164,9 @@ pub struct Engine {
     cache_mark: Option<usize>,
     /// The id the next prompt's message goes by (an Agent SDK's `uuid`).
     prompt_id: Option<String>,
+    /// What the user typed for the next prompt, when the prompt holds more (attached files,
+    /// a command's template): only this is shown to auto mode's reviewer as the user's words.
+    typed: Option<String>,
     /// A transcript or checkpoint write the disk refused: the run stops at its next gate.
     lost_write: Option<String>,
 }
@@ -206,6 +209,7 @@ impl Engine {
             costs: Costs::default(),
             cache_mark: None,
             prompt_id: None,
+            typed: None,
             lost_write: None,
         }
     }

@@ -77,8 +77,12 @@ impl Engine {
                 let mut before = Detail::prompt(prompt_text, self.history.len());
                 before.message_id = self.prompt_id.take();
                 self.checkpoint(Kind::Prompt, before).await;
-                if let Some(reviewer) = self.executor.reviewer() {
-                    reviewer.note_user_message(prompt_text);
+                // A sub-agent's prompt is the agent's words, not the user's.
+                let typed = self.typed.take();
+                if let Some(reviewer) = self.executor.reviewer()
+                    && !self.config.subagent
+                {
+                    reviewer.note_user_message(typed.as_deref().unwrap_or(prompt_text));
                 }
                 let mut user = Message::user_text(prompt_text);
                 user.content

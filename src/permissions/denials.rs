@@ -10,9 +10,10 @@ use super::Access;
 use super::rules::{CompiledRule, RuleKind};
 use crate::sys::masks::Masks;
 
-/// A pattern that needs a walk to find its paths (`**/.env`) stops after this many entries;
-/// the rule is then enforced by the permission checks alone, and the user is told.
-const WALK_LIMIT: usize = 20_000;
+/// A pattern that needs a walk to find its paths (`**/.env`) may look at this many entries;
+/// past it the command is refused, since a rule the sandbox cannot back must not silently
+/// stop holding.
+const WALK_LIMIT: usize = 50_000;
 
 #[derive(Clone, Default)]
 pub struct FileDenials {
@@ -24,8 +25,22 @@ pub struct FileDenials {
 #[derive(Debug, Default)]
 pub struct Found {
     pub masks: Masks,
-    /// Rules whose paths could not all be found within the walk limit.
-    pub too_broad: Vec<String>,
+}
+
+/// A deny rule whose paths could not all be found: the command must not run.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum FindError {
+    #[error(
+        "the deny rule `{rule}` matches too many files to look for before each command (more than {WALK_LIMIT} entries under {}); name directories instead, e.g. `Read(secrets/**)`",
+        base.display()
+    )]
+    TooBroad { rule: String, base: PathBuf },
+    #[error("could not look for the paths of the deny rule `{rule}` at {}: {error}", path.display())]
+    Unreadable {
+        rule: String,
+        path: PathBuf,
+        error: String,
+    },
 }
 
 impl FileDenials {
@@ -61,65 +76,82 @@ impl FileDenials {
 
     /// Every existing path a deny rule catches: a rule on a directory's whole tree gives that
     /// directory, a pattern is looked for beneath its literal directories (hidden and ignored
-    /// files included, symlinks not followed).
-    pub fn find(&self) -> Found {
+    /// files included, symlinks not followed, no deeper than the pattern reaches). Any error
+    /// but "not there" is an error: a path that cannot be looked at cannot be masked.
+    pub fn find(&self) -> Result<Found, FindError> {
         let mut found = Found::default();
-        let mut budget = WALK_LIMIT;
-        for (rules, into_hide) in [(&self.read, true), (&self.edit, false)] {
+        for (rules, hide) in [(&self.read, true), (&self.edit, false)] {
             for rule in rules.iter() {
-                let mut paths = Vec::new();
-                let complete = collect(rule, &mut paths, &mut budget);
-                if !complete {
-                    found.too_broad.push(rule.text.clone());
-                }
-                let list = if into_hide {
+                let list = if hide {
                     &mut found.masks.hide
                 } else {
                     &mut found.masks.freeze
                 };
-                list.extend(paths);
+                collect(rule, list)?;
             }
         }
         for list in [&mut found.masks.hide, &mut found.masks.freeze] {
             list.sort();
             list.dedup();
         }
-        found
+        Ok(found)
     }
 }
 
-/// Adds what `rule` catches to `out`; `false` when the walk budget ran out first.
-fn collect(rule: &CompiledRule, out: &mut Vec<PathBuf>, budget: &mut usize) -> bool {
-    for (base, whole) in rule.reach() {
-        if std::fs::symlink_metadata(base).is_err() {
+fn absent(error: &std::io::Error) -> bool {
+    matches!(
+        error.kind(),
+        std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+    )
+}
+
+/// Adds what `rule` catches to `out`.
+fn collect(rule: &CompiledRule, out: &mut Vec<PathBuf>) -> Result<(), FindError> {
+    let unreadable = |path: &Path, error: String| FindError::Unreadable {
+        rule: rule.text.clone(),
+        path: path.to_path_buf(),
+        error,
+    };
+    for reach in rule.reach() {
+        match std::fs::symlink_metadata(reach.base) {
+            Ok(_) => {}
+            Err(e) if absent(&e) => continue,
+            Err(e) => return Err(unreadable(reach.base, e.to_string())),
+        }
+        if reach.whole {
+            out.push(reach.base.to_path_buf());
             continue;
         }
-        if whole {
-            out.push(base.to_path_buf());
-            continue;
-        }
-        let walk = ignore::WalkBuilder::new(base)
-            .standard_filters(false)
+        let mut walk = ignore::WalkBuilder::new(reach.base);
+        walk.standard_filters(false)
             .follow_links(false)
-            .build();
-        let mut skip_below: Option<PathBuf> = None;
-        for entry in walk.flatten() {
+            .max_depth(reach.depth);
+        let mut budget = WALK_LIMIT;
+        let mut caught: Option<PathBuf> = None;
+        for entry in walk.build() {
+            let entry = match entry {
+                Ok(entry) => entry,
+                Err(e) => match e.io_error() {
+                    Some(io) if absent(io) => continue,
+                    _ => return Err(unreadable(reach.base, e.to_string())),
+                },
+            };
             let path = entry.path();
-            if skip_below.as_deref().is_some_and(|s| path.starts_with(s)) {
+            // A caught directory is covered whole: what is beneath needs no cover.
+            if caught.as_deref().is_some_and(|c| path.starts_with(c)) {
                 continue;
             }
-            if *budget == 0 {
-                return false;
-            }
-            *budget -= 1;
+            budget = budget.checked_sub(1).ok_or_else(|| FindError::TooBroad {
+                rule: rule.text.clone(),
+                base: reach.base.to_path_buf(),
+            })?;
             if rule.catches_path(path) {
                 out.push(path.to_path_buf());
-                // A caught directory is covered whole: what is beneath needs no cover.
-                skip_below = Some(path.to_path_buf());
+                caught = Some(path.to_path_buf());
             }
         }
     }
-    true
+    Ok(())
 }
 
 impl std::fmt::Debug for FileDenials {

@@ -235,6 +235,7 @@ impl PermissionPolicy for PermissionEngine {
             let real = paths::real(&self.scope.root, path);
             if file_access::protection(&lexical).is_some()
                 || file_access::protection(&real).is_some()
+                || !self.scope.is_inside(&real)
             {
                 return false;
             }
@@ -253,6 +254,17 @@ impl PermissionPolicy for PermissionEngine {
             })
             .collect();
         let applicable = Applicable::to(request, firm.iter().collect());
+        if let Access::Execute(command) = request.access {
+            let base = request.cwd.unwrap_or(&self.scope.root);
+            let analysis = super::bash::analyse(command);
+            // A command that could hide a denied or asked-about one behind a wrapper or a
+            // string of code is the user's to judge, as is one touching a protected file.
+            if shell_access::hides_denied(&applicable, &analysis).is_some()
+                || shell_access::touches_protected(&self.scope, base, &analysis)
+            {
+                return false;
+            }
+        }
         !matches!(self.decide_under(&applicable, request), Decision::Deny(_))
     }
 

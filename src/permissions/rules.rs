@@ -145,6 +145,8 @@ struct PathGlob {
     matcher: GlobMatcher,
     /// The directories before the first glob character: every match is beneath it.
     literal: PathBuf,
+    /// How deep beneath `literal` a match can be; `None` when the pattern has `**`.
+    depth: Option<usize>,
     /// `dir/**` also matches `dir` itself.
     base: Option<PathBuf>,
     /// No glob characters: the rule names one path.
@@ -165,9 +167,11 @@ impl PathGlob {
             .map_err(|e| invalid(rule, format!("the path pattern is not a valid glob ({e})")))?
             .compile_matcher();
         let base = (rest.len() == 1 && rest[0] == "**").then(|| literal.clone());
+        let depth = (!rest.iter().any(|r| r.contains("**"))).then_some(rest.len());
         Ok(PathGlob {
             matcher,
             literal,
+            depth,
             base,
             exact: rest.is_empty(),
         })
@@ -176,6 +180,17 @@ impl PathGlob {
     fn matches(&self, path: &Path) -> bool {
         self.matcher.is_match(path) || self.base.as_deref() == Some(path)
     }
+}
+
+/// Where a path rule's matches can be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reach<'a> {
+    /// Every match is beneath this directory (or is this path).
+    pub base: &'a Path,
+    /// Everything beneath `base` matches (`secrets/**`, or a rule naming one path).
+    pub whole: bool,
+    /// How deep beneath `base` a match can be; `None` when the pattern has `**`.
+    pub depth: Option<usize>,
 }
 
 #[derive(Debug, Clone)]
@@ -414,17 +429,20 @@ impl CompiledRule {
         }
     }
 
-    /// Where a path rule's matches lie, as written and where its directories really are:
-    /// each directory every match is beneath, and whether everything beneath it matches
-    /// (`secrets/**`, or a rule naming one path). Empty for other rules.
-    pub fn reach(&self) -> Vec<(&Path, bool)> {
+    /// Where a path rule's matches lie, as written and where its directories really are.
+    /// Empty for other rules.
+    pub fn reach(&self) -> Vec<Reach<'_>> {
         let Spec::Path(p) = &self.spec else {
             return Vec::new();
         };
         [Some(&p.written), p.real.as_ref()]
             .into_iter()
             .flatten()
-            .map(|g| (g.literal.as_path(), g.exact || g.base.is_some()))
+            .map(|g| Reach {
+                base: g.literal.as_path(),
+                whole: g.exact || g.base.is_some(),
+                depth: g.depth,
+            })
             .collect()
     }
 

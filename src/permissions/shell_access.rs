@@ -292,7 +292,7 @@ fn deny(
 /// With command deny rules in force, a command that runs code the analysis cannot see, or
 /// that may run a denied command through an unknown wrapper, is never allowed by an allow
 /// rule: `Bash` allows everything but `Bash(rm:*)` is denied, and `sh -c 'rm x'` is rm.
-fn hides_denied(applicable: &Applicable<'_>, analysis: &Analysis) -> Option<String> {
+pub(crate) fn hides_denied(applicable: &Applicable<'_>, analysis: &Analysis) -> Option<String> {
     let deny_rules: Vec<_> = applicable.of(RuleKind::Deny).collect();
     if deny_rules.is_empty() {
         return None;
@@ -520,4 +520,24 @@ fn has_risky_entries(dir: &std::path::Path, dashes: bool) -> bool {
         }
     }
     false
+}
+
+/// Auto mode: a command that may change a file that configures what runs (a protected path,
+/// see [`super::file_access::protection`]) goes to the user, not the reviewer: a redirection
+/// to one, any argument naming one, or a redirection whose target is not a plain word.
+pub(crate) fn touches_protected(scope: &Scope, base: &Path, analysis: &Analysis) -> bool {
+    if analysis.writes.iter().any(|w| !w.literal) {
+        return true;
+    }
+    let named = analysis
+        .writes
+        .iter()
+        .chain(analysis.parts.iter().flat_map(|p| p.words.iter().skip(1)))
+        .filter(|w| w.literal);
+    named.into_iter().any(|word| {
+        let lexical = paths::lexical(base, Path::new(&word.text));
+        let real = paths::real(&scope.root, &lexical);
+        super::file_access::protection(&lexical).is_some()
+            || super::file_access::protection(&real).is_some()
+    })
 }

@@ -51,7 +51,10 @@ impl Repl {
                     "/{command} gave an empty prompt; nothing was sent."
                 ));
             }
-            Ok(text) => self.prompt(&text).await,
+            Ok(text) => {
+                let typed = format!("/{command} {arguments}");
+                self.prompt_as(&text, typed.trim_end()).await;
+            }
             Err(e) => self.fail(&e),
         }
     }

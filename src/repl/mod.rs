@@ -314,7 +314,7 @@ impl Repl {
         ));
         self.ui.render.print(&note);
         let message = format!("{text}\n\n{}", attached.join("\n\n"));
-        self.prompt(&message).await;
+        self.prompt_as(&message, text).await;
     }
 
     fn fail(&mut self, text: &str) {
@@ -325,6 +325,14 @@ impl Repl {
     /// One prompt to the model, after the `!` commands run since the last one; the outcome
     /// is rendered from the events.
     async fn prompt(&mut self, text: &str) {
+        self.prompt_as(text, text).await;
+    }
+
+    /// [`Repl::prompt`] of `text`, which the user asked for by typing `typed` (a command, or a
+    /// line whose mentions were attached): only that counts as the user's words for auto
+    /// mode's reviewer, not a template or a file's content.
+    async fn prompt_as(&mut self, text: &str, typed: &str) {
+        self.engine.user_typed(typed);
         let mut message = std::mem::take(&mut self.shell_context).join("\n\n");
         if !message.is_empty() {
             message.push_str("\n\n");

@@ -360,7 +360,8 @@ impl Repl {
             Slash::Exit => return Flow::Exit,
             Slash::Project(command, arguments) => {
                 let prompt = command.expand(&arguments);
-                self.prompt(&prompt).await;
+                let typed = format!("/{} {arguments}", command.name);
+                self.prompt_as(&prompt, typed.trim_end()).await;
             }
             Slash::Unknown(name) => {
                 let project = super::commands::load(&app::project_root(&self.cwd));

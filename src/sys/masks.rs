@@ -23,12 +23,22 @@ pub struct Masks {
     /// When set, every other mount is read-only: what Landlock does not cover (a file's
     /// mode, owner, times and extended attributes) cannot change outside these paths either.
     pub writable_only: Option<Vec<PathBuf>>,
+    /// Never covered, nor anything holding them (the project root): a pattern that catches a
+    /// link to `/` must not take the ground from under the command.
+    pub keep_visible: Vec<PathBuf>,
 }
 
 impl Masks {
     pub fn is_empty(&self) -> bool {
         self.hide.is_empty() && self.freeze.is_empty() && self.writable_only.is_none()
     }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("could not look at {}, which a deny rule names: {error}", path.display())]
+pub struct MaskError {
+    path: PathBuf,
+    error: std::io::Error,
 }
 
 /// `struct mount_attr` of `mount_setattr(2)`.
@@ -52,6 +62,9 @@ enum Cover {
     /// A read-only bind mount of the path onto itself; `flags` are the mount flags the kernel
     /// keeps locked for a mount made in a user namespace (nosuid, nodev, noexec, atime).
     ReadOnly { flags: libc::c_ulong },
+    /// A bind mount of a directory holding a covered path onto itself: a mount point cannot
+    /// be renamed, so the covered path cannot be moved out from under its cover.
+    Pin,
 }
 
 /// [`Masks`] made ready for a child process.
@@ -66,24 +79,42 @@ pub struct Prepared {
 
 impl Prepared {
     /// Paths that do not exist are left out, as are paths beneath a hidden directory (there
-    /// is nothing left to cover). Outer paths are covered first.
-    pub fn new(masks: &Masks) -> Prepared {
-        let mut all: Vec<(&Path, bool)> = masks
-            .hide
-            .iter()
-            .map(|p| (p.as_path(), true))
-            .chain(masks.freeze.iter().map(|p| (p.as_path(), false)))
-            .collect();
-        all.sort_by(|a, b| a.0.cmp(b.0).then(b.1.cmp(&a.1)));
+    /// is nothing left to cover); a path that cannot be looked at is an error. Links are
+    /// covered where they lead. The directories holding each cover are pinned first, outer
+    /// ones before inner ones.
+    pub fn new(masks: &Masks) -> Result<Prepared, MaskError> {
+        let mut all: Vec<(PathBuf, bool)> = Vec::new();
+        for (paths, hide) in [(&masks.hide, true), (&masks.freeze, false)] {
+            for path in paths {
+                let real = match std::fs::canonicalize(path) {
+                    Ok(real) => real,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                    Err(error) => {
+                        return Err(MaskError {
+                            path: path.clone(),
+                            error,
+                        });
+                    }
+                };
+                let holds_kept = real == Path::new("/")
+                    || masks.keep_visible.iter().any(|k| k.starts_with(&real));
+                if !holds_kept {
+                    all.push((real, hide));
+                }
+            }
+        }
+        all.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
         let mut covers = Vec::new();
-        let mut hidden: Vec<&Path> = Vec::new();
+        let mut pins: std::collections::BTreeSet<PathBuf> = std::collections::BTreeSet::new();
+        let mut hidden: Vec<PathBuf> = Vec::new();
         for (path, hide) in all {
             if hidden.iter().any(|h| path.starts_with(h)) {
                 continue;
             }
-            let Ok(meta) = std::fs::metadata(path) else {
-                continue;
-            };
+            let meta = std::fs::metadata(&path).map_err(|error| MaskError {
+                path: path.clone(),
+                error,
+            })?;
             let Ok(c_path) = CString::new(path.as_os_str().as_bytes()) else {
                 continue;
             };
@@ -94,11 +125,23 @@ impl Prepared {
                     flags: locked_flags(&c_path),
                 },
             };
+            pins.extend(
+                path.ancestors()
+                    .skip(1)
+                    .filter(|a| a.parent().is_some())
+                    .map(Path::to_path_buf),
+            );
             if hide {
                 hidden.push(path);
             }
             covers.push((c_path, cover));
         }
+        // Outer directories first (a BTreeSet sorts a parent before its children).
+        let pinned = pins
+            .iter()
+            .filter_map(|p| CString::new(p.as_os_str().as_bytes()).ok())
+            .map(|c| (c, Cover::Pin));
+        let covers: Vec<(CString, Cover)> = pinned.chain(covers).collect();
         let writable = masks.writable_only.as_ref().map(|paths| {
             paths
                 .iter()
@@ -112,12 +155,12 @@ impl Prepared {
         });
         // SAFETY: getuid and getgid cannot fail.
         let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
-        Prepared {
+        Ok(Prepared {
             writable,
             covers,
             uid_map: format!("{uid} {uid} 1\n").into_bytes(),
             gid_map: format!("{gid} {gid} 1\n").into_bytes(),
-        }
+        })
     }
 
     pub fn is_empty(&self) -> bool {
@@ -146,20 +189,14 @@ impl Prepared {
                         c"mode=000,size=4k",
                     ),
                     Cover::NullFile => mount_bind(c"/dev/null", path),
-                    Cover::ReadOnly { flags } => mount_bind(path, path).and_then(|()| {
-                        mount_raw(
-                            None,
-                            path,
-                            None,
-                            libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | flags,
-                            None,
-                        )
-                    }),
+                    Cover::ReadOnly { flags } => {
+                        mount_bind(path, path).and_then(|()| set_read_only(path, true, *flags))
+                    }
+                    Cover::Pin => mount_bind(path, path),
                 };
-                match done {
-                    Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
-                    other => other?,
-                }
+                // The path was there when the command was planned: its going away now is a
+                // race this call loses, not a path to leave uncovered.
+                done?;
             }
             reenter_cwd()
         }
@@ -211,23 +248,59 @@ unsafe fn read_only_except(writable: &[(CString, libc::c_ulong)]) -> std::io::Re
     }
     for (path, flags) in writable {
         // SAFETY: NUL-terminated paths owned by the caller.
-        let bound = unsafe {
-            mount_bind(path, path).and_then(|()| {
-                mount_raw(
-                    None,
-                    path,
-                    None,
-                    libc::MS_BIND | libc::MS_REMOUNT | flags,
-                    None,
-                )
-            })
-        };
+        let bound =
+            unsafe { mount_bind(path, path).and_then(|()| set_read_only(path, false, *flags)) };
         match bound {
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
             other => other?,
         }
     }
     Ok(())
+}
+
+/// Makes the mount at `path` (and every mount beneath it) read-only, or writable again. With
+/// `mount_setattr` the kernel keeps the other flags; before Linux 5.12 a remount must repeat
+/// the `locked` ones, and mounts beneath keep theirs.
+unsafe fn set_read_only(
+    path: &CStr,
+    read_only: bool,
+    locked: libc::c_ulong,
+) -> std::io::Result<()> {
+    let attr = MountAttr {
+        attr_set: if read_only { MOUNT_ATTR_RDONLY } else { 0 },
+        attr_clr: if read_only { 0 } else { MOUNT_ATTR_RDONLY },
+        propagation: 0,
+        userns_fd: 0,
+    };
+    // SAFETY: mount_setattr reads `attr` (of the size given) and a NUL-terminated path.
+    let done = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            AT_RECURSIVE,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    if done == 0 {
+        return Ok(());
+    }
+    let error = std::io::Error::last_os_error();
+    if error.raw_os_error() != Some(libc::ENOSYS) {
+        return Err(error);
+    }
+    let rdonly = if read_only { libc::MS_RDONLY } else { 0 };
+    // SAFETY: a remount of a NUL-terminated path.
+    unsafe {
+        mount_raw(
+            None,
+            path,
+            None,
+            libc::MS_BIND | libc::MS_REMOUNT | rdonly | locked,
+            None,
+        )
+    }
 }
 
 /// Whether this kernel lets an unprivileged process mask paths, asked once per process (a
@@ -238,7 +311,7 @@ pub fn support() -> Result<(), String> {
 }
 
 fn probe() -> Result<(), String> {
-    let prepared = Prepared::new(&Masks::default());
+    let prepared = Prepared::new(&Masks::default()).map_err(|e| e.to_string())?;
     // SAFETY: the child only makes system calls and leaves with _exit; the parent waits for it.
     let code = unsafe {
         let pid = libc::fork();
@@ -296,10 +369,16 @@ fn locked_flags(path: &CStr) -> libc::c_ulong {
         (libc::ST_NODIRATIME, libc::MS_NODIRATIME),
         (libc::ST_RELATIME, libc::MS_RELATIME),
     ];
-    pairs
+    let flags = pairs
         .iter()
         .filter(|(st, _)| stat.f_flag & st != 0)
-        .fold(0, |flags, (_, ms)| flags | ms)
+        .fold(0, |flags, (_, ms)| flags | ms);
+    // Neither noatime nor relatime: strictatime, which a remount must also say.
+    if flags & (libc::MS_NOATIME | libc::MS_RELATIME) == 0 {
+        flags | libc::MS_STRICTATIME
+    } else {
+        flags
+    }
 }
 
 /// A new user namespace mapping only our own uid and gid, and a mount namespace in it whose

@@ -103,6 +103,8 @@ pub enum SandboxError {
     Ruleset(#[from] landlock::RulesetError),
     #[error("could not run a confined process: {0}")]
     Spawn(std::io::Error),
+    #[error(transparent)]
+    Masks(#[from] super::masks::MaskError),
 }
 
 /// A ruleset ready to be applied to one child process.
@@ -146,7 +148,7 @@ impl Prepared {
                 }
             }
         }
-        let masks = super::masks::Prepared::new(&policy.masks);
+        let masks = super::masks::Prepared::new(&policy.masks)?;
         Ok(Some(Prepared {
             ruleset: Some(created),
             masks: (!masks.is_empty()).then_some(masks),

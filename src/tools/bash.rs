@@ -221,6 +221,9 @@ impl<'a> Sandboxing<'a> {
             cwd_file,
             self.denials,
         );
+        if let Some(why) = plan.refused {
+            return Err(ToolError::Invalid(why));
+        }
         if let Some(tmpdir) = &plan.tmpdir {
             command.env("TMPDIR", tmpdir);
         }

@@ -105,6 +105,48 @@ pub struct Plan {
     pub policy: Option<Policy>,
     /// The private temp dir an approved call gets as `TMPDIR`.
     pub tmpdir: Option<PathBuf>,
+    /// Why the call must not run: deny rules the sandbox cannot back for it.
+    pub refused: Option<String>,
+}
+
+impl Plan {
+    fn unconfined() -> Plan {
+        Plan {
+            policy: None,
+            tmpdir: None,
+            refused: None,
+        }
+    }
+
+    fn refused(why: String) -> Plan {
+        Plan {
+            refused: Some(why),
+            ..Plan::unconfined()
+        }
+    }
+
+    /// No sandbox but the masks of the deny rules (bypass mode, excluded commands).
+    fn masks_only(masks: Masks, project_root: &Path) -> Plan {
+        if masks.is_empty() {
+            return Plan::unconfined();
+        }
+        let masks = Masks {
+            keep_visible: vec![project_root.to_path_buf()],
+            ..masks
+        };
+        Plan {
+            policy: Some(Policy {
+                read: vec![PathBuf::from("/")],
+                write: vec![PathBuf::from("/")],
+                devices: Vec::new(),
+                network: true,
+                frozen: false,
+                isolated: false,
+                masks,
+            }),
+            ..Plan::unconfined()
+        }
+    }
 }
 
 impl SandboxConfig {
@@ -148,18 +190,18 @@ impl SandboxConfig {
         cwd_file: &Path,
         denials: &FileDenials,
     ) -> Plan {
-        let unconfined = Plan {
-            policy: None,
-            tmpdir: None,
-        };
         if !self.enabled {
             warn_once(
                 &DISABLED_WARNING,
                 "ouro: warning: sandbox.enabled is false in the settings, so Bash commands run \
                  without the OS sandbox",
             );
-            return unconfined;
+            return Plan::unconfined();
         }
+        let masks = match masks_for(denials) {
+            Ok(masks) => masks,
+            Err(why) => return Plan::refused(why),
+        };
         let devices = DEVICES.iter().map(PathBuf::from).collect();
         match confinement {
             Confinement::Unconfined => {
@@ -168,24 +210,11 @@ impl SandboxConfig {
                     "ouro: warning: bypassPermissions: Bash commands run without the OS sandbox \
                      (the paths of file deny rules stay masked)",
                 );
-                let masks = masks_for(denials);
-                if masks.is_empty() {
-                    return unconfined;
-                }
-                Plan {
-                    policy: Some(Policy {
-                        read: vec![PathBuf::from("/")],
-                        write: vec![PathBuf::from("/")],
-                        devices: Vec::new(),
-                        network: true,
-                        frozen: false,
-                        isolated: false,
-                        masks,
-                    }),
-                    tmpdir: None,
-                }
+                Plan::masks_only(masks, project_root)
             }
-            Confinement::Approved if self.is_excluded(command) => unconfined,
+            Confinement::Approved if self.is_excluded(command) => {
+                Plan::masks_only(masks, project_root)
+            }
             Confinement::ReadOnly => {
                 let mut read: Vec<PathBuf> = SYSTEM_READ.iter().map(PathBuf::from).collect();
                 read.push(project_root.to_path_buf());
@@ -199,9 +228,13 @@ impl SandboxConfig {
                         network: false,
                         frozen: true,
                         isolated: true,
-                        masks: masks_for(denials),
+                        masks: Masks {
+                            keep_visible: vec![project_root.to_path_buf()],
+                            ..masks
+                        },
                     }),
                     tmpdir: None,
+                    refused: None,
                 }
             }
             Confinement::Approved => {
@@ -223,10 +256,12 @@ impl SandboxConfig {
                         isolated: true,
                         masks: Masks {
                             writable_only,
-                            ..masks_for(denials)
+                            keep_visible: vec![project_root.to_path_buf()],
+                            ..masks
                         },
                     }),
                     tmpdir,
+                    refused: None,
                 }
             }
         }
@@ -257,29 +292,19 @@ impl SandboxConfig {
     }
 }
 
-/// The paths the deny rules catch now. When the kernel cannot mask them, or a pattern
-/// catches too much to look for, the rules still hold for ouro's own tools and the
-/// analyser, and the user is told once that the sandbox does not back them.
-fn masks_for(denials: &FileDenials) -> Masks {
-    static TOO_BROAD: OnceLock<()> = OnceLock::new();
+/// The paths the deny rules catch now; `Err` (the command must not run) when they cannot
+/// all be found. When the kernel cannot mask, the rules still hold for ouro's own tools and
+/// the analyser, and the user is told once that the sandbox does not back them.
+fn masks_for(denials: &FileDenials) -> Result<Masks, String> {
     static UNSUPPORTED: OnceLock<()> = OnceLock::new();
     if denials.is_empty() {
-        return Masks::default();
+        return Ok(Masks::default());
     }
-    let found = denials.find();
-    if !found.too_broad.is_empty() {
-        warn_once(
-            &TOO_BROAD,
-            &format!(
-                "ouro: warning: the deny rules {} match too many files to look for before each \
-                 Bash command; the sandbox masks only what it found (name the directories \
-                 instead, e.g. `Read(secrets/**)`)",
-                found.too_broad.join(", ")
-            ),
-        );
-    }
+    let found = denials.find().map_err(|e| {
+        format!("The command was not run: {e}. The sandbox enforces file deny rules, so it must find their paths first.")
+    })?;
     if found.masks.is_empty() {
-        return found.masks;
+        return Ok(found.masks);
     }
     if let Err(why) = crate::sys::masks::support() {
         warn_once(
@@ -289,9 +314,9 @@ fn masks_for(denials: &FileDenials) -> Masks {
                  commands: {why}. ouro's own tools and the command analyser still enforce them."
             ),
         );
-        return Masks::default();
+        return Ok(Masks::default());
     }
-    found.masks
+    Ok(found.masks)
 }
 
 static DISABLED_WARNING: OnceLock<()> = OnceLock::new();
