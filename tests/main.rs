@@ -54,6 +54,8 @@ mod e2e_stream;
 #[cfg(feature = "mock")]
 mod e2e_tools;
 mod executor;
+#[cfg(feature = "mock")]
+mod faults;
 mod git_safety;
 #[cfg(feature = "mock")]
 mod mock_server;
