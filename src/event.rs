@@ -51,7 +51,8 @@ pub enum Event {
     AssistantBlock {
         message_id: String,
         model: String,
-        block: ContentBlock,
+        /// Shared: front ends that fan the event out do not copy a large block again.
+        block: std::sync::Arc<ContentBlock>,
         usage: Usage,
     },
     /// The assistant message ended (all its blocks were emitted before).
@@ -241,8 +242,9 @@ impl ResultKind {
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunResult {
     pub kind: ResultKind,
-    /// Final assistant text on success, otherwise a sentence saying what went wrong.
-    pub text: String,
+    /// Final assistant text on success, otherwise a sentence saying what went wrong. Shared:
+    /// the run returns the result it also emits, and a long answer is not copied for that.
+    pub text: std::sync::Arc<String>,
     pub session_id: String,
     pub num_turns: u32,
     pub duration: Duration,
@@ -270,7 +272,7 @@ impl RunResult {
     pub fn not_started(text: impl Into<String>) -> RunResult {
         RunResult {
             kind: ResultKind::ErrorDuringExecution,
-            text: text.into(),
+            text: std::sync::Arc::new(text.into()),
             session_id: String::new(),
             num_turns: 0,
             duration: Duration::ZERO,

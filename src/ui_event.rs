@@ -109,13 +109,13 @@ impl UiEvent {
                 session_id,
                 text: text.clone(),
             }],
-            Event::AssistantBlock {
-                block: ContentBlock::Text { text, .. },
-                ..
-            } => vec![UiEvent::ChatComplete {
-                session_id,
-                text: text.clone(),
-            }],
+            Event::AssistantBlock { block, .. } => match block.as_ref() {
+                ContentBlock::Text { text, .. } => vec![UiEvent::ChatComplete {
+                    session_id,
+                    text: text.clone(),
+                }],
+                _ => Vec::new(),
+            },
             Event::ToolStarted {
                 id, name, input, ..
             } => vec![UiEvent::ToolStart {
@@ -140,7 +140,7 @@ impl UiEvent {
             Event::Result(result) if result.kind.is_error() => vec![
                 UiEvent::SessionError {
                     session_id: session_id.clone(),
-                    error: result.text.clone(),
+                    error: result.text.to_string(),
                 },
                 UiEvent::SessionComplete {
                     session_id,
@@ -251,7 +251,7 @@ mod tests {
     fn a_failed_run_reports_its_error_before_its_cost() {
         let run = RunResult {
             kind: ResultKind::ErrorMaxTurns,
-            text: "stopped after 2 turns".into(),
+            text: std::sync::Arc::new("stopped after 2 turns".into()),
             ..RunResult::not_started("")
         };
         let kinds: Vec<String> = UiEvent::from_engine(&Event::Result(run), "s")

@@ -5,6 +5,9 @@
 
 use std::collections::VecDeque;
 
+/// A line at least this long is moved into an event's data rather than copied.
+const BIG_LINE: usize = 64 * 1024;
+
 /// One dispatched event: its `event:` name ("message" if none was given) and its `data:`
 /// lines joined with newlines.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,6 +78,16 @@ impl Decoder {
             };
             let end = from + offset;
             self.after_cr = self.buf[end] == b'\r';
+            if start == 0
+                && end >= BIG_LINE
+                && self.data.is_empty()
+                && self.buf.starts_with(b"data:")
+            {
+                self.take_big_data_line(end)?;
+                start = 0;
+                self.scanned = 0;
+                continue;
+            }
             let line = std::mem::take(&mut self.buf);
             let result = self.line(&line[start..end], out);
             self.buf = line;
@@ -87,6 +100,24 @@ impl Decoder {
         if self.buf.len() + self.data.len() > self.limit {
             return Err(SseError::TooLarge { limit: self.limit });
         }
+        Ok(())
+    }
+
+    /// The first `data:` line of an event, ending at `end`, that is large (one long text
+    /// delta): its bytes become the event's data where they lie, instead of being copied, so a
+    /// 50 MB delta is not held twice here.
+    fn take_big_data_line(&mut self, end: usize) -> Result<(), SseError> {
+        let mut line = std::mem::take(&mut self.buf);
+        self.buf = line.split_off(end + 1);
+        line.truncate(end);
+        let prefix = if line.get(5) == Some(&b' ') { 6 } else { 5 };
+        line.drain(..prefix);
+        if line.len() + 1 > self.limit {
+            return Err(SseError::TooLarge { limit: self.limit });
+        }
+        line.push(b'\n');
+        self.data = line;
+        self.has_data = true;
         Ok(())
     }
 
@@ -177,6 +208,28 @@ mod tests {
         }
         let bytes: Vec<&[u8]> = body.chunks(1).collect();
         assert_eq!(decode(&bytes, 1 << 20).unwrap(), expected);
+    }
+
+    #[test]
+    fn a_big_data_line_decodes_as_a_small_one_does_however_it_is_cut() {
+        let big = "y".repeat(BIG_LINE + 10);
+        for end in ["\n", "\r\n", "\r"] {
+            let body = format!("event: d\ndata: {big}{end}data:more{end}{end}data:{big}{end}{end}");
+            let expected = vec![frame("d", &format!("{big}\nmore")), frame("message", &big)];
+            for size in [1, 7, 4096, BIG_LINE, body.len()] {
+                let chunks: Vec<&[u8]> = body.as_bytes().chunks(size).collect();
+                assert_eq!(
+                    decode(&chunks, 1 << 20).unwrap(),
+                    expected,
+                    "{end:?} in {size}"
+                );
+            }
+        }
+        let body = format!("data: {big}\n\n");
+        assert_eq!(
+            decode(&[body.as_bytes()], BIG_LINE),
+            Err(SseError::TooLarge { limit: BIG_LINE })
+        );
     }
 
     #[test]

@@ -17,8 +17,9 @@ pub enum Assembled {
     },
     TextDelta(String),
     ThinkingDelta(String),
-    /// A block finished. Tool inputs are parsed JSON.
-    Block(ContentBlock),
+    /// A block finished: the last of [`Assembler::blocks`] (not a copy: a large text block is
+    /// held once). Tool inputs are parsed JSON.
+    Block,
     /// A tool_use whose accumulated JSON did not parse: it must not run.
     BadToolInput {
         id: String,
@@ -189,15 +190,9 @@ impl Assembler {
 
     fn finish_block(&mut self, partial: Partial) -> Vec<Assembled> {
         let (block, out) = match partial {
-            Partial::Text(text) => {
-                let b = ContentBlock::Text { text };
-                (b.clone(), Assembled::Block(b))
-            }
+            Partial::Text(text) => (ContentBlock::Text { text }, Assembled::Block),
             Partial::Tool { id, name, json } => match parse_tool_input(&json) {
-                Ok(input) => {
-                    let b = ContentBlock::ToolUse { id, name, input };
-                    (b.clone(), Assembled::Block(b))
-                }
+                Ok(input) => (ContentBlock::ToolUse { id, name, input }, Assembled::Block),
                 Err(error) => (
                     ContentBlock::ToolUse {
                         id: id.clone(),
@@ -215,17 +210,14 @@ impl Assembler {
             Partial::Thinking {
                 thinking,
                 signature,
-            } => {
-                let b = ContentBlock::Thinking {
+            } => (
+                ContentBlock::Thinking {
                     thinking,
                     signature,
-                };
-                (b.clone(), Assembled::Block(b))
-            }
-            Partial::Redacted(data) => {
-                let b = ContentBlock::RedactedThinking { data };
-                (b.clone(), Assembled::Block(b))
-            }
+                },
+                Assembled::Block,
+            ),
+            Partial::Redacted(data) => (ContentBlock::RedactedThinking { data }, Assembled::Block),
             Partial::Ignored => return Vec::new(),
         };
         self.blocks.push(block);
@@ -344,13 +336,14 @@ mod tests {
             assert!(out.is_empty());
         }
         let out = push(&mut a, r#"{"type":"content_block_stop","index":0}"#);
+        assert_eq!(out, vec![Assembled::Block]);
         assert_eq!(
-            out,
-            vec![Assembled::Block(ContentBlock::ToolUse {
+            a.blocks.last(),
+            Some(&ContentBlock::ToolUse {
                 id: "t1".into(),
                 name: "Read".into(),
                 input: serde_json::json!({"file_path": "/a"})
-            })]
+            })
         );
         push(
             &mut a,

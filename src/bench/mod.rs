@@ -16,6 +16,7 @@ mod host;
 pub mod long;
 pub mod mcp;
 pub mod measure;
+pub mod memory;
 pub mod relay;
 pub mod report;
 pub mod rg;
@@ -103,6 +104,10 @@ pub struct BenchArgs {
     /// applying that bundle.
     #[arg(long)]
     pub cats: bool,
+    /// Also measure peak RSS when one answer is a single 50 MB text delta, a tool result is
+    /// 50 MB, and a Bash command prints 1 GB.
+    #[arg(long)]
+    pub memory: bool,
     /// Also time a talk through the daemon's relay against a direct PTY: keystroke round trip
     /// (p50/p99), output throughput, and the daemon's RSS with 10 idle clones.
     #[arg(long)]
@@ -235,6 +240,10 @@ pub async fn run(args: &BenchArgs) -> Result<bool, BenchError> {
     if args.cats {
         progress("cats and dogs on a 100 MB tree");
         report.cats = Some(cats::measure()?);
+    }
+    if args.memory {
+        progress("peak memory with a 50 MB delta, a 50 MB tool result and 1 GB of Bash output");
+        report.memory = Some(memory::measure(&host).await?);
     }
     if args.relay {
         progress("a talk through the daemon's relay");

@@ -50,6 +50,8 @@ pub struct Report {
     pub serve: Option<super::serve::ServeCost>,
     /// `--cats`: bundling a large tree and applying it back.
     pub cats: Option<super::cats::CatsCost>,
+    /// `--memory`: peak RSS with large answers, results and outputs.
+    pub memory: Option<super::memory::MemoryCost>,
     /// `--relay`: a talk through the daemon.
     pub relay: Option<super::relay::RelayCost>,
     /// What scripted sessions of a few lengths are billed for input.
@@ -251,6 +253,7 @@ pub fn build(
         #[cfg(feature = "serve")]
         serve: None,
         cats: None,
+        memory: None,
         relay: None,
         cost: Vec::new(),
         history: None,

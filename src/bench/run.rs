@@ -184,7 +184,7 @@ async fn collect(mut events: UnboundedReceiver<Event>) -> Stamped {
 
 /// A run whose calls failed measured something else than the scenario; refuse it loudly.
 fn check(result: &RunResult, stamps: &Stamped, expected_calls: usize) -> Result<(), BenchError> {
-    if result.kind != ResultKind::Success || result.text != FINAL_TEXT {
+    if result.kind != ResultKind::Success || result.text.as_str() != FINAL_TEXT {
         return Err(BenchError::Invalid(format!(
             "the run ended with {:?}: {}",
             result.kind, result.text

@@ -54,7 +54,9 @@ pub async fn render(
             }
             OutputFormat::Json => {
                 if let Event::Result(r) = &event {
-                    let _ = writeln!(stdout.lock(), "{}", stream_json::result(r));
+                    let mut out = std::io::BufWriter::new(stdout.lock());
+                    let _ = stream_json::write_result(r, &mut out);
+                    let _ = out.flush();
                 }
             }
             OutputFormat::Text => {
@@ -157,13 +159,14 @@ pub fn narrate(event: &Event, pending: &mut Option<String>, out: &mut impl Write
         }
         // What the model says between its tool calls is shown once a call follows it; the
         // final answer goes to stdout instead.
-        Event::AssistantBlock {
-            block: ContentBlock::Text { text },
-            ..
-        } if !text.trim().is_empty() => {
-            pending
-                .get_or_insert_with(String::new)
-                .push_str(text.trim());
+        Event::AssistantBlock { block, .. } => {
+            if let ContentBlock::Text { text } = block.as_ref()
+                && !text.trim().is_empty()
+            {
+                pending
+                    .get_or_insert_with(String::new)
+                    .push_str(text.trim());
+            }
             Ok(())
         }
         Event::Result(_) => {

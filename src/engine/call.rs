@@ -175,10 +175,13 @@ impl Engine {
         match piece {
             Assembled::TextDelta(text) => self.emit(Event::TextDelta { text }),
             Assembled::ThinkingDelta(text) => self.emit(Event::ThinkingDelta { text }),
-            Assembled::Block(block) => {
-                self.announce(asm, &block);
+            Assembled::Block => {
+                let Some(block) = asm.blocks.last() else {
+                    return;
+                };
+                self.announce(asm, block);
                 if let ContentBlock::ToolUse { id, name, input } = block {
-                    batch.submit(id, name, input);
+                    batch.submit(id.clone(), name.clone(), input.clone());
                 }
             }
             Assembled::BadToolInput {
@@ -205,7 +208,7 @@ impl Engine {
         self.emit(Event::AssistantBlock {
             message_id: asm.message_id.clone(),
             model: asm.model.clone(),
-            block: block.clone(),
+            block: std::sync::Arc::new(block.clone()),
             usage: asm.usage,
         });
     }

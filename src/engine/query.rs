@@ -139,7 +139,7 @@ impl Engine {
         let costs_unknown = pricing::pricing(&self.config.model).is_none();
         let result = RunResult {
             kind: ending.kind,
-            text: ending.text,
+            text: std::sync::Arc::new(ending.text),
             session_id: self.session_id.clone(),
             num_turns: run.turns,
             duration: started.elapsed(),
@@ -294,8 +294,8 @@ impl Engine {
                 .blocks
                 .iter()
                 .any(|b| matches!(b, ContentBlock::ToolUse { .. }));
-            let text: String = text_of(&outcome.blocks);
             if has_tools {
+                let text: String = text_of(&outcome.blocks);
                 let results = batch.finish_or_abort(cancel).await;
                 self.record_round(outcome, results, run);
                 answer.clear();
@@ -308,8 +308,14 @@ impl Engine {
                 }
                 continue;
             }
+            // Straight from the blocks: a long answer is held by the history and the answer,
+            // not a third time.
+            for block in &outcome.blocks {
+                if let ContentBlock::Text { text } = block {
+                    answer.push_str(text);
+                }
+            }
             self.record_round(outcome, BatchOutcome::default(), run);
-            answer.push_str(&text);
             if stop_reason == Some(StopReason::MaxTokens) && continuations < MAX_CONTINUATIONS {
                 continuations += 1;
                 self.nudge(prompt::MAX_TOKENS_CONTINUE);

@@ -69,6 +69,10 @@ pub struct Turn {
     /// turns in order skip it. Turns with the same text are served in their order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub when_text: Option<String>,
+    /// How many deltas each block's text is split into (default 3); 1 sends a text as one
+    /// delta, however long.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delta_chunks: Option<usize>,
 }
 
 fn is_zero(n: &u64) -> bool {

@@ -103,7 +103,7 @@ impl Reply<'_> {
             if index == 0 {
                 out.push(json!({"type": "ping"}));
             }
-            for delta in deltas(block) {
+            for delta in deltas(block, self.turn.delta_chunks.unwrap_or(CHUNKS).max(1)) {
                 out.push(json!({"type": "content_block_delta", "index": index, "delta": delta}));
             }
             out.push(json!({"type": "content_block_stop", "index": index}));
@@ -171,7 +171,8 @@ pub fn error_event(error_type: &str, message: &str) -> SseEvent {
     SseEvent::new(json!({"type": "error", "error": {"type": error_type, "message": message}}))
 }
 
-fn deltas(block: &MockBlock) -> Vec<Value> {
+fn deltas(block: &MockBlock, chunks: usize) -> Vec<Value> {
+    let split = |s| split(s, chunks);
     match block {
         MockBlock::Text { text } => split(text)
             .into_iter()
@@ -198,10 +199,10 @@ fn deltas(block: &MockBlock) -> Vec<Value> {
     }
 }
 
-/// Splits `s` into at most `CHUNKS` non-empty pieces on character boundaries.
-fn split(s: &str) -> Vec<&str> {
+/// Splits `s` into at most `chunks` non-empty pieces on character boundaries.
+fn split(s: &str, chunks: usize) -> Vec<&str> {
     let chars = s.chars().count();
-    let per = chars.div_ceil(CHUNKS).max(1);
+    let per = chars.div_ceil(chunks).max(1);
     let mut pieces = Vec::new();
     let mut rest = s;
     while !rest.is_empty() {
@@ -402,8 +403,9 @@ mod tests {
 
     #[test]
     fn split_respects_char_boundaries() {
-        assert_eq!(split("héllo wörld"), ["héll", "o wö", "rld"]);
-        assert_eq!(split("ab"), ["a", "b"]);
-        assert!(split("").is_empty());
+        assert_eq!(split("héllo wörld", 3), ["héll", "o wö", "rld"]);
+        assert_eq!(split("ab", 3), ["a", "b"]);
+        assert!(split("", 3).is_empty());
+        assert_eq!(split("one delta", 1), ["one delta"]);
     }
 }

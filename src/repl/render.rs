@@ -146,7 +146,7 @@ impl Renderer {
             Event::TextDelta { text } => self.stream_text(Stream::Text, text),
             Event::ThinkingDelta { text } => self.stream_text(Stream::Thinking, text),
             Event::AssistantBlock { block, .. } => {
-                if let ContentBlock::Text { text } = block
+                if let ContentBlock::Text { text } = block.as_ref()
                     && !self.streamed
                 {
                     self.stream_text(Stream::Text, text);

@@ -10,37 +10,70 @@ use serde::{Deserialize, Serialize};
 
 use crate::api::types::{ContentBlock, Message, Role};
 
-#[derive(Debug, Serialize, Deserialize)]
+/// One line as read back (what loading needs of it; the rest is for people and tools).
+#[derive(Debug, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 enum Entry {
     Meta {
         session_id: String,
-        cwd: String,
         model: String,
-        timestamp: String,
     },
     User {
-        uuid: String,
-        timestamp: String,
         message: Message,
     },
     /// One finished block of an assistant message; blocks with the same `message_id` form one
     /// message, so a crash mid-message keeps what had finished.
     Assistant {
-        uuid: String,
-        timestamp: String,
         message_id: String,
         message: Message,
     },
     /// Compaction (or a rewind) replaced the history with `messages`; what came before is not
     /// loaded.
     Compact {
-        uuid: String,
-        timestamp: String,
         messages: Vec<Message>,
     },
-    /// A snapshot of the project's files (see `checkpoint`); not part of the conversation.
-    Checkpoint { record: crate::checkpoint::Record },
+    /// A snapshot of the project's files (see `checkpoint`, which reads these lines itself);
+    /// not part of the conversation.
+    Checkpoint {},
+}
+
+/// One line as written: the same shape as [`Entry`], borrowing what it writes, so a large
+/// message is not copied to be saved.
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Written<'a> {
+    Meta {
+        session_id: &'a str,
+        cwd: &'a str,
+        model: &'a str,
+        timestamp: &'a str,
+    },
+    User {
+        uuid: &'a str,
+        timestamp: &'a str,
+        message: &'a Message,
+    },
+    Assistant {
+        uuid: &'a str,
+        timestamp: &'a str,
+        message_id: &'a str,
+        message: MessageRef<'a>,
+    },
+    Compact {
+        uuid: &'a str,
+        timestamp: &'a str,
+        messages: &'a [Message],
+    },
+    Checkpoint {
+        record: &'a crate::checkpoint::Record,
+    },
+}
+
+/// A [`Message`] of borrowed blocks.
+#[derive(Serialize)]
+struct MessageRef<'a> {
+    role: Role,
+    content: &'a [ContentBlock],
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -175,11 +208,11 @@ impl Transcript {
             t.file.write_all(b"\n").map_err(err)?;
         }
         if fresh {
-            t.write(&Entry::Meta {
-                session_id: session_id.to_string(),
-                cwd: cwd.to_string_lossy().into_owned(),
-                model: model.to_string(),
-                timestamp: now(),
+            t.write(&Written::Meta {
+                session_id,
+                cwd: &cwd.to_string_lossy(),
+                model,
+                timestamp: &now(),
             })?;
         }
         Ok(t)
@@ -190,10 +223,10 @@ impl Transcript {
     }
 
     pub fn append_user(&mut self, message: &Message) -> Result<(), TranscriptError> {
-        self.write(&Entry::User {
-            uuid: uuid(),
-            timestamp: now(),
-            message: message.clone(),
+        self.write(&Written::User {
+            uuid: &uuid(),
+            timestamp: &now(),
+            message,
         })
     }
 
@@ -202,19 +235,22 @@ impl Transcript {
         message_id: &str,
         block: &ContentBlock,
     ) -> Result<(), TranscriptError> {
-        self.write(&Entry::Assistant {
-            uuid: uuid(),
-            timestamp: now(),
-            message_id: message_id.to_string(),
-            message: Message::assistant(vec![block.clone()]),
+        self.write(&Written::Assistant {
+            uuid: &uuid(),
+            timestamp: &now(),
+            message_id,
+            message: MessageRef {
+                role: Role::Assistant,
+                content: std::slice::from_ref(block),
+            },
         })
     }
 
     pub fn append_compaction(&mut self, messages: &[Message]) -> Result<(), TranscriptError> {
-        self.write(&Entry::Compact {
-            uuid: uuid(),
-            timestamp: now(),
-            messages: messages.to_vec(),
+        self.write(&Written::Compact {
+            uuid: &uuid(),
+            timestamp: &now(),
+            messages,
         })
     }
 
@@ -222,35 +258,37 @@ impl Transcript {
         &mut self,
         record: &crate::checkpoint::Record,
     ) -> Result<(), TranscriptError> {
-        self.write(&Entry::Checkpoint {
-            record: record.clone(),
-        })
+        self.write(&Written::Checkpoint { record })
     }
 
-    /// One `write` per line, so a crash leaves at worst one truncated last line.
-    fn write(&mut self, entry: &Entry) -> Result<(), TranscriptError> {
-        let mut line = serde_json::to_vec(entry).map_err(|e| TranscriptError::Write {
-            path: self.path.clone(),
-            source: std::io::Error::other(e),
-        })?;
-        line.push(b'\n');
+    /// A line is serialised straight into a buffer of [`LINE_BUFFER`] bytes: one `write` for
+    /// a line that fits (nearly all), several for a large one, which is then never held whole
+    /// in memory a second time. A crash leaves at worst one truncated last line.
+    fn write(&mut self, entry: &Written<'_>) -> Result<(), TranscriptError> {
         let before = self.file.metadata().map(|m| m.len());
-        self.file
-            .write_all(&line)
-            .and_then(|_| self.file.flush())
-            .map_err(|source| {
-                // A line the disk took only part of is cut off again, so the transcript
-                // stays whole lines (what a full disk would otherwise leave torn).
-                if let Ok(len) = before {
-                    let _ = self.file.set_len(len);
-                }
-                TranscriptError::Write {
-                    path: self.path.clone(),
-                    source,
-                }
-            })
+        let written = {
+            let mut out = std::io::BufWriter::with_capacity(LINE_BUFFER, &mut self.file);
+            serde_json::to_writer(&mut out, entry)
+                .map_err(std::io::Error::other)
+                .and_then(|()| out.write_all(b"\n"))
+                .and_then(|()| out.flush())
+        };
+        written.and_then(|_| self.file.flush()).map_err(|source| {
+            // A line the disk took only part of is cut off again, so the transcript
+            // stays whole lines (what a full disk would otherwise leave torn).
+            if let Ok(len) = before {
+                let _ = self.file.set_len(len);
+            }
+            TranscriptError::Write {
+                path: self.path.clone(),
+                source,
+            }
+        })
     }
 }
+
+/// Lines up to this size go to the file in one write.
+const LINE_BUFFER: usize = 256 * 1024;
 
 fn ends_in_torn_line(path: &Path) -> std::io::Result<bool> {
     let mut file = File::open(path)?;

@@ -36,7 +36,7 @@ mod tests {
     fn error_results_carry_errors_and_every_result_its_terminal_reason() {
         let failed = RunResult {
             kind: ResultKind::ErrorMaxTurns,
-            text: "stopped after 2 turns".into(),
+            text: std::sync::Arc::new("stopped after 2 turns".into()),
             ..RunResult::not_started("")
         };
         let line = write::result(&failed);
@@ -220,7 +220,7 @@ mod tests {
             let event = Event::AssistantBlock {
                 message_id: "msg_1".into(),
                 model: "claude-x".into(),
-                block: block.clone(),
+                block: block.clone().into(),
                 usage: usage(10, 20),
             };
             assert_eq!(
@@ -281,7 +281,7 @@ mod tests {
 
         let run = RunResult {
             kind: ResultKind::ErrorMaxTurns,
-            text: "stopped after 2 turns".into(),
+            text: std::sync::Arc::new("stopped after 2 turns".into()),
             session_id: "sess-1".into(),
             num_turns: 2,
             duration: Duration::from_millis(1500),

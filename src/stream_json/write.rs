@@ -180,7 +180,7 @@ pub fn line(event: &Event, session_id: &str) -> Option<Line> {
                 kind: "message".into(),
                 role: "assistant".into(),
                 model: model.clone(),
-                content: vec![block.clone()],
+                content: vec![ContentBlock::clone(block)],
                 stop_reason: None,
                 stop_sequence: None,
                 usage: *usage,
@@ -301,7 +301,7 @@ pub fn result_line(r: &RunResult) -> ResultLine {
         duration_ms: u64::try_from(r.duration.as_millis()).unwrap_or(u64::MAX),
         duration_api_ms: u64::try_from(r.api_duration.as_millis()).unwrap_or(u64::MAX),
         num_turns: r.num_turns.into(),
-        result: Some(r.text.clone()),
+        result: Some(r.text.to_string()),
         stop_reason: r.stop_reason.map(|s| s.as_str().to_string()),
         session_id: r.session_id.clone(),
         total_cost_usd: Some(r.total_cost_usd),
@@ -325,7 +325,7 @@ pub fn result_line(r: &RunResult) -> ResultLine {
             "this model has no pricing entry in ouro, so its cost is reported as 0".to_string()
         }),
         terminal_reason: Some(terminal_reason(r).to_string()),
-        errors: r.kind.is_error().then(|| vec![r.text.clone()]),
+        errors: r.kind.is_error().then(|| vec![r.text.to_string()]),
         num_tool_calls: None,
         uuid: uuid(),
     }
@@ -353,4 +353,11 @@ fn terminal_reason(r: &RunResult) -> &'static str {
 /// The final `result` object (also the whole output of `--output-format json`).
 pub fn result(r: &RunResult) -> Value {
     serde_json::to_value(Line::Result(result_line(r))).unwrap_or(Value::Null)
+}
+
+/// [`result`] written straight to `out` as one line: a long answer is not held again as a
+/// JSON value and as its text.
+pub fn write_result(r: &RunResult, out: &mut impl std::io::Write) -> std::io::Result<()> {
+    serde_json::to_writer(&mut *out, &Line::Result(result_line(r)))?;
+    out.write_all(b"\n")
 }

@@ -73,7 +73,7 @@ fn started(id: &str, name: &str, input: serde_json::Value, summary: &str) -> Eve
 fn result(kind: ResultKind) -> RunResult {
     RunResult {
         kind,
-        text: "went wrong".into(),
+        text: std::sync::Arc::new("went wrong".into()),
         session_id: "s".into(),
         num_turns: 1,
         duration: Duration::ZERO,
@@ -104,7 +104,7 @@ fn text_streams_as_it_arrives_and_is_not_repeated_by_the_finished_block() {
     r.event(&Event::AssistantBlock {
         message_id: "m".into(),
         model: "x".into(),
-        block: ContentBlock::text("Hello"),
+        block: ContentBlock::text("Hello").into(),
         usage: Usage::default(),
     });
     assert_eq!(screen.text(), "Hello\n");
