@@ -150,7 +150,7 @@ fn parse(runtime: &tokio::runtime::Runtime, chunks: &[&[u8]]) -> usize {
                 .push(event)
                 .expect("the recorded stream follows the grammar")
                 .iter()
-                .filter(|a| matches!(a, Assembled::Block(_)))
+                .filter(|a| matches!(a, Assembled::Block))
                 .count();
         }
         assert!(assembler.complete, "the recorded stream ends the message");
