@@ -78,6 +78,16 @@ async fn the_reviewer_allows_blocks_with_a_reason_and_never_sees_tool_output() {
         .collect();
     assert_eq!(verdicts, [("allow", 1), ("block", 2)], "{reviews:?}");
     assert!(reviews.iter().all(|r| r["tool"] == "Bash"));
+    // Each decision is in the transcript too, and loading it skips nothing.
+    let transcript = std::fs::read_to_string(&sb.transcripts()[0]).unwrap();
+    let saved: Vec<Value> = transcript
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|l| l["type"] == "auto_review")
+        .collect();
+    assert_eq!(saved.len(), 2, "{transcript}");
+    assert_eq!(saved[1]["verdict"], "block");
+    assert!(saved[1]["reason"].as_str().unwrap().contains("never named"));
     assert!(reviews[1]["input_tokens"].as_u64().unwrap() > 0);
 
     // The reviewer saw the user's words and the call, never tool output or the agent's prose.

@@ -525,8 +525,13 @@ impl Engine {
         if !outcome.blocks.is_empty() {
             self.history.push(Message::assistant(outcome.blocks));
         }
-        // The checkpoints of this batch's calls come before their results.
+        // The checkpoints and reviews of this batch's calls come before their results.
         self.save_checkpoints();
+        if let Some(reviewer) = self.executor.reviewer().cloned() {
+            for review in reviewer.take_unsaved() {
+                self.persist(|t| t.append_review(&review));
+            }
+        }
         if !results.is_empty() {
             let message = Message {
                 role: Role::User,

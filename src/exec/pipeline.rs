@@ -429,9 +429,9 @@ impl Pipeline {
                 _ = ctx.cancel.cancelled() => return Permission::Cancelled,
                 review = reviewer.review(name, &call.input) => review,
             };
-            let _ = self
-                .events
-                .send(Event::AutoReview(super::review::info(id, name, &review)));
+            let info = super::review::info(id, name, &review);
+            reviewer.record(info.clone());
+            let _ = self.events.send(Event::AutoReview(info));
             match review.verdict {
                 Verdict::Allow => return Permission::Granted(Confinement::Approved),
                 Verdict::Block(why) => {

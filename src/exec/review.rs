@@ -64,6 +64,8 @@ pub struct Reviewer {
     timeout: Duration,
     user_messages: Mutex<Vec<String>>,
     tally: Mutex<Tally>,
+    /// Decisions not yet in the transcript (the engine writes them after the batch).
+    unsaved: Mutex<Vec<crate::event::ReviewInfo>>,
 }
 
 impl Reviewer {
@@ -82,12 +84,22 @@ impl Reviewer {
             timeout,
             user_messages: Mutex::new(Vec::new()),
             tally: Mutex::new(Tally::default()),
+            unsaved: Mutex::new(Vec::new()),
         }
     }
 
     /// What the user typed (a prompt), for the reviewer's view of their wishes.
     pub fn note_user_message(&self, text: &str) {
         lock(&self.user_messages).push(text.to_string());
+    }
+
+    /// Keeps a decision for the transcript.
+    pub fn record(&self, review: crate::event::ReviewInfo) {
+        lock(&self.unsaved).push(review);
+    }
+
+    pub fn take_unsaved(&self) -> Vec<crate::event::ReviewInfo> {
+        std::mem::take(&mut *lock(&self.unsaved))
     }
 
     pub fn model(&self) -> &str {

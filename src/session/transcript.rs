@@ -35,6 +35,8 @@ enum Entry {
     /// A snapshot of the project's files (see `checkpoint`, which reads these lines itself);
     /// not part of the conversation.
     Checkpoint {},
+    /// Auto mode's reviewer judged a call: a record for people and tools, not conversation.
+    AutoReview {},
 }
 
 /// One line as written: the same shape as [`Entry`], borrowing what it writes, so a large
@@ -67,6 +69,7 @@ enum Written<'a> {
     Checkpoint {
         record: &'a crate::checkpoint::Record,
     },
+    AutoReview(&'a crate::event::ReviewInfo),
 }
 
 /// A [`Message`] of borrowed blocks.
@@ -254,6 +257,13 @@ impl Transcript {
         })
     }
 
+    pub fn append_review(
+        &mut self,
+        review: &crate::event::ReviewInfo,
+    ) -> Result<(), TranscriptError> {
+        self.write(&Written::AutoReview(review))
+    }
+
     pub fn append_checkpoint(
         &mut self,
         record: &crate::checkpoint::Record,
@@ -394,7 +404,7 @@ pub fn load(path: &Path) -> Result<Loaded, TranscriptError> {
                 last_assistant_id = None;
                 out.messages = messages;
             }
-            Entry::Checkpoint { .. } => {}
+            Entry::Checkpoint { .. } | Entry::AutoReview { .. } => {}
         }
     }
     Ok(out)
