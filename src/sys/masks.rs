@@ -11,6 +11,7 @@
 
 use std::ffi::{CStr, CString};
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 /// What a command may not see or change, as absolute paths.
@@ -72,7 +73,8 @@ pub struct Prepared {
     /// `Some` (the paths to keep writable, with their locked flags) when the rest of the file
     /// system is made read-only.
     writable: Option<Vec<(CString, libc::c_ulong)>>,
-    covers: Vec<(CString, Cover)>,
+    /// Each path with its cover and the (device, inode) it was found as.
+    covers: Vec<(CString, Cover, (u64, u64))>,
     uid_map: Vec<u8>,
     gid_map: Vec<u8>,
 }
@@ -134,14 +136,20 @@ impl Prepared {
             if hide {
                 hidden.push(path);
             }
-            covers.push((c_path, cover));
+            covers.push((c_path, cover, (meta.dev(), meta.ino())));
         }
         // Outer directories first (a BTreeSet sorts a parent before its children).
-        let pinned = pins
-            .iter()
-            .filter_map(|p| CString::new(p.as_os_str().as_bytes()).ok())
-            .map(|c| (c, Cover::Pin));
-        let covers: Vec<(CString, Cover)> = pinned.chain(covers).collect();
+        let mut pinned = Vec::new();
+        for pin in &pins {
+            let meta = std::fs::metadata(pin).map_err(|error| MaskError {
+                path: pin.clone(),
+                error,
+            })?;
+            if let Ok(c) = CString::new(pin.as_os_str().as_bytes()) {
+                pinned.push((c, Cover::Pin, (meta.dev(), meta.ino())));
+            }
+        }
+        let covers: Vec<_> = pinned.into_iter().chain(covers).collect();
         let writable = masks.writable_only.as_ref().map(|paths| {
             paths
                 .iter()
@@ -179,26 +187,85 @@ impl Prepared {
             if let Some(writable) = &self.writable {
                 read_only_except(writable)?;
             }
-            for (path, cover) in &self.covers {
+            for (path, cover, found_as) in &self.covers {
+                // Mounted through a descriptor of exactly what was found: a path swapped since
+                // (a link, a renamed folder) fails the call instead of being covered wrongly.
+                let pinned = Pinned::open(path, *found_as)?;
+                let at = pinned.path();
                 let done = match cover {
                     Cover::EmptyDir => mount(
                         c"tmpfs",
-                        path,
+                        at,
                         c"tmpfs",
                         libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC | libc::MS_RDONLY,
                         c"mode=000,size=4k",
                     ),
-                    Cover::NullFile => mount_bind(c"/dev/null", path),
+                    Cover::NullFile => mount_bind(c"/dev/null", at),
                     Cover::ReadOnly { flags } => {
-                        mount_bind(path, path).and_then(|()| set_read_only(path, true, *flags))
+                        mount_bind(at, at).and_then(|()| set_read_only(path, true, *flags))
                     }
-                    Cover::Pin => mount_bind(path, path),
+                    Cover::Pin => mount_bind(at, at),
                 };
                 // The path was there when the command was planned: its going away now is a
                 // race this call loses, not a path to leave uncovered.
                 done?;
             }
             reenter_cwd()
+        }
+    }
+}
+
+/// An `O_PATH` descriptor of a path checked to be the (device, inode) it was found as, and
+/// its `/proc/self/fd/N` name, built without allocating.
+struct Pinned {
+    fd: libc::c_int,
+    name: [u8; 32],
+}
+
+impl Pinned {
+    unsafe fn open(path: &CStr, found_as: (u64, u64)) -> std::io::Result<Pinned> {
+        // SAFETY: open and fstat on a NUL-terminated path and a stat buffer we own.
+        unsafe {
+            let fd = libc::open(path.as_ptr(), libc::O_PATH | libc::O_CLOEXEC);
+            if fd < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            let mut stat: libc::stat = std::mem::zeroed();
+            if libc::fstat(fd, &mut stat) != 0 || (stat.st_dev, stat.st_ino) != found_as {
+                libc::close(fd);
+                return Err(std::io::Error::from_raw_os_error(libc::ESTALE));
+            }
+            let mut name = [0u8; 32];
+            let prefix = b"/proc/self/fd/";
+            name[..prefix.len()].copy_from_slice(prefix);
+            let mut digits = [0u8; 10];
+            let mut n = fd.unsigned_abs();
+            let mut len = 0;
+            loop {
+                digits[len] = b'0' + (n % 10) as u8;
+                len += 1;
+                n /= 10;
+                if n == 0 {
+                    break;
+                }
+            }
+            for (i, d) in digits[..len].iter().rev().enumerate() {
+                name[prefix.len() + i] = *d;
+            }
+            Ok(Pinned { fd, name })
+        }
+    }
+
+    fn path(&self) -> &CStr {
+        CStr::from_bytes_until_nul(&self.name).unwrap_or(c"/nonexistent")
+    }
+}
+
+impl Drop for Pinned {
+    fn drop(&mut self) {
+        // SAFETY: closes the descriptor this value opened.
+        unsafe {
+            libc::close(self.fd);
         }
     }
 }
@@ -462,5 +529,35 @@ unsafe fn mount_raw(
         Ok(())
     } else {
         Err(std::io::Error::last_os_error())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cover_goes_only_where_the_path_still_is_what_was_found() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("secret");
+        std::fs::write(&file, "s").unwrap();
+        let meta = std::fs::metadata(&file).unwrap();
+        let c_path = CString::new(file.as_os_str().as_bytes()).unwrap();
+        // SAFETY: opens and closes a descriptor of a file this test made.
+        let pinned = unsafe { Pinned::open(&c_path, (meta.dev(), meta.ino())) }.unwrap();
+        let named = std::fs::read_link(pinned.path().to_str().unwrap()).unwrap();
+        assert_eq!(named, file);
+        drop(pinned);
+        // Swapped for a link to another file since it was found (the secret moved aside):
+        // refused.
+        std::fs::write(dir.path().join("decoy"), "d").unwrap();
+        std::fs::rename(&file, dir.path().join("moved")).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("decoy"), &file).unwrap();
+        // SAFETY: as above.
+        let swapped = unsafe { Pinned::open(&c_path, (meta.dev(), meta.ino())) };
+        assert_eq!(
+            swapped.err().and_then(|e| e.raw_os_error()),
+            Some(libc::ESTALE)
+        );
     }
 }
