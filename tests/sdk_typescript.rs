@@ -24,6 +24,11 @@ fn ts_sdk() -> bool {
 /// Runs `body` (JavaScript, an ES module with the SDK, `zod` as `z`, `opts` and `out` in
 /// scope) and returns what it printed as JSON lines.
 async fn sdk(sb: &Sandbox, url: &str, body: &str) -> Vec<Value> {
+    sdk_on(sb, url, body, env!("CARGO_BIN_EXE_ouro")).await
+}
+
+/// [`sdk`] with `cli` as the SDK's executable: ouro, or the real `claude` to compare with.
+async fn sdk_on(sb: &Sandbox, url: &str, body: &str, cli: &str) -> Vec<Value> {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sdk_ts");
     assert!(
         dir.join("node_modules/@anthropic-ai/claude-agent-sdk")
@@ -38,11 +43,11 @@ const out = (kind, fields) => console.log(JSON.stringify({{ kind, ...fields }}))
 const opts = {{
   pathToClaudeCodeExecutable: {cli:?}, cwd: {cwd:?},
   env: {{ ...process.env, ANTHROPIC_BASE_URL: {url:?}, ANTHROPIC_API_KEY: "k",
-          OURO_HOME: {home:?}, HOME: {home:?} }},
+          OURO_HOME: {home:?}, HOME: {home:?}, DISABLE_TELEMETRY: "1",
+          CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1" }},
 }};
 {body}
 "#,
-        cli = env!("CARGO_BIN_EXE_ouro"),
         cwd = sb.root().display().to_string(),
         home = sb.home.path().display().to_string(),
     );
@@ -184,5 +189,343 @@ try {
             .unwrap()
             .contains("maximum number of turns"),
         "{result}"
+    );
+}
+
+/// After an error result ouro exits 1, as Claude Code does: the program is handed the result
+/// first, then the SDK raises its process error.
+#[tokio::test]
+async fn an_error_result_comes_first_then_the_sdk_raises_the_exit() {
+    if !ts_sdk() {
+        return;
+    }
+    let sb = Sandbox::new();
+    let file = sb.write("a.txt", "a\n");
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "tool_use", "name": "Read", "input": {"file_path": file}}]},
+        {"content": [{"type": "text", "text": "never"}]}
+    ]}))
+    .await;
+    let printed = sdk(
+        &sb,
+        &mock.url(),
+        r#"
+try {
+  for await (const m of query({ prompt: "read", options: { ...opts, maxTurns: 1 } })) {
+    if (m.type === "result") out("result", { subtype: m.subtype, is_error: m.is_error });
+  }
+  out("ended", {});
+} catch (e) {
+  out("thrown", { message: String(e) });
+}
+"#,
+    )
+    .await;
+    assert_eq!(printed[0]["kind"], "result", "{printed:?}");
+    assert_eq!(printed[0]["subtype"], "error_max_turns");
+    assert_eq!(printed[0]["is_error"], true);
+    // The SDK turns the exit code 1 into this error, carrying the result's text.
+    assert_eq!(printed[1]["kind"], "thrown", "{printed:?}");
+    assert!(
+        printed[1]["message"]
+            .as_str()
+            .unwrap()
+            .contains("returned an error result: Reached the maximum number of turns"),
+        "{printed:?}"
+    );
+}
+
+/// `interrupt()` ends a slow turn as Claude Code does: a user message saying so, then an
+/// `error_during_execution` result.
+#[tokio::test]
+async fn interrupt_ends_the_turn_with_claude_codes_message_and_subtype() {
+    if !ts_sdk() {
+        return;
+    }
+    let sb = Sandbox::new();
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "text", "text": "a very slow answer that never finishes"}], "hold_after_events": 2}
+    ]}))
+    .await;
+    let printed = sdk(
+        &sb,
+        &mock.url(),
+        r#"
+const q = query({ prompt: "slow", options: opts });
+setTimeout(() => q.interrupt(), 1000);
+try {
+  for await (const m of q) {
+    if (m.type === "user" && Array.isArray(m.message.content)) {
+      for (const b of m.message.content) if (b.type === "text") out("user", { text: b.text });
+    }
+    if (m.type === "result") out("result", { subtype: m.subtype, is_error: m.is_error });
+  }
+} catch (e) {
+  out("thrown", { message: String(e) });
+}
+"#,
+    )
+    .await;
+    let user = printed.iter().find(|p| p["kind"] == "user").unwrap();
+    assert_eq!(user["text"], "[Request interrupted by user]", "{printed:?}");
+    let result = printed.iter().find(|p| p["kind"] == "result").unwrap();
+    assert_eq!(result["subtype"], "error_during_execution", "{printed:?}");
+    assert_eq!(bodies(&mock).len(), 1);
+}
+
+/// `canUseTool` denying with `interrupt: true` ends the turn at once: the model is not asked
+/// again and the call does not run.
+#[tokio::test]
+async fn a_deny_with_interrupt_stops_the_turn() {
+    if !ts_sdk() {
+        return;
+    }
+    let sb = Sandbox::new();
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": "touch b.txt"}}]},
+        {"content": [{"type": "text", "text": "never"}]}
+    ]}))
+    .await;
+    let printed = sdk(
+        &sb,
+        &mock.url(),
+        r#"
+const canUseTool = async () => ({ behavior: "deny", message: "stop right there", interrupt: true });
+try {
+  for await (const m of query({ prompt: "work", options: { ...opts, canUseTool } })) {
+    if (m.type === "result") out("result", { subtype: m.subtype, is_error: m.is_error });
+  }
+} catch (e) {
+  out("thrown", { message: String(e) });
+}
+"#,
+    )
+    .await;
+    let result = printed.iter().find(|p| p["kind"] == "result").unwrap();
+    assert_eq!(result["is_error"], true, "{printed:?}");
+    assert_eq!(
+        bodies(&mock).len(),
+        1,
+        "the model was asked again after the stop"
+    );
+    assert!(!sb.root().join("b.txt").exists());
+}
+
+/// The SDK's `stderr` callback with `--debug-to-stderr` gets ouro's debug lines, and the
+/// query still answers.
+#[tokio::test]
+async fn the_stderr_callback_gets_debug_lines() {
+    if !ts_sdk() {
+        return;
+    }
+    let sb = Sandbox::new();
+    let mock = server(json!({"turns": [{"content": [{"type": "text", "text": "fine"}]}]})).await;
+    let printed = sdk(
+        &sb,
+        &mock.url(),
+        r#"
+const lines = [];
+const stderr = (d) => lines.push(String(d));
+for await (const m of query({ prompt: "hi", options: { ...opts, stderr, extraArgs: { "debug-to-stderr": null } } })) {
+  if (m.type === "result") out("result", { result: m.result });
+}
+out("stderr", { count: lines.length, text: lines.join("") });
+"#,
+    )
+    .await;
+    assert_eq!(printed[0]["result"], "fine", "{printed:?}");
+    assert!(printed[1]["count"].as_u64().unwrap() > 0, "{printed:?}");
+}
+
+/// `outputFormat` is answered through the StructuredOutput tool; the program reads
+/// `structured_output`.
+#[tokio::test]
+async fn an_output_format_comes_back_as_structured_output() {
+    if !ts_sdk() {
+        return;
+    }
+    let sb = Sandbox::new();
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "tool_use", "name": "StructuredOutput", "input": {"city": "Lyon", "people": 522000}}]}
+    ]}))
+    .await;
+    let printed = sdk(
+        &sb,
+        &mock.url(),
+        r#"
+const outputFormat = { type: "json_schema", schema: {
+  type: "object",
+  properties: { city: { type: "string" }, people: { type: "integer" } },
+  required: ["city", "people"] } };
+for await (const m of query({ prompt: "the biggest city on the Rhône?", options: { ...opts, outputFormat } })) {
+  if (m.type === "result") out("result", { subtype: m.subtype, structured: m.structured_output });
+}
+"#,
+    )
+    .await;
+    assert_eq!(printed[0]["subtype"], "success", "{printed:?}");
+    assert_eq!(
+        printed[0]["structured"],
+        json!({"city": "Lyon", "people": 522000})
+    );
+    assert!(
+        bodies(&mock)[0]["tools"]
+            .to_string()
+            .contains("StructuredOutput")
+    );
+}
+
+/// `settingSources: ["project"]` is the program's consent for its directory: the project's
+/// CLAUDE.md reaches the model though the directory was never trusted; without it, it does not.
+#[tokio::test]
+async fn naming_project_settings_reads_claude_md() {
+    if !ts_sdk() {
+        return;
+    }
+    for (sources, read) in [(r#"["project"]"#, true), ("undefined", false)] {
+        let sb = Sandbox::new();
+        sb.write("CLAUDE.md", "Always answer in haiku. MARKER-5150\n");
+        let mock = server(json!({"turns": [{"content": [{"type": "text", "text": "ok"}]}]})).await;
+        sdk(
+            &sb,
+            &mock.url(),
+            &format!(
+                r#"
+for await (const m of query({{ prompt: "hi", options: {{ ...opts, settingSources: {sources} }} }})) {{}}
+"#
+            ),
+        )
+        .await;
+        let sent = bodies(&mock)[0].to_string();
+        assert_eq!(
+            sent.contains("MARKER-5150"),
+            read,
+            "settingSources {sources}"
+        );
+    }
+}
+
+/// What `initialize` answers, which the SDK exposes: commands, models and the account.
+#[tokio::test]
+async fn initialize_metadata_reaches_the_program() {
+    if !ts_sdk() {
+        return;
+    }
+    let sb = Sandbox::new();
+    let skill = sb.home.path().join(".claude/skills/greet");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: greet\ndescription: Say hello\n---\nSay hello.\n",
+    )
+    .unwrap();
+    let mock = server(json!({"turns": [{"content": [{"type": "text", "text": "ok"}]}]})).await;
+    let printed = sdk(
+        &sb,
+        &mock.url(),
+        r#"
+const q = query({ prompt: "hi", options: opts });
+const commands = await q.supportedCommands();
+const models = await q.supportedModels();
+const account = await q.accountInfo();
+out("meta", { commands: commands.map((c) => c.name), models: models.map((m) => m.value), account });
+for await (const m of q) {}
+"#,
+    )
+    .await;
+    let meta = &printed[0];
+    assert_eq!(meta["commands"], json!(["greet"]), "{meta}");
+    assert!(
+        meta["models"].as_array().is_some_and(|m| !m.is_empty()),
+        "{meta}"
+    );
+    assert!(meta["account"].is_object(), "{meta}");
+}
+
+/// The real `claude` on PATH, to compare with; `None` (and a recorded skip) without it.
+fn claude_cli() -> Option<String> {
+    let found = std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .map(|d| d.join("claude"))
+            .find(|p| p.is_file())
+    });
+    if found.is_none() {
+        common::skip::not_installed("the real `claude` CLI (npm; .ci/run installs it)");
+    }
+    found.map(|p| p.display().to_string())
+}
+
+/// The same program on ouro and on Claude Code 2.1.331, each against its own mock with the
+/// same script: an error result reaches the program with the same subtype, the same
+/// `terminal_reason` and an `errors` list, and then the SDK raises the same kind of error.
+#[tokio::test]
+async fn an_error_result_is_what_claude_code_gives() {
+    if !ts_sdk() {
+        return;
+    }
+    let Some(claude) = claude_cli() else {
+        return;
+    };
+    let body = r#"
+try {
+  for await (const m of query({ prompt: "read a.txt", options: { ...opts, maxTurns: 1 } })) {
+    if (m.type === "result") out("result", { subtype: m.subtype, is_error: m.is_error,
+      reason: m.terminal_reason, errors: Array.isArray(m.errors) });
+  }
+  out("ended", {});
+} catch (e) {
+  out("thrown", { kind: String(e).split(":").slice(0, 2).join(":") });
+}
+"#;
+    let mut answers = Vec::new();
+    for cli in [env!("CARGO_BIN_EXE_ouro").to_string(), claude] {
+        let sb = Sandbox::new();
+        let file = sb.write("a.txt", "a\n");
+        let mock = server(json!({"turns": [
+            {"content": [{"type": "tool_use", "name": "Read", "input": {"file_path": file}}],
+             "expect_text": "read a.txt"},
+            {"content": [{"type": "text", "text": "never"}], "expect_text": "read a.txt"}
+        ]}))
+        .await;
+        answers.push(sdk_on(&sb, &mock.url(), body, &cli).await);
+    }
+    assert_eq!(answers[0], answers[1], "ouro, then Claude Code");
+    assert_eq!(answers[0][0]["subtype"], "error_max_turns");
+}
+
+/// `outputFormat` on ouro and on Claude Code: the same `structured_output` from the same
+/// StructuredOutput call.
+#[tokio::test]
+async fn structured_output_is_what_claude_code_gives() {
+    if !ts_sdk() {
+        return;
+    }
+    let Some(claude) = claude_cli() else {
+        return;
+    };
+    let body = r#"
+const outputFormat = { type: "json_schema", schema: {
+  type: "object",
+  properties: { city: { type: "string" }, people: { type: "integer" } },
+  required: ["city", "people"] } };
+for await (const m of query({ prompt: "biggest city on the Rhone", options: { ...opts, outputFormat } })) {
+  if (m.type === "result") out("result", { subtype: m.subtype, structured: m.structured_output });
+}
+"#;
+    let mut answers = Vec::new();
+    for cli in [env!("CARGO_BIN_EXE_ouro").to_string(), claude] {
+        let sb = Sandbox::new();
+        let mock = server(json!({"turns": [
+            {"content": [{"type": "tool_use", "name": "StructuredOutput",
+                "input": {"city": "Lyon", "people": 522000}}], "expect_text": "Rhone"},
+            {"content": [{"type": "text", "text": "done"}], "expect_text": "Rhone"}
+        ]}))
+        .await;
+        answers.push(sdk_on(&sb, &mock.url(), body, &cli).await);
+    }
+    assert_eq!(answers[0], answers[1], "ouro, then Claude Code");
+    assert_eq!(
+        answers[0][0]["structured"],
+        json!({"city": "Lyon", "people": 522000})
     );
 }

@@ -50,6 +50,8 @@ pub struct Controls {
     /// What `rewind_files` restores from.
     checkpoints: Option<Arc<Checkpoints>>,
     transcript: Option<PathBuf>,
+    /// The skills the session offers: what a prompt may name as `/skill`.
+    commands: Vec<String>,
 }
 
 impl Controls {
@@ -71,6 +73,7 @@ impl Controls {
             context: Mutex::new(context::report(engine)),
             checkpoints: engine.executor().context().checkpoints.clone(),
             transcript: engine.transcript_path().map(PathBuf::from),
+            commands: engine.config().init_meta.skills.clone(),
         }
     }
 
@@ -143,6 +146,11 @@ impl Controls {
                 })
             })
             .collect();
+        let commands: Vec<Value> = self
+            .commands
+            .iter()
+            .map(|name| json!({"name": name, "description": "", "argumentHint": ""}))
+            .collect();
         json!({
             "account": {"tokenSource": "none", "apiKeySource": "ANTHROPIC_API_KEY", "apiProvider": "firstParty"},
             "agents": [],
@@ -150,7 +158,7 @@ impl Controls {
             "available_output_styles": ["default"],
             "capabilities": [],
             "claude_code_version": crate::stream_json::write::CLAUDE_CODE_COMPAT_VERSION,
-            "commands": [],
+            "commands": commands,
             "current_permission_mode": self.permissions.mode().to_string(),
             "fast_mode_state": "off",
             "models": models,
