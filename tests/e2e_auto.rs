@@ -19,6 +19,21 @@ fn reviewer(when: &str, text: &str) -> Value {
     json!({"when_text": when, "content": [{"type": "text", "text": text}]})
 }
 
+/// `ouro -p` in auto mode with stream-json output: `extra` flags, then the prompt.
+fn auto_args<'a>(extra: &[&'a str], prompt: &'a str) -> Vec<&'a str> {
+    let mut args = vec![
+        "-p",
+        "--permission-mode",
+        "auto",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+    ];
+    args.extend(extra);
+    args.push(prompt);
+    args
+}
+
 fn result_text(result: &Value) -> String {
     match &result["content"] {
         Value::String(s) => s.clone(),
@@ -44,18 +59,7 @@ async fn the_reviewer_allows_blocks_with_a_reason_and_never_sees_tool_output() {
     ]}))
     .await;
     let run = sb
-        .run(
-            &mock.url(),
-            &[
-                "-p",
-                "--permission-mode",
-                "auto",
-                "--output-format",
-                "stream-json",
-                "--verbose",
-                "build it, USER-WISH-4242",
-            ],
-        )
+        .run(&mock.url(), &auto_args(&[], "build it, USER-WISH-4242"))
         .await;
     assert!(run.status.success(), "{}", run.debug());
     assert_eq!(
@@ -133,20 +137,7 @@ async fn three_blocks_in_a_row_hand_the_next_call_to_the_user() {
     }
     turns.push(json!({"content": [{"type": "text", "text": "gave up"}]}));
     let mock = server(json!({ "turns": turns })).await;
-    let run = sb
-        .run(
-            &mock.url(),
-            &[
-                "-p",
-                "--permission-mode",
-                "auto",
-                "--output-format",
-                "stream-json",
-                "--verbose",
-                "write files",
-            ],
-        )
-        .await;
+    let run = sb.run(&mock.url(), &auto_args(&[], "write files")).await;
     assert!(run.status.success(), "{}", run.debug());
     let results = run.tool_results();
     assert_eq!(results.len(), 4, "{}", run.debug());
@@ -173,18 +164,7 @@ async fn a_reviewer_that_does_not_answer_lets_nothing_through() {
         {"content": [{"type": "text", "text": "ok"}]}
     ]}))
     .await;
-    let mut command = sb.command(
-        &mock.url(),
-        &[
-            "-p",
-            "--permission-mode",
-            "auto",
-            "--output-format",
-            "stream-json",
-            "--verbose",
-            "make it",
-        ],
-    );
+    let mut command = sb.command(&mock.url(), &auto_args(&[], "make it"));
     command.env("OURO_AUTO_MODE_TIMEOUT_MS", "300");
     let output = command.output().await.unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -221,19 +201,7 @@ async fn protected_files_and_ask_rules_always_go_to_the_user() {
     ]}))
     .await;
     let run = sb
-        .run(
-            &mock.url(),
-            &[
-                "-p",
-                "--permission-mode",
-                "auto",
-                "--trust-project",
-                "--output-format",
-                "stream-json",
-                "--verbose",
-                "set up",
-            ],
-        )
+        .run(&mock.url(), &auto_args(&["--trust-project"], "set up"))
         .await;
     assert!(run.status.success(), "{}", run.debug());
     let results = run.tool_results();

@@ -289,29 +289,10 @@ unsafe fn reenter_cwd() -> std::io::Result<()> {
 /// Makes every mount read-only, then binds each of `writable` back writable. A kernel
 /// without `mount_setattr` (before 5.12) keeps the mounts as they were.
 unsafe fn read_only_except(writable: &[(CString, libc::c_ulong)]) -> std::io::Result<()> {
-    let attr = MountAttr {
-        attr_set: MOUNT_ATTR_RDONLY,
-        attr_clr: 0,
-        propagation: 0,
-        userns_fd: 0,
-    };
-    // SAFETY: mount_setattr reads `attr` (of the size given) and a NUL-terminated path.
-    let done = unsafe {
-        libc::syscall(
-            libc::SYS_mount_setattr,
-            libc::AT_FDCWD,
-            c"/".as_ptr(),
-            AT_RECURSIVE,
-            &attr as *const MountAttr,
-            std::mem::size_of::<MountAttr>(),
-        )
-    };
-    if done != 0 {
-        let error = std::io::Error::last_os_error();
-        return match error.raw_os_error() {
-            Some(libc::ENOSYS) => Ok(()),
-            _ => Err(error),
-        };
+    // SAFETY: a NUL-terminated constant path.
+    match unsafe { mount_setattr_read_only(c"/", true) } {
+        Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => return Ok(()),
+        other => other?,
     }
     for (path, flags) in writable {
         // SAFETY: NUL-terminated paths owned by the caller.
@@ -333,6 +314,26 @@ unsafe fn set_read_only(
     read_only: bool,
     locked: libc::c_ulong,
 ) -> std::io::Result<()> {
+    // SAFETY: forwarded; `path` is NUL-terminated.
+    match unsafe { mount_setattr_read_only(path, read_only) } {
+        Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => {}
+        other => return other,
+    }
+    let rdonly = if read_only { libc::MS_RDONLY } else { 0 };
+    // SAFETY: a remount of a NUL-terminated path.
+    unsafe {
+        mount_raw(
+            None,
+            path,
+            None,
+            libc::MS_BIND | libc::MS_REMOUNT | rdonly | locked,
+            None,
+        )
+    }
+}
+
+/// `mount_setattr(path, AT_RECURSIVE)` setting or clearing read-only, nothing else.
+unsafe fn mount_setattr_read_only(path: &CStr, read_only: bool) -> std::io::Result<()> {
     let attr = MountAttr {
         attr_set: if read_only { MOUNT_ATTR_RDONLY } else { 0 },
         attr_clr: if read_only { 0 } else { MOUNT_ATTR_RDONLY },
@@ -351,22 +352,9 @@ unsafe fn set_read_only(
         )
     };
     if done == 0 {
-        return Ok(());
-    }
-    let error = std::io::Error::last_os_error();
-    if error.raw_os_error() != Some(libc::ENOSYS) {
-        return Err(error);
-    }
-    let rdonly = if read_only { libc::MS_RDONLY } else { 0 };
-    // SAFETY: a remount of a NUL-terminated path.
-    unsafe {
-        mount_raw(
-            None,
-            path,
-            None,
-            libc::MS_BIND | libc::MS_REMOUNT | rdonly | locked,
-            None,
-        )
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
     }
 }
 
