@@ -74,6 +74,8 @@ mod repl_tasks;
 mod sandbox;
 mod sandbox_masks;
 #[cfg(feature = "mock")]
+mod sdk_compare;
+#[cfg(feature = "mock")]
 mod sdk_python;
 #[cfg(feature = "mock")]
 mod sdk_typescript;

@@ -7,7 +7,7 @@ use common::{Sandbox, bodies, server};
 use serde_json::{Value, json};
 
 /// Whether the Python Agent SDK is importable (a counted skip, or a failure in CI, if not).
-fn python_sdk() -> bool {
+pub(crate) fn python_sdk() -> bool {
     let found = std::process::Command::new("python3")
         .args(["-c", "import claude_agent_sdk"])
         .output()
@@ -23,6 +23,11 @@ fn python_sdk() -> bool {
 /// Runs `body` (Python, inside `async def main():`, with `opts` set up) and returns what it
 /// printed as JSON lines.
 async fn sdk(sb: &Sandbox, url: &str, body: &str) -> Vec<Value> {
+    sdk_on(sb, url, body, env!("CARGO_BIN_EXE_ouro")).await
+}
+
+/// [`sdk`] with `cli` as the SDK's executable: ouro, or the real `claude` to compare with.
+pub(crate) async fn sdk_on(sb: &Sandbox, url: &str, body: &str, cli: &str) -> Vec<Value> {
     let script = format!(
         r#"
 import anyio, json, os
@@ -32,11 +37,11 @@ def out(kind, **fields):
 async def main():
     opts = ClaudeAgentOptions(cli_path={cli:?}, cwd={cwd:?},
         env={{"ANTHROPIC_BASE_URL": {url:?}, "ANTHROPIC_API_KEY": "k",
-              "OURO_HOME": {home:?}, "HOME": {home:?}}})
+              "OURO_HOME": {home:?}, "HOME": {home:?}, "DISABLE_TELEMETRY": "1",
+              "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}})
 {body}
 anyio.run(main)
 "#,
-        cli = env!("CARGO_BIN_EXE_ouro"),
         cwd = sb.root().display().to_string(),
         home = sb.home.path().display().to_string(),
     );

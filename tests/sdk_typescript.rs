@@ -9,7 +9,7 @@ use common::{Sandbox, bodies, server};
 use serde_json::{Value, json};
 
 /// Whether the TypeScript Agent SDK is installed beside these tests.
-fn ts_sdk() -> bool {
+pub(crate) fn ts_sdk() -> bool {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/sdk_ts/node_modules/@anthropic-ai/claude-agent-sdk");
     let found = dir.is_dir() && common::skip::on_path("node");
@@ -28,7 +28,7 @@ async fn sdk(sb: &Sandbox, url: &str, body: &str) -> Vec<Value> {
 }
 
 /// [`sdk`] with `cli` as the SDK's executable: ouro, or the real `claude` to compare with.
-async fn sdk_on(sb: &Sandbox, url: &str, body: &str, cli: &str) -> Vec<Value> {
+pub(crate) async fn sdk_on(sb: &Sandbox, url: &str, body: &str, cli: &str) -> Vec<Value> {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sdk_ts");
     assert!(
         dir.join("node_modules/@anthropic-ai/claude-agent-sdk")
@@ -440,92 +440,4 @@ for await (const m of q) {}
         "{meta}"
     );
     assert!(meta["account"].is_object(), "{meta}");
-}
-
-/// The real `claude` on PATH, to compare with; `None` (and a recorded skip) without it.
-fn claude_cli() -> Option<String> {
-    let found = std::env::var_os("PATH").and_then(|path| {
-        std::env::split_paths(&path)
-            .map(|d| d.join("claude"))
-            .find(|p| p.is_file())
-    });
-    if found.is_none() {
-        common::skip::not_installed("the real `claude` CLI (npm; .ci/run installs it)");
-    }
-    found.map(|p| p.display().to_string())
-}
-
-/// The same program on ouro and on Claude Code 2.1.331, each against its own mock with the
-/// same script: an error result reaches the program with the same subtype, the same
-/// `terminal_reason` and an `errors` list, and then the SDK raises the same kind of error.
-#[tokio::test]
-async fn an_error_result_is_what_claude_code_gives() {
-    if !ts_sdk() {
-        return;
-    }
-    let Some(claude) = claude_cli() else {
-        return;
-    };
-    let body = r#"
-try {
-  for await (const m of query({ prompt: "read a.txt", options: { ...opts, maxTurns: 1 } })) {
-    if (m.type === "result") out("result", { subtype: m.subtype, is_error: m.is_error,
-      reason: m.terminal_reason, errors: Array.isArray(m.errors) });
-  }
-  out("ended", {});
-} catch (e) {
-  out("thrown", { kind: String(e).split(":").slice(0, 2).join(":") });
-}
-"#;
-    let mut answers = Vec::new();
-    for cli in [env!("CARGO_BIN_EXE_ouro").to_string(), claude] {
-        let sb = Sandbox::new();
-        let file = sb.write("a.txt", "a\n");
-        let mock = server(json!({"turns": [
-            {"content": [{"type": "tool_use", "name": "Read", "input": {"file_path": file}}],
-             "expect_text": "read a.txt"},
-            {"content": [{"type": "text", "text": "never"}], "expect_text": "read a.txt"}
-        ]}))
-        .await;
-        answers.push(sdk_on(&sb, &mock.url(), body, &cli).await);
-    }
-    assert_eq!(answers[0], answers[1], "ouro, then Claude Code");
-    assert_eq!(answers[0][0]["subtype"], "error_max_turns");
-}
-
-/// `outputFormat` on ouro and on Claude Code: the same `structured_output` from the same
-/// StructuredOutput call.
-#[tokio::test]
-async fn structured_output_is_what_claude_code_gives() {
-    if !ts_sdk() {
-        return;
-    }
-    let Some(claude) = claude_cli() else {
-        return;
-    };
-    let body = r#"
-const outputFormat = { type: "json_schema", schema: {
-  type: "object",
-  properties: { city: { type: "string" }, people: { type: "integer" } },
-  required: ["city", "people"] } };
-for await (const m of query({ prompt: "biggest city on the Rhone", options: { ...opts, outputFormat } })) {
-  if (m.type === "result") out("result", { subtype: m.subtype, structured: m.structured_output });
-}
-"#;
-    let mut answers = Vec::new();
-    for cli in [env!("CARGO_BIN_EXE_ouro").to_string(), claude] {
-        let sb = Sandbox::new();
-        let mock = server(json!({"turns": [
-            {"content": [{"type": "tool_use", "name": "StructuredOutput",
-                "input": {"city": "Lyon", "people": 522000}}], "expect_text": "Rhone"},
-            {"content": [{"type": "text", "text": "done"}], "expect_text": "Rhone"}
-        ]}))
-        .await;
-        answers.push(sdk_on(&sb, &mock.url(), body, &cli).await);
-    }
-    assert_eq!(answers[0], answers[1], "ouro, then Claude Code");
-    assert_eq!(
-        answers[0][0]["structured"],
-        json!({"city": "Lyon", "people": 522000})
-    );
 }

@@ -477,6 +477,18 @@ pub struct ResultUsage {
     /// The cache writes by lifetime: `{"ephemeral_1h_input_tokens", "ephemeral_5m_input_tokens"}`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_creation: Option<Value>,
+    /// `{"thinking_tokens"}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_tokens_details: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inference_geo: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iterations: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speed: Option<String>,
+    /// Claude Code sends it as `null` when no fallback credit applied.
+    #[serde(default)]
+    pub fallback_credit: Value,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -318,6 +318,12 @@ pub fn result_line(r: &RunResult) -> ResultLine {
                 "ephemeral_1h_input_tokens": 0,
                 "ephemeral_5m_input_tokens": r.usage.cache_creation_input_tokens
             })),
+            // Claude Code's empty forms: ouro has no value for these.
+            output_tokens_details: Some(serde_json::json!({"thinking_tokens": 0})),
+            inference_geo: Some(String::new()),
+            iterations: Some(serde_json::json!([])),
+            speed: Some("standard".into()),
+            fallback_credit: Value::Null,
         }),
         permission_denials: to_values(&r.permission_denials),
         structured_output: r.structured_output.clone(),

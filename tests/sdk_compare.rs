@@ -1,0 +1,203 @@
+//! The same Agent SDK programs on ouro and on the real `claude` 2.1.331 (installed by
+//! .ci/run), each against its own mock API with the same script: what the program sees must be
+//! the same. Every scripted turn names the prompt it expects, so a request Claude Code makes
+//! beyond the conversation gets a 400 instead of stealing a turn.
+
+use crate::common;
+use crate::sdk_python as py;
+use crate::sdk_typescript as ts;
+
+use common::{Sandbox, server};
+use serde_json::{Value, json};
+
+/// The real `claude` on PATH, to compare with; `None` (and a recorded skip) without it.
+fn claude_cli() -> Option<String> {
+    let found = std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .map(|d| d.join("claude"))
+            .find(|p| p.is_file())
+    });
+    if found.is_none() {
+        common::skip::not_installed("the real `claude` CLI (npm; .ci/run installs it)");
+    }
+    found.map(|p| p.display().to_string())
+}
+
+/// The same program on ouro and on Claude Code 2.1.331, each against its own mock with the
+/// same script: an error result reaches the program with the same subtype, the same
+/// `terminal_reason` and an `errors` list, and then the SDK raises the same kind of error.
+#[tokio::test]
+async fn an_error_result_is_what_claude_code_gives() {
+    if !ts::ts_sdk() {
+        return;
+    }
+    let Some(claude) = claude_cli() else {
+        return;
+    };
+    let body = r#"
+try {
+  for await (const m of query({ prompt: "read a.txt", options: { ...opts, maxTurns: 1 } })) {
+    if (m.type === "result") out("result", { subtype: m.subtype, is_error: m.is_error,
+      reason: m.terminal_reason, errors: Array.isArray(m.errors) });
+  }
+  out("ended", {});
+} catch (e) {
+  out("thrown", { kind: String(e).split(":").slice(0, 2).join(":") });
+}
+"#;
+    let mut answers = Vec::new();
+    for cli in [env!("CARGO_BIN_EXE_ouro").to_string(), claude] {
+        let sb = Sandbox::new();
+        let file = sb.write("a.txt", "a\n");
+        let mock = server(json!({"turns": [
+            {"content": [{"type": "tool_use", "name": "Read", "input": {"file_path": file}}],
+             "expect_text": "read a.txt"},
+            {"content": [{"type": "text", "text": "never"}], "expect_text": "read a.txt"}
+        ]}))
+        .await;
+        answers.push(ts::sdk_on(&sb, &mock.url(), body, &cli).await);
+    }
+    assert_eq!(answers[0], answers[1], "ouro, then Claude Code");
+    assert_eq!(answers[0][0]["subtype"], "error_max_turns");
+}
+
+/// `outputFormat` on ouro and on Claude Code: the same `structured_output` from the same
+/// StructuredOutput call.
+#[tokio::test]
+async fn structured_output_is_what_claude_code_gives() {
+    if !ts::ts_sdk() {
+        return;
+    }
+    let Some(claude) = claude_cli() else {
+        return;
+    };
+    let body = r#"
+const outputFormat = { type: "json_schema", schema: {
+  type: "object",
+  properties: { city: { type: "string" }, people: { type: "integer" } },
+  required: ["city", "people"] } };
+for await (const m of query({ prompt: "biggest city on the Rhone", options: { ...opts, outputFormat } })) {
+  if (m.type === "result") out("result", { subtype: m.subtype, structured: m.structured_output });
+}
+"#;
+    let mut answers = Vec::new();
+    for cli in [env!("CARGO_BIN_EXE_ouro").to_string(), claude] {
+        let sb = Sandbox::new();
+        let mock = server(json!({"turns": [
+            {"content": [{"type": "tool_use", "name": "StructuredOutput",
+                "input": {"city": "Lyon", "people": 522000}}], "expect_text": "Rhone"},
+            {"content": [{"type": "text", "text": "done"}], "expect_text": "Rhone"}
+        ]}))
+        .await;
+        answers.push(ts::sdk_on(&sb, &mock.url(), body, &cli).await);
+    }
+    assert_eq!(answers[0], answers[1], "ouro, then Claude Code");
+    assert_eq!(
+        answers[0][0]["structured"],
+        json!({"city": "Lyon", "people": 522000})
+    );
+}
+
+/// Runs the Python program `body` on ouro and on Claude Code, each with a fresh sandbox
+/// (prepared by `setup`) and a mock serving `turns`; returns both outputs.
+async fn python_both(
+    body: &str,
+    turns: impl Fn(&Sandbox) -> Value,
+) -> Option<(Vec<Value>, Vec<Value>)> {
+    if !py::python_sdk() {
+        return None;
+    }
+    let claude = claude_cli()?;
+    let mut answers = Vec::new();
+    for cli in [env!("CARGO_BIN_EXE_ouro").to_string(), claude] {
+        let sb = Sandbox::new();
+        let mock = server(turns(&sb)).await;
+        answers.push(py::sdk_on(&sb, &mock.url(), body, &cli).await);
+    }
+    let claude = answers.pop()?;
+    Some((answers.pop()?, claude))
+}
+
+#[tokio::test]
+async fn python_an_error_result_then_the_process_error_are_what_claude_code_gives() {
+    let Some((ouro, claude)) = python_both(
+        r#"
+    try:
+        async for m in query(prompt="read a.txt", options=ClaudeAgentOptions(
+                **{**opts.__dict__, "max_turns": 1})):
+            if isinstance(m, ResultMessage):
+                out("result", subtype=m.subtype, is_error=m.is_error,
+                    errors=isinstance(getattr(m, "errors", None), list) or "errors" in str(m))
+        out("ended")
+    except Exception as e:
+        out("raised", type=type(e).__name__)
+"#,
+        |sb| {
+            let file = sb.write("a.txt", "a\n");
+            json!({"turns": [
+                {"content": [{"type": "tool_use", "name": "Read", "input": {"file_path": file}}],
+                 "expect_text": "read a.txt"},
+                {"content": [{"type": "text", "text": "never"}], "expect_text": "read a.txt"}
+            ]})
+        },
+    )
+    .await
+    else {
+        return;
+    };
+    assert_eq!(ouro, claude, "ouro, then Claude Code");
+    assert_eq!(ouro[0]["subtype"], "error_max_turns");
+}
+
+#[tokio::test]
+async fn python_a_deny_that_stops_is_what_claude_code_gives() {
+    let Some((ouro, claude)) = python_both(
+        r#"
+    async def decide(tool, data, context):
+        return PermissionResultDeny(message="stop right there", interrupt=True)
+    opts.can_use_tool = decide
+    try:
+        async with ClaudeSDKClient(options=opts) as client:
+            await client.query("make b.txt")
+            async for m in client.receive_response():
+                if isinstance(m, ResultMessage):
+                    out("result", subtype=m.subtype, is_error=m.is_error)
+    except Exception as e:
+        out("raised", type=type(e).__name__)
+    out("file", exists=os.path.exists("b.txt"))
+"#,
+        |sb| {
+            let file = sb.root().join("b.txt").display().to_string();
+            json!({"turns": [
+                {"content": [{"type": "tool_use", "name": "Write",
+                    "input": {"file_path": file, "content": "b"}}], "expect_text": "make b.txt"},
+                {"content": [{"type": "text", "text": "never"}], "expect_text": "make b.txt"}
+            ]})
+        },
+    )
+    .await
+    else {
+        return;
+    };
+    assert_eq!(ouro, claude, "ouro, then Claude Code");
+    assert_eq!(ouro.last().unwrap()["exists"], false);
+}
+
+#[tokio::test]
+async fn python_a_plain_answer_has_the_fields_claude_code_gives() {
+    let Some((ouro, claude)) = python_both(
+        r#"
+    async for m in query(prompt="say hi", options=opts):
+        if isinstance(m, ResultMessage):
+            out("result", subtype=m.subtype, is_error=m.is_error, result=m.result,
+                turns=m.num_turns, usage=sorted((m.usage or {}).keys()),
+                reason=getattr(m, "terminal_reason", None))
+"#,
+        |_| json!({"turns": [{"content": [{"type": "text", "text": "hi"}], "expect_text": "say hi"}]}),
+    )
+    .await
+    else {
+        return;
+    };
+    assert_eq!(ouro, claude, "ouro, then Claude Code");
+}
