@@ -147,7 +147,7 @@ fn result_json(out: &BrainOutput) -> String {
         session_id: out.series.exid.clone(),
         duration_ms: u64::try_from(m.wall_time.as_millis()).unwrap_or(u64::MAX),
         total_cost_usd: Some(m.cost_usd),
-        usage: Some(ResultUsage {
+        usage: Some(Box::new(ResultUsage {
             counts: Usage {
                 input_tokens: m.input_tokens,
                 output_tokens: m.output_tokens,
@@ -155,7 +155,7 @@ fn result_json(out: &BrainOutput) -> String {
                 cache_read_input_tokens: m.cache_read_tokens,
             },
             ..Default::default()
-        }),
+        })),
         num_tool_calls: Some(out.tool_calls.len()),
         ..ResultLine::default()
     })

@@ -401,7 +401,7 @@ pub struct ResultLine {
     pub model_usage: serde_json::Map<String, Value>,
     /// This turn's usage (summed over its requests).
     #[serde(default, deserialize_with = "optional_usage")]
-    pub usage: Option<ResultUsage>,
+    pub usage: Option<Box<ResultUsage>>,
     #[serde(default)]
     pub permission_denials: Vec<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -457,10 +457,12 @@ fn usage_or_default<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Usage, D::
     Ok(optional_usage(d)?.map(|u| u.counts).unwrap_or_default())
 }
 
-fn optional_usage<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<ResultUsage>, D::Error> {
+fn optional_usage<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Box<ResultUsage>>, D::Error> {
     let v = Value::deserialize(d)?;
     Ok(v.is_object()
-        .then(|| ResultUsage::deserialize(v).ok())
+        .then(|| ResultUsage::deserialize(v).ok().map(Box::new))
         .flatten())
 }
 
@@ -486,9 +488,19 @@ pub struct ResultUsage {
     pub iterations: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub speed: Option<String>,
-    /// Claude Code sends it as `null` when no fallback credit applied.
-    #[serde(default)]
-    pub fallback_credit: Value,
+    /// Claude Code sends it as `null` when no fallback credit applied: `Some(Null)` is that
+    /// `null`, `None` an absent key (older captures).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    pub fallback_credit: Option<Value>,
+}
+
+/// A key that is present, even as `null`.
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -306,7 +306,7 @@ pub fn result_line(r: &RunResult) -> ResultLine {
         session_id: r.session_id.clone(),
         total_cost_usd: Some(r.total_cost_usd),
         model_usage: model_usage(r),
-        usage: Some(ResultUsage {
+        usage: Some(Box::new(ResultUsage {
             counts: r.usage,
             server_tool_use: Some(serde_json::json!({
                 "web_search_requests": 0,
@@ -323,8 +323,8 @@ pub fn result_line(r: &RunResult) -> ResultLine {
             inference_geo: Some(String::new()),
             iterations: Some(serde_json::json!([])),
             speed: Some("standard".into()),
-            fallback_credit: Value::Null,
-        }),
+            fallback_credit: Some(Value::Null),
+        })),
         permission_denials: to_values(&r.permission_denials),
         structured_output: r.structured_output.clone(),
         cost_note: r.cost_unknown.then(|| {
