@@ -46,9 +46,8 @@ pub async fn render(
         }
         match format {
             OutputFormat::StreamJson => {
-                if let Some(line) = stream_json::render(&event, &session_id) {
-                    let mut out = stdout.lock();
-                    let _ = writeln!(out, "{line}");
+                let mut out = std::io::BufWriter::new(stdout.lock());
+                if stream_json::write_line(&event, &session_id, &mut out).unwrap_or(false) {
                     let _ = out.flush();
                 }
             }

@@ -55,6 +55,21 @@ pub fn render(event: &Event, session_id: &str) -> Option<Value> {
     serde_json::to_value(line(event, session_id)?).ok()
 }
 
+/// [`render`] written straight to `out` with its newline: a long answer is not held again as
+/// a JSON value. `Ok(false)` when the event has no line.
+pub fn write_line(
+    event: &Event,
+    session_id: &str,
+    out: &mut impl std::io::Write,
+) -> std::io::Result<bool> {
+    let Some(line) = line(event, session_id) else {
+        return Ok(false);
+    };
+    serde_json::to_writer(&mut *out, &line)?;
+    out.write_all(b"\n")?;
+    Ok(true)
+}
+
 /// The typed line for an event (see [`render`]).
 pub fn line(event: &Event, session_id: &str) -> Option<Line> {
     let system = |s: System| Some(Line::System(s));
