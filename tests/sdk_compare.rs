@@ -23,17 +23,57 @@ fn claude_cli() -> Option<String> {
     found.map(|p| p.display().to_string())
 }
 
-/// The same program on ouro and on Claude Code 2.1.331, each against its own mock with the
-/// same script: an error result reaches the program with the same subtype, the same
-/// `terminal_reason` and an `errors` list, and then the SDK raises the same kind of error.
+/// Which SDK runs the program.
+#[derive(Clone, Copy)]
+enum Sdk {
+    Python,
+    TypeScript,
+}
+
+/// Runs `body` with `sdk` on ouro and on Claude Code, each with a fresh sandbox and a mock
+/// serving what `turns` scripts for it; returns (ouro's output, Claude Code's), or `None`
+/// (a recorded skip) when the SDK or `claude` is missing.
+async fn both(
+    sdk: Sdk,
+    body: &str,
+    turns: impl Fn(&Sandbox) -> Value,
+) -> Option<(Vec<Value>, Vec<Value>, Vec<Vec<Value>>)> {
+    let installed = match sdk {
+        Sdk::Python => py::python_sdk(),
+        Sdk::TypeScript => ts::ts_sdk(),
+    };
+    if !installed {
+        return None;
+    }
+    let claude = claude_cli()?;
+    let mut answers = Vec::new();
+    let mut sent = Vec::new();
+    for cli in [env!("CARGO_BIN_EXE_ouro").to_string(), claude] {
+        let sb = Sandbox::new();
+        let mock = server(turns(&sb)).await;
+        answers.push(match sdk {
+            Sdk::Python => py::sdk_on(&sb, &mock.url(), body, &cli).await,
+            Sdk::TypeScript => ts::sdk_on(&sb, &mock.url(), body, &cli).await,
+        });
+        sent.push(common::bodies(&mock));
+    }
+    let claude = answers.pop()?;
+    Some((answers.pop()?, claude, sent))
+}
+
+fn read_then_text(sb: &Sandbox, prompt: &str) -> Value {
+    let file = sb.write("a.txt", "a\n");
+    json!({"turns": [
+        {"content": [{"type": "tool_use", "name": "Read", "input": {"file_path": file}}],
+         "expect_text": prompt},
+        {"content": [{"type": "text", "text": "never"}], "expect_text": prompt}
+    ]})
+}
+
+/// An error result reaches the program with the same subtype, `terminal_reason` and an
+/// `errors` list, and then the SDK raises the same kind of error.
 #[tokio::test]
 async fn an_error_result_is_what_claude_code_gives() {
-    if !ts::ts_sdk() {
-        return;
-    }
-    let Some(claude) = claude_cli() else {
-        return;
-    };
     let body = r#"
 try {
   for await (const m of query({ prompt: "read a.txt", options: { ...opts, maxTurns: 1 } })) {
@@ -45,32 +85,18 @@ try {
   out("thrown", { kind: String(e).split(":").slice(0, 2).join(":") });
 }
 "#;
-    let mut answers = Vec::new();
-    for cli in [env!("CARGO_BIN_EXE_ouro").to_string(), claude] {
-        let sb = Sandbox::new();
-        let file = sb.write("a.txt", "a\n");
-        let mock = server(json!({"turns": [
-            {"content": [{"type": "tool_use", "name": "Read", "input": {"file_path": file}}],
-             "expect_text": "read a.txt"},
-            {"content": [{"type": "text", "text": "never"}], "expect_text": "read a.txt"}
-        ]}))
-        .await;
-        answers.push(ts::sdk_on(&sb, &mock.url(), body, &cli).await);
-    }
-    assert_eq!(answers[0], answers[1], "ouro, then Claude Code");
-    assert_eq!(answers[0][0]["subtype"], "error_max_turns");
-}
-
-/// `outputFormat` on ouro and on Claude Code: the same `structured_output` from the same
-/// StructuredOutput call.
-#[tokio::test]
-async fn structured_output_is_what_claude_code_gives() {
-    if !ts::ts_sdk() {
-        return;
-    }
-    let Some(claude) = claude_cli() else {
+    let Some((ouro, claude, _)) =
+        both(Sdk::TypeScript, body, |sb| read_then_text(sb, "read a.txt")).await
+    else {
         return;
     };
+    assert_eq!(ouro, claude, "ouro, then Claude Code");
+    assert_eq!(ouro[0]["subtype"], "error_max_turns");
+}
+
+/// `outputFormat`: the same `structured_output` from the same StructuredOutput call.
+#[tokio::test]
+async fn structured_output_is_what_claude_code_gives() {
     let body = r#"
 const outputFormat = { type: "json_schema", schema: {
   type: "object",
@@ -80,47 +106,126 @@ for await (const m of query({ prompt: "biggest city on the Rhone", options: { ..
   if (m.type === "result") out("result", { subtype: m.subtype, structured: m.structured_output });
 }
 "#;
-    let mut answers = Vec::new();
-    for cli in [env!("CARGO_BIN_EXE_ouro").to_string(), claude] {
-        let sb = Sandbox::new();
-        let mock = server(json!({"turns": [
+    let Some((ouro, claude, _)) = both(Sdk::TypeScript, body, |_| {
+        json!({"turns": [
             {"content": [{"type": "tool_use", "name": "StructuredOutput",
                 "input": {"city": "Lyon", "people": 522000}}], "expect_text": "Rhone"},
             {"content": [{"type": "text", "text": "done"}], "expect_text": "Rhone"}
-        ]}))
-        .await;
-        answers.push(ts::sdk_on(&sb, &mock.url(), body, &cli).await);
-    }
-    assert_eq!(answers[0], answers[1], "ouro, then Claude Code");
+        ]})
+    })
+    .await
+    else {
+        return;
+    };
+    assert_eq!(ouro, claude, "ouro, then Claude Code");
     assert_eq!(
-        answers[0][0]["structured"],
+        ouro[0]["structured"],
         json!({"city": "Lyon", "people": 522000})
     );
 }
 
-/// Runs the Python program `body` on ouro and on Claude Code, each with a fresh sandbox
-/// (prepared by `setup`) and a mock serving `turns`; returns both outputs.
-async fn python_both(
-    body: &str,
-    turns: impl Fn(&Sandbox) -> Value,
-) -> Option<(Vec<Value>, Vec<Value>)> {
-    if !py::python_sdk() {
-        return None;
+/// `interrupt()` mid-answer: the same user message and result subtype.
+#[tokio::test]
+async fn an_interrupt_is_what_claude_code_gives() {
+    let body = r#"
+const q = query({ prompt: "a slow one", options: opts });
+setTimeout(() => q.interrupt(), 1500);
+try {
+  for await (const m of q) {
+    if (m.type === "user" && Array.isArray(m.message.content)) {
+      for (const b of m.message.content) if (b.type === "text") out("user", { text: b.text });
     }
-    let claude = claude_cli()?;
-    let mut answers = Vec::new();
-    for cli in [env!("CARGO_BIN_EXE_ouro").to_string(), claude] {
-        let sb = Sandbox::new();
-        let mock = server(turns(&sb)).await;
-        answers.push(py::sdk_on(&sb, &mock.url(), body, &cli).await);
+    if (m.type === "result") out("result", { subtype: m.subtype, is_error: m.is_error });
+  }
+} catch (e) {
+  out("thrown", { kind: String(e).split(":")[0] });
+}
+"#;
+    let Some((ouro, claude, _)) = both(Sdk::TypeScript, body, |_| {
+        json!({"turns": [
+            {"content": [{"type": "text", "text": "a very slow answer that never finishes"}],
+             "hold_after_events": 2, "expect_text": "a slow one"}
+        ]})
+    })
+    .await
+    else {
+        return;
+    };
+    assert_eq!(ouro, claude, "ouro, then Claude Code");
+}
+
+/// `canUseTool` denying with `interrupt: true`: the same result, and the call never runs.
+#[tokio::test]
+async fn a_deny_that_stops_is_what_claude_code_gives() {
+    let body = r#"
+const canUseTool = async () => ({ behavior: "deny", message: "stop right there", interrupt: true });
+try {
+  for await (const m of query({ prompt: "make b.txt", options: { ...opts, canUseTool } })) {
+    if (m.type === "result") out("result", { subtype: m.subtype, is_error: m.is_error });
+  }
+} catch (e) {
+  out("thrown", { kind: String(e).split(":")[0] });
+}
+"#;
+    let Some((ouro, claude, sent)) = both(Sdk::TypeScript, body, |sb| {
+        let file = sb.root().join("b.txt").display().to_string();
+        json!({"turns": [
+            {"content": [{"type": "tool_use", "name": "Write",
+                "input": {"file_path": file, "content": "b"}}], "expect_text": "make b.txt"},
+            {"content": [{"type": "text", "text": "never"}], "expect_text": "make b.txt"}
+        ]})
+    })
+    .await
+    else {
+        return;
+    };
+    assert_eq!(ouro, claude, "ouro, then Claude Code");
+    let asked = |bodies: &[Value]| {
+        bodies
+            .iter()
+            .filter(|b| b.to_string().contains("make b.txt"))
+            .count()
+    };
+    assert_eq!(
+        asked(&sent[0]),
+        asked(&sent[1]),
+        "the model is asked as often"
+    );
+}
+
+/// `settingSources: ["project"]` reads the project's CLAUDE.md on both.
+#[tokio::test]
+async fn project_instructions_reach_the_model_as_on_claude_code() {
+    let body = r#"
+for await (const m of query({ prompt: "hello there", options: { ...opts, settingSources: ["project"] } })) {
+  if (m.type === "result") out("result", { subtype: m.subtype });
+}
+"#;
+    let Some((ouro, claude, sent)) = both(Sdk::TypeScript, body, |sb| {
+        sb.write("CLAUDE.md", "Answer briefly. MARKER-6262\n");
+        json!({"turns": [{"content": [{"type": "text", "text": "ok"}], "expect_text": "hello there"}]})
+    })
+    .await
+    else {
+        return;
+    };
+    assert_eq!(ouro, claude, "ouro, then Claude Code");
+    for (who, bodies) in ["ouro", "claude"].iter().zip(&sent) {
+        let main = bodies
+            .iter()
+            .find(|b| b.to_string().contains("hello there"))
+            .unwrap();
+        assert!(
+            main.to_string().contains("MARKER-6262"),
+            "{who} did not send CLAUDE.md"
+        );
     }
-    let claude = answers.pop()?;
-    Some((answers.pop()?, claude))
 }
 
 #[tokio::test]
 async fn python_an_error_result_then_the_process_error_are_what_claude_code_gives() {
-    let Some((ouro, claude)) = python_both(
+    let Some((ouro, claude, _)) = both(
+        Sdk::Python,
         r#"
     try:
         async for m in query(prompt="read a.txt", options=ClaudeAgentOptions(
@@ -132,14 +237,7 @@ async fn python_an_error_result_then_the_process_error_are_what_claude_code_give
     except Exception as e:
         out("raised", type=type(e).__name__)
 "#,
-        |sb| {
-            let file = sb.write("a.txt", "a\n");
-            json!({"turns": [
-                {"content": [{"type": "tool_use", "name": "Read", "input": {"file_path": file}}],
-                 "expect_text": "read a.txt"},
-                {"content": [{"type": "text", "text": "never"}], "expect_text": "read a.txt"}
-            ]})
-        },
+        |sb| read_then_text(sb, "read a.txt"),
     )
     .await
     else {
@@ -151,7 +249,8 @@ async fn python_an_error_result_then_the_process_error_are_what_claude_code_give
 
 #[tokio::test]
 async fn python_a_deny_that_stops_is_what_claude_code_gives() {
-    let Some((ouro, claude)) = python_both(
+    let Some((ouro, claude, _)) = both(
+        Sdk::Python,
         r#"
     async def decide(tool, data, context):
         return PermissionResultDeny(message="stop right there", interrupt=True)
@@ -185,7 +284,8 @@ async fn python_a_deny_that_stops_is_what_claude_code_gives() {
 
 #[tokio::test]
 async fn python_a_plain_answer_has_the_fields_claude_code_gives() {
-    let Some((ouro, claude)) = python_both(
+    let Some((ouro, claude, _)) = both(
+        Sdk::Python,
         r#"
     async for m in query(prompt="say hi", options=opts):
         if isinstance(m, ResultMessage):
