@@ -150,32 +150,54 @@ impl Scan {
                 let rel = e.path().strip_prefix(&root).unwrap_or(e.path());
                 !excludes.matched(rel, is_dir).is_ignore()
             })
-            .build();
+            .build_parallel();
+        // Every core stats: a snapshot after Bash looks at the whole project, and on a known
+        // project that is nearly all it does.
+        let found: std::sync::Mutex<Vec<(Vec<u8>, PathBuf, std::fs::Metadata)>> =
+            std::sync::Mutex::new(Vec::new());
+        let count = std::sync::atomic::AtomicUsize::new(0);
+        let root = &self.root;
+        walk.run(|| {
+            let (found, count) = (&found, &count);
+            Box::new(move |entry| {
+                let Ok(entry) = entry else {
+                    return ignore::WalkState::Continue;
+                };
+                let is_file = entry
+                    .file_type()
+                    .is_some_and(|t| t.is_file() || t.is_symlink());
+                if !is_file {
+                    return ignore::WalkState::Continue;
+                }
+                if count.fetch_add(1, std::sync::atomic::Ordering::Relaxed) >= MAX_FILES {
+                    return ignore::WalkState::Quit;
+                }
+                let (Ok(rel), Ok(meta)) = (entry.path().strip_prefix(root), entry.metadata())
+                else {
+                    return ignore::WalkState::Continue;
+                };
+                let rel = rel.as_os_str().as_bytes().to_vec();
+                crate::sys::sync::lock(found).push((rel, entry.into_path(), meta));
+                ignore::WalkState::Continue
+            })
+        });
+        if count.into_inner() > MAX_FILES {
+            self.finish(Vec::new())?;
+            return Err(std::io::Error::other(TooManyFiles(format!(
+                "{} holds more than {MAX_FILES} files that git would not ignore",
+                self.root.display()
+            ))));
+        }
         let mut seen = BTreeMap::new();
         let mut misses = Vec::new();
-        for entry in walk.filter_map(Result::ok) {
-            if seen.len() + misses.len() >= MAX_FILES {
-                self.finish(Vec::new())?;
-                return Err(std::io::Error::other(TooManyFiles(format!(
-                    "{} holds more than {MAX_FILES} files that git would not ignore",
-                    self.root.display()
-                ))));
-            }
-            let Some(file_type) = entry.file_type() else {
-                continue;
-            };
-            if !(file_type.is_file() || file_type.is_symlink()) {
-                continue;
-            }
-            let Ok(rel) = entry.path().strip_prefix(&self.root) else {
-                continue;
-            };
-            let rel = rel.as_os_str().as_bytes().to_vec();
-            let Ok(meta) = entry.metadata() else { continue };
+        let found = found
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for (rel, path, meta) in found {
             if let Some(e) = self.cached(&rel, &meta) {
                 seen.insert(rel, e);
             } else if !self.too_large(&rel, &meta) {
-                misses.push((rel, entry.into_path(), meta));
+                misses.push((rel, path, meta));
             }
         }
         if misses.len() >= read::PARALLEL_FROM {
