@@ -360,23 +360,10 @@ async fn a_second_writer_of_a_conversation_fails_at_once_and_names_the_holder() 
 async fn a_full_disk_stops_the_turn_and_keeps_the_transcript_whole() {
     let sb = Sandbox::new();
     let home = sb.home.path().join("small");
-    std::fs::create_dir_all(&home).unwrap();
-    let mounted = std::process::Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=128k", "tmpfs"])
-        .arg(&home)
-        .status()
-        .is_ok_and(|s| s.success());
-    if !mounted {
+    let Some(disk) = common::SmallDisk::mount(&home, "128k") else {
         common::skip::kernel_lacks("a tmpfs this user may mount (root in CI)");
         return;
-    }
-    struct Unmount(std::path::PathBuf);
-    impl Drop for Unmount {
-        fn drop(&mut self) {
-            let _ = std::process::Command::new("umount").arg(&self.0).status();
-        }
-    }
-    let _unmount = Unmount(home.clone());
+    };
     let big: String = (0..2000)
         .map(|i| format!("line {i:05} of a file too big for the disk\n"))
         .collect();
@@ -390,21 +377,7 @@ async fn a_full_disk_stops_the_turn_and_keeps_the_transcript_whole() {
     .await;
     // Leave room for the session to start, not for an 80 KB tool result.
     let filler = home.join("filler");
-    let free = || {
-        let out = std::process::Command::new("df")
-            .args(["--output=avail", "-B1"])
-            .arg(&home)
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .nth(1)
-            .unwrap()
-            .trim()
-            .parse::<usize>()
-            .unwrap()
-    };
-    std::fs::write(&filler, vec![0u8; free().saturating_sub(32 * 1024)]).unwrap();
+    std::fs::write(&filler, vec![0u8; disk.free().saturating_sub(32 * 1024)]).unwrap();
     let mut cmd = sb.command(&mock.url(), &["-p", "--output-format", "json", "read it"]);
     cmd.env("OURO_HOME", &home);
     let run = common::Run::from(cmd.output().await.unwrap());

@@ -142,13 +142,10 @@ async fn a_signal_at_any_point_of_a_turn_leaves_a_session_that_resumes_whole() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_disk_that_fills_at_any_point_leaves_a_session_that_resumes_whole() {
     let sb = Sandbox::new();
-    let probe = sb.home.path().join("probe");
-    std::fs::create_dir_all(&probe).unwrap();
-    if !mount_small(&probe) {
+    if common::SmallDisk::mount(&sb.home.path().join("probe"), "256k").is_none() {
         common::skip::kernel_lacks("a tmpfs this user may mount (root in CI)");
         return;
     }
-    unmount(&probe);
     // Room left on the disk when the session starts: from nothing to a little more than the
     // start needs, so the write that fails is a different one each time.
     let mut outcomes = Vec::new();
@@ -165,8 +162,7 @@ async fn a_disk_that_fills_at_any_point_leaves_a_session_that_resumes_whole() {
         let label = format!("{room} bytes free");
         let sb = Sandbox::new();
         let home = sb.home.path().join("small");
-        std::fs::create_dir_all(&home).unwrap();
-        assert!(mount_small(&home));
+        let disk = common::SmallDisk::mount(&home, "256k").unwrap();
         let big: String = (0..1500)
             .map(|i| format!("line {i:05} of a big file\n"))
             .collect();
@@ -177,7 +173,7 @@ async fn a_disk_that_fills_at_any_point_leaves_a_session_that_resumes_whole() {
         ]}))
         .await;
         let filler = home.join("filler");
-        std::fs::write(&filler, vec![0u8; free_bytes(&home).saturating_sub(room)]).ok();
+        std::fs::write(&filler, vec![0u8; disk.free().saturating_sub(room)]).ok();
         let mut cmd = sb.command(
             &mock.url(),
             &[
@@ -230,39 +226,13 @@ async fn a_disk_that_fills_at_any_point_leaves_a_session_that_resumes_whole() {
             assert!(resumed.status.success(), "{label}: {}", resumed.debug());
             assert!(runs_logged(&sb) <= 1, "{label}: a tool ran twice");
         }
-        unmount(&home);
+        drop(disk);
     }
     // The rooms span both sides: some sessions fail somewhere, the roomiest finishes.
     assert!(
         outcomes.contains(&Some(1)) && outcomes.contains(&Some(0)),
         "{outcomes:?}"
     );
-}
-
-fn mount_small(dir: &std::path::Path) -> bool {
-    std::process::Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=256k", "tmpfs"])
-        .arg(dir)
-        .stderr(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-fn unmount(dir: &std::path::Path) {
-    let _ = std::process::Command::new("umount").arg(dir).status();
-}
-
-fn free_bytes(dir: &std::path::Path) -> usize {
-    let out = std::process::Command::new("df")
-        .args(["--output=avail", "-B1"])
-        .arg(dir)
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .nth(1)
-        .and_then(|l| l.trim().parse().ok())
-        .unwrap_or(0)
 }
 
 fn walk_jsonl(dir: &std::path::Path) -> Vec<std::path::PathBuf> {

@@ -302,11 +302,11 @@ fn deny_rules_are_found_on_disk_as_written_and_through_globs() {
             .collect()
     };
     assert_eq!(
-        rel(&found.masks.hide),
+        rel(&found.hide),
         [".env", "secrets", "sub/deep/.env"],
         "{found:?}"
     );
-    assert_eq!(rel(&found.masks.freeze), ["config/prod.yml"]);
+    assert_eq!(rel(&found.freeze), ["config/prod.yml"]);
     assert!(Path::new(&root).join("secrets").exists());
 }
 

@@ -22,8 +22,8 @@ pub async fn run(args: &Args, cwd: &Path) -> anyhow::Result<Exit> {
     match run_session(args, cwd).await {
         Err(e) if args.output_format != print::OutputFormat::Text => {
             let text = crate::text::error_chain(e.chain());
-            let result = crate::event::RunResult::not_started(&text);
-            println!("{}", crate::stream_json::write::result(&result));
+            let result = crate::event::Event::Result(crate::event::RunResult::not_started(&text));
+            let _ = crate::stream_json::write::write_line(&result, "", &mut std::io::stdout());
             eprintln!("ouro: {text}");
             Ok(Exit::Failure)
         }

@@ -52,9 +52,9 @@ pub async fn render(
                 }
             }
             OutputFormat::Json => {
-                if let Event::Result(r) = &event {
+                if matches!(event, Event::Result(_)) {
                     let mut out = std::io::BufWriter::new(stdout.lock());
-                    let _ = stream_json::write_result(r, &mut out);
+                    let _ = stream_json::write_line(&event, &session_id, &mut out);
                     let _ = out.flush();
                 }
             }

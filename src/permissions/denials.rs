@@ -21,12 +21,6 @@ pub struct FileDenials {
     edit: Arc<Vec<CompiledRule>>,
 }
 
-/// The paths of the deny rules as they are on disk now, for one command.
-#[derive(Debug, Default)]
-pub struct Found {
-    pub masks: Masks,
-}
-
 /// A deny rule whose paths could not all be found: the command must not run.
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum FindError {
@@ -78,23 +72,19 @@ impl FileDenials {
     /// directory, a pattern is looked for beneath its literal directories (hidden and ignored
     /// files included, symlinks not followed, no deeper than the pattern reaches). Any error
     /// but "not there" is an error: a path that cannot be looked at cannot be masked.
-    pub fn find(&self) -> Result<Found, FindError> {
-        let mut found = Found::default();
-        for (rules, hide) in [(&self.read, true), (&self.edit, false)] {
+    pub fn find(&self) -> Result<Masks, FindError> {
+        let mut masks = Masks::default();
+        for (rules, list) in [
+            (&self.read, &mut masks.hide),
+            (&self.edit, &mut masks.freeze),
+        ] {
             for rule in rules.iter() {
-                let list = if hide {
-                    &mut found.masks.hide
-                } else {
-                    &mut found.masks.freeze
-                };
                 collect(rule, list)?;
             }
-        }
-        for list in [&mut found.masks.hide, &mut found.masks.freeze] {
             list.sort();
             list.dedup();
         }
-        Ok(found)
+        Ok(masks)
     }
 }
 

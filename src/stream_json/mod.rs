@@ -23,6 +23,17 @@ mod tests {
         RunResult, ToolStatus,
     };
 
+    /// The line ouro prints for `event`, read back as JSON.
+    fn value(event: &Event) -> serde_json::Value {
+        let mut out = Vec::new();
+        assert!(
+            write::write_line(event, "sess-1", &mut out).unwrap(),
+            "the event has a stream-json line"
+        );
+        assert_eq!(out.last(), Some(&b'\n'));
+        serde_json::from_slice(&out).unwrap()
+    }
+
     fn usage(input: u64, output: u64) -> Usage {
         Usage {
             input_tokens: input,
@@ -39,14 +50,14 @@ mod tests {
             text: std::sync::Arc::new("stopped after 2 turns".into()),
             ..RunResult::not_started("")
         };
-        let line = write::result(&failed);
+        let line = value(&Event::Result(failed));
         assert_eq!(line["errors"], json!(["stopped after 2 turns"]));
         assert_eq!(line["terminal_reason"], "max_turns");
         let done = RunResult {
             kind: ResultKind::Success,
             ..RunResult::not_started("fine")
         };
-        let line = write::result(&done);
+        let line = value(&Event::Result(done));
         assert!(line.get("errors").is_none(), "{line}");
         assert_eq!(line["terminal_reason"], "completed");
     }
@@ -100,7 +111,7 @@ mod tests {
                 ..Default::default()
             },
         });
-        let line = write::render(&init, "s").unwrap();
+        let line = value(&init);
         for key in KEYS {
             assert!(line.get(*key).is_some(), "{key} missing from {line}");
         }
@@ -161,7 +172,7 @@ mod tests {
     }
 
     fn round_trip(event: &Event) -> Line {
-        let line = write::render(event, "sess-1").expect("the event has a stream-json line");
+        let line = value(event);
         read::parse_line(&line.to_string())
             .expect("ouro's own line parses")
             .expect("the line is not blank")

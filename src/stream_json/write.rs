@@ -49,14 +49,10 @@ fn user_line(session_id: &str, blocks: Vec<ContentBlock>) -> UserLine {
     }
 }
 
-/// The stream-json line for an event, or `None` for events that format has no line for
-/// (live deltas, progress).
-pub fn render(event: &Event, session_id: &str) -> Option<Value> {
-    serde_json::to_value(line(event, session_id)?).ok()
-}
-
-/// [`render`] written straight to `out` with its newline: a long answer is not held again as
-/// a JSON value. `Ok(false)` when the event has no line.
+/// The stream-json line for an event written to `out` with its newline, straight from its
+/// typed form (a long answer is not held again as a JSON value); `Ok(false)` for events that
+/// format has no line for (live deltas, progress). A result's line is also the whole output
+/// of `--output-format json`.
 pub fn write_line(
     event: &Event,
     session_id: &str,
@@ -70,7 +66,7 @@ pub fn write_line(
     Ok(true)
 }
 
-/// The typed line for an event (see [`render`]).
+/// The typed line for an event (see [`write_line`]).
 pub fn line(event: &Event, session_id: &str) -> Option<Line> {
     let system = |s: System| Some(Line::System(s));
     match event {
@@ -369,16 +365,4 @@ fn terminal_reason(r: &RunResult) -> &'static str {
             }
         }
     }
-}
-
-/// The final `result` object (also the whole output of `--output-format json`).
-pub fn result(r: &RunResult) -> Value {
-    serde_json::to_value(Line::Result(result_line(r))).unwrap_or(Value::Null)
-}
-
-/// [`result`] written straight to `out` as one line: a long answer is not held again as a
-/// JSON value and as its text.
-pub fn write_result(r: &RunResult, out: &mut impl std::io::Write) -> std::io::Result<()> {
-    serde_json::to_writer(&mut *out, &Line::Result(result_line(r)))?;
-    out.write_all(b"\n")
 }

@@ -401,3 +401,42 @@ pub fn request_tool_results(body: &Value) -> Vec<Value> {
         .filter(|b| b["type"] == "tool_result")
         .collect()
 }
+
+/// A tmpfs of a few hundred KB mounted on a directory, for tests of a full disk; unmounted
+/// when dropped. Mounting needs root (CI has it): `None` otherwise.
+pub struct SmallDisk(PathBuf);
+
+impl SmallDisk {
+    pub fn mount(dir: &Path, size: &str) -> Option<SmallDisk> {
+        std::fs::create_dir_all(dir).ok()?;
+        std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir)
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+            .then(|| SmallDisk(dir.to_path_buf()))
+    }
+
+    /// Bytes still free on it.
+    pub fn free(&self) -> usize {
+        let out = std::process::Command::new("df")
+            .args(["--output=avail", "-B1"])
+            .arg(&self.0)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .nth(1)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+    }
+}

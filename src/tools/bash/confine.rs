@@ -300,11 +300,11 @@ fn masks_for(denials: &FileDenials) -> Result<Masks, String> {
     if denials.is_empty() {
         return Ok(Masks::default());
     }
-    let found = denials.find().map_err(|e| {
+    let masks = denials.find().map_err(|e| {
         format!("The command was not run: {e}. The sandbox enforces file deny rules, so it must find their paths first.")
     })?;
-    if found.masks.is_empty() {
-        return Ok(found.masks);
+    if masks.is_empty() {
+        return Ok(masks);
     }
     if let Err(why) = crate::sys::masks::support() {
         warn_once(
@@ -316,7 +316,7 @@ fn masks_for(denials: &FileDenials) -> Result<Masks, String> {
         );
         return Ok(Masks::default());
     }
-    Ok(found.masks)
+    Ok(masks)
 }
 
 static DISABLED_WARNING: OnceLock<()> = OnceLock::new();
