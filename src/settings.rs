@@ -626,6 +626,7 @@ const KNOWN_KEYS: &[&str] = &[
     "bashEnvPassthrough",
     "mcpServers",
     "checkpoints",
+    "autoMode",
 ];
 
 /// Claude Code keys ouro does not use: valid in a `.claude/` file, so not typos.
