@@ -10,6 +10,13 @@ use ouro::cli::{Args, Command, headless};
 use ouro::permissions::PermissionEngine;
 
 fn main() -> ExitCode {
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == ouro::sys::keeper::ARG)
+    {
+        ouro::sys::keeper::run();
+    }
+    ouro::sys::keeper::enable();
     // glibc gives every thread that allocates its own malloc arena; with tokio's workers that is
     // megabytes of mostly empty heap for a process that allocates little. Two arenas suffice.
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
@@ -255,7 +262,13 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let sdk = args.input_format == ouro::cli::print::InputFormat::StreamJson;
     if !args.print && !sdk {
         let options = args.options()?;
-        ouro::repl::run(options, args.brain.clone(), args.prompt.clone(), &cwd).await?;
+        if let Some(code) =
+            ouro::repl::run(options, args.brain.clone(), args.prompt.clone(), &cwd).await?
+        {
+            // A line editor may still wait for a key on another thread, which the runtime
+            // would wait for on the way out.
+            std::process::exit(code);
+        }
         return Ok(ExitCode::SUCCESS);
     }
     Ok(match headless::run(&args, &cwd).await? {

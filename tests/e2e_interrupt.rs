@@ -211,6 +211,63 @@ async fn sigterm_and_sighup_end_the_session_and_everything_it_started() {
     }
 }
 
+/// A SIGKILL of ouro cannot be caught, yet what its command left running still ends with it:
+/// in the command's group, escaped with setsid, double-forked, under nohup, or the command
+/// itself. ouro's keeper starts them and ends them when ouro is gone.
+#[tokio::test]
+async fn sigkill_of_ouro_ends_everything_its_commands_started() {
+    let sb = Sandbox::new();
+    let command = "sleep 300 & echo $! > bg.pid; setsid sleep 300 & echo $! > escaped.pid; \
+                   (setsid sh -c 'echo $$ > double.pid; exec sleep 300' &) ; \
+                   nohup sleep 300 >/dev/null 2>&1 & echo $! > nohup.pid; \
+                   echo $$ > shell.pid; sleep 300";
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": command}}]},
+        {"content": [{"type": "text", "text": "never"}]}
+    ]}))
+    .await;
+    let ouro = Watched::spawn(sb.command(&mock.url(), &["-p", "--allowedTools", "Bash", "go"]));
+    let names = [
+        "bg.pid",
+        "escaped.pid",
+        "double.pid",
+        "nohup.pid",
+        "shell.pid",
+    ];
+    let pid_of = |name: &str| {
+        std::fs::read_to_string(sb.root().join(name))
+            .ok()
+            .and_then(|t| t.trim().parse::<i32>().ok())
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while names.iter().any(|n| pid_of(n).is_none()) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the command never started"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let started: Vec<i32> = names.iter().filter_map(|n| pid_of(n)).collect();
+    assert!(
+        started.iter().all(|pid| !gone(*pid)),
+        "all run before the kill"
+    );
+    // SAFETY: kill only sends a signal to our own child.
+    unsafe { libc::kill(ouro.pid(), libc::SIGKILL) };
+    let run = ouro.finish(Duration::from_secs(20)).await;
+    assert_eq!(run.status.code(), None, "{}", run.debug());
+    for pid in started {
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while !gone(pid) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "process {pid} outlived a killed ouro"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
 /// The result of an interrupted run, as Claude Code reports one.
 fn assert_interrupted(run: &Run) {
     assert_eq!(

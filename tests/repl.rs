@@ -867,3 +867,92 @@ async fn always_on_an_edit_offers_the_session_or_the_folder() {
     let local = std::fs::read_to_string(sb.root().join(".ouro/settings.local.json")).unwrap();
     assert!(local.contains("Edit(sub/**)"), "{local}");
 }
+
+fn pid_in(sb: &Sandbox, name: &str) -> Option<i32> {
+    std::fs::read_to_string(sb.root().join(name))
+        .ok()
+        .and_then(|t| t.trim().parse().ok())
+}
+
+fn wait_gone(pid: i32) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let zombie_or_gone = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|s| {
+                s.rsplit_once(')')
+                    .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
+            })
+            .unwrap_or(true);
+        if zombie_or_gone {
+            return;
+        }
+        assert!(Instant::now() < deadline, "process {pid} outlived the REPL");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// SIGTERM during a turn ends it as Ctrl-C would (the call's result is written, so the
+/// conversation resumes whole), then the REPL exits with 143, the terminal back as it was and
+/// nothing the command started left running.
+#[tokio::test(flavor = "multi_thread")]
+async fn sigterm_in_a_turn_ends_the_turn_then_the_repl() {
+    let sb = Sandbox::new();
+    let command = "setsid sleep 300 & echo $! > escaped.pid; echo $$ > shell.pid; sleep 300";
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": command}}]},
+        {"content": [{"type": "text", "text": "never"}]}
+    ]}))
+    .await;
+    let mut term = Term::start(
+        &sb,
+        &mock.url(),
+        Options {
+            args: &["--allowedTools", "Bash"],
+            ..Options::default()
+        },
+    );
+    term.submit("run it");
+    let deadline = Instant::now() + pty::WAIT;
+    while pid_in(&sb, "escaped.pid").is_none() || pid_in(&sb, "shell.pid").is_none() {
+        assert!(Instant::now() < deadline, "{}", term.text());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(term.is_raw(), "a turn reads keys without echo");
+    // SAFETY: kill only sends a signal to our own child.
+    unsafe { libc::kill(term.pid(), libc::SIGTERM) };
+    let status = term.wait_exit();
+    assert_eq!(status.exit_code(), 143, "{}", term.text());
+    assert!(!term.is_raw(), "the terminal is back in line mode");
+    for name in ["escaped.pid", "shell.pid"] {
+        wait_gone(pid_in(&sb, name).unwrap());
+    }
+    assert_eq!(bodies(&mock).len(), 1, "no request after the signal");
+    let transcript = std::fs::read_to_string(&sb.transcripts()[0]).unwrap();
+    let lines: Vec<serde_json::Value> = transcript
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(
+        lines.iter().any(|l| l.to_string().contains("tool_result")),
+        "the call's result is in the transcript: {transcript}"
+    );
+}
+
+/// SIGHUP (the terminal closed) at the prompt, mid-line: the REPL exits with 129 at once and
+/// leaves the terminal in line mode.
+#[tokio::test(flavor = "multi_thread")]
+async fn sighup_at_the_prompt_exits_with_the_terminal_restored() {
+    let sb = Sandbox::new();
+    let mock = server(json!({"turns": []})).await;
+    let mut term = Term::start(&sb, &mock.url(), Options::default());
+    term.expect("› ");
+    term.send("half a thought");
+    term.expect("half a thought");
+    assert!(term.is_raw(), "the line editor has the terminal");
+    // SAFETY: kill only sends a signal to our own child.
+    unsafe { libc::kill(term.pid(), libc::SIGHUP) };
+    let status = term.wait_exit();
+    assert_eq!(status.exit_code(), 129, "{}", term.text());
+    assert!(!term.is_raw(), "the terminal is back in line mode");
+    assert!(bodies(&mock).is_empty());
+}

@@ -9,6 +9,28 @@ use std::os::fd::AsRawFd;
 
 const ESC: u8 = 0x1b;
 
+/// The terminal as the session found it, for [`restore_terminal`].
+static FOUND: std::sync::OnceLock<libc::termios> = std::sync::OnceLock::new();
+
+/// Notes the terminal's state at the start of the session (when stdin is a terminal).
+pub fn remember_terminal() {
+    // SAFETY: termios is plain old data; tcgetattr fills it or fails.
+    let mut found: libc::termios = unsafe { std::mem::zeroed() };
+    // SAFETY: stdin's descriptor and a live, writable termios.
+    if unsafe { libc::tcgetattr(std::io::stdin().as_raw_fd(), &mut found) } == 0 {
+        let _ = FOUND.set(found);
+    }
+}
+
+/// Puts the terminal back as the session found it, whoever changed it since (the line editor
+/// in the middle of a read, a turn's key reader).
+pub fn restore_terminal() {
+    if let Some(found) = FOUND.get() {
+        // SAFETY: found came from tcgetattr on the same descriptor.
+        unsafe { libc::tcsetattr(std::io::stdin().as_raw_fd(), libc::TCSANOW, found) };
+    }
+}
+
 /// The terminal's state for one turn; dropping it puts the terminal back.
 pub struct TurnKeys {
     saved: Option<libc::termios>,

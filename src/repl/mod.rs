@@ -36,6 +36,8 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio_util::sync::CancellationToken;
 
+use crate::sys::shutdown::Ending;
+
 use crate::app::{self, Endpoint, Options};
 use crate::engine::Engine;
 use crate::event::Event;
@@ -50,6 +52,8 @@ use style::Style;
 const PROMPT: &str = "› ";
 /// How often the spinner moves.
 const TICK: Duration = Duration::from_millis(100);
+/// How long a SIGTERM or SIGHUP leaves the session to end its turn before it exits anyway.
+const ENDING_GRACE: Duration = Duration::from_secs(5);
 
 /// Runs the REPL until the user quits. `first_prompt` is sent first; `options.resume` /
 /// `options.continue_last` open the earlier session and show its last exchange. `brain` is the
@@ -59,7 +63,7 @@ pub async fn run(
     brain: Option<String>,
     first_prompt: Option<String>,
     cwd: &Path,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Option<i32>> {
     let endpoint = Endpoint::from_env()?;
     let (_, ignored) = app::load_settings(&options, cwd)?;
     let root = app::project_root(cwd);
@@ -77,6 +81,8 @@ pub async fn run(
     // Registered before the first read: rustyline puts back the SIGINT handler it found, so
     // this one is active whenever a turn runs.
     let sigint = signal(SignalKind::interrupt()).context("could not watch for Ctrl-C")?;
+    keys::remember_terminal();
+    let ending = crate::sys::shutdown::watch_ending(ENDING_GRACE, keys::restore_terminal);
     let style = Style::detect();
     let live = std::io::stdout().is_terminal();
     let mut renderer = Renderer::new(Box::new(std::io::stdout()), style, live);
@@ -98,6 +104,7 @@ pub async fn run(
             events: session.events,
             questions,
             sigint,
+            ending,
             parked: Vec::new(),
             type_ahead: String::new(),
             draft: String::new(),
@@ -176,6 +183,8 @@ struct Ui {
     events: UnboundedReceiver<Event>,
     questions: UnboundedReceiver<Pending>,
     sigint: Signal,
+    /// SIGTERM or SIGHUP: the turn ends as on Ctrl-C, then the session.
+    ending: Ending,
     /// Questions left unanswered by Ctrl-C: their calls end as cancelled when the turn stops,
     /// rather than as refused, so they are held until then.
     parked: Vec<Pending>,
@@ -215,10 +224,15 @@ impl Repl {
         }
     }
 
-    async fn main_loop(&mut self) -> anyhow::Result<()> {
+    /// Runs until the user leaves; `Some(exit code)` when SIGTERM or SIGHUP ended it.
+    async fn main_loop(&mut self) -> anyhow::Result<Option<i32>> {
         // Text kept across a Shift+Tab, before and after the cursor.
         let mut kept = (String::new(), String::new());
+        let ending = self.ui.ending.token.clone();
         loop {
+            if ending.is_cancelled() {
+                break;
+            }
             self.refresh_offers();
             let prompt = self.ui.prompt();
             // A line entered during the turn is submitted as it was typed; text without its
@@ -234,10 +248,14 @@ impl Repl {
                     kept.0
                         .insert_str(0, &std::mem::take(&mut self.ui.type_ahead));
                     kept.0.insert_str(0, &std::mem::take(&mut self.ui.draft));
-                    self.ui
-                        .editor
-                        .read_with(&prompt, std::mem::take(&mut kept))
-                        .await?
+                    tokio::select! {
+                        read = self.ui.editor.read_with(&prompt, std::mem::take(&mut kept)) => read?,
+                        () = ending.cancelled() => {
+                            keys::restore_terminal();
+                            self.ui.render.print("");
+                            break;
+                        }
+                    }
                 }
             };
             let line = match input {
@@ -286,8 +304,14 @@ impl Repl {
                 None => self.typed(&line).await,
             }
         }
-        self.engine.end_session("prompt_input_exit").await;
-        Ok(())
+        let signal = self.ui.ending.received.exit_code();
+        let reason = if signal.is_some() {
+            "other"
+        } else {
+            "prompt_input_exit"
+        };
+        self.engine.end_session(reason).await;
+        Ok(signal)
     }
 
     /// What Tab and the `/` hints offer, MCP prompts and resources included.
@@ -390,6 +414,7 @@ impl Ui {
         let mut ticker = tokio::time::interval(TICK);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         let mut keys = keys::TurnKeys::start();
+        let ending = self.ending.token.clone();
         tokio::pin!(work);
         let output = loop {
             tokio::select! {
@@ -402,6 +427,7 @@ impl Ui {
                         self.render.interrupting();
                     }
                 }
+                () = ending.cancelled(), if !cancel.is_cancelled() => cancel.cancel(),
                 output = &mut work => break output,
                 _ = ticker.tick() => {
                     let pressed = keys.poll();
@@ -442,8 +468,18 @@ impl Ui {
         let question = ask::question(self.render.style(), &pending.request);
         self.render.question(&question);
         let prompt = ask::answer_prompt(&pending.request);
+        let ending = self.ending.token.clone();
         loop {
-            let answer = match self.editor.read(prompt).await {
+            let read = tokio::select! {
+                read = self.editor.read(prompt) => read,
+                () = ending.cancelled() => {
+                    keys::restore_terminal();
+                    cancel.cancel();
+                    self.parked.push(pending);
+                    return;
+                }
+            };
+            let answer = match read {
                 Ok(Input::Line(text)) => match ask::parse_choice(&text, &pending.request) {
                     Some(ask::Choice::AcceptEdits) => {
                         match self.permissions.set_mode(PermissionMode::AcceptEdits) {

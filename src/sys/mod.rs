@@ -5,6 +5,7 @@ pub mod beneath;
 pub mod disk;
 pub mod flock;
 pub mod git;
+pub mod keeper;
 pub mod masks;
 pub mod process;
 pub mod sandbox;

@@ -1,41 +1,189 @@
-//! Child processes that lead their own process group, so that stopping one stops everything it
-//! started (a `sleep` in a pipeline, a dev server launched by a script).
+//! Tool processes: each leads its own process group, so stopping one stops everything it
+//! started (a `sleep` in a pipeline, a dev server launched by a script), and each is started
+//! by ouro's keeper (see [`super::keeper`]), so nothing it leaves running outlives ouro.
 
+use std::ffi::OsString;
 use std::io;
-use std::process::ExitStatus;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
+use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
-use tokio::process::{Child, Command};
+use tokio::net::unix::pipe;
+use tokio::sync::oneshot;
 
-/// A running child that leads its own process group. Dropping it before the child was waited
-/// for kills the whole group, so an abandoned call leaves nothing behind.
-pub struct GroupChild {
-    child: Child,
-    pgid: Option<i32>,
-    reaped: bool,
+pub use super::keeper::SpawnError;
+use super::keeper::{self, Keeper, Request};
+use super::sandbox::{Policy, Prepared};
+
+/// A process to start: the program, its arguments, directory, whole environment, and sandbox.
+#[derive(Debug, Clone)]
+pub struct Launch {
+    pub program: OsString,
+    pub args: Vec<OsString>,
+    pub cwd: PathBuf,
+    pub env: Vec<(OsString, OsString)>,
+    /// A pipe to its stdin (else `/dev/null`).
+    pub stdin: bool,
+    pub policy: Option<Policy>,
 }
 
-impl GroupChild {
-    pub fn spawn(command: &mut Command) -> io::Result<Self> {
-        command.process_group(0);
-        let child = command.spawn()?;
-        let pgid = child.id().and_then(|id| i32::try_from(id).ok());
+/// A started process with the parent's ends of its pipes.
+pub struct Spawned {
+    pub stdin: Option<pipe::Sender>,
+    pub stdout: pipe::Receiver,
+    pub stderr: pipe::Receiver,
+    pub process: GroupChild,
+}
+
+impl Launch {
+    pub fn new(program: impl Into<OsString>, cwd: impl Into<PathBuf>) -> Launch {
+        Launch {
+            program: program.into(),
+            args: Vec::new(),
+            cwd: cwd.into(),
+            env: Vec::new(),
+            stdin: false,
+            policy: None,
+        }
+    }
+
+    pub fn arg(&mut self, arg: impl Into<OsString>) -> &mut Launch {
+        self.args.push(arg.into());
+        self
+    }
+
+    /// Sets one variable, replacing an earlier value.
+    pub fn env(&mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> &mut Launch {
+        let key = key.into();
+        self.env.retain(|(k, _)| *k != key);
+        self.env.push((key, value.into()));
+        self
+    }
+
+    /// Starts it through the keeper, or directly when there is no keeper (the process then
+    /// ends with ouro only when ouro ends in an orderly way).
+    pub async fn spawn(&self) -> Result<Spawned, SpawnError> {
+        let (stdin_ours, stdin_theirs) = if self.stdin {
+            let (theirs, ours) = pipe_pair()?;
+            (Some(pipe::Sender::from_owned_fd(ours)?), Some(theirs))
+        } else {
+            (None, None)
+        };
+        let (stdout, stdout_theirs) = pipe_pair()?;
+        let (stderr, stderr_theirs) = pipe_pair()?;
+        let theirs = Theirs {
+            stdin: stdin_theirs,
+            stdout: stdout_theirs,
+            stderr: stderr_theirs,
+        };
+        let process = match keeper::get() {
+            Some(keeper) => self.spawn_kept(&keeper, &theirs).await?,
+            None => self.spawn_here(theirs)?,
+        };
+        Ok(Spawned {
+            stdin: stdin_ours,
+            stdout: pipe::Receiver::from_owned_fd(stdout)?,
+            stderr: pipe::Receiver::from_owned_fd(stderr)?,
+            process,
+        })
+    }
+
+    async fn spawn_kept(&self, keeper: &Keeper, theirs: &Theirs) -> Result<GroupChild, SpawnError> {
+        let mut fds = Vec::new();
+        if let Some(stdin) = &theirs.stdin {
+            fds.push(stdin.as_raw_fd());
+        }
+        fds.extend([theirs.stdout.as_raw_fd(), theirs.stderr.as_raw_fd()]);
+        let request = Request {
+            id: 0,
+            program: self.program.clone(),
+            args: self.args.clone(),
+            cwd: self.cwd.clone(),
+            env: self.env.clone(),
+            stdin: self.stdin,
+            policy: self.policy.clone(),
+        };
+        let (pid, exit) = keeper.start(request, &fds).await?;
         Ok(GroupChild {
-            child,
-            pgid,
+            pgid: Some(pid),
+            exit: Exit::Kept(Some(exit)),
             reaped: false,
         })
     }
 
-    /// For taking the child's stdio handles.
-    pub fn child_mut(&mut self) -> &mut Child {
-        &mut self.child
+    fn spawn_here(&self, theirs: Theirs) -> Result<GroupChild, SpawnError> {
+        let mut command = std::process::Command::new(&self.program);
+        command
+            .args(&self.args)
+            .current_dir(&self.cwd)
+            .env_clear()
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .stdin(theirs.stdin.map_or_else(Stdio::null, Stdio::from))
+            .stdout(theirs.stdout)
+            .stderr(theirs.stderr);
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        if let Some(policy) = &self.policy {
+            match Prepared::new(policy) {
+                Ok(Some(prepared)) => prepared.apply(&mut command),
+                Ok(None) => {}
+                Err(e) => return Err(SpawnError::Sandbox(e.to_string())),
+            }
+        }
+        let child = tokio::process::Command::from(command).spawn()?;
+        Ok(GroupChild {
+            pgid: child.id().and_then(|id| i32::try_from(id).ok()),
+            exit: Exit::Here(child),
+            reaped: false,
+        })
     }
+}
 
+/// The child's ends of its pipes, closed in ouro once it has started.
+struct Theirs {
+    stdin: Option<OwnedFd>,
+    stdout: OwnedFd,
+    stderr: OwnedFd,
+}
+
+/// (read end, write end), both close-on-exec.
+fn pipe_pair() -> io::Result<(OwnedFd, OwnedFd)> {
+    let (reader, writer) = io::pipe()?;
+    Ok((reader.into(), writer.into()))
+}
+
+enum Exit {
+    Here(tokio::process::Child),
+    /// The keeper's report of the wait status.
+    Kept(Option<oneshot::Receiver<i32>>),
+}
+
+/// A running process that leads its own process group. Dropping it before it was waited for
+/// kills the whole group, so an abandoned call leaves nothing behind.
+pub struct GroupChild {
+    pgid: Option<i32>,
+    exit: Exit,
+    reaped: bool,
+}
+
+impl GroupChild {
     /// Waits for the group leader. Other members may still run (a command's `cmd &`); they are
     /// left alone because starting them may have been the point.
     pub async fn wait(&mut self) -> io::Result<ExitStatus> {
-        let status = self.child.wait().await?;
+        let status = match &mut self.exit {
+            Exit::Here(child) => child.wait().await?,
+            Exit::Kept(receiver) => {
+                let Some(rx) = receiver.as_mut() else {
+                    return Err(io::Error::other("the process was already waited for"));
+                };
+                let status = rx.await.map_err(|_| {
+                    io::Error::other("ouro's process keeper ended before the process did")
+                });
+                *receiver = None;
+                ExitStatus::from_raw(status?)
+            }
+        };
         self.reaped = true;
         Ok(status)
     }
@@ -44,10 +192,10 @@ impl GroupChild {
     /// `grace` passed; the leader is reaped.
     pub async fn terminate(&mut self, grace: Duration) {
         self.signal(libc::SIGTERM);
-        let early = tokio::time::timeout(grace, self.child.wait()).await;
+        let early = tokio::time::timeout(grace, self.wait()).await;
         self.signal(libc::SIGKILL);
         if !matches!(early, Ok(Ok(_))) {
-            let _ = self.child.wait().await;
+            let _ = self.wait().await;
         }
         self.reaped = true;
     }

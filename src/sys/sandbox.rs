@@ -17,7 +17,7 @@ use landlock::{
 const ABI_WANTED: ABI = ABI::V6;
 
 /// What a confined command may touch.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Policy {
     /// Read (and execute) anything beneath these.
     pub read: Vec<PathBuf>,
@@ -163,7 +163,8 @@ impl Prepared {
     }
 
     /// Makes `command`'s child confine itself just before it runs the program.
-    pub fn apply(mut self, command: &mut tokio::process::Command) {
+    pub fn apply(mut self, command: &mut std::process::Command) {
+        use std::os::unix::process::CommandExt;
         let mut ruleset = self.ruleset.take();
         let masks = self.masks.take();
         let filter = std::mem::take(&mut self.filter);
@@ -219,7 +220,7 @@ async fn spawn_true(policy: Option<&Policy>) -> Result<Duration, SandboxError> {
     let started = Instant::now();
     let mut command = tokio::process::Command::new("true");
     if let Some(prepared) = policy.map(Prepared::new).transpose()?.flatten() {
-        prepared.apply(&mut command);
+        prepared.apply(command.as_std_mut());
     }
     let status = command.status().await.map_err(SandboxError::Spawn)?;
     if !status.success() {

@@ -67,6 +67,49 @@ pub fn watch(turn: CancellationToken) -> Received {
     received
 }
 
+/// SIGTERM or SIGHUP for a front end that keeps Ctrl-C for itself (the REPL): `token` is
+/// cancelled on the first, and which one it was is recorded. Should the front end not have
+/// exited `grace` later (busy somewhere that does not watch the token), `last_words` runs
+/// (to put the terminal back) and the process exits with 128 + the signal.
+pub struct Ending {
+    pub token: CancellationToken,
+    pub received: Received,
+}
+
+pub fn watch_ending(grace: std::time::Duration, last_words: fn()) -> Ending {
+    let ending = Ending {
+        token: CancellationToken::new(),
+        received: Received::default(),
+    };
+    for (kind, number) in [
+        (SignalKind::terminate(), libc::SIGTERM),
+        (SignalKind::hangup(), libc::SIGHUP),
+    ] {
+        let Ok(mut stream) = signal(kind) else {
+            continue;
+        };
+        let (token, record) = (ending.token.clone(), ending.received.clone());
+        tokio::spawn(async move {
+            if stream.recv().await.is_none() {
+                return;
+            }
+            let first = record
+                .0
+                .compare_exchange(0, number, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok();
+            if !first {
+                return;
+            }
+            token.cancel();
+            tokio::time::sleep(grace).await;
+            last_words();
+            end_descendants();
+            std::process::exit(128 + number);
+        });
+    }
+    ending
+}
+
 /// Ends every process descended from this one (SIGTERM, then SIGKILL to what is left), and
 /// reaps them.
 pub fn end_descendants() {

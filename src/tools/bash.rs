@@ -4,20 +4,19 @@
 use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use tokio::process::Command;
 use tokio_util::sync::CancellationToken;
 
 use super::{Progress, Tool, ToolContext, ToolError, ToolOutput};
 use crate::event::ToolDisplay;
 use crate::permissions::bash::is_read_only_command;
 use crate::permissions::{Access, Confinement, FileDenials};
-use crate::sys::process::GroupChild;
-use crate::sys::sandbox::{Prepared, Support};
+use crate::sys::process::{Launch, SpawnError};
+use crate::sys::sandbox::Support;
 use crate::text::HeadTail;
 
 mod confine;
@@ -211,9 +210,9 @@ impl<'a> Sandboxing<'a> {
         }
     }
 
-    /// Confines `command` (the child confines itself before it runs bash). Nothing runs when
+    /// Confines `launch` (the child confines itself before it runs bash). Nothing runs when
     /// the sandbox cannot be built.
-    fn apply(&self, command: &mut Command, line: &str, cwd_file: &Path) -> Result<(), ToolError> {
+    fn apply(&self, launch: &mut Launch, line: &str, cwd_file: &Path) -> Result<(), ToolError> {
         let plan = self.config.plan(
             self.confinement,
             self.project_root,
@@ -225,7 +224,7 @@ impl<'a> Sandboxing<'a> {
             return Err(ToolError::Invalid(why));
         }
         if let Some(tmpdir) = &plan.tmpdir {
-            command.env("TMPDIR", tmpdir);
+            launch.env("TMPDIR", tmpdir);
         }
         let Some(policy) = plan.policy else {
             return Ok(());
@@ -233,18 +232,15 @@ impl<'a> Sandboxing<'a> {
         if self.confinement == Confinement::ReadOnly {
             // Git treats an unreadable ~/.gitconfig as fatal; a read-only call gets none, and
             // runs nothing the repository's config names.
-            command.env("GIT_CONFIG_GLOBAL", "/dev/null");
-            command.envs(crate::sys::git::safety_env(self.project_root));
-        }
-        match Prepared::new(&policy) {
-            Ok(Some(prepared)) => prepared.apply(command),
-            Ok(None) => confine::warn_unsupported(&Support::detect().describe()),
-            Err(e) => {
-                return Err(ToolError::Invalid(format!(
-                    "The command was not run: {e}. Run `ouro sandbox check` to see what this \
-                     machine supports."
-                )));
+            launch.env("GIT_CONFIG_GLOBAL", "/dev/null");
+            for (key, value) in crate::sys::git::safety_env(self.project_root) {
+                launch.env(key, value);
             }
+        }
+        if matches!(Support::detect(), Support::Landlock(_)) {
+            launch.policy = Some(policy);
+        } else {
+            confine::warn_unsupported(&Support::detect().describe());
         }
         Ok(())
     }
@@ -274,22 +270,20 @@ impl Shell<'_> {
     ) -> Result<ShellRun, ToolError> {
         let cwd_file =
             CwdFile::new().map_err(|e| ToolError::io("could not create a temp file", e))?;
-        let mut command = Command::new("bash");
-        command
-            .arg("-c")
-            .arg(script(self.command, &cwd_file.path))
-            .current_dir(self.cwd)
-            .env_clear()
-            .envs(self.env)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+        let mut launch = Launch::new("bash", self.cwd);
+        launch.arg("-c").arg(script(self.command, &cwd_file.path));
+        launch.env = self.env;
         self.sandbox
-            .apply(&mut command, self.command, &cwd_file.path)?;
-        let mut group = GroupChild::spawn(&mut command)
-            .map_err(|e| ToolError::io("could not start bash", e))?;
-        let stdout = group.child_mut().stdout.take();
-        let stderr = group.child_mut().stderr.take();
+            .apply(&mut launch, self.command, &cwd_file.path)?;
+        let spawned = launch.spawn().await.map_err(|e| match e {
+            SpawnError::Sandbox(why) => ToolError::Invalid(format!(
+                "The command was not run: {why}. Run `ouro sandbox check` to see what this \
+                 machine supports."
+            )),
+            SpawnError::Io(e) => ToolError::io("could not start bash", e),
+        })?;
+        let mut group = spawned.process;
+        let (stdout, stderr) = (Some(spawned.stdout), Some(spawned.stderr));
         let mut kept = HeadTail::new(self.max_chars);
         let ending = {
             let reading = read_output(stdout, stderr, &mut kept, progress);

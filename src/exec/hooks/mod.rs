@@ -8,7 +8,6 @@ mod lifecycle;
 pub use lifecycle::{Fired, HookEvent, PermissionAnswer};
 
 use std::path::Path;
-use std::process::Stdio;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -16,10 +15,9 @@ use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::process::Command;
 
 use crate::settings::{HookCommand, HookMatcher, HookSettings};
-use crate::sys::process::GroupChild;
+use crate::sys::process::{Launch, SpawnError};
 use crate::tools::ToolOutput;
 
 const DEFAULT_TIMEOUT_SECS: u64 = 60;
@@ -443,20 +441,19 @@ async fn run_hook(
         return Err(HookError::UnsupportedKind(hook.kind.clone()));
     }
     let secs = hook.timeout.unwrap_or(DEFAULT_TIMEOUT_SECS);
-    let mut command = Command::new("sh");
-    command
-        .arg("-c")
-        .arg(&hook.command)
-        .current_dir(project_root)
+    let mut launch = Launch::new("sh", project_root);
+    launch.arg("-c").arg(&hook.command);
+    launch.env = std::env::vars_os().collect();
+    launch
         .env("OURO_PROJECT_DIR", project_root)
-        .env("CLAUDE_PROJECT_DIR", project_root)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = GroupChild::spawn(&mut command).map_err(HookError::Spawn)?;
-    let stdin = child.child_mut().stdin.take();
-    let stdout = child.child_mut().stdout.take();
-    let stderr = child.child_mut().stderr.take();
+        .env("CLAUDE_PROJECT_DIR", project_root);
+    launch.stdin = true;
+    let spawned = launch.spawn().await.map_err(|e| match e {
+        SpawnError::Io(e) => HookError::Spawn(e),
+        SpawnError::Sandbox(why) => HookError::Spawn(std::io::Error::other(why)),
+    })?;
+    let mut child = spawned.process;
+    let (stdin, stdout, stderr) = (spawned.stdin, Some(spawned.stdout), Some(spawned.stderr));
     let input = payload.to_string().into_bytes();
     let exchange = async {
         // Written alongside the reads: a hook that prints before reading must not deadlock on a

@@ -2,15 +2,15 @@
 //! interleaved and capped, for the result.
 
 use tokio::io::AsyncReadExt;
-use tokio::process::{ChildStderr, ChildStdout};
+use tokio::net::unix::pipe::Receiver;
 
 use crate::text::HeadTail;
 use crate::tools::Progress;
 
 /// Streams both pipes to `progress` chunk by chunk and keeps them, interleaved, in `kept`.
 pub(super) async fn read_output(
-    stdout: Option<ChildStdout>,
-    stderr: Option<ChildStderr>,
+    stdout: Option<Receiver>,
+    stderr: Option<Receiver>,
     kept: &mut HeadTail,
     progress: &Progress,
 ) {

@@ -1,0 +1,204 @@
+//! ouro's process keeper: a small process of ouro's own binary (`ouro __keeper`) that starts
+//! every tool process on ouro's behalf and is their child subreaper. It learns that ouro has
+//! ended from its socket, not from a signal, so even a SIGKILL of ouro ends every process a
+//! tool started, the ones that left its process group or session included.
+//!
+//! It is started on the first tool process and lives in a process group of its own, so a
+//! Ctrl-C at the terminal does not reach it. When it cannot be started, processes are started
+//! by ouro itself as before (they then end with an orderly exit of ouro, not with a SIGKILL).
+
+mod serve;
+mod wire;
+
+use std::collections::HashMap;
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use tokio::sync::oneshot;
+
+pub use serve::run;
+use wire::Reply;
+pub use wire::Request;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SpawnError {
+    /// The sandbox the process needs could not be built; it was not started.
+    #[error("{0}")]
+    Sandbox(String),
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+/// The argument that makes the binary a keeper.
+pub const ARG: &str = "__keeper";
+
+/// The channel to a running keeper.
+pub struct Keeper {
+    socket: Mutex<UnixStream>,
+    waiting: Mutex<HashMap<u64, Waiting>>,
+    next_id: AtomicU64,
+    gone: AtomicBool,
+    /// The keeper's own process, waited for when it ends.
+    _process: std::process::Child,
+}
+
+struct Waiting {
+    started: Option<oneshot::Sender<Result<i32, SpawnError>>>,
+    exited: Option<oneshot::Sender<i32>>,
+}
+
+static ENABLED: AtomicBool = AtomicBool::new(false);
+
+/// Lets this process start a keeper: only ouro's own binary can be one, so `main` says so
+/// (a test binary starts its processes itself).
+pub fn enable() {
+    ENABLED.store(true, Ordering::Relaxed);
+}
+
+/// The keeper, started on first use; `None` when it could not be started or has gone away.
+pub fn get() -> Option<Arc<Keeper>> {
+    if !ENABLED.load(Ordering::Relaxed) {
+        return None;
+    }
+    static KEEPER: OnceLock<Option<Arc<Keeper>>> = OnceLock::new();
+    let keeper = KEEPER.get_or_init(|| match Keeper::launch() {
+        Ok(keeper) => Some(keeper),
+        Err(e) => {
+            tracing::warn!(
+                "could not start ouro's process keeper ({e}); tool processes that outlive \
+                 their call will then outlive a killed ouro too"
+            );
+            None
+        }
+    });
+    keeper.clone().filter(|k| !k.gone.load(Ordering::Relaxed))
+}
+
+impl Keeper {
+    fn launch() -> std::io::Result<Arc<Keeper>> {
+        if std::env::var_os("OURO_KEEPER").is_some_and(|v| v == "0") {
+            return Err(std::io::Error::other("OURO_KEEPER=0"));
+        }
+        let (ours, theirs) = UnixStream::pair()?;
+        let fd = theirs.as_raw_fd();
+        let mut command = std::process::Command::new("/proc/self/exe");
+        command
+            .arg(ARG)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .process_group(0);
+        // SAFETY: dup2 and fcntl between fork and exec, on descriptors this process owns.
+        unsafe {
+            command.pre_exec(move || {
+                let result = if fd == serve::SOCKET_FD {
+                    libc::fcntl(fd, libc::F_SETFD, 0)
+                } else {
+                    libc::dup2(fd, serve::SOCKET_FD)
+                };
+                if result < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let process = command.spawn()?;
+        drop(theirs);
+        let replies = ours.try_clone()?;
+        let keeper = Arc::new(Keeper {
+            socket: Mutex::new(ours),
+            waiting: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(1),
+            gone: AtomicBool::new(false),
+            _process: process,
+        });
+        let listening = keeper.clone();
+        std::thread::Builder::new()
+            .name("ouro-keeper".into())
+            .spawn(move || listening.listen(&replies))?;
+        Ok(keeper)
+    }
+
+    /// Has the keeper start `request` (its id is set here) with these stdio descriptors; the
+    /// pid and a receiver of its wait status.
+    pub async fn start(
+        &self,
+        mut request: Request,
+        fds: &[RawFd],
+    ) -> Result<(i32, oneshot::Receiver<i32>), SpawnError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        request.id = id;
+        let (started_tx, started) = oneshot::channel();
+        let (exited_tx, exited) = oneshot::channel();
+        self.lock_waiting().insert(
+            id,
+            Waiting {
+                started: Some(started_tx),
+                exited: Some(exited_tx),
+            },
+        );
+        let sent = {
+            let socket = self.socket.lock().unwrap_or_else(|e| e.into_inner());
+            wire::send(&socket, &request, fds)
+        };
+        if let Err(e) = sent {
+            self.lock_waiting().remove(&id);
+            self.gone.store(true, Ordering::Relaxed);
+            return Err(SpawnError::Io(e));
+        }
+        let pid = started.await.map_err(|_| {
+            SpawnError::Io(std::io::Error::other(
+                "ouro's process keeper ended before it started the process",
+            ))
+        })??;
+        Ok((pid, exited))
+    }
+
+    fn lock_waiting(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Waiting>> {
+        self.waiting.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Hands each reply to whoever waits for it, until the keeper goes; then everyone still
+    /// waiting hears so (their senders are dropped).
+    fn listen(&self, socket: &UnixStream) {
+        while let Ok(Some((reply, _))) = wire::recv::<Reply>(socket) {
+            let mut waiting = self.lock_waiting();
+            match reply {
+                Reply::Started { id, pid } => {
+                    let started = waiting.get_mut(&id).and_then(|w| w.started.take());
+                    if pid > 1 && started.is_none_or(|s| s.send(Ok(pid)).is_err()) {
+                        // Nobody holds it any more (the call was cancelled while it started).
+                        // SAFETY: killpg only sends a signal to the group the keeper made.
+                        unsafe {
+                            libc::killpg(pid, libc::SIGKILL);
+                        }
+                    }
+                }
+                Reply::Failed {
+                    id,
+                    sandbox,
+                    message,
+                } => {
+                    if let Some(started) = waiting.remove(&id).and_then(|mut w| w.started.take()) {
+                        let error = if sandbox {
+                            SpawnError::Sandbox(message)
+                        } else {
+                            SpawnError::Io(std::io::Error::other(message))
+                        };
+                        let _ = started.send(Err(error));
+                    }
+                }
+                Reply::Exited { id, status } => {
+                    if let Some(exited) = waiting.remove(&id).and_then(|mut w| w.exited.take()) {
+                        let _ = exited.send(status);
+                    }
+                }
+            }
+        }
+        self.gone.store(true, Ordering::Relaxed);
+        self.lock_waiting().clear();
+    }
+}

@@ -1,0 +1,158 @@
+//! The keeper process: it starts every tool process for one ouro process, as their parent and
+//! child subreaper, so whatever they leave running (`cmd &`, `nohup`, `setsid`, a double fork)
+//! stays its descendant. When ouro goes, however it goes (SIGKILL included), the keeper's
+//! socket reads end-of-file and it ends all of them before it exits.
+
+use std::collections::HashMap;
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Condvar, Mutex};
+
+use super::wire::{self, Reply, Request};
+use crate::sys::sandbox::Prepared;
+
+/// The descriptor ouro hands the keeper its end of the socket on.
+pub const SOCKET_FD: i32 = 3;
+
+/// Processes started and not yet reported ended, and the socket replies go out on. One lock
+/// holds both: a reply is whole on the socket before the next one starts, and a process's end
+/// is never reported before its start.
+struct Running {
+    state: Mutex<State>,
+    started: Condvar,
+}
+
+struct State {
+    /// pid to request id.
+    ids: HashMap<i32, u64>,
+    replies: UnixStream,
+}
+
+impl Running {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Runs the keeper on [`SOCKET_FD`] until ouro closes it; never returns.
+pub fn run() -> ! {
+    // SAFETY: fcntl on a descriptor number; a bad one yields EBADF, reported below.
+    let valid = unsafe { libc::fcntl(SOCKET_FD, libc::F_SETFD, libc::FD_CLOEXEC) } == 0;
+    if !valid {
+        eprintln!("ouro: `ouro __keeper` is started by ouro itself, not by hand.");
+        std::process::exit(2);
+    }
+    // SAFETY: the descriptor was handed to this process for this purpose alone, and is owned
+    // from here on.
+    let socket = UnixStream::from(unsafe { OwnedFd::from_raw_fd(SOCKET_FD) });
+    crate::sys::shutdown::become_subreaper();
+    if let Ok(replies) = socket.try_clone() {
+        let running = Arc::new(Running {
+            state: Mutex::new(State {
+                ids: HashMap::new(),
+                replies,
+            }),
+            started: Condvar::new(),
+        });
+        let reaping = running.clone();
+        std::thread::spawn(move || reap(&reaping));
+        while let Ok(Some((request, fds))) = wire::recv::<Request>(&socket) {
+            if start(&running, request, fds).is_err() {
+                break;
+            }
+        }
+    }
+    crate::sys::shutdown::end_descendants();
+    std::process::exit(0);
+}
+
+/// Starts one process and replies; an error only when the reply could not be sent.
+fn start(running: &Running, request: Request, fds: Vec<OwnedFd>) -> std::io::Result<()> {
+    let id = request.id;
+    let failed = |sandbox: bool, message: String| {
+        let state = running.lock();
+        wire::send(
+            &state.replies,
+            &Reply::Failed {
+                id,
+                sandbox,
+                message,
+            },
+            &[],
+        )
+    };
+    let expected = if request.stdin { 3 } else { 2 };
+    if fds.len() != expected {
+        return failed(false, "the keeper got the wrong descriptors".into());
+    }
+    let mut fds = fds.into_iter();
+    let mut command = Command::new(&request.program);
+    command
+        .args(&request.args)
+        .current_dir(&request.cwd)
+        .env_clear()
+        .envs(request.env.iter().map(|(k, v)| (k, v)))
+        .process_group(0);
+    let stdin = if request.stdin {
+        fds.next().map(Stdio::from)
+    } else {
+        Some(Stdio::null())
+    };
+    if let (Some(stdin), Some(stdout), Some(stderr)) = (stdin, fds.next(), fds.next()) {
+        command.stdin(stdin).stdout(stdout).stderr(stderr);
+    }
+    if let Some(policy) = &request.policy {
+        match Prepared::new(policy) {
+            Ok(Some(prepared)) => prepared.apply(&mut command),
+            Ok(None) => {}
+            Err(e) => return failed(true, e.to_string()),
+        }
+    }
+    // Held across the spawn and the reply: the reaper must not look up a pid before it is
+    // recorded, nor report its end before its start.
+    let mut state = running.lock();
+    match command.spawn() {
+        Ok(child) => {
+            let pid = child.id() as i32;
+            state.ids.insert(pid, id);
+            running.started.notify_one();
+            // The reaper waits for it; the handle would only duplicate that.
+            drop(child);
+            wire::send(&state.replies, &Reply::Started { id, pid }, &[])
+        }
+        Err(e) => {
+            drop(state);
+            failed(false, e.to_string())
+        }
+    }
+}
+
+/// Waits for every child, the adopted ones included (else they would stay zombies), and tells
+/// ouro when one it asked for has ended.
+fn reap(running: &Running) {
+    loop {
+        let mut status = 0;
+        // SAFETY: waitpid writes only to `status`.
+        let pid = unsafe { libc::waitpid(-1, &mut status, 0) };
+        if pid < 0 {
+            match std::io::Error::last_os_error().raw_os_error() {
+                Some(libc::EINTR) => continue,
+                _ => {
+                    // No children at all: sleep until one is started (its pid is recorded
+                    // under the same lock, so the wake-up cannot be missed).
+                    let state = running.lock();
+                    drop(running.started.wait_while(state, |s| s.ids.is_empty()));
+                    continue;
+                }
+            }
+        }
+        let mut state = running.lock();
+        if let Some(id) = state.ids.remove(&pid)
+            && wire::send(&state.replies, &Reply::Exited { id, status }, &[]).is_err()
+        {
+            return;
+        }
+    }
+}
