@@ -58,6 +58,8 @@ mod executor;
 mod faults;
 mod git_safety;
 #[cfg(feature = "mock")]
+mod keeper;
+#[cfg(feature = "mock")]
 mod mock_server;
 mod permissions;
 mod permissions_adversarial;

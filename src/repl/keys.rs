@@ -28,6 +28,11 @@ pub fn restore_terminal() {
     if let Some(found) = FOUND.get() {
         // SAFETY: found came from tcgetattr on the same descriptor.
         unsafe { libc::tcsetattr(std::io::stdin().as_raw_fd(), libc::TCSANOW, found) };
+        // The line editor's bracketed paste, which it would have switched off itself.
+        use std::io::Write as _;
+        let mut out = std::io::stdout();
+        let _ = out.write_all(b"\x1b[?2004l");
+        let _ = out.flush();
     }
 }
 

@@ -18,14 +18,18 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Masks {
     /// Denied for reading: hidden (and so not writable through this path either).
+    #[serde(with = "super::os_serde::paths")]
     pub hide: Vec<PathBuf>,
     /// Denied for editing: readable, not writable, not removable.
+    #[serde(with = "super::os_serde::paths")]
     pub freeze: Vec<PathBuf>,
     /// When set, every other mount is read-only: what Landlock does not cover (a file's
     /// mode, owner, times and extended attributes) cannot change outside these paths either.
+    #[serde(with = "super::os_serde::optional_paths")]
     pub writable_only: Option<Vec<PathBuf>>,
     /// Never covered, nor anything holding them (the project root): a pattern that catches a
     /// link to `/` must not take the ground from under the command.
+    #[serde(with = "super::os_serde::paths")]
     pub keep_visible: Vec<PathBuf>,
 }
 

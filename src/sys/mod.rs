@@ -7,6 +7,7 @@ pub mod flock;
 pub mod git;
 pub mod keeper;
 pub mod masks;
+pub mod os_serde;
 pub mod process;
 pub mod sandbox;
 pub mod seccomp;

@@ -100,7 +100,7 @@ impl Launch {
             id: 0,
             program: self.program.clone(),
             args: self.args.clone(),
-            cwd: self.cwd.clone(),
+            cwd: self.cwd.clone().into_os_string(),
             env: self.env.clone(),
             stdin: self.stdin,
             policy: self.policy.clone(),

@@ -20,10 +20,13 @@ const ABI_WANTED: ABI = ABI::V6;
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Policy {
     /// Read (and execute) anything beneath these.
+    #[serde(with = "super::os_serde::paths")]
     pub read: Vec<PathBuf>,
     /// Read, write, create and remove anything beneath these (a path may also be one file).
+    #[serde(with = "super::os_serde::paths")]
     pub write: Vec<PathBuf>,
     /// Character devices a shell writes to (`/dev/null`, `/dev/tty`): read and write, no more.
+    #[serde(with = "super::os_serde::paths")]
     pub devices: Vec<PathBuf>,
     /// Outbound and listening TCP allowed.
     pub network: bool,

@@ -110,6 +110,14 @@ pub fn watch_ending(grace: std::time::Duration, last_words: fn()) -> Ending {
     ending
 }
 
+/// A descendant [`end_descendants`] leaves alone (ouro's process keeper, which ends its own
+/// descendants once ouro is gone, and must outlive them to do it); 0 for none.
+static SPARED: AtomicI32 = AtomicI32::new(0);
+
+pub fn spare(pid: i32) {
+    SPARED.store(pid, Ordering::Relaxed);
+}
+
 /// Ends every process descended from this one (SIGTERM, then SIGKILL to what is left), and
 /// reaps them.
 pub fn end_descendants() {
@@ -183,6 +191,7 @@ fn descendants() -> Vec<i32> {
             }
         }
     }
-    found.retain(|p| *p != me);
+    let spared = SPARED.load(Ordering::Relaxed);
+    found.retain(|p| *p != me && *p != spared);
     found
 }

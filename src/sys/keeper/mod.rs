@@ -48,6 +48,42 @@ pub struct Keeper {
 struct Waiting {
     started: Option<oneshot::Sender<Result<i32, SpawnError>>>,
     exited: Option<oneshot::Sender<i32>>,
+    /// Known once started: whoever gives up on the process kills its group by it.
+    pid: Option<i32>,
+}
+
+/// Kills a process group (the keeper's children lead their own).
+fn kill_group(pid: i32) {
+    if pid > 1 {
+        // SAFETY: killpg only sends a signal.
+        unsafe {
+            libc::killpg(pid, libc::SIGKILL);
+        }
+    }
+}
+
+/// Armed while a start is awaited: a call cancelled then must not leave its process running.
+struct Abandon<'a> {
+    keeper: &'a Keeper,
+    id: u64,
+    armed: bool,
+}
+
+impl Drop for Abandon<'_> {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        // Gone from the table: a Started still to come kills the group (see `listen`).
+        if let Some(pid) = self
+            .keeper
+            .lock_waiting()
+            .remove(&self.id)
+            .and_then(|w| w.pid)
+        {
+            kill_group(pid);
+        }
+    }
 }
 
 static ENABLED: AtomicBool = AtomicBool::new(false);
@@ -84,9 +120,19 @@ impl Keeper {
         }
         let (ours, theirs) = UnixStream::pair()?;
         let fd = theirs.as_raw_fd();
-        let mut command = std::process::Command::new("/proc/self/exe");
+        // Named by its real path, so `ps` shows ouro rather than `exe` (a binary replaced
+        // since start-up is still reachable through /proc).
+        let program = std::env::current_exe()
+            .ok()
+            .filter(|p| p.is_file())
+            .unwrap_or_else(|| "/proc/self/exe".into());
+        let mut command = std::process::Command::new(program);
+        // Nothing of ouro's environment (its credentials least of all): every request carries
+        // its process's whole environment.
         command
             .arg(ARG)
+            .env_clear()
+            .current_dir("/")
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
@@ -107,6 +153,7 @@ impl Keeper {
         }
         let process = command.spawn()?;
         drop(theirs);
+        crate::sys::shutdown::spare(process.id() as i32);
         let replies = ours.try_clone()?;
         let keeper = Arc::new(Keeper {
             socket: Mutex::new(ours),
@@ -138,15 +185,24 @@ impl Keeper {
             Waiting {
                 started: Some(started_tx),
                 exited: Some(exited_tx),
+                pid: None,
             },
         );
+        let mut abandon = Abandon {
+            keeper: self,
+            id,
+            armed: true,
+        };
         let sent = {
             let socket = self.socket.lock().unwrap_or_else(|e| e.into_inner());
             wire::send(&socket, &request, fds)
         };
         if let Err(e) = sent {
-            self.lock_waiting().remove(&id);
-            self.gone.store(true, Ordering::Relaxed);
+            // A request that could not be put into words sent nothing; any other failure
+            // means the keeper is gone.
+            if e.kind() != std::io::ErrorKind::InvalidData {
+                self.gone.store(true, Ordering::Relaxed);
+            }
             return Err(SpawnError::Io(e));
         }
         let pid = started.await.map_err(|_| {
@@ -154,6 +210,7 @@ impl Keeper {
                 "ouro's process keeper ended before it started the process",
             ))
         })??;
+        abandon.armed = false;
         Ok((pid, exited))
     }
 
@@ -168,13 +225,14 @@ impl Keeper {
             let mut waiting = self.lock_waiting();
             match reply {
                 Reply::Started { id, pid } => {
-                    let started = waiting.get_mut(&id).and_then(|w| w.started.take());
-                    if pid > 1 && started.is_none_or(|s| s.send(Ok(pid)).is_err()) {
+                    let started = waiting.get_mut(&id).and_then(|w| {
+                        w.pid = Some(pid);
+                        w.started.take()
+                    });
+                    if started.is_none_or(|s| s.send(Ok(pid)).is_err()) {
                         // Nobody holds it any more (the call was cancelled while it started).
-                        // SAFETY: killpg only sends a signal to the group the keeper made.
-                        unsafe {
-                            libc::killpg(pid, libc::SIGKILL);
-                        }
+                        waiting.remove(&id);
+                        kill_group(pid);
                     }
                 }
                 Reply::Failed {
@@ -200,5 +258,8 @@ impl Keeper {
         }
         self.gone.store(true, Ordering::Relaxed);
         self.lock_waiting().clear();
+        tracing::warn!(
+            "ouro's process keeper ended; tool processes are started by ouro itself from now on"
+        );
     }
 }

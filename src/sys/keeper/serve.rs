@@ -48,6 +48,19 @@ pub fn run() -> ! {
     // from here on.
     let socket = UnixStream::from(unsafe { OwnedFd::from_raw_fd(SOCKET_FD) });
     crate::sys::shutdown::become_subreaper();
+    // Requests carry environments (a hook's has ouro's credentials): no other process of the
+    // user may read this one's memory. And only the socket's end ends the keeper: a signal
+    // meant for the session (a terminal's SIGHUP, a SIGTERM to every descendant) must not
+    // take it before it has ended what it started. Handlers, not SIG_IGN: a handler is reset
+    // by exec, so the processes it starts get the default actions.
+    extern "C" fn ignore(_: libc::c_int) {}
+    // SAFETY: prctl and signal with plain integers and a function that does nothing.
+    unsafe {
+        libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
+        for signal in [libc::SIGTERM, libc::SIGHUP, libc::SIGINT] {
+            libc::signal(signal, ignore as *const () as libc::sighandler_t);
+        }
+    }
     if let Ok(replies) = socket.try_clone() {
         let running = Arc::new(Running {
             state: Mutex::new(State {
@@ -130,13 +143,16 @@ fn start(running: &Running, request: Request, fds: Vec<OwnedFd>) -> std::io::Res
 }
 
 /// Waits for every child, the adopted ones included (else they would stay zombies), and tells
-/// ouro when one it asked for has ended.
+/// ouro when one it asked for has ended. A child is only looked at here, then reaped under
+/// the lock the spawning holds: std reaps a child itself when its exec fails, and must find it.
 fn reap(running: &Running) {
     loop {
-        let mut status = 0;
-        // SAFETY: waitpid writes only to `status`.
-        let pid = unsafe { libc::waitpid(-1, &mut status, 0) };
-        if pid < 0 {
+        // SAFETY: siginfo_t is plain data that waitid fills.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: waitid writes only to `info`; WNOWAIT leaves the child to be reaped below.
+        let found =
+            unsafe { libc::waitid(libc::P_ALL, 0, &mut info, libc::WEXITED | libc::WNOWAIT) };
+        if found < 0 {
             match std::io::Error::last_os_error().raw_os_error() {
                 Some(libc::EINTR) => continue,
                 _ => {
@@ -148,7 +164,15 @@ fn reap(running: &Running) {
                 }
             }
         }
+        // SAFETY: waitid succeeded for an exited child, so si_pid is set.
+        let pid = unsafe { info.si_pid() };
         let mut state = running.lock();
+        let mut status = 0;
+        // SAFETY: waitpid writes only to `status`. The child may be gone already (std reaped
+        // one whose exec failed, while this thread waited for the lock).
+        if unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } != pid {
+            continue;
+        }
         if let Some(id) = state.ids.remove(&pid)
             && wire::send(&state.replies, &Reply::Exited { id, status }, &[]).is_err()
         {

@@ -7,7 +7,6 @@ use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
-use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
@@ -26,7 +25,7 @@ pub struct Request {
     pub id: u64,
     pub program: OsString,
     pub args: Vec<OsString>,
-    pub cwd: PathBuf,
+    pub cwd: OsString,
     /// The whole environment of the process (nothing is inherited from the keeper).
     pub env: Vec<(OsString, OsString)>,
     pub stdin: bool,
