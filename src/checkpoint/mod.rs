@@ -285,11 +285,42 @@ impl Checkpoints {
         });
     }
 
+    /// After a call that may have written anything (Bash, an MCP tool): the project is walked
+    /// now, in the background, while the model answers, instead of before the next call that
+    /// may write. That call's checkpoint then finds nothing new and costs nothing. A process the
+    /// command left running that writes meanwhile is seen by the next full walk (before the
+    /// next prompt, or after the next such call), as it would have been after that call.
+    pub async fn refresh_soon(self: &Arc<Self>, detail: record::Detail) {
+        if self.off.load(Ordering::Relaxed) {
+            return;
+        }
+        let mut state = self.state.clone().lock_owned().await;
+        if state.since.is_some() {
+            return;
+        }
+        let this = self.clone();
+        tokio::spawn(async move {
+            this.snapshot_locked(&mut state, Kind::Tool, detail, false)
+                .await;
+        });
+    }
+
     async fn take_locked(
         &self,
         state: &mut State,
         kind: Kind,
         detail: record::Detail,
+    ) -> Option<Record> {
+        self.snapshot_locked(state, kind, detail, true).await
+    }
+
+    /// A snapshot, and its record (`recorded`) for the transcript.
+    async fn snapshot_locked(
+        &self,
+        state: &mut State,
+        kind: Kind,
+        detail: record::Detail,
+        recorded: bool,
     ) -> Option<Record> {
         let start = Instant::now();
         // The first snapshot of a session may read every file; only later ones must be quick.
@@ -305,7 +336,9 @@ impl Checkpoints {
                     ));
                 }
                 let record = Record::new(commit, kind, detail);
-                lock(&self.pending).push(record.clone());
+                if recorded {
+                    lock(&self.pending).push(record.clone());
+                }
                 Some(record)
             }
             // No git, or no place for snapshots: nothing will work this session.

@@ -289,7 +289,12 @@ impl Pipeline {
         };
         let executed = self.execute(id, call.prepared, &call_ctx).await;
         if let (Some(checkpoints), Some(written)) = (checkpoints, written) {
+            let anything = written.is_none();
             checkpoints.wrote(written).await;
+            if anything {
+                let detail = crate::checkpoint::record::Detail::tool(name, id);
+                checkpoints.refresh_soon(detail).await;
+            }
         }
         timings.execution = start.elapsed();
         let Some(mut output) = executed else {

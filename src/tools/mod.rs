@@ -2,7 +2,7 @@
 
 use std::future::Future;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use futures::future::BoxFuture;
 use schemars::JsonSchema;
@@ -295,7 +295,13 @@ pub trait PreparedCall: Send + Sync {
 struct Erased<T: Tool> {
     tool: Arc<T>,
     schema: Value,
-    validator: jsonschema::Validator,
+    /// Compiled on the first call: start-up needs only the schema, for the request.
+    validator: OnceLock<jsonschema::Validator>,
+}
+
+/// Compiles a schema known to be valid (derived from a type, or checked before).
+fn compile(schema: &Value) -> jsonschema::Validator {
+    jsonschema::validator_for(schema).expect("a derived or checked JSON Schema is valid")
 }
 
 struct Prepared<T: Tool> {
@@ -337,7 +343,7 @@ pub struct ToolSpec {
     pub name: String,
     pub description: String,
     pub schema: Value,
-    validator: jsonschema::Validator,
+    validator: OnceLock<jsonschema::Validator>,
 }
 
 impl ToolSpec {
@@ -349,19 +355,25 @@ impl ToolSpec {
             name,
             description,
             schema,
-            validator,
+            validator: OnceLock::from(validator),
         })
     }
 
-    /// With the schema derived from `T`.
+    /// With the schema derived from `T` (valid by construction: compiled on first use).
     pub fn derived<T: JsonSchema>(name: &str, description: String) -> Result<ToolSpec, String> {
         let schema = serde_json::to_value(schemars::schema_for!(T)).map_err(|e| e.to_string())?;
-        ToolSpec::new(name.to_string(), description, schema)
+        Ok(ToolSpec {
+            name: name.to_string(),
+            description,
+            schema,
+            validator: OnceLock::new(),
+        })
     }
 
     /// Phase 1 for this tool.
     pub fn check(&self, input: &Value) -> Result<(), String> {
-        check_against(&self.validator, &self.name, input)
+        let validator = self.validator.get_or_init(|| compile(&self.schema));
+        check_against(validator, &self.name, input)
     }
 }
 
@@ -404,11 +416,10 @@ impl<T: SpecTool> DynTool for T {
 pub fn erase<T: Tool>(tool: T) -> Arc<dyn DynTool> {
     let schema = serde_json::to_value(schemars::schema_for!(T::Input))
         .expect("a derived JSON Schema always serialises");
-    let validator = jsonschema::validator_for(&schema).expect("a derived JSON Schema is valid");
     Arc::new(Erased {
         tool: Arc::new(tool),
         schema,
-        validator,
+        validator: OnceLock::new(),
     })
 }
 
@@ -431,7 +442,8 @@ impl<T: Tool> DynTool for Erased<T> {
     }
 
     fn check_schema(&self, input: &Value) -> Result<(), String> {
-        check_against(&self.validator, T::NAME, input)
+        let validator = self.validator.get_or_init(|| compile(&self.schema));
+        check_against(validator, T::NAME, input)
     }
 
     fn prepare(&self, input: &Value, ctx: &ToolContext) -> Result<Box<dyn PreparedCall>, String> {

@@ -62,6 +62,13 @@ mod tests {
         for tool in &tools {
             assert_eq!(tool.input_schema()["type"], "object", "{}", tool.name());
             assert!(!tool.description().trim().is_empty(), "{}", tool.name());
+            // The validator is compiled on the first check: each derived schema compiles,
+            // and a wrong input is refused by it.
+            assert!(
+                tool.check_schema(&serde_json::json!([])).is_err(),
+                "{}",
+                tool.name()
+            );
         }
     }
 
