@@ -124,7 +124,12 @@ pub fn parse_line(line: &str) -> Result<Option<Line>, ParseError> {
         wire::Line::Assistant(a) => Line::Assistant(AssistantEvent {
             message_id: a.message.id,
             model: a.message.model,
-            blocks: a.message.content,
+            blocks: a
+                .message
+                .content
+                .into_iter()
+                .map(std::sync::Arc::unwrap_or_clone)
+                .collect(),
             usage: a.message.usage,
             error: a.error,
         }),

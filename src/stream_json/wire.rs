@@ -274,8 +274,9 @@ pub struct AssistantMessage {
     pub role: String,
     #[serde(default)]
     pub model: String,
+    /// Shared with the event it came from: a long answer is not copied to be printed.
     #[serde(default, deserialize_with = "known_blocks")]
-    pub content: Vec<ContentBlock>,
+    pub content: Vec<std::sync::Arc<ContentBlock>>,
     #[serde(default)]
     pub stop_reason: Option<String>,
     #[serde(default)]
@@ -439,12 +440,14 @@ pub fn kind_of(line: &str) -> Option<String> {
 }
 
 /// Content blocks of kinds ouro does not model (images, server tools) are skipped, not fatal.
-fn known_blocks<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<ContentBlock>, D::Error> {
+fn known_blocks<'de, D: serde::Deserializer<'de>, B: From<ContentBlock>>(
+    d: D,
+) -> Result<Vec<B>, D::Error> {
     let raw = Vec::<Value>::deserialize(d)?;
     Ok(raw
         .into_iter()
         .filter_map(|b| match ContentBlock::deserialize(b) {
-            Ok(block) => Some(block),
+            Ok(block) => Some(B::from(block)),
             Err(e) => {
                 tracing::debug!(error = %e, "skipping a content block ouro does not model");
                 None

@@ -191,7 +191,7 @@ pub fn line(event: &Event, session_id: &str) -> Option<Line> {
                 kind: "message".into(),
                 role: "assistant".into(),
                 model: model.clone(),
-                content: vec![ContentBlock::clone(block)],
+                content: vec![block.clone()],
                 stop_reason: None,
                 stop_sequence: None,
                 usage: *usage,
