@@ -137,16 +137,6 @@ async fn ctrl_c_reaches_a_tool_still_running_after_the_stream_was_cut() {
     assert_eq!(mock.turns_served(), 0, "the cut attempt served no turn");
 }
 
-/// Whether process `pid` is gone (or only a zombie waiting to be reaped).
-fn gone(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|stat| {
-            stat.rsplit_once(')')
-                .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
-        })
-        .unwrap_or(true)
-}
-
 /// SIGTERM and SIGHUP end a print-mode run like Ctrl-C: the turn ends with its transcript
 /// whole, ouro exits with 128 + the signal, and what the session's command started in the
 /// background (in its group, or escaped with setsid) ends with it.
@@ -193,14 +183,7 @@ async fn sigterm_and_sighup_end_the_session_and_everything_it_started() {
         assert_interrupted(&run);
         assert_eq!(bodies(&mock).len(), 1, "no request after the signal");
         for pid in started {
-            let deadline = std::time::Instant::now() + Duration::from_secs(5);
-            while !gone(pid) {
-                assert!(
-                    std::time::Instant::now() < deadline,
-                    "process {pid} outlived ouro"
-                );
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
+            common::wait_gone(pid);
         }
         for line in std::fs::read_to_string(&sb.transcripts()[0])
             .unwrap()
@@ -249,7 +232,7 @@ async fn sigkill_of_ouro_ends_everything_its_commands_started() {
     }
     let started: Vec<i32> = names.iter().filter_map(|n| pid_of(n)).collect();
     assert!(
-        started.iter().all(|pid| !gone(*pid)),
+        started.iter().all(|pid| !common::gone(*pid)),
         "all run before the kill"
     );
     // SAFETY: kill only sends a signal to our own child.
@@ -257,14 +240,7 @@ async fn sigkill_of_ouro_ends_everything_its_commands_started() {
     let run = ouro.finish(Duration::from_secs(20)).await;
     assert_eq!(run.status.code(), None, "{}", run.debug());
     for pid in started {
-        let deadline = std::time::Instant::now() + Duration::from_secs(5);
-        while !gone(pid) {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "process {pid} outlived a killed ouro"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        common::wait_gone(pid);
     }
 }
 

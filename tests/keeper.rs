@@ -11,15 +11,6 @@ use std::time::{Duration, Instant};
 use common::{Sandbox, Watched, request_tool_results, server};
 use serde_json::json;
 
-fn gone(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| {
-            s.rsplit_once(')')
-                .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
-        })
-        .unwrap_or(true)
-}
-
 fn bash(command: &str) -> serde_json::Value {
     json!({"content": [{"type": "tool_use", "name": "Bash", "input": {"command": command}}]})
 }
@@ -83,10 +74,6 @@ async fn the_keeper_survives_a_refused_start_and_a_non_utf8_project() {
     unsafe { libc::kill(ouro.pid(), libc::SIGKILL) };
     ouro.finish(Duration::from_secs(20)).await;
     for pid in [background, shell] {
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while !gone(pid) {
-            assert!(Instant::now() < deadline, "process {pid} outlived ouro");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        common::wait_gone(pid);
     }
 }

@@ -874,23 +874,6 @@ fn pid_in(sb: &Sandbox, name: &str) -> Option<i32> {
         .and_then(|t| t.trim().parse().ok())
 }
 
-fn wait_gone(pid: i32) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let zombie_or_gone = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .map(|s| {
-                s.rsplit_once(')')
-                    .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
-            })
-            .unwrap_or(true);
-        if zombie_or_gone {
-            return;
-        }
-        assert!(Instant::now() < deadline, "process {pid} outlived the REPL");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 /// SIGTERM during a turn ends it as Ctrl-C would (the call's result is written, so the
 /// conversation resumes whole), then the REPL exits with 143, the terminal back as it was and
 /// nothing the command started left running.
@@ -924,7 +907,7 @@ async fn sigterm_in_a_turn_ends_the_turn_then_the_repl() {
     assert_eq!(status.exit_code(), 143, "{}", term.text());
     assert!(!term.is_raw(), "the terminal is back in line mode");
     for name in ["escaped.pid", "shell.pid"] {
-        wait_gone(pid_in(&sb, name).unwrap());
+        common::wait_gone(pid_in(&sb, name).unwrap());
     }
     assert_eq!(bodies(&mock).len(), 1, "no request after the signal");
     let transcript = std::fs::read_to_string(&sb.transcripts()[0]).unwrap();

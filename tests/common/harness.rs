@@ -440,3 +440,25 @@ impl Drop for SmallDisk {
         let _ = std::process::Command::new("umount").arg(&self.0).status();
     }
 }
+
+/// Whether process `pid` is gone (or only a zombie waiting to be reaped).
+pub fn gone(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|stat| {
+            stat.rsplit_once(')')
+                .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+        })
+        .unwrap_or(true)
+}
+
+/// Waits up to five seconds for process `pid` to be gone; fails the test if it is not.
+pub fn wait_gone(pid: i32) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while !gone(pid) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "process {pid} outlived the session"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
