@@ -54,7 +54,7 @@ pub async fn measure(files: usize, runs: usize, seed: u64) -> Result<CheckpointC
         touch(&root, &file.rel, run)?;
         one_file.push(take(Kind::Prompt).await?);
         touch(&root, &file.rel, run + runs)?;
-        checkpoints.wrote(Some(vec![file.rel.clone()])).await;
+        checkpoints.wrote(Some(vec![file.rel.clone()]));
         after_edit.push(take(Kind::Tool).await?);
     }
     let spread = |values: &[f64]| {

@@ -165,8 +165,26 @@ struct State {
     since: Option<Vec<String>>,
 }
 
+/// A call's checkpoint put off because a snapshot was under way when the call came: it is
+/// taken by whoever holds the snapshots next, with the call's files as they were (`paths`
+/// are held in [`scan::Preimages`] until then).
+struct Deferred {
+    detail: record::Detail,
+    paths: Vec<Vec<u8>>,
+}
+
+/// What tools wrote since the last snapshot, told without waiting for one under way.
+enum Written {
+    Paths(Vec<String>),
+    Anything,
+}
+
 pub struct Checkpoints {
     shadow: Shadow,
+    preimages: Arc<scan::Preimages>,
+    /// Locked before `preimages` wherever both are.
+    deferred: Mutex<Vec<Deferred>>,
+    written: Mutex<Written>,
     /// Writes the snapshots' objects and refs in the background, in order.
     writer: Arc<writer::Writer>,
     root: PathBuf,
@@ -201,14 +219,19 @@ impl Checkpoints {
     ) -> Checkpoints {
         let seq = last_seq(&shadow, session);
         let writer = Arc::new(writer::Writer::start(shadow.git_dir()));
+        let preimages = Arc::new(scan::Preimages::default());
         let scan = scan::Scan::new(
             root,
             shadow.git_dir(),
             config.max_file_bytes,
             writer.clone(),
+            preimages.clone(),
         );
         Checkpoints {
             shadow,
+            preimages,
+            deferred: Mutex::new(Vec::new()),
+            written: Mutex::new(Written::Paths(Vec::new())),
             writer,
             root: root.to_path_buf(),
             state: Arc::new(tokio::sync::Mutex::new(State {
@@ -239,16 +262,94 @@ impl Checkpoints {
     }
 
     /// A tool that may write has run: it changed only `paths` (relative to the root), or
-    /// anything (`None`: Bash, an MCP tool).
-    pub async fn wrote(&self, paths: Option<Vec<String>>) {
-        let mut state = self.state.lock().await;
-        state.since = match (state.since.take(), paths) {
-            (Some(mut known), Some(paths)) => {
-                known.extend(paths);
-                Some(known)
-            }
-            _ => None,
+    /// anything (`None`: Bash, an MCP tool). Told at once, even while a snapshot is under way;
+    /// the next snapshot takes it into account.
+    pub fn wrote(&self, paths: Option<Vec<String>>) {
+        let mut written = lock(&self.written);
+        match (&mut *written, paths) {
+            (Written::Paths(known), Some(paths)) => known.extend(paths),
+            (written, _) => *written = Written::Anything,
+        }
+    }
+
+    /// Before a call that writes only `paths`. When a snapshot is under way (the first of a
+    /// session may read the whole project), the call does not wait for it: the files' present
+    /// contents are held for the snapshots, and the call's checkpoint is taken right after.
+    pub async fn take_before_write(&self, detail: record::Detail, paths: &[String]) {
+        if self.off.load(Ordering::Relaxed) {
+            return;
+        }
+        if let Ok(mut state) = self.state.try_lock() {
+            self.snapshot_locked(&mut state, Kind::Tool, detail, true)
+                .await;
+            return;
+        }
+        let Some(detail) = self.defer(detail, paths) else {
+            return;
         };
+        let mut state = self.state.lock().await;
+        self.snapshot_locked(&mut state, Kind::Tool, detail, true)
+            .await;
+    }
+
+    /// Holds the files' contents and queues the checkpoint; gives `detail` back when that
+    /// cannot be done (a file too large or unreadable, or already held for another call).
+    fn defer(&self, detail: record::Detail, paths: &[String]) -> Option<record::Detail> {
+        /// What is held in memory for one call at most.
+        const MAX_HELD: u64 = 16 << 20;
+        let mut held = Vec::new();
+        let mut bytes = 0;
+        for path in paths {
+            let rel = path.trim_start_matches("./").as_bytes().to_vec();
+            let full = self.root.join(path);
+            let pre = match std::fs::symlink_metadata(&full) {
+                Ok(meta) if meta.is_file() || meta.file_type().is_symlink() => {
+                    bytes += meta.len();
+                    if bytes > MAX_HELD {
+                        return Some(detail);
+                    }
+                    match read::content(&full, &meta) {
+                        Ok(Some(data)) => Some((data, read::mode_of(&meta))),
+                        _ => return Some(detail),
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+                _ => return Some(detail),
+            };
+            held.push((rel, pre));
+        }
+        let mut deferred = lock(&self.deferred);
+        let mut preimages = lock(&self.preimages);
+        if held.iter().any(|(rel, _)| preimages.contains_key(rel)) {
+            return Some(detail);
+        }
+        let paths = held.iter().map(|(rel, _)| rel.clone()).collect();
+        preimages.extend(held);
+        deferred.push(Deferred { detail, paths });
+        None
+    }
+
+    /// Takes the checkpoints put off while the last snapshot worked, then lets go of the
+    /// files held for them.
+    async fn run_deferred(&self, state: &mut State) {
+        let queued: Vec<record::Detail> = lock(&self.deferred)
+            .iter()
+            .map(|d| d.detail.clone())
+            .collect();
+        if queued.is_empty() {
+            return;
+        }
+        for detail in &queued {
+            self.snapshot_one(state, Kind::Tool, detail.clone(), true)
+                .await;
+        }
+        let mut deferred = lock(&self.deferred);
+        let mut preimages = lock(&self.preimages);
+        for done in deferred.drain(..queued.len()) {
+            for rel in done.paths {
+                preimages.remove(&rel);
+            }
+        }
     }
 
     /// Snapshots the project and records a checkpoint of `kind`. A snapshot that cannot work
@@ -262,7 +363,7 @@ impl Checkpoints {
         // disk before anyone (git, the next session) reads it.
         let settle = matches!(kind, Kind::End | Kind::Rewind);
         let mut state = self.state.lock().await;
-        let record = self.take_locked(&mut state, kind, detail).await;
+        let record = self.snapshot_locked(&mut state, kind, detail, true).await;
         drop(state);
         if settle && let Err(e) = self.settle().await {
             self.failed(&e);
@@ -279,9 +380,13 @@ impl Checkpoints {
             return;
         }
         let mut state = self.state.clone().lock_owned().await;
+        // Checkpoints put off before this one come before it; those put off while it works
+        // come after it, and are taken as soon as it is done.
+        self.run_deferred(&mut state).await;
         let this = self.clone();
         tokio::spawn(async move {
-            this.take_locked(&mut state, kind, detail).await;
+            this.snapshot_one(&mut state, kind, detail, true).await;
+            this.run_deferred(&mut state).await;
         });
     }
 
@@ -294,27 +399,29 @@ impl Checkpoints {
         if self.off.load(Ordering::Relaxed) {
             return;
         }
-        let mut state = self.state.clone().lock_owned().await;
-        if state.since.is_some() {
-            return;
-        }
         let this = self.clone();
         tokio::spawn(async move {
-            this.snapshot_locked(&mut state, Kind::Tool, detail, false)
-                .await;
+            let mut state = this.state.clone().lock_owned().await;
+            this.merge_written(&mut state);
+            if state.since.is_none() {
+                this.snapshot_locked(&mut state, Kind::Tool, detail, false)
+                    .await;
+            }
         });
     }
 
-    async fn take_locked(
-        &self,
-        state: &mut State,
-        kind: Kind,
-        detail: record::Detail,
-    ) -> Option<Record> {
-        self.snapshot_locked(state, kind, detail, true).await
+    /// What tools said they wrote since the last snapshot, into `state.since`.
+    fn merge_written(&self, state: &mut State) {
+        let written = std::mem::replace(&mut *lock(&self.written), Written::Paths(Vec::new()));
+        match (written, &mut state.since) {
+            (Written::Paths(paths), Some(known)) => known.extend(paths),
+            (Written::Paths(_), None) => {}
+            (Written::Anything, since) => *since = None,
+        }
     }
 
-    /// A snapshot, and its record (`recorded`) for the transcript.
+    /// A snapshot, and its record (`recorded`) for the transcript, after the checkpoints put
+    /// off while the last one worked.
     async fn snapshot_locked(
         &self,
         state: &mut State,
@@ -322,6 +429,18 @@ impl Checkpoints {
         detail: record::Detail,
         recorded: bool,
     ) -> Option<Record> {
+        self.run_deferred(state).await;
+        self.snapshot_one(state, kind, detail, recorded).await
+    }
+
+    async fn snapshot_one(
+        &self,
+        state: &mut State,
+        kind: Kind,
+        detail: record::Detail,
+        recorded: bool,
+    ) -> Option<Record> {
+        self.merge_written(state);
         let start = Instant::now();
         // The first snapshot of a session may read every file; only later ones must be quick.
         let first = state.last_tree.is_none();
@@ -389,7 +508,15 @@ impl Checkpoints {
             keep: self.shadow.ref_path(&state.session, state.seq + 1),
         });
         let (tree, commit) = Self::scan(state, scope, commit).await?;
-        state.since = Some(Vec::new());
+        // Files put in as they were before a call that has written them since: the next
+        // snapshot reads them again.
+        state.since = Some(
+            state
+                .scan
+                .as_ref()
+                .map(|s| s.overridden.clone())
+                .unwrap_or_default(),
+        );
         let Some(commit) = commit else {
             return Ok(state.last_commit.clone().unwrap_or_default());
         };
@@ -542,8 +669,11 @@ impl Checkpoints {
         let applied = restore::apply(&self.shadow, &self.root, plan, force)
             .await
             .map_err(|e| e.to_string())?;
-        self.wrote(None).await;
+        self.wrote(None);
         self.take(Kind::End, record::Detail::default()).await;
         Ok(applied)
     }
 }
+
+#[cfg(test)]
+mod tests;

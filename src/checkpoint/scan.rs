@@ -68,8 +68,19 @@ struct Entry {
 /// size and time, so the file is read again next time (git's "racily clean" rule).
 const RACY_NS: i64 = 100_000_000;
 
+/// What files were before a call that is writing them started, kept for a snapshot already
+/// under way when the call came (see `Checkpoints::take_before_write`): (content, mode), or
+/// `None` for a file that did not exist. A snapshot applies them after it has looked at the
+/// disk, so whatever it read there, the file goes into its tree as it was before the call.
+pub type Preimages = std::sync::Mutex<BTreeMap<Vec<u8>, Preimage>>;
+pub type Preimage = Option<(Vec<u8>, u32)>;
+
 pub struct Scan {
     root: PathBuf,
+    preimages: std::sync::Arc<Preimages>,
+    /// The files the last snapshot took from [`Preimages`]: the disk holds something newer,
+    /// which the next snapshot must read.
+    pub overridden: Vec<String>,
     store: Store,
     cache_file: PathBuf,
     exclude_file: PathBuf,
@@ -98,9 +109,12 @@ impl Scan {
         git_dir: &Path,
         max_file_bytes: u64,
         writer: std::sync::Arc<Writer>,
+        preimages: std::sync::Arc<Preimages>,
     ) -> Scan {
         Scan {
             root: root.to_path_buf(),
+            preimages,
+            overridden: Vec::new(),
             store: Store::new(git_dir),
             cache_file: git_dir.join(CACHE_FILE),
             exclude_file: git_dir.join("info/exclude"),
@@ -213,6 +227,7 @@ impl Scan {
             self.dirty = true;
         }
         self.entries = seen;
+        self.apply_preimages()?;
         let tree = self.write_trees()?;
         let stale = self
             .saved
@@ -257,7 +272,37 @@ impl Scan {
                 Err(e) => return Err(e),
             }
         }
+        self.apply_preimages()?;
         self.write_trees().map(Some)
+    }
+
+    /// Puts each held preimage in place of what was read from the disk.
+    fn apply_preimages(&mut self) -> std::io::Result<()> {
+        self.overridden.clear();
+        let held: Vec<(Vec<u8>, Preimage)> = crate::sys::sync::lock(&self.preimages)
+            .iter()
+            .map(|(rel, pre)| (rel.clone(), pre.clone()))
+            .collect();
+        for (rel, pre) in held {
+            match pre {
+                // Only where the disk has the file too: one the snapshots ignore stays out.
+                Some((data, mode)) if self.entries.contains_key(&rel) => {
+                    let oid = self.put(Kind::Blob, &data)?;
+                    let stat = Stat::default();
+                    self.entries.insert(rel.clone(), Entry { mode, oid, stat });
+                }
+                Some(_) => continue,
+                None => {
+                    if self.entries.remove(&rel).is_none() {
+                        continue;
+                    }
+                }
+            }
+            self.dirty = true;
+            self.overridden
+                .push(String::from_utf8_lossy(&rel).into_owned());
+        }
+        Ok(())
     }
 
     /// Adds a new object to this snapshot's writes and returns its id.

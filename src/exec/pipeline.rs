@@ -280,17 +280,23 @@ impl Pipeline {
         let written = match &checkpoints {
             Some(checkpoints) => {
                 let detail = crate::checkpoint::record::Detail::tool(name, id);
-                checkpoints
-                    .take(crate::checkpoint::Kind::Tool, detail)
-                    .await;
-                Some(written_paths(call.prepared.access(ctx), &ctx.project_root))
+                let written = written_paths(call.prepared.access(ctx), &ctx.project_root);
+                match &written {
+                    Some(paths) => checkpoints.take_before_write(detail, paths).await,
+                    None => {
+                        checkpoints
+                            .take(crate::checkpoint::Kind::Tool, detail)
+                            .await;
+                    }
+                }
+                Some(written)
             }
             None => None,
         };
         let executed = self.execute(id, call.prepared, &call_ctx).await;
         if let (Some(checkpoints), Some(written)) = (checkpoints, written) {
             let anything = written.is_none();
-            checkpoints.wrote(written).await;
+            checkpoints.wrote(written);
             if anything {
                 let detail = crate::checkpoint::record::Detail::tool(name, id);
                 checkpoints.refresh_soon(detail).await;

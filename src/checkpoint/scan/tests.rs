@@ -48,7 +48,7 @@ fn snapshots_follow_git_rules_and_see_every_change() {
     write("nested/inner.txt", "a repository of its own");
     std::os::unix::fs::symlink("src/main.rs", root.join("link")).unwrap();
     let writer = std::sync::Arc::new(Writer::start(git_dir));
-    let mut scan = Scan::new(root, git_dir, 1000, writer.clone());
+    let mut scan = Scan::new(root, git_dir, 1000, writer.clone(), Default::default());
     let settled = |scan: &mut Scan, tree: Oid| {
         scan.finish(Vec::new()).unwrap();
         writer.settle().unwrap();
@@ -83,7 +83,7 @@ fn snapshots_follow_git_rules_and_see_every_change() {
     );
 
     // A new session starts from the saved cache and finds the same tree.
-    let mut again = Scan::new(root, git_dir, 1000, writer.clone());
+    let mut again = Scan::new(root, git_dir, 1000, writer.clone(), Default::default());
     assert_eq!(again.everything().unwrap(), full);
 }
 
@@ -99,7 +99,13 @@ fn a_first_snapshot_of_many_files_goes_into_one_pack_git_can_read() {
         std::fs::write(dir.join(format!("f{i}.txt")), format!("file {}\n", i % 250)).unwrap();
     }
     let writer = std::sync::Arc::new(Writer::start(shadow.path()));
-    let mut scan = Scan::new(project.path(), shadow.path(), 1 << 20, writer.clone());
+    let mut scan = Scan::new(
+        project.path(),
+        shadow.path(),
+        1 << 20,
+        writer.clone(),
+        Default::default(),
+    );
     let tree = scan.everything().unwrap();
     scan.finish(Vec::new()).unwrap();
     writer.settle().unwrap();

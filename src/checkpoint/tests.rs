@@ -1,0 +1,62 @@
+use super::*;
+
+fn file_at(git_dir: &Path, commit: &str, path: &str) -> String {
+    let out = std::process::Command::new("git")
+        .args(["cat-file", "blob", &format!("{commit}:{path}")])
+        .env("GIT_DIR", git_dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{commit}:{path} is not in the snapshot"
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// A call that writes while a snapshot is under way (the first of a session reads the whole
+/// project) does not wait for it, yet its checkpoint holds the file as it was before the call,
+/// the snapshot under way does too, and the end of the turn has the new contents.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_write_during_a_snapshot_does_not_wait_and_is_checkpointed_as_it_was() {
+    let project = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let root = project.path().canonicalize().unwrap();
+    for i in 0..300 {
+        std::fs::write(root.join(format!("f{i}.txt")), format!("file {i}\n")).unwrap();
+    }
+    std::fs::write(root.join("a.txt"), "before\n").unwrap();
+    let shadow = Shadow::new(home.path().join("shadow"), root.clone());
+    let git_dir = shadow.git_dir().to_path_buf();
+    let checkpoints = Arc::new(Checkpoints::with_shadow(
+        shadow,
+        &root,
+        "session",
+        CheckpointConfig::default(),
+    ));
+    checkpoints
+        .take_soon(Kind::Prompt, record::Detail::prompt("go", 0))
+        .await;
+    checkpoints
+        .take_before_write(record::Detail::tool("Edit", "toolu_1"), &["a.txt".into()])
+        .await;
+    // take_soon holds the snapshots until its own is done: the write did not wait for it.
+    assert!(
+        checkpoints.state.try_lock().is_err(),
+        "the first snapshot was still under way"
+    );
+    std::fs::write(root.join("a.txt"), "after\n").unwrap();
+    checkpoints.wrote(Some(vec!["a.txt".into()]));
+    checkpoints.take(Kind::End, record::Detail::default()).await;
+    let records = checkpoints.drain();
+    let kinds: Vec<Kind> = records.iter().map(|r| r.kind).collect();
+    assert_eq!(kinds, [Kind::Prompt, Kind::Tool, Kind::End]);
+    let contents: Vec<String> = records
+        .iter()
+        .map(|r| file_at(&git_dir, &r.commit, "a.txt"))
+        .collect();
+    assert_eq!(contents, ["before\n", "before\n", "after\n"]);
+    assert_eq!(records[1].detail.tool_use_id.as_deref(), Some("toolu_1"));
+    // Nothing is held any more: a later write is read from the disk.
+    assert!(lock(&checkpoints.preimages).is_empty());
+}
