@@ -611,23 +611,54 @@ fn parse_settings(text: &str, path: &Path) -> Result<Settings, SettingsError> {
     serde_json::from_value(value).map_err(parse_error)
 }
 
-/// Top-level keys ouro reads.
-const KNOWN_KEYS: &[&str] = &[
-    "permissions",
-    "model",
-    "hooks",
-    "sandbox",
-    "promptCaching",
-    "effort",
-    "thinking",
-    "contextEditing",
-    "autoCompactThreshold",
-    "trustedDirectories",
-    "bashEnvPassthrough",
-    "mcpServers",
-    "checkpoints",
-    "autoMode",
-];
+/// Top-level keys ouro reads: the `Settings` fields under their JSON names, asked of serde
+/// itself, so a new setting can never be warned about as unknown.
+fn known_keys() -> &'static [&'static str] {
+    static KEYS: std::sync::OnceLock<&'static [&'static str]> = std::sync::OnceLock::new();
+    KEYS.get_or_init(field_names::<Settings>)
+}
+
+/// The field names a derived `Deserialize` of `T` asks for (its `deserialize_struct` call
+/// carries them); empty for a type that is not a struct.
+fn field_names<T: serde::de::DeserializeOwned>() -> &'static [&'static str] {
+    struct Names(&'static [&'static str]);
+    #[derive(Debug)]
+    struct Stop;
+    impl std::fmt::Display for Stop {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("field names taken")
+        }
+    }
+    impl std::error::Error for Stop {}
+    impl serde::de::Error for Stop {
+        fn custom<M: std::fmt::Display>(_: M) -> Self {
+            Stop
+        }
+    }
+    impl<'de> serde::Deserializer<'de> for &mut Names {
+        type Error = Stop;
+        fn deserialize_any<V: serde::de::Visitor<'de>>(self, _: V) -> Result<V::Value, Stop> {
+            Err(Stop)
+        }
+        fn deserialize_struct<V: serde::de::Visitor<'de>>(
+            self,
+            _: &'static str,
+            fields: &'static [&'static str],
+            _: V,
+        ) -> Result<V::Value, Stop> {
+            self.0 = fields;
+            Err(Stop)
+        }
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes
+            byte_buf option unit unit_struct newtype_struct seq tuple tuple_struct map enum
+            identifier ignored_any
+        }
+    }
+    let mut names = Names(&[]);
+    let _ = T::deserialize(&mut names);
+    names.0
+}
 
 /// Claude Code keys ouro does not use: valid in a `.claude/` file, so not typos.
 const CLAUDE_CODE_KEYS: &[&str] = &[
@@ -658,10 +689,10 @@ fn warn_unknown_keys(value: &serde_json::Value, path: &Path) {
         return;
     };
     for key in map.keys() {
-        if KNOWN_KEYS.contains(&key.as_str()) || CLAUDE_CODE_KEYS.contains(&key.as_str()) {
+        if known_keys().contains(&key.as_str()) || CLAUDE_CODE_KEYS.contains(&key.as_str()) {
             continue;
         }
-        let closest = KNOWN_KEYS
+        let closest = known_keys()
             .iter()
             .min_by_key(|k| crate::text::edit_distance(k, key))
             .filter(|k| crate::text::edit_distance(k, key) <= 2)
@@ -749,19 +780,27 @@ pub fn edit_json_file(
 
 #[cfg(test)]
 mod tests {
+    use super::*;
 
     #[test]
-    fn every_setting_ouro_reads_is_a_known_key() {
+    fn the_known_keys_are_the_settings_fields_under_their_json_names() {
+        let keys = known_keys();
+        for key in [
+            "permissions",
+            "autoMode",
+            "mcpServers",
+            "bashEnvPassthrough",
+        ] {
+            assert!(keys.contains(&key), "{key} is not in {keys:?}");
+        }
+        // Every field, the ones skipped when empty included.
         let value = serde_json::to_value(Settings::default()).unwrap();
         for key in value.as_object().unwrap().keys() {
-            assert!(
-                KNOWN_KEYS.contains(&key.as_str()),
-                "{key} is missing from KNOWN_KEYS"
-            );
+            assert!(keys.contains(&key.as_str()), "{key} is not in {keys:?}");
         }
+        assert!(keys.len() > value.as_object().unwrap().len());
+        assert!(!keys.contains(&"auto_mode"));
     }
-
-    use super::*;
 
     #[test]
     fn layers_merge_scalars_by_priority_and_join_lists() {
