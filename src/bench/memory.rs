@@ -18,6 +18,8 @@ pub struct MemoryCost {
     /// The same session with a one-word answer: the floor the others are compared with.
     pub baseline_mb: f64,
     pub delta_50mb_mb: f64,
+    /// The same delta printed as `--output-format stream-json --verbose`, as the SDKs read it.
+    pub delta_50mb_stream_json_mb: f64,
     pub tool_result_50mb_mb: f64,
     pub bash_1gb_mb: f64,
 }
@@ -46,10 +48,17 @@ pub async fn measure(host: &MockHost) -> Result<MemoryCost, BenchError> {
         done
     ]});
     Ok(MemoryCost {
-        baseline_mb: peak(host, &dir, baseline).await?,
-        delta_50mb_mb: peak(host, &dir, delta).await?,
-        tool_result_50mb_mb: peak(host, &dir, tool_result).await?,
-        bash_1gb_mb: peak(host, &dir, bash).await?,
+        baseline_mb: peak(host, &dir, baseline, &[]).await?,
+        delta_50mb_mb: peak(host, &dir, delta.clone(), &[]).await?,
+        delta_50mb_stream_json_mb: peak(
+            host,
+            &dir,
+            delta,
+            &["--output-format", "stream-json", "--verbose"],
+        )
+        .await?,
+        tool_result_50mb_mb: peak(host, &dir, tool_result, &[]).await?,
+        bash_1gb_mb: peak(host, &dir, bash, &[]).await?,
     })
 }
 
@@ -58,15 +67,19 @@ async fn peak(
     host: &MockHost,
     dir: &WorkDir,
     scenario: serde_json::Value,
+    output: &[&str],
 ) -> Result<f64, BenchError> {
     let scenario: Scenario = serde_json::from_value(scenario)
         .map_err(|e| BenchError::Failed(format!("a memory scenario is invalid: {e}")))?;
     let home = WorkDir::new("memory-home")
         .map_err(|e| BenchError::io("could not create a private OURO_HOME", e))?;
     let server = host.serve(scenario).await?;
-    let flags: Vec<String> = ["-p", "--max-retries", "0", "--allowedTools", "Bash", "go"]
-        .map(String::from)
-        .to_vec();
+    let flags: Vec<String> = ["-p", "--max-retries", "0", "--allowedTools", "Bash"]
+        .iter()
+        .chain(output)
+        .chain(&["go"])
+        .map(|f| f.to_string())
+        .collect();
     let mut command = probe_command(dir.path(), home.path(), &server.url(), &flags)?;
     command.env("OURO_CHECKPOINTS", "0");
     let output = tokio::task::spawn_blocking(move || command.output()).await;

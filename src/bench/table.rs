@@ -255,8 +255,13 @@ ouro serve: first chat:delta {:.1} ms after the message (median; min {:.1}, max 
         let _ = writeln!(
             out,
             "\npeak RSS of `ouro -p`: {:.1} MiB answering one word; {:.1} MiB for one 50 MB text \
-             delta, {:.1} MiB for a 50 MB tool result, {:.1} MiB while Bash prints 1 GB",
-            m.baseline_mb, m.delta_50mb_mb, m.tool_result_50mb_mb, m.bash_1gb_mb
+             delta ({:.1} MiB printing it as stream-json), {:.1} MiB for a 50 MB tool result, \
+             {:.1} MiB while Bash prints 1 GB",
+            m.baseline_mb,
+            m.delta_50mb_mb,
+            m.delta_50mb_stream_json_mb,
+            m.tool_result_50mb_mb,
+            m.bash_1gb_mb
         );
     }
     if let Some(c) = &r.cats {
