@@ -329,25 +329,21 @@ impl Checkpoints {
         None
     }
 
-    /// Takes the checkpoints put off while the last snapshot worked, then lets go of the
-    /// files held for them.
+    /// Takes the checkpoints put off while the last snapshot worked, in order, letting go of
+    /// each call's files once its checkpoint is taken: the next call's checkpoint must see
+    /// what this call wrote, and only the later calls' files as they were.
     async fn run_deferred(&self, state: &mut State) {
-        let queued: Vec<record::Detail> = lock(&self.deferred)
-            .iter()
-            .map(|d| d.detail.clone())
-            .collect();
-        if queued.is_empty() {
-            return;
-        }
-        for detail in &queued {
-            self.snapshot_one(state, Kind::Tool, detail.clone(), true)
-                .await;
-        }
-        let mut deferred = lock(&self.deferred);
-        let mut preimages = lock(&self.preimages);
-        for done in deferred.drain(..queued.len()) {
-            for rel in done.paths {
-                preimages.remove(&rel);
+        loop {
+            let Some(detail) = lock(&self.deferred).first().map(|d| d.detail.clone()) else {
+                return;
+            };
+            self.snapshot_one(state, Kind::Tool, detail, true).await;
+            let mut deferred = lock(&self.deferred);
+            let mut preimages = lock(&self.preimages);
+            if !deferred.is_empty() {
+                for rel in deferred.remove(0).paths {
+                    preimages.remove(&rel);
+                }
             }
         }
     }

@@ -60,3 +60,55 @@ async fn a_write_during_a_snapshot_does_not_wait_and_is_checkpointed_as_it_was()
     // Nothing is held any more: a later write is read from the disk.
     assert!(lock(&checkpoints.preimages).is_empty());
 }
+
+/// Two calls put off behind one snapshot, each writing its own file: the second call's
+/// checkpoint has what the first wrote, and its own file as it was.
+#[tokio::test(flavor = "multi_thread")]
+async fn calls_put_off_in_a_row_each_see_the_ones_before() {
+    let project = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let root = project.path().canonicalize().unwrap();
+    for name in ["x.txt", "y.txt"] {
+        std::fs::write(root.join(name), "before\n").unwrap();
+    }
+    let shadow = Shadow::new(home.path().join("shadow"), root.clone());
+    let git_dir = shadow.git_dir().to_path_buf();
+    let checkpoints = Arc::new(Checkpoints::with_shadow(
+        shadow,
+        &root,
+        "session",
+        CheckpointConfig::default(),
+    ));
+    checkpoints
+        .take_soon(Kind::Prompt, record::Detail::prompt("go", 0))
+        .await;
+    for (id, name) in [("toolu_x", "x.txt"), ("toolu_y", "y.txt")] {
+        checkpoints
+            .take_before_write(record::Detail::tool("Edit", id), &[name.into()])
+            .await;
+        std::fs::write(root.join(name), "after\n").unwrap();
+        checkpoints.wrote(Some(vec![name.into()]));
+    }
+    checkpoints.take(Kind::End, record::Detail::default()).await;
+    let records = checkpoints.drain();
+    let seen: Vec<(Kind, String, String)> = records
+        .iter()
+        .map(|r| {
+            (
+                r.kind,
+                file_at(&git_dir, &r.commit, "x.txt"),
+                file_at(&git_dir, &r.commit, "y.txt"),
+            )
+        })
+        .collect();
+    let (before, after) = ("before\n".to_string(), "after\n".to_string());
+    assert_eq!(
+        seen,
+        [
+            (Kind::Prompt, before.clone(), before.clone()),
+            (Kind::Tool, before.clone(), before.clone()),
+            (Kind::Tool, after.clone(), before.clone()),
+            (Kind::End, after.clone(), after.clone()),
+        ]
+    );
+}
