@@ -72,6 +72,26 @@ impl CheckpointConfig {
 }
 
 /// The number of the last checkpoint kept for `session`: a resumed session goes on after it.
+/// A file whose contents decide what a snapshot walks past.
+fn is_ignore_rules(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    matches!(name, ".gitignore" | ".ignore")
+}
+
+/// Whether `full` is where it says, with no link or `..` on the way (a file not there yet is
+/// judged by its folder).
+fn names_itself(full: &Path) -> bool {
+    let real = match std::fs::canonicalize(full) {
+        Ok(real) => Some(real),
+        Err(_) => full
+            .parent()
+            .and_then(|dir| std::fs::canonicalize(dir).ok())
+            .zip(full.file_name())
+            .map(|(dir, name)| dir.join(name)),
+    };
+    real.as_deref() == Some(full)
+}
+
 fn last_seq(shadow: &Shadow, session: &str) -> u64 {
     std::fs::read_dir(shadow.git_dir().join("refs/ouro").join(session))
         .into_iter()
@@ -257,6 +277,8 @@ impl Checkpoints {
     /// Checkpoints from now on belong to session `id` (after `/clear`).
     pub async fn start_session(&self, id: &str) {
         let mut state = self.state.lock().await;
+        // Checkpoints put off belong to the session they were taken in.
+        self.run_deferred(&mut state).await;
         state.session = id.to_string();
         state.seq = last_seq(&self.shadow, id);
     }
@@ -302,6 +324,12 @@ impl Checkpoints {
         for path in paths {
             let rel = path.trim_start_matches("./").as_bytes().to_vec();
             let full = self.root.join(path);
+            // What the walk would find under this very name: no link or `..` on the way (the
+            // tool writes where a link leads), and not a file that changes what the walk
+            // leaves out.
+            if is_ignore_rules(path) || !names_itself(&full) {
+                return Some(detail);
+            }
             let pre = match std::fs::symlink_metadata(&full) {
                 Ok(meta) if meta.is_file() || meta.file_type().is_symlink() => {
                     bytes += meta.len();
@@ -360,6 +388,8 @@ impl Checkpoints {
         let settle = matches!(kind, Kind::End | Kind::Rewind);
         let mut state = self.state.lock().await;
         let record = self.snapshot_locked(&mut state, kind, detail, true).await;
+        // Calls that came while it worked get their checkpoints now, not at the next one.
+        self.run_deferred(&mut state).await;
         drop(state);
         if settle && let Err(e) = self.settle().await {
             self.failed(&e);
@@ -403,6 +433,7 @@ impl Checkpoints {
                 this.snapshot_locked(&mut state, Kind::Tool, detail, false)
                     .await;
             }
+            this.run_deferred(&mut state).await;
         });
     }
 
@@ -608,6 +639,10 @@ impl Checkpoints {
             tracing::warn!("{message}");
             *lock(&self.notice) = Some(message);
         }
+        // No snapshot will take them now; what they hold is let go.
+        let mut deferred = lock(&self.deferred);
+        lock(&self.preimages).clear();
+        deferred.clear();
     }
 
     /// Checkpoints taken since the last call, for the transcript.

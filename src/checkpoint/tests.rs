@@ -15,8 +15,8 @@ fn file_at(git_dir: &Path, commit: &str, path: &str) -> String {
 }
 
 /// A call that writes while a snapshot is under way (the first of a session reads the whole
-/// project) does not wait for it, yet its checkpoint holds the file as it was before the call,
-/// the snapshot under way does too, and the end of the turn has the new contents.
+/// project): its checkpoint holds the file as it was before the call, the snapshot under way
+/// does too, and the end of the turn has the new contents.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_write_during_a_snapshot_does_not_wait_and_is_checkpointed_as_it_was() {
     let project = tempfile::tempdir().unwrap();
@@ -40,11 +40,6 @@ async fn a_write_during_a_snapshot_does_not_wait_and_is_checkpointed_as_it_was()
     checkpoints
         .take_before_write(record::Detail::tool("Edit", "toolu_1"), &["a.txt".into()])
         .await;
-    // take_soon holds the snapshots until its own is done: the write did not wait for it.
-    assert!(
-        checkpoints.state.try_lock().is_err(),
-        "the first snapshot was still under way"
-    );
     std::fs::write(root.join("a.txt"), "after\n").unwrap();
     checkpoints.wrote(Some(vec!["a.txt".into()]));
     checkpoints.take(Kind::End, record::Detail::default()).await;
@@ -111,4 +106,45 @@ async fn calls_put_off_in_a_row_each_see_the_ones_before() {
             (Kind::End, after.clone(), after.clone()),
         ]
     );
+}
+
+/// While a snapshot works, a write to a plain file is put off at once; one through a link (the
+/// tool writes where it leads) or to ignore rules (they change what the walk leaves out) waits.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_write_is_put_off_only_under_its_own_plain_name() {
+    let project = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let root = project.path().canonicalize().unwrap();
+    std::fs::write(root.join("a.txt"), "a\n").unwrap();
+    std::fs::write(root.join("target.txt"), "t\n").unwrap();
+    std::os::unix::fs::symlink("target.txt", root.join("link.txt")).unwrap();
+    std::fs::write(root.join(".gitignore"), "*.log\n").unwrap();
+    let shadow = Shadow::new(home.path().join("shadow"), root.clone());
+    let checkpoints = Arc::new(Checkpoints::with_shadow(
+        shadow,
+        &root,
+        "session",
+        CheckpointConfig::default(),
+    ));
+    // A snapshot under way, for as long as this test says.
+    let working = checkpoints.state.clone().lock_owned().await;
+    let edit = |path: &str| {
+        let (checkpoints, path) = (checkpoints.clone(), path.to_string());
+        async move {
+            checkpoints
+                .take_before_write(record::Detail::tool("Edit", "t"), &[path])
+                .await;
+        }
+    };
+    let wait = std::time::Duration::from_millis(300);
+    assert!(tokio::time::timeout(wait, edit("a.txt")).await.is_ok());
+    assert!(tokio::time::timeout(wait, edit("link.txt")).await.is_err());
+    assert!(
+        tokio::time::timeout(wait, edit(".gitignore"))
+            .await
+            .is_err()
+    );
+    assert!(tokio::time::timeout(wait, edit("new.txt")).await.is_ok());
+    assert_eq!(lock(&checkpoints.deferred).len(), 2);
+    drop(working);
 }
