@@ -14,18 +14,21 @@ fn file_at(git_dir: &Path, commit: &str, path: &str) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-/// A call that writes while a snapshot is under way (the first of a session reads the whole
-/// project): its checkpoint holds the file as it was before the call, the snapshot under way
-/// does too, and the end of the turn has the new contents.
-#[tokio::test(flavor = "multi_thread")]
-async fn a_write_during_a_snapshot_does_not_wait_and_is_checkpointed_as_it_was() {
+/// A project with `files`, and checkpoints of it kept in a home of their own.
+struct Fixture {
+    _dirs: (tempfile::TempDir, tempfile::TempDir),
+    root: PathBuf,
+    git_dir: PathBuf,
+    checkpoints: Arc<Checkpoints>,
+}
+
+fn fixture(files: &[(&str, &str)]) -> Fixture {
     let project = tempfile::tempdir().unwrap();
     let home = tempfile::tempdir().unwrap();
     let root = project.path().canonicalize().unwrap();
-    for i in 0..300 {
-        std::fs::write(root.join(format!("f{i}.txt")), format!("file {i}\n")).unwrap();
+    for (name, text) in files {
+        std::fs::write(root.join(name), text).unwrap();
     }
-    std::fs::write(root.join("a.txt"), "before\n").unwrap();
     let shadow = Shadow::new(home.path().join("shadow"), root.clone());
     let git_dir = shadow.git_dir().to_path_buf();
     let checkpoints = Arc::new(Checkpoints::with_shadow(
@@ -34,6 +37,28 @@ async fn a_write_during_a_snapshot_does_not_wait_and_is_checkpointed_as_it_was()
         "session",
         CheckpointConfig::default(),
     ));
+    Fixture {
+        _dirs: (project, home),
+        root,
+        git_dir,
+        checkpoints,
+    }
+}
+
+/// A call that writes while a snapshot is under way (the first of a session reads the whole
+/// project): its checkpoint holds the file as it was before the call, the snapshot under way
+/// does too, and the end of the turn has the new contents.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_write_during_a_snapshot_does_not_wait_and_is_checkpointed_as_it_was() {
+    let Fixture {
+        _dirs,
+        root,
+        git_dir,
+        checkpoints,
+    } = fixture(&[("a.txt", "before\n")]);
+    for i in 0..300 {
+        std::fs::write(root.join(format!("f{i}.txt")), format!("file {i}\n")).unwrap();
+    }
     checkpoints
         .take_soon(Kind::Prompt, record::Detail::prompt("go", 0))
         .await;
@@ -60,20 +85,12 @@ async fn a_write_during_a_snapshot_does_not_wait_and_is_checkpointed_as_it_was()
 /// checkpoint has what the first wrote, and its own file as it was.
 #[tokio::test(flavor = "multi_thread")]
 async fn calls_put_off_in_a_row_each_see_the_ones_before() {
-    let project = tempfile::tempdir().unwrap();
-    let home = tempfile::tempdir().unwrap();
-    let root = project.path().canonicalize().unwrap();
-    for name in ["x.txt", "y.txt"] {
-        std::fs::write(root.join(name), "before\n").unwrap();
-    }
-    let shadow = Shadow::new(home.path().join("shadow"), root.clone());
-    let git_dir = shadow.git_dir().to_path_buf();
-    let checkpoints = Arc::new(Checkpoints::with_shadow(
-        shadow,
-        &root,
-        "session",
-        CheckpointConfig::default(),
-    ));
+    let Fixture {
+        _dirs,
+        root,
+        git_dir,
+        checkpoints,
+    } = fixture(&[("x.txt", "before\n"), ("y.txt", "before\n")]);
     checkpoints
         .take_soon(Kind::Prompt, record::Detail::prompt("go", 0))
         .await;
@@ -112,20 +129,17 @@ async fn calls_put_off_in_a_row_each_see_the_ones_before() {
 /// tool writes where it leads) or to ignore rules (they change what the walk leaves out) waits.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_write_is_put_off_only_under_its_own_plain_name() {
-    let project = tempfile::tempdir().unwrap();
-    let home = tempfile::tempdir().unwrap();
-    let root = project.path().canonicalize().unwrap();
-    std::fs::write(root.join("a.txt"), "a\n").unwrap();
-    std::fs::write(root.join("target.txt"), "t\n").unwrap();
+    let Fixture {
+        _dirs,
+        root,
+        checkpoints,
+        ..
+    } = fixture(&[
+        ("a.txt", "a\n"),
+        ("target.txt", "t\n"),
+        (".gitignore", "*.log\n"),
+    ]);
     std::os::unix::fs::symlink("target.txt", root.join("link.txt")).unwrap();
-    std::fs::write(root.join(".gitignore"), "*.log\n").unwrap();
-    let shadow = Shadow::new(home.path().join("shadow"), root.clone());
-    let checkpoints = Arc::new(Checkpoints::with_shadow(
-        shadow,
-        &root,
-        "session",
-        CheckpointConfig::default(),
-    ));
     // A snapshot under way, for as long as this test says.
     let working = checkpoints.state.clone().lock_owned().await;
     let edit = |path: &str| {
