@@ -7,7 +7,7 @@ use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
-use std::process::{ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::time::Duration;
 
 use tokio::net::unix::pipe;
@@ -15,7 +15,7 @@ use tokio::sync::oneshot;
 
 pub use super::keeper::SpawnError;
 use super::keeper::{self, Keeper, Request};
-use super::sandbox::{Policy, Prepared};
+use super::sandbox::Policy;
 
 /// A process to start: the program, its arguments, directory, whole environment, and sandbox.
 #[derive(Debug, Clone)]
@@ -62,6 +62,19 @@ impl Launch {
         self
     }
 
+    /// What the keeper is asked to start (it sets the id).
+    fn request(&self) -> Request {
+        Request {
+            id: 0,
+            program: self.program.clone(),
+            args: self.args.clone(),
+            cwd: self.cwd.clone().into_os_string(),
+            env: self.env.clone(),
+            stdin: self.stdin,
+            policy: self.policy.clone(),
+        }
+    }
+
     /// Starts it through the keeper, or directly when there is no keeper (the process then
     /// ends with ouro only when ouro ends in an orderly way).
     pub async fn spawn(&self) -> Result<Spawned, SpawnError> {
@@ -96,16 +109,7 @@ impl Launch {
             fds.push(stdin.as_raw_fd());
         }
         fds.extend([theirs.stdout.as_raw_fd(), theirs.stderr.as_raw_fd()]);
-        let request = Request {
-            id: 0,
-            program: self.program.clone(),
-            args: self.args.clone(),
-            cwd: self.cwd.clone().into_os_string(),
-            env: self.env.clone(),
-            stdin: self.stdin,
-            policy: self.policy.clone(),
-        };
-        let (pid, exit) = keeper.start(request, &fds).await?;
+        let (pid, exit) = keeper.start(self.request(), &fds).await?;
         Ok(GroupChild {
             pgid: Some(pid),
             exit: Exit::Kept(Some(exit)),
@@ -114,23 +118,7 @@ impl Launch {
     }
 
     fn spawn_here(&self, theirs: Theirs) -> Result<GroupChild, SpawnError> {
-        let mut command = std::process::Command::new(&self.program);
-        command
-            .args(&self.args)
-            .current_dir(&self.cwd)
-            .env_clear()
-            .envs(self.env.iter().map(|(k, v)| (k, v)))
-            .stdin(theirs.stdin.map_or_else(Stdio::null, Stdio::from))
-            .stdout(theirs.stdout)
-            .stderr(theirs.stderr);
-        std::os::unix::process::CommandExt::process_group(&mut command, 0);
-        if let Some(policy) = &self.policy {
-            match Prepared::new(policy) {
-                Ok(Some(prepared)) => prepared.apply(&mut command),
-                Ok(None) => {}
-                Err(e) => return Err(SpawnError::Sandbox(e.to_string())),
-            }
-        }
+        let command = keeper::command(&self.request(), theirs.stdin, theirs.stdout, theirs.stderr)?;
         let child = tokio::process::Command::from(command).spawn()?;
         Ok(GroupChild {
             pgid: child.id().and_then(|id| i32::try_from(id).ok()),

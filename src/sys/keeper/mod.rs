@@ -11,7 +11,7 @@ mod serve;
 mod wire;
 
 use std::collections::HashMap;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -30,6 +30,35 @@ pub enum SpawnError {
     Sandbox(String),
     #[error(transparent)]
     Io(#[from] std::io::Error),
+}
+
+/// The command that starts `request` in its own process group and its sandbox, on these ends
+/// of its pipes (no stdin: `/dev/null`). The keeper starts it so, and ouro itself when there
+/// is no keeper.
+pub fn command(
+    request: &Request,
+    stdin: Option<OwnedFd>,
+    stdout: OwnedFd,
+    stderr: OwnedFd,
+) -> Result<std::process::Command, SpawnError> {
+    let mut command = std::process::Command::new(&request.program);
+    command
+        .args(&request.args)
+        .current_dir(&request.cwd)
+        .env_clear()
+        .envs(request.env.iter().map(|(k, v)| (k, v)))
+        .stdin(stdin.map_or_else(std::process::Stdio::null, std::process::Stdio::from))
+        .stdout(stdout)
+        .stderr(stderr)
+        .process_group(0);
+    if let Some(policy) = &request.policy {
+        match super::sandbox::Prepared::new(policy) {
+            Ok(Some(prepared)) => prepared.apply(&mut command),
+            Ok(None) => {}
+            Err(e) => return Err(SpawnError::Sandbox(e.to_string())),
+        }
+    }
+    Ok(command)
 }
 
 /// The argument that makes the binary a keeper.

@@ -6,12 +6,10 @@
 use std::collections::HashMap;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
-use std::os::unix::process::CommandExt;
-use std::process::{Command, Stdio};
 use std::sync::{Arc, Condvar, Mutex};
 
+use super::SpawnError;
 use super::wire::{self, Reply, Request};
-use crate::sys::sandbox::Prepared;
 
 /// The descriptor ouro hands the keeper its end of the socket on.
 pub const SOCKET_FD: i32 = 3;
@@ -96,33 +94,17 @@ fn start(running: &Running, request: Request, fds: Vec<OwnedFd>) -> std::io::Res
             &[],
         )
     };
-    let expected = if request.stdin { 3 } else { 2 };
-    if fds.len() != expected {
-        return failed(false, "the keeper got the wrong descriptors".into());
-    }
     let mut fds = fds.into_iter();
-    let mut command = Command::new(&request.program);
-    command
-        .args(&request.args)
-        .current_dir(&request.cwd)
-        .env_clear()
-        .envs(request.env.iter().map(|(k, v)| (k, v)))
-        .process_group(0);
-    let stdin = if request.stdin {
-        fds.next().map(Stdio::from)
-    } else {
-        Some(Stdio::null())
+    let stdin = if request.stdin { fds.next() } else { None };
+    // Exactly stdout and stderr after it.
+    let (Some(stdout), Some(stderr), None) = (fds.next(), fds.next(), fds.next()) else {
+        return failed(false, "the keeper got the wrong descriptors".into());
     };
-    if let (Some(stdin), Some(stdout), Some(stderr)) = (stdin, fds.next(), fds.next()) {
-        command.stdin(stdin).stdout(stdout).stderr(stderr);
-    }
-    if let Some(policy) = &request.policy {
-        match Prepared::new(policy) {
-            Ok(Some(prepared)) => prepared.apply(&mut command),
-            Ok(None) => {}
-            Err(e) => return failed(true, e.to_string()),
-        }
-    }
+    let mut command = match super::command(&request, stdin, stdout, stderr) {
+        Ok(command) => command,
+        Err(SpawnError::Sandbox(why)) => return failed(true, why),
+        Err(e) => return failed(false, e.to_string()),
+    };
     // Held across the spawn and the reply: the reaper must not look up a pid before it is
     // recorded, nor report its end before its start.
     let mut state = running.lock();
