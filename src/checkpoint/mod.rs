@@ -72,10 +72,13 @@ impl CheckpointConfig {
 }
 
 /// The number of the last checkpoint kept for `session`: a resumed session goes on after it.
-/// A file whose contents decide what a snapshot walks past.
-fn is_ignore_rules(path: &str) -> bool {
-    let name = path.rsplit('/').next().unwrap_or(path);
-    matches!(name, ".gitignore" | ".ignore")
+fn last_seq(shadow: &Shadow, session: &str) -> u64 {
+    std::fs::read_dir(shadow.git_dir().join("refs/ouro").join(session))
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u64>().ok())
+        .max()
+        .unwrap_or(0)
 }
 
 /// Whether `full` is where it says, with no link or `..` on the way (a file not there yet is
@@ -90,15 +93,6 @@ fn names_itself(full: &Path) -> bool {
             .map(|(dir, name)| dir.join(name)),
     };
     real.as_deref() == Some(full)
-}
-
-fn last_seq(shadow: &Shadow, session: &str) -> u64 {
-    std::fs::read_dir(shadow.git_dir().join("refs/ouro").join(session))
-        .into_iter()
-        .flatten()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u64>().ok())
-        .max()
-        .unwrap_or(0)
 }
 
 /// Why `root` is no place for snapshots, if it is not: the home folder or `/` (ouro started
@@ -327,7 +321,7 @@ impl Checkpoints {
             // What the walk would find under this very name: no link or `..` on the way (the
             // tool writes where a link leads), and not a file that changes what the walk
             // leaves out.
-            if is_ignore_rules(path) || !names_itself(&full) {
+            if restore::is_ignore_file(path) || !names_itself(&full) {
                 return Some(detail);
             }
             let pre = match std::fs::symlink_metadata(&full) {
@@ -421,7 +415,7 @@ impl Checkpoints {
     /// may write. That call's checkpoint then finds nothing new and costs nothing. A process the
     /// command left running that writes meanwhile is seen by the next full walk (before the
     /// next prompt, or after the next such call), as it would have been after that call.
-    pub async fn refresh_soon(self: &Arc<Self>, detail: record::Detail) {
+    pub fn refresh_soon(self: &Arc<Self>, detail: record::Detail) {
         if self.off.load(Ordering::Relaxed) {
             return;
         }

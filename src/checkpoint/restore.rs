@@ -221,7 +221,8 @@ pub async fn apply(
     Ok(applied)
 }
 
-fn is_ignore_file(path: &str) -> bool {
+/// A file whose rules decide what git, and so the snapshots' walk, leaves out.
+pub(super) fn is_ignore_file(path: &str) -> bool {
     path == ".gitignore" || path.ends_with("/.gitignore")
 }
 

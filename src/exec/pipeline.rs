@@ -299,7 +299,7 @@ impl Pipeline {
             checkpoints.wrote(written);
             if anything {
                 let detail = crate::checkpoint::record::Detail::tool(name, id);
-                checkpoints.refresh_soon(detail).await;
+                checkpoints.refresh_soon(detail);
             }
         }
         timings.execution = start.elapsed();
