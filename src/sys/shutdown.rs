@@ -39,31 +39,19 @@ pub fn become_subreaper() {
 /// exits at once with 130 (the user insists).
 pub fn watch(turn: CancellationToken) -> Received {
     let received = Received::default();
-    let record = received.clone();
     let kinds = [
         (SignalKind::interrupt(), libc::SIGINT),
         (SignalKind::terminate(), libc::SIGTERM),
         (SignalKind::hangup(), libc::SIGHUP),
     ];
-    for (kind, number) in kinds {
-        let Ok(mut stream) = signal(kind) else {
-            continue;
-        };
-        let (turn, record) = (turn.clone(), record.clone());
-        tokio::spawn(async move {
-            while stream.recv().await.is_some() {
-                let first = record
-                    .0
-                    .compare_exchange(0, number, Ordering::Relaxed, Ordering::Relaxed)
-                    .is_ok();
-                if !first && number == libc::SIGINT {
-                    end_descendants();
-                    std::process::exit(130);
-                }
-                turn.cancel();
-            }
-        });
-    }
+    on_signals(&kinds, &received, move |number, first| {
+        if !first && number == libc::SIGINT {
+            end_descendants();
+            std::process::exit(130);
+        }
+        turn.cancel();
+        std::future::ready(())
+    });
     received
 }
 
@@ -81,33 +69,48 @@ pub fn watch_ending(grace: std::time::Duration, last_words: fn()) -> Ending {
         token: CancellationToken::new(),
         received: Received::default(),
     };
-    for (kind, number) in [
+    let kinds = [
         (SignalKind::terminate(), libc::SIGTERM),
         (SignalKind::hangup(), libc::SIGHUP),
-    ] {
+    ];
+    let token = ending.token.clone();
+    on_signals(&kinds, &ending.received, move |number, first| {
+        let token = token.clone();
+        async move {
+            if first {
+                token.cancel();
+                tokio::time::sleep(grace).await;
+                last_words();
+                end_descendants();
+                std::process::exit(128 + number);
+            }
+        }
+    });
+    ending
+}
+
+/// Runs `handle(signal, first)` on each of `kinds` as it arrives, `first` when it is the
+/// first signal `received` records.
+fn on_signals<F, Fut>(kinds: &[(SignalKind, i32)], received: &Received, handle: F)
+where
+    F: Fn(i32, bool) -> Fut + Clone + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send,
+{
+    for &(kind, number) in kinds {
         let Ok(mut stream) = signal(kind) else {
             continue;
         };
-        let (token, record) = (ending.token.clone(), ending.received.clone());
+        let (record, handle) = (received.clone(), handle.clone());
         tokio::spawn(async move {
-            if stream.recv().await.is_none() {
-                return;
+            while stream.recv().await.is_some() {
+                let first = record
+                    .0
+                    .compare_exchange(0, number, Ordering::Relaxed, Ordering::Relaxed)
+                    .is_ok();
+                handle(number, first).await;
             }
-            let first = record
-                .0
-                .compare_exchange(0, number, Ordering::Relaxed, Ordering::Relaxed)
-                .is_ok();
-            if !first {
-                return;
-            }
-            token.cancel();
-            tokio::time::sleep(grace).await;
-            last_words();
-            end_descendants();
-            std::process::exit(128 + number);
         });
     }
-    ending
 }
 
 /// A descendant [`end_descendants`] leaves alone (ouro's process keeper, which ends its own
