@@ -19,6 +19,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use tokio::sync::oneshot;
 
+use crate::sys::sync::lock;
+
 pub use serve::run;
 use wire::Reply;
 pub use wire::Request;
@@ -104,9 +106,7 @@ impl Drop for Abandon<'_> {
             return;
         }
         // Gone from the table: a Started still to come kills the group (see `listen`).
-        if let Some(pid) = self
-            .keeper
-            .lock_waiting()
+        if let Some(pid) = lock(&self.keeper.waiting)
             .remove(&self.id)
             .and_then(|w| w.pid)
         {
@@ -209,7 +209,7 @@ impl Keeper {
         request.id = id;
         let (started_tx, started) = oneshot::channel();
         let (exited_tx, exited) = oneshot::channel();
-        self.lock_waiting().insert(
+        lock(&self.waiting).insert(
             id,
             Waiting {
                 started: Some(started_tx),
@@ -223,7 +223,7 @@ impl Keeper {
             armed: true,
         };
         let sent = {
-            let socket = self.socket.lock().unwrap_or_else(|e| e.into_inner());
+            let socket = lock(&self.socket);
             wire::send(&socket, &request, fds)
         };
         if let Err(e) = sent {
@@ -243,15 +243,11 @@ impl Keeper {
         Ok((pid, exited))
     }
 
-    fn lock_waiting(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Waiting>> {
-        self.waiting.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// Hands each reply to whoever waits for it, until the keeper goes; then everyone still
     /// waiting hears so (their senders are dropped).
     fn listen(&self, socket: &UnixStream) {
         while let Ok(Some((reply, _))) = wire::recv::<Reply>(socket) {
-            let mut waiting = self.lock_waiting();
+            let mut waiting = lock(&self.waiting);
             match reply {
                 Reply::Started { id, pid } => {
                     let started = waiting.get_mut(&id).and_then(|w| {
@@ -286,7 +282,7 @@ impl Keeper {
             }
         }
         self.gone.store(true, Ordering::Relaxed);
-        self.lock_waiting().clear();
+        lock(&self.waiting).clear();
         tracing::warn!(
             "ouro's process keeper ended; tool processes are started by ouro itself from now on"
         );

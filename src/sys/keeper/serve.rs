@@ -10,6 +10,7 @@ use std::sync::{Arc, Condvar, Mutex};
 
 use super::SpawnError;
 use super::wire::{self, Reply, Request};
+use crate::sys::sync::lock;
 
 /// The descriptor ouro hands the keeper its end of the socket on.
 pub const SOCKET_FD: i32 = 3;
@@ -26,12 +27,6 @@ struct State {
     /// pid to request id.
     ids: HashMap<i32, u64>,
     replies: UnixStream,
-}
-
-impl Running {
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
 }
 
 /// Runs the keeper on [`SOCKET_FD`] until ouro closes it; never returns.
@@ -83,7 +78,7 @@ pub fn run() -> ! {
 fn start(running: &Running, request: Request, fds: Vec<OwnedFd>) -> std::io::Result<()> {
     let id = request.id;
     let failed = |sandbox: bool, message: String| {
-        let state = running.lock();
+        let state = lock(&running.state);
         wire::send(
             &state.replies,
             &Reply::Failed {
@@ -107,7 +102,7 @@ fn start(running: &Running, request: Request, fds: Vec<OwnedFd>) -> std::io::Res
     };
     // Held across the spawn and the reply: the reaper must not look up a pid before it is
     // recorded, nor report its end before its start.
-    let mut state = running.lock();
+    let mut state = lock(&running.state);
     match command.spawn() {
         Ok(child) => {
             let pid = child.id() as i32;
@@ -140,7 +135,7 @@ fn reap(running: &Running) {
                 _ => {
                     // No children at all: sleep until one is started (its pid is recorded
                     // under the same lock, so the wake-up cannot be missed).
-                    let state = running.lock();
+                    let state = lock(&running.state);
                     drop(running.started.wait_while(state, |s| s.ids.is_empty()));
                     continue;
                 }
@@ -148,7 +143,7 @@ fn reap(running: &Running) {
         }
         // SAFETY: waitid succeeded for an exited child, so si_pid is set.
         let pid = unsafe { info.si_pid() };
-        let mut state = running.lock();
+        let mut state = lock(&running.state);
         let mut status = 0;
         // SAFETY: waitpid writes only to `status`. The child may be gone already (std reaped
         // one whose exec failed, while this thread waited for the lock).
