@@ -124,6 +124,16 @@ for await (const m of query({ prompt: "biggest city on the Rhone", options: { ..
     );
 }
 
+/// The deny programs' script: a Write of b.txt, then an answer that must never be asked for.
+fn write_b_then_never(sb: &Sandbox) -> Value {
+    let file = sb.root().join("b.txt").display().to_string();
+    json!({"turns": [
+        {"content": [{"type": "tool_use", "name": "Write",
+            "input": {"file_path": file, "content": "b"}}], "expect_text": "make b.txt"},
+        {"content": [{"type": "text", "text": "never"}], "expect_text": "make b.txt"}
+    ]})
+}
+
 /// `interrupt()` mid-answer: the same user message and result subtype.
 #[tokio::test]
 async fn an_interrupt_is_what_claude_code_gives() {
@@ -167,16 +177,7 @@ try {
   out("thrown", { kind: String(e).split(":")[0] });
 }
 "#;
-    let Some((ouro, claude, sent)) = both(Sdk::TypeScript, body, |sb| {
-        let file = sb.root().join("b.txt").display().to_string();
-        json!({"turns": [
-            {"content": [{"type": "tool_use", "name": "Write",
-                "input": {"file_path": file, "content": "b"}}], "expect_text": "make b.txt"},
-            {"content": [{"type": "text", "text": "never"}], "expect_text": "make b.txt"}
-        ]})
-    })
-    .await
-    else {
+    let Some((ouro, claude, sent)) = both(Sdk::TypeScript, body, write_b_then_never).await else {
         return;
     };
     assert_eq!(ouro, claude, "ouro, then Claude Code");
@@ -265,14 +266,7 @@ async fn python_a_deny_that_stops_is_what_claude_code_gives() {
         out("raised", type=type(e).__name__)
     out("file", exists=os.path.exists("b.txt"))
 "#,
-        |sb| {
-            let file = sb.root().join("b.txt").display().to_string();
-            json!({"turns": [
-                {"content": [{"type": "tool_use", "name": "Write",
-                    "input": {"file_path": file, "content": "b"}}], "expect_text": "make b.txt"},
-                {"content": [{"type": "text", "text": "never"}], "expect_text": "make b.txt"}
-            ]})
-        },
+        write_b_then_never,
     )
     .await
     else {
