@@ -47,12 +47,11 @@ pub fn parse_hex(text: &str) -> Option<Oid> {
 
 /// The id git gives `data` as an object of `kind`.
 pub fn id(kind: Kind, data: &[u8]) -> Oid {
-    let mut ctx = ring::digest::Context::new(&ring::digest::SHA1_FOR_LEGACY_USE_ONLY);
+    use sha1::Digest;
+    let mut ctx = sha1::Sha1::new();
     ctx.update(format!("{} {}\0", kind.name(), data.len()).as_bytes());
     ctx.update(data);
-    let mut oid = [0u8; 20];
-    oid.copy_from_slice(ctx.finish().as_ref());
-    oid
+    ctx.finalize().into()
 }
 
 /// The loose objects of one repository.

@@ -6,10 +6,13 @@ use std::collections::{HashMap, HashSet};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use flate2::Compression;
-use flate2::write::ZlibEncoder;
+use flate2::{Compress, Compression, FlushCompress, Status};
+use sha1::{Digest, Sha1};
 
 use super::objects::{self, Kind, Oid};
+
+/// What is written or read back at a time: a pack's bytes go to the file as they come.
+const BUFFER: usize = 64 << 10;
 
 /// A pack being written beside the repository's other packs.
 pub struct PackWriter {
@@ -19,6 +22,8 @@ pub struct PackWriter {
     offset: u64,
     entries: Vec<(Oid, u64, u32)>,
     seen: HashSet<Oid>,
+    /// Made at the first object added whole (most come as records made on other threads).
+    deflater: Option<Deflater>,
 }
 
 fn type_code(kind: Kind) -> u8 {
@@ -29,21 +34,44 @@ fn type_code(kind: Kind) -> u8 {
     }
 }
 
-/// An object's pack record: its type and size header, then its zlib-compressed bytes.
-pub fn record(kind: Kind, data: &[u8]) -> std::io::Result<Vec<u8>> {
-    let mut record = Vec::with_capacity(data.len() / 2 + 32);
-    let mut size = data.len() as u64;
-    let mut byte = (type_code(kind) << 4) | (size & 0x0f) as u8;
-    size >>= 4;
-    while size > 0 {
-        record.push(byte | 0x80);
-        byte = (size & 0x7f) as u8;
-        size >>= 7;
+/// Makes pack records, one compressor for all of them: setting one up costs more than
+/// compressing a small file.
+pub struct Deflater(Compress);
+
+impl Deflater {
+    pub fn new() -> Deflater {
+        Deflater(Compress::new(Compression::fast(), true))
     }
-    record.push(byte);
-    let mut encoder = ZlibEncoder::new(record, Compression::fast());
-    encoder.write_all(data)?;
-    encoder.finish()
+
+    /// An object's pack record: its type and size header, then its zlib-compressed bytes.
+    pub fn record(&mut self, kind: Kind, data: &[u8]) -> std::io::Result<Vec<u8>> {
+        let mut record = Vec::with_capacity(data.len() / 2 + 64);
+        let mut size = data.len() as u64;
+        let mut byte = (type_code(kind) << 4) | (size & 0x0f) as u8;
+        size >>= 4;
+        while size > 0 {
+            record.push(byte | 0x80);
+            byte = (size & 0x7f) as u8;
+            size >>= 7;
+        }
+        record.push(byte);
+        self.0.reset();
+        loop {
+            if record.capacity() - record.len() < 64 {
+                record.reserve(record.capacity());
+            }
+            let consumed = usize::try_from(self.0.total_in()).unwrap_or(usize::MAX);
+            let rest = data.get(consumed..).unwrap_or_default();
+            match self
+                .0
+                .compress_vec(rest, &mut record, FlushCompress::Finish)
+                .map_err(std::io::Error::other)?
+            {
+                Status::StreamEnd => return Ok(record),
+                Status::Ok | Status::BufError => {}
+            }
+        }
+    }
 }
 
 impl PackWriter {
@@ -59,7 +87,7 @@ impl PackWriter {
             .write(true)
             .create_new(true)
             .open(&temp)?;
-        let mut out = BufWriter::with_capacity(1 << 20, file);
+        let mut out = BufWriter::with_capacity(BUFFER, file);
         out.write_all(&[0u8; 12])?;
         Ok(PackWriter {
             dir,
@@ -68,6 +96,7 @@ impl PackWriter {
             offset: 12,
             entries: Vec::new(),
             seen: HashSet::new(),
+            deflater: None,
         })
     }
 
@@ -77,7 +106,11 @@ impl PackWriter {
         if self.seen.contains(&oid) {
             return Ok(oid);
         }
-        self.add_record(oid, record(kind, data)?)?;
+        let record = self
+            .deflater
+            .get_or_insert_with(Deflater::new)
+            .record(kind, data)?;
+        self.add_record(oid, record)?;
         Ok(oid)
     }
 
@@ -115,7 +148,7 @@ impl PackWriter {
         header.extend_from_slice(&count.to_be_bytes());
         // The count is known only now: the header is patched in, and the checksum (which
         // covers it) read back from the file.
-        let mut full = ring::digest::Context::new(&ring::digest::SHA1_FOR_LEGACY_USE_ONLY);
+        let mut full = Sha1::new();
         full.update(&header);
         use std::io::Seek;
         let body_digest = {
@@ -123,7 +156,7 @@ impl PackWriter {
             file.seek(SeekFrom::Start(0))?;
             file.write_all(&header)?;
             file.seek(SeekFrom::Start(12))?;
-            let mut buf = vec![0u8; 1 << 20];
+            let mut buf = vec![0u8; BUFFER];
             loop {
                 let n = file.read(&mut buf)?;
                 if n == 0 {
@@ -131,9 +164,9 @@ impl PackWriter {
                 }
                 full.update(&buf[..n]);
             }
-            full.finish()
+            full.finalize()
         };
-        let checksum = body_digest.as_ref().to_vec();
+        let checksum = body_digest.to_vec();
         file.seek(std::io::SeekFrom::End(0))?;
         file.write_all(&checksum)?;
         drop(file);
@@ -184,8 +217,8 @@ fn index(entries: &[(Oid, u64, u32)], pack_checksum: &[u8]) -> Vec<u8> {
         out.extend_from_slice(&offset.to_be_bytes());
     }
     out.extend_from_slice(pack_checksum);
-    let digest = ring::digest::digest(&ring::digest::SHA1_FOR_LEGACY_USE_ONLY, &out);
-    out.extend_from_slice(digest.as_ref());
+    let digest = Sha1::digest(&out);
+    out.extend_from_slice(&digest);
     out
 }
 
@@ -230,8 +263,21 @@ mod tests {
         objects::init(dir.path()).unwrap();
         let mut pack = PackWriter::start(dir.path()).unwrap();
         let big: Vec<u8> = (0..100_000u32).flat_map(|i| i.to_le_bytes()).collect();
+        // Bytes that do not compress: the record outgrows the room first made for it.
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        let noise: Vec<u8> = (0..300_000)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                state as u8
+            })
+            .collect();
         let small = pack.add(Kind::Blob, b"small\n").unwrap();
         let large = pack.add(Kind::Blob, &big).unwrap();
+        let random = pack.add(Kind::Blob, &noise).unwrap();
+        // The same compressor, after a large record, makes a whole small one.
+        let after = pack.add(Kind::Blob, b"after\n").unwrap();
         assert_eq!(pack.add(Kind::Blob, b"small\n").unwrap(), small);
         let tree = pack
             .add(
@@ -262,6 +308,10 @@ mod tests {
         let out = git(&["cat-file", "blob", &objects::hex(&large)]);
         assert!(out.status.success());
         assert_eq!(out.stdout, big);
+        let out = git(&["cat-file", "blob", &objects::hex(&random)]);
+        assert_eq!(out.stdout, noise);
+        let out = git(&["cat-file", "blob", &objects::hex(&after)]);
+        assert_eq!(out.stdout, b"after\n");
         let out = git(&["ls-tree", &objects::hex(&tree)]);
         assert!(String::from_utf8_lossy(&out.stdout).contains("\tl\n"));
         let packs: Vec<_> = std::fs::read_dir(dir.path().join("objects/pack"))

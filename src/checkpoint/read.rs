@@ -67,13 +67,15 @@ pub fn many(
         .clamp(1, 8);
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
-    let one = |(full, meta): &(PathBuf, std::fs::Metadata)| -> std::io::Result<Option<Packed>> {
+    let one = |(full, meta): &(PathBuf, std::fs::Metadata),
+               deflater: &mut pack::Deflater|
+     -> std::io::Result<Option<Packed>> {
         let Some(data) = content(full, meta)? else {
             return Ok(None);
         };
         Ok(Some(Packed {
             oid: objects::id(Kind::Blob, &data),
-            record: pack::record(Kind::Blob, &data)?,
+            record: deflater.record(Kind::Blob, &data)?,
         }))
     };
     std::thread::scope(|scope| {
@@ -81,10 +83,11 @@ pub fn many(
         for _ in 0..threads {
             let (tx, next, stop, one) = (tx.clone(), &next, &stop, &one);
             scope.spawn(move || {
+                let mut deflater = pack::Deflater::new();
                 while !stop.load(Ordering::Relaxed) {
                     let index = next.fetch_add(1, Ordering::Relaxed);
                     let Some(file) = files.get(index) else { break };
-                    if tx.send((index, one(file))).is_err() {
+                    if tx.send((index, one(file, &mut deflater))).is_err() {
                         break;
                     }
                 }
