@@ -207,3 +207,55 @@ fn strict_fails_exactly_when_a_target_is_missed() {
         assert!(String::from_utf8_lossy(&output.stderr).contains("a target was missed"));
     }
 }
+
+/// `--write-scenario` writes what the benchmark measures, and the printed arguments replay it:
+/// every scripted call runs, none fails, and the session ends with the scripted answer.
+#[tokio::test]
+async fn the_written_scenario_replays_the_measured_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("session");
+    let written: Value = serde_json::from_str(&stdout(&bench(&[
+        "--mix",
+        "read,grep,glob,edit,bash",
+        "--json",
+        "--write-scenario",
+        out.to_str().unwrap(),
+    ])))
+    .unwrap();
+    let scenario = std::fs::read_to_string(written["scenario"].as_str().unwrap()).unwrap();
+    let scenario: Value = serde_json::from_str(&scenario).unwrap();
+    let server = common::server(scenario).await;
+    let args: Vec<String> = written["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap().to_string())
+        .collect();
+    let home = tempfile::tempdir().unwrap();
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_ouro"))
+        .args(&args)
+        .args(["--output-format", "stream-json", "--verbose"])
+        .current_dir(written["project"].as_str().unwrap())
+        .env("ANTHROPIC_BASE_URL", server.url())
+        .env("ANTHROPIC_API_KEY", "sk-ant-test")
+        .env("OURO_HOME", home.path())
+        .env_remove("ANTHROPIC_MODEL")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    let run = common::Run::from(output);
+    let results = run.tool_results();
+    assert_eq!(results.len(), 6, "{}", run.debug());
+    assert!(
+        results.iter().all(|r| r["is_error"] != true),
+        "{}",
+        run.debug()
+    );
+    assert_eq!(run.result()["subtype"], "success", "{}", run.debug());
+
+    // A second write into the same place is refused rather than mixed with the first.
+    let again = bench(&["--write-scenario", out.to_str().unwrap()]);
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("not empty"));
+}

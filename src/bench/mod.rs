@@ -18,6 +18,7 @@ pub mod mcp;
 pub mod measure;
 pub mod memory;
 pub mod relay;
+pub mod replay;
 pub mod report;
 pub mod rg;
 pub mod run;
@@ -120,6 +121,10 @@ pub struct BenchArgs {
     /// without compactions in it), with its peak memory (e.g. 100).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=2000))]
     pub resume_mb: Option<u32>,
+    /// Measure nothing: write the tools session's project (DIR/project) and scripted API output
+    /// (DIR/scenario.json) and print the commands that replay it (as JSON with --json).
+    #[arg(long, value_name = "DIR")]
+    pub write_scenario: Option<std::path::PathBuf>,
     /// Exit non-zero when a measured figure misses its target (for runs by hand: timings on
     /// a shared machine are noisy).
     #[arg(long)]
@@ -144,6 +149,17 @@ pub async fn run(args: &BenchArgs) -> Result<bool, BenchError> {
         mix: args.mix.clone(),
         seed: args.seed,
     };
+    if let Some(dir) = &args.write_scenario {
+        let written = replay::write(dir, &plan, files)?;
+        if args.json {
+            let line = serde_json::to_string(&written)
+                .map_err(|e| BenchError::Failed(format!("could not encode the paths: {e}")))?;
+            println!("{line}");
+        } else {
+            print!("{}", replay::instructions(&written));
+        }
+        return Ok(true);
+    }
     if let Some(home) = crate::settings::ouro_home()
         && home.join("settings.json").exists()
     {
