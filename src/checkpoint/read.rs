@@ -12,8 +12,14 @@ use super::pack;
 
 /// Below this many files, threads cost more than they save.
 pub const PARALLEL_FROM: usize = 64;
-/// Records read but not yet written, at most.
-const IN_FLIGHT: usize = 32;
+/// Batches read but not yet written, at most.
+const IN_FLIGHT: usize = 4;
+/// Files are handed over in batches of this many (or this many compressed bytes): one
+/// hand-over per file costs a wake-up of the writing thread each.
+const BATCH_FILES: usize = 16;
+const BATCH_BYTES: usize = 1 << 20;
+
+type Outcome = std::io::Result<Option<Packed>>;
 
 /// The git mode of a file from its metadata.
 pub fn mode_of(meta: &std::fs::Metadata) -> u32 {
@@ -32,7 +38,7 @@ pub fn content(full: &Path, meta: &std::fs::Metadata) -> std::io::Result<Option<
     let read = if meta.file_type().is_symlink() {
         std::fs::read_link(full).map(|t| t.as_os_str().as_bytes().to_vec())
     } else {
-        std::fs::read(full)
+        read_sized(full, meta.len())
     };
     match read {
         Ok(data) => Ok(Some(data)),
@@ -47,6 +53,36 @@ pub fn content(full: &Path, meta: &std::fs::Metadata) -> std::io::Result<Option<
         Err(e) => Err(e),
     }
 }
+
+/// A file's bytes, read in one `read` when it still has the size its stat gave (a first
+/// snapshot reads every file: `std::fs::read` would stat it again and read once more to find
+/// its end). Any other outcome reads on to the end.
+fn read_sized(full: &Path, len: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(full)?;
+    let want = usize::try_from(len).unwrap_or(usize::MAX).saturating_add(1);
+    let mut data = Vec::new();
+    if want <= ONE_READ_MAX {
+        data.reserve_exact(want);
+        data.resize(want, 0);
+        let n = loop {
+            match file.read(&mut data) {
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                other => break other?,
+            }
+        };
+        data.truncate(n);
+        // One byte short of what was asked: exactly the size seen, so this is the end.
+        if n + 1 == want {
+            return Ok(data);
+        }
+    }
+    file.read_to_end(&mut data)?;
+    Ok(data)
+}
+
+/// Larger files are read as `std::fs::read` reads them, in growing pieces.
+const ONE_READ_MAX: usize = 64 << 20;
 
 /// One file read for a pack: its blob id and compressed pack record.
 pub struct Packed {
@@ -79,23 +115,36 @@ pub fn many(
         }))
     };
     std::thread::scope(|scope| {
-        let (tx, rx) = std::sync::mpsc::sync_channel(IN_FLIGHT);
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<(usize, Outcome)>>(IN_FLIGHT);
         for _ in 0..threads {
             let (tx, next, stop, one) = (tx.clone(), &next, &stop, &one);
             scope.spawn(move || {
                 let mut deflater = pack::Deflater::new();
+                let mut batch = Vec::new();
+                let mut bytes = 0;
                 while !stop.load(Ordering::Relaxed) {
                     let index = next.fetch_add(1, Ordering::Relaxed);
                     let Some(file) = files.get(index) else { break };
-                    if tx.send((index, one(file, &mut deflater))).is_err() {
-                        break;
+                    let read = one(file, &mut deflater);
+                    bytes += read
+                        .as_ref()
+                        .map_or(0, |r| r.as_ref().map_or(0, |p| p.record.len()));
+                    batch.push((index, read));
+                    if batch.len() >= BATCH_FILES || bytes >= BATCH_BYTES {
+                        bytes = 0;
+                        if tx.send(std::mem::take(&mut batch)).is_err() {
+                            return;
+                        }
                     }
+                }
+                if !batch.is_empty() {
+                    let _ = tx.send(batch);
                 }
             });
         }
         drop(tx);
         let mut outcome = Ok(());
-        for (index, result) in rx {
+        for (index, result) in rx.into_iter().flatten() {
             if outcome.is_ok() {
                 outcome = take(index, result);
                 if outcome.is_err() {
@@ -105,4 +154,31 @@ pub fn many(
         }
         outcome
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A file that changed size since its stat is read whole all the same.
+    #[test]
+    fn a_file_is_read_whole_whatever_its_stat_said() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        for (before, now) in [
+            (&b"abc"[..], &b"abcdef"[..]),
+            (b"abcdef", b"ab"),
+            (b"", b"x"),
+            (b"same", b"same"),
+        ] {
+            std::fs::write(&path, before).unwrap();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            std::fs::write(&path, now).unwrap();
+            assert_eq!(content(&path, &meta).unwrap().unwrap(), now);
+        }
+        let big: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&path, &big).unwrap();
+        let meta = std::fs::symlink_metadata(&path).unwrap();
+        assert_eq!(content(&path, &meta).unwrap().unwrap(), big);
+    }
 }
