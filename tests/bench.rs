@@ -54,6 +54,8 @@ fn the_table_names_every_figure() {
         "start to first request (ouro -p)",
         "peak RSS (ouro -p)",
         "ouro -p wall time, checkpoints off",
+        "ouro -p, new project",
+        "ouro -p, new project, checkpoints off",
         "hello session: start to first request",
         "hello session: wall time",
         "checkpoints add",
@@ -109,6 +111,8 @@ fn json_has_the_same_figures() {
         "startup/hello_wall_ms",
         "startup/tools_wall_ms",
         "startup/tools_wall_without_checkpoints_ms",
+        "startup/known_wall_ms",
+        "startup/known_wall_without_checkpoints_ms",
         "marginal/wall_low_ms",
         "marginal/wall_high_ms",
     ] {

@@ -185,10 +185,19 @@ pub async fn run(args: &BenchArgs) -> Result<bool, BenchError> {
     let low = series(warmup, runs, || run::run_once(&host, &low_plan, files)).await?;
     let high = series(warmup, runs, || run::run_once(&host, &high_plan, files)).await?;
 
-    progress("`ouro -p` in its own process, with checkpoints and without");
+    progress("`ouro -p` in its own process, with checkpoints and without, in a new project");
     let starts = series(warmup, runs, || startup::measure(&host, &plan, files, true)).await?;
     let bare = series(warmup, runs, || {
         startup::measure(&host, &plan, files, false)
+    })
+    .await?;
+    progress("`ouro -p` with checkpoints and without, in a project ouro knows");
+    let known = series(warmup, runs, || {
+        startup::measure_known(&host, &plan, files, true)
+    })
+    .await?;
+    let known_bare = series(warmup, runs, || {
+        startup::measure_known(&host, &plan, files, false)
     })
     .await?;
     progress("the hello session (one answer, no tools, in a project ouro knows)");
@@ -234,6 +243,8 @@ pub async fn run(args: &BenchArgs) -> Result<bool, BenchError> {
     let processes = report::Processes {
         tools: &starts,
         tools_without_checkpoints: &bare,
+        known: &known,
+        known_without_checkpoints: &known_bare,
         hello: &hello,
         calls: main.first().map_or(0, |r| r.calls),
     };

@@ -137,11 +137,15 @@ pub struct Marginal {
     pub per_call_client_ms: f64,
 }
 
-/// The `ouro -p` processes measured: the tools scenario with checkpoints and without, and the
-/// hello session.
+/// The `ouro -p` processes measured: the tools scenario with checkpoints and without, in a new
+/// project and in one ouro knows, and the hello session.
 pub struct Processes<'a> {
+    /// The first session in a new project (its first snapshot reads every file).
     pub tools: &'a [StartSample],
     pub tools_without_checkpoints: &'a [StartSample],
+    /// A session in a project ouro has answered in before.
+    pub known: &'a [StartSample],
+    pub known_without_checkpoints: &'a [StartSample],
     pub hello: &'a [StartSample],
     /// Tool calls in one tools session.
     pub calls: usize,
@@ -154,9 +158,14 @@ pub struct Startup {
     /// The hello session: one answer, no tools.
     pub hello_first_request_ms: Spread,
     pub hello_wall_ms: Spread,
+    /// The tools session, the first in a new project.
     pub tools_wall_ms: Spread,
     pub tools_wall_without_checkpoints_ms: Spread,
-    /// What checkpoints add per tool call: the difference of the two medians over the calls.
+    /// The tools session in a project ouro knows.
+    pub known_wall_ms: Spread,
+    pub known_wall_without_checkpoints_ms: Spread,
+    /// What checkpoints add per tool call in a project ouro knows: the difference of the two
+    /// medians over the calls.
     pub checkpoint_per_call_ms: f64,
     /// Peak RSS of the tools session.
     pub peak_rss_mb: Spread,
@@ -221,14 +230,18 @@ pub fn build(
     let wall = |samples: &[StartSample]| spread(samples.iter().map(|s| ms(s.wall)));
     let tools_wall_ms = wall(starts);
     let tools_wall_without_checkpoints_ms = wall(processes.tools_without_checkpoints);
+    let known_wall_ms = wall(processes.known);
+    let known_wall_without_checkpoints_ms = wall(processes.known_without_checkpoints);
     let startup = Startup {
         first_request_ms: spread(starts.iter().map(|s| ms(s.first_request))),
         hello_first_request_ms: spread(processes.hello.iter().map(|s| ms(s.first_request))),
         hello_wall_ms: wall(processes.hello),
-        checkpoint_per_call_ms: (tools_wall_ms.median - tools_wall_without_checkpoints_ms.median)
+        checkpoint_per_call_ms: (known_wall_ms.median - known_wall_without_checkpoints_ms.median)
             / processes.calls.max(1) as f64,
         tools_wall_ms,
         tools_wall_without_checkpoints_ms,
+        known_wall_ms,
+        known_wall_without_checkpoints_ms,
         peak_rss_mb: spread(starts.iter().map(|s| s.peak_rss_kb as f64 / 1024.0)),
         floor_mb: starts.iter().map(|s| s.floor_kb).max().unwrap_or(0) as f64 / 1024.0,
     };
@@ -364,8 +377,8 @@ pub fn targets(r: &Report) -> Vec<Target> {
         ),
         target(
             "tools session wall time, checkpoints on / off".into(),
-            s.tools_wall_ms.median
-                / s.tools_wall_without_checkpoints_ms
+            s.known_wall_ms.median
+                / s.known_wall_without_checkpoints_ms
                     .median
                     .max(f64::MIN_POSITIVE),
             1.05,
@@ -500,9 +513,16 @@ mod tests {
             wall: Duration::from_millis(9),
             ..start
         };
+        // A new project's first snapshot: 150 ms against 90.
+        let first = StartSample {
+            wall: Duration::from_millis(150),
+            ..start
+        };
         let processes = Processes {
-            tools: &[start],
+            tools: &[first],
             tools_without_checkpoints: &[bare],
+            known: &[start],
+            known_without_checkpoints: &[bare],
             hello: &[hello],
             calls: 20,
         };
@@ -543,6 +563,7 @@ mod tests {
         assert!(table.contains("[MISS] marginal cost per read-only tool call"));
         assert!(table.contains("[ ok ] peak RSS, tools session (ouro -p)"));
         assert!(table.contains("checkpoints add 0.500 ms per tool call"));
+        assert!(table.contains("the first snapshot makes the session 1.67x as long"));
     }
 
     #[test]
@@ -563,6 +584,8 @@ mod tests {
         let none = || Processes {
             tools: &[],
             tools_without_checkpoints: &[],
+            known: &[],
+            known_without_checkpoints: &[],
             hello: &[],
             calls: 0,
         };

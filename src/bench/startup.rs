@@ -109,6 +109,23 @@ pub async fn measure(
     measure_in(host, plan, &place, checkpoints).await
 }
 
+/// [`measure`] in a project ouro has answered in before: a one-answer session (not timed) runs
+/// there first, so its snapshots and stat cache are there, as for a user's second question.
+pub async fn measure_known(
+    host: &MockHost,
+    plan: &Plan,
+    files: usize,
+    checkpoints: bool,
+) -> Result<StartSample, BenchError> {
+    let place = Place::new(files, plan.seed)?;
+    let hello = Plan {
+        turns: 0,
+        ..plan.clone()
+    };
+    measure_in(host, &hello, &place, checkpoints).await?;
+    measure_in(host, plan, &place, checkpoints).await
+}
+
 /// A generated project and a private OURO_HOME for it.
 pub struct Place {
     dir: WorkDir,

@@ -67,9 +67,15 @@ pub fn render(r: &Report) -> String {
             &r.startup.first_request_ms,
             "ms",
         ),
-        ("ouro -p wall time", &r.startup.tools_wall_ms, "ms"),
+        ("ouro -p wall time", &r.startup.known_wall_ms, "ms"),
         (
             "ouro -p wall time, checkpoints off",
+            &r.startup.known_wall_without_checkpoints_ms,
+            "ms",
+        ),
+        ("ouro -p, new project", &r.startup.tools_wall_ms, "ms"),
+        (
+            "ouro -p, new project, checkpoints off",
             &r.startup.tools_wall_without_checkpoints_ms,
             "ms",
         ),
@@ -92,8 +98,13 @@ pub fn render(r: &Report) -> String {
     );
     let _ = writeln!(
         out,
-        "checkpoints add {:.3} ms per tool call to `ouro -p`",
-        r.startup.checkpoint_per_call_ms
+        "checkpoints add {:.3} ms per tool call to `ouro -p` in a project ouro knows; in a new one the first snapshot makes the session {:.2}x as long",
+        r.startup.checkpoint_per_call_ms,
+        r.startup.tools_wall_ms.median
+            / r.startup
+                .tools_wall_without_checkpoints_ms
+                .median
+                .max(f64::MIN_POSITIVE)
     );
     let _ = writeln!(
         out,

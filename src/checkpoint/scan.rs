@@ -5,6 +5,8 @@
 //! changed since the last one.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+
+mod trees;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -12,7 +14,7 @@ use std::time::SystemTime;
 
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 
-use super::objects::{self, Kind, MODE_TREE, Oid, Store, TreeEntry};
+use super::objects::{self, Kind, Oid, Store};
 use super::pack::{self, PackWriter};
 use super::read;
 use super::writer::{Batch, Writer};
@@ -85,6 +87,9 @@ pub struct Scan {
     cache_file: PathBuf,
     exclude_file: PathBuf,
     entries: BTreeMap<Vec<u8>, Entry>,
+    /// The tree of each folder as the last snapshot made it, so that the next one remakes only
+    /// the folders above what changed; empty when it must make them all.
+    trees: HashMap<Vec<u8>, Oid>,
     /// Objects known to be in the store (written or seen in this process).
     known: HashSet<Oid>,
     max_file_bytes: u64,
@@ -119,6 +124,7 @@ impl Scan {
             cache_file: git_dir.join(CACHE_FILE),
             exclude_file: git_dir.join("info/exclude"),
             entries: BTreeMap::new(),
+            trees: HashMap::new(),
             known: HashSet::new(),
             max_file_bytes,
             loaded: false,
@@ -248,11 +254,16 @@ impl Scan {
             return Ok(None);
         }
         let started = now_ns();
+        // Taken back only when this ends well: entries changed by a call that stops half-way
+        // leave the next snapshot to remake every tree.
+        let trees = std::mem::take(&mut self.trees);
+        let mut changed = Vec::with_capacity(paths.len());
         for path in paths {
             let rel = path.trim_start_matches("./").as_bytes().to_vec();
             if !self.entries.contains_key(&rel) {
                 return Ok(None);
             }
+            changed.push(rel.clone());
             let full = self.root.join(path);
             match std::fs::symlink_metadata(&full) {
                 Ok(meta) if meta.is_file() || meta.file_type().is_symlink() => {
@@ -272,17 +283,20 @@ impl Scan {
                 Err(e) => return Err(e),
             }
         }
-        self.apply_preimages()?;
-        self.write_trees().map(Some)
+        changed.extend(self.apply_preimages()?);
+        self.trees = trees;
+        self.update_trees(&changed).map(Some)
     }
 
-    /// Puts each held preimage in place of what was read from the disk.
-    fn apply_preimages(&mut self) -> std::io::Result<()> {
+    /// Puts each held preimage in place of what was read from the disk; returns the paths of
+    /// those held.
+    fn apply_preimages(&mut self) -> std::io::Result<Vec<Vec<u8>>> {
         self.overridden.clear();
         let held: Vec<(Vec<u8>, Preimage)> = crate::sys::sync::lock(&self.preimages)
             .iter()
             .map(|(rel, pre)| (rel.clone(), pre.clone()))
             .collect();
+        let rels = held.iter().map(|(rel, _)| rel.clone()).collect();
         for (rel, pre) in held {
             match pre {
                 // Only where the disk has the file too: one the snapshots ignore stays out.
@@ -302,7 +316,7 @@ impl Scan {
             self.overridden
                 .push(String::from_utf8_lossy(&rel).into_owned());
         }
-        Ok(())
+        Ok(rels)
     }
 
     /// Adds a new object to this snapshot's writes and returns its id.
@@ -451,60 +465,6 @@ impl Scan {
             .ok_or_else(|| std::io::Error::other("no pack to write to"))
     }
 
-    /// The tree objects of the entries, deepest folders first; returns the root's.
-    fn write_trees(&mut self) -> std::io::Result<Oid> {
-        let mut dirs: HashMap<Vec<u8>, Vec<Child>> = HashMap::new();
-        dirs.insert(Vec::new(), Vec::new());
-        for (path, entry) in &self.entries {
-            let (dir, name) = split(path);
-            dirs.entry(dir.to_vec())
-                .or_default()
-                .push((name.to_vec(), entry.mode, entry.oid));
-            // Every ancestor exists, even one holding only folders.
-            let mut ancestor = dir;
-            while !ancestor.is_empty() {
-                let (parent, _) = split(ancestor);
-                dirs.entry(parent.to_vec()).or_default();
-                ancestor = parent;
-            }
-        }
-        let mut order: Vec<Vec<u8>> = dirs.keys().cloned().collect();
-        order.sort_by_key(|d| {
-            std::cmp::Reverse(d.iter().filter(|b| **b == b'/').count() + usize::from(!d.is_empty()))
-        });
-        let mut root = None;
-        for dir in order {
-            let children = dirs.remove(&dir).unwrap_or_default();
-            let bytes = objects::tree(
-                children
-                    .iter()
-                    .map(|(name, mode, oid)| TreeEntry {
-                        mode: *mode,
-                        name,
-                        oid: *oid,
-                    })
-                    .collect(),
-            );
-            let oid = objects::id(Kind::Tree, &bytes);
-            // A fresh session rebuilds every tree; those already stored are not written again
-            // (a pack of unchanged trees per session would pile up).
-            if self.has(&oid) {
-                self.known.insert(oid);
-            } else {
-                self.put(Kind::Tree, &bytes)?;
-            }
-            if dir.is_empty() {
-                root = Some(oid);
-            } else {
-                let (parent, name) = split(&dir);
-                dirs.entry(parent.to_vec())
-                    .or_default()
-                    .push((name.to_vec(), MODE_TREE, oid));
-            }
-        }
-        root.ok_or_else(|| std::io::Error::other("no root tree"))
-    }
-
     /// The shadow repository's own exclusions (ouro's home inside the project, large files
     /// kept out), anchored at the project root as git reads `info/exclude`.
     fn excludes(&self) -> Gitignore {
@@ -542,9 +502,6 @@ impl Scan {
         }
     }
 }
-
-/// One entry of a folder being made into a tree: name, mode, object.
-type Child = (Vec<u8>, u32, Oid);
 
 /// The stat cache's file in the shadow repository; pruning removes it with the objects it names.
 pub const CACHE_FILE: &str = "ouro-stat-cache";

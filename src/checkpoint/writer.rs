@@ -3,12 +3,14 @@
 //! millisecond each on some file systems), so a snapshot before a tool call only captures the
 //! changed bytes in memory and hands them here; one thread writes them in order: a pack when
 //! there are several objects, loose objects when there are one or two, then the ref that keeps
-//! the commit. Whoever reads the repository with git first waits with [`Writer::settle`]; the
-//! end of each turn and dropping the writer do too, so only a kill in the middle of a turn
-//! can lose the last few milliseconds of snapshots.
+//! the commit. Snapshots that come within [`GATHER`] of each other (one per Edit in a busy
+//! turn) are written together, as one pack. Whoever reads the repository with git first waits
+//! with [`Writer::settle`]; the end of each turn and dropping the writer do too, so only a kill
+//! in the middle of a turn can lose the last few milliseconds of snapshots.
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
 use super::objects::{Kind, Store};
 use super::pack::PackWriter;
@@ -33,6 +35,8 @@ pub struct Writer {
 
 /// At most this many objects go in loose; more make a pack (two files however many).
 const LOOSE_MAX: usize = 2;
+/// How long a snapshot's writes wait for the next snapshot's, to share its pack.
+const GATHER: Duration = Duration::from_millis(20);
 
 impl Writer {
     pub fn start(git_dir: &Path) -> Writer {
@@ -84,18 +88,49 @@ impl Drop for Writer {
 
 fn run(git_dir: &Path, jobs: &mpsc::Receiver<Job>) {
     let mut failure: Option<std::io::Error> = None;
-    for job in jobs {
-        match job {
-            Job::Write(batch) => {
-                if let Err(e) = write(git_dir, batch) {
-                    tracing::warn!(error = %e, "a checkpoint could not be written");
-                    failure.get_or_insert(e);
+    let mut gathered = Batch::default();
+    let mut due: Option<Instant> = None;
+    loop {
+        let job = match due {
+            None => jobs.recv().ok(),
+            Some(at) => match jobs.recv_timeout(at.saturating_duration_since(Instant::now())) {
+                Ok(job) => Some(job),
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    flush(git_dir, &mut gathered, &mut failure);
+                    due = None;
+                    continue;
                 }
+                Err(mpsc::RecvTimeoutError::Disconnected) => None,
+            },
+        };
+        match job {
+            Some(Job::Write(batch)) => {
+                gathered.objects.extend(batch.objects);
+                gathered.files.extend(batch.files);
+                due.get_or_insert_with(|| Instant::now() + GATHER);
             }
-            Job::Settle(reply) => {
+            Some(Job::Settle(reply)) => {
+                flush(git_dir, &mut gathered, &mut failure);
+                due = None;
                 let _ = reply.send(failure.take().map_or(Ok(()), Err));
             }
+            None => {
+                flush(git_dir, &mut gathered, &mut failure);
+                return;
+            }
         }
+    }
+}
+
+/// Writes what was gathered; the first failure is kept for the next settle.
+fn flush(git_dir: &Path, gathered: &mut Batch, failure: &mut Option<std::io::Error>) {
+    let batch = std::mem::take(gathered);
+    if batch.objects.is_empty() && batch.files.is_empty() {
+        return;
+    }
+    if let Err(e) = write(git_dir, batch) {
+        tracing::warn!(error = %e, "a checkpoint could not be written");
+        failure.get_or_insert(e);
     }
 }
 

@@ -135,3 +135,73 @@ fn a_first_snapshot_of_many_files_goes_into_one_pack_git_can_read() {
         String::from_utf8_lossy(&fsck.stderr)
     );
 }
+
+/// After calls that said what they wrote, only the folders above those files are remade: the
+/// tree is the one a whole new look at the project makes, through edits, a folder emptied and
+/// a file deleted beside others.
+#[test]
+fn trees_remade_above_the_changes_equal_trees_made_whole() {
+    let project = tempfile::tempdir().unwrap();
+    let shadow = tempfile::tempdir().unwrap();
+    let (root, git_dir) = (project.path(), shadow.path());
+    objects::init(git_dir).unwrap();
+    let write = |rel: &str, text: &str| {
+        let path = root.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    for rel in [
+        "top.txt",
+        "a/x.rs",
+        "a/b/c/one.rs",
+        "a/b/c/two.rs",
+        "a/b.rs",
+        "a-b/z.rs",
+        "d/e/only.rs",
+        "d/keep.rs",
+    ] {
+        write(rel, rel);
+    }
+    let writer = std::sync::Arc::new(Writer::start(git_dir));
+    let mut scan = Scan::new(root, git_dir, 1 << 20, writer.clone(), Default::default());
+    scan.everything().unwrap();
+    scan.finish(Vec::new()).unwrap();
+    let whole = || {
+        let fresh = tempfile::tempdir().unwrap();
+        objects::init(fresh.path()).unwrap();
+        let writer = std::sync::Arc::new(Writer::start(fresh.path()));
+        let mut scan = Scan::new(root, fresh.path(), 1 << 20, writer, Default::default());
+        scan.everything().unwrap()
+    };
+    let steps: [(&[&str], &dyn Fn()); 4] = [
+        (&["a/b/c/one.rs"], &|| write("a/b/c/one.rs", "edited")),
+        (&["a/x.rs", "a-b/z.rs", "top.txt"], &|| {
+            write("a/x.rs", "x2");
+            write("a-b/z.rs", "z2");
+            write("top.txt", "t2");
+        }),
+        (&["d/e/only.rs"], &|| {
+            std::fs::remove_file(root.join("d/e/only.rs")).unwrap();
+        }),
+        (&["a/b/c/two.rs", "a/b.rs"], &|| {
+            std::fs::remove_file(root.join("a/b/c/two.rs")).unwrap();
+            write("a/b.rs", "b2");
+        }),
+    ];
+    for (paths, change) in steps {
+        change();
+        let paths: Vec<String> = paths.iter().map(|p| p.to_string()).collect();
+        let tree = scan.only(&paths).unwrap().unwrap();
+        scan.finish(Vec::new()).unwrap();
+        assert_eq!(
+            objects::hex(&tree),
+            objects::hex(&whole()),
+            "after {paths:?}"
+        );
+    }
+    writer.settle().unwrap();
+    assert_eq!(
+        listing(git_dir, &scan.update_trees(&[]).unwrap()),
+        "a-b/z.rs\na/b.rs\na/b/c/one.rs\na/x.rs\nd/keep.rs\ntop.txt\n"
+    );
+}
