@@ -288,19 +288,21 @@ impl Checkpoints {
         }
     }
 
-    /// Before a call that writes only `paths`. When a snapshot is under way (the first of a
-    /// session may read the whole project), the call does not wait for it: the files' present
-    /// contents are held for the snapshots, and the call's checkpoint is taken right after.
-    pub async fn take_before_write(&self, detail: record::Detail, paths: &[String]) {
+    /// Before a call that writes only `paths`. The call does not wait for its snapshot: the
+    /// files' present contents are held, and the call's checkpoint is taken in the background
+    /// with them in place of what the call writes (after the snapshot under way, if any: the
+    /// first of a session may read the whole project). Only what cannot be held (a file too
+    /// large, through a link, ignore rules) is snapshotted before the call goes on.
+    pub async fn take_before_write(self: &Arc<Self>, detail: record::Detail, paths: &[String]) {
         if self.off.load(Ordering::Relaxed) {
             return;
         }
-        if let Ok(mut state) = self.state.try_lock() {
-            self.snapshot_locked(&mut state, Kind::Tool, detail, true)
-                .await;
-            return;
-        }
         let Some(detail) = self.defer(detail, paths) else {
+            let this = self.clone();
+            tokio::spawn(async move {
+                let mut state = this.state.lock().await;
+                this.run_deferred(&mut state).await;
+            });
             return;
         };
         let mut state = self.state.lock().await;

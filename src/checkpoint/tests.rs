@@ -162,3 +162,40 @@ async fn a_write_is_put_off_only_under_its_own_plain_name() {
     assert_eq!(lock(&checkpoints.deferred).len(), 2);
     drop(working);
 }
+
+/// With no snapshot under way the call does not wait for its own either: whenever that
+/// snapshot runs, before the write or after it, it holds the file as it was.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_call_checkpoint_has_the_file_as_before_whenever_it_is_taken() {
+    let Fixture {
+        _dirs,
+        root,
+        git_dir,
+        checkpoints,
+    } = fixture(&[("a.txt", "0\n")]);
+    checkpoints
+        .take(Kind::Prompt, record::Detail::prompt("go", 0))
+        .await;
+    for i in 1..=20 {
+        checkpoints
+            .take_before_write(record::Detail::tool("Edit", "t"), &["a.txt".into()])
+            .await;
+        std::fs::write(root.join("a.txt"), format!("{i}\n")).unwrap();
+        checkpoints.wrote(Some(vec!["a.txt".into()]));
+    }
+    checkpoints.take(Kind::End, record::Detail::default()).await;
+    let contents: Vec<String> = checkpoints
+        .drain()
+        .iter()
+        .map(|r| file_at(&git_dir, &r.commit, "a.txt"))
+        .collect();
+    // The prompt's, each call's (what the calls before it wrote), the end's.
+    let expected: Vec<String> = [0]
+        .into_iter()
+        .chain(0..20)
+        .chain([20])
+        .map(|i| format!("{i}\n"))
+        .collect();
+    assert_eq!(contents, expected);
+    assert!(lock(&checkpoints.preimages).is_empty());
+}
