@@ -31,7 +31,9 @@ def tools():
         turns.append({"content": c})
     turns.append({"content": [{"type": "text", "text": "Done."}]})
     return {"turns": turns}
-def run(cmd, scenario, env_extra, runs=5):
+def run(cmd, scenario, env_extra, runs=5, rss=None):
+    """The median wall time of `runs` runs after a warm-up; with `rss` (a list), the peak RSS in
+    KiB of each measured run (GNU time's %M) is appended to it."""
     times = []
     for r in range(runs + 1):
         json.dump(scenario, open(SCEN, "w"))
@@ -39,9 +41,13 @@ def run(cmd, scenario, env_extra, runs=5):
         url = mock.stdout.readline().strip()
         home = os.path.join(WORK, f"home{r}"); shutil.rmtree(home, ignore_errors=True); os.makedirs(home)
         env = dict(os.environ, ANTHROPIC_BASE_URL=url, ANTHROPIC_API_KEY="sk-ant-x", OURO_HOME=home, HOME=home, **env_extra)
+        measure = os.path.join(WORK, "rss")
+        wrap = ["/usr/bin/time", "-f", "%M", "-o", measure] if rss is not None else []
         t = time.perf_counter()
-        p = subprocess.run(cmd(url), env=env, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        p = subprocess.run(wrap + cmd(url), env=env, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         dt = time.perf_counter() - t
+        if rss is not None and r > 0:
+            rss.append(int(open(measure).read().split()[-1]))
         mock.kill(); mock.wait()
         if p.returncode != 0: print("FAILED", cmd(url)[:3], p.stdout[-300:], p.stderr[-300:]); return None
         if r > 0: times.append(dt)
@@ -59,5 +65,13 @@ for name, scen, n in [("hello session (one answer)", hello(), 1), ("tools sessio
     f = run(curl_floor(n), scen, {})
     rows.append((name, o, c, f))
     print(name, f"ouro {o*1000:.0f} ms", f"claude {c*1000:.0f} ms" if c else "claude failed", f"curl floor {f*1000:.0f} ms", f"ratio {c/o:.1f}x" if c else "", flush=True)
+
+# Peak memory of the tools session, in separate runs (GNU time itself adds to the wall time).
+ouro_rss, claude_rss = [], []
+run(lambda u: [OURO, "-p", "go"], tools(), {}, rss=ouro_rss)
+run(lambda u: ["claude", "-p", "go", "--allowedTools", "Read,Grep,Glob"], tools(), {}, rss=claude_rss)
+if ouro_rss and claude_rss:
+    o, c = statistics.median(ouro_rss) / 1024, statistics.median(claude_rss) / 1024
+    print(f"peak RSS, tools session ouro {o:.1f} MiB claude {c:.0f} MiB ratio {c/o:.0f}x less", flush=True)
 
 shutil.rmtree(WORK, ignore_errors=True)
