@@ -28,8 +28,10 @@ fn main() {
 fn default_linker_is_lld() -> bool {
     let target = std::env::var("TARGET").unwrap_or_default();
     let flags = std::env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default();
-    let configured = std::env::vars()
-        .any(|(key, _)| key.starts_with("CARGO_TARGET_") && key.ends_with("_LINKER"));
+    // A linker set in Cargo's configuration reaches build scripts as RUSTC_LINKER.
+    let configured = std::env::var_os("RUSTC_LINKER").is_some()
+        || std::env::vars()
+            .any(|(key, _)| key.starts_with("CARGO_TARGET_") && key.ends_with("_LINKER"));
     let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
     let minor = std::process::Command::new(rustc)
         .arg("--version")

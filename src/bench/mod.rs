@@ -32,6 +32,7 @@ use fixture::{Fixture, WorkDir};
 use host::MockHost;
 use report::{Config, MarginalRuns};
 use scenario::{Mix, Plan, ToolKind};
+use startup::Project;
 
 #[derive(Debug, thiserror::Error)]
 pub enum BenchError {
@@ -186,20 +187,17 @@ pub async fn run(args: &BenchArgs) -> Result<bool, BenchError> {
     let high = series(warmup, runs, || run::run_once(&host, &high_plan, files)).await?;
 
     progress("`ouro -p` in its own process, with checkpoints and without, in a new project");
-    let starts = series(warmup, runs, || startup::measure(&host, &plan, files, true)).await?;
-    let bare = series(warmup, runs, || {
-        startup::measure(&host, &plan, files, false)
-    })
-    .await?;
+    let print_mode = |project, checkpoints| {
+        let (host, plan) = (&host, &plan);
+        series(warmup, runs, move || {
+            startup::measure(host, plan, files, project, checkpoints)
+        })
+    };
+    let starts = print_mode(Project::New, true).await?;
+    let bare = print_mode(Project::New, false).await?;
     progress("`ouro -p` with checkpoints and without, in a project ouro knows");
-    let known = series(warmup, runs, || {
-        startup::measure_known(&host, &plan, files, true)
-    })
-    .await?;
-    let known_bare = series(warmup, runs, || {
-        startup::measure_known(&host, &plan, files, false)
-    })
-    .await?;
+    let known = print_mode(Project::Known, true).await?;
+    let known_bare = print_mode(Project::Known, false).await?;
     progress("the hello session (one answer, no tools, in a project ouro knows)");
     let hello_plan = Plan {
         turns: 0,

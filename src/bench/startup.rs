@@ -97,32 +97,32 @@ pub fn probe_report(output: &std::process::Output) -> Result<ProbeReport, BenchE
     Ok(report)
 }
 
+/// Where a measured session runs: the first session in a new project, or one in a project
+/// ouro has answered in before (its snapshots and stat cache are there, as for a user's second
+/// question).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Project {
+    New,
+    Known,
+}
+
 /// Runs `ouro -p` once through the probe on the scenario of `plan`, with checkpoints on or
-/// off.
+/// off, in a generated project; a known one has had a one-answer session (not timed) first.
 pub async fn measure(
     host: &MockHost,
     plan: &Plan,
     files: usize,
+    project: Project,
     checkpoints: bool,
 ) -> Result<StartSample, BenchError> {
     let place = Place::new(files, plan.seed)?;
-    measure_in(host, plan, &place, checkpoints).await
-}
-
-/// [`measure`] in a project ouro has answered in before: a one-answer session (not timed) runs
-/// there first, so its snapshots and stat cache are there, as for a user's second question.
-pub async fn measure_known(
-    host: &MockHost,
-    plan: &Plan,
-    files: usize,
-    checkpoints: bool,
-) -> Result<StartSample, BenchError> {
-    let place = Place::new(files, plan.seed)?;
-    let hello = Plan {
-        turns: 0,
-        ..plan.clone()
-    };
-    measure_in(host, &hello, &place, checkpoints).await?;
+    if project == Project::Known {
+        let hello = Plan {
+            turns: 0,
+            ..plan.clone()
+        };
+        measure_in(host, &hello, &place, checkpoints).await?;
+    }
     measure_in(host, plan, &place, checkpoints).await
 }
 

@@ -28,17 +28,26 @@ fn blob_of(git_dir: &Path, tree: &Oid, path: &str) -> Vec<u8> {
     out.stdout
 }
 
-#[test]
-fn snapshots_follow_git_rules_and_see_every_change() {
+/// A project and an empty shadow repository for it.
+fn dirs() -> (tempfile::TempDir, tempfile::TempDir) {
     let project = tempfile::tempdir().unwrap();
     let shadow = tempfile::tempdir().unwrap();
+    objects::init(shadow.path()).unwrap();
+    (project, shadow)
+}
+
+/// Writes `text` to `rel` under `root`, making its folders.
+fn put_file(root: &Path, rel: &str, text: &str) {
+    let path = root.join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+#[test]
+fn snapshots_follow_git_rules_and_see_every_change() {
+    let (project, shadow) = dirs();
     let (root, git_dir) = (project.path(), shadow.path());
-    objects::init(git_dir).unwrap();
-    let write = |rel: &str, text: &str| {
-        let path = root.join(rel);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    };
+    let write = |rel: &str, text: &str| put_file(root, rel, text);
     write(".gitignore", "build/\n*.log\n");
     write("src/main.rs", "fn main() {}\n");
     write("build/out.bin", "ignored");
@@ -89,9 +98,7 @@ fn snapshots_follow_git_rules_and_see_every_change() {
 
 #[test]
 fn a_first_snapshot_of_many_files_goes_into_one_pack_git_can_read() {
-    let project = tempfile::tempdir().unwrap();
-    let shadow = tempfile::tempdir().unwrap();
-    objects::init(shadow.path()).unwrap();
+    let (project, shadow) = dirs();
     for i in 0..300 {
         let dir = project.path().join(format!("d{}", i % 7));
         std::fs::create_dir_all(&dir).unwrap();
@@ -141,15 +148,9 @@ fn a_first_snapshot_of_many_files_goes_into_one_pack_git_can_read() {
 /// a file deleted beside others.
 #[test]
 fn trees_remade_above_the_changes_equal_trees_made_whole() {
-    let project = tempfile::tempdir().unwrap();
-    let shadow = tempfile::tempdir().unwrap();
+    let (project, shadow) = dirs();
     let (root, git_dir) = (project.path(), shadow.path());
-    objects::init(git_dir).unwrap();
-    let write = |rel: &str, text: &str| {
-        let path = root.join(rel);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    };
+    let write = |rel: &str, text: &str| put_file(root, rel, text);
     for rel in [
         "top.txt",
         "a/x.rs",
@@ -167,8 +168,7 @@ fn trees_remade_above_the_changes_equal_trees_made_whole() {
     scan.everything().unwrap();
     scan.finish(Vec::new()).unwrap();
     let whole = || {
-        let fresh = tempfile::tempdir().unwrap();
-        objects::init(fresh.path()).unwrap();
+        let (_, fresh) = dirs();
         let writer = std::sync::Arc::new(Writer::start(fresh.path()));
         let mut scan = Scan::new(root, fresh.path(), 1 << 20, writer, Default::default());
         scan.everything().unwrap()
