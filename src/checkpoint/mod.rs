@@ -584,10 +584,26 @@ impl Checkpoints {
     /// Waits until every snapshot taken so far is on disk (before git reads the repository).
     pub async fn settle(&self) -> Result<(), ShadowError> {
         let writer = self.writer.clone();
-        tokio::task::spawn_blocking(move || writer.settle())
+        let settled = tokio::task::spawn_blocking(move || writer.settle())
             .await
-            .map_err(|e| ShadowError::Io(std::io::Error::other(e.to_string())))?
-            .map_err(ShadowError::Io)
+            .map_err(|e| ShadowError::Io(std::io::Error::other(e.to_string())))?;
+        if settled.is_err() {
+            self.forget_stored().await;
+        }
+        settled.map_err(ShadowError::Io)
+    }
+
+    /// What a failed write held is not on disk: the next snapshot looks at every file and
+    /// stores again whatever the repository lacks (the disk may have room again by then).
+    async fn forget_stored(&self) {
+        let mut state = self.state.lock().await;
+        state.since = None;
+        // The last commit may be among what was lost: the next one is written whatever it holds.
+        state.last_tree = None;
+        state.last_commit = None;
+        if let Some(scan) = state.scan.as_mut() {
+            scan.forget_stored();
+        }
     }
 
     /// A write that failed because the disk is full, read-only or failing, once: what was

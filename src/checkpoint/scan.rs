@@ -141,6 +141,9 @@ impl Scan {
 
     /// Looks at every file of the project and returns the tree.
     pub fn everything(&mut self) -> std::io::Result<Oid> {
+        // The entries are about to be replaced: no tree of the last ones may survive a walk
+        // that stops half-way.
+        self.trees.clear();
         if !self.loaded {
             self.loaded = true;
             self.entries = load(&self.cache_file);
@@ -317,6 +320,14 @@ impl Scan {
                 .push(String::from_utf8_lossy(&rel).into_owned());
         }
         Ok(rels)
+    }
+
+    /// Forgets which objects were taken to be stored, after a write failed: each is looked for
+    /// in the repository again, and written again if it is not there.
+    pub fn forget_stored(&mut self) {
+        self.known.clear();
+        self.trees.clear();
+        self.packed = None;
     }
 
     /// Adds a new object to this snapshot's writes and returns its id.

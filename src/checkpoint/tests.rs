@@ -199,3 +199,42 @@ async fn a_call_checkpoint_has_the_file_as_before_whenever_it_is_taken() {
     assert_eq!(contents, expected);
     assert!(lock(&checkpoints.preimages).is_empty());
 }
+
+/// After writes were lost (a disk that filled), the snapshots forget what they took to be
+/// stored: the next checkpoint writes again every object it names, changed or not.
+#[tokio::test(flavor = "multi_thread")]
+async fn after_lost_writes_a_checkpoint_names_only_objects_on_disk() {
+    let Fixture {
+        _dirs,
+        root,
+        git_dir,
+        checkpoints,
+    } = fixture(&[("kept.txt", "kept\n")]);
+    std::fs::create_dir_all(root.join("a/b")).unwrap();
+    std::fs::write(root.join("a/b/changed.txt"), "1\n").unwrap();
+    checkpoints
+        .take(Kind::Prompt, record::Detail::prompt("go", 0))
+        .await;
+    checkpoints.settle().await.unwrap();
+    std::fs::remove_dir_all(git_dir.join("objects")).unwrap();
+    std::fs::create_dir_all(git_dir.join("objects/pack")).unwrap();
+    checkpoints.forget_stored().await;
+    checkpoints
+        .take_before_write(
+            record::Detail::tool("Edit", "t"),
+            &["a/b/changed.txt".into()],
+        )
+        .await;
+    std::fs::write(root.join("a/b/changed.txt"), "2\n").unwrap();
+    checkpoints.wrote(Some(vec!["a/b/changed.txt".into()]));
+    checkpoints.take(Kind::End, record::Detail::default()).await;
+    let records = checkpoints.drain();
+    let end = records.last().unwrap();
+    assert_eq!(end.kind, Kind::End);
+    assert_eq!(file_at(&git_dir, &end.commit, "kept.txt"), "kept\n");
+    assert_eq!(file_at(&git_dir, &end.commit, "a/b/changed.txt"), "2\n");
+    assert_eq!(
+        file_at(&git_dir, &records[1].commit, "a/b/changed.txt"),
+        "1\n"
+    );
+}

@@ -525,7 +525,8 @@ impl Engine {
         if !outcome.blocks.is_empty() {
             self.history.push(Message::assistant(outcome.blocks));
         }
-        // The checkpoints and reviews of this batch's calls come before their results.
+        // The checkpoints taken so far and the reviews of this batch's calls come before their
+        // results (a call's checkpoint taken in the background follows, before the turn's end).
         self.save_checkpoints();
         if let Some(reviewer) = self.executor.reviewer().cloned() {
             for review in reviewer.take_unsaved() {
