@@ -2,7 +2,8 @@
 //! project's instruction files (`OURO.md`, `CLAUDE.md`, `AGENTS.md`).
 
 use std::path::Path;
-use std::process::Command;
+
+mod git_status;
 
 use crate::api::types::{CacheControl, SystemBlock};
 
@@ -141,43 +142,20 @@ fn environment(cwd: &Path, trusted: bool) -> String {
             out.push_str(&format!("Git repository: yes, branch {}\n", branch.trim()));
             if !trusted {
                 out.push_str("Git status: not read (the user has not trusted this directory)\n");
-            } else if let Some(status) = git(cwd, &["status", "--short", "--ignore-submodules=all"])
-            {
-                let lines: Vec<&str> = status.lines().collect();
-                if lines.is_empty() {
-                    out.push_str("Git status: clean\n");
-                } else {
-                    out.push_str("Git status (at session start):\n");
-                    for line in lines.iter().take(40) {
-                        out.push_str(line);
-                        out.push('\n');
-                    }
-                    if lines.len() > 40 {
-                        out.push_str(&format!(
-                            "... and {} more changed paths\n",
-                            lines.len() - 40
-                        ));
-                    }
+            } else {
+                match git_status::look(cwd, "git".as_ref(), git_status::LIMIT) {
+                    git_status::Look::Done(status) => git_status::describe(&mut out, &status),
+                    git_status::Look::TooSlow => out.push_str(&format!(
+                        "Git status: not read (it took longer than {} ms; run `git status` to see it)\n",
+                        git_status::LIMIT.as_millis()
+                    )),
+                    git_status::Look::Failed => {}
                 }
             }
         }
         None => out.push_str("Git repository: no\n"),
     }
     out
-}
-
-fn git(cwd: &Path, args: &[&str]) -> Option<String> {
-    // A look must not take the index lock (or refresh the index) under the user's feet.
-    let out = Command::new("git")
-        .arg("--no-optional-locks")
-        .args(args)
-        .envs(crate::sys::git::safety_env(cwd))
-        .current_dir(cwd)
-        .output()
-        .ok()?;
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// The user-level file (`~/.ouro/OURO.md`) first, then each of `dirs`' files if trusted.
