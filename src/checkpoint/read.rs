@@ -63,7 +63,6 @@ fn read_sized(full: &Path, len: u64) -> std::io::Result<Vec<u8>> {
     let want = usize::try_from(len).unwrap_or(usize::MAX).saturating_add(1);
     let mut data = Vec::new();
     if want <= ONE_READ_MAX {
-        data.reserve_exact(want);
         data.resize(want, 0);
         let n = loop {
             match file.read(&mut data) {

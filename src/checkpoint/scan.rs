@@ -5,8 +5,6 @@
 //! changed since the last one.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-
-mod trees;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -18,6 +16,8 @@ use super::objects::{self, Kind, Oid, Store};
 use super::pack::{self, PackWriter};
 use super::read;
 use super::writer::{Batch, Writer};
+
+mod trees;
 
 /// A project with more files than this (not ignored) gets no checkpoints: each would cost too
 /// much.

@@ -16,6 +16,11 @@ fn depth(dir: &[u8]) -> usize {
     dir.iter().filter(|b| **b == b'/').count() + usize::from(!dir.is_empty())
 }
 
+/// `dir`, then each folder above it, up to the root (the empty path).
+fn folders(dir: &[u8]) -> impl Iterator<Item = &[u8]> {
+    std::iter::successors(Some(dir), |d| (!d.is_empty()).then(|| split(d).0))
+}
+
 impl Scan {
     /// Every folder's tree, deepest first; returns the root's.
     pub(super) fn write_trees(&mut self) -> std::io::Result<Oid> {
@@ -28,24 +33,15 @@ impl Scan {
                 .or_default()
                 .push((name.to_vec(), entry.mode, entry.oid));
             // Every ancestor exists, even one holding only folders.
-            let mut ancestor = dir;
-            while !ancestor.is_empty() {
-                let (parent, _) = split(ancestor);
-                dirs.entry(parent.to_vec()).or_default();
-                ancestor = parent;
+            for ancestor in folders(dir).skip(1) {
+                dirs.entry(ancestor.to_vec()).or_default();
             }
         }
         let mut order: Vec<Vec<u8>> = dirs.keys().cloned().collect();
         order.sort_by_key(|d| Reverse(depth(d)));
         for dir in order {
             let children = dirs.remove(&dir).unwrap_or_default();
-            let oid = match self.store_tree(&children) {
-                Ok(oid) => oid,
-                Err(e) => {
-                    self.trees.clear();
-                    return Err(e);
-                }
-            };
+            let oid = self.store_tree(&children)?;
             if !dir.is_empty() {
                 let (parent, name) = split(&dir);
                 dirs.entry(parent.to_vec())
@@ -63,17 +59,11 @@ impl Scan {
         if !self.trees.contains_key(&[][..]) {
             return self.write_trees();
         }
-        let mut dirs = BTreeSet::new();
-        for path in changed {
-            let mut dir = split(path).0;
-            loop {
-                dirs.insert(dir.to_vec());
-                if dir.is_empty() {
-                    break;
-                }
-                dir = split(dir).0;
-            }
-        }
+        let dirs: BTreeSet<Vec<u8>> = changed
+            .iter()
+            .flat_map(|path| folders(split(path).0))
+            .map(<[u8]>::to_vec)
+            .collect();
         let mut order: Vec<Vec<u8>> = dirs.into_iter().collect();
         order.sort_by_key(|d| Reverse(depth(d)));
         for dir in order {
@@ -83,13 +73,8 @@ impl Scan {
                 self.trees.remove(&dir);
                 continue;
             }
-            match self.store_tree(&children) {
-                Ok(oid) => self.trees.insert(dir, oid),
-                Err(e) => {
-                    self.trees.clear();
-                    return Err(e);
-                }
-            };
+            let oid = self.store_tree(&children)?;
+            self.trees.insert(dir, oid);
         }
         self.root_tree()
     }
@@ -131,6 +116,8 @@ impl Scan {
         out
     }
 
+    /// Stores the tree of `children`; when it cannot be, no tree made so far is kept (some
+    /// may name it), and the next snapshot makes them all.
     fn store_tree(&mut self, children: &[Child]) -> std::io::Result<Oid> {
         let bytes = objects::tree(
             children
@@ -147,8 +134,9 @@ impl Scan {
         // (a pack of unchanged trees per session would pile up).
         if self.has(&oid) {
             self.known.insert(oid);
-        } else {
-            self.put(Kind::Tree, &bytes)?;
+        } else if let Err(e) = self.put(Kind::Tree, &bytes) {
+            self.trees.clear();
+            return Err(e);
         }
         Ok(oid)
     }
