@@ -23,6 +23,11 @@ impl Spread {
             max: sorted[sorted.len() - 1],
         })
     }
+
+    /// How many times `other`'s median this one's is.
+    pub fn ratio_to(&self, other: &Spread) -> f64 {
+        self.median / other.median.max(f64::MIN_POSITIVE)
+    }
 }
 
 /// p50, p95 and maximum of many samples, with the count behind them.

@@ -199,10 +199,7 @@ pub async fn run(args: &BenchArgs) -> Result<bool, BenchError> {
     let known = print_mode(Project::Known, true).await?;
     let known_bare = print_mode(Project::Known, false).await?;
     progress("the hello session (one answer, no tools, in a project ouro knows)");
-    let hello_plan = Plan {
-        turns: 0,
-        ..plan.clone()
-    };
+    let hello_plan = plan.hello();
     let place = startup::Place::new(files, plan.seed)?;
     let hello = series(warmup.max(1), runs, || {
         startup::measure_in(&host, &hello_plan, &place, true)

@@ -25,11 +25,12 @@ pub struct Written {
 
 pub fn write(dir: &Path, plan: &Plan, files: usize) -> Result<Written, BenchError> {
     let project = dir.join("project");
-    let occupied = std::fs::read_dir(&project).is_ok_and(|mut d| d.next().is_some());
+    let occupied = std::fs::read_dir(&project).is_ok_and(|mut d| d.next().is_some())
+        || std::fs::symlink_metadata(dir.join("scenario.json")).is_ok();
     if occupied {
         return Err(BenchError::Failed(format!(
-            "{} is not empty; give --write-scenario a new or empty folder",
-            project.display()
+            "{} is not empty (it holds a written session); give --write-scenario a new or empty folder",
+            dir.display()
         )));
     }
     std::fs::create_dir_all(&project)

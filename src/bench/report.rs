@@ -377,10 +377,8 @@ pub fn targets(r: &Report) -> Vec<Target> {
         ),
         target(
             "tools session wall time, checkpoints on / off".into(),
-            s.known_wall_ms.median
-                / s.known_wall_without_checkpoints_ms
-                    .median
-                    .max(f64::MIN_POSITIVE),
+            s.known_wall_ms
+                .ratio_to(&s.known_wall_without_checkpoints_ms),
             1.05,
             "x",
         ),

@@ -98,7 +98,7 @@ pub async fn compare(root: &Path, repeats: usize) -> Result<RgReport, BenchError
             mode: case.mode.to_string(),
             grep_ms,
             rg_ms,
-            ratio: grep_ms.median / rg_ms.median.max(f64::MIN_POSITIVE),
+            ratio: grep_ms.ratio_to(&rg_ms),
         });
     }
     let grep_total: f64 = cases.iter().map(|c| c.grep_ms.median).sum();

@@ -93,6 +93,16 @@ pub struct Plan {
     pub seed: u64,
 }
 
+impl Plan {
+    /// The same conversation with no tool turns: one answer (the hello session).
+    pub fn hello(&self) -> Plan {
+        Plan {
+            turns: 0,
+            ..self.clone()
+        }
+    }
+}
+
 /// A scenario and what it asks of the engine.
 #[derive(Debug, Clone)]
 pub struct Generated {

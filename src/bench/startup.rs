@@ -117,11 +117,7 @@ pub async fn measure(
 ) -> Result<StartSample, BenchError> {
     let place = Place::new(files, plan.seed)?;
     if project == Project::Known {
-        let hello = Plan {
-            turns: 0,
-            ..plan.clone()
-        };
-        measure_in(host, &hello, &place, checkpoints).await?;
+        measure_in(host, &plan.hello(), &place, checkpoints).await?;
     }
     measure_in(host, plan, &place, checkpoints).await
 }

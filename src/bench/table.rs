@@ -100,11 +100,9 @@ pub fn render(r: &Report) -> String {
         out,
         "checkpoints add {:.3} ms per tool call to `ouro -p` in a project ouro knows; in a new one the first snapshot makes the session {:.2}x as long",
         r.startup.checkpoint_per_call_ms,
-        r.startup.tools_wall_ms.median
-            / r.startup
-                .tools_wall_without_checkpoints_ms
-                .median
-                .max(f64::MIN_POSITIVE)
+        r.startup
+            .tools_wall_ms
+            .ratio_to(&r.startup.tools_wall_without_checkpoints_ms)
     );
     let _ = writeln!(
         out,
