@@ -83,22 +83,22 @@ pub fn describe(out: &mut String, status: &str) {
 mod tests {
     use super::*;
 
+    /// An executable shell script `name` in `dir`, standing in for git.
+    fn script(dir: &Path, name: &str, body: &str) -> std::path::PathBuf {
+        let path = dir.join(name);
+        std::fs::write(&path, format!("#!/bin/sh\n{body}")).unwrap();
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        path
+    }
+
     /// A status slower than the limit is given up, and its process does not outlive the look.
     #[test]
     fn a_slow_status_is_given_up_and_its_process_ended() {
         let dir = tempfile::tempdir().unwrap();
-        let slow = dir.path().join("slow-git");
         let pid_file = dir.path().join("pid");
-        std::fs::write(
-            &slow,
-            format!(
-                "#!/bin/sh\necho $$ > {}\nexec sleep 30\n",
-                pid_file.display()
-            ),
-        )
-        .unwrap();
-        std::fs::set_permissions(&slow, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-            .unwrap();
+        let body = format!("echo $$ > {}\nexec sleep 30\n", pid_file.display());
+        let slow = script(dir.path(), "slow-git", &body);
         let started = std::time::Instant::now();
         let look = look(dir.path(), slow.as_os_str(), Duration::from_millis(200));
         assert!(matches!(look, Look::TooSlow));
@@ -112,10 +112,7 @@ mod tests {
     #[test]
     fn a_quick_status_is_read_and_described() {
         let dir = tempfile::tempdir().unwrap();
-        let quick = dir.path().join("quick-git");
-        std::fs::write(&quick, "#!/bin/sh\nprintf ' M a.rs\\n?? b.rs\\n'\n").unwrap();
-        std::fs::set_permissions(&quick, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-            .unwrap();
+        let quick = script(dir.path(), "quick-git", "printf ' M a.rs\\n?? b.rs\\n'\n");
         let Look::Done(status) = look(dir.path(), quick.as_os_str(), Duration::from_secs(10))
         else {
             panic!("the status was not read");
