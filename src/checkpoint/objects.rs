@@ -12,6 +12,29 @@ use flate2::write::ZlibEncoder;
 /// A SHA-1 object id.
 pub type Oid = [u8; 20];
 
+/// A set of object ids hashed by their first bytes: they are SHA-1 already, so hashing them
+/// again (SipHash, the standard default) only costs time on the walk of every snapshot.
+pub type OidSet = std::collections::HashSet<Oid, std::hash::BuildHasherDefault<OidHasher>>;
+
+#[derive(Default)]
+pub struct OidHasher(u64);
+
+impl std::hash::Hasher for OidHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut first = [0u8; 8];
+        let n = bytes.len().min(8);
+        first[..n].copy_from_slice(&bytes[..n]);
+        self.0 ^= u64::from_ne_bytes(first);
+    }
+
+    /// The length an array's hash starts with says nothing: every id is 20 bytes.
+    fn write_usize(&mut self, _: usize) {}
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     Blob,

@@ -2,14 +2,13 @@
 //! of a project stores thousands of objects, and one file holding them all costs a fraction of
 //! creating thousands of loose files. Git reads the pack as it reads any other.
 
-use std::collections::{HashMap, HashSet};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use flate2::{Compress, Compression, FlushCompress, Status};
 use sha1::{Digest, Sha1};
 
-use super::objects::{self, Kind, Oid};
+use super::objects::{self, Kind, Oid, OidSet};
 
 /// What is written or read back at a time: a pack's bytes go to the file as they come.
 const BUFFER: usize = 64 << 10;
@@ -21,7 +20,7 @@ pub struct PackWriter {
     out: BufWriter<std::fs::File>,
     offset: u64,
     entries: Vec<(Oid, u64, u32)>,
-    seen: HashSet<Oid>,
+    seen: OidSet,
     /// Made at the first object added whole (most come as records made on other threads).
     deflater: Option<Deflater>,
 }
@@ -95,7 +94,7 @@ impl PackWriter {
             out,
             offset: 12,
             entries: Vec::new(),
-            seen: HashSet::new(),
+            seen: OidSet::default(),
             deflater: None,
         })
     }
@@ -223,8 +222,8 @@ fn index(entries: &[(Oid, u64, u32)], pack_checksum: &[u8]) -> Vec<u8> {
 }
 
 /// The ids of every object in the packs of `git_dir`, read from their indexes.
-pub fn packed_ids(git_dir: &Path) -> HashMap<Oid, ()> {
-    let mut ids = HashMap::new();
+pub fn packed_ids(git_dir: &Path) -> OidSet {
+    let mut ids = OidSet::default();
     let Ok(dir) = std::fs::read_dir(git_dir.join("objects/pack")) else {
         return ids;
     };
@@ -247,7 +246,7 @@ pub fn packed_ids(git_dir: &Path) -> HashMap<Oid, ()> {
             };
             let mut oid = [0u8; 20];
             oid.copy_from_slice(raw);
-            ids.insert(oid, ());
+            ids.insert(oid);
         }
     }
     ids
@@ -330,6 +329,6 @@ mod tests {
             String::from_utf8_lossy(&verify.stderr)
         );
         let ids = packed_ids(dir.path());
-        assert!(ids.contains_key(&small) && ids.contains_key(&large) && ids.contains_key(&tree));
+        assert!(ids.contains(&small) && ids.contains(&large) && ids.contains(&tree));
     }
 }

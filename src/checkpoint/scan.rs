@@ -4,7 +4,8 @@
 //! shadow repository, so a new session's first snapshot of a known project reads only what
 //! changed since the last one.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
+use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -12,12 +13,13 @@ use std::time::SystemTime;
 
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 
-use super::objects::{self, Kind, Oid, Store};
+use super::objects::{self, Kind, Oid, OidSet, Store};
 use super::pack::{self, PackWriter};
 use super::read;
 use super::writer::{Batch, Writer};
 
 mod trees;
+mod walk;
 
 /// A project with more files than this (not ignored) gets no checkpoints: each would cost too
 /// much.
@@ -91,7 +93,7 @@ pub struct Scan {
     /// the folders above what changed; empty when it must make them all.
     trees: HashMap<Vec<u8>, Oid>,
     /// Objects known to be in the store (written or seen in this process).
-    known: HashSet<Oid>,
+    known: OidSet,
     max_file_bytes: u64,
     loaded: bool,
     /// Whether the entries changed since the cache was saved.
@@ -100,7 +102,7 @@ pub struct Scan {
     saved: Option<std::time::Instant>,
     git_dir: PathBuf,
     /// The objects in the repository's packs, read when first needed.
-    packed: Option<std::collections::HashMap<Oid, ()>>,
+    packed: Option<OidSet>,
     /// This snapshot's new objects, held for the writer, or streamed into a pack when many.
     pending: Batch,
     pending_bytes: usize,
@@ -125,7 +127,7 @@ impl Scan {
             exclude_file: git_dir.join("info/exclude"),
             entries: BTreeMap::new(),
             trees: HashMap::new(),
-            known: HashSet::new(),
+            known: OidSet::default(),
             max_file_bytes,
             loaded: false,
             dirty: false,
@@ -141,86 +143,31 @@ impl Scan {
 
     /// Looks at every file of the project and returns the tree.
     pub fn everything(&mut self) -> std::io::Result<Oid> {
-        // The entries are about to be replaced: no tree of the last ones may survive a walk
-        // that stops half-way.
-        self.trees.clear();
+        // Taken back only when this ends well: a walk that stops half-way leaves the next
+        // snapshot to remake every tree.
+        let trees = std::mem::take(&mut self.trees);
         if !self.loaded {
             self.loaded = true;
             self.entries = load(&self.cache_file);
         }
         let started = now_ns();
-        let excludes = self.excludes();
-        let root = self.root.clone();
-        let walk = ignore::WalkBuilder::new(&root)
-            .hidden(false)
-            .parents(false)
-            .ignore(false)
-            .git_global(false)
-            .git_ignore(true)
-            .git_exclude(true)
-            .require_git(false)
-            .follow_links(false)
-            .filter_entry(move |e| {
-                if e.file_name() == ".git" {
-                    return false;
-                }
-                let is_dir = e.file_type().is_some_and(|t| t.is_dir());
-                // A nested repository is its own project: git records it as a link to its
-                // commit, not its files.
-                if is_dir && e.depth() > 0 && e.path().join(".git").exists() {
-                    return false;
-                }
-                let rel = e.path().strip_prefix(&root).unwrap_or(e.path());
-                !excludes.matched(rel, is_dir).is_ignore()
-            })
-            .build_parallel();
-        // Every core stats: a snapshot after Bash looks at the whole project, and on a known
-        // project that is nearly all it does.
-        let found: std::sync::Mutex<Vec<(Vec<u8>, PathBuf, std::fs::Metadata)>> =
-            std::sync::Mutex::new(Vec::new());
-        let count = std::sync::atomic::AtomicUsize::new(0);
-        let root = &self.root;
-        walk.run(|| {
-            let (found, count) = (&found, &count);
-            Box::new(move |entry| {
-                let Ok(entry) = entry else {
-                    return ignore::WalkState::Continue;
-                };
-                let is_file = entry
-                    .file_type()
-                    .is_some_and(|t| t.is_file() || t.is_symlink());
-                if !is_file {
-                    return ignore::WalkState::Continue;
-                }
-                if count.fetch_add(1, std::sync::atomic::Ordering::Relaxed) >= MAX_FILES {
-                    return ignore::WalkState::Quit;
-                }
-                let (Ok(rel), Ok(meta)) = (entry.path().strip_prefix(root), entry.metadata())
-                else {
-                    return ignore::WalkState::Continue;
-                };
-                let rel = rel.as_os_str().as_bytes().to_vec();
-                crate::sys::sync::lock(found).push((rel, entry.into_path(), meta));
-                ignore::WalkState::Continue
-            })
-        });
-        if count.into_inner() > MAX_FILES {
+        let Ok(mut found) = walk::walk(&self.root, &self.excludes(), MAX_FILES) else {
             self.finish(Vec::new())?;
             return Err(std::io::Error::other(TooManyFiles(format!(
                 "{} holds more than {MAX_FILES} files that git would not ignore",
                 self.root.display()
             ))));
-        }
-        let mut seen = BTreeMap::new();
+        };
+        // In order, the entries are built in one pass rather than inserted one by one.
+        found.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let mut seen = Vec::with_capacity(found.len());
         let mut misses = Vec::new();
-        let found = found
-            .into_inner()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        for (rel, path, meta) in found {
+        for (rel, meta) in found {
             if let Some(e) = self.cached(&rel, &meta) {
-                seen.insert(rel, e);
+                seen.push((rel, e));
             } else if !self.too_large(&rel, &meta) {
-                misses.push((rel, path, meta));
+                let full = self.root.join(OsStr::from_bytes(&rel));
+                misses.push((rel, full, meta));
             }
         }
         if misses.len() >= read::PARALLEL_FROM {
@@ -228,16 +175,19 @@ impl Scan {
         } else {
             for (rel, full, meta) in misses {
                 if let Some(e) = self.look(&rel, &full, &meta, started)? {
-                    seen.insert(rel, e);
+                    seen.push((rel, e));
                 }
             }
         }
-        if seen.len() != self.entries.len() {
+        let seen: BTreeMap<Vec<u8>, Entry> = seen.into_iter().collect();
+        let mut changed = changed(&self.entries, &seen);
+        if !changed.is_empty() {
             self.dirty = true;
         }
         self.entries = seen;
-        self.apply_preimages()?;
-        let tree = self.write_trees()?;
+        changed.extend(self.apply_preimages()?);
+        self.trees = trees;
+        let tree = self.update_trees(&changed)?;
         let stale = self
             .saved
             .is_none_or(|at| at.elapsed() > std::time::Duration::from_secs(60));
@@ -374,7 +324,7 @@ impl Scan {
         let packed = self
             .packed
             .get_or_insert_with(|| pack::packed_ids(&self.git_dir))
-            .contains_key(oid);
+            .contains(oid);
         packed || self.store.has(oid)
     }
 
@@ -440,7 +390,7 @@ impl Scan {
     fn read_many(
         &mut self,
         misses: Vec<(Vec<u8>, std::path::PathBuf, std::fs::Metadata)>,
-        seen: &mut BTreeMap<Vec<u8>, Entry>,
+        seen: &mut Vec<(Vec<u8>, Entry)>,
         started: i64,
     ) -> std::io::Result<()> {
         let (rels, files): (Vec<_>, Vec<_>) = misses
@@ -455,7 +405,7 @@ impl Scan {
                 self.pack_for_many()?.add_record(oid, record)?;
             }
             let entry = self.fresh(&files[index].1, oid, started);
-            seen.insert(rels[index].clone(), entry);
+            seen.push((rels[index].clone(), entry));
             Ok(())
         })
     }
@@ -546,6 +496,33 @@ fn load(file: &Path) -> BTreeMap<Vec<u8>, Entry> {
         }
     }
     out
+}
+
+/// The paths whose entry is not the same in `old` and `new` (added, removed, or another
+/// object or mode): the trees above them are the ones to remake.
+fn changed(old: &BTreeMap<Vec<u8>, Entry>, new: &BTreeMap<Vec<u8>, Entry>) -> Vec<Vec<u8>> {
+    use std::cmp::Ordering;
+    let mut out = Vec::new();
+    let (mut old, mut new) = (old.iter().peekable(), new.iter().peekable());
+    loop {
+        let order = match (old.peek(), new.peek()) {
+            (None, None) => return out,
+            (Some(_), None) => Ordering::Less,
+            (None, Some(_)) => Ordering::Greater,
+            (Some((a, _)), Some((b, _))) => a.cmp(b),
+        };
+        match order {
+            Ordering::Less => out.extend(old.next().map(|(path, _)| path.clone())),
+            Ordering::Greater => out.extend(new.next().map(|(path, _)| path.clone())),
+            Ordering::Equal => {
+                if let (Some((path, a)), Some((_, b))) = (old.next(), new.next())
+                    && (a.mode, a.oid) != (b.mode, b.oid)
+                {
+                    out.push(path.clone());
+                }
+            }
+        }
+    }
 }
 
 /// `a/b/c` as (`a/b`, `c`); a top-level name has an empty folder.

@@ -205,3 +205,145 @@ fn trees_remade_above_the_changes_equal_trees_made_whole() {
         "a-b/z.rs\na/b.rs\na/b/c/one.rs\na/x.rs\nd/keep.rs\ntop.txt\n"
     );
 }
+
+/// What the walk finds is what git itself would add, on a tree of the rules people write:
+/// nested `.gitignore` files that override their parents, negations, anchored and folder-only
+/// patterns, `**`, `info/exclude`, a nested repository, links and hidden files.
+#[test]
+fn the_walk_finds_what_git_would_add() {
+    let project = tempfile::tempdir().unwrap();
+    let root = project.path();
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(root)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    git(&["init", "-q"]);
+    let files = [
+        (
+            ".gitignore",
+            "*.log\n!keep.log\n/top-only.txt\nbuild/\ndocs/**/draft.md\n",
+        ),
+        ("keep.log", "x"),
+        ("drop.log", "x"),
+        ("top-only.txt", "x"),
+        ("src/top-only.txt", "x"),
+        ("src/.gitignore", "!debug.log\n*.tmp\ngen/\n"),
+        ("src/debug.log", "x"),
+        ("src/other.log", "x"),
+        ("src/a.tmp", "x"),
+        ("src/gen/out.rs", "x"),
+        ("src/deep/er/.gitignore", "!*.tmp\n"),
+        ("src/deep/er/b.tmp", "x"),
+        ("src/deep/c.tmp", "x"),
+        ("build/x.o", "x"),
+        ("lib/build", "a file, not the folder the rule names"),
+        ("docs/a/b/draft.md", "x"),
+        ("docs/a/final.md", "x"),
+        (".hidden/cfg", "x"),
+        ("secret.env", "x"),
+        ("nested/inner.txt", "x"),
+        ("unicode/é ñ.txt", "x"),
+    ];
+    for (rel, text) in files {
+        put_file(root, rel, text);
+    }
+    git(&["init", "-q", "nested"]);
+    std::fs::write(root.join(".git/info/exclude"), "*.env\n").unwrap();
+    std::os::unix::fs::symlink("keep.log", root.join("link")).unwrap();
+    std::os::unix::fs::symlink("/nowhere", root.join("dangling")).unwrap();
+    let mut expected: Vec<String> = git(&["ls-files", "-z", "--others", "--exclude-standard"])
+        .split('\0')
+        .filter(|p| !p.is_empty() && !p.ends_with('/'))
+        .map(str::to_string)
+        .collect();
+    expected.sort();
+    let found = walk::walk(root, &Gitignore::empty(), MAX_FILES)
+        .ok()
+        .expect("within the limit");
+    let mut names: Vec<String> = found
+        .iter()
+        .map(|(rel, _)| String::from_utf8(rel.clone()).unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, expected);
+    assert!(
+        names.contains(&"src/deep/er/b.tmp".to_string()),
+        "{names:?}"
+    );
+    assert!(!names.iter().any(|n| n.starts_with("nested/")), "{names:?}");
+
+    // ouro's own exclusions win over the project's rules, and the limit is kept.
+    let mut builder = GitignoreBuilder::new(root);
+    builder.add_line(None, "keep.log").unwrap();
+    let excludes = builder.build().unwrap();
+    let found = walk::walk(root, &excludes, MAX_FILES).ok().unwrap();
+    assert!(!found.iter().any(|(rel, _)| rel == b"keep.log"));
+    assert!(walk::walk(root, &Gitignore::empty(), names.len() - 1).is_err());
+    assert!(walk::walk(root, &Gitignore::empty(), names.len()).is_ok());
+}
+
+/// A walk remakes only the trees above what it found changed: after each kind of change
+/// (an edit, a new folder, a folder emptied, a file made executable, a file turned into a
+/// folder) its tree is the one a fresh walk makes whole.
+#[test]
+fn trees_after_a_walk_equal_trees_made_whole() {
+    use std::os::unix::fs::PermissionsExt;
+    let (project, shadow) = dirs();
+    let (root, git_dir) = (project.path(), shadow.path());
+    let write = |rel: &str, text: &str| put_file(root, rel, text);
+    for rel in [
+        "top.txt",
+        "a/x.rs",
+        "a/b/c/one.rs",
+        "a/b.rs",
+        "d/e/only.rs",
+        "d/keep.rs",
+    ] {
+        write(rel, rel);
+    }
+    let writer = std::sync::Arc::new(Writer::start(git_dir));
+    let mut scan = Scan::new(root, git_dir, 1 << 20, writer.clone(), Default::default());
+    scan.everything().unwrap();
+    scan.finish(Vec::new()).unwrap();
+    let whole = || {
+        let (_, fresh) = dirs();
+        let writer = std::sync::Arc::new(Writer::start(fresh.path()));
+        let mut scan = Scan::new(root, fresh.path(), 1 << 20, writer, Default::default());
+        scan.everything().unwrap()
+    };
+    let steps: [&dyn Fn(); 5] = [
+        &|| write("a/b/c/one.rs", "edited"),
+        &|| write("n/e/w/file.rs", "new"),
+        &|| std::fs::remove_file(root.join("d/e/only.rs")).unwrap(),
+        &|| {
+            let path = root.join("a/b.rs");
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        },
+        &|| {
+            std::fs::remove_file(root.join("top.txt")).unwrap();
+            write("top.txt/inside.rs", "a folder now");
+        },
+    ];
+    let mut trees = vec![objects::hex(&scan.update_trees(&[]).unwrap())];
+    for (step, change) in steps.iter().enumerate() {
+        change();
+        let tree = scan.everything().unwrap();
+        scan.finish(Vec::new()).unwrap();
+        assert_eq!(objects::hex(&tree), objects::hex(&whole()), "step {step}");
+        trees.push(objects::hex(&tree));
+    }
+    trees.dedup();
+    assert_eq!(trees.len(), steps.len() + 1, "every change made a new tree");
+    writer.settle().unwrap();
+}
