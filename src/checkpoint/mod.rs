@@ -4,6 +4,7 @@
 //! the code (and the conversation) back as it was. Snapshots are written in process
 //! ([`objects`], and a stat cache that reads only changed files); git runs only to restore.
 
+mod keep;
 pub mod objects;
 mod pack;
 pub mod prune;
@@ -71,16 +72,6 @@ impl CheckpointConfig {
     }
 }
 
-/// The number of the last checkpoint kept for `session`: a resumed session goes on after it.
-fn last_seq(shadow: &Shadow, session: &str) -> u64 {
-    std::fs::read_dir(shadow.git_dir().join("refs/ouro").join(session))
-        .into_iter()
-        .flatten()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u64>().ok())
-        .max()
-        .unwrap_or(0)
-}
-
 /// Whether `full` is where it says, with no link or `..` on the way (a file not there yet is
 /// judged by its folder).
 fn names_itself(full: &Path) -> bool {
@@ -129,8 +120,11 @@ pub fn shadow_for(root: &Path) -> Option<Shadow> {
 struct CommitSpec {
     last_tree: Option<objects::Oid>,
     message: String,
-    /// The ref that keeps it.
-    keep: PathBuf,
+    /// The session whose line keeps it.
+    session: String,
+    /// A commit of this tree taken a moment ago (by the last session): kept again rather than
+    /// made again.
+    reuse: Option<keep::Kept>,
 }
 
 fn snapshot_blocking(
@@ -149,11 +143,14 @@ fn snapshot_blocking(
         scan.finish(Vec::new())?;
         return Ok((tree, None));
     };
-    let oid = scan.put(
-        objects::Kind::Commit,
-        &objects::commit(&tree, None, &spec.message),
-    )?;
-    scan.finish(vec![(spec.keep, format!("{}\n", objects::hex(&oid)))])?;
+    let oid = match spec.reuse.filter(|r| r.tree == tree && scan.has(&r.commit)) {
+        Some(reused) => reused.commit,
+        None => scan.put(
+            objects::Kind::Commit,
+            &objects::commit(&tree, None, &spec.message),
+        )?,
+    };
+    scan.finish(vec![keep::Kept::now(oid, tree, &spec.session)])?;
     Ok((tree, Some(oid)))
 }
 
@@ -170,9 +167,8 @@ pub enum Scope {
 struct State {
     /// The files as last seen; `None` only while a snapshot works on it off the runtime.
     scan: Option<scan::Scan>,
-    /// The session the checkpoints' refs are kept under (`/clear` starts another).
+    /// The session the checkpoints are kept for (`/clear` starts another).
     session: String,
-    seq: u64,
     last_tree: Option<String>,
     last_commit: Option<String>,
     /// Files written by tools since the last snapshot, `None` once anything else may have run.
@@ -195,6 +191,8 @@ enum Written {
 
 pub struct Checkpoints {
     shadow: Shadow,
+    /// How long an idle session's checkpoints are kept (0: not past the session).
+    keep_days: u32,
     preimages: Arc<scan::Preimages>,
     /// Locked before `preimages` wherever both are.
     deferred: Mutex<Vec<Deferred>>,
@@ -231,7 +229,6 @@ impl Checkpoints {
         session: &str,
         config: CheckpointConfig,
     ) -> Checkpoints {
-        let seq = last_seq(&shadow, session);
         let writer = Arc::new(writer::Writer::start(shadow.git_dir()));
         let preimages = Arc::new(scan::Preimages::default());
         let scan = scan::Scan::new(
@@ -243,6 +240,7 @@ impl Checkpoints {
         );
         Checkpoints {
             shadow,
+            keep_days: config.keep_days,
             preimages,
             deferred: Mutex::new(Vec::new()),
             written: Mutex::new(Written::Paths(Vec::new())),
@@ -251,7 +249,6 @@ impl Checkpoints {
             state: Arc::new(tokio::sync::Mutex::new(State {
                 scan: Some(scan),
                 session: session.to_string(),
-                seq,
                 last_tree: None,
                 last_commit: None,
                 since: None,
@@ -274,7 +271,6 @@ impl Checkpoints {
         // Checkpoints put off belong to the session they were taken in.
         self.run_deferred(&mut state).await;
         state.session = id.to_string();
-        state.seq = last_seq(&self.shadow, id);
     }
 
     /// A tool that may write has run: it changed only `paths` (relative to the root), or
@@ -511,12 +507,14 @@ impl Checkpoints {
             (Kind::Tool | Kind::End, Some(paths), Some(_)) => Scope::Only(paths.clone()),
             _ => Scope::Everything,
         };
+        let mut reuse = None;
         if state.last_tree.is_none() {
             if let Some(reason) = unsuitable(&self.root) {
                 return Err(ShadowError::Unsuitable(reason));
             }
             self.shadow.init()?;
             self.exclude_own_home()?;
+            reuse = self.reusable();
         }
         // Nothing was written since the last snapshot.
         if let (Scope::Only(paths), Some(commit)) = (&scope, &state.last_commit)
@@ -528,7 +526,8 @@ impl Checkpoints {
         let commit = Some(CommitSpec {
             last_tree: state.last_tree.as_deref().and_then(objects::parse_hex),
             message,
-            keep: self.shadow.ref_path(&state.session, state.seq + 1),
+            session: state.session.clone(),
+            reuse,
         });
         let (tree, commit) = Self::scan(state, scope, commit).await?;
         // Files put in as they were before a call that has written them since: the next
@@ -544,10 +543,24 @@ impl Checkpoints {
             return Ok(state.last_commit.clone().unwrap_or_default());
         };
         let commit = objects::hex(&commit);
-        state.seq += 1;
         state.last_tree = Some(objects::hex(&tree));
         state.last_commit = Some(commit.clone());
         Ok(commit)
+    }
+
+    /// The newest checkpoint of the project, when it is recent enough to be kept again by a
+    /// new session's first snapshot of the same files (a second question asked in a project
+    /// nobody changed meanwhile writes no commit). Recent, because a line pruning removes (and
+    /// `git prune` after it) could take an old commit away before this session's line keeps
+    /// it; the newest line of a session active within the hour is never pruned.
+    fn reusable(&self) -> Option<keep::Kept> {
+        const RECENT: u64 = 3600;
+        let newest = keep::newest(self.shadow.git_dir())?;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .ok()?
+            .as_secs();
+        (self.keep_days > 0 && now.saturating_sub(newest.time) < RECENT).then_some(newest)
     }
 
     /// The tree of the files in `scope` (everything when the declared paths are not enough)

@@ -1,56 +1,102 @@
 //! Old checkpoints go: sessions idle for longer than `keepDays` lose all of theirs, others keep
-//! their newest `keepPerSession`. Each checkpoint is one ref, so pruning deletes refs, and
-//! `git prune` then removes what no ref reaches (only objects over two hours old, so a snapshot
-//! being written by a running session is never caught between its `add` and its commit).
+//! their newest `keepPerSession`. Each checkpoint is one line of the log that keeps commits
+//! ([`super::keep`]), so pruning drops lines, and `git prune` then removes what nothing reaches
+//! (only objects over two hours old, so a snapshot being written by a running session is never
+//! caught between its objects and its line).
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use super::CheckpointConfig;
+use super::keep::{self, Kept};
 
 /// How many checkpoints were removed from the shadow repository at `git_dir`.
 pub fn prune(git_dir: &Path, config: &CheckpointConfig, now: SystemTime) -> usize {
-    let sessions = git_dir.join("refs/ouro");
-    let Ok(entries) = std::fs::read_dir(&sessions) else {
+    let max_age = Duration::from_secs(u64::from(config.keep_days) * 24 * 3600);
+    let now_secs = now
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let mut idle_sessions = Vec::new();
+    let removed = keep::prune(git_dir, |all| {
+        let verdicts = verdicts(all, config.keep_per_session, now_secs, max_age.as_secs());
+        let staying: std::collections::HashSet<&str> = all
+            .iter()
+            .zip(&verdicts)
+            .filter(|(_, keep)| **keep)
+            .map(|(k, _)| k.session.as_str())
+            .collect();
+        idle_sessions = all
+            .iter()
+            .filter(|k| !staying.contains(k.session.as_str()))
+            .map(|k| k.session.clone())
+            .collect();
+        verdicts
+    })
+    .unwrap_or(0)
+        + prune_refs(git_dir, max_age, now);
+    // An idle session's index (of its last restore) goes with its checkpoints.
+    idle_sessions.dedup();
+    for session in idle_sessions {
+        let _ = std::fs::remove_file(git_dir.join(format!("index-{session}")));
+    }
+    // The stat cache may name objects that are about to become unreachable.
+    if removed > 0 {
+        let _ = std::fs::remove_file(git_dir.join(super::scan::CACHE_FILE));
+    }
+    removed
+}
+
+/// Which lines stay: none of a session whose newest is older than `max_age`, else the
+/// newest `per_session` of each.
+fn verdicts(all: &[Kept], per_session: usize, now: u64, max_age: u64) -> Vec<bool> {
+    let mut newest: HashMap<&str, u64> = HashMap::new();
+    let mut count: HashMap<&str, usize> = HashMap::new();
+    for k in all {
+        let time = newest.entry(&k.session).or_default();
+        *time = (*time).max(k.time);
+        *count.entry(&k.session).or_default() += 1;
+    }
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    all.iter()
+        .map(|k| {
+            let idle = now.saturating_sub(newest[k.session.as_str()]) > max_age;
+            let at = seen.entry(&k.session).or_default();
+            *at += 1;
+            // Lines are appended in order: the last `per_session` of a session are its newest.
+            !idle && count[k.session.as_str()] - *at < per_session
+        })
+        .collect()
+}
+
+/// Checkpoints kept as one ref each (`refs/ouro/<session>/<n>`, before the log): an idle
+/// session's go.
+fn prune_refs(git_dir: &Path, max_age: Duration, now: SystemTime) -> usize {
+    let Ok(sessions) = std::fs::read_dir(git_dir.join("refs/ouro")) else {
         return 0;
     };
-    let max_age = Duration::from_secs(u64::from(config.keep_days) * 24 * 3600);
     let mut removed = 0;
-    for session in entries.filter_map(Result::ok) {
+    for session in sessions.filter_map(Result::ok) {
         let dir = session.path();
-        let mut refs: Vec<_> = std::fs::read_dir(&dir)
+        let refs: Vec<_> = std::fs::read_dir(&dir)
             .into_iter()
             .flatten()
             .filter_map(Result::ok)
             .map(|e| e.path())
             .collect();
-        refs.sort();
-        let newest = refs
+        let idle = refs
             .iter()
             .filter_map(|r| std::fs::metadata(r).ok()?.modified().ok())
-            .max();
-        let idle = newest
+            .max()
             .and_then(|t| now.duration_since(t).ok())
             .is_some_and(|age| age > max_age);
-        let doomed = if idle {
-            refs.len()
-        } else {
-            refs.len().saturating_sub(config.keep_per_session)
-        };
-        for r in &refs[..doomed] {
-            if std::fs::remove_file(r).is_ok() {
-                removed += 1;
-            }
-        }
         if idle {
+            removed += refs
+                .iter()
+                .filter(|r| std::fs::remove_file(r).is_ok())
+                .count();
             let _ = std::fs::remove_dir(&dir);
-            let name = session.file_name();
-            let _ = std::fs::remove_file(git_dir.join(format!("index-{}", name.to_string_lossy())));
         }
-    }
-    // The stat cache may name objects that are about to become unreachable.
-    if removed > 0 {
-        let _ = std::fs::remove_file(git_dir.join(super::scan::CACHE_FILE));
     }
     removed
 }
@@ -82,33 +128,50 @@ mod tests {
     fn idle_sessions_go_and_busy_ones_keep_their_newest() {
         let dir = tempfile::tempdir().unwrap();
         let git_dir = dir.path();
-        let write = |session: &str, n: usize| {
-            let d = git_dir.join("refs/ouro").join(session);
-            std::fs::create_dir_all(&d).unwrap();
-            for i in 1..=n {
-                std::fs::write(d.join(format!("{i:06}")), "abc\n").unwrap();
-            }
+        let day = 24 * 3600;
+        let later = SystemTime::now() + Duration::from_secs(2 * day);
+        let now = later
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        let line = |session: &str, n: u8, age: u64| Kept {
+            commit: [n; 20],
+            tree: [0; 20],
+            session: session.into(),
+            time: now - age,
         };
-        write("old", 3);
-        write("busy", 5);
+        keep::append(
+            git_dir,
+            &[
+                line("old", 1, 3 * day),
+                line("busy", 2, 3 * day),
+                line("old", 3, 2 * day),
+                line("busy", 4, 10),
+                line("busy", 5, 5),
+                line("busy", 6, 1),
+            ],
+        )
+        .unwrap();
         std::fs::write(git_dir.join("index-old"), "").unwrap();
+        std::fs::write(git_dir.join("index-busy"), "").unwrap();
+        // A session of the refs this log replaced, idle too.
+        std::fs::create_dir_all(git_dir.join("refs/ouro/older")).unwrap();
+        std::fs::write(git_dir.join("refs/ouro/older/000001"), "abc\n").unwrap();
         let config = CheckpointConfig {
             keep_days: 1,
             keep_per_session: 2,
             ..CheckpointConfig::default()
         };
-        let later = SystemTime::now() + Duration::from_secs(3600);
-        assert_eq!(prune(git_dir, &config, later), 4);
-        let left: Vec<String> = std::fs::read_dir(git_dir.join("refs/ouro/busy"))
+        assert_eq!(prune(git_dir, &config, later), 2 + 2 + 1);
+        let left: Vec<u8> = std::fs::read_to_string(git_dir.join("logs").join(keep::REF))
             .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect::<std::collections::BTreeSet<_>>()
-            .into_iter()
+            .lines()
+            .map(|l| Kept::parse(l).unwrap().commit[0])
             .collect();
-        assert_eq!(left, vec!["000004", "000005"]);
-        let much_later = SystemTime::now() + Duration::from_secs(3 * 24 * 3600);
-        assert_eq!(prune(git_dir, &config, much_later), 4);
-        assert!(!git_dir.join("refs/ouro/old").exists());
+        assert_eq!(left, vec![5, 6]);
         assert!(!git_dir.join("index-old").exists());
+        assert!(git_dir.join("index-busy").exists());
+        assert!(!git_dir.join("refs/ouro/older").exists());
+        assert_eq!(prune(git_dir, &config, later), 0);
     }
 }

@@ -13,6 +13,7 @@ use std::time::SystemTime;
 
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 
+use super::keep::Kept;
 use super::objects::{self, Kind, Oid, OidSet, Store};
 use super::pack::{self, PackWriter};
 use super::read;
@@ -280,12 +281,15 @@ impl Scan {
         self.packed = None;
     }
 
-    /// Adds a new object to this snapshot's writes and returns its id.
+    /// Adds an object to this snapshot's writes, unless the repository has it, and returns
+    /// its id (a file whose stat changed but not its bytes is not stored twice).
     pub fn put(&mut self, kind: Kind, data: &[u8]) -> std::io::Result<Oid> {
         let oid = objects::id(kind, data);
-        if !self.known.insert(oid) {
+        if self.has(&oid) {
+            self.known.insert(oid);
             return Ok(oid);
         }
+        self.known.insert(oid);
         if let Some(pack) = &mut self.pack {
             pack.add(kind, data)?;
             return Ok(oid);
@@ -298,17 +302,17 @@ impl Scan {
         Ok(oid)
     }
 
-    /// Ends this snapshot's writes: its objects, then `files` (the checkpoint's ref), in
+    /// Ends this snapshot's writes: its objects, then the lines that keep its commit, in
     /// order after every earlier snapshot's. A pack that was streamed is finished here; the
     /// rest goes to the background writer.
-    pub fn finish(&mut self, files: Vec<(PathBuf, String)>) -> std::io::Result<()> {
+    pub fn finish(&mut self, kept: Vec<Kept>) -> std::io::Result<()> {
         if let Some(pack) = self.pack.take() {
             pack.finish()?;
         }
         let mut batch = std::mem::take(&mut self.pending);
         self.pending_bytes = 0;
-        batch.files = files;
-        if batch.objects.is_empty() && batch.files.is_empty() {
+        batch.kept = kept;
+        if batch.objects.is_empty() && batch.kept.is_empty() {
             return Ok(());
         }
         self.writer.send(batch, &self.git_dir)
@@ -317,7 +321,7 @@ impl Scan {
     /// Whether the repository holds `oid`, packed or loose. The packs' index is read once and
     /// asked first: most objects are in a pack, and a miss on a loose path costs a lookup on
     /// disk for every file of a fresh session's first snapshot.
-    fn has(&mut self, oid: &Oid) -> bool {
+    pub fn has(&mut self, oid: &Oid) -> bool {
         if self.known.contains(oid) {
             return true;
         }

@@ -154,15 +154,6 @@ impl Shadow {
         Ok(())
     }
 
-    /// The ref that keeps a checkpoint's commit from being pruned: one per checkpoint, under
-    /// the session.
-    pub fn ref_path(&self, session: &str, seq: u64) -> PathBuf {
-        self.git_dir
-            .join("refs/ouro")
-            .join(session)
-            .join(format!("{seq:06}"))
-    }
-
     /// What differs from `old` to `new` (commits or trees).
     pub async fn diff(&self, old: &str, new: &str) -> Result<Vec<Change>, ShadowError> {
         let out = self

@@ -238,3 +238,68 @@ async fn after_lost_writes_a_checkpoint_names_only_objects_on_disk() {
         "1\n"
     );
 }
+
+/// A second session in a project nobody changed keeps the first one's commit rather than
+/// writing another; a change makes a new one. Both are kept by their own session's line.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_new_session_keeps_the_last_commit_of_the_same_files() {
+    let Fixture {
+        _dirs,
+        root,
+        git_dir,
+        checkpoints,
+    } = fixture(&[("a.txt", "one\n")]);
+    let prompt = || record::Detail::prompt("go", 0);
+    let first = checkpoints.take(Kind::End, prompt()).await.unwrap();
+    let shadow = || Shadow::new(git_dir.clone(), root.clone());
+    let loose = || walkdir_count(&git_dir.join("objects"));
+    let before = loose();
+    let second = Checkpoints::with_shadow(shadow(), &root, "second", CheckpointConfig::default());
+    let again = second
+        .take(Kind::End, record::Detail::prompt("a second question", 0))
+        .await
+        .unwrap();
+    assert_eq!(again.commit, first.commit);
+    assert_eq!(loose(), before, "no object was written");
+    std::fs::write(root.join("a.txt"), "two\n").unwrap();
+    let third = Checkpoints::with_shadow(shadow(), &root, "third", CheckpointConfig::default());
+    let changed = third.take(Kind::End, prompt()).await.unwrap();
+    assert_ne!(changed.commit, first.commit);
+    assert_eq!(file_at(&git_dir, &changed.commit, "a.txt"), "two\n");
+    let sessions: Vec<String> = std::fs::read_to_string(git_dir.join("logs").join(keep::REF))
+        .unwrap()
+        .lines()
+        .map(|l| keep::Kept::parse(l).unwrap().session)
+        .collect();
+    assert_eq!(sessions, ["session", "second", "third"]);
+    // An old line is not taken up again: pruning could drop it before a new line keeps it.
+    let fourth = Checkpoints::with_shadow(
+        shadow(),
+        &root,
+        "fourth",
+        CheckpointConfig {
+            keep_days: 0,
+            ..CheckpointConfig::default()
+        },
+    );
+    let other = record::Detail::prompt("another message makes another commit", 0);
+    assert_ne!(
+        fourth.take(Kind::End, other).await.unwrap().commit,
+        changed.commit
+    );
+}
+
+/// How many files lie under `dir`, at any depth.
+fn walkdir_count(dir: &Path) -> usize {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            if e.file_type().unwrap().is_dir() {
+                walkdir_count(&e.path())
+            } else {
+                1
+            }
+        })
+        .sum()
+}

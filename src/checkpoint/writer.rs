@@ -8,10 +8,11 @@
 //! with [`Writer::settle`]; the end of each turn and dropping the writer do too, so only a kill
 //! in the middle of a turn can lose the last few milliseconds of snapshots.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use super::keep::{self, Kept};
 use super::objects::{Kind, Store};
 use super::pack::PackWriter;
 
@@ -19,8 +20,8 @@ use super::pack::PackWriter;
 #[derive(Default)]
 pub struct Batch {
     pub objects: Vec<(Kind, Vec<u8>)>,
-    /// Files to write after the objects (the checkpoint's ref): path and content.
-    pub files: Vec<(PathBuf, String)>,
+    /// The lines that keep the commits, written after the objects.
+    pub kept: Vec<Kept>,
 }
 
 enum Job {
@@ -106,7 +107,7 @@ fn run(git_dir: &Path, jobs: &mpsc::Receiver<Job>) {
         match job {
             Some(Job::Write(batch)) => {
                 gathered.objects.extend(batch.objects);
-                gathered.files.extend(batch.files);
+                gathered.kept.extend(batch.kept);
                 due.get_or_insert_with(|| Instant::now() + GATHER);
             }
             Some(Job::Settle(reply)) => {
@@ -125,7 +126,7 @@ fn run(git_dir: &Path, jobs: &mpsc::Receiver<Job>) {
 /// Writes what was gathered; the first failure is kept for the next settle.
 fn flush(git_dir: &Path, gathered: &mut Batch, failure: &mut Option<std::io::Error>) {
     let batch = std::mem::take(gathered);
-    if batch.objects.is_empty() && batch.files.is_empty() {
+    if batch.objects.is_empty() && batch.kept.is_empty() {
         return;
     }
     if let Err(e) = write(git_dir, batch) {
@@ -147,11 +148,5 @@ fn write(git_dir: &Path, batch: Batch) -> std::io::Result<()> {
             store.write(*kind, data)?;
         }
     }
-    for (path, text) in batch.files {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        std::fs::write(path, text)?;
-    }
-    Ok(())
+    keep::append(git_dir, &batch.kept)
 }

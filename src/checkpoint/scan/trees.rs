@@ -129,15 +129,7 @@ impl Scan {
                 })
                 .collect(),
         );
-        let oid = objects::id(Kind::Tree, &bytes);
-        // A fresh session rebuilds every tree; those already stored are not written again
-        // (a pack of unchanged trees per session would pile up).
-        if self.has(&oid) {
-            self.known.insert(oid);
-        } else if let Err(e) = self.put(Kind::Tree, &bytes) {
-            self.trees.clear();
-            return Err(e);
-        }
-        Ok(oid)
+        self.put(Kind::Tree, &bytes)
+            .inspect_err(|_| self.trees.clear())
     }
 }
