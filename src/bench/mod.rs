@@ -186,18 +186,26 @@ pub async fn run(args: &BenchArgs) -> Result<bool, BenchError> {
     let low = series(warmup, runs, || run::run_once(&host, &low_plan, files)).await?;
     let high = series(warmup, runs, || run::run_once(&host, &high_plan, files)).await?;
 
-    progress("`ouro -p` in its own process, with checkpoints and without, in a new project");
-    let print_mode = |project, checkpoints| {
+    // With and without checkpoints in turns, each pair in the other order from the last, so
+    // that the machine drifting (a shared VM's neighbours, its clock) weighs on both alike.
+    let print_mode = |project| {
         let (host, plan) = (&host, &plan);
+        let mut turn = 0;
         series(warmup, runs, move || {
-            startup::measure(host, plan, files, project, checkpoints)
+            turn += 1;
+            let first = turn % 2 == 0;
+            async move {
+                let a = startup::measure(host, plan, files, project, first).await?;
+                let b = startup::measure(host, plan, files, project, !first).await?;
+                Ok(if first { (a, b) } else { (b, a) })
+            }
         })
     };
-    let starts = print_mode(Project::New, true).await?;
-    let bare = print_mode(Project::New, false).await?;
+    progress("`ouro -p` in its own process, with checkpoints and without, in a new project");
+    let (starts, bare): (Vec<_>, Vec<_>) = print_mode(Project::New).await?.into_iter().unzip();
     progress("`ouro -p` with checkpoints and without, in a project ouro knows");
-    let known = print_mode(Project::Known, true).await?;
-    let known_bare = print_mode(Project::Known, false).await?;
+    let (known, known_bare): (Vec<_>, Vec<_>) =
+        print_mode(Project::Known).await?.into_iter().unzip();
     progress("the hello session (one answer, no tools, in a project ouro knows)");
     let hello_plan = plan.hello();
     let place = startup::Place::new(files, plan.seed)?;

@@ -137,6 +137,10 @@ impl Place {
             .map_err(|e| BenchError::io("could not create a private OURO_HOME", e))?;
         let fixture = Fixture::generate(dir.path(), files, seed)
             .map_err(|e| BenchError::io("could not write the fixture tree", e))?;
+        // A user's files were not all written a moment ago: a snapshot does not trust the stat
+        // of a file changed within the last 100 ms (it may change again within the same clock
+        // tick) and reads it again the next time, which a project ouro knows would not need.
+        std::thread::sleep(Duration::from_millis(150));
         Ok(Place { dir, home, fixture })
     }
 }
