@@ -101,11 +101,34 @@ fn prune_refs(git_dir: &Path, max_age: Duration, now: SystemTime) -> usize {
     removed
 }
 
-/// Prunes in the background and lets git drop what is no longer reachable.
+/// How often pruning runs at most: it reads every checkpoint's line, and sessions start far
+/// more often than a day of checkpoints ages.
+const EVERY: Duration = Duration::from_secs(3600);
+
+/// Whether pruning is due in `git_dir`, marking it done if so: the stamp file's time says when
+/// it last ran.
+fn due(git_dir: &Path, now: SystemTime) -> bool {
+    let stamp = git_dir.join("ouro-pruned");
+    let last = std::fs::metadata(&stamp).and_then(|m| m.modified());
+    if last.is_ok_and(|at| now.duration_since(at).is_ok_and(|age| age < EVERY)) {
+        return false;
+    }
+    std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&stamp)
+        .and_then(|f| f.set_modified(now))
+        .is_ok()
+}
+
+/// Prunes in the background (at most once an hour) and lets git drop what is no longer
+/// reachable.
 pub fn prune_in_background(git_dir: &Path, config: CheckpointConfig) {
     let git_dir = git_dir.to_path_buf();
     std::thread::spawn(move || {
-        if prune(&git_dir, &config, SystemTime::now()) == 0 {
+        let now = SystemTime::now();
+        if !due(&git_dir, now) || prune(&git_dir, &config, now) == 0 {
             return;
         }
         let _ = std::process::Command::new("git")
@@ -173,5 +196,15 @@ mod tests {
         assert!(git_dir.join("index-busy").exists());
         assert!(!git_dir.join("refs/ouro/older").exists());
         assert_eq!(prune(git_dir, &config, later), 0);
+    }
+
+    #[test]
+    fn pruning_is_due_once_an_hour() {
+        let dir = tempfile::tempdir().unwrap();
+        let now = SystemTime::now();
+        assert!(due(dir.path(), now));
+        assert!(!due(dir.path(), now + Duration::from_secs(60)));
+        assert!(due(dir.path(), now + EVERY + Duration::from_secs(1)));
+        assert!(!due(dir.path(), now + EVERY + Duration::from_secs(2)));
     }
 }

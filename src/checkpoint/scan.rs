@@ -19,6 +19,7 @@ use super::pack::{self, PackWriter};
 use super::read;
 use super::writer::{Batch, Writer};
 
+mod cache;
 mod trees;
 mod walk;
 
@@ -149,7 +150,7 @@ impl Scan {
         let trees = std::mem::take(&mut self.trees);
         if !self.loaded {
             self.loaded = true;
-            self.entries = load(&self.cache_file);
+            self.entries = cache::load(&self.cache_file);
         }
         let started = now_ns();
         let Ok(mut found) = walk::walk(&self.root, &self.excludes(), MAX_FILES) else {
@@ -193,7 +194,7 @@ impl Scan {
             .saved
             .is_none_or(|at| at.elapsed() > std::time::Duration::from_secs(60));
         if self.dirty && stale {
-            self.save();
+            cache::save(&self.cache_file, &self.entries);
             self.dirty = false;
             self.saved = Some(std::time::Instant::now());
         }
@@ -437,70 +438,10 @@ impl Scan {
         builder.add(&self.exclude_file);
         builder.build().unwrap_or_else(|_| Gitignore::empty())
     }
-
-    /// Saves the stat cache for the next session, written aside and renamed.
-    fn save(&self) {
-        let mut out = Vec::with_capacity(self.entries.len() * 96);
-        for (path, e) in &self.entries {
-            out.extend_from_slice(
-                format!(
-                    "{:o} {} {} {} {} {} ",
-                    e.mode,
-                    objects::hex(&e.oid),
-                    e.stat.size,
-                    e.stat.mtime_ns,
-                    e.stat.ctime_ns,
-                    e.stat.ino
-                )
-                .as_bytes(),
-            );
-            out.extend_from_slice(path);
-            out.push(0);
-        }
-        let aside = self
-            .cache_file
-            .with_extension(format!("tmp-{}", uuid::Uuid::new_v4().simple()));
-        if std::fs::write(&aside, &out).is_err()
-            || std::fs::rename(&aside, &self.cache_file).is_err()
-        {
-            let _ = std::fs::remove_file(&aside);
-        }
-    }
 }
 
 /// The stat cache's file in the shadow repository; pruning removes it with the objects it names.
 pub const CACHE_FILE: &str = "ouro-stat-cache";
-
-fn load(file: &Path) -> BTreeMap<Vec<u8>, Entry> {
-    let Ok(bytes) = std::fs::read(file) else {
-        return BTreeMap::new();
-    };
-    let mut out = BTreeMap::new();
-    for record in bytes.split(|b| *b == 0).filter(|r| !r.is_empty()) {
-        let mut fields = record.splitn(7, |b| *b == b' ');
-        let mut next = || {
-            fields
-                .next()
-                .map(|f| String::from_utf8_lossy(f).into_owned())
-        };
-        let parsed = (|| {
-            let mode = u32::from_str_radix(&next()?, 8).ok()?;
-            let oid = objects::parse_hex(&next()?)?;
-            let stat = Stat {
-                size: next()?.parse().ok()?,
-                mtime_ns: next()?.parse().ok()?,
-                ctime_ns: next()?.parse().ok()?,
-                ino: next()?.parse().ok()?,
-            };
-            Some(Entry { mode, oid, stat })
-        })();
-        let path = record.splitn(7, |b| *b == b' ').nth(6).map(<[u8]>::to_vec);
-        if let (Some(entry), Some(path)) = (parsed, path) {
-            out.insert(path, entry);
-        }
-    }
-    out
-}
 
 /// The paths whose entry is not the same in `old` and `new` (added, removed, or another
 /// object or mode): the trees above them are the ones to remake.
