@@ -57,13 +57,21 @@ impl Kept {
         )
     }
 
+    /// One line, or `None` when it is not one of ours whole (a line cut short by a full disk
+    /// and run into the next is not taken for either).
     pub(super) fn parse(line: &str) -> Option<Kept> {
         let (head, message) = line.split_once('\t')?;
-        let mut head = head.split(' ');
-        let _old = head.next()?;
-        let commit = objects::parse_hex(head.next()?)?;
-        let time = head.rev().nth(1)?.parse().ok()?;
+        let head: Vec<&str> = head.split(' ').collect();
+        let [old, commit, _name, _email, time, _zone] = head.as_slice() else {
+            return None;
+        };
+        objects::parse_hex(old)?;
+        let commit = objects::parse_hex(commit)?;
+        let time = time.parse().ok()?;
         let (session, tree) = message.trim_end().rsplit_once(' ')?;
+        if session.contains('\t') {
+            return None;
+        }
         Some(Kept {
             commit,
             tree: objects::parse_hex(tree)?,
@@ -81,7 +89,13 @@ fn log_path(git_dir: &Path) -> PathBuf {
 /// waited for the lock is seen, and the new file opened instead.
 fn locked(git_dir: &Path) -> std::io::Result<File> {
     let path = log_path(git_dir);
-    let open = || OpenOptions::new().append(true).create(true).open(&path);
+    let open = || {
+        OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create(true)
+            .open(&path)
+    };
     loop {
         let file = match open() {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -106,30 +120,39 @@ pub fn append(git_dir: &Path, kept: &[Kept]) -> std::io::Result<()> {
     let Some(last) = kept.last() else {
         return Ok(());
     };
-    let text: String = kept.iter().map(Kept::line).collect();
-    let mut log = locked(git_dir)?;
-    log.write_all(text.as_bytes())?;
-    // Every id has the same length: written in place, the file is never seen half-way or
-    // empty, and no new file is made.
+    let mut text: String = kept.iter().map(Kept::line).collect();
+    let log = locked(git_dir)?;
+    // The ref first: git reads a reflog only beside a ref that resolves.
+    point_ref(git_dir, &last.commit)?;
+    // A line an earlier append left cut short (a full disk) is ended, not run into this one.
+    let len = log.metadata()?.len();
+    let mut end = [0u8];
+    if len > 0 && log.read_at(&mut end, len - 1).is_ok() && end[0] != b'\n' {
+        text.insert(0, '\n');
+    }
+    (&log).write_all(text.as_bytes())
+}
+
+/// Points the ref at `commit`. Made whole the first time (written aside and renamed); after
+/// that written in place: every id has the same length, so the file is never seen half-way
+/// or empty, and no new file is made.
+fn point_ref(git_dir: &Path, commit: &Oid) -> std::io::Result<()> {
     let path = git_dir.join(REF);
-    let open = || {
-        OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-    };
-    let reference = match open() {
+    let line = format!("{}\n", objects::hex(commit));
+    match OpenOptions::new().write(true).open(&path) {
+        Ok(file) => file.write_all_at(line.as_bytes(), 0),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             if let Some(dir) = path.parent() {
                 std::fs::create_dir_all(dir)?;
             }
-            open()?
+            let aside = path.with_extension(format!("tmp-{}", uuid::Uuid::new_v4().simple()));
+            std::fs::write(&aside, line)?;
+            std::fs::rename(&aside, &path).inspect_err(|_| {
+                let _ = std::fs::remove_file(&aside);
+            })
         }
-        opened => opened?,
-    };
-    reference.write_all_at(format!("{}\n", objects::hex(&last.commit)).as_bytes(), 0)?;
-    Ok(())
+        Err(e) => Err(e),
+    }
 }
 
 /// The newest line, read from the end of the log.
@@ -228,6 +251,31 @@ mod tests {
             "b"
         );
         assert_eq!(prune(git_dir, |all| vec![true; all.len()]).unwrap(), 0);
+    }
+
+    /// A line cut short (a disk that filled mid-write) is ended before the next is appended,
+    /// and is read as nobody's: neither its commit nor the next line's is mistaken.
+    #[test]
+    fn a_cut_line_is_ended_and_not_taken() {
+        let dir = tempfile::tempdir().unwrap();
+        let git_dir = dir.path();
+        append(git_dir, &[Kept::now(oid(1), oid(2), "a")]).unwrap();
+        let whole = Kept::now(oid(3), oid(4), "b").line();
+        let mut log = OpenOptions::new()
+            .append(true)
+            .open(log_path(git_dir))
+            .unwrap();
+        log.write_all(&whole.as_bytes()[..50]).unwrap();
+        append(git_dir, &[Kept::now(oid(5), oid(6), "c")]).unwrap();
+        let text = std::fs::read_to_string(log_path(git_dir)).unwrap();
+        let read: Vec<Option<u8>> = text
+            .lines()
+            .map(|l| Kept::parse(l).map(|k| k.commit[0]))
+            .collect();
+        assert_eq!(read, [Some(1), None, Some(5)]);
+        assert_eq!(newest(git_dir).unwrap().tree, oid(6));
+        let joined = format!("{}{}", &whole[..50], Kept::now(oid(7), oid(8), "d").line());
+        assert_eq!(Kept::parse(&joined), None);
     }
 
     /// git itself reads the log: a commit named only there survives `git prune`.

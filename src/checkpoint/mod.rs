@@ -143,7 +143,10 @@ fn snapshot_blocking(
         scan.finish(Vec::new())?;
         return Ok((tree, None));
     };
-    let oid = match spec.reuse.filter(|r| r.tree == tree && scan.has(&r.commit)) {
+    let oid = match spec
+        .reuse
+        .filter(|r| r.tree == tree && scan.claim(&r.commit))
+    {
         Some(reused) => reused.commit,
         None => scan.put(
             objects::Kind::Commit,
@@ -191,8 +194,9 @@ enum Written {
 
 pub struct Checkpoints {
     shadow: Shadow,
-    /// How long an idle session's checkpoints are kept (0: not past the session).
+    /// How long an idle session's checkpoints are kept, and how many of each (0: none).
     keep_days: u32,
+    keep_per_session: usize,
     preimages: Arc<scan::Preimages>,
     /// Locked before `preimages` wherever both are.
     deferred: Mutex<Vec<Deferred>>,
@@ -241,6 +245,7 @@ impl Checkpoints {
         Checkpoints {
             shadow,
             keep_days: config.keep_days,
+            keep_per_session: config.keep_per_session,
             preimages,
             deferred: Mutex::new(Vec::new()),
             written: Mutex::new(Written::Paths(Vec::new())),
@@ -560,7 +565,8 @@ impl Checkpoints {
             .duration_since(std::time::UNIX_EPOCH)
             .ok()?
             .as_secs();
-        (self.keep_days > 0 && now.saturating_sub(newest.time) < RECENT).then_some(newest)
+        let kept = self.keep_days > 0 && self.keep_per_session > 0;
+        (kept && now.saturating_sub(newest.time) < RECENT).then_some(newest)
     }
 
     /// The tree of the files in `scope` (everything when the declared paths are not enough)

@@ -94,10 +94,21 @@ impl Store {
         self.objects.join(&hex[..2]).join(&hex[2..])
     }
 
-    /// Whether the object is there (as a loose object: the shadow repository is never packed,
-    /// `gc.auto` is 0).
+    /// Whether the object is there as a loose object.
     pub fn has(&self, oid: &Oid) -> bool {
         std::fs::symlink_metadata(self.path(oid)).is_ok()
+    }
+
+    /// Whether the object is there as a loose object, made new if so (its time set to now), as
+    /// git does before it counts on an object it did not write: `git prune` spares objects
+    /// younger than two hours, so one that nothing kept yet is not removed before the commit
+    /// that names it is kept.
+    pub fn freshen(&self, oid: &Oid) -> bool {
+        std::fs::File::options()
+            .write(true)
+            .open(self.path(oid))
+            .and_then(|file| file.set_modified(std::time::SystemTime::now()))
+            .is_ok()
     }
 
     /// Writes `data` as an object of `kind` unless it is there already, and returns its id.
@@ -195,7 +206,7 @@ pub fn init(dir: &Path) -> std::io::Result<()> {
     std::fs::write(dir.join("HEAD"), "ref: refs/heads/main\n")?;
     std::fs::write(
         dir.join("config"),
-        "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\tlogallrefupdates = false\n\tautocrlf = false\n\tsymlinks = true\n[gc]\n\tauto = 0\n",
+        "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\tlogallrefupdates = false\n\tautocrlf = false\n\tsymlinks = true\n[gc]\n\tauto = 0\n\treflogExpire = never\n\treflogExpireUnreachable = never\n",
     )?;
     // Files are kept byte for byte: no line-ending, encoding or filter conversions that a
     // project's .gitattributes would ask of a real repository (git reads this for restores).
@@ -209,6 +220,27 @@ pub fn init(dir: &Path) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn freshen_makes_a_loose_object_new_and_finds_no_other() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        let oid = store.write(Kind::Blob, b"kept\n").unwrap();
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3 * 3600);
+        let file = std::fs::File::options()
+            .write(true)
+            .open(store.path(&oid))
+            .unwrap();
+        file.set_modified(old).unwrap();
+        assert!(store.freshen(&oid));
+        let age = std::fs::metadata(store.path(&oid))
+            .unwrap()
+            .modified()
+            .unwrap()
+            .elapsed();
+        assert!(age.unwrap() < std::time::Duration::from_secs(60));
+        assert!(!store.freshen(&id(Kind::Blob, b"never written\n")));
+    }
 
     fn git(dir: &Path, args: &[&str], input: Option<&[u8]>) -> Vec<u8> {
         use std::process::{Command, Stdio};

@@ -18,6 +18,7 @@ pub fn prune(git_dir: &Path, config: &CheckpointConfig, now: SystemTime) -> usiz
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     let mut idle_sessions = Vec::new();
+    let mut active = std::collections::HashSet::new();
     let removed = keep::prune(git_dir, |all| {
         let verdicts = verdicts(all, config.keep_per_session, now_secs, max_age.as_secs());
         let staying: std::collections::HashSet<&str> = all
@@ -31,10 +32,11 @@ pub fn prune(git_dir: &Path, config: &CheckpointConfig, now: SystemTime) -> usiz
             .filter(|k| !staying.contains(k.session.as_str()))
             .map(|k| k.session.clone())
             .collect();
+        active = staying.into_iter().map(str::to_string).collect();
         verdicts
     })
-    .unwrap_or(0)
-        + prune_refs(git_dir, max_age, now);
+    .unwrap_or(0);
+    let removed = removed + prune_refs(git_dir, max_age, now, &active);
     // An idle session's index (of its last restore) goes with its checkpoints.
     idle_sessions.dedup();
     for session in idle_sessions {
@@ -70,13 +72,21 @@ fn verdicts(all: &[Kept], per_session: usize, now: u64, max_age: u64) -> Vec<boo
 }
 
 /// Checkpoints kept as one ref each (`refs/ouro/<session>/<n>`, before the log): an idle
-/// session's go.
-fn prune_refs(git_dir: &Path, max_age: Duration, now: SystemTime) -> usize {
+/// session's go, unless the session went on since (it has lines in the log).
+fn prune_refs(
+    git_dir: &Path,
+    max_age: Duration,
+    now: SystemTime,
+    active: &std::collections::HashSet<String>,
+) -> usize {
     let Ok(sessions) = std::fs::read_dir(git_dir.join("refs/ouro")) else {
         return 0;
     };
     let mut removed = 0;
     for session in sessions.filter_map(Result::ok) {
+        if active.contains(session.file_name().to_string_lossy().as_ref()) {
+            continue;
+        }
         let dir = session.path();
         let refs: Vec<_> = std::fs::read_dir(&dir)
             .into_iter()
@@ -131,7 +141,11 @@ pub fn prune_in_background(git_dir: &Path, config: CheckpointConfig) {
         if !due(&git_dir, now) || prune(&git_dir, &config, now) == 0 {
             return;
         }
-        let _ = std::process::Command::new("git")
+        let mut git = std::process::Command::new("git");
+        for key in super::shadow::callers_git_vars() {
+            git.env_remove(key);
+        }
+        let status = git
             .env("GIT_DIR", &git_dir)
             .env("GIT_CONFIG_GLOBAL", "/dev/null")
             .env("GIT_CONFIG_NOSYSTEM", "1")
@@ -140,6 +154,9 @@ pub fn prune_in_background(git_dir: &Path, config: CheckpointConfig) {
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .status();
+        if !status.as_ref().is_ok_and(|s| s.success()) {
+            tracing::warn!(?status, "git prune failed in {}", git_dir.display());
+        }
     });
 }
 
@@ -177,9 +194,15 @@ mod tests {
         .unwrap();
         std::fs::write(git_dir.join("index-old"), "").unwrap();
         std::fs::write(git_dir.join("index-busy"), "").unwrap();
-        // A session of the refs this log replaced, idle too.
-        std::fs::create_dir_all(git_dir.join("refs/ouro/older")).unwrap();
-        std::fs::write(git_dir.join("refs/ouro/older/000001"), "abc\n").unwrap();
+        // A session of the refs this log replaced, idle too; and one that went on since.
+        for session in ["older", "busy"] {
+            std::fs::create_dir_all(git_dir.join("refs/ouro").join(session)).unwrap();
+            std::fs::write(
+                git_dir.join("refs/ouro").join(session).join("000001"),
+                "abc\n",
+            )
+            .unwrap();
+        }
         let config = CheckpointConfig {
             keep_days: 1,
             keep_per_session: 2,
@@ -195,6 +218,7 @@ mod tests {
         assert!(!git_dir.join("index-old").exists());
         assert!(git_dir.join("index-busy").exists());
         assert!(!git_dir.join("refs/ouro/older").exists());
+        assert!(git_dir.join("refs/ouro/busy/000001").exists());
         assert_eq!(prune(git_dir, &config, later), 0);
     }
 

@@ -153,12 +153,16 @@ impl Scan {
             self.entries = cache::load(&self.cache_file);
         }
         let started = now_ns();
-        let Ok(mut found) = walk::walk(&self.root, &self.excludes(), MAX_FILES) else {
-            self.finish(Vec::new())?;
-            return Err(std::io::Error::other(TooManyFiles(format!(
-                "{} holds more than {MAX_FILES} files that git would not ignore",
-                self.root.display()
-            ))));
+        let mut found = match walk::walk(&self.root, &self.excludes(), MAX_FILES) {
+            Ok(found) => found,
+            Err(walk::Stop::TooMany) => {
+                self.finish(Vec::new())?;
+                return Err(std::io::Error::other(TooManyFiles(format!(
+                    "{} holds more than {MAX_FILES} files that git would not ignore",
+                    self.root.display()
+                ))));
+            }
+            Err(walk::Stop::Failed(e)) => return Err(e),
         };
         // In order, the entries are built in one pass rather than inserted one by one.
         found.sort_unstable_by(|a, b| a.0.cmp(&b.0));
@@ -286,8 +290,7 @@ impl Scan {
     /// its id (a file whose stat changed but not its bytes is not stored twice).
     pub fn put(&mut self, kind: Kind, data: &[u8]) -> std::io::Result<Oid> {
         let oid = objects::id(kind, data);
-        if self.has(&oid) {
-            self.known.insert(oid);
+        if self.claim(&oid) {
             return Ok(oid);
         }
         self.known.insert(oid);
@@ -322,15 +325,24 @@ impl Scan {
     /// Whether the repository holds `oid`, packed or loose. The packs' index is read once and
     /// asked first: most objects are in a pack, and a miss on a loose path costs a lookup on
     /// disk for every file of a fresh session's first snapshot.
-    pub fn has(&mut self, oid: &Oid) -> bool {
-        if self.known.contains(oid) {
-            return true;
+    fn has(&mut self, oid: &Oid) -> bool {
+        self.known.contains(oid) || self.in_packs(oid) || self.store.has(oid)
+    }
+
+    /// Whether the repository holds `oid`, which this snapshot is about to name: a loose
+    /// object is made new (see [`Store::freshen`]) and taken as known from then on.
+    pub fn claim(&mut self, oid: &Oid) -> bool {
+        let held = self.known.contains(oid) || self.in_packs(oid) || self.store.freshen(oid);
+        if held {
+            self.known.insert(*oid);
         }
-        let packed = self
-            .packed
+        held
+    }
+
+    fn in_packs(&mut self, oid: &Oid) -> bool {
+        self.packed
             .get_or_insert_with(|| pack::packed_ids(&self.git_dir))
-            .contains(oid);
-        packed || self.store.has(oid)
+            .contains(oid)
     }
 
     /// The cached entry for a file whose stat and mode are unchanged and whose blob is stored.
@@ -406,7 +418,9 @@ impl Scan {
             let Some(read::Packed { oid, record }) = result? else {
                 return Ok(());
             };
-            if self.known.insert(oid) {
+            // An object in a pack already (the files were read again because the stat cache
+            // was lost, or their times changed) is not packed twice.
+            if self.known.insert(oid) && !self.in_packs(&oid) {
                 self.pack_for_many()?.add_record(oid, record)?;
             }
             let entry = self.fresh(&files[index].1, oid, started);

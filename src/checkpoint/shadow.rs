@@ -53,11 +53,8 @@ impl Shadow {
 
     fn command(&self) -> Command {
         let mut cmd = Command::new("git");
-        // Nothing of the caller's git context may leak in (ouro may run inside a git hook).
-        for (key, _) in std::env::vars_os() {
-            if key.to_string_lossy().starts_with("GIT_") {
-                cmd.env_remove(key);
-            }
+        for key in callers_git_vars() {
+            cmd.env_remove(key);
         }
         // The project's own exclusions (`.git/info/exclude`) count as its `.gitignore` does.
         let user_excludes = self.work_tree.join(".git/info/exclude");
@@ -323,6 +320,16 @@ fn escape_pattern(path: &str) -> String {
         out.push(c);
     }
     out
+}
+
+/// The caller's `GIT_*` variables, which no git ouro runs on a shadow repository may see: ouro
+/// may run inside a git hook, where `GIT_OBJECT_DIRECTORY` or `GIT_COMMON_DIR` would point a
+/// `git prune` at the user's own objects.
+pub fn callers_git_vars() -> Vec<std::ffi::OsString> {
+    std::env::vars_os()
+        .map(|(key, _)| key)
+        .filter(|key| key.to_string_lossy().starts_with("GIT_"))
+        .collect()
 }
 
 #[cfg(test)]

@@ -268,9 +268,9 @@ fn the_walk_finds_what_git_would_add() {
         .map(str::to_string)
         .collect();
     expected.sort();
-    let found = walk::walk(root, &Gitignore::empty(), MAX_FILES)
-        .ok()
-        .expect("within the limit");
+    let Ok(found) = walk::walk(root, &Gitignore::empty(), MAX_FILES) else {
+        panic!("the walk stopped");
+    };
     let mut names: Vec<String> = found
         .iter()
         .map(|(rel, _)| String::from_utf8(rel.clone()).unwrap())
@@ -289,8 +289,16 @@ fn the_walk_finds_what_git_would_add() {
     let excludes = builder.build().unwrap();
     let found = walk::walk(root, &excludes, MAX_FILES).ok().unwrap();
     assert!(!found.iter().any(|(rel, _)| rel == b"keep.log"));
-    assert!(walk::walk(root, &Gitignore::empty(), names.len() - 1).is_err());
+    assert!(matches!(
+        walk::walk(root, &Gitignore::empty(), names.len() - 1),
+        Err(walk::Stop::TooMany)
+    ));
     assert!(walk::walk(root, &Gitignore::empty(), names.len()).is_ok());
+    // A folder that is gone is no error, a project that is gone is one.
+    assert!(matches!(
+        walk::walk(&root.join("missing"), &Gitignore::empty(), MAX_FILES),
+        Err(walk::Stop::Failed(_))
+    ));
 }
 
 /// A walk remakes only the trees above what it found changed: after each kind of change

@@ -13,8 +13,24 @@ use std::path::{Path, PathBuf};
 use ignore::Match;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 
-/// The walk found more than its limit of files.
-pub(super) struct TooMany;
+/// Why a walk gave up.
+pub(super) enum Stop {
+    /// It found more than its limit of files.
+    TooMany,
+    /// The disk said something other than "not there" or "not yours": a snapshot that went on
+    /// would take the folder for empty (and a rewind to it would delete its files).
+    Failed(std::io::Error),
+}
+
+/// What a folder or a file that cannot be looked at means: git leaves out what is gone or
+/// may not be read; anything else stops the walk.
+fn skipped(error: std::io::Error) -> Result<(), Stop> {
+    use std::io::ErrorKind::{NotADirectory, NotFound, PermissionDenied};
+    match error.kind() {
+        NotFound | PermissionDenied | NotADirectory => Ok(()),
+        _ => Err(Stop::Failed(error)),
+    }
+}
 
 /// A file (or link) the walk found: its path relative to the root, and its stat.
 pub(super) type Found = (Vec<u8>, std::fs::Metadata);
@@ -22,7 +38,7 @@ pub(super) type Found = (Vec<u8>, std::fs::Metadata);
 /// Every file and link under `root` that git would not ignore, leaving out what `excludes`
 /// (anchored at the root) matches whatever the project's own rules say, `.git`, and nested
 /// repositories (git records those as a link to a commit, not as files).
-pub(super) fn walk(root: &Path, excludes: &Gitignore, limit: usize) -> Result<Vec<Found>, TooMany> {
+pub(super) fn walk(root: &Path, excludes: &Gitignore, limit: usize) -> Result<Vec<Found>, Stop> {
     let mut walker = Walker {
         excludes,
         repo_excludes: repo_excludes(root),
@@ -47,16 +63,23 @@ struct Walker<'a> {
 
 impl Walker<'_> {
     /// Walks the folder at `full` (`rel` from the root; empty for the root itself).
-    fn folder(&mut self, full: &mut PathBuf, rel: &mut Vec<u8>) -> Result<(), TooMany> {
-        // A folder that cannot be read is left out, as git leaves it.
-        let Ok(entries) = std::fs::read_dir(&*full) else {
-            return Ok(());
+    fn folder(&mut self, full: &mut PathBuf, rel: &mut Vec<u8>) -> Result<(), Stop> {
+        let entries = match std::fs::read_dir(&*full) {
+            Ok(entries) => entries,
+            // The project itself must be read, or the snapshot would hold nothing.
+            Err(e) if rel.is_empty() => return Err(Stop::Failed(e)),
+            Err(e) => return skipped(e),
         };
-        let entries: Vec<std::fs::DirEntry> = entries.filter_map(Result::ok).collect();
+        let entries = entries
+            .collect::<Result<Vec<std::fs::DirEntry>, _>>()
+            .map_err(Stop::Failed)?;
         if !rel.is_empty() && entries.iter().any(|e| e.file_name() == ".git") {
             return Ok(());
         }
-        let rules = entries.iter().any(|e| e.file_name() == ".gitignore");
+        // git reads no `.gitignore` through a link.
+        let rules = entries
+            .iter()
+            .any(|e| e.file_name() == ".gitignore" && e.file_type().is_ok_and(|t| t.is_file()));
         if rules {
             let mut builder = GitignoreBuilder::new(&*full);
             builder.add(full.join(".gitignore"));
@@ -75,15 +98,19 @@ impl Walker<'_> {
         entries: &[std::fs::DirEntry],
         full: &mut PathBuf,
         rel: &mut Vec<u8>,
-    ) -> Result<(), TooMany> {
+    ) -> Result<(), Stop> {
         let base = rel.len();
         for entry in entries {
             let name = entry.file_name();
             if name == ".git" {
                 continue;
             }
-            let Ok(kind) = entry.file_type() else {
-                continue;
+            let kind = match entry.file_type() {
+                Ok(kind) => kind,
+                Err(e) => {
+                    skipped(e)?;
+                    continue;
+                }
             };
             let is_dir = kind.is_dir();
             if !is_dir && !kind.is_file() && !kind.is_symlink() {
@@ -104,11 +131,15 @@ impl Walker<'_> {
                 walked?;
                 continue;
             }
-            let Ok(meta) = entry.metadata() else {
-                continue;
+            let meta = match entry.metadata() {
+                Ok(meta) => meta,
+                Err(e) => {
+                    skipped(e)?;
+                    continue;
+                }
             };
             if self.found.len() >= self.limit {
-                return Err(TooMany);
+                return Err(Stop::TooMany);
             }
             self.found.push((rel.clone(), meta));
         }
