@@ -132,32 +132,65 @@ fn due(git_dir: &Path, now: SystemTime) -> bool {
         .is_ok()
 }
 
-/// Prunes in the background (at most once an hour) and lets git drop what is no longer
-/// reachable.
+/// Past this many packs, they are made into one: every session that wrote checkpoints left
+/// some, and a session's first snapshot reads the index of each.
+const MANY_PACKS: usize = 16;
+
+/// Prunes in the background (at most once an hour), lets git drop what is no longer
+/// reachable, and makes many packs one.
 pub fn prune_in_background(git_dir: &Path, config: CheckpointConfig) {
     let git_dir = git_dir.to_path_buf();
     std::thread::spawn(move || {
         let now = SystemTime::now();
-        if !due(&git_dir, now) || prune(&git_dir, &config, now) == 0 {
+        if !due(&git_dir, now) {
             return;
         }
-        let mut git = std::process::Command::new("git");
-        for key in super::shadow::callers_git_vars() {
-            git.env_remove(key);
+        if prune(&git_dir, &config, now) > 0 {
+            git(&git_dir, &["prune", "--expire=2.hours.ago"]);
         }
-        let status = git
-            .env("GIT_DIR", &git_dir)
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .args(["prune", "--expire=2.hours.ago"])
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status();
-        if !status.as_ref().is_ok_and(|s| s.success()) {
-            tracing::warn!(?status, "git prune failed in {}", git_dir.display());
-        }
+        repack_if_many(&git_dir);
     });
+}
+
+/// Makes the packs one when there are more than [`MANY_PACKS`]. Nothing is dropped
+/// (`--keep-unreachable`): a session running beside this one may be about to name any object
+/// it found, and a pack, unlike a loose object, has no age `git prune` would spare.
+fn repack_if_many(git_dir: &Path) -> bool {
+    let packs = std::fs::read_dir(git_dir.join("objects/pack"))
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .filter(|e| e.path().extension().is_some_and(|x| x == "pack"))
+        .count();
+    packs > MANY_PACKS && git(git_dir, &["repack", "-a", "-d", "-q", "--keep-unreachable"])
+}
+
+/// Runs git on the shadow repository at `git_dir`, with none of the caller's git context;
+/// whether it worked (a failure is logged: nothing waits on it).
+fn git(git_dir: &Path, args: &[&str]) -> bool {
+    let mut git = std::process::Command::new("git");
+    for key in super::shadow::callers_git_vars() {
+        git.env_remove(key);
+    }
+    let status = git
+        .env("GIT_DIR", git_dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status();
+    let worked = status.as_ref().is_ok_and(|s| s.success());
+    if !worked {
+        tracing::warn!(
+            ?status,
+            "git {} failed in {}",
+            args.join(" "),
+            git_dir.display()
+        );
+    }
+    worked
 }
 
 #[cfg(test)]
@@ -230,5 +263,37 @@ mod tests {
         assert!(!due(dir.path(), now + Duration::from_secs(60)));
         assert!(due(dir.path(), now + EVERY + Duration::from_secs(1)));
         assert!(!due(dir.path(), now + EVERY + Duration::from_secs(2)));
+    }
+
+    #[test]
+    fn many_packs_become_one_and_every_object_stays() {
+        use crate::checkpoint::objects::{self, Kind};
+        use crate::checkpoint::pack::PackWriter;
+        let dir = tempfile::tempdir().unwrap();
+        let git_dir = dir.path();
+        objects::init(git_dir).unwrap();
+        let mut oids = Vec::new();
+        for n in 0..=MANY_PACKS {
+            let mut pack = PackWriter::start(git_dir).unwrap();
+            oids.push(
+                pack.add(Kind::Blob, format!("object {n}\n").as_bytes())
+                    .unwrap(),
+            );
+            pack.finish().unwrap();
+        }
+        let packs = || {
+            std::fs::read_dir(git_dir.join("objects/pack"))
+                .unwrap()
+                .filter(|e| e.as_ref().unwrap().path().extension().unwrap() == "pack")
+                .count()
+        };
+        assert_eq!(packs(), MANY_PACKS + 1);
+        assert!(repack_if_many(git_dir));
+        assert_eq!(packs(), 1);
+        for oid in &oids {
+            // Nothing keeps these blobs, and they are kept all the same.
+            assert!(git(git_dir, &["cat-file", "-e", &objects::hex(oid)]));
+        }
+        assert!(!repack_if_many(git_dir), "one pack is left alone");
     }
 }
