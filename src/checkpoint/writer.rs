@@ -3,10 +3,14 @@
 //! millisecond each on some file systems), so a snapshot before a tool call only captures the
 //! changed bytes in memory and hands them here; one thread writes them in order: a pack when
 //! there are several objects, loose objects when there are one or two, then the ref that keeps
-//! the commit. Snapshots that come within [`GATHER`] of each other (one per Edit in a busy
-//! turn) are written together, as one pack. Whoever reads the repository with git first waits
-//! with [`Writer::settle`]; the end of each turn and dropping the writer do too, so only a kill
-//! in the middle of a turn can lose the last few milliseconds of snapshots.
+//! the commit ([`keep`]). Snapshots that follow each other closely (one per Edit in a busy turn)
+//! are written together, as one pack: the writes wait until no snapshot came for [`IDLE`], at
+//! most [`HOLD`] after the first. With a model answering in a second or more, that is one
+//! pack per batch of tool calls, written while the model thinks; with a fast one, one pack
+//! every [`HOLD`] rather than one per call (a new file costs more the more files were deleted
+//! lately, as a busy build does). Whoever reads the repository with git first waits with
+//! [`Writer::settle`]; the end of each turn and dropping the writer do too, so only a kill in
+//! the middle of a turn can lose snapshots, those of its last [`HOLD`] at most.
 
 use std::path::Path;
 use std::sync::mpsc;
@@ -36,8 +40,12 @@ pub struct Writer {
 
 /// At most this many objects go in loose; more make a pack (two files however many).
 const LOOSE_MAX: usize = 2;
-/// How long a snapshot's writes wait for the next snapshot's, to share its pack.
-const GATHER: Duration = Duration::from_millis(20);
+/// Writes wait this long for the next snapshot's, to share its pack...
+const IDLE: Duration = Duration::from_millis(100);
+/// ...but no longer than this after the first of them came...
+const HOLD: Duration = Duration::from_secs(1);
+/// ...nor past this many bytes held.
+const HELD_BYTES: usize = 16 << 20;
 
 impl Writer {
     pub fn start(git_dir: &Path) -> Writer {
@@ -90,29 +98,44 @@ impl Drop for Writer {
 fn run(git_dir: &Path, jobs: &mpsc::Receiver<Job>) {
     let mut failure: Option<std::io::Error> = None;
     let mut gathered = Batch::default();
-    let mut due: Option<Instant> = None;
+    let mut held = 0;
+    // When the first batch held came, and when the last did.
+    let mut since: Option<(Instant, Instant)> = None;
     loop {
-        let job = match due {
+        let job = match since {
             None => jobs.recv().ok(),
-            Some(at) => match jobs.recv_timeout(at.saturating_duration_since(Instant::now())) {
-                Ok(job) => Some(job),
-                Err(mpsc::RecvTimeoutError::Timeout) => {
-                    flush(git_dir, &mut gathered, &mut failure);
-                    due = None;
-                    continue;
+            Some((first, last)) => {
+                let due = (last + IDLE).min(first + HOLD);
+                match jobs.recv_timeout(due.saturating_duration_since(Instant::now())) {
+                    Ok(job) => Some(job),
+                    Err(mpsc::RecvTimeoutError::Timeout) => {
+                        flush(git_dir, &mut gathered, &mut failure);
+                        (since, held) = (None, 0);
+                        continue;
+                    }
+                    Err(mpsc::RecvTimeoutError::Disconnected) => None,
                 }
-                Err(mpsc::RecvTimeoutError::Disconnected) => None,
-            },
+            }
         };
         match job {
             Some(Job::Write(batch)) => {
+                held += batch
+                    .objects
+                    .iter()
+                    .map(|(_, data)| data.len())
+                    .sum::<usize>();
                 gathered.objects.extend(batch.objects);
                 gathered.kept.extend(batch.kept);
-                due.get_or_insert_with(|| Instant::now() + GATHER);
+                let now = Instant::now();
+                since = Some((since.map_or(now, |(first, _)| first), now));
+                if held > HELD_BYTES {
+                    flush(git_dir, &mut gathered, &mut failure);
+                    (since, held) = (None, 0);
+                }
             }
             Some(Job::Settle(reply)) => {
                 flush(git_dir, &mut gathered, &mut failure);
-                due = None;
+                (since, held) = (None, 0);
                 let _ = reply.send(failure.take().map_or(Ok(()), Err));
             }
             None => {
@@ -149,4 +172,51 @@ fn write(git_dir: &Path, batch: Batch) -> std::io::Result<()> {
         }
     }
     keep::append(git_dir, &batch.kept)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn packs(git_dir: &Path) -> usize {
+        std::fs::read_dir(git_dir.join("objects/pack"))
+            .unwrap()
+            .filter(|e| e.as_ref().unwrap().path().extension().unwrap() == "pack")
+            .count()
+    }
+
+    fn batch(n: usize) -> Batch {
+        Batch {
+            objects: (0..3)
+                .map(|i| {
+                    (
+                        Kind::Blob,
+                        format!("snapshot {n} object {i}\n").into_bytes(),
+                    )
+                })
+                .collect(),
+            kept: Vec::new(),
+        }
+    }
+
+    /// Snapshots that follow each other closely share one pack, written once none came for a
+    /// while, without anyone settling; a settle writes what is held at once.
+    #[test]
+    fn close_snapshots_share_a_pack_written_when_they_stop() {
+        let dir = tempfile::tempdir().unwrap();
+        let git_dir = dir.path();
+        super::super::objects::init(git_dir).unwrap();
+        let writer = Writer::start(git_dir);
+        for n in 0..3 {
+            writer.send(batch(n), git_dir).unwrap();
+        }
+        let waited = Instant::now();
+        while packs(git_dir) == 0 && waited.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(packs(git_dir), 1);
+        writer.send(batch(3), git_dir).unwrap();
+        writer.settle().unwrap();
+        assert_eq!(packs(git_dir), 2);
+    }
 }
