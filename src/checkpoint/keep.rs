@@ -142,14 +142,7 @@ fn point_ref(git_dir: &Path, commit: &Oid) -> std::io::Result<()> {
     match OpenOptions::new().write(true).open(&path) {
         Ok(file) => file.write_all_at(line.as_bytes(), 0),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            if let Some(dir) = path.parent() {
-                std::fs::create_dir_all(dir)?;
-            }
-            let aside = path.with_extension(format!("tmp-{}", uuid::Uuid::new_v4().simple()));
-            std::fs::write(&aside, line)?;
-            std::fs::rename(&aside, &path).inspect_err(|_| {
-                let _ = std::fs::remove_file(&aside);
-            })
+            crate::sys::atomic::write(&path, line.as_bytes())
         }
         Err(e) => Err(e),
     }
@@ -199,11 +192,7 @@ pub fn prune(git_dir: &Path, keep: impl FnOnce(&[Kept]) -> Vec<bool>) -> std::io
             out.push('\n');
         }
     }
-    let aside = path.with_extension(format!("tmp-{}", uuid::Uuid::new_v4().simple()));
-    std::fs::write(&aside, out)?;
-    std::fs::rename(&aside, &path).inspect_err(|_| {
-        let _ = std::fs::remove_file(&aside);
-    })?;
+    crate::sys::atomic::write(&path, out.as_bytes())?;
     drop(log);
     Ok(removed)
 }

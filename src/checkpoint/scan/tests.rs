@@ -28,6 +28,15 @@ fn blob_of(git_dir: &Path, tree: &Oid, path: &str) -> Vec<u8> {
     out.stdout
 }
 
+/// A scan of `root` into `git_dir` that has walked it once, and its writer.
+fn walked(root: &Path, git_dir: &Path) -> (std::sync::Arc<Writer>, Scan) {
+    let writer = std::sync::Arc::new(Writer::start(git_dir));
+    let mut scan = Scan::new(root, git_dir, 1 << 20, writer.clone(), Default::default());
+    scan.everything().unwrap();
+    scan.finish(Vec::new()).unwrap();
+    (writer, scan)
+}
+
 /// A project and an empty shadow repository for it.
 fn dirs() -> (tempfile::TempDir, tempfile::TempDir) {
     let project = tempfile::tempdir().unwrap();
@@ -163,16 +172,8 @@ fn trees_remade_above_the_changes_equal_trees_made_whole() {
     ] {
         write(rel, rel);
     }
-    let writer = std::sync::Arc::new(Writer::start(git_dir));
-    let mut scan = Scan::new(root, git_dir, 1 << 20, writer.clone(), Default::default());
-    scan.everything().unwrap();
-    scan.finish(Vec::new()).unwrap();
-    let whole = || {
-        let (_, fresh) = dirs();
-        let writer = std::sync::Arc::new(Writer::start(fresh.path()));
-        let mut scan = Scan::new(root, fresh.path(), 1 << 20, writer, Default::default());
-        scan.everything().unwrap()
-    };
+    let (writer, mut scan) = walked(root, git_dir);
+    let whole = || walked(root, dirs().1.path()).1.update_trees(&[]).unwrap();
     let steps: [(&[&str], &dyn Fn()); 4] = [
         (&["a/b/c/one.rs"], &|| write("a/b/c/one.rs", "edited")),
         (&["a/x.rs", "a-b/z.rs", "top.txt"], &|| {
@@ -320,16 +321,8 @@ fn trees_after_a_walk_equal_trees_made_whole() {
     ] {
         write(rel, rel);
     }
-    let writer = std::sync::Arc::new(Writer::start(git_dir));
-    let mut scan = Scan::new(root, git_dir, 1 << 20, writer.clone(), Default::default());
-    scan.everything().unwrap();
-    scan.finish(Vec::new()).unwrap();
-    let whole = || {
-        let (_, fresh) = dirs();
-        let writer = std::sync::Arc::new(Writer::start(fresh.path()));
-        let mut scan = Scan::new(root, fresh.path(), 1 << 20, writer, Default::default());
-        scan.everything().unwrap()
-    };
+    let (writer, mut scan) = walked(root, git_dir);
+    let whole = || walked(root, dirs().1.path()).1.update_trees(&[]).unwrap();
     let steps: [&dyn Fn(); 5] = [
         &|| write("a/b/c/one.rs", "edited"),
         &|| write("n/e/w/file.rs", "new"),
