@@ -570,8 +570,9 @@ impl Checkpoints {
     }
 
     /// The tree of the files in `scope` (everything when the declared paths are not enough)
-    /// and, unless the tree is the last one, its commit kept by a ref: worked out on a
-    /// blocking thread (a first snapshot reads the whole project), written in the background.
+    /// and, unless the tree is the last one, its commit, kept by a line of the log: worked out
+    /// on a blocking thread (a first snapshot reads the whole project), written in the
+    /// background.
     async fn scan(
         state: &mut State,
         scope: Scope,

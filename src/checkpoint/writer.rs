@@ -1,16 +1,17 @@
-//! Writing a snapshot's new objects and its ref off the caller's path. Creating a file costs
-//! far more than reading, hashing and compressing a changed source file (about half a
-//! millisecond each on some file systems), so a snapshot before a tool call only captures the
-//! changed bytes in memory and hands them here; one thread writes them in order: a pack when
-//! there are several objects, loose objects when there are one or two, then the ref that keeps
-//! the commit ([`keep`]). Snapshots that follow each other closely (one per Edit in a busy turn)
-//! are written together, as one pack: the writes wait until no snapshot came for [`IDLE`], at
-//! most [`HOLD`] after the first. With a model answering in a second or more, that is one
-//! pack per batch of tool calls, written while the model thinks; with a fast one, one pack
-//! every [`HOLD`] rather than one per call (a new file costs more the more files were deleted
-//! lately, as a busy build does). Whoever reads the repository with git first waits with
-//! [`Writer::settle`]; the end of each turn and dropping the writer do too, so only a kill in
-//! the middle of a turn can lose snapshots, those of its last [`HOLD`] at most.
+//! Writing a snapshot's new objects, and the line that keeps its commit, off the caller's
+//! path. Creating a file costs far more than reading, hashing and compressing a changed source
+//! file (about half a millisecond each on some file systems), so a snapshot before a tool call
+//! only captures the changed bytes in memory and hands them here; one thread writes them in
+//! order: a pack when there are several objects, loose objects when there are one or two, then
+//! the commit's line in the log that keeps it ([`keep`]). Snapshots that follow each other
+//! closely (one per Edit in a busy turn) are written together, as one pack: the writes wait
+//! until no snapshot came for [`IDLE`], at most [`HOLD`] after the first. With a model
+//! answering in a second or more, that is one pack per batch of tool calls, written while the
+//! model thinks; with a fast one, one pack every [`HOLD`] rather than one per call (a new file
+//! costs more the more files were deleted lately, as a busy build does). Whoever reads the
+//! repository with git first waits with [`Writer::settle`]; the end of each turn and dropping
+//! the writer do too, so only a kill in the middle of a turn can lose snapshots, those of its
+//! last [`HOLD`] at most.
 
 use std::path::Path;
 use std::sync::mpsc;
