@@ -348,3 +348,35 @@ fn trees_after_a_walk_equal_trees_made_whole() {
     assert_eq!(trees.len(), steps.len() + 1, "every change made a new tree");
     writer.settle().unwrap();
 }
+
+/// A project nested deeper than a snapshot goes (a repository built to crash whatever walks
+/// it): the walk leaves the deep part out, on a thread with the stack a blocking task gets.
+#[test]
+fn a_very_deep_project_is_walked_to_a_limit_without_exhausting_the_stack() {
+    let project = tempfile::tempdir().unwrap();
+    let root = project.path().to_path_buf();
+    let deep: PathBuf = std::iter::once(root.clone())
+        .chain((0..1800).map(|_| PathBuf::from("d")))
+        .collect();
+    std::fs::create_dir_all(&deep).unwrap();
+    std::fs::write(deep.join("bottom.txt"), "too deep").unwrap();
+    let shallow: PathBuf = std::iter::once(root.clone())
+        .chain((0..10).map(|_| PathBuf::from("d")))
+        .collect();
+    std::fs::write(shallow.join("shallow.txt"), "found").unwrap();
+    let found = std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(
+            move || match walk::walk(&root, &Gitignore::empty(), MAX_FILES) {
+                Ok(found) => found
+                    .into_iter()
+                    .map(|(rel, _)| String::from_utf8(rel).unwrap())
+                    .collect::<Vec<_>>(),
+                Err(_) => panic!("the walk stopped"),
+            },
+        )
+        .unwrap()
+        .join()
+        .unwrap();
+    assert_eq!(found, [format!("{}shallow.txt", "d/".repeat(10))]);
+}

@@ -13,6 +13,10 @@ use std::path::{Path, PathBuf};
 use ignore::Match;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 
+/// Folders deeper than this are left out: each level of the walk takes stack, and a cloned
+/// repository could nest thousands to crash whatever walks it recursively.
+pub(super) const MAX_DEPTH: usize = 256;
+
 /// Why a walk gave up.
 pub(super) enum Stop {
     /// It found more than its limit of files.
@@ -43,6 +47,7 @@ pub(super) fn walk(root: &Path, excludes: &Gitignore, limit: usize) -> Result<Ve
         excludes,
         repo_excludes: repo_excludes(root),
         rules: Vec::new(),
+        depth: 0,
         found: Vec::new(),
         limit,
     };
@@ -57,6 +62,8 @@ struct Walker<'a> {
     /// The `.gitignore` of each folder on the way down that has one: where it is (the length
     /// of its relative path) and its rules.
     rules: Vec<(usize, Gitignore)>,
+    /// How many folders down the walk is.
+    depth: usize,
     found: Vec<Found>,
     limit: usize,
 }
@@ -125,8 +132,13 @@ impl Walker<'_> {
                 continue;
             }
             if is_dir {
+                if self.depth >= MAX_DEPTH {
+                    continue;
+                }
                 full.push(&name);
+                self.depth += 1;
                 let walked = self.folder(full, rel);
+                self.depth -= 1;
                 full.pop();
                 walked?;
                 continue;
