@@ -17,6 +17,9 @@ use ignore::gitignore::{Gitignore, GitignoreBuilder};
 /// repository could nest thousands to crash whatever walks it recursively.
 pub(super) const MAX_DEPTH: usize = 256;
 
+/// A folder of more entries than this (ignored ones too) stops the walk.
+const MAX_FOLDER_ENTRIES: usize = 400_000;
+
 /// Why a walk gave up.
 pub(super) enum Stop {
     /// It found more than its limit of files.
@@ -77,9 +80,15 @@ impl Walker<'_> {
             Err(e) if rel.is_empty() => return Err(Stop::Failed(e)),
             Err(e) => return skipped(e),
         };
+        // A folder is read whole before its rules are known: one of millions of entries stops
+        // the walk before it fills memory.
         let entries = entries
+            .take(MAX_FOLDER_ENTRIES + 1)
             .collect::<Result<Vec<std::fs::DirEntry>, _>>()
             .map_err(Stop::Failed)?;
+        if entries.len() > MAX_FOLDER_ENTRIES {
+            return Err(Stop::TooMany);
+        }
         if !rel.is_empty() && entries.iter().any(|e| e.file_name() == ".git") {
             return Ok(());
         }
