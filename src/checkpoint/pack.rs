@@ -221,7 +221,17 @@ fn index(entries: &[(Oid, u64, u32)], pack_checksum: &[u8]) -> Vec<u8> {
     out
 }
 
-/// The ids of every object in the packs of `git_dir`, read from their indexes.
+/// Whether `path` is a finished pack's file of `extension` (`pack-<id>.pack` or `.idx`), not
+/// one still being written (or left by a writer that was killed).
+pub fn is_pack_file(path: &Path, extension: &str) -> bool {
+    path.extension().is_some_and(|e| e == extension)
+        && path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with("pack-"))
+}
+
+/// The ids of every object in the finished packs of `git_dir`, read from their indexes.
 pub fn packed_ids(git_dir: &Path) -> OidSet {
     let mut ids = OidSet::default();
     let Ok(dir) = std::fs::read_dir(git_dir.join("objects/pack")) else {
@@ -229,7 +239,7 @@ pub fn packed_ids(git_dir: &Path) -> OidSet {
     };
     for entry in dir.filter_map(Result::ok) {
         let path = entry.path();
-        if path.extension().is_none_or(|e| e != "idx") {
+        if !is_pack_file(&path, "idx") || !path.with_extension("pack").exists() {
             continue;
         }
         let Ok(bytes) = std::fs::read(&path) else {

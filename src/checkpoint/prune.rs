@@ -160,7 +160,7 @@ fn repack_if_many(git_dir: &Path) -> bool {
         .into_iter()
         .flatten()
         .filter_map(Result::ok)
-        .filter(|e| e.path().extension().is_some_and(|x| x == "pack"))
+        .filter(|e| super::pack::is_pack_file(&e.path(), "pack"))
         .count();
     packs > MANY_PACKS && git(git_dir, &["repack", "-a", "-d", "-q", "--keep-unreachable"])
 }
@@ -295,5 +295,16 @@ mod tests {
             assert!(git(git_dir, &["cat-file", "-e", &objects::hex(oid)]));
         }
         assert!(!repack_if_many(git_dir), "one pack is left alone");
+        // Files a killed writer left are no packs: they never make a repack due.
+        for n in 0..=MANY_PACKS {
+            std::fs::write(git_dir.join(format!("objects/pack/.tmp-{n}.pack")), "").unwrap();
+            std::fs::write(git_dir.join(format!("objects/pack/.tmp-{n}.idx")), "").unwrap();
+        }
+        assert!(!repack_if_many(git_dir));
+        assert_eq!(
+            super::super::pack::packed_ids(git_dir).len(),
+            oids.len(),
+            "a half-written index is not read"
+        );
     }
 }

@@ -126,11 +126,23 @@ pub async fn plan(
                 .map(|c| c.path),
         );
     };
+    // A commit the transcript names may not be in the repository: another session's writer
+    // may still hold its newest snapshots, and a session killed mid-turn lost its last ones.
+    // The span then runs to now, which marks more rather than less.
     for (from, to) in spans.into_iter().filter(|(from, to)| from != to) {
-        mark(shadow.diff(from, to).await?);
+        match diff_or_to_now(shadow, from, to, now).await {
+            Some(changed) => mark(changed),
+            // Not even where it starts is there: every path this rewind would change is asked
+            // about rather than taken for this session's own.
+            None => mark(changes.clone()),
+        }
     }
     for (from, to) in foreign.into_iter().filter(|(from, to)| from != to) {
-        mark(shadow.diff(from, to).await.unwrap_or_default());
+        mark(
+            diff_or_to_now(shadow, from, to, now)
+                .await
+                .unwrap_or_default(),
+        );
     }
     Ok(Plan {
         target,
@@ -138,6 +150,15 @@ pub async fn plan(
         changes,
         outside,
     })
+}
+
+/// What changed from `from` to `to`, or to `now` when `to` cannot be read; `None` when
+/// neither can.
+async fn diff_or_to_now(shadow: &Shadow, from: &str, to: &str, now: &str) -> Option<Vec<Change>> {
+    match shadow.diff(from, to).await {
+        Ok(changed) => Some(changed),
+        Err(_) => shadow.diff(from, now).await.ok(),
+    }
 }
 
 /// Carries out `plan` in the work tree `root`. The checkpoint's `.gitignore` files go back

@@ -303,3 +303,42 @@ fn walkdir_count(dir: &Path) -> usize {
         })
         .sum()
 }
+
+/// Another session's newest checkpoint may not be written yet (its writer holds it) or may
+/// be lost (it was killed): what that session changed still counts as its own, up to now, and
+/// a rewind names it rather than undoing it unasked.
+#[tokio::test(flavor = "multi_thread")]
+async fn another_sessions_unwritten_checkpoint_still_marks_its_changes() {
+    let Fixture {
+        _dirs,
+        root,
+        git_dir,
+        checkpoints,
+    } = fixture(&[("a.txt", "one\n")]);
+    let prompt = checkpoints
+        .take(Kind::End, record::Detail::prompt("go", 0))
+        .await
+        .unwrap();
+    let mut before = prompt.clone();
+    before.kind = Kind::Prompt;
+    before.timestamp = "2000-01-01T00:00:00.000Z".into();
+    // The other session: a checkpoint before, and its newest, which never reached the disk.
+    let mut unwritten = Record::new("ab".repeat(20), Kind::Tool, record::Detail::default());
+    unwritten.timestamp = "2999-01-01T00:00:00.000Z".into();
+    let other = vec![before.clone(), unwritten];
+    std::fs::write(root.join("a.txt"), "the other session's\n").unwrap();
+    let now = checkpoints
+        .take(Kind::Rewind, record::Detail::default())
+        .await
+        .unwrap();
+    // This session's own turn ended with the files as they are now: nothing of its own marks
+    // the change.
+    let mut end = now.clone();
+    end.kind = Kind::End;
+    end.timestamp = "2000-01-01T00:00:01.000Z".into();
+    let shadow = Shadow::new(git_dir.clone(), root.clone());
+    let plan = restore::plan(&shadow, &[before, end], 0, &now.commit, &[other])
+        .await
+        .unwrap();
+    assert!(plan.outside.contains("a.txt"), "{:?}", plan.outside);
+}

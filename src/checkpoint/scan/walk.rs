@@ -17,9 +17,6 @@ use ignore::gitignore::{Gitignore, GitignoreBuilder};
 /// repository could nest thousands to crash whatever walks it recursively.
 pub(super) const MAX_DEPTH: usize = 256;
 
-/// A folder of more entries than this (ignored ones too) stops the walk.
-const MAX_FOLDER_ENTRIES: usize = 400_000;
-
 /// Why a walk gave up.
 pub(super) enum Stop {
     /// It found more than its limit of files.
@@ -35,6 +32,8 @@ fn skipped(error: std::io::Error) -> Result<(), Stop> {
     use std::io::ErrorKind::{NotADirectory, NotFound, PermissionDenied};
     match error.kind() {
         NotFound | PermissionDenied | NotADirectory => Ok(()),
+        // A path longer than the system takes: git cannot add it either.
+        _ if error.raw_os_error() == Some(libc::ENAMETOOLONG) => Ok(()),
         _ => Err(Stop::Failed(error)),
     }
 }
@@ -80,15 +79,9 @@ impl Walker<'_> {
             Err(e) if rel.is_empty() => return Err(Stop::Failed(e)),
             Err(e) => return skipped(e),
         };
-        // A folder is read whole before its rules are known: one of millions of entries stops
-        // the walk before it fills memory.
         let entries = entries
-            .take(MAX_FOLDER_ENTRIES + 1)
             .collect::<Result<Vec<std::fs::DirEntry>, _>>()
             .map_err(Stop::Failed)?;
-        if entries.len() > MAX_FOLDER_ENTRIES {
-            return Err(Stop::TooMany);
-        }
         if !rel.is_empty() && entries.iter().any(|e| e.file_name() == ".git") {
             return Ok(());
         }
