@@ -168,7 +168,8 @@ pub fn prune(git_dir: &Path, keep: impl FnOnce(&[Kept]) -> Vec<bool>) -> std::io
         return Ok(0);
     }
     let log = locked(git_dir)?;
-    let text = std::fs::read_to_string(&path)?;
+    let mut text = String::new();
+    (&log).read_to_string(&mut text)?;
     let lines: Vec<&str> = text.lines().collect();
     let parsed: Vec<(usize, Kept)> = lines
         .iter()

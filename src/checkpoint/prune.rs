@@ -4,7 +4,7 @@
 //! (only objects over two hours old, so a snapshot being written by a running session is never
 //! caught between its objects and its line).
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
@@ -17,29 +17,28 @@ pub fn prune(git_dir: &Path, config: &CheckpointConfig, now: SystemTime) -> usiz
     let now_secs = now
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let mut idle_sessions = Vec::new();
-    let mut active = std::collections::HashSet::new();
+    // Sessions with a line that stays, and those left with none (idle).
+    let mut staying = HashSet::new();
+    let mut idle = BTreeSet::new();
     let removed = keep::prune(git_dir, |all| {
         let verdicts = verdicts(all, config.keep_per_session, now_secs, max_age.as_secs());
-        let staying: std::collections::HashSet<&str> = all
+        staying = all
             .iter()
             .zip(&verdicts)
             .filter(|(_, keep)| **keep)
-            .map(|(k, _)| k.session.as_str())
+            .map(|(k, _)| k.session.clone())
             .collect();
-        idle_sessions = all
+        idle = all
             .iter()
-            .filter(|k| !staying.contains(k.session.as_str()))
             .map(|k| k.session.clone())
+            .filter(|session| !staying.contains(session))
             .collect();
-        active = staying.into_iter().map(str::to_string).collect();
         verdicts
     })
     .unwrap_or(0);
-    let removed = removed + prune_refs(git_dir, max_age, now, &active);
+    let removed = removed + prune_refs(git_dir, max_age, now, &staying);
     // An idle session's index (of its last restore) goes with its checkpoints.
-    idle_sessions.dedup();
-    for session in idle_sessions {
+    for session in idle {
         let _ = std::fs::remove_file(git_dir.join(format!("index-{session}")));
     }
     // The stat cache may name objects that are about to become unreachable.
@@ -77,7 +76,7 @@ fn prune_refs(
     git_dir: &Path,
     max_age: Duration,
     now: SystemTime,
-    active: &std::collections::HashSet<String>,
+    active: &HashSet<String>,
 ) -> usize {
     let Ok(sessions) = std::fs::read_dir(git_dir.join("refs/ouro")) else {
         return 0;

@@ -86,17 +86,30 @@ fn named_drivers(file: &Path) -> Vec<(&'static str, String)> {
 
 /// The git directory of the repository holding `dir`: `.git`, or where a `.git` file points.
 fn git_dir(dir: &Path) -> Option<PathBuf> {
-    dir.ancestors().find_map(|d| {
-        let dot_git = d.join(".git");
-        let meta = std::fs::metadata(&dot_git).ok()?;
-        if meta.is_dir() {
-            return Some(dot_git);
-        }
-        // A worktree or a submodule: `gitdir: <path>`, relative to the folder holding it.
-        let text = std::fs::read_to_string(&dot_git).ok()?;
-        let target = text.strip_prefix("gitdir:")?.trim();
-        Some(d.join(target))
-    })
+    dir.ancestors().find_map(own_git_dir)
+}
+
+/// The git directory of the repository whose work tree is `dir` itself: its `.git` folder, or
+/// where a `.git` file points.
+pub fn own_git_dir(dir: &Path) -> Option<PathBuf> {
+    let dot_git = dir.join(".git");
+    let meta = std::fs::metadata(&dot_git).ok()?;
+    if meta.is_dir() {
+        return Some(dot_git);
+    }
+    // A worktree or a submodule: `gitdir: <path>`, relative to the folder holding it.
+    let text = std::fs::read_to_string(&dot_git).ok()?;
+    let target = text.strip_prefix("gitdir:")?.trim();
+    Some(dir.join(target))
+}
+
+/// Where the repository of `git_dir` keeps what its worktrees share (`info/exclude`,
+/// objects): a worktree's git directory names it in `commondir`.
+pub fn common_dir(git_dir: &Path) -> PathBuf {
+    match std::fs::read_to_string(git_dir.join("commondir")) {
+        Ok(common) => git_dir.join(common.trim()),
+        Err(_) => git_dir.to_path_buf(),
+    }
 }
 
 /// The branch checked out in the repository holding `dir` (`HEAD` when detached), read from

@@ -186,24 +186,10 @@ fn path(bytes: &[u8]) -> &Path {
 /// The `info/exclude` rules of the repository the project at `root` is (its `.git` folder, or
 /// the folder a `.git` file names, as a worktree has).
 fn repo_excludes(root: &Path) -> Gitignore {
-    let dot_git = root.join(".git");
-    let git_dir = if dot_git.is_dir() {
-        dot_git
-    } else {
-        let Some(named) = std::fs::read_to_string(&dot_git).ok().and_then(|text| {
-            text.lines()
-                .find_map(|l| l.strip_prefix("gitdir:"))
-                .map(|d| root.join(d.trim()))
-        }) else {
-            return Gitignore::empty();
-        };
-        // A worktree keeps its shared files in the main repository's folder.
-        match std::fs::read_to_string(named.join("commondir")) {
-            Ok(common) => named.join(common.trim()),
-            Err(_) => named,
-        }
+    let Some(git_dir) = crate::sys::git::own_git_dir(root) else {
+        return Gitignore::empty();
     };
     let mut builder = GitignoreBuilder::new(root);
-    builder.add(git_dir.join("info/exclude"));
+    builder.add(crate::sys::git::common_dir(&git_dir).join("info/exclude"));
     builder.build().unwrap_or_else(|_| Gitignore::empty())
 }
