@@ -1,4 +1,5 @@
-//! The `ouro` binary: parse flags, pick a front end, run. anyhow lives only here.
+//! The `ouro` binary: parse flags, pick a front end, run. Errors become `anyhow` chains only
+//! at this edge and in the CLI front ends; modules below them return typed errors.
 
 use std::process::ExitCode;
 
@@ -315,11 +316,13 @@ fn daemon_command(command: &Command) -> Option<ouro::daemon::command::Command> {
                 brain,
                 dir,
                 permission_mode,
+                pass_env,
             } => D::CloneNew {
                 name: name.clone(),
                 brain: brain.clone(),
                 dir: dir.clone(),
                 permission_mode: permission_mode.clone(),
+                pass_env: pass_env.clone(),
             },
             CloneAction::List => D::CloneList,
             CloneAction::Rm { name } => D::CloneRm { name: name.clone() },

@@ -196,9 +196,10 @@ pub struct Settings {
     pub permissions: PermissionSettings,
     #[serde(default)]
     pub hooks: HookSettings,
-    /// Secret-looking environment variables Bash may still see.
-    #[serde(default)]
-    pub bash_env_passthrough: Vec<String>,
+    /// Secret-looking environment variables that brains, Bash calls and hooks may still see
+    /// (`bashEnvPassthrough`, its earlier name, is read too).
+    #[serde(default, alias = "bashEnvPassthrough")]
+    pub env_passthrough: Vec<String>,
     /// Share of the context window at which the conversation is compacted before sending.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auto_compact_threshold: Option<f64>,
@@ -474,9 +475,9 @@ impl LayeredSettings {
                 what.push("hooks");
                 s.hooks = HookSettings::default();
             }
-            if !s.bash_env_passthrough.is_empty() {
-                what.push("bashEnvPassthrough");
-                s.bash_env_passthrough.clear();
+            if !s.env_passthrough.is_empty() {
+                what.push("envPassthrough");
+                s.env_passthrough.clear();
             }
             let narrowing_sandbox = SandboxSettings {
                 network: s.sandbox.network.filter(|on| !on),
@@ -559,8 +560,8 @@ impl LayeredSettings {
             checkpoints.max_file_size_mb = layer.max_file_size_mb.or(checkpoints.max_file_size_mb);
             checkpoints.keep_days = layer.keep_days.or(checkpoints.keep_days);
             checkpoints.keep_per_session = layer.keep_per_session.or(checkpoints.keep_per_session);
-            out.bash_env_passthrough
-                .extend(s.bash_env_passthrough.iter().cloned());
+            out.env_passthrough
+                .extend(s.env_passthrough.iter().cloned());
             out.mcp_servers
                 .extend(s.mcp_servers.iter().map(|(k, v)| (k.clone(), v.clone())));
             let (sandbox, layer) = (&mut out.sandbox, &s.sandbox);
@@ -789,6 +790,7 @@ mod tests {
             "permissions",
             "autoMode",
             "mcpServers",
+            "envPassthrough",
             "bashEnvPassthrough",
         ] {
             assert!(keys.contains(&key), "{key} is not in {keys:?}");

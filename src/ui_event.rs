@@ -3,14 +3,13 @@
 //! and the daemon's watchers and the REPL can render the same stream. They sit below every
 //! front end so that none has to import another to share them.
 //!
-//! [`UiEvent::from_engine`] is the one translation from the engine's [`Event`] stream; a
-//! brain that is not ouro's engine (the claude CLI) maps its own output to the same type.
+//! Every brain, ouro's own included, is a process speaking Claude Code's stream-json: the one
+//! translation into these events reads that stream (`brain::child::served`).
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::api::types::{ContentBlock, Usage};
-use crate::event::Event;
+use crate::api::types::Usage;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all_fields = "camelCase")]
@@ -93,69 +92,6 @@ impl UiEvent {
         }
         serde_json::from_value(payload)
     }
-
-    /// The UI events for one engine event of the served session `session_id`; most engine
-    /// events have none. A sub-agent's events stay inside its Agent call.
-    pub fn from_engine(event: &Event, session_id: &str) -> Vec<UiEvent> {
-        let session_id = session_id.to_string();
-        match event {
-            Event::Init(info) => vec![UiEvent::SessionInit {
-                session_id,
-                claude_session_id: info.session_id.clone(),
-                model: info.model.clone(),
-                tools: info.tools.clone(),
-            }],
-            Event::TextDelta { text } => vec![UiEvent::ChatDelta {
-                session_id,
-                text: text.clone(),
-            }],
-            Event::AssistantBlock { block, .. } => match block.as_ref() {
-                ContentBlock::Text { text, .. } => vec![UiEvent::ChatComplete {
-                    session_id,
-                    text: text.clone(),
-                }],
-                _ => Vec::new(),
-            },
-            Event::ToolStarted {
-                id, name, input, ..
-            } => vec![UiEvent::ToolStart {
-                session_id,
-                tool_use_id: id.clone(),
-                name: name.clone(),
-                input: input.clone(),
-            }],
-            Event::ToolFinished {
-                id,
-                result:
-                    ContentBlock::ToolResult {
-                        content, is_error, ..
-                    },
-                ..
-            } => vec![UiEvent::ToolResult {
-                session_id,
-                tool_use_id: id.clone(),
-                content: String::from(&**content),
-                is_error: *is_error,
-            }],
-            Event::Result(result) if result.kind.is_error() => vec![
-                UiEvent::SessionError {
-                    session_id: session_id.clone(),
-                    error: result.text.to_string(),
-                },
-                UiEvent::SessionComplete {
-                    session_id,
-                    cost_usd: result.cost_usd,
-                    usage: result.usage,
-                },
-            ],
-            Event::Result(result) => vec![UiEvent::SessionComplete {
-                session_id,
-                cost_usd: result.cost_usd,
-                usage: result.usage,
-            }],
-            _ => Vec::new(),
-        }
-    }
 }
 
 #[cfg(test)]
@@ -163,7 +99,6 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::event::{ResultKind, RunResult};
 
     #[test]
     fn every_event_splits_into_its_sse_name_and_camel_case_data_and_joins_back() {
@@ -245,19 +180,5 @@ mod tests {
         }
         .split();
         assert!(data.get("toolUseId").is_some() && data.get("isError").is_some());
-    }
-
-    #[test]
-    fn a_failed_run_reports_its_error_before_its_cost() {
-        let run = RunResult {
-            kind: ResultKind::ErrorMaxTurns,
-            text: std::sync::Arc::new("stopped after 2 turns".into()),
-            ..RunResult::not_started("")
-        };
-        let kinds: Vec<String> = UiEvent::from_engine(&Event::Result(run), "s")
-            .iter()
-            .map(UiEvent::kind)
-            .collect();
-        assert_eq!(kinds, ["session:error", "session:complete"]);
     }
 }

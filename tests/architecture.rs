@@ -315,3 +315,116 @@ fn front_ends_never_import_each_other() {
         assert!(crossing.is_empty(), "{from} imports {crossing:?}");
     }
 }
+
+/// Every file a user's clone has, under the folders that must not reach outside it.
+fn repository_files(root: &Path, dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        if name == "node_modules" || name == "target" || name.starts_with('.') {
+            continue;
+        }
+        if path.is_dir() {
+            repository_files(root, &path, out);
+        } else if std::fs::read_to_string(&path).is_ok() {
+            out.push(path);
+        }
+    }
+}
+
+/// Paths outside the repository that `text` (a file at `file`) names: the folder beside the
+/// repository that only developers have, a `CARGO_MANIFEST_DIR` path that climbs out, and
+/// Markdown links that leave the repository.
+fn outside_paths(root: &Path, file: &Path, text: &str) -> Vec<String> {
+    let beside = ["..", "/shared"].concat();
+    let mut found: Vec<String> = text
+        .match_indices(&beside)
+        .map(|(at, _)| text[at..].chars().take(60).collect())
+        .collect();
+    let manifest = ["CARGO_MANIFEST_DIR", "\"))"].concat();
+    for (at, _) in text.match_indices(&manifest) {
+        let rest: String = text[at + manifest.len()..]
+            .chars()
+            .filter(|c| !c.is_whitespace())
+            .take(12)
+            .collect();
+        if rest.starts_with(".join(\"..") {
+            found.push(format!("CARGO_MANIFEST_DIR{rest}"));
+        }
+    }
+    if file.extension().is_some_and(|e| e == "md") {
+        for (at, _) in text.match_indices("](") {
+            let target: String = text[at + 2..].chars().take_while(|c| *c != ')').collect();
+            if target.contains("://") || target.starts_with('#') || target.starts_with("mailto:") {
+                continue;
+            }
+            let mut depth = file
+                .parent()
+                .unwrap()
+                .strip_prefix(root)
+                .unwrap()
+                .components()
+                .count() as i64;
+            for part in target.split('#').next().unwrap_or("").split('/') {
+                match part {
+                    ".." => depth -= 1,
+                    "" | "." => {}
+                    _ => depth += 1,
+                }
+                if depth < 0 {
+                    found.push(target.clone());
+                    break;
+                }
+            }
+        }
+    }
+    found
+}
+
+/// A user's clone has nothing beside it: no source, test, bench or page may read or cite a
+/// path outside the repository.
+#[test]
+fn the_repository_stands_alone() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = vec![root.join("README.md")];
+    for dir in [
+        "src", "tests", "benches", "docs", "prompts", "tools", "examples",
+    ] {
+        if root.join(dir).is_dir() {
+            repository_files(root, &root.join(dir), &mut files);
+        }
+    }
+    let mut outside = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        for path in outside_paths(root, file, &text) {
+            outside.push(format!(
+                "{}: {path}",
+                file.strip_prefix(root).unwrap().display()
+            ));
+        }
+    }
+    assert!(files.len() > 100, "only {} files", files.len());
+    assert!(
+        outside.is_empty(),
+        "paths outside the repository: {outside:#?}"
+    );
+}
+
+#[test]
+fn the_stand_alone_check_sees_paths_that_leave() {
+    let root = Path::new("/repo");
+    let rs = Path::new("/repo/src/a.rs");
+    let beside = ["..", "/shared/x.md"].concat();
+    assert_eq!(outside_paths(root, rs, &format!("see {beside}")).len(), 1);
+    let climb = ["Path::new(env!(\"CARGO_MANIFEST_DIR\")).join(\"..", "/x\")"].concat();
+    assert_eq!(outside_paths(root, rs, &climb).len(), 1);
+    let inside = "Path::new(env!(\"CARGO_MANIFEST_DIR\")).join(\"tests/fixtures\")";
+    assert!(outside_paths(root, rs, inside).is_empty());
+    let doc = Path::new("/repo/docs/a.md");
+    assert!(outside_paths(root, doc, "[readme](../README.md)").is_empty());
+    assert_eq!(outside_paths(root, doc, "[x](../../other/y.md)").len(), 1);
+    let readme = Path::new("/repo/README.md");
+    assert_eq!(outside_paths(root, readme, "[x](../y.md)").len(), 1);
+    assert!(outside_paths(root, readme, "[x](https://a/../b)").is_empty());
+}

@@ -832,3 +832,69 @@ async fn a_session_can_start_in_a_worktree() {
         prompt_as_name.debug()
     );
 }
+
+/// The brain `cats --ai-curate` asks (the fake `claude`, which logs its environment) gets the
+/// API key and no secret of the caller's.
+#[cfg(feature = "mock")]
+#[tokio::test(flavor = "multi_thread")]
+async fn the_curating_brain_gets_no_secret() {
+    use crate::common::secrets::{SECRET_ENV, assert_no_secrets, fake_claude_envs};
+    const FAKE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/fake_claude.py");
+    let api = crate::common::server(serde_json::json!({"turns": []})).await;
+    let sb = Sandbox::new();
+    sb.write("a.rs", "fn a() {}\n");
+    let log = sb.home.path().join("fake.log");
+    let mut command = sb.command(
+        &api.url(),
+        &[
+            "cats",
+            "--ai-curate",
+            "anything",
+            "--brain",
+            "claude@anthropic/claude/sonnet",
+        ],
+    );
+    command
+        .envs(SECRET_ENV)
+        .env("OURO_CLAUDE_BIN", FAKE)
+        .env("FAKE_CLAUDE_LOG", &log);
+    // The fake's answer is no ranking: only what the brain saw matters here.
+    let _ = command.output().await.unwrap();
+    assert_no_secrets(&fake_claude_envs(&log), None);
+}
+
+/// `ouro cats . | head`: a reader that closes the pipe early ends cats quietly, with exit 0.
+#[test]
+fn a_closed_pipe_is_a_normal_end_for_cats() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    for i in 0..8 {
+        write(
+            dir.path(),
+            &format!("f{i}.txt"),
+            "line of text\n".repeat(20_000).as_bytes(),
+        );
+    }
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ouro"))
+        .args(["cats", "."])
+        .current_dir(dir.path())
+        .env("OURO_HOME", home.path())
+        .env("HOME", home.path())
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("ANTHROPIC_AUTH_TOKEN")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = [0u8; 100];
+    std::io::Read::read_exact(&mut stdout, &mut first).unwrap();
+    drop(stdout);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !stderr.contains("could not") && !stderr.contains("Broken pipe"),
+        "{stderr}"
+    );
+}

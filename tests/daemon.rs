@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::common::pty::{Options, Term};
+use crate::common::secrets::{SECRET_ENV, assert_no_secrets, fake_claude_envs};
 use crate::common::{Run, Sandbox, Watched, bodies, server};
 
 const FAKE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/fake_claude.py");
@@ -667,4 +668,35 @@ async fn a_clone_runs_its_turns_in_its_own_permission_mode() {
     assert_eq!(run.stdout.trim(), "Wrote it.", "{}", run.debug());
     assert!(!run.stderr.contains("wants to run"), "{}", run.debug());
     assert_eq!(std::fs::read_to_string(out).unwrap(), "written\n");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_clone_brain_gets_no_secret_but_what_was_passed_by_name() {
+    let api = server(json!({"turns": []})).await;
+    let mut home = Home::new(&api.url());
+    home.env
+        .extend(SECRET_ENV.map(|(k, v)| (k.to_string(), v.to_string())));
+    let dir = home.sb.root().display().to_string();
+    home.ok(&[
+        "clone",
+        "new",
+        "c",
+        "--brain",
+        SCRIPTED,
+        "--dir",
+        &dir,
+        "--pass-env",
+        "KEEP_TOKEN",
+    ])
+    .await;
+    home.ok(&["clone", "new", "d", "--brain", SCRIPTED, "--dir", &dir])
+        .await;
+    home.ok(&["ask", "c", "hello"]).await;
+    let log = home.sb.home.path().join("fake.log");
+    assert_no_secrets(&fake_claude_envs(&log), Some("KEEP_TOKEN"));
+    std::fs::remove_file(&log).unwrap();
+    home.ok(&["ask", "d", "hello"]).await;
+    let envs = fake_claude_envs(&log);
+    assert_no_secrets(&envs, None);
+    assert!(!envs[0].iter().any(|n| n == "KEEP_TOKEN"), "{envs:?}");
 }

@@ -53,7 +53,14 @@ struct Serve {
 
 impl Serve {
     async fn start(sb: &Sandbox, api: &str, env: &[(&str, &str)]) -> Serve {
-        let mut command = sb.command(api, &["serve", "--port", "0", "--permission-timeout", "20"]);
+        Serve::start_with(sb, api, &[], env).await
+    }
+
+    /// `ouro serve` with these flags added.
+    async fn start_with(sb: &Sandbox, api: &str, flags: &[&str], env: &[(&str, &str)]) -> Serve {
+        let mut args = vec!["serve", "--port", "0", "--permission-timeout", "20"];
+        args.extend(flags);
+        let mut command = sb.command(api, &args);
         for (k, v) in env {
             command.env(k, v);
         }
@@ -936,3 +943,108 @@ where
     );
     asked
 }
+
+/// A claude@ brain started by serve (the fake `claude`, which logs its environment) gets the
+/// API key and the names passed with `--pass-env`, and no other secret.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_served_brain_gets_no_secret_but_what_was_passed_by_name() {
+    use crate::common::secrets::{SECRET_ENV, assert_no_secrets, fake_claude_envs};
+    const FAKE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/fake_claude.py");
+    let sb = Sandbox::new();
+    let api = server(json!({"turns": []})).await;
+    let log = sb.home.path().join("fake.log");
+    let log_text = log.display().to_string();
+    let mut env: Vec<(&str, &str)> = SECRET_ENV.to_vec();
+    env.extend([
+        ("OURO_CLAUDE_BIN", FAKE),
+        ("FAKE_CLAUDE_LOG", log_text.as_str()),
+    ]);
+    let serve = Serve::start_with(&sb, &api.url(), &["--pass-env", "KEEP_TOKEN"], &env).await;
+    let id = serve.create(&sb.root(), json!({"brain": CLAUDE})).await;
+    let events = serve.turn(&id, "hello").await;
+    assert_eq!(kinds(&events).last(), Some(&"process:exit"), "{events:?}");
+    assert_no_secrets(&fake_claude_envs(&log), Some("KEEP_TOKEN"));
+    serve.stop().await;
+}
+
+/// `kill -9` of the server mid-turn ends the brain and the tool it runs at once (no tool
+/// effect or API spending goes on unseen), and the restarted server's replay says so.
+async fn a_killed_server_leaves_no_brain_or_tool_behind(brain: &str) {
+    let sb = Sandbox::new();
+    let api = server(json!({"turns": [
+        tool("Bash", json!({"command": "sleep 300"})),
+        text("never asked")
+    ]}))
+    .await;
+    let serve = Serve::start(&sb, &api.url(), &[]).await;
+    let id = serve.create(&sb.root(), json!({"brain": brain})).await;
+    let request = serve.post(
+        "/api/harness/turn",
+        json!({
+            "sessionId": id,
+            "message": "wait",
+            "opts": {"autoApproveTools": ["Bash(sleep 300)"]}
+        }),
+    );
+    let turn = tokio::spawn(async move {
+        if let Ok(response) = request.send().await {
+            let _ = response.text().await;
+        }
+    });
+    serve.process.wait_for_descendant("sleep").await;
+    let processes = crate::common::descendant_pids(serve.process.pid());
+    assert!(processes.len() >= 2, "{processes:?}");
+    serve.process.signal(libc::SIGKILL);
+    let deadline = std::time::Instant::now() + Duration::from_secs(2);
+    loop {
+        let left: Vec<i32> = processes
+            .iter()
+            .copied()
+            .filter(|p| !crate::common::gone(*p))
+            .collect();
+        if left.is_empty() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still running 2 s after the server's kill: {left:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let _ = turn.await;
+    drop(serve);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(bodies(&api).len(), 1, "the brain asked the API again");
+
+    let serve = Serve::start(&sb, &api.url(), &[]).await;
+    let mut stream = serve
+        .get(&format!("/api/harness/session/{id}/events?after=0"))
+        .send()
+        .await
+        .unwrap();
+    let mut replay = String::new();
+    while !replay.contains("process:exit") {
+        let chunk = tokio::time::timeout(Duration::from_secs(30), stream.chunk())
+            .await
+            .unwrap_or_else(|_| panic!("the replay stopped at {replay}"))
+            .unwrap()
+            .unwrap();
+        replay.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    assert!(
+        replay.contains("the server stopped during this turn, and its brain with it"),
+        "{replay}"
+    );
+    // The conversation the killed first turn began goes on: its prompt is in the next request.
+    let events = serve.turn(&id, "and now").await;
+    assert!(kinds(&events).contains(&"chat:complete"), "{events:?}");
+    let last = bodies(&api).pop().unwrap();
+    let messages = serde_json::to_string(&last["messages"]).unwrap();
+    assert!(
+        messages.contains("\"wait\"") && messages.contains("and now"),
+        "{messages}"
+    );
+    serve.stop().await;
+}
+
+on_both_brains!(a_killed_server_leaves_no_brain_or_tool_behind);

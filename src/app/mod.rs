@@ -472,7 +472,9 @@ pub fn build(
         .map_err(|_| AppError::StartupTask("building the HTTP client"))??;
     let mut ctx = ToolContext::new(root.clone());
     ctx.start_in(cwd.to_path_buf());
-    ctx.env_passthrough = Arc::new(settings.bash_env_passthrough.clone());
+    let mut passthrough = settings.env_passthrough.clone();
+    passthrough.extend(crate::sys::secrets::inherited_keep());
+    ctx.env_passthrough = Arc::new(passthrough);
     ctx.file_denials = permissions.file_denials();
     ctx.sandbox = Arc::new(SandboxConfig::from_settings(
         &settings.sandbox,
@@ -489,7 +491,9 @@ pub fn build(
             });
     }
     let (tx, rx) = unbounded_channel();
-    let mut hooks = Hooks::new(&settings.hooks, session_id.clone()).with_transcript(path.clone());
+    let mut hooks = Hooks::new(&settings.hooks, session_id.clone())
+        .with_transcript(path.clone())
+        .with_env_passthrough(ctx.env_passthrough.clone());
     if options.include_hook_events {
         hooks = hooks.with_events(tx.clone());
     }

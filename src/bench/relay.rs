@@ -88,6 +88,7 @@ pub async fn measure() -> Result<RelayCost, BenchError> {
             brain: slug.into(),
             dir: project.clone(),
             permission_mode: None,
+            pass_env: Vec::new(),
         })
         .await
         .map_err(failed("could not make the clone"))?;
@@ -101,6 +102,7 @@ pub async fn measure() -> Result<RelayCost, BenchError> {
                 brain: slug.into(),
                 dir: project.clone(),
                 permission_mode: None,
+                pass_env: Vec::new(),
             })
             .await
             .map_err(failed("could not make an idle clone"))?;

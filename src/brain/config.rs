@@ -4,6 +4,8 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::sys::secrets;
+
 #[derive(Debug, Clone)]
 pub struct BrainConfig {
     /// The working directory of every process the brain starts.
@@ -13,11 +15,9 @@ pub struct BrainConfig {
     /// The executable; `None` means the supplier's default (its environment override, else
     /// `claude` on the PATH or this very `ouro`).
     pub program: Option<PathBuf>,
-    /// Extra environment for the processes (on top of this process's own, unless
-    /// `clear_env`).
+    /// The whole environment of the processes: by default this process's own without its
+    /// secrets (the API credentials stay), as [`crate::sys::secrets::brain_env`] makes it.
     pub env: Vec<(OsString, OsString)>,
-    /// The processes get only `env`, none of this process's environment.
-    pub clear_env: bool,
     /// How long `kill` waits after SIGTERM before sending SIGKILL.
     pub kill_grace: Duration,
 }
@@ -28,8 +28,7 @@ impl BrainConfig {
             cwd: cwd.into(),
             state_dir: state_dir.into(),
             program: None,
-            env: Vec::new(),
-            clear_env: false,
+            env: secrets::brain_env(std::env::vars_os(), &[]),
             kill_grace: Duration::from_secs(3),
         }
     }
@@ -39,15 +38,18 @@ impl BrainConfig {
         self
     }
 
+    /// Sets one variable on top of the environment.
     pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Self {
-        self.env.push((key.into(), value.into()));
+        let key = key.into();
+        self.env.retain(|(k, _)| *k != key);
+        self.env.push((key, value.into()));
         self
     }
 
-    /// The processes get exactly `env` (a filtered copy of the caller's, say).
-    pub fn only_env(mut self, env: Vec<(OsString, OsString)>) -> Self {
-        self.env = env;
-        self.clear_env = true;
+    /// Keeps these secret-looking variables for the brain and its tools (`--pass-env`,
+    /// settings `envPassthrough`).
+    pub fn pass_env(mut self, keep: &[String]) -> Self {
+        self.env = secrets::brain_env(std::env::vars_os(), keep);
         self
     }
 

@@ -260,13 +260,18 @@ pub async fn run(
     bundled.counted = api_count(&bundled.bundle).await;
     if output == "-" {
         let mut stdout = std::io::stdout().lock();
-        std::io::Write::write_all(&mut stdout, &bundled.bundle)
-            .and_then(|()| std::io::Write::flush(&mut stdout))
-            .map_err(|source| BundleError::Io {
+        let written = std::io::Write::write_all(&mut stdout, &bundled.bundle)
+            .and_then(|()| std::io::Write::flush(&mut stdout));
+        match written {
+            // A reader that closed the pipe (`ouro cats . | head`) took what it wanted: a
+            // normal end, as ripgrep treats it.
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(0),
+            written => written.map_err(|source| BundleError::Io {
                 action: "write the bundle to",
                 path: "stdout".into(),
                 source,
-            })?;
+            })?,
+        }
     } else {
         std::fs::write(cwd.join(output), &bundled.bundle).map_err(|source| BundleError::Io {
             action: "write the bundle to",

@@ -1,5 +1,5 @@
 //! The PAWS bundle format, as PAWS's `cats` writes it and its `dogs` reads it
-//! (`../shared/PAWS-FORMAT.md` has the facts): a `# Cats Bundle` header, then one entry per
+//! (`docs/paws-format.md` has the facts): a `# Cats Bundle` header, then one entry per
 //! file between 🐈 START and END marker lines, text inside a fence of three backticks, binary
 //! as one line of base64 with a hint. A model answers in the same shape with 🐕 markers.
 //!

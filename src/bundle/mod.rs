@@ -1,7 +1,7 @@
 //! `ouro cats` and `ouro dogs`: context bundles in PAWS's format for any chat model, and the
 //! model's reply applied back, checked whole first, shown, confirmed, optionally verified and
 //! taken back exactly. Compatible with PAWS's own tools both ways (`format`), without the ways
-//! they lose data (`../shared/PAWS-FORMAT.md` lists them).
+//! they lose data (`docs/paws-format.md` lists them).
 
 mod apply;
 pub mod cats;

@@ -404,7 +404,7 @@ impl Command {
         Some(match self {
             Command::Update(_) | Command::Install(_) | Command::MigrateInstaller(_) => (
                 "update/install",
-                "ouro has no self-updater: build and install it with `cargo install --path .` in its repository",
+                "ouro has no self-updater: build and install it with `cargo install --locked --path .` in its repository",
             ),
             Command::Config(_) => (
                 "config",

@@ -36,6 +36,10 @@ pub enum CloneAction {
         /// The permission mode of its `ask` / `act` turns (default: its settings decide).
         #[arg(long, value_name = "MODE")]
         permission_mode: Option<String>,
+        /// An environment variable the clone's brain and its tools may see although its name
+        /// looks secret (repeatable; the daemon's own value is used).
+        #[arg(long = "pass-env", value_name = "NAME")]
+        pass_env: Vec<String>,
     },
     /// List the clones: brain, mode, pid, series, directory, busy or idle.
     List,

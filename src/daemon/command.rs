@@ -19,6 +19,7 @@ pub enum Command {
         brain: String,
         dir: Option<PathBuf>,
         permission_mode: Option<String>,
+        pass_env: Vec<String>,
     },
     CloneList,
     CloneRm {
@@ -65,6 +66,7 @@ pub async fn run(command: Command, cwd: &Path) -> Result<i32, DaemonError> {
             brain,
             dir,
             permission_mode,
+            pass_env,
         } => {
             crate::brain::slug::parse(&brain).map_err(|e| DaemonError::Client(e.to_string()))?;
             if let Some(mode) = &permission_mode {
@@ -76,6 +78,7 @@ pub async fn run(command: Command, cwd: &Path) -> Result<i32, DaemonError> {
                 brain,
                 dir,
                 permission_mode,
+                pass_env,
             };
             print(client::simple(&paths, header).await?)
         }

@@ -54,6 +54,9 @@ pub enum Header {
         brain: String,
         dir: PathBuf,
         permission_mode: Option<String>,
+        /// Secret-looking variables the clone's brain may see (`--pass-env`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        pass_env: Vec<String>,
     },
     CloneList,
     CloneRm {

@@ -243,7 +243,15 @@ impl Daemon {
                 brain,
                 dir,
                 permission_mode,
-            } => self.clone_new(name, brain, dir, permission_mode)?,
+                pass_env,
+            } => self.clone_new(CloneRecord {
+                name,
+                brain,
+                dir,
+                permission_mode,
+                pass_env,
+                created_at: chrono::Utc::now().to_rfc3339(),
+            })?,
             Header::CloneList => Header::Clones {
                 clones: lock(&self.clones).values().map(|c| c.info()).collect(),
             },
@@ -281,29 +289,17 @@ impl Daemon {
         }))
     }
 
-    fn clone_new(
-        &self,
-        name: String,
-        brain: String,
-        dir: std::path::PathBuf,
-        permission_mode: Option<String>,
-    ) -> Result<Header, DaemonError> {
-        store::check_name(&name)?;
-        if let Some(mode) = &permission_mode {
+    fn clone_new(&self, mut record: CloneRecord) -> Result<Header, DaemonError> {
+        store::check_name(&record.name)?;
+        if let Some(mode) = &record.permission_mode {
             store::check_mode(mode)?;
         }
-        let dir = store::check_dir(&dir)?;
+        record.dir = store::check_dir(&record.dir)?;
+        let name = record.name.clone();
         let mut clones = lock(&self.clones);
         if clones.contains_key(&name) {
             return Err(DaemonError::CloneExists { name });
         }
-        let record = CloneRecord {
-            name: name.clone(),
-            brain,
-            dir,
-            permission_mode,
-            created_at: chrono::Utc::now().to_rfc3339(),
-        };
         let handle = open_clone(&self.store, record.clone())?;
         self.store.save(&record)?;
         clones.insert(name.clone(), handle);
@@ -343,7 +339,8 @@ impl Daemon {
 }
 
 fn open_clone(store: &CloneStore, record: CloneRecord) -> Result<Arc<CloneHandle>, DaemonError> {
-    let config = BrainConfig::new(&record.dir, store.brain_dir(&record.name));
+    let config =
+        BrainConfig::new(&record.dir, store.brain_dir(&record.name)).pass_env(&record.pass_env);
     let brain = crate::brain::open(&record.brain, config).map_err(|source| DaemonError::Brain {
         name: record.name.clone(),
         source,

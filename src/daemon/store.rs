@@ -20,6 +20,9 @@ pub struct CloneRecord {
     /// The permission mode of its dispatch turns; `None`: the brain's own settings decide.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub permission_mode: Option<String>,
+    /// Secret-looking variables its brain may see (`--pass-env`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pass_env: Vec<String>,
     pub created_at: String,
 }
 
@@ -163,6 +166,7 @@ mod tests {
             brain: "ouro@anthropic/claude/sonnet".into(),
             dir: "/p".into(),
             permission_mode: Some("acceptEdits".into()),
+            pass_env: Vec::new(),
             created_at: "2026-11-26T00:00:00Z".into(),
         };
         store.save(&record).unwrap();

@@ -39,7 +39,12 @@ pub async fn open(
         }
         Transport::Stdio { command, args, env } => {
             let mut cmd = tokio::process::Command::new(command);
-            cmd.args(args).envs(env).kill_on_drop(true);
+            // What the server's `env` names it gets; of ouro's own environment, no secret.
+            cmd.args(args)
+                .env_clear()
+                .envs(crate::sys::secrets::tool_env(std::env::vars_os(), &[]))
+                .envs(env)
+                .kill_on_drop(true);
             let (child, stderr) = TokioChildProcess::builder(cmd)
                 .stderr(Stdio::piped())
                 .spawn()

@@ -7,7 +7,6 @@
 //! no CORS unless asked, secrets filtered out of every process a turn starts.
 
 mod auth;
-mod env;
 mod error;
 mod events;
 mod log;
@@ -78,8 +77,7 @@ pub async fn run(options: ServeOptions) -> Result<(), ServeError> {
             "warning: ouro serve listens on {bound}, reachable from other machines; anyone with the token can run commands here"
         );
     }
-    let scrub = env::claude_can_scrub();
-    if !scrub {
+    if !crate::sys::secrets::claude_can_scrub() {
         eprintln!(
             "warning: bubblewrap (bwrap) is not installed, so sessions on a claude@ brain pass the API key to Claude Code's own tool processes; install bubblewrap and socat to keep it from them"
         );
@@ -90,14 +88,12 @@ pub async fn run(options: ServeOptions) -> Result<(), ServeError> {
         use std::os::unix::fs::PermissionsExt;
         let _ = std::fs::set_permissions(&own, std::fs::Permissions::from_mode(0o700));
     }
-    let env = env::filtered(std::env::vars_os(), &options.pass_env, scrub);
     let state = Arc::new(AppState {
         address: bound.to_string(),
         token,
         token_file: token_file.clone(),
         sessions: Mutex::new(Default::default()),
         prompts: Default::default(),
-        env,
         log: log::HarnessLog::new(home.join("serve/logs/harness.log")),
         closing: tokio::sync::watch::channel(false).0,
         home,

@@ -483,6 +483,7 @@ fn list_files(root: &Path) -> (Vec<String>, bool) {
             continue;
         }
         if out.len() == MAX_FILES {
+            out.sort();
             return (out, true);
         }
         if let Ok(rel) = entry.path().strip_prefix(root) {

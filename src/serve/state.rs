@@ -2,7 +2,6 @@
 //! brain, the turn that runs and the permission questions waiting for an answer.
 
 use std::collections::HashMap;
-use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -41,8 +40,6 @@ pub struct AppState {
     pub address: String,
     pub sessions: Mutex<HashMap<String, Arc<Live>>>,
     pub prompts: FileCache,
-    /// The environment of every process a turn starts.
-    pub env: Vec<(OsString, OsString)>,
     pub log: HarnessLog,
     /// Set when the server stops: followers end their streams.
     pub closing: watch::Sender<bool>,
@@ -81,7 +78,7 @@ impl AppState {
             session.project_root.clone(),
             store::brain_dir(&self.home, &session),
         )
-        .only_env(self.env.clone());
+        .pass_env(&self.options.pass_env);
         let brain = crate::brain::open(&session.brain, config)?;
         Ok(Arc::new(Live {
             log: EventLog::open(store::events_file(&self.home, &session)),

@@ -216,6 +216,14 @@ async fn run(
             let mut exit = None;
             while let Some(event) = rx.recv().await {
                 log_event(&state, &event);
+                // Kept as soon as the brain names its conversation: a server killed during
+                // the first turn resumes it rather than starting a new one.
+                if let UiEvent::SessionInit {
+                    claude_session_id, ..
+                } = &event
+                {
+                    remember_conversation(&state, &live, claude_session_id);
+                }
                 if matches!(event, UiEvent::ProcessExit { .. }) {
                     exit = Some(event);
                 } else {
@@ -291,6 +299,21 @@ async fn run(
     *running = None;
     drop(running);
     done.send_replace(true);
+}
+
+/// Saves the brain's conversation id with the session when it is new.
+fn remember_conversation(state: &AppState, live: &Live, claude_session_id: &str) {
+    if claude_session_id.is_empty() || state.live(&live.snapshot().id).is_none() {
+        return;
+    }
+    let mut session = lock(&live.session);
+    if session.claude_session_id.as_deref() == Some(claude_session_id) {
+        return;
+    }
+    session.claude_session_id = Some(claude_session_id.to_string());
+    if let Err(e) = store::save(&state.home, &session) {
+        tracing::warn!(error = %e, session = %session.id, "could not save a served session");
+    }
 }
 
 /// Puts a permission question to whoever watches the session: a `permission:request` event,

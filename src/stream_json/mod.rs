@@ -143,13 +143,13 @@ mod tests {
         }
     }
 
-    /// The real `claude` CLI's stream-json (../shared/fixtures): every line is a kind the wire
+    /// The real `claude` CLI's stream-json (`tests/fixtures/claude-cli`): every line is a kind the wire
     /// types model, and writing the parsed line back gives the same values for every key ouro
     /// models.
     #[test]
     fn the_real_claude_captures_round_trip_through_the_wire_types() {
         let dir =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/claude-cli");
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude-cli");
         let Ok(entries) = std::fs::read_dir(&dir) else {
             panic!("{} is missing", dir.display());
         };

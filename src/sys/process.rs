@@ -72,6 +72,38 @@ impl Launch {
             env: self.env.clone(),
             stdin: self.stdin,
             policy: self.policy.clone(),
+            terminal: false,
+        }
+    }
+
+    /// Starts it on `terminal` (the slave side of a pseudo-terminal) as its stdin, stdout,
+    /// stderr and controlling terminal, in a session of its own; through the keeper when there
+    /// is one, like [`Launch::spawn`].
+    pub async fn spawn_on_terminal(&self, terminal: OwnedFd) -> Result<GroupChild, SpawnError> {
+        let mut request = self.request();
+        request.stdin = true;
+        request.terminal = true;
+        match keeper::get() {
+            Some(keeper) => {
+                let fd = terminal.as_raw_fd();
+                let (pid, exit) = keeper.start(request, &[fd, fd, fd]).await?;
+                Ok(GroupChild {
+                    pgid: Some(pid),
+                    exit: Exit::Kept(Some(exit)),
+                    reaped: false,
+                })
+            }
+            None => {
+                let stdin = terminal.try_clone()?;
+                let stdout = terminal.try_clone()?;
+                let command = keeper::command(&request, Some(stdin), stdout, terminal)?;
+                let child = tokio::process::Command::from(command).spawn()?;
+                Ok(GroupChild {
+                    pgid: child.id().and_then(|id| i32::try_from(id).ok()),
+                    exit: Exit::Here(child),
+                    reaped: false,
+                })
+            }
         }
     }
 
@@ -156,6 +188,11 @@ pub struct GroupChild {
 }
 
 impl GroupChild {
+    /// The process's pid (also its group's id).
+    pub fn pid(&self) -> Option<u32> {
+        self.pgid.and_then(|p| u32::try_from(p).ok())
+    }
+
     /// Waits for the group leader. Other members may still run (a command's `cmd &`); they are
     /// left alone because starting them may have been the point.
     pub async fn wait(&mut self) -> io::Result<ExitStatus> {

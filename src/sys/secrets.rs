@@ -1,17 +1,304 @@
-//! Keeps ouro's API credentials out of reach of the processes it runs.
+//! What ouro counts as a secret, and how it keeps secrets from the processes it starts. These
+//! rules live here only: every process ouro starts (a brain, a Bash call, a hook, an MCP server,
+//! a daemon clone) gets its environment through [`tool_env`] or [`brain_env`], and whatever
+//! bundles or stores text checks it with [`find_in_text`].
 //!
+//! ## Environment
+//! A variable is a secret by its name ([`is_secret_name`]: `*_TOKEN`, `*_PASSWORD`,
+//! `DATABASE_URL`, `SSH_AUTH_SOCK`, …) or by its value (a URL with credentials in it). Secrets are
+//! left out unless the user kept the name (settings `envPassthrough`, `--pass-env NAME`). A
+//! brain keeps the API credentials it needs ([`BRAIN_CREDENTIALS`]); its own tools never see
+//! them (ouro's Bash filters them again, and the claude CLI is told to with
+//! `CLAUDE_CODE_SUBPROCESS_ENV_SCRUB`). The names kept travel to a brain in [`PASS_ENV`], so the
+//! tools of an `ouro@` brain keep them too.
+//!
+//! ## Credentials in ouro's own memory
 //! `/proc/<pid>/environ` shows the environment block a process started with, to every process
 //! of the same user and to root, whatever the process did with its variables since. So ouro
 //! makes itself non-dumpable (as ssh-agent does: its `/proc` files then belong to root), and
 //! moves each credential out of that block: the variable gets a copy on the heap (so ouro and
 //! the brains it starts still see it) and the original bytes are zeroed, so even root reading
-//! `/proc/<pid>/environ` finds nothing. Tool processes never get the credentials at all (the
-//! Bash tool filters secret-looking names from its environment).
+//! `/proc/<pid>/environ` finds nothing. Tool processes never get the credentials at all.
 
-use std::ffi::CStr;
+use std::ffi::{CStr, OsStr, OsString};
 
-/// The variables that hold credentials for the Messages API.
+/// The variables that hold credentials for the Messages API in ouro's own environment.
 pub const CREDENTIALS: [&str; 2] = ["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"];
+
+/// What a brain needs to reach the API: kept in a brain's environment, never in a tool's.
+pub const BRAIN_CREDENTIALS: [&str; 3] = [
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "CLAUDE_CODE_OAUTH_TOKEN",
+];
+
+/// The variable that carries the names the user kept to an `ouro@` brain, comma-separated.
+pub const PASS_ENV: &str = "OURO_PASS_ENV";
+
+/// Tells the claude CLI to keep the API credentials from its tool processes (it needs
+/// bubblewrap for that, and refuses to start without it).
+const CLAUDE_SCRUB: &str = "CLAUDE_CODE_SUBPROCESS_ENV_SCRUB";
+
+/// Name endings that mark a secret (compared in upper case).
+const SECRET_SUFFIXES: &[&str] = &[
+    "_SECRET",
+    "_SECRETS",
+    "_PASSWORD",
+    "_PASSWD",
+    "_PWD",
+    "_CREDENTIAL",
+    "_CREDENTIALS",
+    "_KEY",
+    "_KEYS",
+    "_TOKEN",
+    "_TOKENS",
+    "_PAT",
+    "_JWT",
+    "_DSN",
+    "_WEBHOOK_URL",
+    "_AUTH",
+];
+
+/// Whole names that are secrets: the bare forms of the endings, and well-known ones.
+const SECRET_NAMES: &[&str] = &[
+    "SECRET",
+    "PASSWORD",
+    "PASSWD",
+    "CREDENTIALS",
+    "KEY",
+    "TOKEN",
+    "JWT",
+    "DSN",
+    "DATABASE_URL",
+    "REDIS_URL",
+    "PGPASSWORD",
+    "MYSQL_PWD",
+    "SSH_AUTH_SOCK",
+    "GPG_AGENT_INFO",
+];
+
+/// Name beginnings that mark a secret.
+const SECRET_PREFIXES: &[&str] = &["PRIVATE_KEY"];
+
+/// Whether a variable of this name holds a secret, whatever its value.
+pub fn is_secret_name(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    SECRET_NAMES.contains(&upper.as_str())
+        || SECRET_SUFFIXES.iter().any(|s| upper.ends_with(s))
+        || SECRET_PREFIXES.iter().any(|p| upper.starts_with(p))
+}
+
+/// Whether this variable is a secret, by its name or by credentials inside a URL value.
+pub fn is_secret(name: &OsStr, value: &OsStr) -> bool {
+    is_secret_name(&name.to_string_lossy()) || has_url_credentials(&value.to_string_lossy())
+}
+
+/// `scheme://user:pass@host/...` or `scheme://token@host`, anywhere in the value (a list of
+/// URLs too).
+pub fn has_url_credentials(value: &str) -> bool {
+    value.match_indices("://").any(|(at, _)| {
+        let scheme = value[..at]
+            .rsplit(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')))
+            .next()
+            .unwrap_or_default();
+        let rest = &value[at + 3..];
+        let authority = rest
+            .split(['/', '?', '#', ' ', ',', ';', '"', '\''])
+            .next()
+            .unwrap_or_default();
+        !scheme.is_empty() && authority.contains('@')
+    })
+}
+
+/// The environment of a tool process (Bash, a hook, an MCP server): `vars` without secrets,
+/// except the names in `keep`.
+pub fn tool_env(
+    vars: impl IntoIterator<Item = (OsString, OsString)>,
+    keep: &[String],
+) -> Vec<(OsString, OsString)> {
+    vars.into_iter()
+        .filter(|(name, value)| kept(name, keep) || !is_secret(name, value))
+        .collect()
+}
+
+/// The environment of a brain: [`tool_env`], plus the API credentials, the names kept (also
+/// listed in [`PASS_ENV`] for the brain's own tools), and the claude CLI told to keep the
+/// credentials from its tools where it can.
+pub fn brain_env(
+    vars: impl IntoIterator<Item = (OsString, OsString)>,
+    keep: &[String],
+) -> Vec<(OsString, OsString)> {
+    let mut env: Vec<(OsString, OsString)> = vars
+        .into_iter()
+        .filter(|(name, _)| name != CLAUDE_SCRUB && name != PASS_ENV)
+        .filter(|(name, value)| {
+            BRAIN_CREDENTIALS.iter().any(|c| name == c)
+                || kept(name, keep)
+                || !is_secret(name, value)
+        })
+        .collect();
+    if !keep.is_empty() {
+        env.push((PASS_ENV.into(), keep.join(",").into()));
+    }
+    if claude_can_scrub() {
+        env.push((CLAUDE_SCRUB.into(), "1".into()));
+    }
+    env
+}
+
+/// The names kept for this process by the brain that started it ([`PASS_ENV`]).
+pub fn inherited_keep() -> Vec<String> {
+    std::env::var(PASS_ENV)
+        .map(|names| {
+            names
+                .split(',')
+                .map(str::trim)
+                .filter(|n| !n.is_empty())
+                .map(String::from)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn kept(name: &OsStr, keep: &[String]) -> bool {
+    keep.iter().any(|k| OsStr::new(k) == name)
+}
+
+/// Whether the claude CLI can scrub its tool processes' environment here (it refuses to start
+/// when told to without bubblewrap).
+pub fn claude_can_scrub() -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join("bwrap").is_file()))
+}
+
+/// Text that looks like a secret, by content: a private key block or a token of a known
+/// format. The byte range of the first one.
+pub fn find_in_text(text: &str) -> Option<std::ops::Range<usize>> {
+    if let Some(at) = text.find("-----BEGIN ") {
+        let header = &text[at..];
+        if let Some(end) = header.find("-----\n").or_else(|| header.find("-----\r\n"))
+            && header[..end].contains("PRIVATE KEY")
+        {
+            let stop = header
+                .find("-----END ")
+                .and_then(|e| header[e..].find("-----\n").map(|n| e + n + 6))
+                .unwrap_or(header.len());
+            return Some(at..at + stop);
+        }
+    }
+    TOKEN_FORMATS
+        .iter()
+        .find_map(|format| find_token(text, format))
+}
+
+/// `text` with every secret [`find_in_text`] finds replaced by `[redacted]`.
+pub fn redact(text: &str) -> std::borrow::Cow<'_, str> {
+    let Some(mut range) = find_in_text(text) else {
+        return text.into();
+    };
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    loop {
+        out.push_str(&rest[..range.start]);
+        out.push_str("[redacted]");
+        rest = &rest[range.end..];
+        match find_in_text(rest) {
+            Some(next) => range = next,
+            None => break,
+        }
+    }
+    out.push_str(rest);
+    out.into()
+}
+
+/// A token format: its fixed start (`?` stands for any one letter), then at least `min_body`
+/// characters of `[A-Za-z0-9_-]`.
+struct TokenFormat {
+    prefix: &'static str,
+    min_body: usize,
+}
+
+const TOKEN_FORMATS: &[TokenFormat] = &[
+    TokenFormat {
+        prefix: "sk-ant-",
+        min_body: 20,
+    },
+    TokenFormat {
+        prefix: "ghp_",
+        min_body: 30,
+    },
+    TokenFormat {
+        prefix: "gho_",
+        min_body: 30,
+    },
+    TokenFormat {
+        prefix: "ghs_",
+        min_body: 30,
+    },
+    TokenFormat {
+        prefix: "ghu_",
+        min_body: 30,
+    },
+    TokenFormat {
+        prefix: "github_pat_",
+        min_body: 30,
+    },
+    TokenFormat {
+        prefix: "xox?-",
+        min_body: 10,
+    },
+    TokenFormat {
+        prefix: "AKIA",
+        min_body: 16,
+    },
+    TokenFormat {
+        prefix: "ASIA",
+        min_body: 16,
+    },
+    TokenFormat {
+        prefix: "glpat-",
+        min_body: 20,
+    },
+    TokenFormat {
+        prefix: "sk_live_",
+        min_body: 20,
+    },
+    TokenFormat {
+        prefix: "npm_",
+        min_body: 36,
+    },
+];
+
+fn find_token(text: &str, format: &TokenFormat) -> Option<std::ops::Range<usize>> {
+    let bytes = text.as_bytes();
+    let prefix = format.prefix.as_bytes();
+    let body = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'-';
+    let mut at = 0;
+    while at + prefix.len() <= bytes.len() {
+        let starts = prefix.iter().zip(&bytes[at..]).all(|(p, b)| {
+            if *p == b'?' {
+                b.is_ascii_alphabetic()
+            } else {
+                p == b
+            }
+        });
+        // A token starts a word: `XAKIA…` is not an AWS key id.
+        let word_start = at == 0 || !body(bytes[at - 1]);
+        if starts && word_start {
+            let end = at
+                + prefix.len()
+                + bytes[at + prefix.len()..]
+                    .iter()
+                    .take_while(|b| body(**b))
+                    .count();
+            if end - at - prefix.len() >= format.min_body {
+                return Some(at..end);
+            }
+        }
+        at += 1;
+    }
+    None
+}
 
 /// Hides the credentials as the module says.
 ///
@@ -69,4 +356,157 @@ unsafe fn entry(name: &str) -> Option<*mut libc::c_char> {
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 unsafe fn entry(_name: &str) -> Option<*mut libc::c_char> {
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn os(vars: &[(&str, &str)]) -> Vec<(OsString, OsString)> {
+        vars.iter()
+            .map(|(k, v)| (OsString::from(k), OsString::from(v)))
+            .collect()
+    }
+
+    fn names(env: Vec<(OsString, OsString)>) -> Vec<String> {
+        env.into_iter()
+            .map(|(k, _)| k.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn secret_names() {
+        for name in [
+            "FOO_SECRET",
+            "db_password",
+            "LDAP_PASSWD",
+            "MYSQL_ROOT_PWD",
+            "GOOGLE_APPLICATION_CREDENTIALS",
+            "AWS_CREDENTIAL",
+            "ANTHROPIC_API_KEY",
+            "SIGNING_KEYS",
+            "GITHUB_TOKEN",
+            "GITLAB_PAT",
+            "SESSION_JWT",
+            "SENTRY_DSN",
+            "SLACK_WEBHOOK_URL",
+            "PRIVATE_KEY",
+            "PRIVATE_KEY_PATH",
+            "NPM_AUTH",
+            "DATABASE_URL",
+            "REDIS_URL",
+            "PGPASSWORD",
+            "MYSQL_PWD",
+            "SSH_AUTH_SOCK",
+            "TOKEN",
+        ] {
+            assert!(is_secret_name(name), "{name}");
+        }
+        for name in [
+            "PATH",
+            "PWD",
+            "OLDPWD",
+            "KEYBOARD",
+            "HOME",
+            "TERM",
+            "EDITOR",
+            "AUTHOR",
+            "XAUTHORITY",
+            "ANTHROPIC_BASE_URL",
+            "LANG",
+        ] {
+            assert!(!is_secret_name(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn credentials_inside_urls() {
+        assert!(has_url_credentials("redis://:pw@localhost:6379"));
+        assert!(has_url_credentials("https://ghp_abc@github.com/o/r"));
+        assert!(has_url_credentials("http://a.b/x https://u:p@c.d/"));
+        assert!(!has_url_credentials("mailto:a@b.c"));
+        assert!(!has_url_credentials("https://github.com/o/r?who=a@b"));
+        assert!(!has_url_credentials("/usr/bin:/bin"));
+    }
+
+    #[test]
+    fn tools_lose_secrets_and_keep_what_the_user_named() {
+        let vars = os(&[
+            ("PATH", "/bin"),
+            ("FOO_SECRET", "x"),
+            ("PGPASSWORD", "x"),
+            ("ANTHROPIC_API_KEY", "k"),
+            ("REMOTE", "https://u:p@h/"),
+            ("KEEP_TOKEN", "x"),
+            ("EDITOR", "vi"),
+        ]);
+        assert_eq!(
+            names(tool_env(vars, &["KEEP_TOKEN".into()])),
+            ["PATH", "KEEP_TOKEN", "EDITOR"]
+        );
+    }
+
+    #[test]
+    fn a_brain_keeps_its_credentials_and_passes_the_kept_names_on() {
+        let vars = os(&[
+            ("PATH", "/bin"),
+            ("ANTHROPIC_API_KEY", "k"),
+            ("CLAUDE_CODE_OAUTH_TOKEN", "t"),
+            ("SLACK_WEBHOOK_URL", "https://hooks/x"),
+            ("KEEP_TOKEN", "x"),
+            (PASS_ENV, "SMUGGLED_TOKEN"),
+            (CLAUDE_SCRUB, "0"),
+        ]);
+        let env = brain_env(vars, &["KEEP_TOKEN".into()]);
+        let pass = env
+            .iter()
+            .find(|(k, _)| k == PASS_ENV)
+            .map(|(_, v)| v.clone());
+        assert_eq!(pass, Some(OsString::from("KEEP_TOKEN")));
+        let names = names(env);
+        assert_eq!(
+            names[..4],
+            [
+                "PATH",
+                "ANTHROPIC_API_KEY",
+                "CLAUDE_CODE_OAUTH_TOKEN",
+                "KEEP_TOKEN"
+            ]
+        );
+        assert!(!names.contains(&"SLACK_WEBHOOK_URL".to_string()));
+        assert_eq!(
+            names.iter().filter(|n| *n == CLAUDE_SCRUB).count(),
+            usize::from(claude_can_scrub())
+        );
+    }
+
+    #[test]
+    fn secrets_in_text() {
+        let key = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXk\n-----END OPENSSH PRIVATE KEY-----\n";
+        let text = format!("before\n{key}after");
+        assert_eq!(find_in_text(&text), Some(7..7 + key.len()));
+        assert_eq!(redact(&text), "before\n[redacted]after");
+        for token in [
+            "sk-ant-api03-abcdefghijklmnopqrstuvwxyz",
+            "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+            "github_pat_11ABCDEFG0123456789_abcdefghijklmnop",
+            "xoxb-1234567890-abcdefghij",
+            "AKIAIOSFODNN7EXAMPLE",
+        ] {
+            let text = format!("token = \"{token}\";");
+            assert_eq!(redact(&text), "token = \"[redacted]\";", "{token}");
+        }
+        for plain in [
+            "a public key: -----BEGIN PUBLIC KEY-----\nabc\n-----END PUBLIC KEY-----\n",
+            "ghp_short",
+            "MAKIAIOSFODNN7EXAMPLE",
+            "the sk-ant- prefix alone",
+        ] {
+            assert_eq!(find_in_text(plain), None, "{plain}");
+        }
+        assert_eq!(
+            redact("ghp_abcdefghijklmnopqrstuvwxyz0123456789 and AKIAIOSFODNN7EXAMPLE"),
+            "[redacted] and [redacted]"
+        );
+    }
 }

@@ -20,11 +20,9 @@ use crate::sys::sandbox::Support;
 use crate::text::HeadTail;
 
 mod confine;
-mod env;
 mod stream;
 
 pub use confine::{PrivateTmp, SandboxConfig};
-pub use env::child_env;
 use stream::read_output;
 
 pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
@@ -127,7 +125,7 @@ impl Tool for BashTool {
         let shell = Shell {
             command: &input.command,
             cwd: &cwd,
-            env: child_env(std::env::vars_os(), &ctx.env_passthrough),
+            env: crate::sys::secrets::tool_env(std::env::vars_os(), &ctx.env_passthrough),
             timeout: Duration::from_millis(timeout_ms),
             max_chars: MAX_OUTPUT_CHARS,
             sandbox: Sandboxing::of(ctx),
@@ -618,7 +616,7 @@ mod tests {
         let shell = Shell {
             command: r#"echo "${MY_API_KEY-unset} ${GH_TOKEN-unset} ${DB_PASSWORD-unset} ${DATABASE_URL-unset} $HOMEPAGE $PLAIN $ALLOWED_TOKEN""#,
             cwd: &ctx.project_root,
-            env: child_env(vars, &["ALLOWED_TOKEN".to_string()]),
+            env: crate::sys::secrets::tool_env(vars, &["ALLOWED_TOKEN".to_string()]),
             timeout: Duration::from_secs(60),
             max_chars: 1000,
             sandbox: Sandboxing::of(&ctx),

@@ -345,6 +345,23 @@ async fn wait_for_text(
 
 /// The program names of every process below `pid`.
 fn descendants(pid: i32) -> Vec<String> {
+    descendant_processes(pid)
+        .into_iter()
+        .map(|(_, comm)| comm)
+        .collect()
+}
+
+/// The pids of every live process below `pid`.
+pub fn descendant_pids(pid: i32) -> Vec<i32> {
+    descendant_processes(pid)
+        .into_iter()
+        .map(|(id, _)| id)
+        .filter(|id| !gone(*id))
+        .collect()
+}
+
+/// Every process below `pid`: its pid and program name.
+fn descendant_processes(pid: i32) -> Vec<(i32, String)> {
     let mut parents: Vec<(i32, i32, String)> = Vec::new();
     for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
         let Ok(id) = entry.file_name().to_string_lossy().parse::<i32>() else {
@@ -371,7 +388,7 @@ fn descendants(pid: i32) -> Vec<String> {
         for (id, ppid, comm) in &parents {
             if *ppid == parent {
                 frontier.push(*id);
-                found.push(comm.clone());
+                found.push((*id, comm.clone()));
             }
         }
     }

@@ -6,6 +6,7 @@
 mod harness;
 #[cfg(feature = "mock")]
 pub mod pty;
+pub mod secrets;
 pub mod skip;
 
 #[cfg(feature = "mock")]

@@ -4,13 +4,12 @@
 use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::path::Path;
-use std::process::Stdio;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
+use tokio::net::unix::pipe;
 use tokio::sync::{mpsc, oneshot};
 
 use super::process::{self, ExitReporter, OnExit, ProcessCore};
@@ -19,6 +18,7 @@ use crate::brain::terminal::Subscribers;
 use crate::brain::{BrainError, ExitInfo, Verb};
 use crate::stream_json::read::{Line, parse_line};
 use crate::stream_json::wire;
+use crate::sys::process::{GroupChild, SpawnError};
 
 /// How long an exit report waits for stdout to be read to its end, so that every line the
 /// process printed reaches the turn and the subscribers before its exit does.
@@ -34,7 +34,7 @@ pub(crate) struct DispatchProc {
     pub core: ProcessCore,
     /// The tool set this process was started with.
     pub verb: Verb,
-    stdin: tokio::sync::Mutex<Option<ChildStdin>>,
+    stdin: tokio::sync::Mutex<Option<pipe::Sender>>,
     pub(super) events: tokio::sync::Mutex<Events>,
     costs: Mutex<CostTracker>,
     stderr: Arc<Mutex<VecDeque<String>>>,
@@ -67,9 +67,8 @@ pub(crate) struct Launch<'a> {
     pub spawn_hint: &'static str,
     pub args: Vec<String>,
     pub cwd: &'a Path,
+    /// The whole environment of the process.
     pub env: &'a [(OsString, OsString)],
-    /// Start from an empty environment: `env` is all the process gets.
-    pub clear_env: bool,
 }
 
 /// One user turn as a stdin line (without the newline).
@@ -77,40 +76,45 @@ pub fn user_message(prompt: &str) -> String {
     serde_json::to_string(&wire::Line::User(wire::UserLine::prompt(prompt))).unwrap_or_default()
 }
 
-pub(crate) fn spawn(
+impl Launch<'_> {
+    /// The process as ouro's one process handle starts it: through the keeper, so it ends
+    /// with the ouro process that owns it however that one ends.
+    pub(super) fn process(&self) -> crate::sys::process::Launch {
+        let mut launch = crate::sys::process::Launch::new(self.program, self.cwd);
+        launch.args = self.args.iter().map(OsString::from).collect();
+        launch.env = self.env.to_vec();
+        launch
+    }
+
+    pub(super) fn spawn_error(&self, error: SpawnError) -> BrainError {
+        let source = match error {
+            SpawnError::Io(e) => e,
+            SpawnError::Sandbox(why) => std::io::Error::other(why),
+        };
+        BrainError::Spawn {
+            program: self.program.to_string_lossy().into_owned(),
+            source,
+            hint: self.spawn_hint,
+        }
+    }
+}
+
+pub(crate) async fn spawn(
     launch: Launch<'_>,
     verb: Verb,
     subscribers: Arc<Subscribers>,
     on_exit: OnExit,
 ) -> Result<DispatchProc, BrainError> {
-    let mut command = Command::new(launch.program);
-    if launch.clear_env {
-        command.env_clear();
-    }
-    let mut child = command
-        .args(&launch.args)
-        .current_dir(launch.cwd)
-        .envs(launch.env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|source| BrainError::Spawn {
-            program: launch.program.to_string_lossy().into_owned(),
-            source,
-            hint: launch.spawn_hint,
-        })?;
-    let (Some(pid), Some(stdin), Some(stdout), Some(stderr)) = (
-        child.id(),
-        child.stdin.take(),
-        child.stdout.take(),
-        child.stderr.take(),
-    ) else {
+    let mut process = launch.process();
+    process.stdin = true;
+    let spawned = process.spawn().await.map_err(|e| launch.spawn_error(e))?;
+    let (Some(pid), Some(stdin)) = (spawned.process.pid(), spawned.stdin) else {
         return Err(BrainError::Io {
             action: "connect to",
-            source: std::io::Error::other("the child process has no pid or pipes"),
+            source: std::io::Error::other("the child process has no pid or stdin"),
         });
     };
+    let (stdout, stderr, child) = (spawned.stdout, spawned.stderr, spawned.process);
     let name = launch.name;
     tracing::debug!(pid, program = name, args = ?launch.args, "started a dispatch process");
     let (core, reporter) = process::track(pid, on_exit);
@@ -140,7 +144,7 @@ pub(crate) fn spawn(
 async fn read_stdout(
     pid: u32,
     name: &'static str,
-    stdout: ChildStdout,
+    stdout: pipe::Receiver,
     tx: mpsc::UnboundedSender<Line>,
     subscribers: Arc<Subscribers>,
     done: oneshot::Sender<()>,
@@ -181,7 +185,7 @@ async fn read_stdout(
 async fn log_stderr(
     pid: u32,
     name: &'static str,
-    stderr: ChildStderr,
+    stderr: pipe::Receiver,
     tail: Arc<Mutex<VecDeque<String>>>,
 ) {
     let mut lines = BufReader::new(stderr).lines();
@@ -205,7 +209,7 @@ async fn log_stderr(
 }
 
 async fn watch_exit(
-    mut child: Child,
+    mut child: GroupChild,
     name: &'static str,
     stdout_done: oneshot::Receiver<()>,
     reporter: ExitReporter,

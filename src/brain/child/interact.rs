@@ -1,89 +1,125 @@
 //! A brain's terminal UI in a pseudo-terminal: bytes written go to its keyboard, bytes it
-//! draws go to the data subscribers unchanged.
+//! draws go to the data subscribers unchanged. The process is started by ouro's one process
+//! handle (the keeper, when there is one), so it ends with the ouro process that owns it.
 
+use std::fs::File;
 use std::io::{Read, Write};
-use std::sync::{Arc, Mutex, PoisonError, mpsc};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use portable_pty::{CommandBuilder, MasterPty, PtySize, native_pty_system};
+use tokio::sync::oneshot;
 
 use super::dispatch::Launch;
 use super::process::{self, OnExit, ProcessCore};
 use crate::brain::terminal::Subscribers;
-use crate::brain::{BrainError, TermSize};
+use crate::brain::{BrainError, ExitInfo, TermSize};
 
 /// How long an exit report waits for the terminal's last output to be read.
 const DRAIN_PTY: Duration = Duration::from_secs(2);
 
 pub(crate) struct PtyProc {
     pub core: ProcessCore,
-    master: Mutex<Box<dyn MasterPty + Send>>,
-    writer: Mutex<Box<dyn Write + Send>>,
+    /// The master side, for resizing.
+    master: File,
+    /// A copy of it for the keyboard: a write that waits on a full terminal must not hold up a
+    /// resize.
+    writer: Mutex<File>,
 }
 
-pub(crate) fn spawn(
+pub(crate) async fn spawn(
     launch: Launch<'_>,
     size: TermSize,
     subscribers: Arc<Subscribers>,
     on_exit: OnExit,
 ) -> Result<PtyProc, BrainError> {
     let program = launch.program.to_string_lossy().into_owned();
-    let pty_error = |e: anyhow::Error| BrainError::Pty {
+    let pty_error = |e: std::io::Error| BrainError::Pty {
         program: program.clone(),
-        reason: format!("{e:#}"),
+        reason: e.to_string(),
     };
-    let pair = native_pty_system()
-        .openpty(pty_size(size))
-        .map_err(pty_error)?;
-    let mut cmd = CommandBuilder::new(launch.program);
-    cmd.args(&launch.args);
-    cmd.cwd(launch.cwd);
-    if std::env::var_os("TERM").is_none() {
-        cmd.env("TERM", "xterm-256color");
+    let (master, slave) = open_pty(size).map_err(pty_error)?;
+    let mut process = launch.process();
+    if !process.env.iter().any(|(key, _)| key == "TERM") {
+        process.env("TERM", "xterm-256color");
     }
-    for (key, value) in launch.env {
-        cmd.env(key, value);
-    }
-    let child = pair
-        .slave
-        .spawn_command(cmd)
-        .map_err(|e| BrainError::Spawn {
-            program: program.clone(),
-            source: std::io::Error::other(format!("{e:#}")),
-            hint: launch.spawn_hint,
-        })?;
-    // The reader sees end-of-file only once no slave handle is left open in this process.
-    drop(pair.slave);
-    let pid = child.process_id().ok_or_else(|| BrainError::Pty {
+    // The slave is closed here once started: the reader sees the end when the program's side
+    // closes.
+    let mut child = process
+        .spawn_on_terminal(slave)
+        .await
+        .map_err(|e| launch.spawn_error(e))?;
+    let pid = child.pid().ok_or_else(|| BrainError::Pty {
         program: program.clone(),
         reason: "the started process has no pid".into(),
     })?;
-    // The exit watcher reaps by pid, which gives the signal number rather than its name.
-    drop(child);
-    let reader = pair.master.try_clone_reader().map_err(pty_error)?;
-    let writer = pair.master.take_writer().map_err(pty_error)?;
+    let reader = master.try_clone().map_err(pty_error)?;
+    let writer = master.try_clone().map_err(pty_error)?;
     tracing::debug!(pid, program = launch.name, args = ?launch.args, "started a brain in a terminal");
 
     let (core, reporter) = process::track(pid, on_exit);
-    let (done_tx, done_rx) = mpsc::channel();
+    let (done_tx, done_rx) = oneshot::channel();
     std::thread::spawn(move || read_pty(reader, subscribers, done_tx));
-    std::thread::spawn(move || {
-        let info = process::wait_blocking(pid);
-        let _ = done_rx.recv_timeout(DRAIN_PTY);
+    tokio::spawn(async move {
+        let info = match child.wait().await {
+            Ok(status) => status.into(),
+            Err(e) => {
+                tracing::warn!(pid, error = %e, "could not wait for a brain process");
+                ExitInfo {
+                    code: None,
+                    signal: None,
+                }
+            }
+        };
+        let _ = tokio::time::timeout(DRAIN_PTY, done_rx).await;
         reporter.report(info);
     });
     Ok(PtyProc {
         core,
-        master: Mutex::new(pair.master),
+        master,
         writer: Mutex::new(writer),
     })
 }
 
-fn read_pty(
-    mut reader: Box<dyn Read + Send>,
-    subscribers: Arc<Subscribers>,
-    done: mpsc::Sender<()>,
-) {
+/// A new pseudo-terminal of `size`: (master, slave), both close-on-exec.
+fn open_pty(size: TermSize) -> std::io::Result<(File, OwnedFd)> {
+    let (mut master, mut slave) = (-1, -1);
+    let winsize = winsize(size);
+    // SAFETY: openpty writes two descriptors to the locals; the name buffer and termios are
+    // optional and passed as null.
+    let opened = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            &winsize,
+        )
+    };
+    if opened < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just made by openpty and belong to nobody else.
+    let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+    for fd in [&master, &slave] {
+        // SAFETY: fcntl on a descriptor this function owns.
+        if unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) } < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok((File::from(master), slave))
+}
+
+fn winsize(size: TermSize) -> libc::winsize {
+    libc::winsize {
+        ws_row: size.rows,
+        ws_col: size.cols,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    }
+}
+
+fn read_pty(mut reader: File, subscribers: Arc<Subscribers>, done: oneshot::Sender<()>) {
     let mut buf = [0u8; 8192];
     loop {
         match reader.read(&mut buf) {
@@ -95,15 +131,6 @@ fn read_pty(
         }
     }
     let _ = done.send(());
-}
-
-fn pty_size(size: TermSize) -> PtySize {
-    PtySize {
-        rows: size.rows,
-        cols: size.cols,
-        pixel_width: 0,
-        pixel_height: 0,
-    }
 }
 
 impl PtyProc {
@@ -119,13 +146,14 @@ impl PtyProc {
     }
 
     pub fn resize(&self, size: TermSize) -> Result<(), BrainError> {
-        self.master
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .resize(pty_size(size))
-            .map_err(|e| BrainError::Io {
+        let winsize = winsize(size);
+        // SAFETY: TIOCSWINSZ reads one winsize from a live local.
+        if unsafe { libc::ioctl(self.master.as_raw_fd(), libc::TIOCSWINSZ, &winsize) } < 0 {
+            return Err(BrainError::Io {
                 action: "resize the terminal of",
-                source: std::io::Error::other(format!("{e:#}")),
-            })
+                source: std::io::Error::last_os_error(),
+            });
+        }
+        Ok(())
     }
 }

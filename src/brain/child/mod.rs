@@ -188,7 +188,6 @@ impl<P: ChildProgram> ChildBrain<P> {
             args,
             cwd: &self.config.cwd,
             env: &self.config.env,
-            clear_env: self.config.clear_env,
         }
     }
 
@@ -267,12 +266,9 @@ impl<P: ChildProgram> ChildBrain<P> {
             Mode::Dispatch => {
                 let args = P::dispatch_args(model, self.spec.tools(verb), exid.as_deref());
                 let subs = self.subscribers.clone();
-                Running::Dispatch(Arc::new(dispatch::spawn(
-                    self.launch(args),
-                    verb,
-                    subs,
-                    on_exit,
-                )?))
+                Running::Dispatch(Arc::new(
+                    dispatch::spawn(self.launch(args), verb, subs, on_exit).await?,
+                ))
             }
             Mode::Interact => {
                 let mut args = P::interact_args(model, exid.as_deref());
@@ -281,12 +277,9 @@ impl<P: ChildProgram> ChildBrain<P> {
                 }
                 let size = *lock(&self.size);
                 let subs = self.subscribers.clone();
-                Running::Interact(Arc::new(interact::spawn(
-                    self.launch(args),
-                    size,
-                    subs,
-                    on_exit,
-                )?))
+                Running::Interact(Arc::new(
+                    interact::spawn(self.launch(args), size, subs, on_exit).await?,
+                ))
             }
         };
         let mut slot = lock(&self.slot);
@@ -392,12 +385,9 @@ impl<P: ChildProgram> ChildBrain<P> {
             let launch = self.launch(args);
             let subscribers = self.subscribers.clone();
             let on_exit: OnExit = Box::new(move |info| subscribers.exit(info));
-            let proc = Arc::new(dispatch::spawn(
-                launch,
-                Verb::Act,
-                self.subscribers.clone(),
-                on_exit,
-            )?);
+            let proc = Arc::new(
+                dispatch::spawn(launch, Verb::Act, self.subscribers.clone(), on_exit).await?,
+            );
             *lock(&self.served) = Some(proc.clone());
             if self.interrupt_pending.swap(false, Ordering::SeqCst) {
                 proc.interrupt().await?;
@@ -460,12 +450,12 @@ impl<P: ChildProgram> ChildBrain<P> {
 
 /// An environment variable as the brain's processes see it.
 fn env_var(config: &BrainConfig, key: &str) -> Option<OsString> {
-    let own = config.env.iter().rev().find(|(k, _)| k == key);
-    match own {
-        Some((_, value)) => Some(value.clone()),
-        None if config.clear_env => None,
-        None => std::env::var_os(key),
-    }
+    config
+        .env
+        .iter()
+        .rev()
+        .find(|(k, _)| k == key)
+        .map(|(_, value)| value.clone())
 }
 
 impl<P: ChildProgram> Drop for ChildBrain<P> {

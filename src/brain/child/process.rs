@@ -162,6 +162,7 @@ fn signal_error(err: std::io::Error) -> Result<(), BrainError> {
 }
 
 /// Blocks until `pid` (a child of this process) ends, and reaps it.
+#[cfg(test)]
 pub(crate) fn wait_blocking(pid: u32) -> ExitInfo {
     let Ok(pid) = libc::pid_t::try_from(pid) else {
         return UNKNOWN;

@@ -35,6 +35,8 @@ pub struct Hooks {
     transcript_path: Option<std::path::PathBuf>,
     /// Where each hook's start and end are reported (`--include-hook-events`).
     report: Option<tokio::sync::mpsc::UnboundedSender<crate::event::Event>>,
+    /// Secret-looking variables the hooks may still see (settings `envPassthrough`).
+    env_passthrough: Arc<Vec<String>>,
 }
 
 /// Runs the hooks a program registered over the Agent SDK (`hook_callback`).
@@ -134,7 +136,14 @@ impl Hooks {
             session_id: session_id.into(),
             transcript_path: None,
             report: None,
+            env_passthrough: Arc::default(),
         }
+    }
+
+    /// Lets these secret-looking variables reach the hooks.
+    pub fn with_env_passthrough(mut self, names: Arc<Vec<String>>) -> Self {
+        self.env_passthrough = names;
+        self
     }
 
     /// Reports each hook's start and end as events (`--include-hook-events`).
@@ -212,7 +221,7 @@ impl Hooks {
         project_root: &Path,
     ) -> Result<HookRun, HookError> {
         if hook.kind != "callback" {
-            return run_hook(hook, payload, project_root).await;
+            return run_hook(hook, payload, project_root, &self.env_passthrough).await;
         }
         let Some(sdk) = self.callbacks.get() else {
             return Err(HookError::UnsupportedKind(hook.kind.clone()));
@@ -436,6 +445,7 @@ async fn run_hook(
     hook: &HookCommand,
     payload: &Value,
     project_root: &Path,
+    env_passthrough: &[String],
 ) -> Result<HookRun, HookError> {
     if hook.kind != "command" {
         return Err(HookError::UnsupportedKind(hook.kind.clone()));
@@ -443,7 +453,7 @@ async fn run_hook(
     let secs = hook.timeout.unwrap_or(DEFAULT_TIMEOUT_SECS);
     let mut launch = Launch::new("sh", project_root);
     launch.arg("-c").arg(&hook.command);
-    launch.env = std::env::vars_os().collect();
+    launch.env = crate::sys::secrets::tool_env(std::env::vars_os(), env_passthrough);
     launch
         .env("OURO_PROJECT_DIR", project_root)
         .env("CLAUDE_PROJECT_DIR", project_root);

@@ -51,8 +51,20 @@ pub fn command(
         .envs(request.env.iter().map(|(k, v)| (k, v)))
         .stdin(stdin.map_or_else(std::process::Stdio::null, std::process::Stdio::from))
         .stdout(stdout)
-        .stderr(stderr)
-        .process_group(0);
+        .stderr(stderr);
+    if request.terminal {
+        // SAFETY: setsid and ioctl between fork and exec, on the child's own stdin.
+        unsafe {
+            command.pre_exec(|| {
+                if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    } else {
+        command.process_group(0);
+    }
     if let Some(policy) = &request.policy {
         match super::sandbox::Prepared::new(policy) {
             Ok(Some(prepared)) => prepared.apply(&mut command),

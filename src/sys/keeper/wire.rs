@@ -31,6 +31,10 @@ pub struct Request {
     pub stdin: bool,
     /// The OS sandbox it starts in.
     pub policy: Option<Policy>,
+    /// Its stdio is a terminal that becomes its controlling terminal, in a session of its own
+    /// (a brain's terminal UI), instead of pipes in a process group of its own.
+    #[serde(default)]
+    pub terminal: bool,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -180,6 +184,7 @@ mod tests {
             env: vec![("A".into(), "b".into())],
             stdin: false,
             policy: None,
+            terminal: false,
         };
         let sending = std::thread::spawn(move || send(&a, &request, &[writer.as_raw_fd()]));
         let (got, fds): (Request, _) = recv(&b).unwrap().unwrap();
