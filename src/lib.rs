@@ -1,10 +1,22 @@
 //! ouro: an AI coding-agent harness that talks to the Anthropic Messages API directly.
 //!
-//! Data flows one way: a front end (`cli`, `repl`, `bench`) builds its session in `app`,
-//! `engine` asks the model through `api`, the model's tool_use blocks go to `exec`, which runs
-//! each call through the six-phase pipeline into a `tools` implementation, guarded by
-//! `permissions`; every step is an `event::Event`. `tests/architecture.rs` keeps the imports
-//! between modules one-way.
+//! The map, top to bottom (a module imports only its own layer or those below; the layers are
+//! declared in `tests/architecture.rs` and drawn in `docs/architecture.md`):
+//!
+//! - [`cli`]: the binary's router: flags, print mode, headless mode, subcommands.
+//! - [`bench`]: `ouro bench`, measuring the front ends.
+//! - Front ends: [`repl`], [`serve`] (HTTP + SSE and the web page), [`daemon`] (clones and
+//!   their relay), [`bundle`] (cats, dogs, worktrees), [`sdk`] (the Agent SDK protocol).
+//! - [`app`] assembles a session; [`brain`] runs one behind `BrainCli` (ouro's own engine or
+//!   the claude CLI), with its parked permission questions.
+//! - [`agents`]: sub-agents and personas; [`engine`]: the query loop; [`exec`]: the streaming
+//!   executor and six-phase pipeline (with [`mcp`] and [`skills`] as tool sources);
+//!   [`tools`]: the built-in tools.
+//! - [`permissions`], [`checkpoint`], [`session`]: what may run, snapshots, transcripts.
+//! - Wire types and settings: [`api`], [`event`], [`stream_json`], [`ui_event`], [`settings`],
+//!   [`frontmatter`], and the scriptable [`mock`] API.
+//! - [`sys`] and [`text`]: processes (one handle, the keeper), the sandbox, secrets, git,
+//!   records, frames.
 
 pub mod agents;
 pub mod api;

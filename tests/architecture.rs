@@ -1,5 +1,6 @@
-//! The module graph stays one-way: no import cycle between the top-level modules of `src/`, nor
-//! between sibling modules inside any of them. Imports are read from the source text
+//! The module graph stays one-way: the top-level modules of `src/` stand in declared layers
+//! ([`LAYERS`]) and import only their own layer or the ones below; no import cycle between
+//! them, nor between sibling modules inside any of them. Imports are read from the source text
 //! (`crate::a::b`, `super::x`, `super::{x, y}`, `crate::a::{b, c}`); unit-test modules are left
 //! out, since tests may reach anywhere.
 
@@ -154,7 +155,12 @@ fn references(text: &str, module: &[String]) -> Vec<Vec<String>> {
 }
 
 fn graphs() -> (Graph, Graph) {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    graphs_of(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"))
+}
+
+/// The top-level and sibling import graphs of the crate whose source is `src`.
+fn graphs_of(src: &Path) -> (Graph, Graph) {
+    let src = src.to_path_buf();
     let mut files = Vec::new();
     rust_files(&src, &mut files);
     let mut top = Graph::new();
@@ -302,7 +308,9 @@ fn test_only_items_are_left_out_wherever_they_stand() {
 /// another, so each reaches brains and the engine only through what lies below them.
 #[test]
 fn front_ends_never_import_each_other() {
-    const FRONT_ENDS: [&str; 5] = ["cli", "repl", "serve", "daemon", "bundle"];
+    const FRONT_ENDS: [&str; 8] = [
+        "cli", "repl", "serve", "daemon", "bundle", "agent", "eval", "memory",
+    ];
     let (top, _) = graphs();
     for (from, targets) in &top {
         if !FRONT_ENDS.contains(&from.as_str()) {
@@ -317,7 +325,7 @@ fn front_ends_never_import_each_other() {
 }
 
 /// Every file a user's clone has, under the folders that must not reach outside it.
-fn repository_files(root: &Path, dir: &Path, out: &mut Vec<PathBuf>) {
+fn repository_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
         let name = path.file_name().unwrap_or_default().to_string_lossy();
@@ -325,7 +333,7 @@ fn repository_files(root: &Path, dir: &Path, out: &mut Vec<PathBuf>) {
             continue;
         }
         if path.is_dir() {
-            repository_files(root, &path, out);
+            repository_files(&path, out);
         } else if std::fs::read_to_string(&path).is_ok() {
             out.push(path);
         }
@@ -391,7 +399,7 @@ fn the_repository_stands_alone() {
         "src", "tests", "benches", "docs", "prompts", "tools", "examples",
     ] {
         if root.join(dir).is_dir() {
-            repository_files(root, &root.join(dir), &mut files);
+            repository_files(&root.join(dir), &mut files);
         }
     }
     let mut outside = Vec::new();
@@ -427,4 +435,118 @@ fn the_stand_alone_check_sees_paths_that_leave() {
     let readme = Path::new("/repo/README.md");
     assert_eq!(outside_paths(root, readme, "[x](../y.md)").len(), 1);
     assert!(outside_paths(root, readme, "[x](https://a/../b)").is_empty());
+}
+
+/// The layers of the crate, top to bottom. A module imports only modules of its own layer or
+/// of layers below it; every top-level module stands in one. `docs/architecture.md` draws it.
+const LAYERS: &[(&str, &[&str])] = &[
+    ("the binary's router", &["cli"]),
+    ("the benchmark of the front ends", &["bench"]),
+    (
+        "front ends",
+        &[
+            "repl", "serve", "daemon", "bundle", "sdk", "agent", "eval", "memory",
+        ],
+    ),
+    ("session assembly and brains", &["app", "brain"]),
+    ("sub-agents and personas", &["agents"]),
+    ("the query loop", &["engine"]),
+    ("the executor and tool sources", &["exec", "mcp", "skills"]),
+    ("tools", &["tools"]),
+    (
+        "permissions, checkpoints, sessions",
+        &["permissions", "checkpoint", "session"],
+    ),
+    (
+        "wire types and settings",
+        &[
+            "api",
+            "settings",
+            "event",
+            "stream_json",
+            "ui_event",
+            "mock",
+            "frontmatter",
+        ],
+    ),
+    ("the operating system and text", &["sys", "text"]),
+];
+
+fn layer_of(module: &str) -> Option<usize> {
+    LAYERS
+        .iter()
+        .position(|(_, members)| members.contains(&module))
+}
+
+/// Every import of `graph` that goes up a layer, and every module that stands in none.
+fn layering_faults(graph: &Graph) -> Vec<String> {
+    let mut faults = Vec::new();
+    for (from, targets) in graph {
+        let Some(own) = layer_of(from) else {
+            faults.push(format!("{from} stands in no layer"));
+            continue;
+        };
+        for to in targets {
+            match layer_of(to) {
+                None => faults.push(format!("{to} stands in no layer")),
+                Some(theirs) if theirs < own => faults.push(format!(
+                    "{from} ({}) imports {to} ({}), a layer above it",
+                    LAYERS[own].0, LAYERS[theirs].0
+                )),
+                Some(_) => {}
+            }
+        }
+    }
+    faults.sort();
+    faults.dedup();
+    faults
+}
+
+#[test]
+fn imports_only_go_down_the_layers() {
+    let (top, _) = graphs();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut faults = layering_faults(&top);
+    for entry in std::fs::read_dir(&src).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+        if !matches!(name.as_str(), "lib" | "main") && layer_of(&name).is_none() {
+            faults.push(format!("{name} stands in no layer"));
+        }
+    }
+    assert_eq!(faults, Vec::<String>::new());
+}
+
+/// A synthetic crate where a low module imports the engine: the check names that import.
+#[test]
+fn the_layer_check_sees_an_upward_import() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src");
+    for (file, text) in [
+        (
+            "engine/mod.rs",
+            "use crate::tools::Tool;\npub struct Engine;\n",
+        ),
+        (
+            "tools/mod.rs",
+            "use crate::sys::process;\npub trait Tool {}\n",
+        ),
+        ("sys/mod.rs", "pub fn spawn() { crate::engine::Engine; }\n"),
+        ("sys/process.rs", "use super::spawn;\n"),
+    ] {
+        let path = src.join(file);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    let (top, _) = graphs_of(&src);
+    assert_eq!(
+        layering_faults(&top),
+        ["sys (the operating system and text) imports engine (the query loop), a layer above it"]
+    );
+    let mut unknown = Graph::new();
+    unknown
+        .entry("plugins".into())
+        .or_default()
+        .insert("sys".into());
+    assert_eq!(layering_faults(&unknown), ["plugins stands in no layer"]);
 }

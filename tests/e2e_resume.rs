@@ -361,7 +361,7 @@ async fn a_full_disk_stops_the_turn_and_keeps_the_transcript_whole() {
     let sb = Sandbox::new();
     let home = sb.home.path().join("small");
     let Some(disk) = common::SmallDisk::mount(&home, "128k") else {
-        common::skip::kernel_lacks("a tmpfs this user may mount (root in CI)");
+        common::skip::cannot_mount("a small tmpfs");
         return;
     };
     let big: String = (0..2000)

@@ -143,7 +143,7 @@ async fn a_signal_at_any_point_of_a_turn_leaves_a_session_that_resumes_whole() {
 async fn a_disk_that_fills_at_any_point_leaves_a_session_that_resumes_whole() {
     let sb = Sandbox::new();
     if common::SmallDisk::mount(&sb.home.path().join("probe"), "256k").is_none() {
-        common::skip::kernel_lacks("a tmpfs this user may mount (root in CI)");
+        common::skip::cannot_mount("a small tmpfs");
         return;
     }
     // Room left on the disk when the session starts: from nothing to a little more than the

@@ -41,10 +41,25 @@ async fn esc_twice_rewinds_code_and_conversation_and_gives_the_prompt_back() {
         "ALPHA\n"
     );
     term.expect("› ");
-    term.send("\x1b");
-    std::thread::sleep(std::time::Duration::from_millis(150));
-    term.send("\x1b");
-    term.expect("Rewind to before which prompt?");
+    // Esc presses until the menu opens, each sent once the menu has had 500 ms to show after
+    // the last: any two the REPL reads as separate keys within its 800 ms double-press window
+    // open it, however loaded the machine (two that arrive in one read are one Esc to the line
+    // editor, and a press read late starts a new pair).
+    let menu = "Rewind to before which prompt?";
+    let shown = |term: &Term| term.text()[term.seen()..].contains(menu);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    'pressing: while !shown(&term) {
+        assert!(std::time::Instant::now() < deadline, "{}", term.text());
+        term.send("\x1b");
+        let wait = std::time::Instant::now() + std::time::Duration::from_millis(500);
+        while std::time::Instant::now() < wait {
+            if shown(&term) {
+                break 'pressing;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+    term.expect(menu);
     term.expect("#1 make it loud  (changed a.txt)");
     term.send(ENTER);
     term.expect("Restore code and conversation");

@@ -972,7 +972,7 @@ async fn a_served_brain_gets_no_secret_but_what_was_passed_by_name() {
 async fn a_killed_server_leaves_no_brain_or_tool_behind(brain: &str) {
     let sb = Sandbox::new();
     let api = server(json!({"turns": [
-        tool("Bash", json!({"command": "sleep 300"})),
+        tool("Bash", json!({"command": "tail -f /dev/null"})),
         text("never asked")
     ]}))
     .await;
@@ -983,15 +983,45 @@ async fn a_killed_server_leaves_no_brain_or_tool_behind(brain: &str) {
         json!({
             "sessionId": id,
             "message": "wait",
-            "opts": {"autoApproveTools": ["Bash(sleep 300)"]}
+            "opts": {"autoApproveTools": ["Bash(tail -f /dev/null)"]}
         }),
     );
+    // Claude Code asks about a command on a path outside the project whatever the rules say:
+    // every question of this turn is allowed.
+    let (client, base, token) = (
+        serve.client.clone(),
+        serve.base.clone(),
+        serve.token.clone(),
+    );
+    let session = id.clone();
     let turn = tokio::spawn(async move {
-        if let Ok(response) = request.send().await {
-            let _ = response.text().await;
+        let Ok(mut response) = request.send().await else {
+            return;
+        };
+        let mut seen = String::new();
+        let mut answered = 0;
+        while let Ok(Some(chunk)) = response.chunk().await {
+            seen.push_str(&String::from_utf8_lossy(&chunk));
+            let asked: Vec<Sse> = parse_sse(&seen)
+                .into_iter()
+                .filter(|e| e.kind == "permission:request")
+                .collect();
+            for question in asked.iter().skip(answered) {
+                let _ = client
+                    .post(format!("{base}/api/harness/permission"))
+                    .bearer_auth(&token)
+                    .json(&json!({
+                        "sessionId": session,
+                        "requestId": question.data["requestId"],
+                        "decision": "allow"
+                    }))
+                    .send()
+                    .await;
+            }
+            answered = asked.len();
         }
     });
-    serve.process.wait_for_descendant("sleep").await;
+    serve.process.wait_for_descendant("tail").await;
     let processes = crate::common::descendant_pids(serve.process.pid());
     assert!(processes.len() >= 2, "{processes:?}");
     serve.process.signal(libc::SIGKILL);

@@ -37,8 +37,9 @@ impl AgentDef {
 
     /// From a Markdown file: front matter `name`, `description`, `tools`, `model`; the body is
     /// the prompt. `fallback_name` is used when the front matter has no name.
+    /// Front matter that is not YAML is reported, naming `source` and the line.
     pub fn from_markdown(text: &str, fallback_name: &str, source: String) -> Option<AgentDef> {
-        let (front, body) = crate::frontmatter::split(text);
+        let (front, body) = crate::frontmatter::split_or_warn(text, Path::new(&source))?;
         let name = front
             .text("name")
             .unwrap_or_else(|| fallback_name.to_string());

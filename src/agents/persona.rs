@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::definition::AgentDef;
-use crate::frontmatter::{self, Field};
+use crate::frontmatter;
 
 /// Keys a persona file may have: its own, and Claude Code's agent keys (accepted, unused).
 const KNOWN_KEYS: &[&str] = &[
@@ -104,24 +104,33 @@ pub fn load(path: &Path) -> Result<Persona, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("could not read {shown}: {e}"))?;
     let id = id_of(path).ok_or_else(|| format!("{shown} is not named AGENT_<ID>.md"))?;
     let fallback = id.to_ascii_lowercase().replace('_', "-");
+    let (front, _) = frontmatter::split(&text).map_err(|e| format!("{shown}: {e}"))?;
     let def = AgentDef::from_markdown(&text, &fallback, shown.to_string()).ok_or_else(|| {
         format!("{shown} has no usable persona: it needs a body (the persona's prompt) and a name of letters, digits, - and _")
     })?;
-    let (front, _) = frontmatter::split(&text);
     let list = |key: &str| -> Vec<String> { front.items(key).unwrap_or_default() };
-    let max_turns = match front.fields.get("max_turns") {
-        None => None,
-        Some(Field::Text(n)) => Some(n.trim().parse::<u32>().ok().filter(|n| *n > 0).ok_or_else(
-            || format!("{shown}: max_turns must be a whole number above 0, not \"{n}\""),
-        )?),
-        Some(Field::List(_)) => {
+    let max_turns = match front.value("max_turns") {
+        None | Some(Value::Null) => None,
+        Some(Value::Array(_)) => {
             return Err(format!(
                 "{shown}: max_turns must be a whole number, not a list"
             ));
         }
+        Some(value) => {
+            let text = front.text("max_turns").unwrap_or_default();
+            Some(
+                text.trim()
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|n| *n > 0 && !value.is_object())
+                    .ok_or_else(|| {
+                        format!("{shown}: max_turns must be a whole number above 0, not \"{text}\"")
+                    })?,
+            )
+        }
     };
     for key in ["name", "description", "model"] {
-        if let Some(Field::List(_)) = front.fields.get(key) {
+        if let Some(Value::Array(_) | Value::Object(_)) = front.value(key) {
             return Err(format!("{shown}: {key} must be text, not a list"));
         }
     }
@@ -131,17 +140,7 @@ pub fn load(path: &Path) -> Result<Persona, String> {
         .filter(|k| !KNOWN_KEYS.contains(&k.as_str()))
         .map(|k| format!("{shown}: unknown key \"{k}\" is ignored"))
         .collect();
-    let front_matter = front
-        .fields
-        .iter()
-        .map(|(k, v)| {
-            let value = match v {
-                Field::Text(t) => Value::from(t.clone()),
-                Field::List(items) => Value::from(items.clone()),
-            };
-            (k.clone(), value)
-        })
-        .collect();
+    let front_matter = front.fields.clone().into_iter().collect();
     Ok(Persona {
         id,
         name: def.name,

@@ -66,9 +66,8 @@ impl SeriesStore {
 
     /// Replaces the stored series; a crash mid-write leaves the old file intact.
     pub fn save(&self, series: &Series) -> Result<(), BrainError> {
-        let json =
-            serde_json::to_vec_pretty(series).map_err(|e| self.error("write", e.to_string()))?;
-        crate::sys::atomic::write(&self.path, &json).map_err(|e| self.error("write", e.to_string()))
+        crate::sys::atomic::write_json(&self.path, series)
+            .map_err(|e| self.error("write", e.to_string()))
     }
 
     fn error(&self, action: &'static str, reason: String) -> BrainError {

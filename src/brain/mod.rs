@@ -23,6 +23,7 @@ mod error;
 pub mod memory;
 pub mod ouro;
 mod output;
+pub mod parked;
 pub mod slug;
 pub mod table;
 pub mod terminal;

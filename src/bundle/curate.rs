@@ -46,7 +46,7 @@ pub async fn rank(
     options: &CurateOptions,
 ) -> Result<Vec<Ranked>, BundleError> {
     // The brain's series is thrown away: a ranking is one question, not a conversation.
-    let state = std::env::temp_dir().join(format!("ouro-curate-{}", std::process::id()));
+    let state = crate::sys::keeper::scratch("curate");
     let brain = crate::brain::open(&options.brain, BrainConfig::new(cwd, &state))
         .map_err(|e| BundleError::Curate(e.to_string()))?;
     let spinner = Spinner::start();

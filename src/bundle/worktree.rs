@@ -7,7 +7,6 @@
 //! repository configures (hooks, filters, fsmonitor…).
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde::{Deserialize, Serialize};
 
@@ -78,14 +77,13 @@ impl Worktrees {
     }
 
     fn save(&self, manifest: &Manifest) -> Result<(), BundleError> {
-        let json = serde_json::to_vec_pretty(manifest).unwrap_or_default();
-        crate::sys::atomic::write(&self.manifest_path(&manifest.id), &json).map_err(|source| {
-            BundleError::Io {
+        crate::sys::atomic::write_json(&self.manifest_path(&manifest.id), manifest).map_err(
+            |source| BundleError::Io {
                 action: "save the worktree manifest",
                 path: self.manifest_path(&manifest.id),
                 source,
-            }
-        })
+            },
+        )
     }
 
     /// A new worktree on a new branch (`ouro/<id>` unless named) from the project's HEAD; an
@@ -278,12 +276,8 @@ fn git_commit(dir: &Path, message: &str) -> Result<String, BundleError> {
 /// Runs git in `dir` with the settings that run nothing a repository configures; its output,
 /// trimmed.
 fn git(dir: &Path, args: &[&str]) -> Result<String, BundleError> {
-    let out = Command::new("git")
+    let out = crate::sys::git::in_work_tree("git", dir)
         .args(args)
-        .current_dir(dir)
-        .envs(crate::sys::git::safety_env(dir))
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .stdin(std::process::Stdio::null())
         .output()
         .map_err(|source| BundleError::Io {
             action: "run git in",

@@ -167,16 +167,8 @@ fn repack_if_many(git_dir: &Path) -> bool {
 /// Runs git on the shadow repository at `git_dir`, with none of the caller's git context;
 /// whether it worked (a failure is logged: nothing waits on it).
 fn git(git_dir: &Path, args: &[&str]) -> bool {
-    let mut git = std::process::Command::new("git");
-    for key in super::shadow::callers_git_vars() {
-        git.env_remove(key);
-    }
-    let status = git
-        .env("GIT_DIR", git_dir)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
+    let status = crate::sys::git::on_own_repository(git_dir)
         .args(args)
-        .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .status();

@@ -52,23 +52,16 @@ impl Shadow {
     }
 
     fn command(&self) -> Command {
-        let mut cmd = Command::new("git");
-        for key in callers_git_vars() {
-            cmd.env_remove(key);
-        }
+        let mut cmd = Command::from(crate::sys::git::on_own_repository(&self.git_dir));
         // The project's own exclusions (`.git/info/exclude`) count as its `.gitignore` does.
         let user_excludes = self.work_tree.join(".git/info/exclude");
         if user_excludes.is_file() {
             cmd.arg("-c")
                 .arg(format!("core.excludesFile={}", user_excludes.display()));
         }
-        cmd.env("GIT_DIR", &self.git_dir)
-            .env("GIT_WORK_TREE", &self.work_tree)
+        cmd.env("GIT_WORK_TREE", &self.work_tree)
             // Nothing ouro runs here needs an index; none is read or written.
             .env("GIT_INDEX_FILE", self.git_dir.join("no-index"))
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_TERMINAL_PROMPT", "0")
             // A path is a path: `:x` or `*` in a file name is no pathspec magic.
             .env("GIT_LITERAL_PATHSPECS", "1")
             .env("GIT_AUTHOR_NAME", "ouro")
@@ -76,7 +69,6 @@ impl Shadow {
             .env("GIT_COMMITTER_NAME", "ouro")
             .env("GIT_COMMITTER_EMAIL", "ouro@localhost")
             .current_dir(&self.work_tree)
-            .stdin(Stdio::null())
             .kill_on_drop(true);
         cmd
     }
@@ -320,16 +312,6 @@ fn escape_pattern(path: &str) -> String {
         out.push(c);
     }
     out
-}
-
-/// The caller's `GIT_*` variables, which no git ouro runs on a shadow repository may see: ouro
-/// may run inside a git hook, where `GIT_OBJECT_DIRECTORY` or `GIT_COMMON_DIR` would point a
-/// `git prune` at the user's own objects.
-pub fn callers_git_vars() -> Vec<std::ffi::OsString> {
-    std::env::vars_os()
-        .map(|(key, _)| key)
-        .filter(|key| key.to_string_lossy().starts_with("GIT_"))
-        .collect()
 }
 
 #[cfg(test)]

@@ -1,15 +1,15 @@
 //! A clone at run time: a named brain the daemon owns, the queue its turns and talks wait in,
 //! the screen of its terminal, its watchers and the permission questions open on it.
 
-use std::collections::HashMap;
 use std::num::NonZeroU16;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use tokio::sync::{OwnedMutexGuard, broadcast, mpsc, oneshot};
+use tokio::sync::{OwnedMutexGuard, broadcast, mpsc};
 
 use super::frame::{CloneInfo, Frame, Header};
 use super::store::CloneRecord;
+use crate::brain::parked::ParkedQuestions;
 use crate::brain::{BrainCli, Mode, PermissionAnswer, PermissionQuestion, TermSize};
 use crate::sys::sync::lock;
 
@@ -75,7 +75,7 @@ pub struct CloneHandle {
     activity: Mutex<Activity>,
     live: Arc<Mutex<Live>>,
     watch: broadcast::Sender<Frame>,
-    pending: Mutex<HashMap<String, oneshot::Sender<PermissionAnswer>>>,
+    pending: ParkedQuestions,
 }
 
 impl CloneHandle {
@@ -99,7 +99,7 @@ impl CloneHandle {
             activity: Mutex::new(Activity::Idle),
             live,
             watch,
-            pending: Mutex::new(HashMap::new()),
+            pending: ParkedQuestions::default(),
         })
     }
 
@@ -210,50 +210,34 @@ impl CloneHandle {
         client: &mpsc::Sender<Frame>,
         timeout: Duration,
     ) -> PermissionAnswer {
-        let request_id = uuid::Uuid::new_v4().to_string();
-        let (tx, rx) = oneshot::channel();
-        lock(&self.pending).insert(request_id.clone(), tx);
+        let (tool_name, input, reason) = (
+            question.tool_name.clone(),
+            question.input.clone(),
+            question.reason.clone(),
+        );
+        let waiting = self.pending.park(question, timeout);
+        let request_id = waiting.id.clone();
         let frame = Frame::new(Header::Permission {
             clone: self.name().to_string(),
             request_id: request_id.clone(),
-            tool_name: question.tool_name.clone(),
-            input: question.input.clone(),
-            reason: question.reason.clone(),
+            tool_name,
+            input,
+            reason,
         });
         self.broadcast(frame.clone());
         deliver(client, frame).await;
-        let (answer, outcome) = match tokio::time::timeout(timeout, rx).await {
-            Ok(Ok(answer)) => {
-                let outcome = match &answer {
-                    PermissionAnswer::Allow { .. } => "allowed",
-                    PermissionAnswer::Deny { .. } => "denied",
-                };
-                (answer, outcome.to_string())
-            }
-            _ => {
-                let message = format!(
-                    "No one answered the permission request for {} within {} seconds, so it was denied.",
-                    question.tool_name,
-                    timeout.as_secs()
-                );
-                (PermissionAnswer::Deny { message }, "timed out".to_string())
-            }
-        };
-        lock(&self.pending).remove(&request_id);
-        let settled = Frame::new(Header::PermissionSettled {
+        let settled = waiting.settled().await;
+        let done = Frame::new(Header::PermissionSettled {
             request_id,
-            outcome,
+            outcome: settled.outcome().to_string(),
         });
-        self.broadcast(settled.clone());
-        deliver(client, settled).await;
-        answer
+        self.broadcast(done.clone());
+        deliver(client, done).await;
+        settled.answer()
     }
 
     /// Answers an open permission question; `false` when none has that id (already answered).
     pub fn answer(&self, request_id: &str, allow: bool, always: bool) -> bool {
-        let Some(tx) = lock(&self.pending).remove(request_id) else {
-            return false;
-        };
         let answer = if allow {
             PermissionAnswer::Allow { remember: always }
         } else {
@@ -261,7 +245,7 @@ impl CloneHandle {
                 message: "The user denied this call.".into(),
             }
         };
-        tx.send(answer).is_ok()
+        self.pending.answer(request_id, answer).is_ok()
     }
 }
 

@@ -4,8 +4,8 @@
 //!
 //! | bytes | what |
 //! |---|---|
-//! | 4 | header length, u32 big-endian (at most [`MAX_HEADER`]) |
-//! | 4 | payload length, u32 big-endian (at most [`MAX_PAYLOAD`]) |
+//! | 4 | header length (at most [`MAX_HEADER`]), as `sys::frame` prefixes lengths |
+//! | 4 | payload length (at most [`MAX_PAYLOAD`]), the same way |
 //! | header length | one JSON object, a [`Header`] (`{"type": "talk", ...}`) |
 //! | payload length | raw bytes: terminal input and output, stream-json lines, a screen |
 //!
@@ -21,6 +21,7 @@ use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use crate::brain::Verb;
+use crate::sys::frame;
 use crate::ui_event::UiEvent;
 
 /// Bumped on any change a peer of the other version would misread.
@@ -181,8 +182,8 @@ pub struct CloneInfo {
 pub enum FrameError {
     #[error("the connection failed: {0}")]
     Io(#[from] std::io::Error),
-    #[error("the peer sent a frame of {size} bytes, more than the {limit} allowed")]
-    TooLarge { size: u32, limit: u32 },
+    #[error("the peer sent a frame of {0}")]
+    TooLarge(#[from] crate::sys::frame::TooLarge),
     #[error("the peer sent a frame this ouro cannot read ({0}); are both the same ouro version?")]
     Malformed(#[from] serde_json::Error),
     #[error("the connection closed in the middle of a frame")]
@@ -221,11 +222,11 @@ impl From<Header> for Frame {
 /// Writes one frame and flushes it.
 pub async fn write<W: AsyncWrite + Unpin>(out: &mut W, frame: &Frame) -> Result<(), FrameError> {
     let header = serde_json::to_vec(&frame.header)?;
-    let header_len = length(header.len(), MAX_HEADER)?;
-    let payload_len = length(frame.payload.len(), MAX_PAYLOAD)?;
+    let header_len = frame::encode(header.len(), MAX_HEADER)?;
+    let payload_len = frame::encode(frame.payload.len(), MAX_PAYLOAD)?;
     let mut buf = Vec::with_capacity(8 + header.len() + frame.payload.len());
-    buf.extend_from_slice(&header_len.to_be_bytes());
-    buf.extend_from_slice(&payload_len.to_be_bytes());
+    buf.extend_from_slice(&header_len);
+    buf.extend_from_slice(&payload_len);
     buf.extend_from_slice(&header);
     buf.extend_from_slice(&frame.payload);
     out.write_all(&buf).await?;
@@ -248,10 +249,11 @@ pub async fn read<R: AsyncRead + Unpin>(input: &mut R) -> Result<Option<Frame>, 
         }
         filled += n;
     }
-    let header_len = u32::from_be_bytes([lengths[0], lengths[1], lengths[2], lengths[3]]);
-    let payload_len = u32::from_be_bytes([lengths[4], lengths[5], lengths[6], lengths[7]]);
-    check(header_len, MAX_HEADER)?;
-    check(payload_len, MAX_PAYLOAD)?;
+    let header_len = frame::decode([lengths[0], lengths[1], lengths[2], lengths[3]], MAX_HEADER)?;
+    let payload_len = frame::decode(
+        [lengths[4], lengths[5], lengths[6], lengths[7]],
+        MAX_PAYLOAD,
+    )?;
     let mut header = vec![0u8; header_len as usize];
     read_exact(input, &mut header).await?;
     let mut payload = vec![0u8; payload_len as usize];
@@ -268,19 +270,6 @@ async fn read_exact<R: AsyncRead + Unpin>(input: &mut R, buf: &mut [u8]) -> Resu
         Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Err(FrameError::Truncated),
         Err(e) => Err(e.into()),
     }
-}
-
-fn length(len: usize, limit: u32) -> Result<u32, FrameError> {
-    let size = u32::try_from(len).unwrap_or(u32::MAX);
-    check(size, limit)?;
-    Ok(size)
-}
-
-fn check(size: u32, limit: u32) -> Result<(), FrameError> {
-    if size > limit {
-        return Err(FrameError::TooLarge { size, limit });
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -352,7 +341,7 @@ mod tests {
         huge.extend_from_slice(&0u32.to_be_bytes());
         assert!(matches!(
             read(&mut huge.as_slice()).await,
-            Err(FrameError::TooLarge { .. })
+            Err(FrameError::TooLarge(_))
         ));
 
         let mut buf = Vec::new();

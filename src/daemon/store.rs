@@ -71,8 +71,7 @@ impl CloneStore {
 
     pub fn save(&self, record: &CloneRecord) -> Result<(), DaemonError> {
         let path = self.dir(&record.name).join(RECORD);
-        let json = serde_json::to_vec_pretty(record).unwrap_or_default();
-        crate::sys::atomic::write(&path, &json).map_err(|source| DaemonError::Io {
+        crate::sys::atomic::write_json(&path, record).map_err(|source| DaemonError::Io {
             action: "save the clone",
             path,
             source,

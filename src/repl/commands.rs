@@ -43,7 +43,8 @@ fn load_dir(dir: &Path) -> Vec<ProjectCommand> {
                 return None;
             }
             let text = std::fs::read_to_string(&path).ok()?;
-            Some(ProjectCommand::parse(name, &text))
+            let (front, body) = crate::frontmatter::split_or_warn(&text, &path)?;
+            Some(ProjectCommand::new(name, &front, body))
         })
         .collect()
 }
@@ -56,8 +57,17 @@ fn valid_name(name: &str) -> bool {
 }
 
 impl ProjectCommand {
-    pub fn parse(name: String, text: &str) -> ProjectCommand {
-        let (front, body) = crate::frontmatter::split(text);
+    /// From a command file's text; front matter that is not YAML is an error.
+    #[cfg(test)]
+    pub fn parse(
+        name: String,
+        text: &str,
+    ) -> Result<ProjectCommand, crate::frontmatter::FrontMatterError> {
+        let (front, body) = crate::frontmatter::split(text)?;
+        Ok(ProjectCommand::new(name, &front, body))
+    }
+
+    fn new(name: String, front: &crate::frontmatter::FrontMatter, body: &str) -> ProjectCommand {
         let description = front.text("description").unwrap_or_else(|| {
             body.lines()
                 .map(|l| l.trim().trim_start_matches('#').trim())
@@ -94,10 +104,10 @@ mod tests {
 
     #[test]
     fn arguments_are_substituted_or_appended() {
-        let c = ProjectCommand::parse("fix".into(), "Fix issue $ARGUMENTS now.\n");
+        let c = ProjectCommand::parse("fix".into(), "Fix issue $ARGUMENTS now.\n").unwrap();
         assert_eq!(c.expand(" 42 "), "Fix issue 42 now.");
         assert_eq!(c.description, "Fix issue $ARGUMENTS now.");
-        let c = ProjectCommand::parse("review".into(), "# Review\nLook at the diff.");
+        let c = ProjectCommand::parse("review".into(), "# Review\nLook at the diff.").unwrap();
         assert_eq!(c.expand(""), "# Review\nLook at the diff.");
         assert_eq!(
             c.expand("src/a.rs"),
@@ -111,7 +121,8 @@ mod tests {
         let c = ProjectCommand::parse(
             "t".into(),
             "---\ndescription: \"Run the tests\"\n---\nRun cargo test $ARGUMENTS\n",
-        );
+        )
+        .unwrap();
         assert_eq!(c.description, "Run the tests");
         assert_eq!(c.expand("--lib"), "Run cargo test --lib");
     }

@@ -485,8 +485,8 @@ mod tests {
 
     #[test]
     fn project_commands_are_found_and_builtins_win() {
-        let fix = ProjectCommand::parse("fix".into(), "Fix $ARGUMENTS");
-        let help_override = ProjectCommand::parse("help".into(), "mine");
+        let fix = ProjectCommand::parse("fix".into(), "Fix $ARGUMENTS").unwrap();
+        let help_override = ProjectCommand::parse("help".into(), "mine").unwrap();
         let project = vec![fix.clone(), help_override];
         assert_eq!(
             parse("/fix issue 7", project.clone()),

@@ -86,7 +86,7 @@ impl EventLog {
             turn_id: turn_id.to_string(),
             event,
         };
-        if let Err(e) = super::store::append_json_line(&self.file, &stored) {
+        if let Err(e) = crate::sys::atomic::append_json_line(&self.file, &stored) {
             tracing::warn!(file = %self.file.display(), error = %e, "could not keep a served event on disk");
         }
         events.push(stored);

@@ -50,7 +50,7 @@ impl HarnessLog {
         if std::fs::metadata(&self.file).is_ok_and(|m| m.len() >= ROTATE_AT) {
             std::fs::rename(&self.file, self.file.with_extension("log.1"))?;
         }
-        super::store::append_json_line(&self.file, line)
+        crate::sys::atomic::append_json_line(&self.file, line)
     }
 }
 

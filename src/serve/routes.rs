@@ -167,7 +167,7 @@ fn summary(live: &Live) -> Value {
     if let Some(map) = value.as_object_mut() {
         map.remove("history");
         map.insert("running".into(), Value::from(live.running().is_some()));
-        let pending: Vec<String> = lock(&live.pending).keys().cloned().collect();
+        let pending: Vec<String> = live.pending.list().into_iter().map(|q| q.id).collect();
         map.insert("pendingPermissions".into(), Value::from(pending));
         map.insert(
             "lastMessage".into(),
@@ -370,28 +370,23 @@ pub async fn permission(
 ) -> Result<Json<Value>, ApiError> {
     let body: PermissionBody = parse(body)?;
     let live = session_of(&state, &body.session_id)?;
-    let waiting = lock(&live.pending).remove(&body.request_id).ok_or_else(|| {
-        ApiError::not_found(format!(
-            "no permission request {} is waiting in this session (it was answered, timed out, or its turn ended)",
-            body.request_id
-        ))
-    })?;
     let answer = match body.decision {
-        Decision::Allow => {
-            if body.remember {
-                remember(&state, &live, &waiting.always_rules);
-            }
-            PermissionAnswer::Allow {
-                remember: body.remember,
-            }
-        }
+        Decision::Allow => PermissionAnswer::Allow {
+            remember: body.remember,
+        },
         Decision::Deny => PermissionAnswer::Deny {
             message: body
                 .message
                 .unwrap_or_else(|| "the user denied this call".into()),
         },
     };
-    let _ = waiting.answer.send(answer);
+    let question = live
+        .pending
+        .answer(&body.request_id, answer)
+        .map_err(|e| ApiError::not_found(format!("{e} in this session")))?;
+    if body.decision == Decision::Allow && body.remember {
+        remember(&state, &live, &question.always_rules);
+    }
     Ok(Json(json!({"ok": true})))
 }
 

@@ -6,13 +6,14 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::{oneshot, watch};
+use tokio::sync::watch;
 
 use super::events::EventLog;
 use super::log::HarnessLog;
 use super::prompt::FileCache;
 use super::store::{self, Session};
-use crate::brain::{BrainCli, BrainConfig, PermissionAnswer};
+use crate::brain::parked::ParkedQuestions;
+use crate::brain::{BrainCli, BrainConfig};
 use crate::sys::sync::lock;
 
 #[derive(Debug, Clone)]
@@ -52,12 +53,7 @@ pub struct Live {
     pub brain: Box<dyn BrainCli>,
     pub running: Mutex<Option<Running>>,
     /// Permission questions waiting, by request id, with the rules "allow always" would add.
-    pub pending: Mutex<HashMap<String, Waiting>>,
-}
-
-pub struct Waiting {
-    pub answer: oneshot::Sender<PermissionAnswer>,
-    pub always_rules: Vec<String>,
+    pub pending: ParkedQuestions,
 }
 
 #[derive(Clone)]
@@ -85,7 +81,7 @@ impl AppState {
             session: Mutex::new(session),
             brain,
             running: Mutex::new(None),
-            pending: Mutex::new(HashMap::new()),
+            pending: ParkedQuestions::default(),
         }))
     }
 }

@@ -2,7 +2,6 @@
 //! could rewrite a session's permission mode): `serve/projects/<project>/sessions/{id}.json`,
 //! written aside, synced and renamed, beside the session's events and its last system prompt.
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -97,26 +96,8 @@ pub fn brain_dir(home: &Path, session: &Session) -> PathBuf {
         .join(&session.id)
 }
 
-/// Appends `value` as one JSON line to `file` (made, with its folder, if need be), readable by
-/// the user alone: event logs and the harness log hold tool output.
-pub fn append_json_line(file: &Path, value: &impl Serialize) -> std::io::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
-    if let Some(dir) = file.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let mut line = serde_json::to_vec(value).map_err(std::io::Error::other)?;
-    line.push(b'\n');
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .open(file)?
-        .write_all(&line)
-}
-
 pub fn save(home: &Path, session: &Session) -> std::io::Result<()> {
-    let bytes = serde_json::to_vec_pretty(session).map_err(std::io::Error::other)?;
-    crate::sys::atomic::write(&session_file(home, session), &bytes)
+    crate::sys::atomic::write_json(&session_file(home, session), session)
 }
 
 /// Every session kept under `home`; unreadable files are skipped with a warning.

@@ -7,11 +7,11 @@ use std::time::Instant;
 
 use serde::Deserialize;
 use serde_json::json;
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{mpsc, watch};
 
 use super::error::ApiError;
 use super::prompt::{self, Parts};
-use super::state::{AppState, Live, Running, Waiting};
+use super::state::{AppState, Live, Running};
 use super::store::{self, Mode};
 use crate::agents::persona::{self, Persona};
 use crate::brain::{PermissionAnswer, PermissionQuestion, TurnOptions, TurnRequest};
@@ -243,7 +243,7 @@ async fn run(
     let outcome = live.brain.turn(request).await;
     // Questions still open belong to a turn that is over; dropping them lets their askers
     // (which hold the event channel) end.
-    lock(&live.pending).clear();
+    live.pending.clear();
     if let Err(e) = &outcome {
         let _ = tx.send(UiEvent::SessionError {
             session_id: session_id.clone(),
@@ -334,41 +334,17 @@ fn asker(
                     message: "the session was deleted".into(),
                 };
             };
-            let request_id = uuid::Uuid::new_v4().to_string();
-            let (tx, rx) = oneshot::channel();
-            lock(&session.pending).insert(
-                request_id.clone(),
-                Waiting {
-                    answer: tx,
-                    always_rules: question.always_rules.clone(),
-                },
-            );
+            let (tool_name, input) = (question.tool_name.clone(), question.input.clone());
+            let waiting = session.pending.park(question, timeout);
             let session_id = session.snapshot().id;
             drop(session);
             let _ = events.send(UiEvent::PermissionRequest {
                 session_id,
-                request_id: request_id.clone(),
-                tool_name: question.tool_name.clone(),
-                input: question.input.clone(),
+                request_id: waiting.id.clone(),
+                tool_name,
+                input,
             });
-            match tokio::time::timeout(timeout, rx).await {
-                Ok(Ok(answer)) => answer,
-                Ok(Err(_)) => PermissionAnswer::Deny {
-                    message: "the turn ended before anyone answered".into(),
-                },
-                Err(_) => {
-                    if let Some(session) = live.upgrade() {
-                        lock(&session.pending).remove(&request_id);
-                    }
-                    PermissionAnswer::Deny {
-                        message: format!(
-                            "nobody answered the permission request for {} within {} seconds, so it was denied",
-                            question.tool_name,
-                            timeout.as_secs()
-                        ),
-                    }
-                }
-            }
+            waiting.settled().await.answer()
         })
     })
 }

@@ -41,8 +41,9 @@ pub fn load(user_dirs: &[PathBuf], root: &Path, trusted: bool) -> Vec<Skill> {
 }
 
 fn read(dir: &Path) -> Option<Skill> {
-    let text = std::fs::read_to_string(dir.join("SKILL.md")).ok()?;
-    let (front, _) = crate::frontmatter::split(&text);
+    let file = dir.join("SKILL.md");
+    let text = std::fs::read_to_string(&file).ok()?;
+    let (front, _) = crate::frontmatter::split_or_warn(&text, &file)?;
     let folder = dir.file_name()?.to_str()?.to_string();
     let description = front.text("description")?;
     Some(Skill {

@@ -117,7 +117,8 @@ impl PreparedCall for SkillCall {
             let text = tokio::fs::read_to_string(&path)
                 .await
                 .map_err(|e| ToolError::io(format!("cannot read {}", path.display()), e))?;
-            let (_, body) = crate::frontmatter::split(&text);
+            // A file that stopped being valid YAML since it loaded is given whole.
+            let body = crate::frontmatter::split(&text).map_or(text.as_str(), |(_, body)| body);
             let files = tokio::task::spawn_blocking(move || listing(&dir))
                 .await
                 .unwrap_or_default();

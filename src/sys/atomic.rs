@@ -1,9 +1,49 @@
-//! Replacing a small file whole: the new content goes to a temporary file beside it, synced,
-//! then renamed over it, so a crash or a full disk leaves the old file or the new one, never a
-//! torn mix.
+//! ouro's record files: replacing a small file whole (the new content goes to a temporary file
+//! beside it, synced, then renamed over it, so a crash or a full disk leaves the old file or the
+//! new one, never a torn mix), JSON records kept that way (sessions, clones, series, worktree
+//! manifests), and JSON lines appended to a log.
 
 use std::io::Write as _;
 use std::path::Path;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+/// Keeps `value` in `path` as pretty JSON, replaced whole.
+pub fn write_json(path: &Path, value: &impl Serialize) -> std::io::Result<()> {
+    let bytes = serde_json::to_vec_pretty(value).map_err(std::io::Error::other)?;
+    write(path, &bytes)
+}
+
+/// The record kept in `path`: `None` when there is none; a record that does not parse is an
+/// [`std::io::ErrorKind::InvalidData`] error saying why.
+pub fn read_json<T: DeserializeOwned>(path: &Path) -> std::io::Result<Option<T>> {
+    let bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    serde_json::from_slice(&bytes)
+        .map(Some)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+}
+
+/// Appends `value` as one JSON line to `file` (made, with its folder, if need be), readable by
+/// the user alone: logs hold tool output. The line goes in one write.
+pub fn append_json_line(file: &Path, value: &impl Serialize) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    if let Some(dir) = file.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut line = serde_json::to_vec(value).map_err(std::io::Error::other)?;
+    line.push(b'\n');
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(file)?
+        .write_all(&line)
+}
 
 /// Writes `bytes` to `path` atomically, making its folder if need be.
 pub fn write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
@@ -34,5 +74,24 @@ mod tests {
         super::write(&path, b"two").unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"two");
         assert_eq!(std::fs::read_dir(dir.path().join("a")).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn records_round_trip_and_a_damaged_one_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.json");
+        assert_eq!(super::read_json::<Vec<u8>>(&path).unwrap(), None);
+        super::write_json(&path, &vec![1u8, 2]).unwrap();
+        assert_eq!(
+            super::read_json::<Vec<u8>>(&path).unwrap(),
+            Some(vec![1, 2])
+        );
+        std::fs::write(&path, "[1,").unwrap();
+        let err = super::read_json::<Vec<u8>>(&path).unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::InvalidData);
+        let log = dir.path().join("logs/a.jsonl");
+        super::append_json_line(&log, &"one").unwrap();
+        super::append_json_line(&log, &"two").unwrap();
+        assert_eq!(std::fs::read_to_string(&log).unwrap(), "\"one\"\n\"two\"\n");
     }
 }

@@ -1,3 +1,6 @@
+//! Every git process ouro starts is built here: [`in_work_tree`] for a repository of the
+//! user's, [`on_own_repository`] for one of ouro's own (the checkpoints' shadow repositories).
+//!
 //! Git settings that make it run nothing a repository names. Ouro's own `git status` at
 //! start-up and every Bash call allowed only as read-only get them, so a cloned repository (or
 //! one whose `.git/config` an approved command changed) cannot turn a look at its status, diff
@@ -6,7 +9,48 @@
 //! git 2.40 and later), and every filter or diff driver that `.git/info/attributes` names is
 //! emptied, which git reads as "no driver".
 
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// `program` (git, or a stand-in in tests) on the user's repository holding `dir`, run in
+/// `dir`: nothing the repository configures runs ([`safety_env`]), no credential prompt, no
+/// stdin.
+pub fn in_work_tree(program: impl AsRef<OsStr>, dir: &Path) -> Command {
+    let mut command = Command::new(program);
+    command
+        .current_dir(dir)
+        .envs(safety_env(dir))
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .stdin(Stdio::null());
+    command
+}
+
+/// git on a repository of ouro's own at `git_dir`: none of the caller's `GIT_*` variables (an
+/// inherited `GIT_OBJECT_DIRECTORY` would point it at the user's objects), no global or
+/// system configuration, no credential prompt, no stdin.
+pub fn on_own_repository(git_dir: &Path) -> Command {
+    let mut command = Command::new("git");
+    for key in callers_git_vars() {
+        command.env_remove(key);
+    }
+    command
+        .env("GIT_DIR", git_dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .stdin(Stdio::null());
+    command
+}
+
+/// The `GIT_*` variables of this process's environment: ouro may run inside a git hook, where
+/// `GIT_OBJECT_DIRECTORY` or `GIT_COMMON_DIR` would point a `git prune` at the user's objects.
+fn callers_git_vars() -> Vec<OsString> {
+    std::env::vars_os()
+        .map(|(key, _)| key)
+        .filter(|key| key.to_string_lossy().starts_with("GIT_"))
+        .collect()
+}
 
 /// `(key, value)` overrides, passed as `GIT_CONFIG_COUNT`/`GIT_CONFIG_KEY_n`/`GIT_CONFIG_VALUE_n`,
 /// which outrank every config file (included ones too).

@@ -4,6 +4,7 @@ pub mod atomic;
 pub mod beneath;
 pub mod disk;
 pub mod flock;
+pub mod frame;
 pub mod git;
 pub mod keeper;
 pub mod masks;

@@ -343,7 +343,7 @@ struct CwdFile {
 impl CwdFile {
     /// Created empty, so a sandbox rule can name it before the shell writes to it.
     fn new() -> std::io::Result<Self> {
-        let path = std::env::temp_dir().join(format!("ouro-cwd-{}", uuid::Uuid::new_v4()));
+        let path = crate::sys::keeper::scratch("cwd");
         std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)

@@ -132,6 +132,11 @@ impl Term {
         }
     }
 
+    /// How much of [`Term::text`] the `expect` calls have matched.
+    pub fn seen(&self) -> usize {
+        self.seen
+    }
+
     /// Everything printed so far, as plain text (escape sequences and carriage returns removed).
     pub fn text(&self) -> String {
         strip_escapes(&self.raw())

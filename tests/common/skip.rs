@@ -30,6 +30,20 @@ pub fn kernel_lacks(what: &str) {
     record(&format!("this kernel lacks {what}"));
 }
 
+/// Records that the calling test skips because it could not mount the small disk it fills.
+/// Root may always mount one: as root (CI) under `OURO_TEST_REQUIRE_ALL=1` this is a failure.
+pub fn cannot_mount(what: &str) {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if root && std::env::var_os("OURO_TEST_REQUIRE_ALL").is_some_and(|v| v == "1") {
+        panic!(
+            "{} cannot run: root could not mount {what} (OURO_TEST_REQUIRE_ALL=1 forbids skipping)",
+            test_name()
+        );
+    }
+    record(&format!("{what} could not be mounted"));
+}
+
 fn test_name() -> String {
     std::thread::current()
         .name()

@@ -36,18 +36,16 @@ impl Follow {
     /// Records the running UI in `state_dir` (best effort: without it only a crash loses the
     /// move).
     pub fn save(&self, state_dir: &Path) {
-        let written = serde_json::to_vec(self)
-            .map_err(std::io::Error::other)
-            .and_then(|json| crate::sys::atomic::write(&state_dir.join(FILE), &json));
-        if let Err(e) = written {
+        if let Err(e) = crate::sys::atomic::write_json(&state_dir.join(FILE), self) {
             tracing::warn!(error = %e, "could not record the running terminal UI");
         }
     }
 
     /// The record a UI left when its owner died, if any.
     pub fn load(state_dir: &Path) -> Option<Follow> {
-        let text = std::fs::read(state_dir.join(FILE)).ok()?;
-        serde_json::from_slice(&text).ok()
+        crate::sys::atomic::read_json(&state_dir.join(FILE))
+            .ok()
+            .flatten()
     }
 
     /// Moves `series` to the session the UI wrote in `transcripts`, and drops the record.

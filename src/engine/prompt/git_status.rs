@@ -4,7 +4,7 @@
 use std::ffi::OsStr;
 use std::io::Read;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 /// How long the first request waits for the status.
@@ -19,16 +19,13 @@ pub enum Look {
 /// `program status` in `cwd` (`program` is git but for tests), given up after `limit`.
 pub fn look(cwd: &Path, program: &OsStr, limit: Duration) -> Look {
     // A look must not take the index lock (or refresh the index) under the user's feet.
-    let spawned = Command::new(program)
+    let spawned = crate::sys::git::in_work_tree(program, cwd)
         .args([
             "--no-optional-locks",
             "status",
             "--short",
             "--ignore-submodules=all",
         ])
-        .envs(crate::sys::git::safety_env(cwd))
-        .current_dir(cwd)
-        .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn();

@@ -75,6 +75,47 @@ pub fn command(
     Ok(command)
 }
 
+/// A path in the temp folder for a scratch file or folder of this ouro process (`kind`: what it
+/// is for). Its name carries ouro's pid, so the keeper removes what is left of them when ouro
+/// ends, however it ends.
+pub fn scratch(kind: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!(
+        "{}{}",
+        scratch_prefix(kind, std::process::id()),
+        uuid::Uuid::new_v4().simple()
+    ))
+}
+
+/// The kinds of scratch path ouro makes, which the keeper sweeps.
+const SCRATCH_KINDS: [&str; 3] = ["cwd", "tmp", "curate"];
+
+fn scratch_prefix(kind: &str, pid: u32) -> String {
+    format!("ouro-{kind}-{pid}-")
+}
+
+/// Removes what is left of the scratch paths of the ouro process `owner` (it has ended).
+fn sweep_scratch(owner: u32) {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    let prefixes: Vec<String> = SCRATCH_KINDS
+        .iter()
+        .map(|kind| scratch_prefix(kind, owner))
+        .collect();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if !prefixes.iter().any(|p| name.starts_with(p.as_str())) {
+            continue;
+        }
+        let path = entry.path();
+        let _ = match entry.file_type() {
+            Ok(kind) if kind.is_dir() => std::fs::remove_dir_all(&path),
+            _ => std::fs::remove_file(&path),
+        };
+    }
+}
+
 /// The argument that makes the binary a keeper.
 pub const ARG: &str = "__keeper";
 
@@ -173,6 +214,8 @@ impl Keeper {
         command
             .arg(ARG)
             .env_clear()
+            // Where this process's scratch files are, for the sweep once it has gone.
+            .env("TMPDIR", std::env::temp_dir())
             .current_dir("/")
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())

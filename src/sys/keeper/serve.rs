@@ -40,6 +40,8 @@ pub fn run() -> ! {
     // SAFETY: the descriptor was handed to this process for this purpose alone, and is owned
     // from here on.
     let socket = UnixStream::from(unsafe { OwnedFd::from_raw_fd(SOCKET_FD) });
+    // SAFETY: getppid has no preconditions; ouro started this process.
+    let owner = unsafe { libc::getppid() } as u32;
     crate::sys::shutdown::become_subreaper();
     // Requests carry environments (a hook's has ouro's credentials): no other process of the
     // user may read this one's memory. And only the socket's end ends the keeper: a signal
@@ -71,6 +73,7 @@ pub fn run() -> ! {
         }
     }
     crate::sys::shutdown::end_descendants();
+    super::sweep_scratch(owner);
     std::process::exit(0);
 }
 

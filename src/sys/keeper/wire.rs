@@ -1,6 +1,6 @@
 //! What ouro and its keeper say to each other over their socket: a request to start a process
-//! (with the descriptors of its stdio) and the replies about it. Each message is a 4-byte
-//! little-endian length and that many bytes of JSON; a request's descriptors travel as
+//! (with the descriptors of its stdio) and the replies about it. Each message is a length
+//! prefix (`sys::frame`) and that many bytes of JSON; a request's descriptors travel as
 //! `SCM_RIGHTS` with its length, so they arrive with the message they belong to.
 
 use std::ffi::OsString;
@@ -10,13 +10,14 @@ use std::os::unix::net::UnixStream;
 
 use serde::{Deserialize, Serialize};
 
+use crate::sys::frame;
 use crate::sys::sandbox::Policy;
 
 /// The most descriptors one message carries (stdin, stdout, stderr).
 const MAX_FDS: usize = 3;
 
 /// The largest message either side accepts: a command line and an environment, with room.
-const MAX_MESSAGE: usize = 256 * 1024 * 1024;
+const MAX_MESSAGE: u32 = 256 * 1024 * 1024;
 
 /// Start one process. Its stdin is the first descriptor sent when `stdin` is set (else
 /// `/dev/null`); stdout and stderr are the next two.
@@ -58,11 +59,12 @@ pub enum Reply {
 
 pub fn send<T: Serialize>(socket: &UnixStream, message: &T, fds: &[RawFd]) -> std::io::Result<()> {
     let body = serde_json::to_vec(message)?;
-    let length = u32::try_from(body.len())
-        .ok()
-        .filter(|l| (*l as usize) <= MAX_MESSAGE)
-        .ok_or_else(|| std::io::Error::other("the message is too large for the keeper"))?
-        .to_le_bytes();
+    let length = frame::encode(body.len(), MAX_MESSAGE).map_err(|e| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("a message for the keeper of {e}"),
+        )
+    })?;
     send_with_fds(socket, &length, fds)?;
     (&*socket).write_all(&body)
 }
@@ -71,17 +73,15 @@ pub fn send<T: Serialize>(socket: &UnixStream, message: &T, fds: &[RawFd]) -> st
 pub fn recv<T: for<'de> Deserialize<'de>>(
     socket: &UnixStream,
 ) -> std::io::Result<Option<(T, Vec<OwnedFd>)>> {
-    let mut length = [0u8; 4];
+    let mut length = [0u8; frame::PREFIX];
     let (got, fds) = recv_with_fds(socket, &mut length)?;
     if got == 0 {
         return Ok(None);
     }
     (&*socket).read_exact(&mut length[got..])?;
-    let length = u32::from_le_bytes(length) as usize;
-    if length > MAX_MESSAGE {
-        return Err(std::io::Error::other("a keeper message is too large"));
-    }
-    let mut body = vec![0u8; length];
+    let length = frame::decode(length, MAX_MESSAGE)
+        .map_err(|e| std::io::Error::other(format!("a keeper message of {e}")))?;
+    let mut body = vec![0u8; length as usize];
     (&*socket).read_exact(&mut body)?;
     Ok(Some((serde_json::from_slice(&body)?, fds)))
 }

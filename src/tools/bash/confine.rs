@@ -58,7 +58,7 @@ impl PrivateTmp {
     /// Names the folder; it is created when a command first needs it.
     pub fn create() -> std::io::Result<PrivateTmp> {
         Ok(PrivateTmp {
-            dir: std::env::temp_dir().join(format!("ouro-tmp-{}", uuid::Uuid::new_v4())),
+            dir: crate::sys::keeper::scratch("tmp"),
             made: std::sync::OnceLock::new(),
         })
     }

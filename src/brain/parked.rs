@@ -1,0 +1,231 @@
+//! Permission questions parked until someone answers them: the one registry serve, the daemon
+//! (and the agent foundry's supervisor) share. Each question gets a single-use id that is the
+//! same wherever it is shown; the first answer from any client wins; a question nobody answers
+//! expires and is denied, and the brain is told why.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use super::{PermissionAnswer, PermissionQuestion};
+use crate::sys::sync::lock;
+
+/// The parked questions of one owner (a served session, a clone).
+#[derive(Clone, Default)]
+pub struct ParkedQuestions {
+    waiting: Arc<Mutex<HashMap<String, Parked>>>,
+}
+
+struct Parked {
+    question: PermissionQuestion,
+    expires_at: SystemTime,
+    answer: oneshot::Sender<PermissionAnswer>,
+}
+
+/// A parked question as a client is shown it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParkedInfo {
+    pub id: String,
+    pub tool_name: String,
+    pub input: Value,
+    pub reason: Option<String>,
+    pub expires_at: SystemTime,
+}
+
+/// How a parked question ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Settled {
+    Answered(PermissionAnswer),
+    /// Nobody answered in time: denied, with the reason the brain is told.
+    Expired(PermissionAnswer),
+    /// Its owner went away (the turn ended, the session was deleted) before an answer came.
+    Abandoned(PermissionAnswer),
+}
+
+impl Settled {
+    /// What the brain gets.
+    pub fn answer(self) -> PermissionAnswer {
+        match self {
+            Settled::Answered(a) | Settled::Expired(a) | Settled::Abandoned(a) => a,
+        }
+    }
+
+    /// One word for logs and watchers: `allowed`, `denied` or `timed out`.
+    pub fn outcome(&self) -> &'static str {
+        match self {
+            Settled::Answered(PermissionAnswer::Allow { .. }) => "allowed",
+            Settled::Answered(PermissionAnswer::Deny { .. }) | Settled::Abandoned(_) => "denied",
+            Settled::Expired(_) => "timed out",
+        }
+    }
+}
+
+/// The asking side of one parked question.
+pub struct Waiting {
+    pub id: String,
+    tool_name: String,
+    timeout: Duration,
+    answer: oneshot::Receiver<PermissionAnswer>,
+    registry: ParkedQuestions,
+}
+
+impl Waiting {
+    /// Waits for the first answer, or denies the call once the question expires.
+    pub async fn settled(self) -> Settled {
+        let settled = match tokio::time::timeout(self.timeout, self.answer).await {
+            Ok(Ok(answer)) => Settled::Answered(answer),
+            Ok(Err(_)) => Settled::Abandoned(PermissionAnswer::Deny {
+                message: "the turn ended before anyone answered".into(),
+            }),
+            Err(_) => Settled::Expired(PermissionAnswer::Deny {
+                message: format!(
+                    "Nobody answered the permission request for {} within {} seconds, so it was denied.",
+                    self.tool_name,
+                    self.timeout.as_secs()
+                ),
+            }),
+        };
+        lock(&self.registry.waiting).remove(&self.id);
+        settled
+    }
+}
+
+/// No question waits under an id.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("no permission request {0} is waiting (it was answered, timed out, or its turn ended)")]
+pub struct NotWaiting(pub String);
+
+impl ParkedQuestions {
+    /// Parks `question` under a new id for at most `timeout`.
+    pub fn park(&self, question: PermissionQuestion, timeout: Duration) -> Waiting {
+        let id = uuid::Uuid::new_v4().to_string();
+        let (tx, rx) = oneshot::channel();
+        let tool_name = question.tool_name.clone();
+        lock(&self.waiting).insert(
+            id.clone(),
+            Parked {
+                question,
+                expires_at: SystemTime::now() + timeout,
+                answer: tx,
+            },
+        );
+        Waiting {
+            id,
+            tool_name,
+            timeout,
+            answer: rx,
+            registry: self.clone(),
+        }
+    }
+
+    /// Answers the question `id` (once: the id is spent); the question it answered.
+    pub fn answer(
+        &self,
+        id: &str,
+        answer: PermissionAnswer,
+    ) -> Result<PermissionQuestion, NotWaiting> {
+        let parked = lock(&self.waiting)
+            .remove(id)
+            .ok_or_else(|| NotWaiting(id.to_string()))?;
+        // A receiver gone at this very moment has settled by expiry: the answer came too late.
+        parked
+            .answer
+            .send(answer)
+            .map_err(|_| NotWaiting(id.to_string()))?;
+        Ok(parked.question)
+    }
+
+    /// Every question waiting, the oldest first.
+    pub fn list(&self) -> Vec<ParkedInfo> {
+        let mut out: Vec<ParkedInfo> = lock(&self.waiting)
+            .iter()
+            .map(|(id, parked)| ParkedInfo {
+                id: id.clone(),
+                tool_name: parked.question.tool_name.clone(),
+                input: parked.question.input.clone(),
+                reason: parked.question.reason.clone(),
+                expires_at: parked.expires_at,
+            })
+            .collect();
+        out.sort_by_key(|info| info.expires_at);
+        out
+    }
+
+    /// Drops every question: their callers are denied as abandoned.
+    pub fn clear(&self) {
+        lock(&self.waiting).clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn question(tool: &str) -> PermissionQuestion {
+        PermissionQuestion {
+            tool_name: tool.into(),
+            input: json!({"command": "ls"}),
+            reason: Some("why".into()),
+            always_rules: vec!["Bash(ls)".into()],
+        }
+    }
+
+    #[tokio::test]
+    async fn the_first_answer_wins_and_the_id_is_spent() {
+        let parked = ParkedQuestions::default();
+        let waiting = parked.park(question("Bash"), Duration::from_secs(60));
+        let id = waiting.id.clone();
+        assert_eq!(parked.list()[0].id, id);
+        let asked = parked
+            .answer(&id, PermissionAnswer::Allow { remember: true })
+            .unwrap();
+        assert_eq!(asked.always_rules, ["Bash(ls)"]);
+        assert_eq!(
+            parked.answer(&id, PermissionAnswer::Allow { remember: false }),
+            Err(NotWaiting(id.clone()))
+        );
+        let settled = waiting.settled().await;
+        assert_eq!(settled.outcome(), "allowed");
+        assert_eq!(settled.answer(), PermissionAnswer::Allow { remember: true });
+        assert!(parked.list().is_empty());
+    }
+
+    #[tokio::test]
+    async fn an_unanswered_question_expires_denied_and_leaves_the_registry() {
+        let parked = ParkedQuestions::default();
+        let waiting = parked.park(question("Write"), Duration::from_millis(50));
+        let id = waiting.id.clone();
+        let settled = waiting.settled().await;
+        assert_eq!(settled.outcome(), "timed out");
+        let PermissionAnswer::Deny { message } = settled.answer() else {
+            panic!("an expired question is denied");
+        };
+        assert!(
+            message.contains("Write") && message.contains("denied"),
+            "{message}"
+        );
+        assert!(parked.list().is_empty());
+        assert!(
+            parked
+                .answer(&id, PermissionAnswer::Allow { remember: false })
+                .is_err()
+        );
+    }
+
+    #[tokio::test]
+    async fn a_cleared_question_is_abandoned_and_denied() {
+        let parked = ParkedQuestions::default();
+        let waiting = parked.park(question("Edit"), Duration::from_secs(60));
+        parked.clear();
+        let settled = waiting.settled().await;
+        assert!(matches!(
+            settled,
+            Settled::Abandoned(PermissionAnswer::Deny { .. })
+        ));
+    }
+}
