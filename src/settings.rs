@@ -37,7 +37,7 @@ impl SettingsSource {
     }
 
     /// Whether the file came with the directory (and so needs the user's trust to widen).
-    pub fn is_the_directorys(self) -> bool {
+    pub(crate) fn is_the_directorys(self) -> bool {
         matches!(
             self,
             SettingsSource::ClaudeProject
@@ -220,7 +220,7 @@ pub struct Settings {
     /// Directories whose own settings and instructions take effect (honoured from the user's
     /// settings only; the REPL's trust question adds to it).
     #[serde(default)]
-    pub trusted_directories: Vec<String>,
+    pub(crate) trusted_directories: Vec<String>,
     /// MCP servers by name, in Claude Code's format (each entry is checked when the session
     /// starts, so one bad entry does not hide the others).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 /// Tools that only read: an agent limited to them may run beside others.
-pub const READ_ONLY_TOOLS: &[&str] = &["Glob", "Grep", "Read"];
+pub(crate) const READ_ONLY_TOOLS: &[&str] = &["Glob", "Grep", "Read"];
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AgentDef {
@@ -38,7 +38,11 @@ impl AgentDef {
     /// From a Markdown file: front matter `name`, `description`, `tools`, `model`; the body is
     /// the prompt. `fallback_name` is used when the front matter has no name.
     /// Front matter that is not YAML is reported, naming `source` and the line.
-    pub fn from_markdown(text: &str, fallback_name: &str, source: String) -> Option<AgentDef> {
+    pub(crate) fn from_markdown(
+        text: &str,
+        fallback_name: &str,
+        source: String,
+    ) -> Option<AgentDef> {
         let (front, body) = crate::frontmatter::split_or_warn(text, Path::new(&source))?;
         let name = front
             .text("name")
@@ -77,7 +81,7 @@ fn valid_name(name: &str) -> bool {
     crate::text::is_plain_name(name)
 }
 
-pub fn builtins() -> Vec<AgentDef> {
+pub(crate) fn builtins() -> Vec<AgentDef> {
     vec![
         AgentDef {
             name: "general-purpose".into(),

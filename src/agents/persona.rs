@@ -44,9 +44,9 @@ pub struct Persona {
     pub auto_approve_tools: Vec<String>,
     pub max_turns: Option<u32>,
     /// The front matter as written, for the GUI.
-    pub front_matter: serde_json::Map<String, Value>,
+    pub(crate) front_matter: serde_json::Map<String, Value>,
     /// Keys this reader does not know, named with the file.
-    pub warnings: Vec<String>,
+    pub(crate) warnings: Vec<String>,
     #[serde(skip)]
     pub prompt: String,
     #[serde(skip)]

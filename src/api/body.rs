@@ -37,7 +37,7 @@ impl Body {
     }
 
     /// The body for one HTTP request: the pieces are shared, not copied.
-    pub fn to_http(&self) -> reqwest::Body {
+    pub(crate) fn to_http(&self) -> reqwest::Body {
         match self.pieces.as_slice() {
             [] => reqwest::Body::from(Bytes::new()),
             [one] => reqwest::Body::from(one.clone()),

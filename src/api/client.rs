@@ -13,7 +13,7 @@ use super::sse::{Decoder, Frame, SseError};
 use super::types::{StartBlock, StreamEvent};
 
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
-pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+pub(crate) const ANTHROPIC_VERSION: &str = "2023-06-01";
 /// The largest request body the Messages API accepts (32 MB); larger ones get a 413.
 pub const MAX_REQUEST_BYTES: u64 = 32 * 1024 * 1024;
 

@@ -121,7 +121,7 @@ pub struct Capabilities {
     /// Takes the `max` effort level too.
     pub max_effort: bool,
     /// Offers a 1M-token context window (model id suffix `[1m]`).
-    pub long_context: bool,
+    pub(crate) long_context: bool,
 }
 
 const fn caps(thinking: Thinking, effort: bool, max_effort: bool) -> Capabilities {
@@ -141,9 +141,9 @@ const fn long(c: Capabilities) -> Capabilities {
 }
 
 /// A model id with this suffix asks for the model's 1M-token context window.
-pub const LONG_CONTEXT_SUFFIX: &str = "[1m]";
+pub(crate) const LONG_CONTEXT_SUFFIX: &str = "[1m]";
 /// The beta the 1M-token window needs.
-pub const LONG_CONTEXT_BETA: &str = "context-1m-2025-08-07";
+pub(crate) const LONG_CONTEXT_BETA: &str = "context-1m-2025-08-07";
 const CONTEXT_WINDOW: u64 = 200_000;
 const LONG_CONTEXT_WINDOW: u64 = 1_000_000;
 
@@ -153,7 +153,7 @@ pub fn api_model(model: &str) -> &str {
 }
 
 /// Whether `model` asks for a 1M-token window that the model offers.
-pub fn wants_long_context(model: &str) -> bool {
+pub(crate) fn wants_long_context(model: &str) -> bool {
     model.ends_with(LONG_CONTEXT_SUFFIX) && capabilities(api_model(model)).long_context
 }
 

@@ -10,9 +10,9 @@ use serde_json::{Value, json};
 use super::models::{self, Thinking};
 
 /// The budget asked for on budget-only models when the user named none.
-pub const DEFAULT_BUDGET: u32 = 16_000;
+pub(crate) const DEFAULT_BUDGET: u32 = 16_000;
 /// The API's smallest thinking budget.
-pub const MIN_BUDGET: u32 = 1024;
+pub(crate) const MIN_BUDGET: u32 = 1024;
 /// Server-side context editing: the API clears old tool results once the context grows.
 pub const CONTEXT_MANAGEMENT_BETA: &str = "context-management-2025-06-27";
 
@@ -28,7 +28,7 @@ pub fn context_management(thinking: bool) -> Value {
 }
 
 /// Lets a budget-thinking model think between tool calls.
-pub const INTERLEAVED_THINKING_BETA: &str = "interleaved-thinking-2025-05-14";
+pub(crate) const INTERLEAVED_THINKING_BETA: &str = "interleaved-thinking-2025-05-14";
 
 /// `--thinking`: what the user asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -13,7 +13,7 @@ pub struct RetryPolicy {
     pub cap: Duration,
     /// The shortest wait, whatever `retry-after` says: `retry-after: 0` must not turn into a
     /// burst of requests.
-    pub min_retry_after: Duration,
+    pub(crate) min_retry_after: Duration,
     /// The longest `retry-after` obeyed; a longer one fails the call with the time to retry.
     pub max_retry_after: Duration,
 }

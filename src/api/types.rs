@@ -171,7 +171,7 @@ pub struct DeltaUsage {
 }
 
 impl DeltaUsage {
-    pub fn apply_to(&self, usage: &mut Usage) {
+    pub(crate) fn apply_to(&self, usage: &mut Usage) {
         if let Some(v) = self.input_tokens {
             usage.input_tokens = v;
         }

@@ -20,13 +20,13 @@ const RUNS: usize = 3;
 pub struct CatsCost {
     pub files: usize,
     pub megabytes: f64,
-    pub cats_ms: f64,
+    pub(crate) cats_ms: f64,
     /// `find -type f | xargs cat > /dev/null` over the same tree.
-    pub floor_ms: f64,
-    pub dogs_ms: f64,
+    pub(crate) floor_ms: f64,
+    pub(crate) dogs_ms: f64,
 }
 
-pub fn measure() -> Result<CatsCost, BenchError> {
+pub(crate) fn measure() -> Result<CatsCost, BenchError> {
     let dir = WorkDir::new("cats").map_err(|e| BenchError::io("could not create a work dir", e))?;
     let tree = dir.path().join("tree");
     generate(&tree).map_err(|e| BenchError::io("could not generate the tree", e))?;

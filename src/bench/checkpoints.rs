@@ -19,13 +19,17 @@ use crate::checkpoint::{CheckpointConfig, Checkpoints, Kind};
 pub struct CheckpointCost {
     pub files: usize,
     pub runs: usize,
-    pub first_ms: f64,
-    pub unchanged_ms: Spread,
-    pub one_file_changed_ms: Spread,
-    pub after_an_edit_ms: Spread,
+    pub(crate) first_ms: f64,
+    pub(crate) unchanged_ms: Spread,
+    pub(crate) one_file_changed_ms: Spread,
+    pub(crate) after_an_edit_ms: Spread,
 }
 
-pub async fn measure(files: usize, runs: usize, seed: u64) -> Result<CheckpointCost, BenchError> {
+pub(crate) async fn measure(
+    files: usize,
+    runs: usize,
+    seed: u64,
+) -> Result<CheckpointCost, BenchError> {
     let dir = WorkDir::new("checkpoints")
         .map_err(|e| BenchError::io("could not create the fixture directory", e))?;
     let root = dir.path().join("project");

@@ -6,7 +6,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 /// Marker lines per source file that an Edit may change, each at most once per run.
-pub const EDITS_PER_FILE: usize = 3;
+pub(crate) const EDITS_PER_FILE: usize = 3;
 /// Files per directory; a tree of N files has N / FILES_PER_DIR directories under `src/`.
 const FILES_PER_DIR: usize = 50;
 /// The rare word Grep looks for (about one file in twenty has it).
@@ -29,7 +29,7 @@ impl Rng {
         Rng(seed)
     }
 
-    pub fn next_u64(&mut self) -> u64 {
+    pub(crate) fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -68,7 +68,7 @@ pub struct FixtureFile {
     pub kind: FileKind,
     /// The values of the marker lines (Rust files only).
     pub markers: [u32; EDITS_PER_FILE],
-    pub has_needle: bool,
+    pub(crate) has_needle: bool,
 }
 
 impl FixtureFile {

@@ -31,7 +31,7 @@ pub struct HistoryCost {
 }
 
 /// One Read per turn for `turns` turns, never compacted, so the history only grows.
-pub async fn history_cost(
+pub(crate) async fn history_cost(
     host: &MockHost,
     turns: usize,
     files: usize,
@@ -90,7 +90,10 @@ const COMPACT_EVERY: usize = 600 << 10;
 /// The size of one generated tool result.
 const RESULT_BYTES: usize = 8 << 10;
 
-pub async fn resume_cost(host: &MockHost, megabytes: usize) -> Result<ResumeCost, BenchError> {
+pub(crate) async fn resume_cost(
+    host: &MockHost,
+    megabytes: usize,
+) -> Result<ResumeCost, BenchError> {
     let dir = WorkDir::new("resume")
         .map_err(|e| BenchError::io("could not create the fixture directory", e))?;
     let mut runs = Vec::new();

@@ -25,7 +25,7 @@ impl Spread {
     }
 
     /// How many times `other`'s median this one's is.
-    pub fn ratio_to(&self, other: &Spread) -> f64 {
+    pub(crate) fn ratio_to(&self, other: &Spread) -> f64 {
         self.median / other.median.max(f64::MIN_POSITIVE)
     }
 }
@@ -52,11 +52,11 @@ impl Percentiles {
 }
 
 /// Milliseconds as a float: every figure in the report uses this unit.
-pub fn ms(d: Duration) -> f64 {
+pub(crate) fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
-pub fn median(values: &[f64]) -> Option<f64> {
+pub(crate) fn median(values: &[f64]) -> Option<f64> {
     sorted(values).map(|s| median_of_sorted(&s))
 }
 
@@ -79,13 +79,13 @@ fn median_of_sorted(sorted: &[f64]) -> f64 {
 }
 
 /// The nearest-rank `percent` percentile of `values`; `None` when there are none.
-pub fn percentile(values: &[f64], percent: f64) -> Option<f64> {
+pub(crate) fn percentile(values: &[f64], percent: f64) -> Option<f64> {
     sorted(values).map(|s| nearest_rank(&s, percent))
 }
 
 /// A memory figure of a live process from `/proc/<pid>/status` (`VmRSS`, `VmHWM`), in MiB;
 /// 0 when it cannot be read.
-pub fn status_mb(pid: u32, field: &str) -> f64 {
+pub(crate) fn status_mb(pid: u32, field: &str) -> f64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
         .and_then(|status| {

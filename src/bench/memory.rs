@@ -16,15 +16,15 @@ const MB: usize = 1 << 20;
 #[derive(Debug, Clone, Serialize)]
 pub struct MemoryCost {
     /// The same session with a one-word answer: the floor the others are compared with.
-    pub baseline_mb: f64,
-    pub delta_50mb_mb: f64,
+    pub(crate) baseline_mb: f64,
+    pub(crate) delta_50mb_mb: f64,
     /// The same delta printed as `--output-format stream-json --verbose`, as the SDKs read it.
-    pub delta_50mb_stream_json_mb: f64,
-    pub tool_result_50mb_mb: f64,
-    pub bash_1gb_mb: f64,
+    pub(crate) delta_50mb_stream_json_mb: f64,
+    pub(crate) tool_result_50mb_mb: f64,
+    pub(crate) bash_1gb_mb: f64,
 }
 
-pub async fn measure(host: &MockHost) -> Result<MemoryCost, BenchError> {
+pub(crate) async fn measure(host: &MockHost) -> Result<MemoryCost, BenchError> {
     let dir = WorkDir::new("memory")
         .map_err(|e| BenchError::io("could not create the fixture directory", e))?;
     let big = dir.path().join("big.txt");

@@ -15,7 +15,7 @@ pub mod fixture;
 mod host;
 pub mod long;
 pub mod mcp;
-pub mod measure;
+pub(crate) mod measure;
 pub mod memory;
 pub mod relay;
 pub mod replay;
@@ -68,7 +68,7 @@ pub struct BenchArgs {
     pub turns: u32,
     /// Tool calls in each of those turns.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=64))]
-    pub calls_per_turn: u32,
+    pub(crate) calls_per_turn: u32,
     /// Tools the calls cycle through: read, grep, glob, edit, bash (comma separated).
     #[arg(long, default_value = "read,grep,glob,edit,bash")]
     pub mix: Mix,
@@ -93,7 +93,7 @@ pub struct BenchArgs {
     /// Also time an MCP tool call over stdio, through ouro and bare, against this server
     /// command (it needs an `echo` tool taking `message`, as `mcp-server-everything` has).
     #[arg(long, value_name = "COMMAND", num_args = 0..=1, default_missing_value = "mcp-server-everything")]
-    pub compare_mcp: Option<String>,
+    pub(crate) compare_mcp: Option<String>,
     /// Also time checkpoints on a generated project of this many files (default 10000).
     #[arg(long, value_name = "FILES", num_args = 0..=1, default_missing_value = "10000")]
     pub checkpoints: Option<u32>,
@@ -117,15 +117,15 @@ pub struct BenchArgs {
     /// Also measure the client's time per turn at turn 10 and at turn N of one N-turn
     /// session whose history only grows (e.g. 1000).
     #[arg(long, value_parser = clap::value_parser!(u32).range(20..=5000))]
-    pub history_turns: Option<u32>,
+    pub(crate) history_turns: Option<u32>,
     /// Also time `ouro -p --resume` of a generated transcript of this many MB (with and
     /// without compactions in it), with its peak memory (e.g. 100).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=2000))]
-    pub resume_mb: Option<u32>,
+    pub(crate) resume_mb: Option<u32>,
     /// Measure nothing: write the tools session's project (DIR/project) and scripted API output
     /// (DIR/scenario.json) and print the commands that replay it (as JSON with --json).
     #[arg(long, value_name = "DIR")]
-    pub write_scenario: Option<std::path::PathBuf>,
+    pub(crate) write_scenario: Option<std::path::PathBuf>,
     /// Exit non-zero when a measured figure misses its target (for runs by hand: timings on
     /// a shared machine are noisy).
     #[arg(long)]
@@ -134,7 +134,7 @@ pub struct BenchArgs {
     #[arg(long, hide = true)]
     pub probe: bool,
     #[arg(last = true, hide = true)]
-    pub probe_flags: Vec<String>,
+    pub(crate) probe_flags: Vec<String>,
 }
 
 /// Runs the benchmark and prints the report on stdout (progress goes to stderr). Returns

@@ -20,7 +20,7 @@ use crate::daemon::{DaemonError, Paths};
 
 const KEYSTROKES: usize = 300;
 const DUMP_MB: usize = 16;
-pub const IDLE_CLONES: usize = 10;
+pub(crate) const IDLE_CLONES: usize = 10;
 const END: &str = "END-OF-DUMP";
 
 /// Echoes what is typed (the terminal does) and prints the file on `dump`.
@@ -28,23 +28,23 @@ const BRAIN: &str = "#!/bin/sh\nwhile IFS= read -r line; do\n  case \"$line\" in
 
 #[derive(Debug, Clone, Serialize)]
 pub struct RelayCost {
-    pub keystrokes: usize,
-    pub relay_p50_ms: f64,
-    pub relay_p99_ms: f64,
-    pub direct_p50_ms: f64,
-    pub direct_p99_ms: f64,
+    pub(crate) keystrokes: usize,
+    pub(crate) relay_p50_ms: f64,
+    pub(crate) relay_p99_ms: f64,
+    pub(crate) direct_p50_ms: f64,
+    pub(crate) direct_p99_ms: f64,
     /// Relay p99 minus direct p99.
-    pub overhead_p99_ms: f64,
-    pub relay_mb_per_sec: f64,
-    pub direct_mb_per_sec: f64,
-    pub daemon_rss_mb: f64,
+    pub(crate) overhead_p99_ms: f64,
+    pub(crate) relay_mb_per_sec: f64,
+    pub(crate) direct_mb_per_sec: f64,
+    pub(crate) daemon_rss_mb: f64,
 }
 
 fn failed(what: &str) -> impl Fn(DaemonError) -> BenchError + '_ {
     move |e| BenchError::Failed(format!("{what}: {e}"))
 }
 
-pub async fn measure() -> Result<RelayCost, BenchError> {
+pub(crate) async fn measure() -> Result<RelayCost, BenchError> {
     let dir =
         WorkDir::new("relay").map_err(|e| BenchError::io("could not create a work dir", e))?;
     let home = dir.path().join("home");

@@ -14,7 +14,7 @@ use super::startup::StartSample;
 pub struct Config {
     pub version: &'static str,
     pub turns: usize,
-    pub calls_per_turn: usize,
+    pub(crate) calls_per_turn: usize,
     pub mix: String,
     pub files: usize,
     pub runs: usize,
@@ -69,11 +69,11 @@ pub struct SessionCost {
     pub turns: usize,
     pub model: String,
     /// Uncached input + 1.25 × cache writes + 0.1 × cache reads.
-    pub base_rate_input_tokens: f64,
+    pub(crate) base_rate_input_tokens: f64,
     /// Every input token, as if none were cached.
-    pub input_tokens_uncached_equivalent: u64,
+    pub(crate) input_tokens_uncached_equivalent: u64,
     /// Cache reads over all input tokens.
-    pub cache_hit_ratio: f64,
+    pub(crate) cache_hit_ratio: f64,
     /// The session's cost, output included.
     pub usd: f64,
 }
@@ -101,12 +101,12 @@ impl SessionCost {
 #[derive(Debug, Clone, Serialize)]
 pub struct SandboxCost {
     pub spawns: usize,
-    pub plain_ms: f64,
-    pub confined_ms: f64,
+    pub(crate) plain_ms: f64,
+    pub(crate) confined_ms: f64,
     pub added_ms: f64,
     /// What the sandbox adds when file deny rules are masked too; `None` when the kernel
     /// cannot mask.
-    pub masked_added_ms: Option<f64>,
+    pub(crate) masked_added_ms: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -125,16 +125,16 @@ pub struct ToolPhases {
 /// The same turns with 1 and with `reads_high` Read calls each.
 #[derive(Debug, Clone, Serialize)]
 pub struct Marginal {
-    pub reads_low: usize,
-    pub reads_high: usize,
+    pub(crate) reads_low: usize,
+    pub(crate) reads_high: usize,
     pub wall_low_ms: Spread,
     pub wall_high_ms: Spread,
-    pub client_turn_low_ms: Spread,
-    pub client_turn_high_ms: Spread,
+    pub(crate) client_turn_low_ms: Spread,
+    pub(crate) client_turn_high_ms: Spread,
     /// Extra wall time per extra call, from the medians.
     pub per_call_wall_ms: f64,
     /// Extra client time per turn per extra call, from the medians.
-    pub per_call_client_ms: f64,
+    pub(crate) per_call_client_ms: f64,
 }
 
 /// The `ouro -p` processes measured: the tools scenario with checkpoints and without, in a new
@@ -142,10 +142,10 @@ pub struct Marginal {
 pub struct Processes<'a> {
     /// The first session in a new project (its first snapshot reads every file).
     pub tools: &'a [StartSample],
-    pub tools_without_checkpoints: &'a [StartSample],
+    pub(crate) tools_without_checkpoints: &'a [StartSample],
     /// A session in a project ouro has answered in before.
     pub known: &'a [StartSample],
-    pub known_without_checkpoints: &'a [StartSample],
+    pub(crate) known_without_checkpoints: &'a [StartSample],
     pub hello: &'a [StartSample],
     /// Tool calls in one tools session.
     pub calls: usize,
@@ -166,11 +166,11 @@ pub struct Startup {
     pub known_wall_without_checkpoints_ms: Spread,
     /// What checkpoints add per tool call in a project ouro knows: the difference of the two
     /// medians over the calls.
-    pub checkpoint_per_call_ms: f64,
+    pub(crate) checkpoint_per_call_ms: f64,
     /// Peak RSS of the tools session.
     pub peak_rss_mb: Spread,
     /// The probe's own high-water mark, which the child's peak includes as a lower bound.
-    pub floor_mb: f64,
+    pub(crate) floor_mb: f64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -186,8 +186,8 @@ pub struct Target {
 pub struct MarginalRuns<'a> {
     pub low: &'a [RunSample],
     pub high: &'a [RunSample],
-    pub reads_low: usize,
-    pub reads_high: usize,
+    pub(crate) reads_low: usize,
+    pub(crate) reads_high: usize,
     pub turns: usize,
 }
 

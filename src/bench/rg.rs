@@ -20,10 +20,10 @@ pub struct RgCase {
     pub pattern: String,
     /// `files_with_matches`, `content` or `count`.
     pub mode: String,
-    pub grep_ms: Spread,
-    pub rg_ms: Spread,
+    pub(crate) grep_ms: Spread,
+    pub(crate) rg_ms: Spread,
     /// Grep median / rg median.
-    pub ratio: f64,
+    pub(crate) ratio: f64,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -65,7 +65,7 @@ pub struct RunSample {
     pub calls: usize,
     pub requests: usize,
     /// For each response with tool calls: its `MessageDone` to the next `RequestStarted`.
-    pub client_turns: Vec<Duration>,
+    pub(crate) client_turns: Vec<Duration>,
     /// `RequestStarted` to `MessageDone`: the mock answering plus HTTP and SSE parsing.
     pub responses: Vec<Duration>,
     pub tools: Vec<ToolSample>,
@@ -73,7 +73,7 @@ pub struct RunSample {
     pub usage: Usage,
     pub cost_usd: f64,
     /// The body size of the session's last request.
-    pub last_request_bytes: usize,
+    pub(crate) last_request_bytes: usize,
 }
 
 impl RunSample {
@@ -83,7 +83,11 @@ impl RunSample {
 }
 
 /// Generates a fresh tree and scenario (edits change the tree), serves it and runs it once.
-pub async fn run_once(host: &MockHost, plan: &Plan, files: usize) -> Result<RunSample, BenchError> {
+pub(crate) async fn run_once(
+    host: &MockHost,
+    plan: &Plan,
+    files: usize,
+) -> Result<RunSample, BenchError> {
     run_with(host, plan, files, &session_options()).await
 }
 

@@ -23,7 +23,7 @@ use crate::tools::read::ReadTool;
 pub const BASH_ALLOW_RULES: &[&str] = &["Bash(ls:*)", "Bash(cat:*)", "Bash(wc:*)"];
 
 /// The text the last turn answers with.
-pub const FINAL_TEXT: &str = "Done: the benchmark scenario is complete.";
+pub(crate) const FINAL_TEXT: &str = "Done: the benchmark scenario is complete.";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -88,7 +88,7 @@ impl fmt::Display for Mix {
 pub struct Plan {
     /// Turns with tool calls; one text turn follows them.
     pub turns: usize,
-    pub calls_per_turn: usize,
+    pub(crate) calls_per_turn: usize,
     pub mix: Mix,
     pub seed: u64,
 }
@@ -110,7 +110,8 @@ pub struct Generated {
     /// Tool calls in the whole scenario.
     pub calls: usize,
     /// Edits that had no file read in an earlier turn yet and became Reads.
-    pub edits_replaced: usize,
+    #[cfg(test)]
+    pub(crate) edits_replaced: usize,
 }
 
 /// Builds the scenario for `plan` on `fixture`. Deterministic for a given seed and tree.
@@ -155,6 +156,7 @@ pub fn generate(plan: &Plan, fixture: &Fixture) -> Generated {
     Generated {
         scenario: Scenario::new(turns),
         calls,
+        #[cfg(test)]
         edits_replaced: builder.edits_replaced,
     }
 }

@@ -21,9 +21,9 @@ const TURNS_EACH: usize = 2;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct ServeCost {
-    pub first_delta_ms: Spread,
+    pub(crate) first_delta_ms: Spread,
     /// (sessions at once, turns per second).
-    pub turns_per_sec: Vec<(usize, f64)>,
+    pub(crate) turns_per_sec: Vec<(usize, f64)>,
     pub peak_rss_mb: f64,
 }
 
@@ -92,7 +92,7 @@ fn failed(e: reqwest::Error) -> BenchError {
     BenchError::Failed(format!("a request to ouro serve failed: {e}"))
 }
 
-pub async fn measure(runs: usize) -> Result<ServeCost, BenchError> {
+pub(crate) async fn measure(runs: usize) -> Result<ServeCost, BenchError> {
     let total = runs + 1 + CONCURRENCY.iter().sum::<usize>() * TURNS_EACH;
     let turns: Vec<_> = (0..total)
         .map(|_| json!({"content": [{"type": "text", "text": "Hello from the mock."}]}))

@@ -34,25 +34,25 @@ pub struct StartSample {
     pub first_request: Duration,
     /// From the spawn to the exit: the whole session.
     pub wall: Duration,
-    pub peak_rss_kb: u64,
-    pub floor_kb: u64,
+    pub(crate) peak_rss_kb: u64,
+    pub(crate) floor_kb: u64,
 }
 
 /// What the probe prints, one JSON line.
 #[derive(Debug, Serialize, Deserialize)]
-pub struct ProbeReport {
+pub(crate) struct ProbeReport {
     /// CLOCK_MONOTONIC just before the spawn, comparable across processes.
-    pub spawned_ns: u64,
+    pub(crate) spawned_ns: u64,
     /// CLOCK_MONOTONIC just after the child was reaped.
-    pub exited_ns: u64,
-    pub max_rss_kb: u64,
-    pub floor_kb: u64,
+    pub(crate) exited_ns: u64,
+    pub(crate) max_rss_kb: u64,
+    pub(crate) floor_kb: u64,
     /// The exit code, or minus the signal that ended it.
     pub exit_code: i32,
 }
 
 /// `ouro bench --probe -- <flags>` in `dir`, with a private `home`, against the API at `url`.
-pub fn probe_command(
+pub(crate) fn probe_command(
     dir: &Path,
     home: &Path,
     url: &str,
@@ -78,7 +78,7 @@ pub fn probe_command(
 }
 
 /// The probe's report from its output; an `ouro` that failed makes the measurement invalid.
-pub fn probe_report(output: &std::process::Output) -> Result<ProbeReport, BenchError> {
+pub(crate) fn probe_report(output: &std::process::Output) -> Result<ProbeReport, BenchError> {
     let stderr = String::from_utf8_lossy(&output.stderr);
     let report: ProbeReport = serde_json::from_slice(&output.stdout).map_err(|_| {
         BenchError::Failed(format!(
@@ -108,7 +108,7 @@ pub enum Project {
 
 /// Runs `ouro -p` once through the probe on the scenario of `plan`, with checkpoints on or
 /// off, in a generated project; a known one has had a one-answer session (not timed) first.
-pub async fn measure(
+pub(crate) async fn measure(
     host: &MockHost,
     plan: &Plan,
     files: usize,
@@ -123,14 +123,14 @@ pub async fn measure(
 }
 
 /// A generated project and a private OURO_HOME for it.
-pub struct Place {
+pub(crate) struct Place {
     dir: WorkDir,
     home: WorkDir,
     fixture: Fixture,
 }
 
 impl Place {
-    pub fn new(files: usize, seed: u64) -> Result<Place, BenchError> {
+    pub(crate) fn new(files: usize, seed: u64) -> Result<Place, BenchError> {
         let dir = WorkDir::new("print")
             .map_err(|e| BenchError::io("could not create the fixture directory", e))?;
         let home = WorkDir::new("home")
@@ -147,7 +147,7 @@ impl Place {
 
 /// [`measure`] in `place`, which earlier runs may have used (a project ouro knows: its
 /// checkpoints and sessions are there already, as for a user's second question).
-pub async fn measure_in(
+pub(crate) async fn measure_in(
     host: &MockHost,
     plan: &Plan,
     place: &Place,
@@ -274,7 +274,7 @@ fn own_high_water_kb() -> Result<u64, BenchError> {
 }
 
 /// CLOCK_MONOTONIC in nanoseconds: one clock for every process on the machine.
-pub fn monotonic_ns() -> u64 {
+pub(crate) fn monotonic_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,

@@ -39,7 +39,7 @@ fn grid(rows: &[Vec<String>]) -> String {
 }
 
 /// The human-readable table.
-pub fn render(r: &Report) -> String {
+pub(super) fn render(r: &Report) -> String {
     let c = &r.config;
     let mut out = String::new();
     let _ = writeln!(

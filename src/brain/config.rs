@@ -11,7 +11,7 @@ pub struct BrainConfig {
     /// The working directory of every process the brain starts.
     pub cwd: PathBuf,
     /// Where the series is kept; a new brain on the same directory resumes it.
-    pub state_dir: PathBuf,
+    pub(crate) state_dir: PathBuf,
     /// The executable; `None` means the supplier's default (its environment override, else
     /// `claude` on the PATH or this very `ouro`).
     pub program: Option<PathBuf>,

@@ -27,30 +27,26 @@ pub struct Episode {
     /// The conversation id the supplier reported for this dispatch.
     pub exid: String,
     /// RFC 3339 time the answer arrived.
-    pub finished_at: String,
+    pub(crate) finished_at: String,
 }
 
 /// Reads and writes the series file of one state directory.
 #[derive(Debug, Clone)]
-pub struct SeriesStore {
+pub(crate) struct SeriesStore {
     path: PathBuf,
 }
 
 impl SeriesStore {
-    pub const FILE_NAME: &'static str = "series.json";
+    pub(crate) const FILE_NAME: &'static str = "series.json";
 
-    pub fn new(state_dir: &Path) -> Self {
+    pub(crate) fn new(state_dir: &Path) -> Self {
         Self {
             path: state_dir.join(Self::FILE_NAME),
         }
     }
 
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// The stored series, or `None` when this directory has none yet.
-    pub fn load(&self) -> Result<Option<Series>, BrainError> {
+    pub(crate) fn load(&self) -> Result<Option<Series>, BrainError> {
         let text = match std::fs::read_to_string(&self.path) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -65,7 +61,7 @@ impl SeriesStore {
     }
 
     /// Replaces the stored series; a crash mid-write leaves the old file intact.
-    pub fn save(&self, series: &Series) -> Result<(), BrainError> {
+    pub(crate) fn save(&self, series: &Series) -> Result<(), BrainError> {
         crate::sys::atomic::write_json(&self.path, series)
             .map_err(|e| self.error("write", e.to_string()))
     }
@@ -82,31 +78,31 @@ impl SeriesStore {
 /// The series a brain handle holds, shared with the watchers of its processes: each change is
 /// stored before anyone sees it.
 #[derive(Debug)]
-pub struct SeriesCell {
+pub(crate) struct SeriesCell {
     store: SeriesStore,
     current: std::sync::Mutex<Option<Series>>,
 }
 
 impl SeriesCell {
     /// The series stored in `state_dir`, if any.
-    pub fn load(state_dir: &Path) -> Result<Self, BrainError> {
+    pub(crate) fn load(state_dir: &Path) -> Result<Self, BrainError> {
         let store = SeriesStore::new(state_dir);
         let current = std::sync::Mutex::new(store.load()?);
         Ok(SeriesCell { store, current })
     }
 
-    pub fn get(&self) -> Option<Series> {
+    pub(crate) fn get(&self) -> Option<Series> {
         crate::sys::sync::lock(&self.current).clone()
     }
 
-    pub fn exid(&self) -> Option<String> {
+    pub(crate) fn exid(&self) -> Option<String> {
         crate::sys::sync::lock(&self.current)
             .as_ref()
             .map(|s| s.exid.clone())
     }
 
     /// Changes the series (creating it on first use) and stores it.
-    pub fn update(&self, change: impl FnOnce(&mut Series)) -> Result<Series, BrainError> {
+    pub(crate) fn update(&self, change: impl FnOnce(&mut Series)) -> Result<Series, BrainError> {
         let mut guard = crate::sys::sync::lock(&self.current);
         let mut series = guard.clone().unwrap_or(Series {
             exid: String::new(),
@@ -156,7 +152,7 @@ mod tests {
     fn a_corrupt_file_is_an_error_naming_the_file() {
         let dir = tempfile::tempdir().unwrap();
         let store = SeriesStore::new(dir.path());
-        std::fs::write(store.path(), "{not json").unwrap();
+        std::fs::write(&store.path, "{not json").unwrap();
         let msg = store.load().unwrap_err().to_string();
         assert!(msg.contains("series.json"), "{msg}");
         assert!(msg.contains("move the file away"), "{msg}");

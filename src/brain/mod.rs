@@ -53,7 +53,7 @@ pub fn open(slug: &str, config: BrainConfig) -> Result<Box<dyn BrainCli>, BrainE
 }
 
 /// What a boxed brain future resolves to.
-pub type BrainFuture<'a, T> = BoxFuture<'a, Result<T, BrainError>>;
+pub(crate) type BrainFuture<'a, T> = BoxFuture<'a, Result<T, BrainError>>;
 
 /// Which tool set a dispatch runs with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

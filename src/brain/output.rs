@@ -32,7 +32,7 @@ pub(crate) struct TurnOutcome {
 
 impl TurnAccumulator {
     /// Takes one event; `true` once the turn's result has arrived.
-    pub fn feed(&mut self, event: Line) -> bool {
+    pub(super) fn feed(&mut self, event: Line) -> bool {
         match event {
             Line::Init(init) => self.session_id = Some(init.session_id),
             Line::Assistant(msg) => {
@@ -99,12 +99,12 @@ impl TurnAccumulator {
         false
     }
 
-    pub fn session_id(&self) -> Option<&str> {
+    pub(super) fn session_id(&self) -> Option<&str> {
         self.session_id.as_deref()
     }
 
     /// The outcome, or `None` if no result arrived.
-    pub fn finish(self) -> Option<TurnOutcome> {
+    pub(super) fn finish(self) -> Option<TurnOutcome> {
         let result = self.result?;
         let usage = result.usage.unwrap_or_else(|| {
             let mut sum = Usage::default();
@@ -138,7 +138,7 @@ pub(crate) struct CostTracker {
 
 impl CostTracker {
     /// This turn's cost from what the CLI reported, or `priced` when it reported none.
-    pub fn turn_cost(&mut self, reported: Option<f64>, priced: impl FnOnce() -> f64) -> f64 {
+    pub(super) fn turn_cost(&mut self, reported: Option<f64>, priced: impl FnOnce() -> f64) -> f64 {
         match reported {
             Some(total) => {
                 let before = self.last_total.replace(total).unwrap_or(0.0);

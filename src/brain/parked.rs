@@ -32,7 +32,7 @@ pub struct ParkedInfo {
     pub tool_name: String,
     pub input: Value,
     pub reason: Option<String>,
-    pub expires_at: SystemTime,
+    pub(crate) expires_at: SystemTime,
 }
 
 /// How a parked question ended.

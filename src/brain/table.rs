@@ -15,20 +15,20 @@ use crate::tools::read::ReadTool;
 use crate::tools::write::WriteTool;
 
 /// Executables a brain can run as.
-pub const BINARIES: &[&str] = &["claude", "ouro"];
+pub(crate) const BINARIES: &[&str] = &["claude", "ouro"];
 
 /// Who serves the model behind a brain.
-pub const SUPPLIERS: &[&str] = &["anthropic"];
+pub(crate) const SUPPLIERS: &[&str] = &["anthropic"];
 
 /// The first segment of every atom: the model line the supplier sells.
-pub const MODEL_LINE: &str = "claude";
+pub(crate) const MODEL_LINE: &str = "claude";
 
 /// Read-only tools: an `ask` can look around but change nothing. (The claude CLI's tools
 /// have the same names as ouro's.)
-pub const ASK_TOOLS: &[&str] = &[GlobTool::NAME, GrepTool::NAME, ReadTool::NAME];
+pub(crate) const ASK_TOOLS: &[&str] = &[GlobTool::NAME, GrepTool::NAME, ReadTool::NAME];
 
 /// Everything `ask` has plus the tools that change files or run commands.
-pub const ACT_TOOLS: &[&str] = &[
+pub(crate) const ACT_TOOLS: &[&str] = &[
     GlobTool::NAME,
     GrepTool::NAME,
     ReadTool::NAME,
@@ -46,7 +46,7 @@ pub fn tools_for(verb: Verb) -> &'static [&'static str] {
 }
 
 /// Every atom the table accepts: each family alias, then each versioned model.
-pub fn atoms() -> Vec<String> {
+pub(crate) fn atoms() -> Vec<String> {
     let mut out = Vec::new();
     for family in families() {
         out.push(format!("{MODEL_LINE}/{family}"));

@@ -31,26 +31,26 @@ impl Default for TermSize {
 
 /// The callbacks of one brain handle, shared with its reader threads and exit watchers.
 #[derive(Default)]
-pub struct Subscribers {
+pub(crate) struct Subscribers {
     next: AtomicU64,
     data: Mutex<Vec<(SubscriptionId, DataCallback)>>,
     exit: Mutex<Vec<(SubscriptionId, ExitCallback)>>,
 }
 
 impl Subscribers {
-    pub fn on_data(&self, callback: DataCallback) -> SubscriptionId {
+    pub(crate) fn on_data(&self, callback: DataCallback) -> SubscriptionId {
         let id = self.id();
         lock(&self.data).push((id, callback));
         id
     }
 
-    pub fn on_exit(&self, callback: ExitCallback) -> SubscriptionId {
+    pub(crate) fn on_exit(&self, callback: ExitCallback) -> SubscriptionId {
         let id = self.id();
         lock(&self.exit).push((id, callback));
         id
     }
 
-    pub fn unsubscribe(&self, id: SubscriptionId) -> bool {
+    pub(crate) fn unsubscribe(&self, id: SubscriptionId) -> bool {
         let mut found = false;
         lock(&self.data).retain(|(i, _)| {
             found |= *i == id;
@@ -65,7 +65,7 @@ impl Subscribers {
 
     // Callbacks run on a snapshot taken outside the lock, so one may subscribe or call back
     // into the brain without deadlocking.
-    pub fn data(&self, chunk: &[u8]) {
+    pub(crate) fn data(&self, chunk: &[u8]) {
         let callbacks: Vec<DataCallback> =
             lock(&self.data).iter().map(|(_, c)| c.clone()).collect();
         for callback in callbacks {
@@ -73,7 +73,7 @@ impl Subscribers {
         }
     }
 
-    pub fn exit(&self, info: ExitInfo) {
+    pub(crate) fn exit(&self, info: ExitInfo) {
         let callbacks: Vec<ExitCallback> =
             lock(&self.exit).iter().map(|(_, c)| c.clone()).collect();
         for callback in callbacks {

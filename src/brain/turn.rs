@@ -43,7 +43,7 @@ pub struct PermissionQuestion {
 }
 
 /// The narrowest allow rule for one call: the exact command, the exact file.
-pub fn narrow_rule(tool_name: &str, input: &Value) -> String {
+pub(crate) fn narrow_rule(tool_name: &str, input: &Value) -> String {
     let field = |key: &str| input.get(key).and_then(Value::as_str);
     match tool_name {
         "Bash" => match field("command") {

@@ -21,7 +21,7 @@ static TEMP: AtomicU32 = AtomicU32::new(0);
 
 /// What was done, for [`restore`]: the changes and the folders made for them.
 #[derive(Debug, Default)]
-pub struct Applied {
+pub(super) struct Applied {
     changes: Vec<Change>,
     made_dirs: Vec<PathBuf>,
 }
@@ -37,7 +37,7 @@ fn sync(dir: &Path) {
 
 /// Writes every change; on the first failure takes back what was written and says what failed.
 /// A file that changed since the plan was made (while the user read it) stops the apply.
-pub fn apply(dir: &Path, changes: &[Change]) -> Result<Applied, BundleError> {
+pub(super) fn apply(dir: &Path, changes: &[Change]) -> Result<Applied, BundleError> {
     let mut applied = Applied::default();
     for change in changes {
         let result = unchanged_since_plan(dir, change)
@@ -154,7 +154,7 @@ fn make_dirs(dir: &Path, rel: &Path, made: &mut Vec<PathBuf>) -> std::io::Result
 
 /// Puts every touched file back as it was (bytes and mode), removes the files and folders
 /// that were created; the rest of the tree is never touched.
-pub fn restore(dir: &Path, applied: &Applied) -> Result<(), BundleError> {
+pub(super) fn restore(dir: &Path, applied: &Applied) -> Result<(), BundleError> {
     let mut failed = Vec::new();
     for change in applied.changes.iter().rev() {
         let result = match &change.before {
@@ -185,6 +185,6 @@ pub fn restore(dir: &Path, applied: &Applied) -> Result<(), BundleError> {
 }
 
 /// The files an apply touched.
-pub fn touched(applied: &Applied) -> usize {
+pub(super) fn touched(applied: &Applied) -> usize {
     applied.changes.len()
 }

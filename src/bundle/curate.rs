@@ -16,13 +16,13 @@ use crate::brain::{BrainCli, BrainConfig, Mode};
 
 #[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Ranking {
+pub(super) struct Ranking {
     pub files: Vec<Ranked>,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Ranked {
+pub(super) struct Ranked {
     /// A path from the tree, as listed.
     pub path: String,
     /// 0: unrelated, 1: the task cannot be done without it.
@@ -40,7 +40,7 @@ pub struct CurateOptions {
 
 /// The ranking the brain gives for `task` over `candidates` (paths relative to `cwd`, each
 /// with its estimated tokens), checked.
-pub async fn rank(
+pub(super) async fn rank(
     cwd: &Path,
     candidates: &[(String, u64)],
     options: &CurateOptions,

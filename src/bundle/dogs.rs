@@ -34,10 +34,10 @@ pub struct DogsOptions {
     pub worktree: Option<String>,
 }
 
-pub const APPLIED: i32 = 0;
-pub const VERIFY_FAILED: i32 = 1;
-pub const REJECTED: i32 = 2;
-pub const CONTEXT_REQUESTED: i32 = 3;
+pub(crate) const APPLIED: i32 = 0;
+pub(crate) const VERIFY_FAILED: i32 = 1;
+pub(crate) const REJECTED: i32 = 2;
+pub(crate) const CONTEXT_REQUESTED: i32 = 3;
 
 pub fn run(options: &DogsOptions) -> Result<i32, BundleError> {
     let Some(id) = &options.worktree else {

@@ -6,14 +6,14 @@ use super::parse::{Hunk, Line, LineCommand};
 
 /// A file as lines. `crlf`: most of its lines end in `\r\n`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Text {
+pub(super) struct Text {
     lines: Vec<Line>,
     crlf: bool,
     final_newline: bool,
 }
 
 impl Text {
-    pub fn parse(bytes: &[u8]) -> Text {
+    pub(super) fn parse(bytes: &[u8]) -> Text {
         let final_newline = bytes.ends_with(b"\n");
         let body = bytes.strip_suffix(b"\n").unwrap_or(bytes);
         let mut lines: Vec<Line> = if bytes.is_empty() {
@@ -37,7 +37,7 @@ impl Text {
         }
     }
 
-    pub fn to_bytes(&self) -> Vec<u8> {
+    pub(super) fn to_bytes(&self) -> Vec<u8> {
         let eol: &[u8] = if self.crlf { b"\r\n" } else { b"\n" };
         let mut out = self.lines.join(eol);
         if self.final_newline && !self.lines.is_empty() {
@@ -48,7 +48,7 @@ impl Text {
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum EditError {
+pub(super) enum EditError {
     #[error("{0}")]
     Lines(String),
     #[error("the text to find is not in the file{0}")]
@@ -60,7 +60,7 @@ pub enum EditError {
 }
 
 /// PAWS's commands against the original numbering; they must ascend and not overlap.
-pub fn apply_lines(text: &mut Text, commands: &[LineCommand]) -> Result<(), EditError> {
+pub(super) fn apply_lines(text: &mut Text, commands: &[LineCommand]) -> Result<(), EditError> {
     let n = text.lines.len();
     // Each command as (first line it touches, last line, its replacement), 1-based; an
     // insertion after line k touches nothing and sits between k and k + 1.
@@ -125,7 +125,11 @@ const STAGES: [(&str, Normalise); 3] = [
 /// whitespace, else ignoring indentation; more than one match at the first stage that finds
 /// any is an error, as is none at all. Line numbers settle nothing (a model's are often
 /// wrong): only a unique match is trusted.
-pub fn replace_unique(text: &mut Text, search: &[Line], replace: &[Line]) -> Result<(), EditError> {
+pub(super) fn replace_unique(
+    text: &mut Text,
+    search: &[Line],
+    replace: &[Line],
+) -> Result<(), EditError> {
     if search.is_empty() {
         return Err(EditError::Missing(
             " (the search text is empty; name lines to replace)".into(),
@@ -158,7 +162,7 @@ pub fn replace_unique(text: &mut Text, search: &[Line], replace: &[Line]) -> Res
 /// A diff hunk: its old lines replaced by its new ones where they match once; a hunk with no
 /// old lines inserts after its header's line number, moved by what earlier hunks added or
 /// removed (`shift`).
-pub fn apply_hunk(text: &mut Text, hunk: &Hunk, shift: isize) -> Result<(), EditError> {
+pub(super) fn apply_hunk(text: &mut Text, hunk: &Hunk, shift: isize) -> Result<(), EditError> {
     if hunk.old.is_empty() {
         let at = hunk.old_start.saturating_add_signed(shift);
         if at > text.lines.len() {
@@ -174,7 +178,7 @@ pub fn apply_hunk(text: &mut Text, hunk: &Hunk, shift: isize) -> Result<(), Edit
 }
 
 /// Lines of new content as a file's bytes, each ended by a newline.
-pub fn lines_to_bytes(lines: &[Line]) -> Vec<u8> {
+pub(super) fn lines_to_bytes(lines: &[Line]) -> Vec<u8> {
     let mut out = lines.join(&b'\n');
     if !lines.is_empty() {
         out.push(b'\n');

@@ -9,12 +9,12 @@
 
 use base64::Engine as _;
 
-pub const CAT: &str = "🐈";
-pub const DOG: &str = "🐕";
+pub(crate) const CAT: &str = "🐈";
+pub(crate) const DOG: &str = "🐕";
 pub const HEADER: &str = "# Cats Bundle";
-pub const FENCE: &[u8] = b"```";
-pub const BASE64_HINT: &str = " (Content:Base64)";
-pub const MANIFEST: &str = "# Manifest: sha256=";
+pub(crate) const FENCE: &[u8] = b"```";
+pub(crate) const BASE64_HINT: &str = " (Content:Base64)";
+pub(crate) const MANIFEST: &str = "# Manifest: sha256=";
 
 /// Extensions PAWS always treats as binary.
 const BINARY_EXTENSIONS: &[&str] = &[
@@ -31,7 +31,7 @@ pub struct Entry {
 }
 
 /// A marker line without its newline: `🐈 --- CATS_START_FILE: path (Content:Base64) ---`.
-pub fn marker_line(animal: &str, start: bool, path: &[u8], binary: bool) -> Vec<u8> {
+pub(crate) fn marker_line(animal: &str, start: bool, path: &[u8], binary: bool) -> Vec<u8> {
     let keyword = match (animal == CAT, start) {
         (true, true) => "CATS_START_FILE",
         (true, false) => "CATS_END_FILE",
@@ -121,7 +121,7 @@ pub fn marker(line: &[u8]) -> Option<Marker> {
     })
 }
 
-pub fn is_fence(line: &[u8]) -> bool {
+pub(crate) fn is_fence(line: &[u8]) -> bool {
     let line = trim(line);
     line.starts_with(b"```")
         && line[3..]
@@ -129,14 +129,14 @@ pub fn is_fence(line: &[u8]) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'+' | b'.'))
 }
 
-pub fn is_closing_fence(line: &[u8]) -> bool {
+pub(crate) fn is_closing_fence(line: &[u8]) -> bool {
     trim(line) == b"```"
 }
 
 /// Whether `content` goes into a bundle as base64: PAWS's rule (a binary extension, a NUL or
 /// more than 30% control bytes in the first 1024), and, since ouro keeps every byte, any
 /// content that is not UTF-8 or that holds the exact line sequence that would end its entry.
-pub fn is_binary(path: &[u8], content: &[u8]) -> bool {
+pub(crate) fn is_binary(path: &[u8], content: &[u8]) -> bool {
     let extension = path
         .rsplit(|b| *b == b'.')
         .next()
@@ -181,7 +181,7 @@ pub fn is_binary(path: &[u8], content: &[u8]) -> bool {
 }
 
 /// One entry as cats writes it, followed by the empty line that separates entries.
-pub fn write_entry(out: &mut Vec<u8>, entry: &Entry) {
+pub(crate) fn write_entry(out: &mut Vec<u8>, entry: &Entry) {
     let binary = is_binary(&entry.path, &entry.content);
     out.extend_from_slice(&marker_line(CAT, true, &entry.path, binary));
     out.push(b'\n');

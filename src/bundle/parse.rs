@@ -78,7 +78,7 @@ pub enum LineCommand {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Hunk {
     /// The old file's first line number in the header (0 for an insertion at the top).
-    pub old_start: usize,
+    pub(crate) old_start: usize,
     pub old: Vec<Line>,
     pub new: Vec<Line>,
 }

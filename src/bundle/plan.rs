@@ -42,7 +42,7 @@ type Disk = (Vec<u8>, u32);
 type Planned = (Option<Disk>, Option<Vec<u8>>, bool);
 
 /// Every change, or every reason the bundle is rejected.
-pub fn plan(
+pub(super) fn plan(
     dir: &Path,
     blocks: &[Block],
     manifest: &[(Vec<u8>, String)],

@@ -184,7 +184,7 @@ fn styled(sign: &str, line: &str, colour: Color) -> Line<'static> {
 }
 
 /// What the review decided: the changes to write, and the comments for the model.
-pub struct Decision {
+pub(super) struct Decision {
     pub changes: Vec<Change>,
     pub feedback: String,
     /// `x`: write nothing.
@@ -199,7 +199,7 @@ struct Ui {
     typing: Option<String>,
 }
 
-pub fn review(changes: Vec<Change>) -> Result<Decision, BundleError> {
+pub(super) fn review(changes: Vec<Change>) -> Result<Decision, BundleError> {
     let mut ui = Ui {
         files: changes.into_iter().map(Review::new).collect(),
         file: 0,
@@ -402,7 +402,7 @@ fn feedback(files: &[Review]) -> String {
 }
 
 /// Writes the review's comments to `path` (nothing when there are none).
-pub fn write_feedback(path: &Path, feedback: &str) -> Result<(), BundleError> {
+pub(super) fn write_feedback(path: &Path, feedback: &str) -> Result<(), BundleError> {
     if feedback.is_empty() {
         return Ok(());
     }

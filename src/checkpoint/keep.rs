@@ -16,11 +16,11 @@ use std::path::{Path, PathBuf};
 use super::objects::{self, Oid};
 
 /// The ref whose reflog keeps the checkpoints (it names the newest).
-pub const REF: &str = "refs/ouro/checkpoints";
+pub(super) const REF: &str = "refs/ouro/checkpoints";
 
 /// One checkpoint's line.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Kept {
+pub(super) struct Kept {
     pub commit: Oid,
     pub tree: Oid,
     pub session: String,
@@ -29,7 +29,7 @@ pub struct Kept {
 }
 
 impl Kept {
-    pub fn now(commit: Oid, tree: Oid, session: &str) -> Kept {
+    pub(super) fn now(commit: Oid, tree: Oid, session: &str) -> Kept {
         let time = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
@@ -116,7 +116,7 @@ fn locked(git_dir: &Path) -> std::io::Result<File> {
 }
 
 /// Appends `kept` and points the ref at the last of them.
-pub fn append(git_dir: &Path, kept: &[Kept]) -> std::io::Result<()> {
+pub(super) fn append(git_dir: &Path, kept: &[Kept]) -> std::io::Result<()> {
     let Some(last) = kept.last() else {
         return Ok(());
     };
@@ -149,7 +149,7 @@ fn point_ref(git_dir: &Path, commit: &Oid) -> std::io::Result<()> {
 }
 
 /// The newest line, read from the end of the log.
-pub fn newest(git_dir: &Path) -> Option<Kept> {
+pub(super) fn newest(git_dir: &Path) -> Option<Kept> {
     /// Far longer than a line.
     const TAIL: u64 = 4096;
     let mut file = File::open(log_path(git_dir)).ok()?;
@@ -162,7 +162,10 @@ pub fn newest(git_dir: &Path) -> Option<Kept> {
 
 /// Rewrites the log with the lines `keep` chooses among all of them (a line that cannot be
 /// read is kept as it is); returns how many went.
-pub fn prune(git_dir: &Path, keep: impl FnOnce(&[Kept]) -> Vec<bool>) -> std::io::Result<usize> {
+pub(super) fn prune(
+    git_dir: &Path,
+    keep: impl FnOnce(&[Kept]) -> Vec<bool>,
+) -> std::io::Result<usize> {
     let path = log_path(git_dir);
     if !path.exists() {
         return Ok(0);

@@ -34,7 +34,7 @@ const TOO_SLOW: Duration = Duration::from_secs(3);
 pub struct CheckpointConfig {
     pub enabled: bool,
     /// Untracked files larger than this are left out of snapshots.
-    pub max_file_bytes: u64,
+    pub(crate) max_file_bytes: u64,
     /// Checkpoints of sessions idle longer than this are pruned.
     pub keep_days: u32,
     /// At most this many checkpoints per session (the oldest go first).
@@ -99,7 +99,7 @@ fn unsuitable(root: &Path) -> Option<String> {
 
 /// The shadow repository of the project at `root`: a readable name plus a hash of the whole
 /// path, so that `/x/a b`, `/x/a-b` and `/x/a/b` never share one.
-pub fn shadow_for(root: &Path) -> Option<Shadow> {
+pub(crate) fn shadow_for(root: &Path) -> Option<Shadow> {
     use std::os::unix::ffi::OsStrExt;
     let readable = crate::settings::folder_name(root);
     // FNV-1a: stable across builds, unlike the standard library's hasher.

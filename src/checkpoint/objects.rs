@@ -10,14 +10,14 @@ use flate2::Compression;
 use flate2::write::ZlibEncoder;
 
 /// A SHA-1 object id.
-pub type Oid = [u8; 20];
+pub(crate) type Oid = [u8; 20];
 
 /// A set of object ids hashed by their first bytes: they are SHA-1 already, so hashing them
 /// again (SipHash, the standard default) only costs time on the walk of every snapshot.
-pub type OidSet = std::collections::HashSet<Oid, std::hash::BuildHasherDefault<OidHasher>>;
+pub(crate) type OidSet = std::collections::HashSet<Oid, std::hash::BuildHasherDefault<OidHasher>>;
 
 #[derive(Default)]
-pub struct OidHasher(u64);
+pub(crate) struct OidHasher(u64);
 
 impl std::hash::Hasher for OidHasher {
     fn write(&mut self, bytes: &[u8]) {
@@ -56,7 +56,7 @@ pub fn hex(oid: &Oid) -> String {
     crate::text::hex(oid)
 }
 
-pub fn parse_hex(text: &str) -> Option<Oid> {
+pub(crate) fn parse_hex(text: &str) -> Option<Oid> {
     let text = text.trim();
     if text.len() != 40 {
         return None;
@@ -78,12 +78,12 @@ pub fn id(kind: Kind, data: &[u8]) -> Oid {
 }
 
 /// The loose objects of one repository.
-pub struct Store {
+pub(crate) struct Store {
     objects: PathBuf,
 }
 
 impl Store {
-    pub fn new(git_dir: &Path) -> Store {
+    pub(crate) fn new(git_dir: &Path) -> Store {
         Store {
             objects: git_dir.join("objects"),
         }
@@ -95,7 +95,7 @@ impl Store {
     }
 
     /// Whether the object is there as a loose object.
-    pub fn has(&self, oid: &Oid) -> bool {
+    pub(crate) fn has(&self, oid: &Oid) -> bool {
         std::fs::symlink_metadata(self.path(oid)).is_ok()
     }
 
@@ -103,7 +103,7 @@ impl Store {
     /// git does before it counts on an object it did not write: `git prune` spares objects
     /// younger than two hours, so one that nothing kept yet is not removed before the commit
     /// that names it is kept.
-    pub fn freshen(&self, oid: &Oid) -> bool {
+    pub(crate) fn freshen(&self, oid: &Oid) -> bool {
         std::fs::File::options()
             .write(true)
             .open(self.path(oid))
@@ -114,7 +114,7 @@ impl Store {
     /// Writes `data` as an object of `kind` unless it is there already, and returns its id.
     /// The file is written aside and renamed into place, so a reader (or a second session)
     /// never sees half an object.
-    pub fn write(&self, kind: Kind, data: &[u8]) -> std::io::Result<Oid> {
+    pub(crate) fn write(&self, kind: Kind, data: &[u8]) -> std::io::Result<Oid> {
         let oid = id(kind, data);
         let path = self.path(&oid);
         if std::fs::symlink_metadata(&path).is_ok() {
@@ -147,7 +147,7 @@ impl Store {
 pub struct TreeEntry<'a> {
     pub mode: u32,
     pub name: &'a [u8],
-    pub oid: Oid,
+    pub(crate) oid: Oid,
 }
 
 /// A tree object's bytes. Entries are sorted as git sorts them: by name, a folder's name
@@ -171,10 +171,10 @@ pub fn tree(mut entries: Vec<TreeEntry<'_>>) -> Vec<u8> {
     out
 }
 
-pub const MODE_TREE: u32 = 0o40000;
-pub const MODE_FILE: u32 = 0o100644;
-pub const MODE_EXEC: u32 = 0o100755;
-pub const MODE_LINK: u32 = 0o120000;
+pub(crate) const MODE_TREE: u32 = 0o40000;
+pub(crate) const MODE_FILE: u32 = 0o100644;
+pub(crate) const MODE_EXEC: u32 = 0o100755;
+pub(crate) const MODE_LINK: u32 = 0o120000;
 
 /// A commit object's bytes, authored by ouro now.
 pub fn commit(tree: &Oid, parent: Option<&Oid>, message: &str) -> Vec<u8> {

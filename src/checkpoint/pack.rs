@@ -14,7 +14,7 @@ use super::objects::{self, Kind, Oid, OidSet};
 const BUFFER: usize = 64 << 10;
 
 /// A pack being written beside the repository's other packs.
-pub struct PackWriter {
+pub(super) struct PackWriter {
     dir: PathBuf,
     temp: PathBuf,
     out: BufWriter<std::fs::File>,
@@ -35,15 +35,15 @@ fn type_code(kind: Kind) -> u8 {
 
 /// Makes pack records, one compressor for all of them: setting one up costs more than
 /// compressing a small file.
-pub struct Deflater(Compress);
+pub(super) struct Deflater(Compress);
 
 impl Deflater {
-    pub fn new() -> Deflater {
+    pub(super) fn new() -> Deflater {
         Deflater(Compress::new(Compression::fast(), true))
     }
 
     /// An object's pack record: its type and size header, then its zlib-compressed bytes.
-    pub fn record(&mut self, kind: Kind, data: &[u8]) -> std::io::Result<Vec<u8>> {
+    pub(super) fn record(&mut self, kind: Kind, data: &[u8]) -> std::io::Result<Vec<u8>> {
         let mut record = Vec::with_capacity(data.len() / 2 + 64);
         let mut size = data.len() as u64;
         let mut byte = (type_code(kind) << 4) | (size & 0x0f) as u8;
@@ -76,7 +76,7 @@ impl Deflater {
 impl PackWriter {
     /// Starts a pack in `git_dir/objects/pack`. The object count in the header is patched in
     /// at the end.
-    pub fn start(git_dir: &Path) -> std::io::Result<PackWriter> {
+    pub(super) fn start(git_dir: &Path) -> std::io::Result<PackWriter> {
         let dir = git_dir.join("objects/pack");
         std::fs::create_dir_all(&dir)?;
         let temp = dir.join(format!(".tmp-{}.pack", uuid::Uuid::new_v4().simple()));
@@ -100,7 +100,7 @@ impl PackWriter {
     }
 
     /// Adds an object (once, however often it is added) and returns its id.
-    pub fn add(&mut self, kind: Kind, data: &[u8]) -> std::io::Result<Oid> {
+    pub(super) fn add(&mut self, kind: Kind, data: &[u8]) -> std::io::Result<Oid> {
         let oid = objects::id(kind, data);
         if self.seen.contains(&oid) {
             return Ok(oid);
@@ -114,7 +114,7 @@ impl PackWriter {
     }
 
     /// Adds an object already made into its record (by [`record`]) under its id `oid`.
-    pub fn add_record(&mut self, oid: Oid, record: Vec<u8>) -> std::io::Result<()> {
+    pub(super) fn add_record(&mut self, oid: Oid, record: Vec<u8>) -> std::io::Result<()> {
         if !self.seen.insert(oid) {
             return Ok(());
         }
@@ -127,7 +127,7 @@ impl PackWriter {
     }
 
     /// Writes the trailer and the index and moves both into place; an empty pack is dropped.
-    pub fn finish(self) -> std::io::Result<()> {
+    pub(super) fn finish(self) -> std::io::Result<()> {
         let PackWriter {
             dir,
             temp,
@@ -223,7 +223,7 @@ fn index(entries: &[(Oid, u64, u32)], pack_checksum: &[u8]) -> Vec<u8> {
 
 /// Whether `path` is a finished pack's file of `extension` (`pack-<id>.pack` or `.idx`), not
 /// one still being written (or left by a writer that was killed).
-pub fn is_pack_file(path: &Path, extension: &str) -> bool {
+pub(super) fn is_pack_file(path: &Path, extension: &str) -> bool {
     path.extension().is_some_and(|e| e == extension)
         && path
             .file_name()
@@ -232,7 +232,7 @@ pub fn is_pack_file(path: &Path, extension: &str) -> bool {
 }
 
 /// The ids of every object in the finished packs of `git_dir`, read from their indexes.
-pub fn packed_ids(git_dir: &Path) -> OidSet {
+pub(super) fn packed_ids(git_dir: &Path) -> OidSet {
     let mut ids = OidSet::default();
     let Ok(dir) = std::fs::read_dir(git_dir.join("objects/pack")) else {
         return ids;

@@ -11,7 +11,7 @@ use super::objects::{self, Kind, MODE_EXEC, MODE_FILE, MODE_LINK, Oid};
 use super::pack;
 
 /// Below this many files, threads cost more than they save.
-pub const PARALLEL_FROM: usize = 64;
+pub(super) const PARALLEL_FROM: usize = 64;
 /// Batches read but not yet written, at most.
 const IN_FLIGHT: usize = 4;
 /// Files are handed over in batches of this many (or this many compressed bytes): one
@@ -22,7 +22,7 @@ const BATCH_BYTES: usize = 1 << 20;
 type Outcome = std::io::Result<Option<Packed>>;
 
 /// The git mode of a file from its metadata.
-pub fn mode_of(meta: &std::fs::Metadata) -> u32 {
+pub(super) fn mode_of(meta: &std::fs::Metadata) -> u32 {
     if meta.file_type().is_symlink() {
         MODE_LINK
     } else if meta.mode() & 0o100 != 0 {
@@ -34,7 +34,7 @@ pub fn mode_of(meta: &std::fs::Metadata) -> u32 {
 
 /// A file's blob content (a link's target), or `None` when it vanished or cannot be read:
 /// left out, as `git add --ignore-errors` did.
-pub fn content(full: &Path, meta: &std::fs::Metadata) -> std::io::Result<Option<Vec<u8>>> {
+pub(super) fn content(full: &Path, meta: &std::fs::Metadata) -> std::io::Result<Option<Vec<u8>>> {
     let read = if meta.file_type().is_symlink() {
         std::fs::read_link(full).map(|t| t.as_os_str().as_bytes().to_vec())
     } else {
@@ -84,8 +84,8 @@ fn read_sized(full: &Path, len: u64) -> std::io::Result<Vec<u8>> {
 const ONE_READ_MAX: usize = 64 << 20;
 
 /// One file read for a pack: its blob id and compressed pack record.
-pub struct Packed {
-    pub oid: Oid,
+pub(super) struct Packed {
+    pub(crate) oid: Oid,
     pub record: Vec<u8>,
 }
 
@@ -93,7 +93,7 @@ pub struct Packed {
 /// each result to `take` (on the calling thread, in no particular order) as it is ready: a few
 /// records are in memory at a time, never the whole project. The first error from `take`
 /// stops the reading and is returned.
-pub fn many(
+pub(super) fn many(
     files: &[(PathBuf, std::fs::Metadata)],
     mut take: impl FnMut(usize, std::io::Result<Option<Packed>>) -> std::io::Result<()>,
 ) -> std::io::Result<()> {

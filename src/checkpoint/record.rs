@@ -125,7 +125,7 @@ pub fn read(path: &Path) -> std::io::Result<Vec<Record>> {
 /// The checkpoints of the other sessions kept beside `transcript` (the same project) that were
 /// written to since `since` (a record's timestamp): their work since then is not this
 /// session's to undo.
-pub fn others_since(transcript: &Path, since: &str) -> Vec<Vec<Record>> {
+pub(crate) fn others_since(transcript: &Path, since: &str) -> Vec<Vec<Record>> {
     let Ok(since) = chrono::DateTime::parse_from_rfc3339(since) else {
         return Vec::new();
     };

@@ -25,12 +25,12 @@ mod walk;
 
 /// A project with more files than this (not ignored) gets no checkpoints: each would cost too
 /// much.
-pub const MAX_FILES: usize = 100_000;
+pub(super) const MAX_FILES: usize = 100_000;
 
 /// The project has more than [`MAX_FILES`] files: no place for snapshots.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-pub struct TooManyFiles(String);
+pub(super) struct TooManyFiles(String);
 
 /// Past this many new objects (or bytes) in one snapshot, they are streamed into a pack here
 /// rather than held in memory for the background writer: a first snapshot reads the whole
@@ -78,15 +78,15 @@ const RACY_NS: i64 = 100_000_000;
 /// under way when the call came (see `Checkpoints::take_before_write`): (content, mode), or
 /// `None` for a file that did not exist. A snapshot applies them after it has looked at the
 /// disk, so whatever it read there, the file goes into its tree as it was before the call.
-pub type Preimages = std::sync::Mutex<BTreeMap<Vec<u8>, Preimage>>;
-pub type Preimage = Option<(Vec<u8>, u32)>;
+pub(super) type Preimages = std::sync::Mutex<BTreeMap<Vec<u8>, Preimage>>;
+pub(super) type Preimage = Option<(Vec<u8>, u32)>;
 
-pub struct Scan {
+pub(super) struct Scan {
     root: PathBuf,
     preimages: std::sync::Arc<Preimages>,
     /// The files the last snapshot took from [`Preimages`]: the disk holds something newer,
     /// which the next snapshot must read.
-    pub overridden: Vec<String>,
+    pub(crate) overridden: Vec<String>,
     store: Store,
     cache_file: PathBuf,
     exclude_file: PathBuf,
@@ -113,7 +113,7 @@ pub struct Scan {
 }
 
 impl Scan {
-    pub fn new(
+    pub(super) fn new(
         root: &Path,
         git_dir: &Path,
         max_file_bytes: u64,
@@ -144,7 +144,7 @@ impl Scan {
     }
 
     /// Looks at every file of the project and returns the tree.
-    pub fn everything(&mut self) -> std::io::Result<Oid> {
+    pub(super) fn everything(&mut self) -> std::io::Result<Oid> {
         // Taken back only when this ends well: a walk that stops half-way leaves the next
         // snapshot to remake every tree.
         let trees = std::mem::take(&mut self.trees);
@@ -208,7 +208,7 @@ impl Scan {
     /// Looks only at `paths` (relative to the root), which Edit or Write said they changed.
     /// `None` when that is not enough: a path that is new to the snapshots (its ignore rules
     /// must be consulted) or no longer a file.
-    pub fn only(&mut self, paths: &[String]) -> std::io::Result<Option<Oid>> {
+    pub(super) fn only(&mut self, paths: &[String]) -> std::io::Result<Option<Oid>> {
         if self.entries.is_empty() {
             return Ok(None);
         }
@@ -280,7 +280,7 @@ impl Scan {
 
     /// Forgets which objects were taken to be stored, after a write failed: each is looked for
     /// in the repository again, and written again if it is not there.
-    pub fn forget_stored(&mut self) {
+    pub(super) fn forget_stored(&mut self) {
         self.known.clear();
         self.trees.clear();
         self.packed = None;
@@ -288,7 +288,7 @@ impl Scan {
 
     /// Adds an object to this snapshot's writes, unless the repository has it, and returns
     /// its id (a file whose stat changed but not its bytes is not stored twice).
-    pub fn put(&mut self, kind: Kind, data: &[u8]) -> std::io::Result<Oid> {
+    pub(super) fn put(&mut self, kind: Kind, data: &[u8]) -> std::io::Result<Oid> {
         let oid = objects::id(kind, data);
         if self.claim(&oid) {
             return Ok(oid);
@@ -309,7 +309,7 @@ impl Scan {
     /// Ends this snapshot's writes: its objects, then the lines that keep its commit, in
     /// order after every earlier snapshot's. A pack that was streamed is finished here; the
     /// rest goes to the background writer.
-    pub fn finish(&mut self, kept: Vec<Kept>) -> std::io::Result<()> {
+    pub(super) fn finish(&mut self, kept: Vec<Kept>) -> std::io::Result<()> {
         if let Some(pack) = self.pack.take() {
             pack.finish()?;
         }
@@ -331,7 +331,7 @@ impl Scan {
 
     /// Whether the repository holds `oid`, which this snapshot is about to name: a loose
     /// object is made new (see [`Store::freshen`]) and taken as known from then on.
-    pub fn claim(&mut self, oid: &Oid) -> bool {
+    pub(super) fn claim(&mut self, oid: &Oid) -> bool {
         let held = self.known.contains(oid) || self.in_packs(oid) || self.store.freshen(oid);
         if held {
             self.known.insert(*oid);
@@ -455,7 +455,7 @@ impl Scan {
 }
 
 /// The stat cache's file in the shadow repository; pruning removes it with the objects it names.
-pub const CACHE_FILE: &str = "ouro-stat-cache";
+pub(super) const CACHE_FILE: &str = "ouro-stat-cache";
 
 /// The paths whose entry is not the same in `old` and `new` (added, removed, or another
 /// object or mode): the trees above them are the ones to remake.

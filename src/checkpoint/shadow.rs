@@ -32,9 +32,9 @@ pub struct Change {
     /// The file in the older snapshot: its mode and blob, or `None` when it did not exist.
     pub old: Option<(u32, String)>,
     /// Whether it exists in the newer one.
-    pub exists_after: bool,
+    pub(crate) exists_after: bool,
     /// Whether `path` is the name exactly: a name that is not UTF-8 is shown, not used.
-    pub exact_name: bool,
+    pub(crate) exact_name: bool,
 }
 
 pub struct Shadow {
@@ -121,7 +121,7 @@ impl Shadow {
     }
 
     /// Whether `path` is already kept out.
-    pub fn excludes(&self, path: &str) -> bool {
+    pub(crate) fn excludes(&self, path: &str) -> bool {
         let wanted = format!("/{}", escape_pattern(path));
         std::fs::read_to_string(self.git_dir.join("info/exclude"))
             .is_ok_and(|text| text.lines().any(|l| l == wanted))
@@ -206,7 +206,7 @@ impl Shadow {
     }
 
     /// The contents of `blobs`, in order, through one `cat-file --batch`.
-    pub async fn blobs(&self, blobs: &[String]) -> Result<Vec<Vec<u8>>, ShadowError> {
+    pub(crate) async fn blobs(&self, blobs: &[String]) -> Result<Vec<Vec<u8>>, ShadowError> {
         let mut cmd = self.command();
         cmd.args(["cat-file", "--batch"]);
         let request: String = blobs.iter().map(|b| format!("{b}\n")).collect();

@@ -23,7 +23,7 @@ use super::pack::PackWriter;
 
 /// One snapshot's writes.
 #[derive(Default)]
-pub struct Batch {
+pub(super) struct Batch {
     pub objects: Vec<(Kind, Vec<u8>)>,
     /// The lines that keep the commits, written after the objects.
     pub kept: Vec<Kept>,
@@ -34,7 +34,7 @@ enum Job {
     Settle(mpsc::Sender<std::io::Result<()>>),
 }
 
-pub struct Writer {
+pub(super) struct Writer {
     jobs: Option<mpsc::Sender<Job>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -49,7 +49,7 @@ const HOLD: Duration = Duration::from_secs(1);
 const HELD_BYTES: usize = 16 << 20;
 
 impl Writer {
-    pub fn start(git_dir: &Path) -> Writer {
+    pub(super) fn start(git_dir: &Path) -> Writer {
         let (tx, rx) = mpsc::channel();
         let git_dir = git_dir.to_path_buf();
         let thread = std::thread::Builder::new()
@@ -64,7 +64,7 @@ impl Writer {
 
     /// Queues `batch`; written in the background, in order. Without a thread (it could not be
     /// started) the batch is written now.
-    pub fn send(&self, batch: Batch, git_dir: &Path) -> std::io::Result<()> {
+    pub(super) fn send(&self, batch: Batch, git_dir: &Path) -> std::io::Result<()> {
         match &self.jobs {
             Some(jobs) if self.thread.is_some() => jobs
                 .send(Job::Write(batch))
@@ -75,7 +75,7 @@ impl Writer {
 
     /// Waits until everything queued so far is on disk; the first write that failed since
     /// the last call is the error.
-    pub fn settle(&self) -> std::io::Result<()> {
+    pub(super) fn settle(&self) -> std::io::Result<()> {
         let Some(jobs) = &self.jobs else {
             return Ok(());
         };

@@ -64,7 +64,7 @@ pub struct Args {
 
     /// Claude Code's older spelling of a thinking budget (`--thinking N`); 0 turns thinking off.
     #[arg(long, value_name = "TOKENS", conflicts_with = "thinking")]
-    pub max_thinking_tokens: Option<u32>,
+    pub(crate) max_thinking_tokens: Option<u32>,
 
     /// Flags of Claude Code (and its Agent SDKs) that ouro does not honour yet: named in a
     /// clear error rather than ignored.
@@ -123,7 +123,7 @@ pub struct Args {
     /// Echo each user message read from stdin (stream-json) with its `uuid`, as the Agent SDK
     /// asks to name checkpoints for `rewind_files`.
     #[arg(long, requires = "input_format")]
-    pub replay_user_messages: bool,
+    pub(crate) replay_user_messages: bool,
 
     /// Claude Code's permission to switch to bypassPermissions later; ouro's `set_permission_mode`
     /// and Shift+Tab may always switch, so it changes nothing.
@@ -176,7 +176,7 @@ pub struct Args {
 
     /// Read the replacement system prompt from a file.
     #[arg(long, value_name = "FILE")]
-    pub system_prompt_file: Option<std::path::PathBuf>,
+    pub(crate) system_prompt_file: Option<std::path::PathBuf>,
 
     /// Add this text to the end of the system prompt.
     #[arg(
@@ -188,7 +188,7 @@ pub struct Args {
 
     /// Add a file's text to the end of the system prompt.
     #[arg(long, value_name = "FILE")]
-    pub append_system_prompt_file: Option<std::path::PathBuf>,
+    pub(crate) append_system_prompt_file: Option<std::path::PathBuf>,
 
     /// More settings, highest of the settings layers: a JSON file, or JSON text.
     #[arg(long, value_name = "FILE_OR_JSON")]
@@ -208,7 +208,7 @@ pub struct Args {
 
     /// Do not write the session to a transcript (it cannot be resumed).
     #[arg(long)]
-    pub no_session_persistence: bool,
+    pub(crate) no_session_persistence: bool,
 
     /// The final answer must be JSON matching this JSON Schema (JSON text or a file); it is
     /// in the result's `structured_output`.
@@ -230,7 +230,7 @@ pub struct Args {
     /// Where permission questions go in print mode: `stdio` asks the Agent SDK's can_use_tool
     /// callback over the control protocol (with --input-format stream-json).
     #[arg(long, value_name = "TOOL")]
-    pub permission_prompt_tool: Option<String>,
+    pub(crate) permission_prompt_tool: Option<String>,
 
     /// Sub-agents for this run, as JSON: {"name": {"description", "prompt", "tools"?, "model"?}}.
     #[arg(long, value_name = "JSON")]
@@ -545,7 +545,7 @@ pub struct PermissionFlags {
 
     /// The same as --permission-mode bypassPermissions.
     #[arg(long, conflicts_with = "permission_mode")]
-    pub dangerously_skip_permissions: bool,
+    pub(crate) dangerously_skip_permissions: bool,
 
     /// More directories the session may read and work in.
     #[arg(long = "add-dir", value_name = "DIRS", num_args = 1..)]
@@ -750,7 +750,7 @@ impl Args {
     }
 
     /// The model to run: `--model`, or the one an `ouro@…` `--brain` slug names.
-    pub fn model_choice(&self) -> Result<Option<String>, crate::brain::BrainError> {
+    pub(crate) fn model_choice(&self) -> Result<Option<String>, crate::brain::BrainError> {
         match &self.brain {
             Some(slug) => crate::brain::catalogue::ouro_model(slug).map(|m| Some(m.to_string())),
             None => Ok(self.model.clone()),

@@ -15,7 +15,7 @@ use crate::stream_json::wire::{Line, ResultLine, ResultUsage};
 
 /// The claude brain `--brain <slug>` asks for, or `None` when print mode runs on ouro's own
 /// engine (no `--brain`, or an `ouro@…` slug).
-pub fn claude_brain(
+pub(crate) fn claude_brain(
     slug: Option<&str>,
     input: InputFormat,
 ) -> Result<Option<BrainSpec>, BrainError> {

@@ -107,7 +107,7 @@ pub async fn render(
 
 /// One line per step on stderr, for `--verbose` text runs and the demo. `pending` holds the
 /// model's latest text until it is known not to be the final answer.
-pub fn narrate(event: &Event, pending: &mut Option<String>, out: &mut impl Write) {
+pub(crate) fn narrate(event: &Event, pending: &mut Option<String>, out: &mut impl Write) {
     let before_a_call = matches!(
         event,
         Event::ToolStarted { .. }

@@ -26,7 +26,7 @@ const MAX_SIDE: u16 = 1000;
 const SEND_PATIENCE: Duration = Duration::from_secs(5);
 
 /// A terminal size the screen and the PTY can hold: each side 1 to [`MAX_SIDE`].
-pub fn sane_size(size: TermSize) -> TermSize {
+pub(super) fn sane_size(size: TermSize) -> TermSize {
     TermSize {
         cols: size.cols.clamp(1, MAX_SIDE),
         rows: size.rows.clamp(1, MAX_SIDE),
@@ -35,7 +35,7 @@ pub fn sane_size(size: TermSize) -> TermSize {
 
 /// Queues `frame` for a client; `false` when it is gone or has not read for
 /// [`SEND_PATIENCE`], so a stalled client never holds up a clone.
-pub async fn deliver(client: &mpsc::Sender<Frame>, frame: Frame) -> bool {
+pub(super) async fn deliver(client: &mpsc::Sender<Frame>, frame: Frame) -> bool {
     matches!(
         tokio::time::timeout(SEND_PATIENCE, client.send(frame)).await,
         Ok(Ok(()))
@@ -67,7 +67,7 @@ struct Live {
     sink: Sink,
 }
 
-pub struct CloneHandle {
+pub(super) struct CloneHandle {
     pub record: CloneRecord,
     pub brain: Box<dyn BrainCli>,
     /// Turns and talks, one at a time in arrival order (tokio's mutex is fair).
@@ -79,7 +79,7 @@ pub struct CloneHandle {
 }
 
 impl CloneHandle {
-    pub fn new(record: CloneRecord, brain: Box<dyn BrainCli>) -> Arc<CloneHandle> {
+    pub(super) fn new(record: CloneRecord, brain: Box<dyn BrainCli>) -> Arc<CloneHandle> {
         let (watch, _) = broadcast::channel(WATCH_BACKLOG);
         let live = Arc::new(Mutex::new(Live {
             screen: screen_of(TermSize::default()),
@@ -103,11 +103,11 @@ impl CloneHandle {
         })
     }
 
-    pub fn name(&self) -> &str {
+    pub(super) fn name(&self) -> &str {
         &self.record.name
     }
 
-    pub fn info(&self) -> CloneInfo {
+    pub(super) fn info(&self) -> CloneInfo {
         let instance = self.brain.instance();
         CloneInfo {
             name: self.record.name.clone(),
@@ -125,12 +125,12 @@ impl CloneHandle {
     }
 
     /// The clone's place in the queue now, if no turn or talk holds it.
-    pub fn try_take_turn(&self) -> Option<OwnedMutexGuard<()>> {
+    pub(super) fn try_take_turn(&self) -> Option<OwnedMutexGuard<()>> {
         self.queue.clone().try_lock_owned().ok()
     }
 
     /// Waits for the clone's turn in the queue, telling `client` why it waits when it must.
-    pub async fn take_turn(&self, client: &mpsc::Sender<Frame>) -> OwnedMutexGuard<()> {
+    pub(super) async fn take_turn(&self, client: &mpsc::Sender<Frame>) -> OwnedMutexGuard<()> {
         if let Ok(guard) = self.queue.clone().try_lock_owned() {
             return guard;
         }
@@ -149,13 +149,13 @@ impl CloneHandle {
     }
 
     /// Marks a dispatch turn as running; its stream-json lines go to `lines` when given.
-    pub fn begin_turn(&self, lines: Option<mpsc::Sender<Frame>>) {
+    pub(super) fn begin_turn(&self, lines: Option<mpsc::Sender<Frame>>) {
         *lock(&self.activity) = Activity::Turn;
         lock(&self.live).sink = lines.map_or(Sink::Nowhere, Sink::Lines);
     }
 
     /// Marks a talk as running, on a fresh screen of `size`, with no client attached yet.
-    pub fn begin_talk(&self, size: TermSize) {
+    pub(super) fn begin_talk(&self, size: TermSize) {
         let size = sane_size(size);
         *lock(&self.activity) = Activity::Talk;
         let mut live = lock(&self.live);
@@ -168,7 +168,7 @@ impl CloneHandle {
 
     /// Attaches the talking client: it gets the screen as it is now, then every byte after it
     /// (both under one lock, so nothing is lost or doubled).
-    pub fn attach(&self, client: mpsc::Sender<Frame>) {
+    pub(super) fn attach(&self, client: mpsc::Sender<Frame>) {
         let mut live = lock(&self.live);
         let screen = whole_screen(&live.screen);
         let _ = client.try_send(Frame::with_payload(Header::Screen, screen));
@@ -177,20 +177,20 @@ impl CloneHandle {
         }
     }
 
-    pub fn resize_screen(&self, size: TermSize) {
+    pub(super) fn resize_screen(&self, size: TermSize) {
         let size = sane_size(size);
         if let (Some(rows), Some(cols)) = (NonZeroU16::new(size.rows), NonZeroU16::new(size.cols)) {
             lock(&self.live).screen.set_size(rows, cols);
         }
     }
 
-    pub fn end_activity(&self) {
+    pub(super) fn end_activity(&self) {
         *lock(&self.activity) = Activity::Idle;
         lock(&self.live).sink = Sink::Nowhere;
     }
 
     /// A new watcher: the screen first when a talk runs, then everything live.
-    pub fn watch(&self) -> (Option<Vec<u8>>, broadcast::Receiver<Frame>) {
+    pub(super) fn watch(&self) -> (Option<Vec<u8>>, broadcast::Receiver<Frame>) {
         let live = lock(&self.live);
         let rx = self.watch.subscribe();
         let screen = matches!(live.sink, Sink::Talk { .. }).then(|| whole_screen(&live.screen));
@@ -198,13 +198,13 @@ impl CloneHandle {
     }
 
     /// Tells every watcher.
-    pub fn broadcast(&self, frame: Frame) {
+    pub(super) fn broadcast(&self, frame: Frame) {
         let _ = self.watch.send(frame);
     }
 
     /// Puts a permission question to `client` and every watcher; the first answer wins, and
     /// after `timeout` with none the call is denied with the reason.
-    pub async fn ask_permission(
+    pub(super) async fn ask_permission(
         &self,
         question: PermissionQuestion,
         client: &mpsc::Sender<Frame>,
@@ -237,7 +237,7 @@ impl CloneHandle {
     }
 
     /// Answers an open permission question; `false` when none has that id (already answered).
-    pub fn answer(&self, request_id: &str, allow: bool, always: bool) -> bool {
+    pub(super) fn answer(&self, request_id: &str, allow: bool, always: bool) -> bool {
         let answer = if allow {
             PermissionAnswer::Allow { remember: always }
         } else {

@@ -8,16 +8,16 @@ use tokio::sync::mpsc;
 use super::frame::{self, Frame, FrameError};
 
 /// How many frames may wait to be written before producers must wait or drop.
-pub const OUTGOING: usize = 4096;
+pub(super) const OUTGOING: usize = 4096;
 
-pub struct Conn {
+pub(super) struct Conn {
     pub incoming: mpsc::Receiver<Result<Frame, FrameError>>,
     pub outgoing: mpsc::Sender<Frame>,
     writer: tokio::task::JoinHandle<()>,
 }
 
 impl Conn {
-    pub fn new(stream: UnixStream) -> Conn {
+    pub(super) fn new(stream: UnixStream) -> Conn {
         let (mut read, mut write) = stream.into_split();
         let (in_tx, incoming) = mpsc::channel(256);
         let (outgoing, mut out_rx) = mpsc::channel::<Frame>(OUTGOING);
@@ -53,14 +53,14 @@ impl Conn {
     }
 
     /// Stops queueing and waits (a few seconds at most) until what is queued was written.
-    pub async fn close(self) {
+    pub(super) async fn close(self) {
         drop(self.outgoing);
         drop(self.incoming);
         let _ = tokio::time::timeout(std::time::Duration::from_secs(5), self.writer).await;
     }
 
     /// The next frame; `None` when the peer is gone (closed, or sent something unreadable).
-    pub async fn next(&mut self) -> Option<Frame> {
+    pub(super) async fn next(&mut self) -> Option<Frame> {
         match self.incoming.recv().await? {
             Ok(frame) => Some(frame),
             Err(e) => {
@@ -71,7 +71,7 @@ impl Conn {
     }
 
     /// Queues a frame; `false` when the peer is gone.
-    pub async fn send(&self, frame: impl Into<Frame>) -> bool {
+    pub(super) async fn send(&self, frame: impl Into<Frame>) -> bool {
         self.outgoing.send(frame.into()).await.is_ok()
     }
 }

@@ -14,7 +14,7 @@ use crate::brain::table::tools_for;
 use crate::brain::{Asker, TurnOptions, TurnRequest, Verb};
 use crate::ui_event::UiEvent;
 
-pub async fn run(
+pub(super) async fn run(
     clone: Arc<CloneHandle>,
     conn: &mut Conn,
     verb: Verb,

@@ -25,10 +25,10 @@ use crate::sys::frame;
 use crate::ui_event::UiEvent;
 
 /// Bumped on any change a peer of the other version would misread.
-pub const PROTOCOL: u32 = 1;
+pub(crate) const PROTOCOL: u32 = 1;
 
-pub const MAX_HEADER: u32 = 1 << 20;
-pub const MAX_PAYLOAD: u32 = 16 << 20;
+pub(crate) const MAX_HEADER: u32 = 1 << 20;
+pub(crate) const MAX_PAYLOAD: u32 = 16 << 20;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "kebab-case")]

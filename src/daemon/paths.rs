@@ -60,7 +60,7 @@ impl Paths {
         self.state.join("socket")
     }
 
-    pub fn record_socket(&self) {
+    pub(crate) fn record_socket(&self) {
         let path = self.socket_record();
         if let Err(e) = crate::sys::atomic::write(&path, self.socket.as_os_str().as_encoded_bytes())
         {
@@ -68,7 +68,7 @@ impl Paths {
         }
     }
 
-    pub fn forget_socket(&self) {
+    pub(crate) fn forget_socket(&self) {
         let _ = std::fs::remove_file(self.socket_record());
     }
 
@@ -88,7 +88,7 @@ impl Paths {
 
     /// Creates the socket's directory, private to this user (0700); refuses one that another
     /// user owns.
-    pub fn prepare_socket_dir(&self) -> Result<(), DaemonError> {
+    pub(crate) fn prepare_socket_dir(&self) -> Result<(), DaemonError> {
         let dir = self.socket.parent().unwrap_or(Path::new("/"));
         let failed = |source| DaemonError::Io {
             action: "prepare the socket directory",

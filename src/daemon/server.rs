@@ -23,7 +23,7 @@ use crate::sys::sync::lock;
 /// How long a permission question waits for an answer before the call is denied.
 const PERMISSION_TIMEOUT: Duration = Duration::from_secs(300);
 
-pub struct Daemon {
+pub(super) struct Daemon {
     paths: Paths,
     store: CloneStore,
     clones: Mutex<BTreeMap<String, Arc<CloneHandle>>>,

@@ -11,7 +11,7 @@ use super::DaemonError;
 const RECORD: &str = "clone.json";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CloneRecord {
+pub(super) struct CloneRecord {
     pub name: String,
     /// The brain's slug (`ouro@anthropic/claude/sonnet`, `claude@…`).
     pub brain: String,
@@ -27,27 +27,27 @@ pub struct CloneRecord {
 }
 
 #[derive(Debug, Clone)]
-pub struct CloneStore {
+pub(super) struct CloneStore {
     root: PathBuf,
 }
 
 impl CloneStore {
-    pub fn new(root: PathBuf) -> Self {
+    pub(super) fn new(root: PathBuf) -> Self {
         CloneStore { root }
     }
 
     /// The folder of clone `name` (checked with [`check_name`] first).
-    pub fn dir(&self, name: &str) -> PathBuf {
+    pub(super) fn dir(&self, name: &str) -> PathBuf {
         self.root.join(name)
     }
 
-    pub fn brain_dir(&self, name: &str) -> PathBuf {
+    pub(super) fn brain_dir(&self, name: &str) -> PathBuf {
         self.dir(name).join("brain")
     }
 
     /// Every stored clone. A folder whose record cannot be read is skipped with a warning, so
     /// one damaged clone never hides the others.
-    pub fn load_all(&self) -> Vec<CloneRecord> {
+    pub(super) fn load_all(&self) -> Vec<CloneRecord> {
         let Ok(entries) = std::fs::read_dir(&self.root) else {
             return Vec::new();
         };
@@ -69,7 +69,7 @@ impl CloneStore {
         records
     }
 
-    pub fn save(&self, record: &CloneRecord) -> Result<(), DaemonError> {
+    pub(super) fn save(&self, record: &CloneRecord) -> Result<(), DaemonError> {
         let path = self.dir(&record.name).join(RECORD);
         crate::sys::atomic::write_json(&path, record).map_err(|source| DaemonError::Io {
             action: "save the clone",
@@ -78,7 +78,7 @@ impl CloneStore {
         })
     }
 
-    pub fn remove(&self, name: &str) -> Result<(), DaemonError> {
+    pub(super) fn remove(&self, name: &str) -> Result<(), DaemonError> {
         let dir = self.dir(name);
         match std::fs::remove_dir_all(&dir) {
             Ok(()) => Ok(()),
@@ -94,7 +94,7 @@ impl CloneStore {
 
 /// A clone's name is a folder name and a word on the command line: 1 to 64 letters, digits,
 /// `-` and `_`, not starting with `-`.
-pub fn check_name(name: &str) -> Result<(), DaemonError> {
+pub(super) fn check_name(name: &str) -> Result<(), DaemonError> {
     if crate::text::is_id(name) {
         Ok(())
     } else {
@@ -105,7 +105,7 @@ pub fn check_name(name: &str) -> Result<(), DaemonError> {
 }
 
 /// A permission mode a clone's turns may run in: ouro's modes, and Claude Code's `auto`.
-pub fn check_mode(mode: &str) -> Result<(), DaemonError> {
+pub(super) fn check_mode(mode: &str) -> Result<(), DaemonError> {
     if mode == "auto" || mode.parse::<crate::permissions::PermissionMode>().is_ok() {
         return Ok(());
     }
@@ -116,7 +116,7 @@ pub fn check_mode(mode: &str) -> Result<(), DaemonError> {
 }
 
 /// The directory a new clone works in: absolute, existing, a directory.
-pub fn check_dir(dir: &Path) -> Result<PathBuf, DaemonError> {
+pub(super) fn check_dir(dir: &Path) -> Result<PathBuf, DaemonError> {
     let canonical = dir.canonicalize().map_err(|source| DaemonError::Io {
         action: "open the clone's directory",
         path: dir.to_path_buf(),

@@ -17,7 +17,7 @@ use super::frame::{Frame, Header, TalkEndReason};
 use crate::brain::{ExitInfo, Mode, TermSize};
 use crate::sys::sync::lock;
 
-pub async fn run(
+pub(super) async fn run(
     clone: Arc<CloneHandle>,
     conn: &mut Conn,
     size: TermSize,
@@ -105,7 +105,7 @@ pub async fn run(
 
 /// Relays everything the clone does to one watcher until it leaves; a watcher may answer
 /// permission questions. One that falls behind starts again from the screen as it is now.
-pub async fn watch(clone: Arc<CloneHandle>, conn: &mut Conn, shutdown: &CancellationToken) {
+pub(super) async fn watch(clone: Arc<CloneHandle>, conn: &mut Conn, shutdown: &CancellationToken) {
     let (screen, mut rx) = clone.watch();
     let client = conn.outgoing.clone();
     let hello = Header::Ok {

@@ -14,7 +14,7 @@ use super::repair;
 const BYTES_PER_TOKEN: u64 = 4;
 
 #[derive(Debug, Default)]
-pub struct History {
+pub(super) struct History {
     messages: Vec<Message>,
     /// The JSON of `messages[i]` without cache breakpoints, once a request has encoded it.
     encoded: Vec<Option<Bytes>>,
@@ -30,21 +30,21 @@ pub struct History {
 }
 
 impl History {
-    pub fn new(messages: Vec<Message>) -> Self {
+    pub(super) fn new(messages: Vec<Message>) -> Self {
         let mut h = History::default();
         h.replace(messages);
         h
     }
 
-    pub fn messages(&self) -> &[Message] {
+    pub(super) fn messages(&self) -> &[Message] {
         &self.messages
     }
 
-    pub fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.messages.len()
     }
 
-    pub fn push(&mut self, message: Message) {
+    pub(super) fn push(&mut self, message: Message) {
         let bytes = json_len(&message);
         self.weights.push(weight(&message, bytes));
         self.bytes.push(bytes);
@@ -53,7 +53,7 @@ impl History {
     }
 
     /// A new conversation (compaction, `/clear`, a rewind).
-    pub fn replace(&mut self, messages: Vec<Message>) {
+    pub(super) fn replace(&mut self, messages: Vec<Message>) {
         self.bytes = messages.iter().map(json_len).collect();
         self.weights = messages
             .iter()
@@ -66,13 +66,13 @@ impl History {
         self.valid = 0;
     }
 
-    pub fn clear(&mut self) {
+    pub(super) fn clear(&mut self) {
         self.replace(Vec::new());
     }
 
     /// Makes the history valid to send (see `repair`); returns how many tool results were
     /// synthesised. A valid history, the usual case, is checked and left alone.
-    pub fn repair(&mut self) -> usize {
+    pub(super) fn repair(&mut self) -> usize {
         // Messages are only appended between requests: the last valid one links to the new.
         if repair::is_valid_from(&self.messages, self.valid.saturating_sub(1)) {
             self.valid = self.messages.len();
@@ -90,7 +90,7 @@ impl History {
 
     /// Every message's JSON for a request, with cache breakpoints on the messages in `marks`.
     /// Unmarked messages are encoded once and reused.
-    pub fn encode(&mut self, marks: &[usize]) -> Vec<Bytes> {
+    pub(super) fn encode(&mut self, marks: &[usize]) -> Vec<Bytes> {
         let encode = |message: &Message, marked: bool| {
             let mut out = Vec::new();
             encode_message(message, marked, &mut out);
@@ -111,12 +111,12 @@ impl History {
     }
 
     /// The JSON bytes of all messages.
-    pub fn json_bytes(&self) -> u64 {
+    pub(super) fn json_bytes(&self) -> u64 {
         self.bytes.iter().sum()
     }
 
     /// Records what the model read for a request that sent the whole history as it is now.
-    pub fn measured(&mut self, context_tokens: u64) {
+    pub(super) fn measured(&mut self, context_tokens: u64) {
         if context_tokens > 0 {
             self.measured = Some((self.messages.len(), context_tokens));
         }
@@ -125,7 +125,7 @@ impl History {
     /// The tokens the model will read for the messages: the last measurement plus an estimate
     /// of what was added since, or an estimate of everything when nothing was measured yet.
     /// `overhead` is the estimate for the system prompt and tools, used only in the latter case.
-    pub fn estimated_tokens(&self, overhead: u64) -> u64 {
+    pub(super) fn estimated_tokens(&self, overhead: u64) -> u64 {
         match self.measured {
             Some((sent, tokens)) => {
                 tokens
@@ -175,7 +175,7 @@ pub(super) fn json_len<T: serde::Serialize + ?Sized>(value: &T) -> u64 {
 }
 
 /// Tokens estimated for a piece of request JSON (system prompt, tools).
-pub fn estimate_tokens(json_bytes: usize) -> u64 {
+pub(super) fn estimate_tokens(json_bytes: usize) -> u64 {
     json_bytes as u64 / BYTES_PER_TOKEN
 }
 

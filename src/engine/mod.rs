@@ -8,7 +8,7 @@ mod history;
 mod hooks;
 pub mod prompt;
 mod query;
-pub mod repair;
+pub(crate) mod repair;
 mod run;
 pub mod structured;
 
@@ -27,9 +27,9 @@ use crate::exec::Executor;
 use crate::session::Transcript;
 use history::History;
 
-pub const DEFAULT_MAX_TOKENS: u32 = 32_000;
+pub(crate) const DEFAULT_MAX_TOKENS: u32 = 32_000;
 /// How many times in a row a reply cut by max_tokens is continued.
-pub const MAX_CONTINUATIONS: u32 = 3;
+pub(crate) const MAX_CONTINUATIONS: u32 = 3;
 
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
@@ -129,14 +129,6 @@ impl Costs {
     pub fn total_usd(&self) -> f64 {
         // An empty float sum is -0.0, which JSON would show as such.
         self.by_model.values().map(|(_, c)| c).sum::<f64>() + 0.0
-    }
-
-    pub fn total_usage(&self) -> Usage {
-        let mut u = Usage::default();
-        for (usage, _) in self.by_model.values() {
-            u.add(usage);
-        }
-        u
     }
 }
 

@@ -8,13 +8,13 @@ mod git_status;
 use crate::api::types::{CacheControl, SystemBlock};
 
 pub const SYSTEM: &str = include_str!("../../prompts/system.md");
-pub const COMPACT: &str = include_str!("../../prompts/compact.md");
-pub const CONTINUATION: &str = include_str!("../../prompts/continuation.md");
-pub const MAX_TOKENS_CONTINUE: &str = include_str!("../../prompts/max_tokens.md");
-pub const STREAM_CUT_CONTINUE: &str = include_str!("../../prompts/stream_cut.md");
+pub(crate) const COMPACT: &str = include_str!("../../prompts/compact.md");
+pub(crate) const CONTINUATION: &str = include_str!("../../prompts/continuation.md");
+pub(crate) const MAX_TOKENS_CONTINUE: &str = include_str!("../../prompts/max_tokens.md");
+pub(crate) const STREAM_CUT_CONTINUE: &str = include_str!("../../prompts/stream_cut.md");
 
 /// Whether `text` is one of the engine's own continuation requests, not something the user said.
-pub fn is_nudge(text: &str) -> bool {
+pub(crate) fn is_nudge(text: &str) -> bool {
     [MAX_TOKENS_CONTINUE, STREAM_CUT_CONTINUE]
         .iter()
         .any(|n| text.starts_with(n.trim()))

@@ -6,10 +6,10 @@ use std::collections::HashSet;
 
 use crate::api::types::{ContentBlock, Message, Role};
 
-pub const INTERRUPTED: &str = "The tool call was interrupted before it finished (cancelled by the user or the session ended); its result is unknown. Check the current state before relying on it.";
+pub(crate) const INTERRUPTED: &str = "The tool call was interrupted before it finished (cancelled by the user or the session ended); its result is unknown. Check the current state before relying on it.";
 
 /// Repair `history` in place; returns how many tool results were synthesised.
-pub fn repair(history: &mut Vec<Message>) -> usize {
+pub(crate) fn repair(history: &mut Vec<Message>) -> usize {
     history.retain(|m| !m.content.is_empty());
     merge_same_role(history);
     let mut synthesised = 0;
@@ -94,14 +94,15 @@ pub fn repair(history: &mut Vec<Message>) -> usize {
 /// Whether `history` is already what `repair` makes of it: no empty messages, roles that
 /// alternate starting with the user, and after every assistant message the results of its
 /// tool calls, first and in order, and no others.
-pub fn is_valid(history: &[Message]) -> bool {
+#[cfg(test)]
+pub(crate) fn is_valid(history: &[Message]) -> bool {
     is_valid_from(history, 0)
 }
 
 /// [`is_valid`] for a history whose messages before `from` are known to be valid among
 /// themselves: only the messages from `from` on (and their link to the one before) are checked,
 /// so checking a conversation that only grew costs what was added.
-pub fn is_valid_from(history: &[Message], from: usize) -> bool {
+pub(crate) fn is_valid_from(history: &[Message], from: usize) -> bool {
     if from == 0 && history.first().is_some_and(|m| m.role == Role::Assistant) {
         return false;
     }

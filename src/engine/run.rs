@@ -11,12 +11,12 @@ use crate::event::Denial;
 #[derive(Debug, Default)]
 pub(super) struct RunState {
     pub turns: u32,
-    pub api_time: Duration,
+    pub(crate) api_time: Duration,
     pub usage: Usage,
     pub cost_usd: f64,
     pub denials: Vec<Denial>,
     /// Times a Stop hook sent the model back to work in this run.
-    pub stop_hook_rounds: u32,
+    pub(crate) stop_hook_rounds: u32,
 }
 
 /// One request as sent by every attempt: the serialised body and its beta headers.

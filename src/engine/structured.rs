@@ -7,7 +7,7 @@ use serde_json::Value;
 
 /// StructuredOutput calls refused before the run ends with
 /// `error_max_structured_output_retries`.
-pub const MAX_REFUSALS: u32 = 5;
+pub(crate) const MAX_REFUSALS: u32 = 5;
 
 /// What the system prompt adds for a schema: an object schema is the StructuredOutput tool's
 /// input; any other is asked for as the answer's text.
@@ -45,7 +45,7 @@ pub fn check(schema: &Value, answer: &str) -> Result<Value, String> {
 }
 
 /// The request to answer again after a failed check.
-pub fn retry_prompt(problem: &str) -> String {
+pub(crate) fn retry_prompt(problem: &str) -> String {
     format!(
         "Your final answer could not be used: {problem}. Give it again by calling the StructuredOutput tool with an input that matches the schema."
     )

@@ -49,11 +49,11 @@ pub(crate) struct Admitted {
 }
 
 impl Admitted {
-    pub fn is_concurrency_safe(&self) -> bool {
+    pub(super) fn is_concurrency_safe(&self) -> bool {
         self.prepared.is_concurrency_safe()
     }
 
-    pub fn summary(&self) -> String {
+    pub(super) fn summary(&self) -> String {
         self.prepared.summary()
     }
 }
@@ -67,7 +67,7 @@ pub(crate) struct Outcome {
 }
 
 impl Outcome {
-    pub fn cancelled(timings: PhaseTimings) -> Self {
+    pub(super) fn cancelled(timings: PhaseTimings) -> Self {
         Outcome {
             output: ToolOutput::error(CANCELLED),
             status: ToolStatus::Cancelled,
@@ -77,7 +77,7 @@ impl Outcome {
     }
 
     /// A call that ran (or was stopped by a failing phase) without being cancelled or denied.
-    pub fn ended(output: ToolOutput, timings: PhaseTimings) -> Self {
+    pub(super) fn ended(output: ToolOutput, timings: PhaseTimings) -> Self {
         let status = if output.is_error {
             ToolStatus::Error
         } else {
@@ -127,7 +127,7 @@ enum Permission {
 }
 
 impl Pipeline {
-    pub fn new(
+    pub(super) fn new(
         tools: Toolbox,
         ctx: ToolContext,
         policy: Arc<dyn PermissionPolicy>,
@@ -148,7 +148,7 @@ impl Pipeline {
     }
 
     /// Phases 1 (schema) and 2 (semantic checks). The error is the text of the result.
-    pub fn admit(
+    pub(super) fn admit(
         &self,
         name: &str,
         input: Value,
@@ -188,7 +188,7 @@ impl Pipeline {
 
     /// Phases 3 to 6 for a call that holds its concurrency slot. `ctx.cancel` is the batch's
     /// token: once it fires the call ends as cancelled.
-    pub async fn complete(
+    pub(super) async fn complete(
         &self,
         id: &str,
         call: Admitted,

@@ -21,7 +21,7 @@ use crate::settings::AutoModeSettings;
 use crate::sys::sync::lock;
 
 const SYSTEM: &str = include_str!("../../prompts/auto-mode.md");
-pub const DEFAULT_MODEL: &str = "claude-sonnet-5-5";
+pub(crate) const DEFAULT_MODEL: &str = "claude-sonnet-5-5";
 const BLOCKS_IN_A_ROW: u32 = 3;
 const BLOCKS_PER_SESSION: u32 = 20;
 /// Each stage's answer must come within this (`OURO_AUTO_MODE_TIMEOUT_MS` changes it).

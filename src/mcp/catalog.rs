@@ -69,7 +69,7 @@ impl PromptInfo {
 
     /// The words typed after the command fill the arguments in order, as in Claude Code; the
     /// last argument takes the rest of the line, so it may hold spaces.
-    pub fn arguments_from(&self, line: &str) -> Result<Map<String, Value>, String> {
+    pub(crate) fn arguments_from(&self, line: &str) -> Result<Map<String, Value>, String> {
         let mut rest = line.trim();
         let mut out = Map::new();
         for (i, argument) in self.arguments.iter().enumerate() {
@@ -115,7 +115,7 @@ impl ResourceInfo {
 
 /// A `prompts/get` result as the text of the user's message: each message's text in order,
 /// embedded resources with their text, anything else named.
-pub fn render_prompt(result: &Value) -> String {
+pub(crate) fn render_prompt(result: &Value) -> String {
     let parts: Vec<String> = result["messages"]
         .as_array()
         .into_iter()
@@ -127,7 +127,7 @@ pub fn render_prompt(result: &Value) -> String {
 }
 
 /// A `resources/read` result as an attachment.
-pub fn render_resource(server: &str, uri: &str, result: &Value) -> String {
+pub(crate) fn render_resource(server: &str, uri: &str, result: &Value) -> String {
     let parts: Vec<String> = result["contents"]
         .as_array()
         .into_iter()

@@ -125,7 +125,7 @@ pub fn valid_name(name: &str) -> bool {
 
 /// The servers of an `{"mcpServers": {...}}` document; a bad entry is an error of its own
 /// and does not hide the others.
-pub fn parse_document(doc: &Value, scope: Scope) -> (Vec<ServerConfig>, Vec<ConfigError>) {
+pub(crate) fn parse_document(doc: &Value, scope: Scope) -> (Vec<ServerConfig>, Vec<ConfigError>) {
     let mut servers = Vec::new();
     let mut errors = Vec::new();
     let Some(map) = doc.get("mcpServers").and_then(Value::as_object) else {
@@ -141,7 +141,7 @@ pub fn parse_document(doc: &Value, scope: Scope) -> (Vec<ServerConfig>, Vec<Conf
 }
 
 /// A `--mcp-config` value: a file, or JSON text.
-pub fn read_flag(text: &str) -> Result<Value, ConfigError> {
+pub(crate) fn read_flag(text: &str) -> Result<Value, ConfigError> {
     let trimmed = text.trim_start();
     let source = if trimmed.starts_with('{') {
         text.to_string()
@@ -158,7 +158,7 @@ pub fn read_flag(text: &str) -> Result<Value, ConfigError> {
 }
 
 /// `.mcp.json` at the project root, if there is one.
-pub fn read_project_file(root: &Path) -> Result<Option<Value>, ConfigError> {
+pub(crate) fn read_project_file(root: &Path) -> Result<Option<Value>, ConfigError> {
     let path = root.join(".mcp.json");
     let text = match std::fs::read_to_string(&path) {
         Ok(text) => text,

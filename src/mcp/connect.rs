@@ -15,10 +15,10 @@ use super::config::Transport;
 use super::sdk_link::{SdkLink, SdkTransport};
 use super::sse::SseTransport;
 
-pub type Client = RunningService<RoleClient, ()>;
+pub(super) type Client = RunningService<RoleClient, ()>;
 
 /// Connects and completes the MCP handshake; the error is a sentence for the user.
-pub async fn open(
+pub(super) async fn open(
     server: &str,
     transport: &Transport,
     sdk: Option<&SdkLink>,

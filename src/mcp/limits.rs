@@ -8,11 +8,11 @@ pub struct Limits {
     /// `MCP_TIMEOUT` (ms): connecting and listing tools.
     pub connect_timeout: Duration,
     /// `MCP_TOOL_TIMEOUT` (ms): one tool call.
-    pub call_timeout: Duration,
+    pub(crate) call_timeout: Duration,
     /// `MAX_MCP_OUTPUT_TOKENS` (×4 characters): one tool result.
     pub max_result_chars: usize,
     /// `OURO_MCP_STARTUP_WAIT_MS`: how long the first request waits for servers.
-    pub startup_wait: Duration,
+    pub(crate) startup_wait: Duration,
     /// Say on stderr when a server does not start (a session does; `ouro mcp list` shows it
     /// in its own output).
     pub report: bool,

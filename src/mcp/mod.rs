@@ -2,7 +2,7 @@
 //! parallel in the background, and their tools join the session as `mcp__<server>__<tool>`
 //! as each one is ready. The first request waits for them only briefly.
 
-pub mod catalog;
+pub(crate) mod catalog;
 pub mod config;
 mod connect;
 mod limits;

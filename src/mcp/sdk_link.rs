@@ -28,9 +28,9 @@ impl std::fmt::Debug for SdkLink {
 
 #[derive(Debug, thiserror::Error)]
 #[error("the message could not be encoded: {0}")]
-pub struct SdkLinkError(#[from] serde_json::Error);
+pub(super) struct SdkLinkError(#[from] serde_json::Error);
 
-pub struct SdkTransport {
+pub(super) struct SdkTransport {
     server: String,
     bridge: Arc<dyn SdkBridge>,
     replies_tx: mpsc::UnboundedSender<RxJsonRpcMessage<RoleClient>>,
@@ -38,7 +38,7 @@ pub struct SdkTransport {
 }
 
 impl SdkTransport {
-    pub fn new(server: &str, link: &SdkLink) -> SdkTransport {
+    pub(super) fn new(server: &str, link: &SdkLink) -> SdkTransport {
         let (replies_tx, replies) = mpsc::unbounded_channel();
         SdkTransport {
             server: server.to_string(),

@@ -36,7 +36,7 @@ enum State {
     },
 }
 
-pub struct Server {
+pub(super) struct Server {
     pub config: ServerConfig,
     pub limits: Limits,
     state: Mutex<State>,
@@ -50,7 +50,7 @@ pub struct Server {
 }
 
 impl Server {
-    pub fn new(
+    pub(super) fn new(
         config: ServerConfig,
         limits: Limits,
         changes: watch::Sender<u64>,
@@ -76,11 +76,11 @@ impl Server {
         self.changes.send_modify(|g| *g += 1);
     }
 
-    pub fn is_connecting(&self) -> bool {
+    pub(super) fn is_connecting(&self) -> bool {
         matches!(*self.state(), State::Connecting)
     }
 
-    pub fn tools(&self) -> Vec<Arc<dyn DynTool>> {
+    pub(super) fn tools(&self) -> Vec<Arc<dyn DynTool>> {
         if self.is_disabled() {
             return Vec::new();
         }
@@ -90,14 +90,14 @@ impl Server {
         }
     }
 
-    pub fn prompts(&self) -> Vec<PromptInfo> {
+    pub(super) fn prompts(&self) -> Vec<PromptInfo> {
         match &*self.state() {
             State::Connected { prompts, .. } => prompts.clone(),
             _ => Vec::new(),
         }
     }
 
-    pub fn resources(&self) -> Vec<ResourceInfo> {
+    pub(super) fn resources(&self) -> Vec<ResourceInfo> {
         match &*self.state() {
             State::Connected { resources, .. } => resources.clone(),
             _ => Vec::new(),
@@ -109,14 +109,14 @@ impl Server {
     }
 
     /// Offers the server's tools again, or stops offering them.
-    pub fn set_enabled(&self, enabled: bool) {
+    pub(super) fn set_enabled(&self, enabled: bool) {
         self.disabled
             .store(!enabled, std::sync::atomic::Ordering::Relaxed);
         self.changes.send_modify(|g| *g += 1);
     }
 
     /// Connects again now, whatever the state of the connection.
-    pub async fn reconnect(self: &Arc<Self>) -> Result<(), String> {
+    pub(super) async fn reconnect(self: &Arc<Self>) -> Result<(), String> {
         let _one = self.reconnecting.lock().await;
         self.connect_or_fail().await
     }
@@ -132,7 +132,7 @@ impl Server {
         outcome
     }
 
-    pub fn status(&self) -> ServerStatus {
+    pub(super) fn status(&self) -> ServerStatus {
         if self.is_disabled() {
             return ServerStatus {
                 name: self.config.name.clone(),
@@ -156,7 +156,7 @@ impl Server {
 
     /// The Agent SDK's `McpServerStatus`: state, the server's own name and version, its
     /// configuration, scope and tools.
-    pub fn report(&self) -> serde_json::Value {
+    pub(super) fn report(&self) -> serde_json::Value {
         let status = self.status();
         let mut report = serde_json::json!({
             "name": status.name,
@@ -182,7 +182,7 @@ impl Server {
     }
 
     /// The first connection, in the background: retried with back-off, reported once.
-    pub async fn start(self: Arc<Self>) {
+    pub(super) async fn start(self: Arc<Self>) {
         let mut backoff = FIRST_BACKOFF;
         for attempt in 1..=ATTEMPTS {
             match self.connect().await {
@@ -284,7 +284,7 @@ impl Server {
     }
 
     /// The live connection; a server that died or failed is started again first.
-    pub async fn client(self: &Arc<Self>) -> Result<Arc<Client>, String> {
+    pub(super) async fn client(self: &Arc<Self>) -> Result<Arc<Client>, String> {
         if let Some(client) = self.live() {
             return Ok(client);
         }
@@ -298,7 +298,7 @@ impl Server {
     }
 
     /// `prompts/get`, as JSON.
-    pub async fn get_prompt(
+    pub(super) async fn get_prompt(
         self: &Arc<Self>,
         name: &str,
         arguments: serde_json::Map<String, serde_json::Value>,
@@ -310,7 +310,10 @@ impl Server {
     }
 
     /// `resources/read`, as JSON.
-    pub async fn read_resource(self: &Arc<Self>, uri: &str) -> Result<serde_json::Value, String> {
+    pub(super) async fn read_resource(
+        self: &Arc<Self>,
+        uri: &str,
+    ) -> Result<serde_json::Value, String> {
         let client = self.client().await?;
         let params = ReadResourceRequestParams::new(uri);
         let result = self.within_call_limit(client.read_resource(params)).await?;
@@ -343,7 +346,7 @@ impl Server {
     }
 
     /// A call failed at the transport: if the connection is gone, the next use reconnects.
-    pub fn lost(&self, error: &str) {
+    pub(super) fn lost(&self, error: &str) {
         let closed =
             matches!(&*self.state(), State::Connected { client, .. } if client.is_closed());
         if closed {

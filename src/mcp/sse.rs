@@ -19,7 +19,7 @@ use crate::api::sse::{Decoder, Frame};
 const MAX_EVENT_BYTES: usize = 16 << 20;
 
 #[derive(Debug, thiserror::Error)]
-pub enum SseError {
+pub(super) enum SseError {
     #[error("{0}")]
     Http(#[from] reqwest::Error),
     #[error("the server answered HTTP {0}")]
@@ -34,7 +34,7 @@ pub enum SseError {
     OtherOrigin(String),
 }
 
-pub struct SseTransport {
+pub(super) struct SseTransport {
     http: Client,
     headers: HeaderMap,
     endpoint: Url,
@@ -50,7 +50,7 @@ impl Drop for SseTransport {
 
 impl SseTransport {
     /// Opens the event stream and waits for the server to name its message endpoint.
-    pub async fn connect(url: &str, headers: HeaderMap) -> Result<SseTransport, SseError> {
+    pub(super) async fn connect(url: &str, headers: HeaderMap) -> Result<SseTransport, SseError> {
         let base = Url::parse(url).map_err(|_| SseError::BadEndpoint(url.to_string()))?;
         let http = Client::new();
         let response = http

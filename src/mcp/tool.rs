@@ -26,7 +26,7 @@ const MAX_IMAGE_BASE64: usize = 5 * 1024 * 1024;
 const MAX_NAME_CHARS: usize = 64;
 
 /// The server a tool belongs to, as its calls need it.
-pub trait Remote: Send + Sync + 'static {
+pub(super) trait Remote: Send + Sync + 'static {
     fn server_name(&self) -> &str;
     fn limits(&self) -> &Limits;
     /// The live connection, started again if it died.
@@ -35,7 +35,7 @@ pub trait Remote: Send + Sync + 'static {
     fn lost(&self, error: &str);
 }
 
-pub struct McpTool {
+pub(super) struct McpTool {
     server: Arc<dyn Remote>,
     /// Named as the model calls it: `mcp__<server>__<tool>`.
     spec: ToolSpec,
@@ -45,7 +45,7 @@ pub struct McpTool {
 }
 
 /// `mcp__<server>__<tool>`, with characters the API refuses replaced and the length capped.
-pub fn tool_name(server: &str, tool: &str) -> String {
+pub(super) fn tool_name(server: &str, tool: &str) -> String {
     let clean = |s: &str| -> String {
         s.chars()
             .map(|c| {
@@ -64,7 +64,10 @@ pub fn tool_name(server: &str, tool: &str) -> String {
 
 impl McpTool {
     /// The tool as listed by the server; `Err` says why it cannot be offered.
-    pub fn new(server: Arc<dyn Remote>, listed: &rmcp::model::Tool) -> Result<McpTool, String> {
+    pub(super) fn new(
+        server: Arc<dyn Remote>,
+        listed: &rmcp::model::Tool,
+    ) -> Result<McpTool, String> {
         let schema = Value::Object((*listed.input_schema).clone());
         let description = listed
             .description
@@ -199,7 +202,7 @@ impl PreparedCall for McpCall {
 /// A `tools/call` result as a tool_result: text as is, images the API reads passed on,
 /// resources by their text or link, structured content as JSON when there is nothing else,
 /// other media named.
-pub fn render(result: &Value) -> ToolOutput {
+pub(super) fn render(result: &Value) -> ToolOutput {
     let mut parts = Vec::new();
     let mut images = Vec::new();
     for block in result["content"].as_array().into_iter().flatten() {

@@ -10,7 +10,7 @@ use super::validate::{ApiError, MAX_BODY_BYTES, check_body, check_headers};
 
 /// How many bytes of request bodies the log keeps, newest first: a long session sends its whole
 /// history with every request, and the log must not hold all of them.
-pub const MAX_LOGGED_BODY_BYTES: usize = 64 << 20;
+pub(super) const MAX_LOGGED_BODY_BYTES: usize = 64 << 20;
 
 /// The context window assumed by a `prompt_too_long` fault when the scenario sets no limit.
 const DEFAULT_CONTEXT_LIMIT: u64 = 200_000;
@@ -29,9 +29,9 @@ pub struct RecordedRequest {
     pub body: Value,
     /// The size of the body as received.
     #[serde(default)]
-    pub body_bytes: usize,
+    pub(crate) body_bytes: usize,
     #[serde(default)]
-    pub body_dropped: bool,
+    pub(crate) body_dropped: bool,
     pub status: u16,
     /// The scenario turn this request was served, or was aimed at when a fault, an
     /// `expect_text` mismatch or the context limit answered it instead.
@@ -40,7 +40,7 @@ pub struct RecordedRequest {
 
 /// What to answer.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Outcome {
+pub(super) enum Outcome {
     Error {
         error: ApiError,
         retry_after: Option<u64>,
@@ -53,7 +53,7 @@ pub enum Outcome {
 
 /// How a turn's response ends.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Ending {
+pub(super) enum Ending {
     Complete,
     /// After this many SSE events the connection drops.
     CutAfter(usize),
@@ -79,7 +79,7 @@ pub enum Ending {
 }
 
 #[derive(Debug, Default)]
-pub struct Ledger {
+pub(super) struct Ledger {
     next_turn: usize,
     /// Turns with `when_text` served so far.
     routed: Vec<usize>,
@@ -92,21 +92,21 @@ pub struct Ledger {
 }
 
 impl Ledger {
-    pub fn requests(&self) -> Vec<RecordedRequest> {
+    pub(super) fn requests(&self) -> Vec<RecordedRequest> {
         self.log.clone()
     }
 
-    pub fn body_sizes(&self) -> Vec<usize> {
+    pub(super) fn body_sizes(&self) -> Vec<usize> {
         self.log.iter().map(|r| r.body_bytes).collect()
     }
 
-    pub fn turns_served(&self) -> usize {
+    pub(super) fn turns_served(&self) -> usize {
         self.next_turn
     }
 
     /// Decides the answer to `request`, completes its status and turn, and logs it.
     /// `parse_error` is set when the body was not JSON. Returns the request id to send back.
-    pub fn handle(
+    pub(super) fn handle(
         &mut self,
         scenario: &Scenario,
         mut request: RecordedRequest,

@@ -13,16 +13,16 @@ use serde_json::Value;
 use crate::api::types::Usage;
 
 /// The smallest cacheable prefix of the Sonnet and Opus models, in tokens.
-pub const DEFAULT_MIN_TOKENS: u64 = 1024;
+pub(super) const DEFAULT_MIN_TOKENS: u64 = 1024;
 
 #[derive(Debug)]
-pub struct PromptCache {
+pub(super) struct PromptCache {
     prefixes: HashSet<u64>,
     min_tokens: u64,
 }
 
 impl PromptCache {
-    pub fn new(min_tokens: u64) -> Self {
+    pub(super) fn new(min_tokens: u64) -> Self {
         PromptCache {
             prefixes: HashSet::new(),
             min_tokens,
@@ -32,7 +32,7 @@ impl PromptCache {
     /// The usage of a request, split into uncached input, cache writes and cache reads;
     /// `output_tokens` is 0. Tokens are the bytes of the blocks / 4 (the JSON around them is
     /// not billed); a body without blocks counts `body_len` / 4.
-    pub fn usage(&mut self, body: &Value, body_len: usize) -> Usage {
+    pub(super) fn usage(&mut self, body: &Value, body_len: usize) -> Usage {
         let (marks, block_bytes) = breakpoint_prefixes(body);
         let total = match block_bytes {
             0 => (body_len / 4) as u64,

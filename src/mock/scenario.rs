@@ -243,7 +243,7 @@ impl Turn {
         }
     }
 
-    pub fn effective_stop_reason(&self) -> StopReason {
+    pub(crate) fn effective_stop_reason(&self) -> StopReason {
         self.stop_reason.unwrap_or_else(|| {
             if self
                 .content
@@ -260,7 +260,7 @@ impl Turn {
     /// The usage reported for this turn when the request body had `body_len` bytes.
     /// The scripted usage, or the input as the cache model bills it and output = content
     /// characters / 4 + 1.
-    pub fn effective_usage(&self, input: Usage) -> Usage {
+    pub(crate) fn effective_usage(&self, input: Usage) -> Usage {
         self.usage.unwrap_or_else(|| {
             let chars: usize = self.content.iter().map(MockBlock::char_count).sum();
             Usage {
@@ -282,7 +282,7 @@ impl MockBlock {
     }
 
     /// The tool input exactly as streamed in `input_json_delta` chunks.
-    pub fn tool_input_json(&self) -> String {
+    pub(crate) fn tool_input_json(&self) -> String {
         match self {
             MockBlock::ToolUse {
                 raw_input: Some(raw),
@@ -297,14 +297,14 @@ impl MockBlock {
 
     /// The tool input as the non-streaming response carries it: the JSON object, or `{}` when a
     /// raw input does not parse (the API never returns half an object there).
-    pub fn tool_input_value(&self) -> Value {
+    pub(crate) fn tool_input_value(&self) -> Value {
         serde_json::from_str(&self.tool_input_json())
             .unwrap_or_else(|_| Value::Object(Default::default()))
     }
 }
 
 /// The id a tool_use block gets: its own, or one derived from its position.
-pub fn tool_use_id(block: &MockBlock, turn: usize, index: usize) -> String {
+pub(super) fn tool_use_id(block: &MockBlock, turn: usize, index: usize) -> String {
     match block {
         MockBlock::ToolUse { id: Some(id), .. } => id.clone(),
         _ => format!("toolu_mock_{turn:04}_{index:02}"),

@@ -20,7 +20,7 @@ use super::scenario::Scenario;
 use super::sse::{Reply, SseEvent, error_event};
 use super::validate::ApiError;
 
-pub struct Shared {
+pub(super) struct Shared {
     scenario: Scenario,
     ledger: Mutex<Ledger>,
     prompt_cache: Mutex<PromptCache>,
@@ -30,7 +30,7 @@ pub struct Shared {
 }
 
 /// Replies held at their `hold_after_events` point, and the test's releases.
-pub struct Hold {
+pub(super) struct Hold {
     /// How many replies have been held, in all.
     pub held: watch::Sender<usize>,
     /// How many times the test released them.
@@ -38,7 +38,7 @@ pub struct Hold {
 }
 
 impl Shared {
-    pub fn new(scenario: Scenario, cancel: CancellationToken) -> Shared {
+    pub(super) fn new(scenario: Scenario, cancel: CancellationToken) -> Shared {
         let min_tokens = scenario
             .cache_min_tokens
             .unwrap_or(prompt_cache::DEFAULT_MIN_TOKENS);
@@ -56,12 +56,12 @@ impl Shared {
 
     /// A panic while the lock was held cannot leave the ledger half-updated in a way that
     /// matters more than losing the log, so a poisoned lock is used as is.
-    pub fn ledger(&self) -> MutexGuard<'_, Ledger> {
+    pub(super) fn ledger(&self) -> MutexGuard<'_, Ledger> {
         self.ledger.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
-pub fn router(shared: Arc<Shared>) -> Router {
+pub(super) fn router(shared: Arc<Shared>) -> Router {
     Router::new()
         .fallback(handle)
         // The ledger answers oversized bodies itself with the API's own 413.

@@ -11,7 +11,7 @@ const CHUNKS: usize = 3;
 
 /// One server-sent event: `event: <name>` plus its JSON `data:` line.
 #[derive(Debug, Clone, PartialEq)]
-pub struct SseEvent {
+pub(super) struct SseEvent {
     pub name: &'static str,
     pub data: Value,
 }
@@ -31,18 +31,18 @@ impl SseEvent {
         SseEvent { name, data }
     }
 
-    pub fn ping() -> SseEvent {
+    pub(super) fn ping() -> SseEvent {
         SseEvent::new(json!({"type": "ping"}))
     }
 
     /// The wire frame, terminated by the blank line that ends an event.
-    pub fn frame(&self) -> String {
+    pub(super) fn frame(&self) -> String {
         format!("event: {}\ndata: {}\n\n", self.name, self.data)
     }
 }
 
 /// What one served turn looks like on the wire, apart from its content.
-pub struct Reply<'a> {
+pub(super) struct Reply<'a> {
     pub turn: &'a Turn,
     pub index: usize,
     pub model: &'a str,
@@ -50,7 +50,7 @@ pub struct Reply<'a> {
 }
 
 impl Reply<'_> {
-    pub fn message_id(&self) -> String {
+    pub(super) fn message_id(&self) -> String {
         format!("msg_mock_{:04}", self.index)
     }
 
@@ -64,7 +64,7 @@ impl Reply<'_> {
     }
 
     /// The complete event sequence of a streamed response.
-    pub fn events(&self) -> Vec<SseEvent> {
+    pub(super) fn events(&self) -> Vec<SseEvent> {
         let mut out = vec![json!({
             "type": "message_start",
             "message": {
@@ -118,7 +118,7 @@ impl Reply<'_> {
     }
 
     /// The response body of a non-streaming request.
-    pub fn message(&self) -> Value {
+    pub(super) fn message(&self) -> Value {
         let content: Vec<Value> = self
             .turn
             .content
@@ -155,7 +155,7 @@ impl Reply<'_> {
 }
 
 /// How many events a streamed reply of `turn` has.
-pub fn event_count(turn: &Turn) -> usize {
+pub(super) fn event_count(turn: &Turn) -> usize {
     Reply {
         turn,
         index: 0,
@@ -167,7 +167,7 @@ pub fn event_count(turn: &Turn) -> usize {
 }
 
 /// The `error` event a stream ends with when the API fails mid-response.
-pub fn error_event(error_type: &str, message: &str) -> SseEvent {
+pub(super) fn error_event(error_type: &str, message: &str) -> SseEvent {
     SseEvent::new(json!({"type": "error", "error": {"type": error_type, "message": message}}))
 }
 

@@ -5,18 +5,18 @@ use std::collections::{BTreeMap, HashSet};
 use serde_json::{Value, json};
 
 /// The largest request body the real API accepts (32 MB).
-pub const MAX_BODY_BYTES: usize = crate::api::client::MAX_REQUEST_BYTES as usize;
+pub(super) const MAX_BODY_BYTES: usize = crate::api::client::MAX_REQUEST_BYTES as usize;
 
 /// An error response as the API sends it: status, error type and message.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ApiError {
+pub(super) struct ApiError {
     pub status: u16,
     pub kind: String,
     pub message: String,
 }
 
 impl ApiError {
-    pub fn invalid_request(message: impl Into<String>) -> ApiError {
+    pub(super) fn invalid_request(message: impl Into<String>) -> ApiError {
         ApiError {
             status: 400,
             kind: "invalid_request_error".into(),
@@ -25,7 +25,7 @@ impl ApiError {
     }
 
     /// The error the API sends with `status`; `message` replaces the usual text.
-    pub fn for_status(status: u16, message: Option<String>) -> ApiError {
+    pub(super) fn for_status(status: u16, message: Option<String>) -> ApiError {
         let (kind, usual) = match status {
             400 => ("invalid_request_error", "Invalid request."),
             401 => ("authentication_error", "invalid x-api-key"),
@@ -54,7 +54,7 @@ impl ApiError {
     }
 
     /// An error of type `kind` (kept verbatim) with the status it has as a plain response.
-    pub fn for_type(kind: &str, message: Option<String>) -> ApiError {
+    pub(super) fn for_type(kind: &str, message: Option<String>) -> ApiError {
         let status = match kind {
             "invalid_request_error" => 400,
             "authentication_error" => 401,
@@ -71,13 +71,13 @@ impl ApiError {
         }
     }
 
-    pub fn prompt_too_long(tokens: u64, limit: u64) -> ApiError {
+    pub(super) fn prompt_too_long(tokens: u64, limit: u64) -> ApiError {
         ApiError::invalid_request(format!(
             "prompt is too long: {tokens} tokens > {limit} maximum"
         ))
     }
 
-    pub fn body(&self, request_id: &str) -> Value {
+    pub(super) fn body(&self, request_id: &str) -> Value {
         json!({
             "type": "error",
             "error": {"type": self.kind, "message": self.message},
@@ -87,7 +87,7 @@ impl ApiError {
 }
 
 /// Authentication and version headers (names lowercase).
-pub fn check_headers(headers: &BTreeMap<String, String>) -> Result<(), ApiError> {
+pub(super) fn check_headers(headers: &BTreeMap<String, String>) -> Result<(), ApiError> {
     let has = |name: &str| headers.get(name).is_some_and(|v| !v.trim().is_empty());
     let bearer = headers
         .get("authorization")
@@ -147,7 +147,7 @@ fn check_reasoning(obj: &serde_json::Map<String, Value>) -> Result<(), ApiError>
 }
 
 /// The request body: required fields, message shapes and tool_use/tool_result pairing.
-pub fn check_body(body: &Value) -> Result<(), ApiError> {
+pub(super) fn check_body(body: &Value) -> Result<(), ApiError> {
     let Some(obj) = body.as_object() else {
         return Err(ApiError::invalid_request(
             "The request body must be a JSON object with model, max_tokens and messages.",

@@ -83,7 +83,7 @@ pub fn lexical(base: &Path, path: &Path) -> PathBuf {
 }
 
 /// `\\host\share` or `//host/share`: opening it may contact another machine.
-pub fn is_unc(path: &Path) -> bool {
+pub(crate) fn is_unc(path: &Path) -> bool {
     let text = path.to_string_lossy();
     let double_slash = text.starts_with("//") && !text.starts_with("///");
     double_slash
@@ -94,7 +94,7 @@ pub fn is_unc(path: &Path) -> bool {
 }
 
 /// A device (other than /dev/null), named directly or reached through a symlink.
-pub fn is_device(lexical: &Path, resolved: &Path) -> bool {
+pub(crate) fn is_device(lexical: &Path, resolved: &Path) -> bool {
     let null = Path::new("/dev/null");
     let under_dev = |p: &Path| p.starts_with("/dev") && p != null;
     if under_dev(lexical) || under_dev(resolved) {

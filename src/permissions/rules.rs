@@ -184,7 +184,7 @@ impl PathGlob {
 
 /// Where a path rule's matches can be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Reach<'a> {
+pub(crate) struct Reach<'a> {
     /// Every match is beneath this directory (or is this path).
     pub base: &'a Path,
     /// Everything beneath `base` matches (`secrets/**`, or a rule naming one path).
@@ -371,7 +371,7 @@ fn path_pattern(
 impl CompiledRule {
     /// Whether this rule's tool covers the request: the same tool, `Read` for every reading
     /// tool, `Edit` for every editing tool, `Bash` for commands, `mcp__server` for its tools.
-    pub fn covers_tool(&self, tool: &str, access: &Access) -> bool {
+    pub(crate) fn covers_tool(&self, tool: &str, access: &Access) -> bool {
         if self.tool == tool {
             return true;
         }
@@ -398,12 +398,12 @@ impl CompiledRule {
         }
     }
 
-    pub fn is_whole_tool(&self) -> bool {
+    pub(crate) fn is_whole_tool(&self) -> bool {
         matches!(self.spec, Spec::Any)
     }
 
     /// For allow rules on file requests: whole-tool rules, and path rules as written.
-    pub fn matches_path(&self, path: &Path) -> bool {
+    pub(crate) fn matches_path(&self, path: &Path) -> bool {
         match &self.spec {
             Spec::Any => true,
             Spec::Path(p) => p.written.matches(path),
@@ -412,7 +412,7 @@ impl CompiledRule {
     }
 
     /// For allow rules on sensitive files: the rule names this very path, without globs.
-    pub fn names_path(&self, path: &Path) -> bool {
+    pub(crate) fn names_path(&self, path: &Path) -> bool {
         match &self.spec {
             Spec::Path(p) => p.written.exact && p.written.matches(path),
             _ => false,
@@ -420,7 +420,7 @@ impl CompiledRule {
     }
 
     /// For deny and ask rules: also where the pattern's directories really are.
-    pub fn catches_path(&self, path: &Path) -> bool {
+    pub(crate) fn catches_path(&self, path: &Path) -> bool {
         match &self.spec {
             Spec::Path(p) => {
                 p.written.matches(path) || p.real.as_ref().is_some_and(|g| g.matches(path))
@@ -431,7 +431,7 @@ impl CompiledRule {
 
     /// Where a path rule's matches lie, as written and where its directories really are.
     /// Empty for other rules.
-    pub fn reach(&self) -> Vec<Reach<'_>> {
+    pub(crate) fn reach(&self) -> Vec<Reach<'_>> {
         let Spec::Path(p) = &self.spec else {
             return Vec::new();
         };
@@ -447,7 +447,7 @@ impl CompiledRule {
     }
 
     /// The whole command line, matched by `Bash`, `Bash(*)` or an exact rule.
-    pub fn matches_command_line(&self, command: &str) -> bool {
+    pub(crate) fn matches_command_line(&self, command: &str) -> bool {
         match &self.spec {
             Spec::Any => true,
             Spec::Command(CommandPattern::Exact { text, .. }) => text == command.trim(),
@@ -457,7 +457,7 @@ impl CompiledRule {
 
     /// For allow rules: the part as it would run, written plainly (no environment prefix,
     /// no quoted or escaped program name).
-    pub fn allows_part(&self, part: &Part) -> bool {
+    pub(crate) fn allows_part(&self, part: &Part) -> bool {
         if !part.assignments.is_empty() {
             return false;
         }
@@ -476,7 +476,7 @@ impl CompiledRule {
 
     /// For deny and ask rules: any spelling that runs the same program counts (`\rm`,
     /// `'r''m'`, `/bin/rm`, `FOO=1 rm`, `timeout 5 rm`).
-    pub fn catches_part(&self, part: &Part) -> bool {
+    pub(crate) fn catches_part(&self, part: &Part) -> bool {
         let resolved = |words: &[Word]| -> Vec<Option<String>> {
             words
                 .iter()
@@ -555,7 +555,7 @@ impl CompiledRule {
 
     /// For deny rules: the rule's command appears later in the part, where a wrapper this
     /// engine does not know (`command rm`, `sudo rm`, `setsid rm`) may run it.
-    pub fn may_run_in(&self, part: &Part) -> bool {
+    pub(crate) fn may_run_in(&self, part: &Part) -> bool {
         let words: Vec<Option<&str>> = part
             .words
             .iter()
@@ -600,7 +600,7 @@ pub(crate) struct Applicable<'a> {
 
 impl<'a> Applicable<'a> {
     /// Of `all`, the rules whose tool covers `request`.
-    pub fn to(request: &super::PermissionRequest<'_>, all: Vec<&'a CompiledRule>) -> Self {
+    pub(super) fn to(request: &super::PermissionRequest<'_>, all: Vec<&'a CompiledRule>) -> Self {
         Applicable {
             rules: all
                 .iter()
@@ -611,7 +611,7 @@ impl<'a> Applicable<'a> {
         }
     }
 
-    pub fn of(&self, kind: RuleKind) -> impl Iterator<Item = &'a CompiledRule> + '_ {
+    pub(super) fn of(&self, kind: RuleKind) -> impl Iterator<Item = &'a CompiledRule> + '_ {
         self.rules.iter().copied().filter(move |r| r.kind == kind)
     }
 }

@@ -17,7 +17,7 @@ pub(crate) struct Scope {
 }
 
 impl Scope {
-    pub fn new(
+    pub(super) fn new(
         root: PathBuf,
         home: Option<PathBuf>,
         mode: PermissionMode,
@@ -31,21 +31,21 @@ impl Scope {
         }
     }
 
-    pub fn mode(&self) -> PermissionMode {
+    pub(super) fn mode(&self) -> PermissionMode {
         PermissionMode::from_index(self.mode.load(Ordering::Relaxed))
     }
 
-    pub fn set_mode(&self, mode: PermissionMode) {
+    pub(super) fn set_mode(&self, mode: PermissionMode) {
         self.mode.store(mode.index(), Ordering::Relaxed);
     }
 
     /// Whether a resolved path is inside the project root or an added directory.
-    pub fn is_inside(&self, resolved: &Path) -> bool {
+    pub(super) fn is_inside(&self, resolved: &Path) -> bool {
         resolved.starts_with(&self.root) || self.additional_dirs.contain(resolved)
     }
 
     /// A path for messages: relative to the project root when inside it.
-    pub fn display_path(&self, path: &Path) -> String {
+    pub(super) fn display_path(&self, path: &Path) -> String {
         match path.strip_prefix(&self.root) {
             Ok(rel) if !rel.as_os_str().is_empty() => rel.display().to_string(),
             _ => path.display().to_string(),
@@ -53,7 +53,7 @@ impl Scope {
     }
 
     /// What rule paths are anchored to.
-    pub fn anchor(&self) -> Anchor<'_> {
+    pub(super) fn anchor(&self) -> Anchor<'_> {
         Anchor {
             root: &self.root,
             home: self.home.as_deref(),

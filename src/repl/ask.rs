@@ -13,7 +13,7 @@ use super::style::Style;
 use crate::exec::{AskAnswer, AskRequest, Asker};
 
 /// The prompt the answer is typed at.
-pub fn answer_prompt(request: &AskRequest) -> &'static str {
+pub(super) fn answer_prompt(request: &AskRequest) -> &'static str {
     if request.suggested_rule.trim().is_empty() {
         "Allow? (y/n) › "
     } else {
@@ -22,29 +22,29 @@ pub fn answer_prompt(request: &AskRequest) -> &'static str {
 }
 
 /// A question waiting for the user, with the way back to the tool call that asked.
-pub struct Pending {
+pub(super) struct Pending {
     pub request: AskRequest,
     pub reply: oneshot::Sender<AskAnswer>,
 }
 
 impl Pending {
     /// The call stopped waiting (its turn was interrupted), so nobody needs the answer.
-    pub fn is_stale(&self) -> bool {
+    pub(super) fn is_stale(&self) -> bool {
         self.reply.is_closed()
     }
 
-    pub fn answer(self, answer: AskAnswer) {
+    pub(super) fn answer(self, answer: AskAnswer) {
         // The call may have been cancelled meanwhile; then the answer has nowhere to go.
         let _ = self.reply.send(answer);
     }
 }
 
-pub struct ReplAsker {
+pub(super) struct ReplAsker {
     questions: UnboundedSender<Pending>,
 }
 
 /// The asker to build the session with, and the receiving end for the main loop.
-pub fn channel() -> (Arc<ReplAsker>, UnboundedReceiver<Pending>) {
+pub(super) fn channel() -> (Arc<ReplAsker>, UnboundedReceiver<Pending>) {
     let (questions, rx) = unbounded_channel();
     (Arc::new(ReplAsker { questions }), rx)
 }
@@ -63,7 +63,7 @@ impl Asker for ReplAsker {
 }
 
 /// The question block: what the call wants to do, why ouro asks, and the choices.
-pub fn question(style: Style, request: &AskRequest) -> String {
+pub(super) fn question(style: Style, request: &AskRequest) -> String {
     let mut out = String::new();
     out.push_str(&style.yellow("╭ Permission needed"));
     out.push('\n');
@@ -120,7 +120,7 @@ fn is_edit(request: &AskRequest) -> bool {
 
 /// `Edit(src/**)` for an edit of a file in the project folder `src`; `None` for a file at the
 /// project's top or outside it.
-pub fn folder_rule(request: &AskRequest) -> Option<String> {
+pub(super) fn folder_rule(request: &AskRequest) -> Option<String> {
     let path = request
         .suggested_rule
         .strip_prefix("Edit(")?
@@ -134,14 +134,14 @@ pub fn folder_rule(request: &AskRequest) -> Option<String> {
 
 /// An answer to a question, where an edit's "always" may mean the whole session.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Choice {
+pub(super) enum Choice {
     Answer(AskAnswer),
     /// Allow this call and switch the session to accept edits.
     AcceptEdits,
 }
 
 /// Reads a typed answer to `request`; `None` means it was not one of the choices.
-pub fn parse_choice(text: &str, request: &AskRequest) -> Option<Choice> {
+pub(super) fn parse_choice(text: &str, request: &AskRequest) -> Option<Choice> {
     if is_edit(request) {
         match text.trim().to_lowercase().as_str() {
             "a" | "always" => return Some(Choice::AcceptEdits),
@@ -155,7 +155,7 @@ pub fn parse_choice(text: &str, request: &AskRequest) -> Option<Choice> {
 }
 
 /// Reads a typed answer; `None` means it was not one of the choices.
-pub fn parse_answer(text: &str) -> Option<AskAnswer> {
+pub(super) fn parse_answer(text: &str) -> Option<AskAnswer> {
     let text = text.trim();
     let word_end = text
         .find(|c: char| !c.is_alphabetic())

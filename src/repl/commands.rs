@@ -6,7 +6,7 @@
 use std::path::Path;
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct ProjectCommand {
+pub(super) struct ProjectCommand {
     pub name: String,
     pub description: String,
     template: String,
@@ -14,7 +14,7 @@ pub struct ProjectCommand {
 
 /// The project's commands, sorted by name. Read on every use, so a file added while the REPL
 /// runs is picked up without a restart; unreadable files are skipped.
-pub fn load(project_root: &Path) -> Vec<ProjectCommand> {
+pub(super) fn load(project_root: &Path) -> Vec<ProjectCommand> {
     let mut out: Vec<ProjectCommand> = Vec::new();
     for tool in [".ouro", ".claude"] {
         for command in load_dir(&project_root.join(tool).join("commands")) {
@@ -59,7 +59,7 @@ fn valid_name(name: &str) -> bool {
 impl ProjectCommand {
     /// From a command file's text; front matter that is not YAML is an error.
     #[cfg(test)]
-    pub fn parse(
+    pub(super) fn parse(
         name: String,
         text: &str,
     ) -> Result<ProjectCommand, crate::frontmatter::FrontMatterError> {
@@ -86,7 +86,7 @@ impl ProjectCommand {
 
     /// The prompt to send. A template without `$ARGUMENTS` gets the arguments appended, so
     /// they are never silently dropped.
-    pub fn expand(&self, arguments: &str) -> String {
+    pub(super) fn expand(&self, arguments: &str) -> String {
         let arguments = arguments.trim();
         if self.template.contains("$ARGUMENTS") {
             self.template.replace("$ARGUMENTS", arguments)

@@ -14,13 +14,13 @@ const PATHS: usize = 500;
 
 /// A command the prompt can offer: its name with the slash, and what it does.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Command {
+pub(super) struct Command {
     pub name: String,
     pub about: String,
 }
 
 /// The hint under a `/` being typed: the rest of the first match on the line, then the list.
-pub struct CommandHint {
+pub(super) struct CommandHint {
     display: String,
     rest: String,
 }
@@ -35,7 +35,7 @@ impl Hint for CommandHint {
     }
 }
 
-pub struct Offers {
+pub(super) struct Offers {
     pub commands: Vec<Command>,
     /// MCP resources as mentioned, without the `@`: `server:uri`.
     pub resources: Vec<String>,
@@ -45,7 +45,7 @@ pub struct Offers {
 
 impl Offers {
     /// The commands matching a `/` word being typed at the end of the line.
-    pub fn hint(&self, line: &str, pos: usize) -> Option<CommandHint> {
+    pub(super) fn hint(&self, line: &str, pos: usize) -> Option<CommandHint> {
         if pos != line.len() || !line.starts_with('/') || line.contains(char::is_whitespace) {
             return None;
         }
@@ -77,7 +77,7 @@ impl Offers {
 
     /// Tab: a command name when the line is a `/` word, a path or MCP resource after `@`; the start of the
     /// replaced text and the candidates.
-    pub fn complete(&self, line: &str, pos: usize) -> (usize, Vec<Pair>) {
+    pub(super) fn complete(&self, line: &str, pos: usize) -> (usize, Vec<Pair>) {
         let head = line.get(..pos).unwrap_or(line);
         if head.starts_with('/') && !head.contains(char::is_whitespace) {
             let found = self

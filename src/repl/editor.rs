@@ -25,7 +25,7 @@ use super::style::Style;
 const MAX_HISTORY: usize = 1000;
 
 #[derive(Debug, thiserror::Error)]
-pub enum EditorError {
+pub(super) enum EditorError {
     #[error("could not set up line editing on this terminal: {0}")]
     Open(#[source] ReadlineError),
     #[error("could not read from the terminal: {0}")]
@@ -36,7 +36,7 @@ pub enum EditorError {
 
 /// What one read produced.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Input {
+pub(super) enum Input {
     Line(String),
     /// Ctrl-C on an empty line.
     Interrupted,
@@ -156,7 +156,7 @@ impl ConditionalEventHandler for ClearOrInterrupt {
 
 type Inner = Editor<ReplHelper, FileHistory>;
 
-pub struct LineEditor {
+pub(super) struct LineEditor {
     /// Lent to a blocking task while a line is read.
     editor: Option<Inner>,
     history: Option<PathBuf>,
@@ -169,7 +169,7 @@ pub struct LineEditor {
 impl LineEditor {
     /// An editor with the history of earlier sessions loaded from `history` (if given); what it
     /// offers is set with `set_offers`.
-    pub fn new(
+    pub(super) fn new(
         history: Option<PathBuf>,
         cwd: PathBuf,
         style: Style,
@@ -231,7 +231,7 @@ impl LineEditor {
 
     /// The slash commands offered while typing.
     /// What Tab and the `/` hints offer: commands, and MCP resources (`server:uri`) after `@`.
-    pub fn set_offers(&mut self, commands: Vec<Command>, resources: Vec<String>) {
+    pub(super) fn set_offers(&mut self, commands: Vec<Command>, resources: Vec<String>) {
         if let Some(helper) = self.editor.as_mut().and_then(|e| e.helper_mut()) {
             helper.offers.commands = commands;
             helper.offers.resources = resources;
@@ -240,13 +240,13 @@ impl LineEditor {
 
     /// Reads one message. rustyline blocks, so it runs on the blocking pool while the async
     /// runtime goes on (the engine may be waiting for a permission answer meanwhile).
-    pub async fn read(&mut self, prompt: &str) -> Result<Input, EditorError> {
+    pub(super) async fn read(&mut self, prompt: &str) -> Result<Input, EditorError> {
         self.read_with(prompt, (String::new(), String::new())).await
     }
 
     /// [`LineEditor::read`] with text already typed before and after the cursor (what was
     /// typed during a turn, or before Shift+Tab).
-    pub async fn read_with(
+    pub(super) async fn read_with(
         &mut self,
         prompt: &str,
         (left, right): (String, String),
@@ -279,7 +279,7 @@ impl LineEditor {
 
     /// Adds a message to the history and appends it to the history file at once, so it
     /// survives a crash as well as a clean exit.
-    pub fn remember(&mut self, line: &str) {
+    pub(super) fn remember(&mut self, line: &str) {
         let Some(editor) = self.editor.as_mut() else {
             return;
         };
@@ -298,7 +298,7 @@ impl LineEditor {
 }
 
 /// The message as meant: each `\` that continued a line is dropped, the line break kept.
-pub fn join_continued_lines(text: &str) -> String {
+pub(super) fn join_continued_lines(text: &str) -> String {
     text.replace("\\\r\n", "\n").replace("\\\n", "\n")
 }
 

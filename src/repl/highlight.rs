@@ -43,13 +43,13 @@ fn syntax_for(lang: &str) -> &'static SyntaxReference {
 /// How colours are written: 24-bit where the terminal says it can (`COLORTERM`), else the
 /// nearest of the 256-colour palette, which every colour terminal has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Palette {
+pub(super) enum Palette {
     TrueColour,
     Xterm256,
 }
 
 impl Palette {
-    pub fn detect() -> Palette {
+    pub(super) fn detect() -> Palette {
         match std::env::var("COLORTERM").as_deref() {
             Ok("truecolor") | Ok("24bit") => Palette::TrueColour,
             _ => Palette::Xterm256,
@@ -71,13 +71,13 @@ fn xterm_index(c: Color) -> u8 {
 }
 
 /// One code block being highlighted; grammars keep state across lines (strings, comments).
-pub struct Code {
+pub(super) struct Code {
     lines: Option<HighlightLines<'static>>,
     palette: Palette,
 }
 
 impl Code {
-    pub fn new(lang: &str, palette: Palette) -> Code {
+    pub(super) fn new(lang: &str, palette: Palette) -> Code {
         Code {
             lines: theme().map(|theme| HighlightLines::new(syntax_for(lang), theme)),
             palette,
@@ -85,7 +85,7 @@ impl Code {
     }
 
     /// One line of the block (without its newline), coloured, ending with a reset.
-    pub fn line(&mut self, line: &str) -> String {
+    pub(super) fn line(&mut self, line: &str) -> String {
         let with_newline = format!("{line}\n");
         let ranges = self
             .lines

@@ -13,7 +13,7 @@ const ESC: u8 = 0x1b;
 static FOUND: std::sync::OnceLock<libc::termios> = std::sync::OnceLock::new();
 
 /// Notes the terminal's state at the start of the session (when stdin is a terminal).
-pub fn remember_terminal() {
+pub(super) fn remember_terminal() {
     // SAFETY: termios is plain old data; tcgetattr fills it or fails.
     let mut found: libc::termios = unsafe { std::mem::zeroed() };
     // SAFETY: stdin's descriptor and a live, writable termios.
@@ -24,7 +24,7 @@ pub fn remember_terminal() {
 
 /// Puts the terminal back as the session found it, whoever changed it since (the line editor
 /// in the middle of a read, a turn's key reader).
-pub fn restore_terminal() {
+pub(super) fn restore_terminal() {
     if let Some(found) = FOUND.get() {
         // SAFETY: found came from tcgetattr on the same descriptor.
         unsafe { libc::tcsetattr(std::io::stdin().as_raw_fd(), libc::TCSANOW, found) };
@@ -37,14 +37,14 @@ pub fn restore_terminal() {
 }
 
 /// The terminal's state for one turn; dropping it puts the terminal back.
-pub struct TurnKeys {
+pub(super) struct TurnKeys {
     saved: Option<libc::termios>,
     typed: Vec<u8>,
 }
 
 impl TurnKeys {
     /// Takes the keyboard for a turn (when stdin is a terminal; otherwise nothing happens).
-    pub fn start() -> TurnKeys {
+    pub(super) fn start() -> TurnKeys {
         let fd = std::io::stdin().as_raw_fd();
         // SAFETY: termios is plain old data; tcgetattr fills it or fails.
         let mut saved: libc::termios = unsafe { std::mem::zeroed() };
@@ -69,7 +69,7 @@ impl TurnKeys {
     }
 
     /// Reads what was typed since the last call.
-    pub fn poll(&mut self) -> Pressed {
+    pub(super) fn poll(&mut self) -> Pressed {
         let mut pressed = Pressed::default();
         if self.saved.is_none() {
             return pressed;
@@ -96,7 +96,7 @@ impl TurnKeys {
     }
 
     /// Gives the keyboard back; returns the text typed during the turn, for the next prompt.
-    pub fn finish(mut self) -> String {
+    pub(super) fn finish(mut self) -> String {
         self.poll();
         self.restore();
         String::from_utf8_lossy(&std::mem::take(&mut self.typed)).into_owned()
@@ -118,11 +118,11 @@ impl Drop for TurnKeys {
 
 /// The keys of one poll that act at once.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Pressed {
+pub(super) struct Pressed {
     /// A lone Esc: interrupt.
     pub escape: bool,
     /// Shift+Tab: switch the permission mode, once per press.
-    pub shift_tabs: usize,
+    pub(crate) shift_tabs: usize,
 }
 
 /// Sorts one read of keys: a lone Esc, Shift+Tab (`ESC [ Z`), other escape sequences such as

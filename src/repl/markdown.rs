@@ -27,7 +27,7 @@ struct Fence {
     code: Code,
 }
 
-pub struct Markdown {
+pub(super) struct Markdown {
     style: Style,
     palette: Palette,
     /// The unfinished last line.
@@ -36,7 +36,7 @@ pub struct Markdown {
 }
 
 impl Markdown {
-    pub fn new(style: Style, palette: Palette) -> Markdown {
+    pub(super) fn new(style: Style, palette: Palette) -> Markdown {
         Markdown {
             style,
             palette,
@@ -51,7 +51,7 @@ impl Markdown {
 
     /// Streamed text in; what can be drawn now out (whole rendered lines, or the text itself
     /// when nothing is rendered).
-    pub fn push(&mut self, text: &str) -> String {
+    pub(super) fn push(&mut self, text: &str) -> String {
         if !self.rendering() {
             return text.to_string();
         }
@@ -72,13 +72,13 @@ impl Markdown {
     }
 
     /// The unfinished line as it arrived, for a live preview until it is complete.
-    pub fn pending(&self) -> &str {
+    pub(super) fn pending(&self) -> &str {
         &self.pending
     }
 
     /// The text block ended: its unfinished line is drawn as a line, and a code fence the
     /// model never closed is closed.
-    pub fn finish(&mut self) -> String {
+    pub(super) fn finish(&mut self) -> String {
         let last = std::mem::take(&mut self.pending);
         let out = match self.rendering() && !last.is_empty() {
             true => self.line(&last).map(|l| l + "\n").unwrap_or_default(),
@@ -110,7 +110,7 @@ impl Markdown {
 }
 
 /// A whole text at once (an answer shown again after `--resume`).
-pub fn render(style: Style, text: &str) -> String {
+pub(super) fn render(style: Style, text: &str) -> String {
     let mut md = Markdown::new(style, Palette::detect());
     let mut out = md.push(text);
     out.push_str(&md.finish());

@@ -78,7 +78,7 @@ impl Repl {
 
 /// What the prompt offers besides the built-in and project commands: the MCP prompts, and the
 /// resources to mention.
-pub fn offers(hub: Option<&McpHub>) -> (Vec<Command>, Vec<String>) {
+pub(super) fn offers(hub: Option<&McpHub>) -> (Vec<Command>, Vec<String>) {
     let Some(hub) = hub else {
         return (Vec::new(), Vec::new());
     };

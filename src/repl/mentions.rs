@@ -15,7 +15,7 @@ const MAX_LISTED: usize = 200;
 /// The mentions in `text` that name existing files or directories under `cwd`, each with what
 /// is attached for it (or why nothing is). Only what a Read call would get without asking is
 /// attached: a mention outside the project, or one a rule denies, is not read.
-pub fn attachments(text: &str, cwd: &Path, policy: &dyn PermissionPolicy) -> Vec<String> {
+pub(super) fn attachments(text: &str, cwd: &Path, policy: &dyn PermissionPolicy) -> Vec<String> {
     let mut out = Vec::new();
     for word in text.split_whitespace() {
         let Some(mention) = word.strip_prefix('@') else {

@@ -19,7 +19,7 @@ use answer::Answer;
 
 mod answer;
 mod child;
-pub mod todos;
+pub(super) mod todos;
 
 /// Lines of one call's live output shown on screen; the model still gets all of it.
 const MAX_PROGRESS_LINES: usize = 12;
@@ -43,7 +43,7 @@ struct ToolView {
     partial: String,
 }
 
-pub struct Renderer {
+pub(super) struct Renderer {
     out: Box<dyn Write + Send>,
     style: Style,
     /// A spinner needs a terminal that understands carriage return and erase-line.
@@ -64,7 +64,7 @@ pub struct Renderer {
 }
 
 impl Renderer {
-    pub fn new(out: Box<dyn Write + Send>, style: Style, live: bool) -> Renderer {
+    pub(super) fn new(out: Box<dyn Write + Send>, style: Style, live: bool) -> Renderer {
         Renderer {
             out,
             style,
@@ -82,16 +82,16 @@ impl Renderer {
         }
     }
 
-    pub fn style(&self) -> Style {
+    pub(super) fn style(&self) -> Style {
         self.style
     }
 
-    pub fn set_model(&mut self, model: &str) {
+    pub(super) fn set_model(&mut self, model: &str) {
         self.model = model.to_string();
     }
 
     /// Writes whole lines (slash command output, banners, questions).
-    pub fn print(&mut self, text: &str) {
+    pub(super) fn print(&mut self, text: &str) {
         self.stop_spinner();
         self.end_line();
         let mut text = text.to_string();
@@ -103,7 +103,7 @@ impl Renderer {
 
     /// Shows a question above the line where its answer is typed. The spinner is only
     /// hidden, so it comes back once the answer is in and the approved call runs.
-    pub fn question(&mut self, text: &str) {
+    pub(super) fn question(&mut self, text: &str) {
         self.erase_spinner();
         self.end_line();
         let mut text = text.to_string();
@@ -114,7 +114,7 @@ impl Renderer {
     }
 
     /// Ctrl-C was pressed during a turn; the result line follows once the turn has stopped.
-    pub fn interrupting(&mut self) {
+    pub(super) fn interrupting(&mut self) {
         if self.live && self.at_line_start {
             // The terminal echoed ^C on the spinner's line.
             self.write_raw("\r\x1b[2K");
@@ -127,7 +127,7 @@ impl Renderer {
     }
 
     /// Redraws the spinner, if one runs and nothing else is on its line.
-    pub fn tick(&mut self) {
+    pub(super) fn tick(&mut self) {
         if !self.live || !self.at_line_start {
             return;
         }
@@ -139,7 +139,7 @@ impl Renderer {
         self.spinner_drawn = true;
     }
 
-    pub fn event(&mut self, event: &Event) {
+    pub(super) fn event(&mut self, event: &Event) {
         match event {
             Event::Init(info) => self.model.clone_from(&info.model),
             Event::RequestStarted { .. } => self.start_spinner("Thinking"),
@@ -267,7 +267,7 @@ impl Renderer {
 
     /// The last prompt of a loaded conversation and the answer to it, after `--resume`.
     /// `summarize` gives a call's one-line summary from its tool name and input.
-    pub fn last_exchange(
+    pub(super) fn last_exchange(
         &mut self,
         history: &[Message],
         summarize: impl Fn(&str, &Value) -> String,
@@ -542,7 +542,7 @@ impl Renderer {
 }
 
 /// `model · tokens in / out · cost` after every turn.
-pub fn status_line(model: &str, r: &RunResult) -> String {
+pub(super) fn status_line(model: &str, r: &RunResult) -> String {
     let cost = if r.cost_unknown {
         "cost unknown (no price for this model)".to_string()
     } else {
@@ -637,7 +637,7 @@ impl Report<'_> {
 }
 
 /// A unified diff, coloured line by line.
-pub fn diff_lines(style: Style, diff: &str) -> Vec<String> {
+pub(super) fn diff_lines(style: Style, diff: &str) -> Vec<String> {
     diff.lines()
         .map(|line| {
             let text = format!("    {}", truncate(line, MAX_LINE_CHARS));

@@ -101,7 +101,7 @@ const BUILTIN: &[(&str, &str, &str)] = &[
 ];
 
 #[derive(Debug, Clone, PartialEq)]
-pub enum Slash {
+pub(super) enum Slash {
     Help,
     Clear,
     Compact(Option<String>),
@@ -132,14 +132,14 @@ pub enum Slash {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Flow {
+pub(super) enum Flow {
     Continue,
     Exit,
 }
 
 /// The command a line names, or `None` when the line is a message for the model. A first word
 /// with a second slash (`/usr/bin is slow`) is a path, hence a message.
-pub fn parse(line: &str, project: Vec<ProjectCommand>) -> Option<Slash> {
+pub(super) fn parse(line: &str, project: Vec<ProjectCommand>) -> Option<Slash> {
     let rest = line.trim().strip_prefix('/')?;
     let (name, argument) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
     if name.is_empty() || name.contains('/') {
@@ -200,7 +200,7 @@ fn unknown_command(name: &str, project: &[ProjectCommand]) -> String {
     }
 }
 
-pub fn help(style: Style, project: &[ProjectCommand]) -> String {
+pub(super) fn help(style: Style, project: &[ProjectCommand]) -> String {
     let mut out = String::from("Commands:\n");
     for (name, argument, what) in BUILTIN {
         let left = format!("/{name}{argument}");
@@ -233,7 +233,7 @@ fn is_builtin(name: &str) -> bool {
 }
 
 /// The commands offered as `/` is typed, each with what it does.
-pub fn completions(project: &[ProjectCommand]) -> Vec<Command> {
+pub(super) fn completions(project: &[ProjectCommand]) -> Vec<Command> {
     BUILTIN
         .iter()
         .map(|(name, argument, about)| Command {
@@ -256,7 +256,7 @@ pub fn completions(project: &[ProjectCommand]) -> Vec<Command> {
 }
 
 /// `/cost`: per model, tokens in (with cache reads and writes) and out, and USD.
-pub fn cost_report(costs: &Costs) -> String {
+pub(super) fn cost_report(costs: &Costs) -> String {
     if costs.by_model.is_empty() {
         return "No API calls in this session yet: 0 tokens, $0.0000.".to_string();
     }

@@ -5,14 +5,14 @@ use std::time::Instant;
 const FRAMES: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 
 #[derive(Debug, Clone)]
-pub struct Spinner {
+pub(super) struct Spinner {
     started: Instant,
     label: String,
     frame: usize,
 }
 
 impl Spinner {
-    pub fn new(label: impl Into<String>) -> Spinner {
+    pub(super) fn new(label: impl Into<String>) -> Spinner {
         Spinner {
             started: Instant::now(),
             label: label.into(),
@@ -20,12 +20,12 @@ impl Spinner {
         }
     }
 
-    pub fn label(&self) -> &str {
+    pub(super) fn label(&self) -> &str {
         &self.label
     }
 
     /// The next frame to draw; each call advances the animation.
-    pub fn next_frame(&mut self) -> String {
+    pub(super) fn next_frame(&mut self) -> String {
         let glyph = FRAMES[self.frame % FRAMES.len()];
         self.frame = self.frame.wrapping_add(1);
         format!(

@@ -4,14 +4,14 @@
 use std::io::IsTerminal;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Style {
+pub(super) struct Style {
     colour: bool,
 }
 
 impl Style {
     /// Colour for an interactive terminal, following <https://no-color.org>: any non-empty
     /// `NO_COLOR` turns it off.
-    pub fn detect() -> Style {
+    pub(super) fn detect() -> Style {
         let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
         Style {
             colour: std::io::stdout().is_terminal() && !no_color,
@@ -19,12 +19,12 @@ impl Style {
     }
 
     #[cfg(test)]
-    pub fn new(colour: bool) -> Style {
+    pub(super) fn new(colour: bool) -> Style {
         Style { colour }
     }
 
     /// Whether escapes are written at all.
-    pub fn is_colour(self) -> bool {
+    pub(super) fn is_colour(self) -> bool {
         self.colour
     }
 
@@ -36,27 +36,27 @@ impl Style {
         }
     }
 
-    pub fn bold(self, text: &str) -> String {
+    pub(super) fn bold(self, text: &str) -> String {
         self.paint("1", text)
     }
 
-    pub fn dim(self, text: &str) -> String {
+    pub(super) fn dim(self, text: &str) -> String {
         self.paint("2", text)
     }
 
-    pub fn red(self, text: &str) -> String {
+    pub(super) fn red(self, text: &str) -> String {
         self.paint("31", text)
     }
 
-    pub fn green(self, text: &str) -> String {
+    pub(super) fn green(self, text: &str) -> String {
         self.paint("32", text)
     }
 
-    pub fn yellow(self, text: &str) -> String {
+    pub(super) fn yellow(self, text: &str) -> String {
         self.paint("33", text)
     }
 
-    pub fn cyan(self, text: &str) -> String {
+    pub(super) fn cyan(self, text: &str) -> String {
         self.paint("36", text)
     }
 }

@@ -11,10 +11,10 @@ use crate::api::models;
 use crate::api::types::{ContentBlock, Message, Role};
 
 /// The prompt `/init` sends.
-pub const INIT_PROMPT: &str = "Look through this project (its layout, build and test commands, code style, and anything a newcomer would trip over) and write what an agent needs to work here into OURO.md at the project root: commands first, then conventions and architecture, briefly. If OURO.md, CLAUDE.md or AGENTS.md exists, improve it instead of starting over.";
+pub(super) const INIT_PROMPT: &str = "Look through this project (its layout, build and test commands, code style, and anything a newcomer would trip over) and write what an agent needs to work here into OURO.md at the project root: commands first, then conventions and architecture, briefly. If OURO.md, CLAUDE.md or AGENTS.md exists, improve it instead of starting over.";
 
 /// The prompt `/review` sends; the argument, if any, narrows it.
-pub const REVIEW_PROMPT: &str = "Review the current changes in this repository (run `git status` and `git diff`, and `git diff --staged`): point out bugs, risky changes, missing tests and unclear code, most important first, with file and line. Do not change any file.";
+pub(super) const REVIEW_PROMPT: &str = "Review the current changes in this repository (run `git status` and `git diff`, and `git diff --staged`): point out bugs, risky changes, missing tests and unclear code, most important first, with file and line. Do not change any file.";
 
 /// Output of a `!` command kept for the model, per stream.
 const MAX_SHELL_OUTPUT: usize = 20_000;
@@ -281,7 +281,7 @@ fn bar(share: f64, width: usize) -> String {
 
 /// The conversation as Markdown: each message under its speaker, tool calls and results as
 /// code blocks.
-pub fn conversation_markdown(history: &[Message]) -> String {
+pub(super) fn conversation_markdown(history: &[Message]) -> String {
     let mut out = String::new();
     for m in history {
         let who = match m.role {

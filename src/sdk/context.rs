@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use crate::api::models;
 use crate::engine::Engine;
 
-pub fn report(engine: &Engine) -> Value {
+pub(super) fn report(engine: &Engine) -> Value {
     let model = &engine.config().model;
     let window = models::context_window(model);
     let (prompt, messages) = engine.context_use();

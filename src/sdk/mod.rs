@@ -279,7 +279,7 @@ fn respond(request_id: String, outcome: Result<Value, String>) {
     )));
 }
 
-pub type StdinLines = tokio::io::Lines<tokio::io::BufReader<tokio::io::Stdin>>;
+pub(crate) type StdinLines = tokio::io::Lines<tokio::io::BufReader<tokio::io::Stdin>>;
 
 /// The first line of stdin, read before the session is built: when it is the SDK's
 /// `initialize` request, what it configures (see [`init`]) must be in place first.

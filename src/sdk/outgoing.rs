@@ -62,12 +62,12 @@ impl SdkBridge for Outgoing {
 
 impl Outgoing {
     /// The turn that runs now, which an answer may stop.
-    pub fn set_turn(&self, token: tokio_util::sync::CancellationToken) {
+    pub(crate) fn set_turn(&self, token: tokio_util::sync::CancellationToken) {
         *lock(&self.turn) = Some(token);
     }
 
     /// Stops the running turn, as an interrupt does.
-    pub fn interrupt_turn(&self) {
+    pub(crate) fn interrupt_turn(&self) {
         if let Some(token) = lock(&self.turn).as_ref() {
             token.cancel();
         }

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use crate::checkpoint::Checkpoints;
 use crate::checkpoint::record::{self, Kind};
 
-pub async fn rewind_files(
+pub(super) async fn rewind_files(
     checkpoints: Option<&Checkpoints>,
     transcript: Option<&Path>,
     id: &str,

@@ -18,10 +18,10 @@ use super::error::ApiError;
 use super::state::AppState;
 
 /// The cookie the web app holds after `POST /api/auth`.
-pub const COOKIE: &str = "ouro_serve_token";
+pub(super) const COOKIE: &str = "ouro_serve_token";
 
 /// The token in `file`, made (64 hex digits, mode 0600) on first start.
-pub fn load_or_create(file: &Path) -> std::io::Result<String> {
+pub(super) fn load_or_create(file: &Path) -> std::io::Result<String> {
     match std::fs::read_to_string(file) {
         Ok(text) if !text.trim().is_empty() => return Ok(text.trim().to_string()),
         Ok(_) => {}
@@ -45,7 +45,7 @@ pub fn load_or_create(file: &Path) -> std::io::Result<String> {
 }
 
 /// Equal in time independent of where they differ.
-pub fn same(a: &str, b: &str) -> bool {
+pub(super) fn same(a: &str, b: &str) -> bool {
     a.len() == b.len()
         && a.bytes()
             .zip(b.bytes())
@@ -75,7 +75,7 @@ fn presented(headers: &HeaderMap) -> Option<String> {
 /// Whether `host` (a `Host` header: name or address, maybe a port) names this server: a
 /// loopback name or address, the name it was started with, or any address literal (an address
 /// cannot be rebound to another site).
-pub fn host_allowed(host: &str, own_host: &str) -> bool {
+pub(super) fn host_allowed(host: &str, own_host: &str) -> bool {
     let name = match host.strip_prefix('[') {
         Some(rest) => rest.split(']').next().unwrap_or(""),
         None => host.rsplit_once(':').map_or(host, |(name, port)| {
@@ -95,13 +95,17 @@ pub fn host_allowed(host: &str, own_host: &str) -> bool {
 
 /// Whether `origin` may call the API: the server's own (same scheme, host and port as the
 /// request's `Host`) or the one `--allow-origin` names.
-pub fn origin_allowed(origin: &str, host: &str, allowed: Option<&str>) -> bool {
+pub(super) fn origin_allowed(origin: &str, host: &str, allowed: Option<&str>) -> bool {
     let origin = origin.trim_end_matches('/');
     origin == format!("http://{host}") || allowed.is_some_and(|a| a.trim_end_matches('/') == origin)
 }
 
 /// The guard in front of every route.
-pub async fn guard(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
+pub(super) async fn guard(
+    State(state): State<Arc<AppState>>,
+    request: Request,
+    next: Next,
+) -> Response {
     let headers = request.headers();
     let host = headers
         .get(header::HOST)

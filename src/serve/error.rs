@@ -7,7 +7,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 /// The body limit, 10 MB.
-pub const BODY_LIMIT: usize = 10 << 20;
+pub(super) const BODY_LIMIT: usize = 10 << 20;
 
 #[derive(Debug, thiserror::Error)]
 #[error("{message}")]

@@ -15,13 +15,13 @@ use crate::ui_event::UiEvent;
 /// One kept event: its id within the session and the turn it belongs to.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Stored {
+pub(super) struct Stored {
     pub id: u64,
-    pub turn_id: String,
+    pub(crate) turn_id: String,
     pub event: UiEvent,
 }
 
-pub struct EventLog {
+pub(super) struct EventLog {
     file: PathBuf,
     events: Mutex<Vec<Stored>>,
     last: watch::Sender<u64>,
@@ -29,7 +29,7 @@ pub struct EventLog {
 
 impl EventLog {
     /// The log kept in `file`, with what an earlier server wrote there.
-    pub fn open(file: PathBuf) -> EventLog {
+    pub(super) fn open(file: PathBuf) -> EventLog {
         let events: Vec<Stored> = std::fs::read_to_string(&file)
             .map(|text| {
                 text.lines()
@@ -78,7 +78,7 @@ impl EventLog {
     }
 
     /// Numbers and keeps `event`; returns its id.
-    pub fn push(&self, turn_id: &str, event: UiEvent) -> u64 {
+    pub(super) fn push(&self, turn_id: &str, event: UiEvent) -> u64 {
         let mut events = lock(&self.events);
         let id = events.last().map_or(0, |e| e.id) + 1;
         let stored = Stored {
@@ -96,31 +96,31 @@ impl EventLog {
     }
 
     /// Every event after `after`, in order.
-    pub fn since(&self, after: u64) -> Vec<Stored> {
+    pub(super) fn since(&self, after: u64) -> Vec<Stored> {
         let events = lock(&self.events);
         let start = events.partition_point(|e| e.id <= after);
         events[start..].to_vec()
     }
 
     /// The id the next event gets.
-    pub fn next_id(&self) -> u64 {
+    pub(super) fn next_id(&self) -> u64 {
         *self.last.borrow() + 1
     }
 
     /// Watches the last id; take it before reading with [`EventLog::since`].
-    pub fn watch(&self) -> watch::Receiver<u64> {
+    pub(super) fn watch(&self) -> watch::Receiver<u64> {
         self.last.subscribe()
     }
 
     /// The first event id of turn `turn_id`, if it has one.
-    pub fn turn_start(&self, turn_id: &str) -> Option<u64> {
+    pub(super) fn turn_start(&self, turn_id: &str) -> Option<u64> {
         lock(&self.events)
             .iter()
             .find(|e| e.turn_id == turn_id)
             .map(|e| e.id)
     }
 
-    pub fn remove_file(&self) {
+    pub(super) fn remove_file(&self) {
         let _ = std::fs::remove_file(&self.file);
     }
 }

@@ -11,13 +11,13 @@ use crate::sys::sync::lock;
 const ROTATE_AT: u64 = 10 << 20;
 const MESSAGE_CHARS: usize = 200;
 
-pub struct HarnessLog {
+pub(super) struct HarnessLog {
     file: PathBuf,
     write: Mutex<()>,
 }
 
 impl HarnessLog {
-    pub fn new(file: PathBuf) -> HarnessLog {
+    pub(super) fn new(file: PathBuf) -> HarnessLog {
         HarnessLog {
             file,
             write: Mutex::new(()),
@@ -25,7 +25,7 @@ impl HarnessLog {
     }
 
     /// Appends one record; a log that cannot be written is not worth failing a turn for.
-    pub fn record(&self, kind: &str, session_id: &str, mut fields: Value) {
+    pub(super) fn record(&self, kind: &str, session_id: &str, mut fields: Value) {
         if let Some(map) = fields.as_object_mut() {
             for value in map.values_mut() {
                 if let Some(text) = value.as_str() {

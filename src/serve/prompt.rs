@@ -11,14 +11,14 @@ use super::store::Mode;
 use crate::sys::sync::lock;
 
 /// About 16,000 tokens at about four characters a token.
-pub const BUDGET_CHARS: usize = 64_000;
+pub(super) const BUDGET_CHARS: usize = 64_000;
 /// How much of each context file goes in.
 const CONTEXT_FILE_CHARS: usize = 4096;
 const CONTEXT_FILES: &[&str] = &["README.md", "AGENTS.md"];
 
 /// Files read for prompts, kept until their modification time changes.
 #[derive(Default)]
-pub struct FileCache {
+pub(super) struct FileCache {
     files: Mutex<HashMap<PathBuf, (SystemTime, String)>>,
 }
 
@@ -36,14 +36,14 @@ impl FileCache {
     }
 }
 
-pub struct Parts<'a> {
+pub(super) struct Parts<'a> {
     pub project_root: &'a Path,
     pub mode: Mode,
     /// The persona's file, whole.
     pub persona: Option<&'a Path>,
 }
 
-pub fn build(parts: &Parts<'_>, cache: &FileCache, budget: usize) -> String {
+pub(super) fn build(parts: &Parts<'_>, cache: &FileCache, budget: usize) -> String {
     let identity = format!(
         "You are an agent of ouro serve, working in the project at {}.",
         parts.project_root.display()

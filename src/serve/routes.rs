@@ -75,7 +75,7 @@ fn session_of(state: &AppState, id: &str) -> Result<Arc<Live>, ApiError> {
         .ok_or_else(|| ApiError::not_found(format!("there is no session {id}")))
 }
 
-pub async fn auth(
+pub(super) async fn auth(
     state: Shared,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
@@ -115,7 +115,7 @@ struct CreateBody {
     permission_mode: Option<String>,
 }
 
-pub async fn create(
+pub(super) async fn create(
     state: Shared,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
@@ -156,7 +156,7 @@ pub async fn create(
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ProjectQuery {
+pub(super) struct ProjectQuery {
     project_root: Option<String>,
     session_id: Option<String>,
 }
@@ -180,7 +180,10 @@ fn summary(live: &Live) -> Value {
     value
 }
 
-pub async fn list(state: Shared, Query(q): Query<ProjectQuery>) -> Result<Json<Value>, ApiError> {
+pub(super) async fn list(
+    state: Shared,
+    Query(q): Query<ProjectQuery>,
+) -> Result<Json<Value>, ApiError> {
     let root = q.project_root.as_deref().map(project_root).transpose()?;
     let mut sessions: Vec<Arc<Live>> = lock(&state.sessions)
         .values()
@@ -196,12 +199,18 @@ pub async fn list(state: Shared, Query(q): Query<ProjectQuery>) -> Result<Json<V
     )))
 }
 
-pub async fn get(state: Shared, UrlPath(id): UrlPath<String>) -> Result<Json<Value>, ApiError> {
+pub(super) async fn get(
+    state: Shared,
+    UrlPath(id): UrlPath<String>,
+) -> Result<Json<Value>, ApiError> {
     let live = session_of(&state, &id)?;
     Ok(Json(json!({"session": summary(&live)})))
 }
 
-pub async fn delete(state: Shared, UrlPath(id): UrlPath<String>) -> Result<StatusCode, ApiError> {
+pub(super) async fn delete(
+    state: Shared,
+    UrlPath(id): UrlPath<String>,
+) -> Result<StatusCode, ApiError> {
     // Out of the map first, so no new turn can start while the running one is stopped.
     let live = lock(&state.sessions)
         .remove(&id)
@@ -220,7 +229,7 @@ pub async fn delete(state: Shared, UrlPath(id): UrlPath<String>) -> Result<Statu
 }
 
 /// Interrupts the running turn, if any, and waits until it has ended and been saved.
-pub async fn stop_turn(live: &Live) {
+pub(super) async fn stop_turn(live: &Live) {
     let Some(mut running) = live.running() else {
         return;
     };
@@ -241,7 +250,7 @@ struct TurnBody {
     opts: Option<TurnOpts>,
 }
 
-pub async fn turn(
+pub(super) async fn turn(
     state: Shared,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
@@ -270,7 +279,7 @@ pub async fn turn(
     )))
 }
 
-pub async fn interrupt(
+pub(super) async fn interrupt(
     state: Shared,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
@@ -296,7 +305,7 @@ pub async fn interrupt(
 }
 
 /// The projects the server was started with (`--project`), for a GUI's project picker.
-pub async fn projects(state: Shared) -> Json<Value> {
+pub(super) async fn projects(state: Shared) -> Json<Value> {
     let roots: Vec<Value> = state
         .options
         .projects
@@ -309,7 +318,7 @@ pub async fn projects(state: Shared) -> Json<Value> {
     Json(Value::from(roots))
 }
 
-pub async fn personas(Query(q): Query<ProjectQuery>) -> Result<Json<Value>, ApiError> {
+pub(super) async fn personas(Query(q): Query<ProjectQuery>) -> Result<Json<Value>, ApiError> {
     let raw = q
         .project_root
         .ok_or_else(|| ApiError::bad_request("projectRoot is required"))?;
@@ -325,11 +334,11 @@ pub async fn personas(Query(q): Query<ProjectQuery>) -> Result<Json<Value>, ApiE
 }
 
 #[derive(Deserialize)]
-pub struct EventsQuery {
+pub(super) struct EventsQuery {
     after: Option<u64>,
 }
 
-pub async fn events(
+pub(super) async fn events(
     state: Shared,
     UrlPath(id): UrlPath<String>,
     Query(q): Query<EventsQuery>,
@@ -364,7 +373,7 @@ enum Decision {
     Deny,
 }
 
-pub async fn permission(
+pub(super) async fn permission(
     state: Shared,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
@@ -406,7 +415,10 @@ fn remember(state: &AppState, live: &Live, rules: &[String]) {
     }
 }
 
-pub async fn history(state: Shared, UrlPath(id): UrlPath<String>) -> Result<Json<Value>, ApiError> {
+pub(super) async fn history(
+    state: Shared,
+    UrlPath(id): UrlPath<String>,
+) -> Result<Json<Value>, ApiError> {
     let live = session_of(&state, &id)?;
     let session = live.snapshot();
     let events = live.log.since(0);
@@ -443,7 +455,10 @@ fn event_json(stored: &Stored) -> Value {
     value
 }
 
-pub async fn files(state: Shared, Query(q): Query<ProjectQuery>) -> Result<Json<Value>, ApiError> {
+pub(super) async fn files(
+    state: Shared,
+    Query(q): Query<ProjectQuery>,
+) -> Result<Json<Value>, ApiError> {
     let raw = q
         .project_root
         .ok_or_else(|| ApiError::bad_request("projectRoot is required"))?;

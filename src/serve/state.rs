@@ -32,7 +32,7 @@ pub struct ServeOptions {
     pub default_brain: String,
 }
 
-pub struct AppState {
+pub(super) struct AppState {
     pub options: ServeOptions,
     pub home: PathBuf,
     pub token: String,
@@ -47,7 +47,7 @@ pub struct AppState {
 }
 
 /// A session the server knows.
-pub struct Live {
+pub(super) struct Live {
     pub session: Mutex<Session>,
     pub log: EventLog,
     pub brain: Box<dyn BrainCli>,
@@ -57,19 +57,22 @@ pub struct Live {
 }
 
 #[derive(Clone)]
-pub struct Running {
-    pub turn_id: String,
+pub(super) struct Running {
+    pub(crate) turn_id: String,
     /// `true` once the turn has ended and its session is saved.
     pub done: watch::Receiver<bool>,
 }
 
 impl AppState {
-    pub fn live(&self, id: &str) -> Option<Arc<Live>> {
+    pub(super) fn live(&self, id: &str) -> Option<Arc<Live>> {
         lock(&self.sessions).get(id).cloned()
     }
 
     /// A session's live state, with its brain (which starts nothing until a turn).
-    pub fn make_live(&self, session: Session) -> Result<Arc<Live>, crate::brain::BrainError> {
+    pub(super) fn make_live(
+        &self,
+        session: Session,
+    ) -> Result<Arc<Live>, crate::brain::BrainError> {
         let config = BrainConfig::new(
             session.project_root.clone(),
             store::brain_dir(&self.home, &session),
@@ -87,11 +90,11 @@ impl AppState {
 }
 
 impl Live {
-    pub fn snapshot(&self) -> Session {
+    pub(super) fn snapshot(&self) -> Session {
         lock(&self.session).clone()
     }
 
-    pub fn running(&self) -> Option<Running> {
+    pub(super) fn running(&self) -> Option<Running> {
         lock(&self.running).clone()
     }
 }

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 /// How a session works, as Chirality names its modes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Mode {
+pub(super) enum Mode {
     /// The user and the agent work together, turn by turn.
     Workbench,
     /// The agent runs a task through to a result without asking along the way.
@@ -20,7 +20,7 @@ pub enum Mode {
 
 impl Mode {
     /// The mode's instructions in the appended system prompt.
-    pub fn instructions(self) -> &'static str {
+    pub(super) fn instructions(self) -> &'static str {
         match self {
             Mode::Workbench => {
                 "Mode: workbench. You work with the user turn by turn: make focused changes, say what you changed and why, and ask when a decision is theirs."
@@ -35,10 +35,10 @@ impl Mode {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Session {
+pub(super) struct Session {
     pub id: String,
     pub created_at: String,
-    pub updated_at: String,
+    pub(crate) updated_at: String,
     pub project_root: PathBuf,
     pub persona: Option<String>,
     pub mode: Mode,
@@ -48,7 +48,7 @@ pub struct Session {
     pub permission_mode: Option<String>,
     /// Rules the user allowed "always" from a permission request.
     #[serde(default)]
-    pub always_allow: Vec<String>,
+    pub(crate) always_allow: Vec<String>,
     #[serde(default)]
     pub cost_usd: f64,
     #[serde(default)]
@@ -60,48 +60,48 @@ pub struct Session {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct TurnRecord {
-    pub turn_id: String,
+pub(super) struct TurnRecord {
+    pub(crate) turn_id: String,
     pub message: String,
 }
 
 /// Where one project's served sessions live.
-pub fn project_dir(home: &Path, project_root: &Path) -> PathBuf {
+pub(super) fn project_dir(home: &Path, project_root: &Path) -> PathBuf {
     home.join("serve/projects")
         .join(crate::settings::folder_name(project_root))
 }
 
-pub fn session_file(home: &Path, session: &Session) -> PathBuf {
+pub(super) fn session_file(home: &Path, session: &Session) -> PathBuf {
     project_dir(home, &session.project_root)
         .join("sessions")
         .join(format!("{}.json", session.id))
 }
 
-pub fn events_file(home: &Path, session: &Session) -> PathBuf {
+pub(super) fn events_file(home: &Path, session: &Session) -> PathBuf {
     project_dir(home, &session.project_root)
         .join("events")
         .join(format!("{}.jsonl", session.id))
 }
 
-pub fn prompt_file(home: &Path, session: &Session) -> PathBuf {
+pub(super) fn prompt_file(home: &Path, session: &Session) -> PathBuf {
     project_dir(home, &session.project_root)
         .join("prompts")
         .join(format!("{}-system.txt", session.id))
 }
 
 /// Where the session's brain keeps its series.
-pub fn brain_dir(home: &Path, session: &Session) -> PathBuf {
+pub(super) fn brain_dir(home: &Path, session: &Session) -> PathBuf {
     project_dir(home, &session.project_root)
         .join("brains")
         .join(&session.id)
 }
 
-pub fn save(home: &Path, session: &Session) -> std::io::Result<()> {
+pub(super) fn save(home: &Path, session: &Session) -> std::io::Result<()> {
     crate::sys::atomic::write_json(&session_file(home, session), session)
 }
 
 /// Every session kept under `home`; unreadable files are skipped with a warning.
-pub fn load_all(home: &Path) -> Vec<Session> {
+pub(super) fn load_all(home: &Path) -> Vec<Session> {
     let Ok(projects) = std::fs::read_dir(home.join("serve/projects")) else {
         return Vec::new();
     };
@@ -128,7 +128,7 @@ pub fn load_all(home: &Path) -> Vec<Session> {
     out
 }
 
-pub fn now() -> String {
+pub(super) fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 

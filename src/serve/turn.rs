@@ -24,7 +24,7 @@ use crate::ui_event::UiEvent;
 /// still works.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct TurnOpts {
+pub(super) struct TurnOpts {
     pub permission_mode: Option<String>,
     pub tools: Option<Vec<String>>,
     #[serde(default)]
@@ -32,7 +32,7 @@ pub struct TurnOpts {
     #[serde(default)]
     pub auto_approve_tools: Vec<String>,
     pub max_turns: Option<u32>,
-    pub system_prompt_append: Option<String>,
+    pub(crate) system_prompt_append: Option<String>,
 }
 
 const DEFAULT_MAX_TURNS: u32 = 25;
@@ -41,7 +41,7 @@ const DEFAULT_MAX_TURNS: u32 = 25;
 const CLAUDE_AUTO_MODE: &str = "auto";
 
 /// A permission mode a session or a turn names (`field` says where) must be one a brain knows.
-pub fn check_permission_mode(mode: Option<&str>, field: &str) -> Result<(), ApiError> {
+pub(super) fn check_permission_mode(mode: Option<&str>, field: &str) -> Result<(), ApiError> {
     match mode {
         Some(mode) if mode != CLAUDE_AUTO_MODE && mode.parse::<PermissionMode>().is_err() => {
             Err(ApiError::bad_request(format!(
@@ -55,7 +55,7 @@ pub fn check_permission_mode(mode: Option<&str>, field: &str) -> Result<(), ApiE
 
 /// Starts `message` as turn `turn_id` of `live`, or finds that turn if it already ran or
 /// runs; returns the id of the turn's first event.
-pub fn start(
+pub(super) fn start(
     state: &Arc<AppState>,
     live: &Arc<Live>,
     message: String,

@@ -68,14 +68,14 @@ fn serve(asset: &Asset, request: &HeaderMap) -> Response {
     response
 }
 
-pub async fn index(headers: HeaderMap) -> Response {
+pub(super) async fn index(headers: HeaderMap) -> Response {
     serve(&INDEX, &headers)
 }
 
-pub async fn script(headers: HeaderMap) -> Response {
+pub(super) async fn script(headers: HeaderMap) -> Response {
     serve(&SCRIPT, &headers)
 }
 
-pub async fn style(headers: HeaderMap) -> Response {
+pub(super) async fn style(headers: HeaderMap) -> Response {
     serve(&STYLE, &headers)
 }

@@ -55,7 +55,7 @@ pub enum System {
 
 /// The envelope fields most lines carry.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Envelope {
+pub(crate) struct Envelope {
     #[serde(default)]
     pub session_id: String,
     #[serde(default)]
@@ -75,18 +75,18 @@ pub struct Init {
     #[serde(rename = "permissionMode", default)]
     pub permission_mode: String,
     #[serde(rename = "apiKeySource", default)]
-    pub api_key_source: String,
+    pub(crate) api_key_source: String,
     #[serde(default)]
     pub output_style: String,
     #[serde(default)]
     pub claude_code_version: String,
     /// ouro's own, beside the Claude Code version it follows.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ouro_version: Option<String>,
+    pub(crate) ouro_version: Option<String>,
     #[serde(flatten)]
     pub more: Box<InitMore>,
     #[serde(flatten)]
-    pub envelope: Envelope,
+    pub(crate) envelope: Envelope,
 }
 
 /// The rest of Claude Code's `system/init` keys: what ouro has, and Claude Code's empty form of
@@ -109,7 +109,7 @@ pub struct InitMore {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub capabilities: Option<Vec<String>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub memory_paths: Option<serde_json::Map<String, Value>>,
+    pub(crate) memory_paths: Option<serde_json::Map<String, Value>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub original_cwd: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -117,25 +117,25 @@ pub struct InitMore {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub analytics_disabled: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub product_feedback_disabled: Option<bool>,
+    pub(crate) product_feedback_disabled: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub served_by_anthropic: Option<bool>,
+    pub(crate) served_by_anthropic: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fast_mode_state: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub fast_mode_disabled_reason: Option<String>,
+    pub(crate) fast_mode_disabled_reason: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub messaging_socket_path: Option<String>,
+    pub(crate) messaging_socket_path: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub terminal_slash_commands: Option<Vec<String>>,
+    pub(crate) terminal_slash_commands: Option<Vec<String>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub per_turn_effort_active: Option<bool>,
+    pub(crate) per_turn_effort_active: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub ultrathink_available: Option<bool>,
+    pub(crate) ultrathink_available: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub ultrathink_typed_raises: Option<bool>,
+    pub(crate) ultrathink_typed_raises: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub view_mode: Option<String>,
+    pub(crate) view_mode: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -151,7 +151,7 @@ pub struct ApiRetry {
     #[serde(default)]
     pub error: String,
     #[serde(flatten)]
-    pub envelope: Envelope,
+    pub(crate) envelope: Envelope,
 }
 
 /// `status: "compacting"` while the conversation is summarised, `null` when done.
@@ -160,18 +160,18 @@ pub struct Status {
     #[serde(default)]
     pub status: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub compact_result: Option<String>,
+    pub(crate) compact_result: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub compact_error: Option<String>,
+    pub(crate) compact_error: Option<String>,
     #[serde(flatten)]
-    pub envelope: Envelope,
+    pub(crate) envelope: Envelope,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CompactBoundary {
     pub compact_metadata: CompactMetadata,
     #[serde(flatten)]
-    pub envelope: Envelope,
+    pub(crate) envelope: Envelope,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -189,18 +189,18 @@ pub struct CompactMetadata {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct HookStarted {
-    pub hook_id: String,
+    pub(crate) hook_id: String,
     pub hook_name: String,
-    pub hook_event: String,
+    pub(crate) hook_event: String,
     #[serde(flatten)]
-    pub envelope: Envelope,
+    pub(crate) envelope: Envelope,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct HookResponse {
-    pub hook_id: String,
+    pub(crate) hook_id: String,
     pub hook_name: String,
-    pub hook_event: String,
+    pub(crate) hook_event: String,
     /// stdout then stderr, as one text.
     #[serde(default)]
     pub output: String,
@@ -214,7 +214,7 @@ pub struct HookResponse {
     #[serde(default)]
     pub outcome: String,
     #[serde(flatten)]
-    pub envelope: Envelope,
+    pub(crate) envelope: Envelope,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -223,14 +223,14 @@ pub struct StreamCut {
     pub kept_blocks: usize,
     pub continuation: u32,
     #[serde(flatten)]
-    pub envelope: Envelope,
+    pub(crate) envelope: Envelope,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Notice {
     pub message: String,
     #[serde(flatten)]
-    pub envelope: Envelope,
+    pub(crate) envelope: Envelope,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -238,7 +238,7 @@ pub struct ToolsChanged {
     pub tools: Vec<String>,
     pub mcp_servers: Vec<Value>,
     #[serde(flatten)]
-    pub envelope: Envelope,
+    pub(crate) envelope: Envelope,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -247,7 +247,7 @@ pub struct ModelFallback {
     pub model: String,
     pub reason: String,
     #[serde(flatten)]
-    pub envelope: Envelope,
+    pub(crate) envelope: Envelope,
 }
 
 /// One assistant message, or with Claude Code one content block of it (blocks of one message
@@ -261,7 +261,7 @@ pub struct AssistantLine {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     #[serde(flatten)]
-    pub envelope: Envelope,
+    pub(crate) envelope: Envelope,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -312,9 +312,9 @@ pub struct UserLine {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timestamp: Option<String>,
     #[serde(rename = "isSynthetic", default, skip_serializing_if = "is_false")]
-    pub is_synthetic: bool,
+    pub(crate) is_synthetic: bool,
     #[serde(rename = "isReplay", default, skip_serializing_if = "is_false")]
-    pub is_replay: bool,
+    pub(crate) is_replay: bool,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -356,7 +356,7 @@ impl UserLine {
 }
 
 impl UserContent {
-    pub fn into_blocks(self) -> Vec<ContentBlock> {
+    pub(crate) fn into_blocks(self) -> Vec<ContentBlock> {
         match self {
             UserContent::Text(text) => vec![ContentBlock::text(text)],
             UserContent::Blocks(blocks) => blocks,
@@ -371,7 +371,7 @@ pub struct StreamEventLine {
     #[serde(default)]
     pub parent_tool_use_id: Option<String>,
     #[serde(flatten)]
-    pub envelope: Envelope,
+    pub(crate) envelope: Envelope,
 }
 
 /// The end of a turn (also the whole output of `--output-format json`).
@@ -385,7 +385,7 @@ pub struct ResultLine {
     #[serde(default)]
     pub duration_ms: u64,
     #[serde(default)]
-    pub duration_api_ms: u64,
+    pub(crate) duration_api_ms: u64,
     #[serde(default)]
     pub num_turns: u64,
     /// The final answer, or the error message when `is_error`.
@@ -484,11 +484,11 @@ pub struct ResultUsage {
     pub cache_creation: Option<Value>,
     /// `{"thinking_tokens"}`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub output_tokens_details: Option<Value>,
+    pub(crate) output_tokens_details: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub inference_geo: Option<String>,
+    pub(crate) inference_geo: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub iterations: Option<Value>,
+    pub(crate) iterations: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub speed: Option<String>,
     /// Claude Code sends it as `null` when no fallback credit applied: `Some(Null)` is that
@@ -498,7 +498,7 @@ pub struct ResultUsage {
         skip_serializing_if = "Option::is_none",
         deserialize_with = "present"
     )]
-    pub fallback_credit: Option<Value>,
+    pub(crate) fallback_credit: Option<Value>,
 }
 
 /// A key that is present, even as `null`.
@@ -511,5 +511,5 @@ pub struct AutoReview {
     #[serde(flatten)]
     pub review: crate::event::ReviewInfo,
     #[serde(flatten)]
-    pub envelope: Envelope,
+    pub(crate) envelope: Envelope,
 }

@@ -301,7 +301,7 @@ struct ModelUsage {
 }
 
 /// The typed `result` line.
-pub fn result_line(r: &RunResult) -> ResultLine {
+pub(crate) fn result_line(r: &RunResult) -> ResultLine {
     ResultLine {
         subtype: serde_json::to_value(r.kind)
             .ok()

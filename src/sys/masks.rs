@@ -184,7 +184,7 @@ impl Prepared {
     ///
     /// # Safety
     /// Call only between fork and exec: it changes the calling process's namespaces.
-    pub unsafe fn apply_in_child(&self) -> std::io::Result<()> {
+    pub(crate) unsafe fn apply_in_child(&self) -> std::io::Result<()> {
         // SAFETY: plain system calls on memory owned by `self`, which outlives them.
         unsafe {
             enter_namespaces(&self.uid_map, &self.gid_map)?;

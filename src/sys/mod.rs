@@ -8,7 +8,7 @@ pub mod frame;
 pub mod git;
 pub mod keeper;
 pub mod masks;
-pub mod os_serde;
+pub(crate) mod os_serde;
 pub mod process;
 pub mod sandbox;
 pub mod seccomp;

@@ -8,14 +8,14 @@ use std::path::PathBuf;
 use serde::{Deserialize, Deserializer, Serializer};
 
 /// For `#[serde(with = "…::paths")]` on a `Vec<PathBuf>`.
-pub mod paths {
+pub(crate) mod paths {
     use super::*;
 
-    pub fn serialize<S: Serializer>(paths: &[PathBuf], s: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: Serializer>(paths: &[PathBuf], s: S) -> Result<S::Ok, S::Error> {
         s.collect_seq(paths.iter().map(|p| p.as_os_str()))
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<PathBuf>, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<PathBuf>, D::Error> {
         Ok(Vec::<OsString>::deserialize(d)?
             .into_iter()
             .map(PathBuf::from)
@@ -24,10 +24,13 @@ pub mod paths {
 }
 
 /// For `#[serde(with = "…::optional_paths")]` on an `Option<Vec<PathBuf>>`.
-pub mod optional_paths {
+pub(crate) mod optional_paths {
     use super::*;
 
-    pub fn serialize<S: Serializer>(paths: &Option<Vec<PathBuf>>, s: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: Serializer>(
+        paths: &Option<Vec<PathBuf>>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
         match paths {
             Some(paths) => {
                 s.serialize_some(&paths.iter().map(|p| p.as_os_str()).collect::<Vec<_>>())
@@ -36,7 +39,9 @@ pub mod optional_paths {
         }
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<PathBuf>>, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Vec<PathBuf>>, D::Error> {
         Ok(Option::<Vec<OsString>>::deserialize(d)?
             .map(|paths| paths.into_iter().map(PathBuf::from).collect()))
     }

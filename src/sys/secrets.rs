@@ -23,17 +23,17 @@
 use std::ffi::{CStr, OsStr, OsString};
 
 /// The variables that hold credentials for the Messages API in ouro's own environment.
-pub const CREDENTIALS: [&str; 2] = ["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"];
+pub(crate) const CREDENTIALS: [&str; 2] = ["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"];
 
 /// What a brain needs to reach the API: kept in a brain's environment, never in a tool's.
-pub const BRAIN_CREDENTIALS: [&str; 3] = [
+pub(crate) const BRAIN_CREDENTIALS: [&str; 3] = [
     "ANTHROPIC_API_KEY",
     "ANTHROPIC_AUTH_TOKEN",
     "CLAUDE_CODE_OAUTH_TOKEN",
 ];
 
 /// The variable that carries the names the user kept to an `ouro@` brain, comma-separated.
-pub const PASS_ENV: &str = "OURO_PASS_ENV";
+pub(crate) const PASS_ENV: &str = "OURO_PASS_ENV";
 
 /// Tells the claude CLI to keep the API credentials from its tool processes (it needs
 /// bubblewrap for that, and refuses to start without it).
@@ -81,7 +81,7 @@ const SECRET_NAMES: &[&str] = &[
 const SECRET_PREFIXES: &[&str] = &["PRIVATE_KEY"];
 
 /// Whether a variable of this name holds a secret, whatever its value.
-pub fn is_secret_name(name: &str) -> bool {
+pub(crate) fn is_secret_name(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
     SECRET_NAMES.contains(&upper.as_str())
         || SECRET_SUFFIXES.iter().any(|s| upper.ends_with(s))
@@ -89,13 +89,13 @@ pub fn is_secret_name(name: &str) -> bool {
 }
 
 /// Whether this variable is a secret, by its name or by credentials inside a URL value.
-pub fn is_secret(name: &OsStr, value: &OsStr) -> bool {
+pub(crate) fn is_secret(name: &OsStr, value: &OsStr) -> bool {
     is_secret_name(&name.to_string_lossy()) || has_url_credentials(&value.to_string_lossy())
 }
 
 /// `scheme://user:pass@host/...` or `scheme://token@host`, anywhere in the value (a list of
 /// URLs too).
-pub fn has_url_credentials(value: &str) -> bool {
+pub(crate) fn has_url_credentials(value: &str) -> bool {
     value.match_indices("://").any(|(at, _)| {
         let scheme = value[..at]
             .rsplit(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')))
@@ -173,7 +173,7 @@ pub fn claude_can_scrub() -> bool {
 
 /// Text that looks like a secret, by content: a private key block or a token of a known
 /// format. The byte range of the first one.
-pub fn find_in_text(text: &str) -> Option<std::ops::Range<usize>> {
+pub(crate) fn find_in_text(text: &str) -> Option<std::ops::Range<usize>> {
     if let Some(at) = text.find("-----BEGIN ") {
         let header = &text[at..];
         if let Some(end) = header.find("-----\n").or_else(|| header.find("-----\r\n"))

@@ -25,8 +25,8 @@ mod stream;
 pub use confine::{PrivateTmp, SandboxConfig};
 use stream::read_output;
 
-pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
-pub const MAX_TIMEOUT_MS: u64 = 600_000;
+pub(crate) const DEFAULT_TIMEOUT_MS: u64 = 120_000;
+pub(crate) const MAX_TIMEOUT_MS: u64 = 600_000;
 /// Output kept for the model; longer output loses its middle.
 const MAX_OUTPUT_CHARS: usize = 30_000;
 /// Between SIGTERM and SIGKILL.

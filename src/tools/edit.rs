@@ -29,7 +29,7 @@ pub struct EditInput {
     pub new_string: String,
     /// Replace every occurrence of old_string instead of requiring it to be unique.
     #[serde(default)]
-    pub replace_all: bool,
+    pub(crate) replace_all: bool,
 }
 
 /// A checked edit, ready to be written.

@@ -27,7 +27,7 @@ impl FileState {
     /// Whether the file on disk still holds what was recorded. Matching mtime and size are
     /// trusted without hashing; when either differs (a `touch`, a save of identical text) the
     /// content decides, so only a real change counts. `hash` is only called in that case.
-    pub fn is_current<E>(
+    pub(crate) fn is_current<E>(
         &self,
         meta: &Metadata,
         hash: impl FnOnce() -> Result<u64, E>,
@@ -46,7 +46,7 @@ impl FileState {
 /// FNV-1a (64 bit) over a byte stream. Chosen because it gives the same result however the
 /// bytes are split into chunks, so Read can hash while streaming and Edit can hash a buffer.
 #[derive(Debug, Clone, Copy)]
-pub struct ContentHasher(u64);
+pub(crate) struct ContentHasher(u64);
 
 impl Default for ContentHasher {
     fn default() -> Self {
@@ -55,7 +55,7 @@ impl Default for ContentHasher {
 }
 
 impl ContentHasher {
-    pub fn update(&mut self, bytes: &[u8]) {
+    pub(crate) fn update(&mut self, bytes: &[u8]) {
         let mut h = self.0;
         for &b in bytes {
             h ^= u64::from(b);
@@ -64,12 +64,12 @@ impl ContentHasher {
         self.0 = h;
     }
 
-    pub fn finish(&self) -> u64 {
+    pub(crate) fn finish(&self) -> u64 {
         self.0
     }
 }
 
-pub fn content_hash(bytes: &[u8]) -> u64 {
+pub(crate) fn content_hash(bytes: &[u8]) -> u64 {
     let mut hasher = ContentHasher::default();
     hasher.update(bytes);
     hasher.finish()
@@ -102,7 +102,7 @@ impl FileStates {
     /// Whether `path` (now described by `meta`) may be overwritten: it must have been read in
     /// this session and still hold what was read. `hash` hashes its current content and is only
     /// called when mtime or size changed.
-    pub fn check_fresh<E>(
+    pub(crate) fn check_fresh<E>(
         &self,
         path: &Path,
         meta: &Metadata,
@@ -121,7 +121,7 @@ impl FileStates {
 
 /// Why a file may not be overwritten yet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Staleness {
+pub(crate) enum Staleness {
     /// The model never read it in this session.
     NotRead,
     /// It changed on disk after the model read it.
@@ -130,7 +130,7 @@ pub enum Staleness {
 
 impl Staleness {
     /// A sentence telling the model what to do before it may `verb` (edit, overwrite) `path`.
-    pub fn message(self, path: &Path, verb: &str) -> String {
+    pub(crate) fn message(self, path: &Path, verb: &str) -> String {
         match self {
             Staleness::NotRead => format!(
                 "{} has not been read in this session. Read it first, then {verb} it.",

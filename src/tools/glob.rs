@@ -15,7 +15,7 @@ use super::{Progress, Tool, ToolContext, ToolError, ToolOutput};
 use crate::permissions::Access;
 
 /// Paths listed at most; the model narrows the pattern to see others.
-pub const MAX_RESULTS: usize = 100;
+pub(crate) const MAX_RESULTS: usize = 100;
 
 pub struct GlobTool;
 

@@ -62,7 +62,7 @@ pub struct GrepInput {
     pub case_insensitive: bool,
     /// Show line numbers (content mode).
     #[serde(default = "yes", rename = "-n")]
-    pub line_numbers: bool,
+    pub(crate) line_numbers: bool,
     /// Lines of context after each match (content mode).
     #[serde(rename = "-A")]
     pub after: Option<usize>,
@@ -74,7 +74,7 @@ pub struct GrepInput {
     pub context: Option<usize>,
     /// Let the pattern span lines; `.` then also matches newlines.
     #[serde(default)]
-    pub multiline: bool,
+    pub(crate) multiline: bool,
     /// Show only the first N lines (content) or entries (other modes); 0 means no limit.
     pub head_limit: Option<usize>,
     /// Skip the first N lines or entries, to page through results with head_limit.

@@ -7,11 +7,14 @@ use std::sync::{Arc, OnceLock};
 
 /// Lives in a tool's input struct as `#[serde(skip)] #[schemars(skip)]`, so it is empty for
 /// every new input (including one rewritten by a hook) and never part of the schema.
-pub struct Memo<T>(OnceLock<Result<Arc<T>, String>>);
+pub(crate) struct Memo<T>(OnceLock<Result<Arc<T>, String>>);
 
 impl<T> Memo<T> {
     /// The value, computed by `make` the first time only (its error is remembered too).
-    pub fn get_or_try(&self, make: impl FnOnce() -> Result<T, String>) -> Result<Arc<T>, String> {
+    pub(crate) fn get_or_try(
+        &self,
+        make: impl FnOnce() -> Result<T, String>,
+    ) -> Result<Arc<T>, String> {
         self.0.get_or_init(|| make().map(Arc::new)).clone()
     }
 }

@@ -18,11 +18,11 @@ use crate::permissions::{Access, Confinement, FileDenials};
 pub mod bash;
 pub mod diff;
 pub mod edit;
-pub mod file_state;
+pub(crate) mod file_state;
 pub mod glob;
 pub mod grep;
 pub mod image;
-pub mod memo;
+pub(crate) mod memo;
 pub mod paths;
 pub mod pool;
 pub mod read;
@@ -73,7 +73,7 @@ impl ToolOutput {
         self
     }
 
-    pub fn with_display(mut self, display: ToolDisplay) -> Self {
+    pub(crate) fn with_display(mut self, display: ToolDisplay) -> Self {
         self.display = Some(display);
         self
     }
@@ -110,7 +110,7 @@ pub struct ToolContext {
     pub project_root: PathBuf,
     /// Where the session started (inside the project); Bash returns here when a `cd` left
     /// the project.
-    pub start_dir: PathBuf,
+    pub(crate) start_dir: PathBuf,
     /// Bash's working directory; a `cd` in one call carries over to the next.
     pub cwd: Arc<Mutex<PathBuf>>,
     /// What was read, for the stale-read checks of Edit and Write.
@@ -310,7 +310,7 @@ struct Prepared<T: Tool> {
 }
 
 /// Phase 1 for any tool: the input against its schema; the error lists every failing path.
-pub fn check_against(
+pub(crate) fn check_against(
     validator: &jsonschema::Validator,
     tool: &str,
     input: &Value,

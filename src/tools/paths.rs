@@ -36,7 +36,7 @@ pub fn absolute(raw: &str, ctx: &ToolContext) -> Result<PathBuf, String> {
 
 /// A path the model gave as a search root: absolute as is, relative to the working directory
 /// otherwise, and the working directory when omitted.
-pub fn search_root(raw: Option<&str>, ctx: &ToolContext) -> PathBuf {
+pub(crate) fn search_root(raw: Option<&str>, ctx: &ToolContext) -> PathBuf {
     match raw.filter(|r| !r.is_empty()) {
         Some(r) => ctx.current_dir().join(r),
         None => ctx.current_dir(),
@@ -76,7 +76,7 @@ fn real_name(path: &Path) -> PathBuf {
 /// A search's starting folder, checked as it is walked: one inside the project must really
 /// lead inside it. A link in the project that leads out (swapped in after the permission
 /// check, say) is not walked; the walker follows no link below its start.
-pub fn check_search_root(root: &Path, ctx: &ToolContext) -> Result<(), super::ToolError> {
+pub(crate) fn check_search_root(root: &Path, ctx: &ToolContext) -> Result<(), super::ToolError> {
     let project = &ctx.project_root;
     if !root.starts_with(project) {
         // Outside the project the permission engine judged the path as given.
@@ -99,7 +99,7 @@ pub fn check_search_root(root: &Path, ctx: &ToolContext) -> Result<(), super::To
 /// where it really leads inside the project or an added directory. Elsewhere the checks wait
 /// for phase 5, so a call that is then refused learns nothing about files outside (not even
 /// whether they exist, or their neighbours' names).
-pub fn may_inspect(path: &Path, ctx: &ToolContext) -> bool {
+pub(crate) fn may_inspect(path: &Path, ctx: &ToolContext) -> bool {
     let Ok(resolved) = resolve_symlinks(path) else {
         return false;
     };
@@ -129,7 +129,7 @@ pub fn may_inspect(path: &Path, ctx: &ToolContext) -> bool {
 }
 
 /// Check that a search root exists; the `Err` is a sentence for the model.
-pub fn require_existing(root: &Path) -> Result<Metadata, String> {
+pub(crate) fn require_existing(root: &Path) -> Result<Metadata, String> {
     fs::metadata(root).map_err(|e| match e.kind() {
         io::ErrorKind::NotFound => format!("Path does not exist: {}", root.display()),
         _ => format!("Cannot access {}: {e}", root.display()),
@@ -138,7 +138,7 @@ pub fn require_existing(root: &Path) -> Result<Metadata, String> {
 
 /// Follows symlinks to the file they finally point at, even when that file does not exist
 /// yet, so writes go through a link instead of replacing it.
-pub fn resolve_symlinks(path: &Path) -> io::Result<PathBuf> {
+pub(crate) fn resolve_symlinks(path: &Path) -> io::Result<PathBuf> {
     let mut current = path.to_path_buf();
     for _ in 0..MAX_SYMLINK_HOPS {
         match fs::symlink_metadata(&current) {
@@ -161,7 +161,7 @@ pub fn resolve_symlinks(path: &Path) -> io::Result<PathBuf> {
 }
 
 /// The message for a file that does not exist, naming look-alikes in the same directory.
-pub fn missing_file_message(path: &Path) -> String {
+pub(crate) fn missing_file_message(path: &Path) -> String {
     let mut message = format!("File does not exist: {}.", path.display());
     let Some(parent) = path.parent() else {
         return message;
@@ -211,7 +211,7 @@ fn similarity(wanted: &str, candidate: &str) -> Option<usize> {
 }
 
 /// For sockets, FIFOs and devices: reading them could block forever or never end.
-pub fn special_file_message(path: &Path) -> String {
+pub(crate) fn special_file_message(path: &Path) -> String {
     format!(
         "{} is not a regular file (it is a device, socket or pipe), so the file tools cannot \
          use it.",
@@ -221,7 +221,7 @@ pub fn special_file_message(path: &Path) -> String {
 
 /// Refuses files without any write permission: replacing them by rename would silently
 /// bypass a protection the user set on purpose.
-pub fn ensure_writable(path: &Path, meta: &Metadata) -> Result<(), String> {
+pub(crate) fn ensure_writable(path: &Path, meta: &Metadata) -> Result<(), String> {
     if meta.permissions().readonly() {
         Err(format!(
             "{} is read-only. Ask the user to make it writable if it should be changed.",
@@ -237,7 +237,7 @@ pub fn ensure_writable(path: &Path, meta: &Metadata) -> Result<(), String> {
 /// over it, so readers see either the old or the new content, never a mix. The directory is
 /// opened beneath `root` (when inside it) and the file made and renamed in it by name, so a
 /// link swapped in on the way cannot carry the write out of the project.
-pub fn write_atomically(root: &Path, target: &Path, bytes: &[u8]) -> io::Result<()> {
+pub(crate) fn write_atomically(root: &Path, target: &Path, bytes: &[u8]) -> io::Result<()> {
     let dir_path = match target.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),

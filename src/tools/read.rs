@@ -16,7 +16,7 @@ use crate::event::ToolDisplay;
 use crate::permissions::Access;
 
 /// Lines shown when the model gives no limit.
-pub const DEFAULT_LIMIT: u64 = 2_000;
+pub(crate) const DEFAULT_LIMIT: u64 = 2_000;
 /// Longer lines are cut; minified files would otherwise flood the context.
 pub const MAX_LINE_CHARS: usize = 2_000;
 /// Output stops growing past this many characters; the model pages on with `offset`.

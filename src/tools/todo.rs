@@ -33,12 +33,12 @@ pub struct Todo {
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
-pub struct TodoInput {
+pub(crate) struct TodoInput {
     /// The whole, updated task list.
     pub todos: Vec<Todo>,
 }
 
-pub struct TodoWriteTool;
+pub(crate) struct TodoWriteTool;
 
 impl Tool for TodoWriteTool {
     type Input = TodoInput;

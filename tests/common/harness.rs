@@ -7,10 +7,10 @@ use std::process::Output;
 use ouro::mock::{MockServer, Scenario};
 use serde_json::Value;
 
-pub const API_KEY: &str = "sk-ant-test-0123456789abcdef";
+pub(crate) const API_KEY: &str = "sk-ant-test-0123456789abcdef";
 
 /// Print mode with stream-json in and out, as the Agent SDKs start it.
-pub const STREAM_JSON_IO: [&str; 6] = [
+pub(crate) const STREAM_JSON_IO: [&str; 6] = [
     "-p",
     "--input-format",
     "stream-json",
@@ -20,19 +20,19 @@ pub const STREAM_JSON_IO: [&str; 6] = [
 ];
 
 /// One user prompt as a stream-json input line, newline included.
-pub fn user_line(text: &str) -> String {
+pub(crate) fn user_line(text: &str) -> String {
     let line = serde_json::json!({"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": text}]}});
     format!("{line}\n")
 }
 
 /// A scratch project directory and a private OURO_HOME, so tests never touch the real home.
-pub struct Sandbox {
+pub(crate) struct Sandbox {
     pub home: tempfile::TempDir,
     pub project: tempfile::TempDir,
 }
 
 impl Sandbox {
-    pub fn new() -> Sandbox {
+    pub(crate) fn new() -> Sandbox {
         let project = tempfile::tempdir().unwrap();
         Sandbox {
             home: tempfile::tempdir().unwrap(),
@@ -41,18 +41,18 @@ impl Sandbox {
     }
 
     /// The project root as ouro sees it (canonical, so paths in scenarios match).
-    pub fn root(&self) -> PathBuf {
+    pub(crate) fn root(&self) -> PathBuf {
         self.project.path().canonicalize().unwrap()
     }
 
-    pub fn write(&self, rel: &str, text: &str) -> PathBuf {
+    pub(crate) fn write(&self, rel: &str, text: &str) -> PathBuf {
         let path = self.root().join(rel);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, text).unwrap();
         path
     }
 
-    pub fn command(&self, url: &str, args: &[&str]) -> tokio::process::Command {
+    pub(crate) fn command(&self, url: &str, args: &[&str]) -> tokio::process::Command {
         let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_ouro"));
         cmd.args(args)
             .current_dir(self.root())
@@ -67,13 +67,13 @@ impl Sandbox {
         cmd
     }
 
-    pub async fn run(&self, url: &str, args: &[&str]) -> Run {
+    pub(crate) async fn run(&self, url: &str, args: &[&str]) -> Run {
         let output = self.command(url, args).output().await.unwrap();
         Run::from(output)
     }
 
     /// Run with `input` on stdin (closed afterwards).
-    pub async fn run_with_stdin(&self, url: &str, args: &[&str], input: &[u8]) -> Run {
+    pub(crate) async fn run_with_stdin(&self, url: &str, args: &[&str], input: &[u8]) -> Run {
         use tokio::io::AsyncWriteExt;
         let mut cmd = self.command(url, args);
         cmd.stdin(std::process::Stdio::piped())
@@ -87,7 +87,7 @@ impl Sandbox {
     }
 
     /// Wait (up to 30 s) until this project's transcript contains `needle`.
-    pub async fn wait_for_transcript(&self, needle: &str) {
+    pub(crate) async fn wait_for_transcript(&self, needle: &str) {
         let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
         while !self.transcripts().first().is_some_and(|t| {
             std::fs::read_to_string(t)
@@ -103,7 +103,7 @@ impl Sandbox {
     }
 
     /// Transcript files of this project.
-    pub fn transcripts(&self) -> Vec<PathBuf> {
+    pub(crate) fn transcripts(&self) -> Vec<PathBuf> {
         let mut out = Vec::new();
         let projects = self.home.path().join("projects");
         if let Ok(dirs) = std::fs::read_dir(projects) {
@@ -117,7 +117,7 @@ impl Sandbox {
     }
 }
 
-pub struct Run {
+pub(crate) struct Run {
     pub status: std::process::ExitStatus,
     pub stdout: String,
     pub stderr: String,
@@ -135,7 +135,7 @@ impl From<Output> for Run {
 
 impl Run {
     /// stream-json lines, parsed.
-    pub fn events(&self) -> Vec<Value> {
+    pub(crate) fn events(&self) -> Vec<Value> {
         self.stdout
             .lines()
             .filter(|l| !l.trim().is_empty())
@@ -143,7 +143,7 @@ impl Run {
             .collect()
     }
 
-    pub fn result(&self) -> Value {
+    pub(crate) fn result(&self) -> Value {
         self.events()
             .into_iter()
             .rev()
@@ -156,7 +156,7 @@ impl Run {
             })
     }
 
-    pub fn of_type(&self, kind: &str, subtype: Option<&str>) -> Vec<Value> {
+    pub(crate) fn of_type(&self, kind: &str, subtype: Option<&str>) -> Vec<Value> {
         self.events()
             .into_iter()
             .filter(|e| e["type"] == kind && subtype.is_none_or(|s| e["subtype"] == s))
@@ -164,7 +164,7 @@ impl Run {
     }
 
     /// All tool_result blocks the stream-json output showed.
-    pub fn tool_results(&self) -> Vec<Value> {
+    pub(crate) fn tool_results(&self) -> Vec<Value> {
         self.of_type("user", None)
             .into_iter()
             .flat_map(|e| {
@@ -177,7 +177,7 @@ impl Run {
             .collect()
     }
 
-    pub fn debug(&self) -> String {
+    pub(crate) fn debug(&self) -> String {
         format!(
             "status {:?}\nstdout:\n{}\nstderr:\n{}",
             self.status, self.stdout, self.stderr
@@ -186,18 +186,18 @@ impl Run {
 }
 
 /// An HTTP client for tests (rustls needs its crypto provider first).
-pub fn http_client() -> reqwest::Client {
+pub(crate) fn http_client() -> reqwest::Client {
     ouro::api::client::install_crypto();
     reqwest::Client::new()
 }
 
-pub async fn server(json: Value) -> MockServer {
+pub(crate) async fn server(json: Value) -> MockServer {
     let scenario = Scenario::from_json(&json.to_string()).expect("test scenario is valid");
     MockServer::start(scenario).await.unwrap()
 }
 
 /// The JSON bodies of the successful `/v1/messages` requests the mock received.
-pub fn bodies(server: &MockServer) -> Vec<Value> {
+pub(crate) fn bodies(server: &MockServer) -> Vec<Value> {
     server
         .requests()
         .into_iter()
@@ -206,18 +206,18 @@ pub fn bodies(server: &MockServer) -> Vec<Value> {
         .collect()
 }
 
-pub fn path_str(p: &Path) -> String {
+pub(crate) fn path_str(p: &Path) -> String {
     p.to_string_lossy().into_owned()
 }
 
 /// The session id a run's `result` reports.
-pub fn session_id(run: &Run) -> String {
+pub(crate) fn session_id(run: &Run) -> String {
     run.result()["session_id"].as_str().unwrap().to_string()
 }
 
 /// A running `ouro` whose output is collected as it comes, so a test can wait for the line
 /// that proves the state it wants to act on (and never for a guessed amount of time).
-pub struct Watched {
+pub(crate) struct Watched {
     child: tokio::process::Child,
     stdout: std::sync::Arc<std::sync::Mutex<String>>,
     stderr: std::sync::Arc<std::sync::Mutex<String>>,
@@ -229,7 +229,7 @@ const WATCH_LIMIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 impl Watched {
     /// Spawns `command` with its stdout and stderr collected.
-    pub fn spawn(mut command: tokio::process::Command) -> Watched {
+    pub(crate) fn spawn(mut command: tokio::process::Command) -> Watched {
         command
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped());
@@ -248,22 +248,22 @@ impl Watched {
         }
     }
 
-    pub fn pid(&self) -> i32 {
+    pub(crate) fn pid(&self) -> i32 {
         self.child.id().unwrap() as i32
     }
 
     /// Waits until stdout holds `needle`.
-    pub async fn wait_stdout(&self, needle: &str) {
+    pub(crate) async fn wait_stdout(&self, needle: &str) {
         wait_for_text(&self.stdout, needle, "stdout", &self.stderr).await;
     }
 
     /// Waits until stderr holds `needle`.
-    pub async fn wait_stderr(&self, needle: &str) {
+    pub(crate) async fn wait_stderr(&self, needle: &str) {
         wait_for_text(&self.stderr, needle, "stderr", &self.stdout).await;
     }
 
     /// Waits until a process running `program` descends from this one (a tool's command).
-    pub async fn wait_for_descendant(&self, program: &str) {
+    pub(crate) async fn wait_for_descendant(&self, program: &str) {
         let deadline = tokio::time::Instant::now() + WATCH_LIMIT;
         while !descendants(self.pid()).iter().any(|p| p == program) {
             assert!(
@@ -275,22 +275,22 @@ impl Watched {
     }
 
     /// What the process printed on stdout so far.
-    pub fn stdout_text(&self) -> String {
+    pub(crate) fn stdout_text(&self) -> String {
         self.stdout.lock().unwrap().clone()
     }
 
-    pub fn signal(&self, signal: i32) {
+    pub(crate) fn signal(&self, signal: i32) {
         // SAFETY: kill only sends a signal to our own child.
         unsafe { libc::kill(self.pid(), signal) };
     }
 
-    pub fn interrupt(&self) {
+    pub(crate) fn interrupt(&self) {
         // SAFETY: kill only sends a signal to our own child.
         unsafe { libc::kill(self.pid(), libc::SIGINT) };
     }
 
     /// Waits (at most `limit`) for the process to end; its whole output.
-    pub async fn finish(mut self, limit: std::time::Duration) -> Run {
+    pub(crate) async fn finish(mut self, limit: std::time::Duration) -> Run {
         let status = tokio::time::timeout(limit, self.child.wait())
             .await
             .unwrap_or_else(|_| panic!("ouro did not exit within {limit:?}"))
@@ -352,7 +352,7 @@ fn descendants(pid: i32) -> Vec<String> {
 }
 
 /// The pids of every live process below `pid`.
-pub fn descendant_pids(pid: i32) -> Vec<i32> {
+pub(crate) fn descendant_pids(pid: i32) -> Vec<i32> {
     descendant_processes(pid)
         .into_iter()
         .map(|(id, _)| id)
@@ -396,7 +396,7 @@ fn descendant_processes(pid: i32) -> Vec<(i32, String)> {
 }
 
 /// The text of the last user message of a request body (the prompt, or tool results).
-pub fn last_user_text(body: &Value) -> String {
+pub(crate) fn last_user_text(body: &Value) -> String {
     let messages = body["messages"].as_array().unwrap();
     let last = messages.last().unwrap();
     last["content"]
@@ -409,7 +409,7 @@ pub fn last_user_text(body: &Value) -> String {
 }
 
 /// Every tool_result block of a request body.
-pub fn request_tool_results(body: &Value) -> Vec<Value> {
+pub(crate) fn request_tool_results(body: &Value) -> Vec<Value> {
     body["messages"]
         .as_array()
         .unwrap()
@@ -421,10 +421,10 @@ pub fn request_tool_results(body: &Value) -> Vec<Value> {
 
 /// A tmpfs of a few hundred KB mounted on a directory, for tests of a full disk; unmounted
 /// when dropped. Mounting needs root (CI has it): `None` otherwise.
-pub struct SmallDisk(PathBuf);
+pub(crate) struct SmallDisk(PathBuf);
 
 impl SmallDisk {
-    pub fn mount(dir: &Path, size: &str) -> Option<SmallDisk> {
+    pub(crate) fn mount(dir: &Path, size: &str) -> Option<SmallDisk> {
         std::fs::create_dir_all(dir).ok()?;
         std::process::Command::new("mount")
             .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
@@ -436,7 +436,7 @@ impl SmallDisk {
     }
 
     /// Bytes still free on it.
-    pub fn free(&self) -> usize {
+    pub(crate) fn free(&self) -> usize {
         let out = std::process::Command::new("df")
             .args(["--output=avail", "-B1"])
             .arg(&self.0)
@@ -459,7 +459,7 @@ impl Drop for SmallDisk {
 }
 
 /// Whether process `pid` is gone (or only a zombie waiting to be reaped).
-pub fn gone(pid: i32) -> bool {
+pub(crate) fn gone(pid: i32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .map(|stat| {
             stat.rsplit_once(')')
@@ -469,7 +469,7 @@ pub fn gone(pid: i32) -> bool {
 }
 
 /// Waits up to five seconds for process `pid` to be gone; fails the test if it is not.
-pub fn wait_gone(pid: i32) {
+pub(crate) fn wait_gone(pid: i32) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
     while !gone(pid) {
         assert!(

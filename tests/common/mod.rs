@@ -5,9 +5,9 @@
 #[cfg(feature = "mock")]
 mod harness;
 #[cfg(feature = "mock")]
-pub mod pty;
-pub mod secrets;
-pub mod skip;
+pub(crate) mod pty;
+pub(crate) mod secrets;
+pub(crate) mod skip;
 
 #[cfg(feature = "mock")]
-pub use harness::*;
+pub(crate) use harness::*;

@@ -9,9 +9,9 @@ use portable_pty::{Child, CommandBuilder, ExitStatus, MasterPty, PtySize, native
 use crate::common::{API_KEY, Sandbox};
 
 /// Generous, for a loaded 2-core machine; a passing test never waits this long.
-pub const WAIT: Duration = Duration::from_secs(90);
+pub(crate) const WAIT: Duration = Duration::from_secs(90);
 
-pub struct Term {
+pub(crate) struct Term {
     child: Box<dyn Child + Send + Sync>,
     writer: Box<dyn Write + Send>,
     raw: Arc<Mutex<Vec<u8>>>,
@@ -23,7 +23,7 @@ pub struct Term {
 }
 
 #[derive(Default)]
-pub struct Options<'a> {
+pub(crate) struct Options<'a> {
     pub args: &'a [&'a str],
     /// Leave colour on (the default for a terminal) instead of setting NO_COLOR.
     pub colour: bool,
@@ -32,7 +32,7 @@ pub struct Options<'a> {
 }
 
 impl Term {
-    pub fn start(sb: &Sandbox, url: &str, options: Options<'_>) -> Term {
+    pub(crate) fn start(sb: &Sandbox, url: &str, options: Options<'_>) -> Term {
         let pair = native_pty_system()
             .openpty(PtySize {
                 rows: 60,
@@ -89,25 +89,25 @@ impl Term {
     }
 
     /// Bytes as typed (escape sequences included).
-    pub fn send(&mut self, keys: &str) {
+    pub(crate) fn send(&mut self, keys: &str) {
         self.writer.write_all(keys.as_bytes()).unwrap();
         self.writer.flush().unwrap();
     }
 
     /// Types a line and presses Enter.
-    pub fn line(&mut self, text: &str) {
+    pub(crate) fn line(&mut self, text: &str) {
         self.send(&format!("{text}\r"));
     }
 
     /// Waits for the prompt, then types a line.
-    pub fn submit(&mut self, text: &str) {
+    pub(crate) fn submit(&mut self, text: &str) {
         self.expect("› ");
         self.line(text);
     }
 
     /// Waits until `needle` shows up after everything matched so far; returns the text up to
     /// and including it.
-    pub fn expect(&mut self, needle: &str) -> String {
+    pub(crate) fn expect(&mut self, needle: &str) -> String {
         let found = self.peek(needle);
         self.seen += found.len();
         found
@@ -115,7 +115,7 @@ impl Term {
 
     /// As `expect`, but what is found stays unmatched: the next `expect` looks from the same
     /// place.
-    pub fn peek(&self, needle: &str) -> String {
+    pub(crate) fn peek(&self, needle: &str) -> String {
         let deadline = Instant::now() + WAIT;
         loop {
             let text = self.text();
@@ -133,18 +133,18 @@ impl Term {
     }
 
     /// How much of [`Term::text`] the `expect` calls have matched.
-    pub fn seen(&self) -> usize {
+    pub(crate) fn seen(&self) -> usize {
         self.seen
     }
 
     /// Everything printed so far, as plain text (escape sequences and carriage returns removed).
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         strip_escapes(&self.raw())
     }
 
     /// Everything printed so far, escape sequences included. A multi-byte character still
     /// arriving is left out, so earlier text never changes.
-    pub fn raw(&self) -> String {
+    pub(crate) fn raw(&self) -> String {
         let bytes = self.raw.lock().unwrap().clone();
         match std::str::from_utf8(&bytes) {
             Ok(s) => s.to_string(),
@@ -157,7 +157,7 @@ impl Term {
 
     /// Waits until the screen as a terminal shows it (a full-screen program draws only what
     /// changed) holds `needle` on one row.
-    pub fn wait_screen(&self, needle: &str) -> String {
+    pub(crate) fn wait_screen(&self, needle: &str) -> String {
         let deadline = Instant::now() + WAIT;
         loop {
             let screen = self.screen();
@@ -172,7 +172,7 @@ impl Term {
     }
 
     /// The screen now: every byte so far through a terminal emulator of the current size.
-    pub fn screen(&self) -> String {
+    pub(crate) fn screen(&self) -> String {
         let (cols, rows) = self.size.get();
         let mut parser = vt100::Parser::new(
             std::num::NonZeroU16::new(rows).unwrap(),
@@ -184,7 +184,7 @@ impl Term {
     }
 
     /// Resizes the terminal (its process gets SIGWINCH).
-    pub fn resize(&self, cols: u16, rows: u16) {
+    pub(crate) fn resize(&self, cols: u16, rows: u16) {
         self.size.set((cols, rows));
         self.master
             .resize(PtySize {
@@ -197,7 +197,7 @@ impl Term {
     }
 
     /// Whether the terminal is in raw mode now (no line editing, no echo).
-    pub fn is_raw(&self) -> bool {
+    pub(crate) fn is_raw(&self) -> bool {
         let fd = self.master.as_raw_fd().unwrap();
         // SAFETY: tcgetattr fills a termios we own from a descriptor we hold open.
         unsafe {
@@ -207,11 +207,11 @@ impl Term {
         }
     }
 
-    pub fn pid(&self) -> i32 {
+    pub(crate) fn pid(&self) -> i32 {
         self.child.process_id().unwrap() as i32
     }
 
-    pub fn wait_exit(&mut self) -> ExitStatus {
+    pub(crate) fn wait_exit(&mut self) -> ExitStatus {
         let deadline = Instant::now() + WAIT;
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
@@ -225,7 +225,7 @@ impl Term {
     }
 
     /// Quits with /exit and checks that ouro ended cleanly.
-    pub fn exit(&mut self) {
+    pub(crate) fn exit(&mut self) {
         self.submit("/exit");
         let status = self.wait_exit();
         assert!(status.success(), "exit status {status:?}\n{}", self.text());
@@ -240,7 +240,7 @@ impl Drop for Term {
 
 /// Removes CSI and OSC sequences, other two-byte escapes, and carriage returns. An unfinished
 /// sequence at the end is dropped whole, so the result only ever grows.
-pub fn strip_escapes(s: &str) -> String {
+pub(crate) fn strip_escapes(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut chars = s.chars().peekable();
     while let Some(c) = chars.next() {

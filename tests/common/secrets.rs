@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 /// The names in the environment of each start of the fake `claude` logged in `log`.
-pub fn fake_claude_envs(log: &std::path::Path) -> Vec<Vec<String>> {
+pub(crate) fn fake_claude_envs(log: &std::path::Path) -> Vec<Vec<String>> {
     std::fs::read_to_string(log)
         .unwrap_or_default()
         .lines()
@@ -15,7 +15,7 @@ pub fn fake_claude_envs(log: &std::path::Path) -> Vec<Vec<String>> {
 
 /// The environment every brain and tool gets: no secret by name or by value, the API
 /// credentials for the brain, and what the user passed by name.
-pub fn assert_no_secrets(envs: &[Vec<String>], passed: Option<&str>) {
+pub(crate) fn assert_no_secrets(envs: &[Vec<String>], passed: Option<&str>) {
     assert!(!envs.is_empty(), "the brain never started");
     for env in envs {
         for secret in [
@@ -35,7 +35,7 @@ pub fn assert_no_secrets(envs: &[Vec<String>], passed: Option<&str>) {
 }
 
 /// Secrets by name and by value, one variable the user passes by name, and a plain one.
-pub const SECRET_ENV: [(&str, &str); 6] = [
+pub(crate) const SECRET_ENV: [(&str, &str); 6] = [
     ("FOO_SECRET", "hunter2"),
     ("PGPASSWORD", "pg"),
     ("SLACK_WEBHOOK_URL", "https://hooks.example/T000/B000"),

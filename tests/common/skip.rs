@@ -14,7 +14,7 @@ static SUMMARY: Once = Once::new();
 /// Records that the calling test skips because a program or package it drives is not
 /// installed; the test then returns early. Panics instead when skips are not allowed (CI, which
 /// installs them all).
-pub fn not_installed(what: &str) {
+pub(crate) fn not_installed(what: &str) {
     if std::env::var_os("OURO_TEST_REQUIRE_ALL").is_some_and(|v| v == "1") {
         panic!(
             "{} cannot run: {what} is not installed (OURO_TEST_REQUIRE_ALL=1 forbids skipping)",
@@ -26,13 +26,13 @@ pub fn not_installed(what: &str) {
 
 /// Records that the calling test skips because this kernel lacks what it tests (nothing an
 /// install step can bring, so CI skips it too, counted).
-pub fn kernel_lacks(what: &str) {
+pub(crate) fn kernel_lacks(what: &str) {
     record(&format!("this kernel lacks {what}"));
 }
 
 /// Records that the calling test skips because it could not mount the small disk it fills.
 /// Root may always mount one: as root (CI) under `OURO_TEST_REQUIRE_ALL=1` this is a failure.
-pub fn cannot_mount(what: &str) {
+pub(crate) fn cannot_mount(what: &str) {
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
     if root && std::env::var_os("OURO_TEST_REQUIRE_ALL").is_some_and(|v| v == "1") {
@@ -81,13 +81,13 @@ extern "C" fn summary() {
 }
 
 /// Whether `program` is on PATH.
-pub fn on_path(program: &str) -> bool {
+pub(crate) fn on_path(program: &str) -> bool {
     std::env::var_os("PATH")
         .is_some_and(|path| std::env::split_paths(&path).any(|d| d.join(program).is_file()))
 }
 
 /// Whether the MCP test server from npm is on PATH (a counted skip, or a failure in CI, if not).
-pub fn mcp_everything() -> bool {
+pub(crate) fn mcp_everything() -> bool {
     let found = on_path("mcp-server-everything");
     if !found {
         not_installed(

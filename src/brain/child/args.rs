@@ -17,7 +17,7 @@ const HEADLESS: [&str; 6] = [
 /// Headless mode: prompts arrive as stream-json lines on stdin and every event is printed as a
 /// stream-json line, so one process serves many turns. Each of `tool_flags` gets the verb's tools as ONE
 /// comma-separated value: the flags take lists, and separate words would swallow what follows.
-pub fn headless_args(
+pub(crate) fn headless_args(
     tool_flags: &[&str],
     tools: &[&str],
     model_id: Option<&str>,
@@ -36,7 +36,7 @@ pub fn headless_args(
 /// A served turn (`BrainCli::turn`): stream-json both ways with partial messages (for
 /// `chat:delta`), undecided calls put to the driver over the control protocol, and the turn's
 /// options as the flags both CLIs take.
-pub fn served_args(
+pub(crate) fn served_args(
     options: &TurnOptions,
     model_id: Option<&str>,
     resume: Option<&str>,

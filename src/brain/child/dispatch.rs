@@ -64,7 +64,7 @@ pub(crate) struct Launch<'a> {
     /// The binary's short name, for logs.
     pub name: &'static str,
     /// What to do when the program cannot be started.
-    pub spawn_hint: &'static str,
+    pub(crate) spawn_hint: &'static str,
     pub args: Vec<String>,
     pub cwd: &'a Path,
     /// The whole environment of the process.
@@ -231,7 +231,7 @@ async fn watch_exit(
 
 impl DispatchProc {
     /// Writes raw bytes to the process's stdin.
-    pub async fn write(&self, data: &[u8]) -> Result<(), BrainError> {
+    pub(super) async fn write(&self, data: &[u8]) -> Result<(), BrainError> {
         let mut stdin = self.stdin.lock().await;
         let pipe = stdin
             .as_mut()
@@ -248,13 +248,13 @@ impl DispatchProc {
     }
 
     /// Ends the process's input: a headless CLI exits once its last turn is done.
-    pub async fn close_stdin(&self) {
+    pub(super) async fn close_stdin(&self) {
         self.stdin.lock().await.take();
     }
 
     /// What the process last wrote on stderr, one line after another, once its stderr is
     /// read to the end (or a moment has passed).
-    pub async fn stderr_tail(&self) -> String {
+    pub(super) async fn stderr_tail(&self) -> String {
         if let Some(done) = self.stderr_done.lock().await.take() {
             let _ = tokio::time::timeout(DRAIN_STDOUT, done).await;
         }
@@ -266,7 +266,7 @@ impl DispatchProc {
     }
 
     /// Sends one prompt and reads events until that turn's result, or until the process ends.
-    pub async fn turn(&self, prompt: &str) -> Result<TurnEnd, BrainError> {
+    pub(super) async fn turn(&self, prompt: &str) -> Result<TurnEnd, BrainError> {
         let mut events = self.events.lock().await;
         let mut stale = 0;
         while let Ok(event) = events.rx.try_recv() {
@@ -320,7 +320,7 @@ impl DispatchProc {
     }
 
     /// This turn's cost from the CLI's running total, or `priced` if it reported none.
-    pub fn turn_cost(&self, total: Option<f64>, priced: impl FnOnce() -> f64) -> f64 {
+    pub(super) fn turn_cost(&self, total: Option<f64>, priced: impl FnOnce() -> f64) -> f64 {
         self.costs
             .lock()
             .unwrap_or_else(PoisonError::into_inner)

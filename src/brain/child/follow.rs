@@ -25,7 +25,7 @@ pub(crate) struct Follow {
 }
 
 impl Follow {
-    pub fn new(pinned: Option<String>, resumed: Option<String>) -> Follow {
+    pub(super) fn new(pinned: Option<String>, resumed: Option<String>) -> Follow {
         Follow {
             since: SystemTime::now(),
             pinned,
@@ -35,21 +35,21 @@ impl Follow {
 
     /// Records the running UI in `state_dir` (best effort: without it only a crash loses the
     /// move).
-    pub fn save(&self, state_dir: &Path) {
+    pub(super) fn save(&self, state_dir: &Path) {
         if let Err(e) = crate::sys::atomic::write_json(&state_dir.join(FILE), self) {
             tracing::warn!(error = %e, "could not record the running terminal UI");
         }
     }
 
     /// The record a UI left when its owner died, if any.
-    pub fn load(state_dir: &Path) -> Option<Follow> {
+    pub(super) fn load(state_dir: &Path) -> Option<Follow> {
         crate::sys::atomic::read_json(&state_dir.join(FILE))
             .ok()
             .flatten()
     }
 
     /// Moves `series` to the session the UI wrote in `transcripts`, and drops the record.
-    pub fn apply(&self, transcripts: Option<&Path>, series: &SeriesCell, state_dir: &Path) {
+    pub(super) fn apply(&self, transcripts: Option<&Path>, series: &SeriesCell, state_dir: &Path) {
         if let Some(exid) = transcripts.and_then(|dir| self.session(dir))
             && series.exid().as_deref() != Some(exid.as_str())
             && let Err(e) = series.update(|s| s.exid = exid)
@@ -62,7 +62,7 @@ impl Follow {
     /// The session the UI wrote: the pinned one if it exists; else the resumed one if it was
     /// written since the start, else (a resume that handed out a new id) the newest transcript
     /// begun since then.
-    pub fn session(&self, dir: &Path) -> Option<String> {
+    pub(super) fn session(&self, dir: &Path) -> Option<String> {
         // File times are coarse on some filesystems: a write in the same tick as the start
         // counts.
         let since = self

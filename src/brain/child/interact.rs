@@ -134,7 +134,7 @@ fn read_pty(mut reader: File, subscribers: Arc<Subscribers>, done: oneshot::Send
 }
 
 impl PtyProc {
-    pub fn write(&self, data: &[u8]) -> Result<(), BrainError> {
+    pub(super) fn write(&self, data: &[u8]) -> Result<(), BrainError> {
         let mut writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
         writer
             .write_all(data)
@@ -145,7 +145,7 @@ impl PtyProc {
             })
     }
 
-    pub fn resize(&self, size: TermSize) -> Result<(), BrainError> {
+    pub(super) fn resize(&self, size: TermSize) -> Result<(), BrainError> {
         let winsize = winsize(size);
         // SAFETY: TIOCSWINSZ reads one winsize from a live local.
         if unsafe { libc::ioctl(self.master.as_raw_fd(), libc::TIOCSWINSZ, &winsize) } < 0 {

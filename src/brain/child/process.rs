@@ -37,7 +37,7 @@ pub(crate) struct ExitReporter {
 impl ExitReporter {
     /// Runs the exit callbacks first, so that whoever waits on the exit (`kill`) returns only
     /// after every subscriber has heard of it.
-    pub fn report(self, info: ExitInfo) {
+    pub(super) fn report(self, info: ExitInfo) {
         (self.on_exit)(info);
         self.tx.send_replace(Some(info));
     }
@@ -64,12 +64,12 @@ fn pidfd_open(pid: u32) -> Option<OwnedFd> {
 }
 
 impl ProcessCore {
-    pub fn exited(&self) -> Option<ExitInfo> {
+    pub(super) fn exited(&self) -> Option<ExitInfo> {
         *self.exit.borrow()
     }
 
     /// Waits until the exit has been reported.
-    pub async fn wait(&self) -> ExitInfo {
+    pub(super) async fn wait(&self) -> ExitInfo {
         let mut rx = self.exit.clone();
         match rx.wait_for(Option::is_some).await {
             Ok(info) => info.unwrap_or(UNKNOWN),
@@ -79,7 +79,7 @@ impl ProcessCore {
     }
 
     /// SIGTERM, then SIGKILL if the process is still there after `grace`.
-    pub async fn terminate(&self, grace: Duration) -> Result<ExitInfo, BrainError> {
+    pub(super) async fn terminate(&self, grace: Duration) -> Result<ExitInfo, BrainError> {
         if let Some(info) = self.exited() {
             return Ok(info);
         }
@@ -96,7 +96,7 @@ impl ProcessCore {
     }
 
     /// SIGKILL without waiting, for a handle that is being dropped.
-    pub fn kill_now(&self) {
+    pub(super) fn kill_now(&self) {
         if self.exited().is_none()
             && let Err(e) = self.signal(libc::SIGKILL)
         {

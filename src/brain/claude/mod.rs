@@ -14,7 +14,7 @@ use super::child::{ChildBrain, ChildProgram};
 use super::slug::Binary;
 
 /// Environment variable naming the `claude` executable when the config does not.
-pub const BIN_ENV: &str = "OURO_CLAUDE_BIN";
+pub(crate) const BIN_ENV: &str = "OURO_CLAUDE_BIN";
 
 /// A brain on the `claude` CLI.
 pub type ClaudeBrain = ChildBrain<Claude>;

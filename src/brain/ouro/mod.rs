@@ -19,7 +19,7 @@ use super::child::{ChildBrain, ChildProgram};
 use super::slug::Binary;
 
 /// Environment variable naming the `ouro` executable when the config does not.
-pub const BIN_ENV: &str = "OURO_BIN";
+pub(crate) const BIN_ENV: &str = "OURO_BIN";
 
 /// A brain on ouro's own engine.
 pub type OuroBrain = ChildBrain<Ouro>;

@@ -193,7 +193,7 @@ async fn start(paths: &Paths) -> Result<Client, DaemonError> {
 }
 
 /// `ouro daemon start`.
-pub async fn daemon_start(paths: &Paths) -> Result<String, DaemonError> {
+pub(crate) async fn daemon_start(paths: &Paths) -> Result<String, DaemonError> {
     match Client::connect(paths, false).await {
         Ok(client) => Ok(format!(
             "the daemon already runs (pid {})",
@@ -212,7 +212,7 @@ pub async fn daemon_start(paths: &Paths) -> Result<String, DaemonError> {
 }
 
 /// `ouro daemon stop`: asks the daemon to stop its brains and exit, and waits until it has.
-pub async fn daemon_stop(paths: &Paths) -> Result<String, DaemonError> {
+pub(crate) async fn daemon_stop(paths: &Paths) -> Result<String, DaemonError> {
     let mut client = match Client::connect(paths, false).await {
         Ok(client) => client,
         Err(DaemonError::NotRunning) => return Ok("no daemon runs".into()),
@@ -242,7 +242,7 @@ fn alive(pid: u32) -> bool {
 }
 
 /// `ouro daemon status`: `None` when no daemon runs.
-pub async fn daemon_status(paths: &Paths) -> Result<Option<String>, DaemonError> {
+pub(crate) async fn daemon_status(paths: &Paths) -> Result<Option<String>, DaemonError> {
     let mut client = match Client::connect(paths, false).await {
         Ok(client) => client,
         Err(DaemonError::NotRunning) => return Ok(None),
@@ -275,7 +275,7 @@ pub async fn simple(paths: &Paths, header: Header) -> Result<String, DaemonError
 }
 
 /// `ouro clone list`, as a table.
-pub async fn clone_list(paths: &Paths) -> Result<String, DaemonError> {
+pub(crate) async fn clone_list(paths: &Paths) -> Result<String, DaemonError> {
     let mut client = Client::connect(paths, true).await?;
     match client.request(Header::CloneList).await? {
         Header::Clones { clones } => Ok(clone_table(&clones)),

@@ -17,7 +17,7 @@ use crate::daemon::{DaemonError, Paths};
 const RESIZE_SETTLE: Duration = Duration::from_millis(25);
 
 /// How a talk ended, for the exit code and the closing sentence.
-pub enum TalkOutcome {
+pub(super) enum TalkOutcome {
     /// The brain exited with this code.
     BrainExit(Option<i32>),
     Detached,

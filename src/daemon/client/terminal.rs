@@ -10,10 +10,10 @@ use crate::brain::TermSize;
 static RAW: AtomicBool = AtomicBool::new(false);
 static HOOK: Once = Once::new();
 
-pub struct RawMode(());
+pub(super) struct RawMode(());
 
 impl RawMode {
-    pub fn enter() -> std::io::Result<RawMode> {
+    pub(super) fn enter() -> std::io::Result<RawMode> {
         HOOK.call_once(|| {
             let previous = std::panic::take_hook();
             std::panic::set_hook(Box::new(move |info| {
@@ -43,7 +43,7 @@ fn restore() {
 }
 
 /// The terminal's size now (80×24 when it cannot be read).
-pub fn size() -> TermSize {
+pub(super) fn size() -> TermSize {
     match crossterm::terminal::size() {
         Ok((cols, rows)) if cols > 0 && rows > 0 => TermSize { cols, rows },
         _ => TermSize::default(),
@@ -52,5 +52,5 @@ pub fn size() -> TermSize {
 
 /// Leaves what a brain's UI may have switched on (alternate screen, hidden cursor, mouse and
 /// paste modes, colours), so the shell gets its terminal back as it was.
-pub const RESET_MODES: &str =
+pub(super) const RESET_MODES: &str =
     "\x1b[0m\x1b[?25h\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?2004l\x1b[?1049l";

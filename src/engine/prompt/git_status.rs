@@ -8,16 +8,16 @@ use std::process::Stdio;
 use std::time::Duration;
 
 /// How long the first request waits for the status.
-pub const LIMIT: Duration = Duration::from_millis(300);
+pub(super) const LIMIT: Duration = Duration::from_millis(300);
 
-pub enum Look {
+pub(super) enum Look {
     Done(String),
     Failed,
     TooSlow,
 }
 
 /// `program status` in `cwd` (`program` is git but for tests), given up after `limit`.
-pub fn look(cwd: &Path, program: &OsStr, limit: Duration) -> Look {
+pub(super) fn look(cwd: &Path, program: &OsStr, limit: Duration) -> Look {
     // A look must not take the index lock (or refresh the index) under the user's feet.
     let spawned = crate::sys::git::in_work_tree(program, cwd)
         .args([
@@ -57,7 +57,7 @@ pub fn look(cwd: &Path, program: &OsStr, limit: Duration) -> Look {
 }
 
 /// The status as the system prompt gives it: at most 40 paths.
-pub fn describe(out: &mut String, status: &str) {
+pub(super) fn describe(out: &mut String, status: &str) {
     let lines: Vec<&str> = status.lines().collect();
     if lines.is_empty() {
         out.push_str("Git status: clean\n");

@@ -11,15 +11,15 @@ pub(super) struct Grammar {
     /// Short options without a value; they may be clustered (`-la`).
     pub flags: &'static str,
     /// Short options that take a value, attached (`-n5`) or as the next word (`-n 5`).
-    pub with_value: &'static str,
+    pub(crate) with_value: &'static str,
     /// Long options without a value, spelled out in full.
     pub long: &'static [&'static str],
     /// Long options with a value (`--lines=5` or `--lines 5`).
-    pub long_with_value: &'static [&'static str],
+    pub(crate) long_with_value: &'static [&'static str],
     /// `-5` style numeric options (head, tail, fmt, seq's negative numbers).
-    pub numeric: bool,
+    pub(crate) numeric: bool,
     /// GNU binutils read further arguments from `@file`.
-    pub response_files: bool,
+    pub(crate) response_files: bool,
 }
 
 const NONE: Grammar = Grammar {

@@ -17,7 +17,7 @@ mod sed;
 pub use analyse::analyse;
 
 /// Longer command lines are not parsed at all; they always need approval.
-pub const MAX_COMMAND_LEN: usize = 32 * 1024;
+pub(crate) const MAX_COMMAND_LEN: usize = 32 * 1024;
 
 /// Whether a command only reads (and so may run in parallel with other reads): it parsed
 /// completely, has no findings, and every part is a known read-only command.
@@ -205,7 +205,7 @@ pub enum FindingKind {
 
 impl FindingKind {
     /// The analysis could not see the whole command.
-    pub fn is_incomplete(&self) -> bool {
+    pub(crate) fn is_incomplete(&self) -> bool {
         matches!(
             self,
             FindingKind::ParseError
@@ -218,7 +218,7 @@ impl FindingKind {
 
     /// Code runs that the command's words do not show: a rule for the command cannot have
     /// meant it.
-    pub fn hides_code(&self) -> bool {
+    pub(crate) fn hides_code(&self) -> bool {
         matches!(
             self,
             FindingKind::CommandSubstitution
@@ -288,7 +288,7 @@ impl FindingKind {
 pub struct Finding {
     pub kind: FindingKind,
     /// The source text it was found in.
-    pub snippet: String,
+    pub(crate) snippet: String,
 }
 
 impl Finding {

@@ -17,7 +17,7 @@ pub(super) struct RawCommand {
     pub assignments: Vec<String>,
     pub words: Vec<Word>,
     /// A here-document or here-string feeds its standard input.
-    pub fed_script: bool,
+    pub(crate) fed_script: bool,
 }
 
 #[derive(Debug, Default)]

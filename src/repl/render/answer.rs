@@ -10,7 +10,7 @@ use crate::repl::highlight::Palette;
 use crate::repl::markdown::Markdown;
 use crate::repl::style::Style;
 
-pub struct Answer {
+pub(super) struct Answer {
     md: Markdown,
     /// Whether the unfinished line may be shown and erased again.
     live: bool,
@@ -19,7 +19,7 @@ pub struct Answer {
 }
 
 impl Answer {
-    pub fn new(style: Style, live: bool) -> Answer {
+    pub(super) fn new(style: Style, live: bool) -> Answer {
         Answer {
             md: Markdown::new(style, Palette::detect()),
             live: live && style.is_colour(),
@@ -28,7 +28,7 @@ impl Answer {
     }
 
     /// What to write for a piece of streamed text.
-    pub fn push(&mut self, text: &str) -> String {
+    pub(super) fn push(&mut self, text: &str) -> String {
         let drawn = self.md.push(text);
         if !self.live {
             return drawn;
@@ -52,7 +52,7 @@ impl Answer {
 
     /// The text block ended: the last line drawn for good. Writing the result leaves the
     /// cursor at the start of a line whenever anything was rendered.
-    pub fn finish(&mut self) -> String {
+    pub(super) fn finish(&mut self) -> String {
         let mut out = self.erase();
         out.push_str(&self.md.finish());
         out

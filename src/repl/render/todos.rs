@@ -8,7 +8,7 @@ use crate::repl::style::Style;
 use crate::tools::todo::{self, Todo, TodoStatus};
 
 /// One line per task: done ones ticked and dim, the current one bold in its "-ing" form.
-pub fn checklist(todos: &[Todo], style: Style) -> String {
+pub(crate) fn checklist(todos: &[Todo], style: Style) -> String {
     if todos.is_empty() {
         return style.dim("  (the task list is empty)");
     }

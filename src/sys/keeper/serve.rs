@@ -13,7 +13,7 @@ use super::wire::{self, Reply, Request};
 use crate::sys::sync::lock;
 
 /// The descriptor ouro hands the keeper its end of the socket on.
-pub const SOCKET_FD: i32 = 3;
+pub(super) const SOCKET_FD: i32 = 3;
 
 /// Processes started and not yet reported ended, and the socket replies go out on. One lock
 /// holds both: a reply is whole on the socket before the next one starts, and a process's end

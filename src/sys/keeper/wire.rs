@@ -39,7 +39,7 @@ pub struct Request {
 }
 
 #[derive(Debug, Serialize, Deserialize)]
-pub enum Reply {
+pub(super) enum Reply {
     Started {
         id: u64,
         pid: i32,
@@ -57,7 +57,11 @@ pub enum Reply {
     },
 }
 
-pub fn send<T: Serialize>(socket: &UnixStream, message: &T, fds: &[RawFd]) -> std::io::Result<()> {
+pub(super) fn send<T: Serialize>(
+    socket: &UnixStream,
+    message: &T,
+    fds: &[RawFd],
+) -> std::io::Result<()> {
     let body = serde_json::to_vec(message)?;
     let length = frame::encode(body.len(), MAX_MESSAGE).map_err(|e| {
         std::io::Error::new(
@@ -70,7 +74,7 @@ pub fn send<T: Serialize>(socket: &UnixStream, message: &T, fds: &[RawFd]) -> st
 }
 
 /// The next message and its descriptors; `None` when the other side has closed the socket.
-pub fn recv<T: for<'de> Deserialize<'de>>(
+pub(super) fn recv<T: for<'de> Deserialize<'de>>(
     socket: &UnixStream,
 ) -> std::io::Result<Option<(T, Vec<OwnedFd>)>> {
     let mut length = [0u8; frame::PREFIX];

@@ -330,7 +330,7 @@ fn warn_once(flag: &OnceLock<()>, text: &str) {
 }
 
 /// Said when the kernel cannot enforce the sandbox.
-pub fn warn_unsupported(why: &str) {
+pub(super) fn warn_unsupported(why: &str) {
     static UNSUPPORTED: OnceLock<()> = OnceLock::new();
     warn_once(
         &UNSUPPORTED,
