@@ -1078,3 +1078,63 @@ async fn a_killed_server_leaves_no_brain_or_tool_behind(brain: &str) {
 }
 
 on_both_brains!(a_killed_server_leaves_no_brain_or_tool_behind);
+
+/// A cloned repository's README.md that links to a key outside the project: no served turn
+/// sends the key to the API or keeps it, trusted project or not; an untrusted project's
+/// context files are not read at all.
+#[tokio::test]
+async fn a_context_file_linking_out_of_the_project_never_reaches_the_prompt() {
+    let sb = Sandbox::new();
+    let outside = tempfile::tempdir().unwrap();
+    let key = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n";
+    std::fs::write(outside.path().join("id_rsa"), key).unwrap();
+    std::os::unix::fs::symlink(outside.path().join("id_rsa"), sb.root().join("README.md")).unwrap();
+    sb.write("AGENTS.md", "Build with make.\n");
+    let api = server(json!({"turns": [text("One."), text("Two.")]})).await;
+    let serve = Serve::start(&sb, &api.url(), &[]).await;
+    let id = serve.create(&sb.root(), json!({"brain": OURO})).await;
+    serve.turn(&id, "hello").await;
+    let untrusted = serde_json::to_string(&bodies(&api)[0]["system"]).unwrap();
+    assert!(!untrusted.contains("PRIVATE KEY"), "{untrusted}");
+    assert!(
+        !untrusted.contains("Build with make"),
+        "untrusted: {untrusted}"
+    );
+    serve.stop().await;
+
+    std::fs::write(
+        sb.home.path().join("settings.json"),
+        json!({"trustedDirectories": [sb.root()]}).to_string(),
+    )
+    .unwrap();
+    let serve = Serve::start(&sb, &api.url(), &[]).await;
+    serve.turn(&id, "again").await;
+    let trusted = serde_json::to_string(&bodies(&api)[1]["system"]).unwrap();
+    assert!(!trusted.contains("PRIVATE KEY"), "{trusted}");
+    assert!(trusted.contains("Build with make"), "trusted: {trusted}");
+    let kept = walk_text(sb.home.path());
+    assert!(
+        !kept.contains("PRIVATE KEY"),
+        "a copy was kept in ouro's home"
+    );
+    assert!(
+        serve.process.stdout_text().contains("README.md")
+            || serve.process.stderr_text().contains("README.md"),
+        "the skipped link is named"
+    );
+    serve.stop().await;
+}
+
+/// Every file under `dir`, as text, one after another.
+fn walk_text(dir: &Path) -> String {
+    let mut out = String::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.push_str(&walk_text(&path));
+        } else if let Ok(text) = std::fs::read_to_string(&path) {
+            out.push_str(&text);
+        }
+    }
+    out
+}

@@ -165,12 +165,13 @@ pub fn load(
         dirs.push(root.join(".ouro/agents"));
     }
     for dir in dirs {
-        for def in read_dir(&dir, |_| true, |stem| stem.to_string()) {
+        for def in read_dir(root, &dir, |_| true, |stem| stem.to_string()) {
             by_name.insert(def.name.clone(), def);
         }
     }
     if trusted {
         let personas = read_dir(
+            root,
             &root.join("agents"),
             |stem| stem.starts_with("AGENT_"),
             |stem| {
@@ -189,7 +190,9 @@ pub fn load(
     by_name.into_values().collect()
 }
 
+/// The definitions in `dir`, each read beneath `root` (a link out of the project is skipped).
 fn read_dir(
+    root: &Path,
     dir: &Path,
     wanted: impl Fn(&str) -> bool,
     name_of: impl Fn(&str) -> String,
@@ -210,7 +213,7 @@ fn read_dir(
             if !wanted(stem) {
                 return None;
             }
-            let text = std::fs::read_to_string(&path).ok()?;
+            let text = crate::sys::beneath::read_context(root, &path)?;
             AgentDef::from_markdown(&text, &name_of(stem), path.display().to_string())
         })
         .collect()

@@ -64,7 +64,7 @@ pub fn load_all(root: &Path) -> Vec<Result<Persona, String>> {
         .filter(|p| id_of(p).is_some())
         .collect();
     paths.sort();
-    paths.iter().map(|p| load(p)).collect()
+    paths.iter().map(|p| load(root, p)).collect()
 }
 
 /// The persona `id` of `root` (`CODE_REVIEWER`, or its agent name `code-reviewer`).
@@ -90,7 +90,7 @@ pub fn find(root: &Path, id: &str) -> Result<Persona, String> {
             path.display()
         ));
     }
-    load(&path)
+    load(root, &path)
 }
 
 fn id_of(path: &Path) -> Option<String> {
@@ -99,9 +99,11 @@ fn id_of(path: &Path) -> Option<String> {
     (path.extension()? == "md" && !id.is_empty()).then(|| id.to_string())
 }
 
-pub fn load(path: &Path) -> Result<Persona, String> {
+/// The persona in `path`, read beneath the project `root` (a link out of it is refused).
+pub fn load(root: &Path, path: &Path) -> Result<Persona, String> {
     let shown = path.display();
-    let text = std::fs::read_to_string(path).map_err(|e| format!("could not read {shown}: {e}"))?;
+    let text = crate::sys::beneath::read_text(root, path)
+        .map_err(|e| format!("could not read {shown}: {e}"))?;
     let id = id_of(path).ok_or_else(|| format!("{shown} is not named AGENT_<ID>.md"))?;
     let fallback = id.to_ascii_lowercase().replace('_', "-");
     let (front, _) = frontmatter::split(&text).map_err(|e| format!("{shown}: {e}"))?;

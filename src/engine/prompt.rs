@@ -51,7 +51,7 @@ impl ProjectContext {
     /// the root, then those of each directory down to `cwd`.
     pub fn gather_in(root: &Path, cwd: &Path, trusted: bool) -> Self {
         ProjectContext {
-            instructions: project_instructions(&instruction_dirs(root, cwd), trusted),
+            instructions: project_instructions(root, &instruction_dirs(root, cwd), trusted),
             environment: environment(cwd, trusted),
         }
     }
@@ -158,20 +158,27 @@ fn environment(cwd: &Path, trusted: bool) -> String {
     out
 }
 
-/// The user-level file (`~/.ouro/OURO.md`) first, then each of `dirs`' files if trusted.
-fn project_instructions(dirs: &[std::path::PathBuf], trusted: bool) -> String {
+/// The user-level file (`~/.ouro/OURO.md`) first, then each of `dirs`' files if trusted, read
+/// beneath `root` (a link that leads out of the project is named and skipped).
+fn project_instructions(root: &Path, dirs: &[std::path::PathBuf], trusted: bool) -> String {
+    // (path, whether the project brought it)
     let mut sources = Vec::new();
     if let Some(home) = crate::settings::ouro_home() {
-        sources.push(home.join("OURO.md"));
+        sources.push((home.join("OURO.md"), false));
     }
     if trusted {
         for dir in dirs {
-            sources.extend(INSTRUCTION_FILES.iter().map(|name| dir.join(name)));
+            sources.extend(INSTRUCTION_FILES.iter().map(|name| (dir.join(name), true)));
         }
     }
     let mut out = String::new();
-    for path in sources {
-        let Ok(text) = std::fs::read_to_string(&path) else {
+    for (path, project) in sources {
+        let text = if project {
+            crate::sys::beneath::read_context(root, &path)
+        } else {
+            std::fs::read_to_string(&path).ok()
+        };
+        let Some(text) = text else {
             continue;
         };
         if text.trim().is_empty() {

@@ -5,10 +5,16 @@ use crate::agents::definition;
 use crate::app;
 
 impl Repl {
+    /// Whether the files this project brings (commands, agents) count: the user trusts it.
+    pub(super) fn project_trusted(&self) -> bool {
+        let root = app::project_root(&self.cwd);
+        self.options.trust_project
+            || crate::settings::LayeredSettings::load(&root).is_ok_and(|l| l.trusts(&root))
+    }
+
     pub(super) fn agents_list(&self) -> String {
         let root = app::project_root(&self.cwd);
-        let trusted = self.options.trust_project
-            || crate::settings::LayeredSettings::load(&root).is_ok_and(|l| l.trusts(&root));
+        let trusted = self.project_trusted();
         let flag = self
             .options
             .agents

@@ -12,12 +12,16 @@ pub(super) struct ProjectCommand {
     template: String,
 }
 
-/// The project's commands, sorted by name. Read on every use, so a file added while the REPL
-/// runs is picked up without a restart; unreadable files are skipped.
-pub(super) fn load(project_root: &Path) -> Vec<ProjectCommand> {
+/// The project's commands, sorted by name; none before the user trusts the project. Read on
+/// every use, so a file added while the REPL runs is picked up without a restart; unreadable
+/// files are skipped.
+pub(super) fn load(project_root: &Path, trusted: bool) -> Vec<ProjectCommand> {
     let mut out: Vec<ProjectCommand> = Vec::new();
+    if !trusted {
+        return out;
+    }
     for tool in [".ouro", ".claude"] {
-        for command in load_dir(&project_root.join(tool).join("commands")) {
+        for command in load_dir(project_root, &project_root.join(tool).join("commands")) {
             if !out.iter().any(|c| c.name == command.name) {
                 out.push(command);
             }
@@ -27,7 +31,8 @@ pub(super) fn load(project_root: &Path) -> Vec<ProjectCommand> {
     out
 }
 
-fn load_dir(dir: &Path) -> Vec<ProjectCommand> {
+/// The commands in `dir`, each read beneath `root` (a link out of the project is skipped).
+fn load_dir(root: &Path, dir: &Path) -> Vec<ProjectCommand> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
@@ -42,7 +47,7 @@ fn load_dir(dir: &Path) -> Vec<ProjectCommand> {
             if !valid_name(&name) {
                 return None;
             }
-            let text = std::fs::read_to_string(&path).ok()?;
+            let text = crate::sys::beneath::read_context(root, &path)?;
             let (front, body) = crate::frontmatter::split_or_warn(&text, &path)?;
             Some(ProjectCommand::new(name, &front, body))
         })
@@ -136,16 +141,28 @@ mod tests {
         std::fs::write(commands.join("alpha.md"), "A $ARGUMENTS").unwrap();
         std::fs::write(commands.join("notes.txt"), "ignored").unwrap();
         std::fs::write(commands.join("bad name.md"), "ignored").unwrap();
-        let names: Vec<String> = load(dir.path()).into_iter().map(|c| c.name).collect();
+        let names: Vec<String> = load(dir.path(), true).into_iter().map(|c| c.name).collect();
         assert_eq!(names, ["alpha", "zeta"]);
-        assert!(load(&dir.path().join("missing")).is_empty());
+        assert!(
+            load(dir.path(), false).is_empty(),
+            "not before the project is trusted"
+        );
+        assert!(load(&dir.path().join("missing"), true).is_empty());
         let claude = dir.path().join(".claude").join("commands");
         std::fs::create_dir_all(&claude).unwrap();
         std::fs::write(claude.join("zeta.md"), "from claude").unwrap();
         std::fs::write(claude.join("beta.md"), "B").unwrap();
-        let loaded = load(dir.path());
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret.md"), "a secret").unwrap();
+        std::os::unix::fs::symlink(outside.path().join("secret.md"), claude.join("leak.md"))
+            .unwrap();
+        let loaded = load(dir.path(), true);
         let names: Vec<&str> = loaded.iter().map(|c| c.name.as_str()).collect();
-        assert_eq!(names, ["alpha", "beta", "zeta"]);
+        assert_eq!(
+            names,
+            ["alpha", "beta", "zeta"],
+            "a link out of the project is not read"
+        );
         assert_eq!(loaded[2].expand(""), "Z", ".ouro wins a shared name");
     }
 }

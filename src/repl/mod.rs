@@ -294,7 +294,7 @@ impl Repl {
                 self.remember_note(note);
                 continue;
             }
-            let project = commands::load(&app::project_root(&self.cwd));
+            let project = commands::load(&app::project_root(&self.cwd), self.project_trusted());
             match slash::parse(&line, project) {
                 Some(command) => {
                     if self.slash(command).await == slash::Flow::Exit {
@@ -316,7 +316,10 @@ impl Repl {
 
     /// What Tab and the `/` hints offer, MCP prompts and resources included.
     fn refresh_offers(&mut self) {
-        let mut offered = slash::completions(&commands::load(&app::project_root(&self.cwd)));
+        let mut offered = slash::completions(&commands::load(
+            &app::project_root(&self.cwd),
+            self.project_trusted(),
+        ));
         let (prompts, resources) = mcp::offers(self.mcp.as_deref());
         offered.extend(prompts);
         self.ui.editor.set_offers(offered, resources);

@@ -303,7 +303,10 @@ impl Repl {
         let style = self.ui.render.style();
         match command {
             Slash::Help => {
-                let text = help(style, &super::commands::load(&app::project_root(&self.cwd)));
+                let text = help(
+                    style,
+                    &super::commands::load(&app::project_root(&self.cwd), self.project_trusted()),
+                );
                 self.ui.render.print(&text);
             }
             Slash::Clear => self.clear().await,
@@ -364,7 +367,8 @@ impl Repl {
                 self.prompt_as(&prompt, typed.trim_end()).await;
             }
             Slash::Unknown(name) => {
-                let project = super::commands::load(&app::project_root(&self.cwd));
+                let project =
+                    super::commands::load(&app::project_root(&self.cwd), self.project_trusted());
                 let text = unknown_command(&name, &project);
                 self.ui.render.print(&text);
             }

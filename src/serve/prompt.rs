@@ -23,14 +23,15 @@ pub(super) struct FileCache {
 }
 
 impl FileCache {
-    fn read(&self, path: &Path) -> Option<String> {
+    /// A project file, read beneath `root` (a link out of the project is not followed).
+    fn read(&self, root: &Path, path: &Path) -> Option<String> {
         let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok()?;
         if let Some((when, text)) = lock(&self.files).get(path)
             && *when == modified
         {
             return Some(text.clone());
         }
-        let text = std::fs::read_to_string(path).ok()?;
+        let text = crate::sys::beneath::read_context(root, path)?;
         lock(&self.files).insert(path.to_path_buf(), (modified, text.clone()));
         Some(text)
     }
@@ -41,6 +42,8 @@ pub(super) struct Parts<'a> {
     pub mode: Mode,
     /// The persona's file, whole.
     pub persona: Option<&'a Path>,
+    /// Whether the user trusts the project: its files are read only then.
+    pub trusted: bool,
 }
 
 pub(super) fn build(parts: &Parts<'_>, cache: &FileCache, budget: usize) -> String {
@@ -50,9 +53,9 @@ pub(super) fn build(parts: &Parts<'_>, cache: &FileCache, budget: usize) -> Stri
     );
     let mode = parts.mode.instructions().to_string();
     let mut context = String::new();
-    if parts.mode != Mode::Direct {
+    if parts.mode != Mode::Direct && parts.trusted {
         for name in CONTEXT_FILES {
-            if let Some(text) = cache.read(&parts.project_root.join(name)) {
+            if let Some(text) = cache.read(parts.project_root, &parts.project_root.join(name)) {
                 let (cut, _) = crate::text::prefix_chars(&text, CONTEXT_FILE_CHARS);
                 context.push_str(&format!("# {name}\n\n{}\n\n", cut.trim_end()));
             }
@@ -60,7 +63,7 @@ pub(super) fn build(parts: &Parts<'_>, cache: &FileCache, budget: usize) -> Stri
     }
     let persona = parts
         .persona
-        .and_then(|p| cache.read(p))
+        .and_then(|p| cache.read(parts.project_root, p))
         .map(|t| format!("# Persona\n\n{}", t.trim_end()))
         .unwrap_or_default();
     let fixed = identity.chars().count() + mode.chars().count() + 8;
@@ -98,6 +101,7 @@ mod tests {
             project_root: dir.path(),
             mode: Mode::Workbench,
             persona: Some(&persona),
+            trusted: true,
         };
         let full = build(&parts, &cache, BUDGET_CHARS);
         let (i, r, a, p, m) = (
@@ -120,5 +124,31 @@ mod tests {
             tighter.starts_with("You are") && tighter.ends_with(Mode::Workbench.instructions())
         );
         assert!(tighter.chars().count() <= 1000);
+    }
+
+    #[test]
+    fn an_untrusted_project_or_a_link_out_of_it_adds_nothing() {
+        let outside = tempfile::tempdir().unwrap();
+        let secret = outside.path().join("id_rsa");
+        std::fs::write(&secret, "-----BEGIN OPENSSH PRIVATE KEY-----").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(&secret, dir.path().join("README.md")).unwrap();
+        std::fs::write(dir.path().join("AGENTS.md"), "agents here").unwrap();
+        let cache = FileCache::default();
+        let mut parts = Parts {
+            project_root: dir.path(),
+            mode: Mode::Workbench,
+            persona: None,
+            trusted: true,
+        };
+        let built = build(&parts, &cache, BUDGET_CHARS);
+        assert!(
+            !built.contains("PRIVATE KEY") && !built.contains("# README.md"),
+            "{built}"
+        );
+        assert!(built.contains("agents here"), "{built}");
+        parts.trusted = false;
+        let built = build(&parts, &cache, BUDGET_CHARS);
+        assert!(!built.contains("agents here"), "{built}");
     }
 }

@@ -164,6 +164,7 @@ fn options(
             project_root: root,
             mode: session.mode,
             persona: persona_file,
+            trusted,
         },
         &state.prompts,
         prompt::BUDGET_CHARS,

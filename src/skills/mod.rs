@@ -32,7 +32,7 @@ pub fn load(user_dirs: &[PathBuf], root: &Path, trusted: bool) -> Vec<Skill> {
             continue;
         };
         for entry in entries.flatten() {
-            if let Some(skill) = read(&entry.path()) {
+            if let Some(skill) = read(root, &entry.path()) {
                 by_name.insert(skill.name.clone(), skill);
             }
         }
@@ -40,9 +40,10 @@ pub fn load(user_dirs: &[PathBuf], root: &Path, trusted: bool) -> Vec<Skill> {
     by_name.into_values().collect()
 }
 
-fn read(dir: &Path) -> Option<Skill> {
+/// The skill in `dir`, its file read beneath `root` (a link out of the project is skipped).
+fn read(root: &Path, dir: &Path) -> Option<Skill> {
     let file = dir.join("SKILL.md");
-    let text = std::fs::read_to_string(&file).ok()?;
+    let text = crate::sys::beneath::read_context(root, &file)?;
     let (front, _) = crate::frontmatter::split_or_warn(&text, &file)?;
     let folder = dir.file_name()?.to_str()?.to_string();
     let description = front.text("description")?;

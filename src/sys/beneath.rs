@@ -148,6 +148,46 @@ pub fn read_all(root: &Path, path: &Path) -> io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// A context file the project brings (instructions, a README, a command, a skill, an agent),
+/// as text: beneath `root` when `path` is inside it, so a link that leads out of the project
+/// is an error naming it, never the file it points to; only a regular file (a FIFO would
+/// block the reader). A path outside `root` (the user's own files) is read as it is.
+pub fn read_text(root: &Path, path: &Path) -> io::Result<String> {
+    use std::io::Read as _;
+    let mut file = File::from(open(root, path, libc::O_RDONLY | libc::O_NONBLOCK, 0)?);
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{} is not a regular file", path.display()),
+        ));
+    }
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// [`read_text`] for a loader: `None` when the file is missing; a file it may not read (a
+/// link out of the project, not a regular file) is named on stderr and skipped.
+pub fn read_context(root: &Path, path: &Path) -> Option<String> {
+    match read_text(root, path) {
+        Ok(text) => Some(text),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+        Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
+            eprintln!(
+                "ouro: {} leads outside the project through a symbolic link; it is not read",
+                path.display()
+            );
+            tracing::warn!(path = %path.display(), error = %e, "a context file is skipped");
+            None
+        }
+        Err(e) if e.kind() == io::ErrorKind::InvalidInput => {
+            eprintln!("ouro: {e}; it is not read");
+            None
+        }
+        Err(_) => None,
+    }
+}
+
 /// The folder `dir`, beneath `root` if inside it, as a descriptor to create and rename in.
 pub fn folder(root: &Path, dir: &Path) -> io::Result<OwnedFd> {
     open(root, dir, libc::O_PATH | libc::O_DIRECTORY, 0)

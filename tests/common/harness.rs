@@ -274,6 +274,11 @@ impl Watched {
         }
     }
 
+    /// What the process printed on stderr so far.
+    pub(crate) fn stderr_text(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
     /// What the process printed on stdout so far.
     pub(crate) fn stdout_text(&self) -> String {
         self.stdout.lock().unwrap().clone()
