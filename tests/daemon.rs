@@ -700,3 +700,57 @@ async fn a_clone_brain_gets_no_secret_but_what_was_passed_by_name() {
     assert_no_secrets(&envs, None);
     assert!(!envs[0].iter().any(|n| n == "KEEP_TOKEN"), "{envs:?}");
 }
+
+/// A socket another user planted where the daemon's would be (a runtime folder anyone may
+/// write): the client refuses it and sends it nothing, not even the handshake.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_socket_another_user_planted_is_sent_nothing() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    if crate::common::skip::needs_root("listen on a socket as another user") {
+        return;
+    }
+    let api = server(json!({"turns": []})).await;
+    let mut home = Home::new(&api.url());
+    let shared = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(shared.path(), std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let runtime = shared.path().display().to_string();
+    home.env.push(("XDG_RUNTIME_DIR".into(), runtime));
+    // Where this home's daemon puts its socket, learnt from one, which then stops.
+    home.ok(&["daemon", "start"]).await;
+    let socket = std::fs::read_to_string(home.sb.home.path().join("daemon/socket")).unwrap();
+    home.ok(&["daemon", "stop"]).await;
+    let socket = PathBuf::from(socket.trim());
+    let _ = std::fs::remove_file(&socket);
+    let folder = socket.parent().unwrap();
+    std::fs::set_permissions(folder, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let got = shared.path().join("got");
+    let ready = shared.path().join("ready");
+    let script = format!(
+        "import socket\ns = socket.socket(socket.AF_UNIX)\ns.bind({socket:?})\ns.listen()\nopen({ready:?}, 'w').close()\nc, _ = s.accept()\nc.settimeout(5)\ndata = b''\ntry:\n    while True:\n        chunk = c.recv(65536)\n        if not chunk:\n            break\n        data += chunk\nexcept Exception:\n    pass\nopen({got:?}, 'wb').write(data)\n",
+    );
+    let mut planted = std::process::Command::new("python3")
+        .args(["-c", &script])
+        .uid(65534)
+        .gid(65534)
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + LIMIT;
+    while !ready.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the planted socket never listened"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let run = home.run(&["ask", "c", "my secret prompt"]).await;
+    assert!(!run.status.success(), "{}", run.debug());
+    assert!(run.stderr.contains("another user"), "{}", run.debug());
+    let status = planted.wait().unwrap();
+    assert!(status.success());
+    assert_eq!(
+        std::fs::read(&got).unwrap(),
+        b"",
+        "the planted socket was sent bytes"
+    );
+}

@@ -605,6 +605,13 @@ async fn requests_without_the_token_from_foreign_sites_or_too_big_are_refused_as
     );
     check(404, "not_found")(call(serve.get("/api/harness/session/nope")).await);
     check(404, "not_found")(call(serve.get("/api/harness/nothing-here")).await);
+    // axum's own rejections answer as the API does.
+    check(400, "bad_request")(
+        call(serve.get(&format!("/api/harness/session/{}/events?after=-5", "x"))).await,
+    );
+    check(405, "method_not_allowed")(
+        call(serve.post("/api/harness/session/list", json!({}))).await,
+    );
     check(413, "too_large")(too_big(&serve).await);
     check(400, "bad_request")(
         call(

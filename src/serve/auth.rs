@@ -20,10 +20,28 @@ use super::state::AppState;
 /// The cookie the web app holds after `POST /api/auth`.
 pub(super) const COOKIE: &str = "ouro_serve_token";
 
-/// The token in `file`, made (64 hex digits, mode 0600) on first start.
+/// The shortest token accepted: a guessable one would open the API to anyone on the machine.
+const MIN_TOKEN_BYTES: usize = 32;
+
+/// The token in `file`, made (64 hex digits) on first start; the file is made the user's alone
+/// (mode 0600) on every start, and a token under [`MIN_TOKEN_BYTES`] is refused.
 pub(super) fn load_or_create(file: &Path) -> std::io::Result<String> {
+    use std::os::unix::fs::PermissionsExt;
     match std::fs::read_to_string(file) {
-        Ok(text) if !text.trim().is_empty() => return Ok(text.trim().to_string()),
+        Ok(text) if !text.trim().is_empty() => {
+            std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o600))?;
+            let token = text.trim();
+            if token.len() < MIN_TOKEN_BYTES {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!(
+                        "its token has {} bytes, and a token needs at least {MIN_TOKEN_BYTES}; delete the file to have a new one made, or put a longer one in it",
+                        token.len()
+                    ),
+                ));
+            }
+            return Ok(token.to_string());
+        }
         Ok(_) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(e),
@@ -259,6 +277,15 @@ mod tests {
         assert_eq!(load_or_create(&file).unwrap(), token);
         let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
+        // A file another program made readable is made private again on the next start.
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert_eq!(load_or_create(&file).unwrap(), token);
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        let short = dir.path().join("short");
+        std::fs::write(&short, "x\n").unwrap();
+        let err = load_or_create(&short).unwrap_err();
+        assert!(err.to_string().contains("at least 32"), "{err}");
         assert!(same(&token, &token.clone()));
         assert!(!same(&token, &token[1..]));
         let mut headers = HeaderMap::new();

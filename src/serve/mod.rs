@@ -183,6 +183,7 @@ fn router(state: Arc<AppState>) -> Router {
         ApiError::not_found("there is no such route; the API is under /api/harness/")
     })
     .layer(DefaultBodyLimit::max(error::BODY_LIMIT))
+    .layer(axum::middleware::map_response(error::json_errors))
     .layer(axum::middleware::from_fn_with_state(
         state.clone(),
         auth::guard,

@@ -44,6 +44,17 @@ pub(crate) fn cannot_mount(what: &str) {
     record(&format!("{what} could not be mounted"));
 }
 
+/// Records that the calling test skips because it needs root (to act as another user); CI
+/// runs as root, where under `OURO_TEST_REQUIRE_ALL=1` this cannot happen.
+pub(crate) fn needs_root(what: &str) -> bool {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        return false;
+    }
+    record(&format!("only root can {what}"));
+    true
+}
+
 fn test_name() -> String {
     std::thread::current()
         .name()

@@ -34,7 +34,10 @@ impl Client {
     pub async fn connect(paths: &Paths, autostart: bool) -> Result<Client, DaemonError> {
         for socket in paths.sockets() {
             match UnixStream::connect(&socket).await {
-                Ok(stream) => return handshake(stream).await,
+                Ok(stream) => {
+                    ours(&stream, &socket)?;
+                    return handshake(stream).await;
+                }
                 Err(e) if is_absent(&e) => {}
                 Err(source) => {
                     return Err(DaemonError::Io {
@@ -80,6 +83,25 @@ fn is_absent(e: &std::io::Error) -> bool {
         e.kind(),
         std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused
     )
+}
+
+/// Whether the process behind `socket` is this user's: a socket another user planted (in a
+/// runtime folder anyone may write) is sent nothing, not even the handshake.
+fn ours(stream: &UnixStream, socket: &std::path::Path) -> Result<(), DaemonError> {
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    match stream.peer_cred().map(|c| c.uid()) {
+        Ok(uid) if uid == me => Ok(()),
+        Ok(uid) => Err(DaemonError::Refused(format!(
+            "the socket {} is served by another user (uid {uid}), so ouro sends it nothing; remove it, or set XDG_RUNTIME_DIR to a folder only you can write",
+            socket.display()
+        ))),
+        Err(source) => Err(DaemonError::Io {
+            action: "check who serves",
+            path: socket.to_path_buf(),
+            source,
+        }),
+    }
 }
 
 async fn handshake(mut stream: UnixStream) -> Result<Client, DaemonError> {
@@ -173,6 +195,7 @@ async fn start(paths: &Paths) -> Result<Client, DaemonError> {
     let started = Instant::now();
     while started.elapsed() < START_WAIT {
         if let Ok(stream) = UnixStream::connect(&paths.socket).await {
+            ours(&stream, &paths.socket)?;
             return handshake(stream).await;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
