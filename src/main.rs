@@ -104,6 +104,7 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
                 include: cats.include.clone(),
                 exclude: cats.exclude.clone(),
                 max_tokens: cats.max_tokens,
+                count_with_api: cats.count_tokens == Some(ouro::cli::args::CountTokens::Api),
             };
             let curate = cats
                 .ai_curate

@@ -579,6 +579,8 @@ async fn ai_curate_ranks_asks_again_after_a_malformed_answer_and_keeps_to_the_bu
                 "fix the login bug",
                 "--max-tokens",
                 "200",
+                "--count-tokens",
+                "api",
             ],
         )
         .await;
@@ -932,4 +934,72 @@ fn protection_is_judged_in_the_target_directory() {
         b"echo deploy\n"
     );
     assert!(!proj.join("repo/config").exists());
+}
+
+/// Secrets by name (`.env`, SSH keys, `*.pem`) or by content (a private key block, an API
+/// token) stay out of a bundle unless named on the command line, and are listed; the bundle
+/// goes to the token-counting endpoint only when asked.
+#[cfg(feature = "mock")]
+#[tokio::test(flavor = "multi_thread")]
+async fn secrets_stay_out_of_a_bundle_unless_named_and_nothing_is_uploaded_unasked() {
+    let api = crate::common::server(serde_json::json!({"turns": []})).await;
+    let sb = Sandbox::new();
+    sb.write("src/main.rs", "fn main() {}\n");
+    sb.write(".env", "DB_PASSWORD=hunter2\n");
+    sb.write(".env.example", "DB_PASSWORD=\n");
+    sb.write(".ssh/id_ed25519", "key\n");
+    sb.write(".ssh/id_ed25519.pub", "ssh-ed25519 AAAA\n");
+    sb.write("certs/server.pem", "cert\n");
+    sb.write(
+        "src/config.rs",
+        "const KEY: &str = \"sk-ant-api03-abcdefghijklmnopqrstuvwxyz012345\";\n",
+    );
+    sb.write(
+        "deploy/key.txt",
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----\n",
+    );
+    let run = sb.run(&api.url(), &["cats", "."]).await;
+    assert!(run.status.success(), "{}", run.debug());
+    for kept in ["src/main.rs", ".env.example", ".ssh/id_ed25519.pub"] {
+        assert!(
+            run.stdout.contains(&format!("CATS_START_FILE: {kept} ---")),
+            "{kept}: {}",
+            run.debug()
+        );
+    }
+    for secret in [
+        ".env",
+        ".ssh/id_ed25519",
+        "certs/server.pem",
+        "src/config.rs",
+        "deploy/key.txt",
+    ] {
+        assert!(
+            !run.stdout
+                .contains(&format!("CATS_START_FILE: {secret} ---")),
+            "{secret}: {}",
+            run.debug()
+        );
+        assert!(
+            run.stderr.contains(&format!("  {secret} (")),
+            "{secret} not listed: {}",
+            run.debug()
+        );
+    }
+    assert!(!run.stdout.contains("hunter2") && !run.stdout.contains("sk-ant-api03"));
+    assert_eq!(api.token_counts(), 0, "nothing is sent unasked");
+    let named = sb.run(&api.url(), &["cats", ".env", "src/main.rs"]).await;
+    assert!(named.status.success(), "{}", named.debug());
+    assert!(
+        named.stdout.contains("hunter2"),
+        "a file named on the command line is bundled"
+    );
+    let counted = sb
+        .run(
+            &api.url(),
+            &["cats", "src/main.rs", "--count-tokens", "api"],
+        )
+        .await;
+    assert!(counted.status.success(), "{}", counted.debug());
+    assert_eq!(api.token_counts(), 1, "counted when asked");
 }

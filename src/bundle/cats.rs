@@ -17,6 +17,9 @@ pub struct CatsOptions {
     pub include: Vec<String>,
     pub exclude: Vec<String>,
     pub max_tokens: Option<u64>,
+    /// Have the API count the whole bundle (`--count-tokens api`): it is then sent to
+    /// Anthropic, so only when asked.
+    pub count_with_api: bool,
 }
 
 /// One file as counted.
@@ -31,6 +34,8 @@ pub struct Bundled {
     pub files: Vec<Counted>,
     /// Files the token budget left out.
     pub left_out: Vec<Counted>,
+    /// Files left out as secrets, with why; a file named on the command line is never one.
+    pub secrets: Vec<(String, &'static str)>,
     /// The whole bundle as the API's token counter counts it, or why it could not.
     pub counted: Result<u64, String>,
 }
@@ -66,7 +71,27 @@ pub fn estimate(content: &[u8], binary: bool) -> u64 {
 }
 
 pub fn cats(cwd: &Path, options: &CatsOptions) -> Result<Bundled, BundleError> {
-    build(cwd, candidates(cwd, options)?, options.max_tokens)
+    build(cwd, candidates(cwd, options)?, options)
+}
+
+/// The files the command line names one by one (never left out as secrets: the user asked).
+fn named(cwd: &Path, options: &CatsOptions) -> Vec<PathBuf> {
+    options
+        .paths
+        .iter()
+        .map(|arg| cwd.join(arg))
+        .filter(|path| path.is_file())
+        .filter_map(|path| relative(cwd, &path).ok())
+        .collect()
+}
+
+/// Why a file found by a walk or a glob is a secret, if it is: by its name, or by a private
+/// key or a known token in its text.
+fn secret(rel: &Path, content: &[u8], binary: bool) -> Option<&'static str> {
+    crate::sys::secrets::secret_file(rel).or_else(|| {
+        (!binary && crate::sys::secrets::find_in_text(&String::from_utf8_lossy(content)).is_some())
+            .then_some("it holds a private key or an access token")
+    })
 }
 
 /// The files the arguments name, filtered, in byte order.
@@ -88,15 +113,18 @@ pub fn candidates(cwd: &Path, options: &CatsOptions) -> Result<Vec<PathBuf>, Bun
     Ok(found)
 }
 
-/// The bundle of `files` in the order given, leaving out what does not fit `max_tokens`.
+/// The bundle of `files` in the order given, leaving out secrets the command line did not name
+/// and what does not fit `max_tokens`.
 pub fn build(
     cwd: &Path,
     files: Vec<PathBuf>,
-    max_tokens: Option<u64>,
+    options: &CatsOptions,
 ) -> Result<Bundled, BundleError> {
+    let named = named(cwd, options);
     let mut entries = Vec::new();
     let mut counted_files = Vec::new();
     let mut left_out = Vec::new();
+    let mut secrets = Vec::new();
     let mut total = 0u64;
     for rel in files {
         let content = std::fs::read(cwd.join(&rel)).map_err(|source| BundleError::Io {
@@ -106,11 +134,20 @@ pub fn build(
         })?;
         let path = rel.as_os_str().as_bytes().to_vec();
         let binary = format::is_binary(&path, &content);
+        if !named.contains(&rel)
+            && let Some(why) = secret(&rel, &content, binary)
+        {
+            secrets.push((rel.to_string_lossy().into_owned(), why));
+            continue;
+        }
         let counted = Counted {
             path: rel.to_string_lossy().into_owned(),
             tokens: estimate(&content, binary),
         };
-        if max_tokens.is_some_and(|max| total + counted.tokens > max) {
+        if options
+            .max_tokens
+            .is_some_and(|max| total + counted.tokens > max)
+        {
             left_out.push(counted);
             continue;
         }
@@ -122,6 +159,7 @@ pub fn build(
         bundle: format::bundle(&entries),
         files: counted_files,
         left_out,
+        secrets,
         counted: Err("not counted".into()),
     })
 }
@@ -257,7 +295,14 @@ pub async fn run(
         None => cats(cwd, &options)?,
         Some(curate) => curated(cwd, &options, &curate).await?,
     };
-    bundled.counted = api_count(&bundled.bundle).await;
+    bundled.counted = if options.count_with_api {
+        api_count(&bundled.bundle).await
+    } else {
+        Err(
+            "the bundle is sent nowhere unless you ask: `--count-tokens api` has the API count it"
+                .into(),
+        )
+    };
     if output == "-" {
         let mut stdout = std::io::stdout().lock();
         let written = std::io::Write::write_all(&mut stdout, &bundled.bundle)
@@ -320,7 +365,7 @@ async fn curated(
         eprintln!("  {:.2}  {}  {}", r.relevance, r.path, r.why);
     }
     let chosen = ranked.iter().map(|r| PathBuf::from(&r.path)).collect();
-    build(cwd, chosen, options.max_tokens)
+    build(cwd, chosen, options)
 }
 
 /// The table cats prints on stderr: each file's tokens, then the total.
@@ -347,9 +392,15 @@ pub fn table(bundled: &Bundled) -> String {
         Ok(tokens) => out.push_str(&format!(
             "the whole bundle, counted by the API: {tokens} tokens\n"
         )),
-        Err(why) => out.push_str(&format!(
-            "(estimates only: {why}; with a key set, the API counts the bundle)\n"
-        )),
+        Err(why) => out.push_str(&format!("(estimates only: {why})\n")),
+    }
+    if !bundled.secrets.is_empty() {
+        out.push_str(
+            "left out as secrets (name a file on the command line to bundle it anyway):\n",
+        );
+        for (path, why) in &bundled.secrets {
+            out.push_str(&format!("  {path} ({why})\n"));
+        }
     }
     if !bundled.left_out.is_empty() {
         out.push_str("left out to stay within --max-tokens:\n");

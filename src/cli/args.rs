@@ -479,6 +479,17 @@ pub struct CatsArgs {
     /// Keep the files rated at least this relevant (0 to 1).
     #[arg(long, default_value_t = 0.7, value_name = "SCORE")]
     pub threshold: f64,
+    /// `api`: have the Messages API count the whole bundle's tokens (this sends the bundle to
+    /// Anthropic; without it the table's estimates are all, and nothing is sent).
+    #[arg(long, value_name = "HOW", value_enum)]
+    pub count_tokens: Option<CountTokens>,
+}
+
+/// How `ouro cats` counts tokens beyond its estimate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CountTokens {
+    /// The Messages API's token counter.
+    Api,
 }
 
 #[derive(Debug, Clone, clap::Args)]

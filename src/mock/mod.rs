@@ -169,6 +169,13 @@ impl MockServer {
         self.shared.ledger().body_sizes()
     }
 
+    /// How many requests the token counter got.
+    pub fn token_counts(&self) -> usize {
+        self.shared
+            .token_counts
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// How many scenario turns have been served (faulted attempts do not count).
     pub fn turns_served(&self) -> usize {
         self.shared.ledger().turns_served()

@@ -27,6 +27,8 @@ pub(super) struct Shared {
     /// Ends in-flight streams when the server shuts down, so shutdown never waits on a slow turn.
     cancel: CancellationToken,
     pub hold: Arc<Hold>,
+    /// Requests to the token counter (never turns, so not in the ledger).
+    pub token_counts: std::sync::atomic::AtomicUsize,
 }
 
 /// Replies held at their `hold_after_events` point, and the test's releases.
@@ -51,6 +53,7 @@ impl Shared {
                 held: watch::Sender::new(0),
                 released: watch::Sender::new(0),
             }),
+            token_counts: std::sync::atomic::AtomicUsize::new(0),
         }
     }
 
@@ -81,6 +84,9 @@ async fn handle(
     }
     // Token counting, as the mock bills: the bytes of the messages' text / 4. No turn is used.
     if method == Method::POST && uri.path() == "/v1/messages/count_tokens" {
+        shared
+            .token_counts
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let (body_json, _) = parse_body(&body);
         let text_bytes: usize =
             body_json

@@ -191,6 +191,39 @@ pub(crate) fn find_in_text(text: &str) -> Option<std::ops::Range<usize>> {
         .find_map(|format| find_token(text, format))
 }
 
+/// Why a file is a secret by its name (an env file, a private key, a credentials file), if it
+/// is.
+pub fn secret_file(path: &std::path::Path) -> Option<&'static str> {
+    let name = path.file_name()?.to_str()?;
+    let lower = name.to_ascii_lowercase();
+    // Templates of env files are meant to be shared.
+    const SHARED_ENV: [&str; 4] = [".example", ".sample", ".template", ".dist"];
+    if lower == ".env"
+        || (lower.starts_with(".env.") && !SHARED_ENV.iter().any(|s| lower.ends_with(s)))
+    {
+        return Some("an environment file");
+    }
+    if lower.starts_with("id_") && !lower.ends_with(".pub") {
+        return Some("an SSH private key");
+    }
+    const KEY_EXTENSIONS: [&str; 5] = [".pem", ".key", ".p12", ".pfx", ".jks"];
+    if KEY_EXTENSIONS.iter().any(|e| lower.ends_with(e)) {
+        return Some("a key or certificate store");
+    }
+    const CREDENTIAL_FILES: [&str; 6] = [
+        ".netrc",
+        ".pgpass",
+        ".git-credentials",
+        "credentials",
+        "credentials.json",
+        ".htpasswd",
+    ];
+    if CREDENTIAL_FILES.contains(&lower.as_str()) {
+        return Some("a credentials file");
+    }
+    None
+}
+
 /// `text` with every secret [`find_in_text`] finds replaced by `[redacted]`.
 pub fn redact(text: &str) -> std::borrow::Cow<'_, str> {
     let Some(mut range) = find_in_text(text) else {
@@ -478,6 +511,34 @@ mod tests {
             names.iter().filter(|n| *n == CLAUDE_SCRUB).count(),
             usize::from(claude_can_scrub())
         );
+    }
+
+    #[test]
+    fn secret_files_by_name() {
+        use std::path::Path;
+        for secret in [
+            ".env",
+            "app/.env.production",
+            ".ssh/id_rsa",
+            "id_ed25519",
+            "tls/server.pem",
+            "a.key",
+            "store.p12",
+            ".netrc",
+            ".aws/credentials",
+            ".git-credentials",
+        ] {
+            assert!(secret_file(Path::new(secret)).is_some(), "{secret}");
+        }
+        for plain in [
+            ".env.example",
+            "id_rsa.pub",
+            "src/main.rs",
+            "keyboard.rs",
+            ".envrc",
+        ] {
+            assert!(secret_file(Path::new(plain)).is_none(), "{plain}");
+        }
     }
 
     #[test]
