@@ -1003,3 +1003,47 @@ async fn secrets_stay_out_of_a_bundle_unless_named_and_nothing_is_uploaded_unask
     assert!(counted.status.success(), "{}", counted.debug());
     assert_eq!(api.token_counts(), 1, "counted when asked");
 }
+
+/// A merge driver the repository names (`.git/info/attributes` and `.git/config`) never runs
+/// when `ouro worktree merge` merges: git's own three-way merge runs in its place.
+#[test]
+fn a_merge_driver_the_repository_names_never_runs() {
+    let home = tempfile::tempdir().unwrap();
+    let repo = tempfile::tempdir().unwrap();
+    let r = repo.path();
+    let marker = home.path().join("DRIVER-RAN");
+    write(r, "a.txt", b"one\ntwo\nthree\nfour\nfive\n");
+    git(r, &["init", "-q"]);
+    git(r, &["add", "."]);
+    git(r, &["commit", "-qm", "base"]);
+    let run = |args: &[&str], stdin: Option<&[u8]>| {
+        let out = ouro_home(home.path(), r, args, stdin);
+        assert!(out.status.success(), "{args:?}\n{}", text(&out));
+    };
+    run(&["worktree", "start", "feat"], None);
+    run(
+        &["dogs", "-", "-y", "--worktree", "feat"],
+        Some(dog("a.txt", "one\ntwo\nthree\nfour\nFIVE").as_bytes()),
+    );
+    // Both sides change the file, so a merge driver would be asked to merge it.
+    write(r, "a.txt", b"ONE\ntwo\nthree\nfour\nfive\n");
+    git(r, &["commit", "-qam", "main"]);
+    std::fs::write(r.join(".git/info/attributes"), "* merge=evil\n").unwrap();
+    git(
+        r,
+        &[
+            "config",
+            "merge.evil.driver",
+            &format!("touch {}; exit 0", marker.display()),
+        ],
+    );
+    // Archived first: its folder is gone, and the merge takes its branch as it is.
+    run(&["worktree", "archive", "feat"], None);
+    run(&["worktree", "merge", "feat"], None);
+    assert!(!marker.exists(), "the repository's merge driver ran");
+    assert_eq!(
+        std::fs::read_to_string(r.join("a.txt")).unwrap(),
+        "ONE\ntwo\nthree\nfour\nFIVE\n",
+        "git's own merge took both sides"
+    );
+}

@@ -196,20 +196,22 @@ impl Worktrees {
     /// Merges the worktree's branch into the project's checked-out branch.
     pub fn merge(&self, id: &str, squash: bool) -> Result<String, BundleError> {
         let manifest = self.load(id)?;
-        refuse_dirty(
-            &manifest.path,
-            "merge (commit or apply them in the worktree first)",
-        )?;
+        // An archived worktree has no folder: its branch is merged as it is.
+        if !manifest.archived {
+            refuse_dirty(
+                &manifest.path,
+                "merge (commit or apply them in the worktree first)",
+            )?;
+        }
         refuse_dirty(&self.project, "merge into")?;
         let message = format!("Merge worktree {id} ({})", manifest.branch);
         let merged = if squash {
             git(&self.project, &["merge", "--squash", &manifest.branch])
                 .and_then(|_| git_commit(&self.project, &message))
         } else {
-            git(
-                &self.project,
-                &["merge", "--no-ff", "-m", &message, &manifest.branch],
-            )
+            let mut args = identity(&self.project);
+            args.extend(["merge", "--no-ff", "-m", &message, &manifest.branch]);
+            git(&self.project, &args)
         };
         if let Err(e) = merged {
             let _ = git(&self.project, &["merge", "--abort"]);
@@ -263,14 +265,20 @@ fn refuse_dirty(dir: &Path, what: &str) -> Result<(), BundleError> {
 }
 
 fn git_commit(dir: &Path, message: &str) -> Result<String, BundleError> {
-    // A commit needs a name; one set in git's config wins, else ouro signs as itself.
-    let named = git(dir, &["config", "user.email"]).is_ok_and(|v| !v.is_empty());
-    let mut args = Vec::new();
-    if !named {
-        args.extend(["-c", "user.name=ouro", "-c", "user.email=ouro@localhost"]);
-    }
+    let mut args = identity(dir);
     args.extend(["commit", "-q", "--no-verify", "-m", message]);
     git(dir, &args)
+}
+
+/// What a commit in `dir` needs for a name: one set in git's config wins, else ouro signs as
+/// itself (as its checkpoint commits do).
+fn identity(dir: &Path) -> Vec<&'static str> {
+    let named = git(dir, &["config", "user.email"]).is_ok_and(|v| !v.is_empty());
+    if named {
+        Vec::new()
+    } else {
+        vec!["-c", "user.name=ouro", "-c", "user.email=ouro@localhost"]
+    }
 }
 
 /// Runs git in `dir` with the settings that run nothing a repository configures; its output,

@@ -60,6 +60,9 @@ const OVERRIDES: &[(&str, &str)] = &[
     ("core.pager", "cat"),
     ("core.sshCommand", ""),
     ("core.askPass", ""),
+    ("core.editor", "false"),
+    ("sequence.editor", "false"),
+    ("core.gitProxy", ""),
     ("core.attributesFile", "/dev/null"),
     ("credential.helper", ""),
     ("diff.external", ""),
@@ -86,6 +89,12 @@ pub fn safety_env(dir: &Path) -> Vec<(String, String)> {
         .unwrap_or_default()
     {
         let (kind, name) = driver;
+        if kind == "merge" {
+            // A merge driver cannot be emptied (an empty one "succeeds" keeping our side):
+            // git's own three-way merge of the file runs in its place.
+            pairs.push((format!("merge.{name}.driver"), BUILTIN_MERGE.to_string()));
+            continue;
+        }
         let keys: &[&str] = if kind == "filter" {
             &["clean", "smudge", "process"]
         } else {
@@ -109,14 +118,17 @@ pub fn safety_env(dir: &Path) -> Vec<(String, String)> {
     out
 }
 
-/// The `filter=` and `diff=` drivers an attributes file names, as `(kind, name)`.
+/// What runs for a merge driver a repository names: git's own three-way merge of the file.
+const BUILTIN_MERGE: &str = "git merge-file -L ours -L base -L theirs %A %O %B";
+
+/// The `filter=`, `diff=` and `merge=` drivers an attributes file names, as `(kind, name)`.
 fn named_drivers(file: &Path) -> Vec<(&'static str, String)> {
     let Ok(text) = std::fs::read_to_string(file) else {
         return Vec::new();
     };
     let mut out = Vec::new();
     for word in text.split_whitespace() {
-        for kind in ["filter", "diff"] {
+        for kind in ["filter", "diff", "merge"] {
             if let Some(name) = word.strip_prefix(kind).and_then(|w| w.strip_prefix('='))
                 && !name.is_empty()
                 && !out.iter().any(|(k, n)| *k == kind && n == name)
