@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use ouro::brain::BrainConfig;
 use ouro::brain::claude::ClaudeBrain;
-use ouro::brain::{BrainCli, BrainError, ExitInfo, Mode, TermSize, Verb};
+use ouro::brain::{BrainCli, BrainError, BrainTerminal, ExitInfo, Mode, TermSize, Verb};
 use serde_json::Value;
 
 const FAKE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/fake_claude.py");

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use ouro::brain::BrainConfig;
 use ouro::brain::claude::ClaudeBrain;
-use ouro::brain::{BrainCli, BrainOutput, ExitInfo, Mode};
+use ouro::brain::{BrainCli, BrainOutput, BrainTerminal, ExitInfo, Mode};
 use ouro::mock::{MockBlock, MockServer, Scenario, Turn};
 use serde_json::json;
 

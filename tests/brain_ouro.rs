@@ -7,7 +7,9 @@ use std::time::{Duration, Instant};
 
 use ouro::api::types::Usage;
 use ouro::brain::ouro::OuroBrain;
-use ouro::brain::{BrainCli, BrainConfig, BrainError, BrainOutput, ExitInfo, Mode, TermSize};
+use ouro::brain::{
+    BrainCli, BrainConfig, BrainError, BrainOutput, BrainTerminal, ExitInfo, Mode, TermSize,
+};
 use ouro::mock::{MockBlock, MockServer, Scenario, Turn};
 use serde_json::{Value, json};
 

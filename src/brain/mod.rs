@@ -131,17 +131,12 @@ pub struct BrainOutput {
     pub series: Series,
 }
 
-/// One handle over a brain, whatever supplier runs it.
+/// One handle over a brain, whatever supplier runs it: prompts in, answers and events out. Its
+/// process and the bytes to and from it are the [`BrainTerminal`] side.
 ///
 /// Guards: `ask` / `act` with no live process, or while the process runs in interact mode,
-/// return an error; `write` with no live process returns an error.
-///
-/// Subscriptions are registered once on the handle and keep firing across kills and boots.
-/// Data callbacks get raw output bytes (stdout lines in dispatch mode, PTY bytes in interact
-/// mode); exit callbacks fire exactly once per process, whether it ended on its own, was
-/// killed from outside, or was stopped by [`BrainCli::kill`] or a new boot. Callbacks run on
-/// the handle's reader threads and tasks, so they should return quickly.
-pub trait BrainCli: Send + Sync {
+/// return an error.
+pub trait BrainCli: BrainTerminal {
     /// The slug this brain was made from.
     fn slug(&self) -> &str;
 
@@ -164,15 +159,26 @@ pub trait BrainCli: Send + Sync {
     /// The durable conversation: `None` until the first dispatch.
     fn series(&self) -> Option<Series>;
 
+    /// Stops the live process (SIGTERM, then SIGKILL after a grace period); a no-op when
+    /// nothing runs. Returns once the process is gone and its exit callbacks have run.
+    fn kill(&self) -> BrainFuture<'_, ()>;
+}
+
+/// The process behind a brain and the bytes to and from it: what a terminal front end (the
+/// daemon's `talk`) drives.
+///
+/// `write` with no live process returns an error. Subscriptions are registered once on the
+/// handle and keep firing across kills and boots. Data callbacks get raw output bytes (stdout
+/// lines in dispatch mode, PTY bytes in interact mode); exit callbacks fire exactly once per
+/// process, whether it ended on its own, was killed from outside, or was stopped by
+/// [`BrainCli::kill`] or a new boot. Callbacks run on the handle's reader threads and tasks, so
+/// they should return quickly.
+pub trait BrainTerminal: Send + Sync {
     /// The live process, if one runs.
     fn instance(&self) -> Option<Instance>;
 
     /// Stops any live process and starts a new one in `mode`, resuming the series if any.
     fn boot(&self, mode: Mode) -> BrainFuture<'_, Instance>;
-
-    /// Stops the live process (SIGTERM, then SIGKILL after a grace period); a no-op when
-    /// nothing runs. Returns once the process is gone and its exit callbacks have run.
-    fn kill(&self) -> BrainFuture<'_, ()>;
 
     /// Sends raw bytes to the process: its stdin in dispatch mode, its terminal in interact mode.
     fn write<'a>(&'a self, data: &'a [u8]) -> BrainFuture<'a, ()>;

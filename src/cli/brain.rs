@@ -10,7 +10,7 @@ use super::print::{InputFormat, OutputFormat};
 use crate::api::types::Usage;
 use crate::brain::claude::ClaudeBrain;
 use crate::brain::slug::{self, Binary, BrainSpec};
-use crate::brain::{BrainCli, BrainConfig, BrainError, BrainOutput, Mode};
+use crate::brain::{BrainCli, BrainConfig, BrainError, BrainOutput, BrainTerminal, Mode};
 use crate::stream_json::wire::{Line, ResultLine, ResultUsage};
 
 /// The claude brain `--brain <slug>` asks for, or `None` when print mode runs on ouro's own

@@ -33,8 +33,8 @@ use super::memory::SeriesCell;
 use super::slug::{self, Binary, BrainSpec};
 use super::terminal::Subscribers;
 use super::{
-    BrainCli, BrainConfig, BrainError, BrainFuture, BrainOutput, DataCallback, Episode,
-    ExitCallback, Instance, Metrics, Mode, Series, SubscriptionId, TermSize, TurnOptions,
+    BrainCli, BrainConfig, BrainError, BrainFuture, BrainOutput, BrainTerminal, DataCallback,
+    Episode, ExitCallback, Instance, Metrics, Mode, Series, SubscriptionId, TermSize, TurnOptions,
     TurnReport, TurnRequest, Verb,
 };
 use crate::sys::sync::lock;
@@ -512,17 +512,6 @@ impl<P: ChildProgram> BrainCli for ChildBrain<P> {
         self.series.get()
     }
 
-    fn instance(&self) -> Option<Instance> {
-        self.current().map(|r| r.instance())
-    }
-
-    fn boot(&self, mode: Mode) -> BrainFuture<'_, Instance> {
-        Box::pin(async move {
-            let _life = self.lifecycle.lock().await;
-            Ok(self.start(mode, Verb::Ask).await?.instance())
-        })
-    }
-
     fn kill(&self) -> BrainFuture<'_, ()> {
         Box::pin(async move {
             let _life = self.lifecycle.lock().await;
@@ -531,6 +520,19 @@ impl<P: ChildProgram> BrainCli for ChildBrain<P> {
                 proc.core.terminate(self.config.kill_grace).await?;
             }
             self.stop().await
+        })
+    }
+}
+
+impl<P: ChildProgram> BrainTerminal for ChildBrain<P> {
+    fn instance(&self) -> Option<Instance> {
+        self.current().map(|r| r.instance())
+    }
+
+    fn boot(&self, mode: Mode) -> BrainFuture<'_, Instance> {
+        Box::pin(async move {
+            let _life = self.lifecycle.lock().await;
+            Ok(self.start(mode, Verb::Ask).await?.instance())
         })
     }
 
