@@ -744,7 +744,9 @@ async fn a_signal_ends_the_running_turn_cleanly_and_a_second_server_on_the_port_
     .await;
     let serve = Serve::start(&sb, &api.url(), &[]).await;
     let port = serve.base.rsplit(':').next().unwrap().to_string();
-    let second = sb
+    // Another home, the same port.
+    let other = Sandbox::new();
+    let second = other
         .command(&api.url(), &["serve", "--port", &port])
         .output()
         .await
@@ -753,6 +755,22 @@ async fn a_signal_ends_the_running_turn_cleanly_and_a_second_server_on_the_port_
     let said = String::from_utf8_lossy(&second.stderr);
     assert!(
         said.contains("could not listen") && said.contains("--port"),
+        "{said}"
+    );
+    // The same home, another port: refused at once, naming the running server.
+    let started = std::time::Instant::now();
+    let third = sb
+        .command(&api.url(), &["serve", "--port", "0"])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(third.status.code(), Some(1));
+    assert!(started.elapsed() < Duration::from_secs(10));
+    let said = String::from_utf8_lossy(&third.stderr);
+    assert!(
+        said.contains("another ouro serve")
+            && said.contains(&format!("pid {}", serve.process.pid()))
+            && said.contains(&format!("{}/", serve.base)),
         "{said}"
     );
 

@@ -48,6 +48,16 @@ pub enum ServeError {
     },
     #[error("ouro has no home folder for its sessions (set OURO_HOME)")]
     NoHome,
+    #[error(
+        "another ouro serve ({holder}) already uses the ouro home {home}; one server per home keeps its sessions whole: use that one, stop it, or give this one another home with OURO_HOME"
+    )]
+    AlreadyRunning { holder: String, home: PathBuf },
+    #[error("could not lock {path}: {source}")]
+    Lock {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("the server stopped with an error: {0}")]
     Serve(#[source] std::io::Error),
 }
@@ -56,6 +66,7 @@ pub enum ServeError {
 /// turn is ended cleanly (its stream gets `process:exit`, its session is saved).
 pub async fn run(options: ServeOptions) -> Result<(), ServeError> {
     let home = crate::settings::ouro_home().ok_or(ServeError::NoHome)?;
+    let mut lock = hold_home(&home)?;
     let token_file = options
         .token_file
         .clone()
@@ -120,6 +131,13 @@ pub async fn run(options: ServeOptions) -> Result<(), ServeError> {
         state.token
     );
     println!("token file: {}", token_file.display());
+    // Who holds the home, for a second server to name.
+    {
+        use std::io::Write as _;
+        let _ = lock
+            .set_len(0)
+            .and_then(|()| writeln!(lock, "pid {} at http://{bound}/", std::process::id()));
+    }
     let app = router(state.clone());
     let shutdown = {
         let state = state.clone();
@@ -133,6 +151,38 @@ pub async fn run(options: ServeOptions) -> Result<(), ServeError> {
         .with_graceful_shutdown(shutdown)
         .await
         .map_err(ServeError::Serve)
+}
+
+/// The lock that makes this the one server of `home` (held until the process ends, however).
+fn hold_home(home: &std::path::Path) -> Result<std::fs::File, ServeError> {
+    let path = home.join("serve/serve.lock");
+    let failed = |source| ServeError::Lock {
+        path: path.clone(),
+        source,
+    };
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(failed)?;
+    }
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(failed)?;
+    if !crate::sys::flock::try_exclusive(&file).map_err(failed)? {
+        let said = std::fs::read_to_string(&path).unwrap_or_default();
+        let holder = match said.trim() {
+            "" => crate::sys::flock::holder(&file)
+                .map_or_else(|| "another process".to_string(), |pid| format!("pid {pid}")),
+            said => said.to_string(),
+        };
+        return Err(ServeError::AlreadyRunning {
+            holder,
+            home: home.to_path_buf(),
+        });
+    }
+    Ok(file)
 }
 
 async fn wait_for_signal() {
