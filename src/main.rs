@@ -151,6 +151,7 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
                 interactive: dogs.interactive,
                 feedback: dogs.feedback.as_ref().map(|f| cwd.join(f)),
                 worktree: dogs.worktree.clone(),
+                yes_protected: dogs.yes_protected,
             };
             return Ok(exit_code(ouro::bundle::dogs::run(&options)?));
         }

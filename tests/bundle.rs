@@ -1047,3 +1047,33 @@ fn a_merge_driver_the_repository_names_never_runs() {
         "git's own merge took both sides"
     );
 }
+
+/// A script applies a bundle that touches protected files with `--yes-protected`; each one is
+/// named on stderr. Without it, `-y` alone still refuses them.
+#[test]
+fn yes_protected_lets_a_script_write_protected_files_and_names_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let reply = format!(
+        "{}{}",
+        dog("Makefile", "all:\n\ttrue"),
+        dog("notes.txt", "plain")
+    );
+    let out = ouro(dir.path(), &["dogs", "-", "-y"], Some(reply.as_bytes()));
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(!dir.path().join("Makefile").exists());
+    let out = ouro(
+        dir.path(),
+        &["dogs", "-", "-y", "--yes-protected"],
+        Some(reply.as_bytes()),
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("  Makefile (") && stderr.contains("--yes-protected"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read(dir.path().join("Makefile")).unwrap(),
+        b"all:\n\ttrue\n"
+    );
+}

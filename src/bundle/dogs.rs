@@ -32,6 +32,9 @@ pub struct DogsOptions {
     pub feedback: Option<PathBuf>,
     /// Apply inside this worktree of the project holding `dir`, and checkpoint it.
     pub worktree: Option<String>,
+    /// Write protected files without the typed yes (`--yes-protected`, for scripts); each is
+    /// named on stderr.
+    pub yes_protected: bool,
 }
 
 pub(crate) const APPLIED: i32 = 0;
@@ -149,8 +152,10 @@ fn apply_in(options: &DogsOptions, dir: &Path) -> Result<i32, BundleError> {
                 change.protected.unwrap_or_default()
             );
         }
-        // Even with -y: these need a person's explicit yes.
-        if !confirmed("Type yes to write them: ", true) {
+        // Even with -y: these need a person's explicit yes, or the script's own flag for them.
+        if options.yes_protected {
+            eprintln!("--yes-protected: writing them without asking");
+        } else if !confirmed("Type yes to write them: ", true) {
             return Ok(REJECTED);
         }
     } else if !options.yes && !reviewed && !confirmed("Apply these changes? [y/N] ", false) {

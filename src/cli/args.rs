@@ -502,6 +502,10 @@ pub struct DogsArgs {
     /// Apply without asking (protected files still need a typed yes).
     #[arg(short, long)]
     pub yes: bool,
+    /// Also write protected files (what runs later: Makefiles, CI files, executables, agent
+    /// settings) without the typed yes, for scripts; each is named on stderr.
+    #[arg(long)]
+    pub yes_protected: bool,
     /// Print the diff and write nothing.
     #[arg(long)]
     pub dry_run: bool,

@@ -131,11 +131,54 @@ const RUN_LATER_FILES: &[&str] = &[
     "Taskfile.yml",
     "Rakefile",
     ".pre-commit-config.yaml",
+    // Python runs these at start-up or reads its build and test commands from them.
+    "sitecustomize.py",
+    "usercustomize.py",
+    "pyproject.toml",
+    "setup.cfg",
+    "tox.ini",
+    "pytest.ini",
+    // Containers and CI services run what these say.
+    "Dockerfile",
+    "Containerfile",
+    "docker-compose.yml",
+    "docker-compose.yaml",
+    "compose.yml",
+    "compose.yaml",
+    "Jenkinsfile",
+    ".travis.yml",
+    "azure-pipelines.yml",
+    "bitbucket-pipelines.yml",
+    // rustup installs and runs the toolchain this names.
+    "rust-toolchain",
+    "rust-toolchain.toml",
+    // Loaded into the environment of what runs here (direnv, dotenv, docker compose).
+    ".env",
+];
+
+/// Other agents' instruction files: what their model is told in every later session.
+const OTHER_AGENT_INSTRUCTIONS: &[&str] = &[
+    ".cursorrules",
+    ".windsurfrules",
+    ".clinerules",
+    "GEMINI.md",
+    "copilot-instructions.md",
 ];
 
 /// Folders whose files editors, git hooks and build tools run later (tasks opened with the
 /// folder, husky hooks, cargo's runner and aliases, dev containers).
-const RUN_LATER_FOLDERS: &[&str] = &[".husky", ".vscode", ".idea", ".cargo", ".devcontainer"];
+const RUN_LATER_FOLDERS: &[&str] = &[
+    ".husky",
+    ".vscode",
+    ".idea",
+    ".cargo",
+    ".devcontainer",
+    ".circleci",
+    ".buildkite",
+    ".cursor",
+    ".windsurf",
+    ".clinerules",
+];
 
 /// Instruction files: what the model is told at the start of every session.
 const INSTRUCTION_FILES: &[&str] = &["OURO.md", "CLAUDE.md", "CLAUDE.local.md", "AGENTS.md"];
@@ -175,7 +218,7 @@ fn judge(path: &Path, on_disk: &Path) -> Option<&'static str> {
     if component(|c| c == ".ouro" || c == ".claude") || name == ".mcp.json" {
         return Some("agent settings grant permissions, hooks and servers");
     }
-    if INSTRUCTION_FILES.contains(&name) {
+    if INSTRUCTION_FILES.contains(&name) || OTHER_AGENT_INSTRUCTIONS.contains(&name) {
         return Some("instruction files tell the model what to do in every later session");
     }
     let in_agents = path
@@ -206,4 +249,58 @@ fn is_executable(path: &Path) -> bool {
 fn is_hard_linked(path: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
     std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file() && m.nlink() > 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn files_that_run_later_or_instruct_an_agent_are_protected() {
+        for path in [
+            "sitecustomize.py",
+            "pyproject.toml",
+            ".cursorrules",
+            ".github/copilot-instructions.md",
+            ".windsurfrules",
+            "GEMINI.md",
+            ".clinerules",
+            "Dockerfile",
+            "Jenkinsfile",
+            ".circleci/config.yml",
+            ".travis.yml",
+            "azure-pipelines.yml",
+            ".buildkite/pipeline.yml",
+            "rust-toolchain.toml",
+            "tox.ini",
+            "pytest.ini",
+            ".env",
+            "sub/dir/Makefile",
+        ] {
+            assert!(protection(Path::new(path)).is_some(), "{path}");
+        }
+        for path in ["src/main.rs", "README.md", "docs/guide.md", "Cargo.lock"] {
+            assert!(protection(Path::new(path)).is_none(), "{path}");
+        }
+    }
+
+    #[test]
+    fn inside_a_directory_what_is_on_disk_is_looked_up_there() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("run.sh"), "echo\n").unwrap();
+        std::fs::set_permissions(
+            dir.path().join("run.sh"),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .unwrap();
+        assert!(protection_in(dir.path(), Path::new("run.sh")).is_some());
+        assert!(
+            protection(Path::new("run.sh")).is_none(),
+            "not in the working directory"
+        );
+        std::fs::create_dir(dir.path().join("r")).unwrap();
+        std::fs::write(dir.path().join("r/HEAD"), "ref: x\n").unwrap();
+        assert!(protection_in(dir.path(), Path::new("r/config")).is_some());
+    }
 }
