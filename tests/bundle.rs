@@ -1008,6 +1008,14 @@ async fn secrets_stay_out_of_a_bundle_unless_named_and_nothing_is_uploaded_unask
 /// when `ouro worktree merge` merges: git's own three-way merge runs in its place.
 #[test]
 fn a_merge_driver_the_repository_names_never_runs() {
+    // By an attribute in `.git/info/attributes`, and by configuration alone (the default
+    // driver for files with no attribute).
+    for named_by_attribute in [true, false] {
+        merge_with_a_planted_driver(named_by_attribute);
+    }
+}
+
+fn merge_with_a_planted_driver(named_by_attribute: bool) {
     let home = tempfile::tempdir().unwrap();
     let repo = tempfile::tempdir().unwrap();
     let r = repo.path();
@@ -1028,19 +1036,21 @@ fn a_merge_driver_the_repository_names_never_runs() {
     // Both sides change the file, so a merge driver would be asked to merge it.
     write(r, "a.txt", b"ONE\ntwo\nthree\nfour\nfive\n");
     git(r, &["commit", "-qam", "main"]);
-    std::fs::write(r.join(".git/info/attributes"), "* merge=evil\n").unwrap();
-    git(
-        r,
-        &[
-            "config",
-            "merge.evil.driver",
-            &format!("touch {}; exit 0", marker.display()),
-        ],
-    );
+    let evil = format!("touch {}; exit 0", marker.display());
+    if named_by_attribute {
+        std::fs::write(r.join(".git/info/attributes"), "* merge=evil\n").unwrap();
+        git(r, &["config", "merge.evil.driver", &evil]);
+    } else {
+        git(r, &["config", "merge.default", "other"]);
+        git(r, &["config", "merge.other.driver", &evil]);
+    }
     // Archived first: its folder is gone, and the merge takes its branch as it is.
     run(&["worktree", "archive", "feat"], None);
     run(&["worktree", "merge", "feat"], None);
-    assert!(!marker.exists(), "the repository's merge driver ran");
+    assert!(
+        !marker.exists(),
+        "the repository's merge driver ran (by attribute: {named_by_attribute})"
+    );
     assert_eq!(
         std::fs::read_to_string(r.join("a.txt")).unwrap(),
         "ONE\ntwo\nthree\nfour\nFIVE\n",

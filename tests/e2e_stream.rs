@@ -230,9 +230,24 @@ async fn request_too_large_compacts_like_prompt_too_long() {
 }
 
 /// A 200 that is a web page (a captive portal, a proxy's login) is named for what it is, not
-/// reported as a broken stream.
+/// reported as a broken stream, whatever content type it claims.
 #[tokio::test]
 async fn a_200_that_is_not_an_event_stream_says_what_arrived() {
+    for (content_type, said) in [
+        (
+            "text/html",
+            "answered 200 with text/html instead of an event stream",
+        ),
+        (
+            "text/event-stream",
+            "answered 200 with an event stream that holds no event",
+        ),
+    ] {
+        web_page_instead_of_events(content_type, said).await;
+    }
+}
+
+async fn web_page_instead_of_events(content_type: &'static str, said: &str) {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     std::thread::spawn(move || {
@@ -244,7 +259,7 @@ async fn a_200_that_is_not_an_event_stream_says_what_arrived() {
             let body = "\n<html><head><title>Hotel Wi-Fi login</title></head></html>\n";
             let _ = write!(
                 stream,
-                "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                "HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
                 body.len()
             );
         }
@@ -253,9 +268,7 @@ async fn a_200_that_is_not_an_event_stream_says_what_arrived() {
     let run = sb.run(&url, &["-p", "hi"]).await;
     assert_eq!(run.status.code(), Some(1), "{}", run.debug());
     assert!(
-        run.stderr
-            .contains("answered 200 with text/html instead of an event stream")
-            && run.stderr.contains("<html><head><title>Hotel Wi-Fi login"),
+        run.stderr.contains(said) && run.stderr.contains("<html><head><title>Hotel Wi-Fi login"),
         "{}",
         run.debug()
     );

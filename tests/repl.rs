@@ -437,6 +437,9 @@ async fn project_commands_expand_their_arguments() {
         "---\ndescription: Greet someone\n---\nSay hello to $ARGUMENTS.\n",
     );
     let mut term = Term::start(&sb, &mock.url(), Options::default());
+    // The project's commands count once it is trusted.
+    term.expect("Trust this directory");
+    term.line("y");
     term.submit("/help");
     term.expect("/greet [args]");
     term.expect("Greet someone");
@@ -709,6 +712,9 @@ async fn workspace_commands_work_offline() {
         "---\ndescription: Say hello from Claude's folder\n---\nSay hello\n",
     );
     let mut term = Term::start(&sb, &mock.url(), Options::default());
+    // The project's commands count once it is trusted.
+    term.expect("Trust this directory");
+    term.line("y");
     term.submit("/status");
     term.expect("Permissions: default");
     term.expect("Transcript:");

@@ -84,6 +84,9 @@ async fn typing_a_slash_lists_matching_commands_with_what_they_do() {
         "---\ndescription: Moo at the user\n---\nMoo\n",
     );
     let mut term = Term::start(&sb, &mock.url(), Options::default());
+    // The project's commands count once it is trusted.
+    term.expect("Trust this directory");
+    term.line("y");
     term.expect("› ");
     term.send("/co");
     term.expect("/compact");

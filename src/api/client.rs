@@ -56,6 +56,12 @@ pub enum ApiError {
         content_type: String,
         first_line: String,
     },
+    /// A body sent as an event stream that held no event at all (an HTML page labelled
+    /// `text/event-stream`).
+    #[error(
+        "the API answered 200 with an event stream that holds no event; it began: {first_line:?}. Check that ANTHROPIC_BASE_URL points at a Messages API (a proxy or a login page may be answering)."
+    )]
+    NoEvents { first_line: String },
 }
 
 impl ApiError {
@@ -69,7 +75,9 @@ impl ApiError {
             | ApiError::Stream(_)
             | ApiError::Stalled(_)
             | ApiError::Malformed(_) => true,
-            ApiError::EventTooLarge(_) | ApiError::NotEventStream { .. } => false,
+            ApiError::EventTooLarge(_)
+            | ApiError::NotEventStream { .. }
+            | ApiError::NoEvents { .. } => false,
             ApiError::Server { kind, .. } => kind == "overloaded_error" || kind == "api_error",
         }
     }
@@ -119,7 +127,9 @@ impl ApiError {
             ApiError::Stalled(_) => "stream_stalled".into(),
             ApiError::Malformed(_) => "malformed_stream".into(),
             ApiError::EventTooLarge(_) => "event_too_large".into(),
-            ApiError::NotEventStream { .. } => "not_an_event_stream".into(),
+            ApiError::NotEventStream { .. } | ApiError::NoEvents { .. } => {
+                "not_an_event_stream".into()
+            }
         }
     }
 }
@@ -424,6 +434,9 @@ async fn first_line(response: reqwest::Response) -> String {
 
 /// The response body as Messages API events. Framing errors, unreadable events and a stream
 /// without content for longer than the idle limit end it with an error: nothing is dropped.
+/// How much of a stream's start is kept to say what came when no event did.
+const HEAD_BYTES: usize = 200;
+
 pub fn events<B, C, E>(
     bytes: B,
     limits: StreamLimits,
@@ -450,6 +463,9 @@ where
         limits: StreamLimits,
         key: String,
         ended: bool,
+        /// Whether any event arrived, and the first bytes, to say what came instead.
+        any_event: bool,
+        head: Vec<u8>,
     }
     let now = Instant::now();
     let state = State {
@@ -463,6 +479,8 @@ where
         limits,
         key,
         ended: false,
+        any_event: false,
+        head: Vec::new(),
     };
     futures::stream::unfold(state, |mut s| async move {
         loop {
@@ -470,6 +488,7 @@ where
                 return None;
             }
             if let Some(frame) = s.frames.pop_front() {
+                s.any_event = true;
                 // What arrived when, for `OURO_LOG=ouro::api=trace`; tests wait on it.
                 tracing::trace!(event = %frame.event, "stream event received");
                 let item = match serde_json::from_str::<StreamEvent>(&frame.data) {
@@ -511,10 +530,28 @@ where
             let next = tokio::time::timeout_at(deadline, s.bytes.next()).await;
             let error = match next {
                 Err(_) => ApiError::Stalled(waited),
-                Ok(None) => return None,
+                Ok(None) if s.any_event || s.head.iter().all(u8::is_ascii_whitespace) => {
+                    return None;
+                }
+                Ok(None) => {
+                    let text = String::from_utf8_lossy(&s.head);
+                    let first_line = text
+                        .lines()
+                        .map(str::trim)
+                        .find(|l| !l.is_empty())
+                        .unwrap_or_default();
+                    ApiError::NoEvents {
+                        first_line: redact(first_line, &s.key),
+                    }
+                }
                 Ok(Some(Err(e))) => ApiError::Stream(redact(&e.to_string(), &s.key)),
                 Ok(Some(Ok(chunk))) => {
                     s.silence_deadline = Instant::now() + s.limits.idle_timeout;
+                    if s.head.len() < HEAD_BYTES {
+                        let room = HEAD_BYTES - s.head.len();
+                        let bytes = chunk.as_ref();
+                        s.head.extend_from_slice(&bytes[..bytes.len().min(room)]);
+                    }
                     match s.decoder.feed(chunk.as_ref(), &mut s.frames) {
                         Ok(()) => continue,
                         Err(e @ SseError::TooLarge { .. }) => {

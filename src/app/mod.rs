@@ -266,6 +266,8 @@ fn untrusted(
         (".ouro/agents", "agents"),
         (".claude/skills", "skills"),
         (".ouro/skills", "skills"),
+        (".claude/commands", "slash commands"),
+        (".ouro/commands", "slash commands"),
     ] {
         if root.join(dir).is_dir() {
             ignored.push(format!("the {what} in {dir}"));

@@ -74,22 +74,38 @@ pub struct Waiting {
 
 impl Waiting {
     /// Waits for the first answer, or denies the call once the question expires.
-    pub async fn settled(self) -> Settled {
-        let settled = match tokio::time::timeout(self.timeout, self.answer).await {
-            Ok(Ok(answer)) => Settled::Answered(answer),
-            Ok(Err(_)) => Settled::Abandoned(PermissionAnswer::Deny {
+    pub async fn settled(mut self) -> Settled {
+        let abandoned = || {
+            Settled::Abandoned(PermissionAnswer::Deny {
                 message: "the turn ended before anyone answered".into(),
-            }),
-            Err(_) => Settled::Expired(PermissionAnswer::Deny {
-                message: format!(
-                    "Nobody answered the permission request for {} within {} seconds, so it was denied.",
-                    self.tool_name,
-                    self.timeout.as_secs()
-                ),
-            }),
+            })
         };
+        match tokio::time::timeout(self.timeout, &mut self.answer).await {
+            Ok(Ok(answer)) => Settled::Answered(answer),
+            Ok(Err(_)) => abandoned(),
+            Err(_) => {
+                // Under the registry's lock, where answers are given: one given just now
+                // counts; after this none can be.
+                let _waiting = lock(&self.registry.waiting);
+                match self.answer.try_recv() {
+                    Ok(answer) => Settled::Answered(answer),
+                    Err(_) => Settled::Expired(PermissionAnswer::Deny {
+                        message: format!(
+                            "Nobody answered the permission request for {} within {} seconds, so it was denied.",
+                            self.tool_name,
+                            self.timeout.as_secs()
+                        ),
+                    }),
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Waiting {
+    /// However the asking side ends (settled, or its future dropped), its id is spent.
+    fn drop(&mut self) {
         lock(&self.registry.waiting).remove(&self.id);
-        settled
     }
 }
 
@@ -127,10 +143,12 @@ impl ParkedQuestions {
         id: &str,
         answer: PermissionAnswer,
     ) -> Result<PermissionQuestion, NotWaiting> {
-        let parked = lock(&self.waiting)
+        // Sent under the lock an expiring question takes to look a last time: an answer that
+        // is accepted here is the one the brain gets.
+        let mut waiting = lock(&self.waiting);
+        let parked = waiting
             .remove(id)
             .ok_or_else(|| NotWaiting(id.to_string()))?;
-        // A receiver gone at this very moment has settled by expiry: the answer came too late.
         parked
             .answer
             .send(answer)
@@ -215,6 +233,15 @@ mod tests {
                 .answer(&id, PermissionAnswer::Allow { remember: false })
                 .is_err()
         );
+    }
+
+    #[tokio::test]
+    async fn a_question_whose_asker_gave_up_leaves_the_registry() {
+        let parked = ParkedQuestions::default();
+        let waiting = parked.park(question("Bash"), Duration::from_secs(60));
+        assert_eq!(parked.list().len(), 1);
+        drop(waiting);
+        assert!(parked.list().is_empty());
     }
 
     #[tokio::test]

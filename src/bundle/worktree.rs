@@ -205,11 +205,14 @@ impl Worktrees {
         }
         refuse_dirty(&self.project, "merge into")?;
         let message = format!("Merge worktree {id} ({})", manifest.branch);
+        // Whatever merge drivers the repository's configuration defines, git's own merge runs.
+        let safe = crate::sys::git::merge_overrides(&self.project);
+        let mut args: Vec<&str> = safe.iter().map(String::as_str).collect();
         let merged = if squash {
-            git(&self.project, &["merge", "--squash", &manifest.branch])
-                .and_then(|_| git_commit(&self.project, &message))
+            args.extend(["merge", "--squash", &manifest.branch]);
+            git(&self.project, &args).and_then(|_| git_commit(&self.project, &message))
         } else {
-            let mut args = identity(&self.project);
+            args.extend(identity(&self.project));
             args.extend(["merge", "--no-ff", "-m", &message, &manifest.branch]);
             git(&self.project, &args)
         };

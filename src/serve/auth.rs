@@ -29,7 +29,13 @@ pub(super) fn load_or_create(file: &Path) -> std::io::Result<String> {
     use std::os::unix::fs::PermissionsExt;
     match std::fs::read_to_string(file) {
         Ok(text) if !text.trim().is_empty() => {
-            std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o600))?;
+            // A file someone else provides (a mounted secret, read-only) is theirs to protect.
+            if let Err(e) = std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o600)) {
+                eprintln!(
+                    "warning: could not make the token file {} readable by you alone ({e})",
+                    file.display()
+                );
+            }
             let token = text.trim();
             if token.len() < MIN_TOKEN_BYTES {
                 return Err(std::io::Error::new(

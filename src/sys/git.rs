@@ -118,6 +118,28 @@ pub fn safety_env(dir: &Path) -> Vec<(String, String)> {
     out
 }
 
+/// `-c` settings for a merge in the repository holding `dir`: every merge driver its
+/// configuration defines (`merge.<name>.driver`, even one named `text`) becomes git's own
+/// three-way merge, so no program the repository names runs, whichever way a driver is picked
+/// (an attribute, `merge.default`, a `recursive` one for inner merges).
+pub fn merge_overrides(dir: &Path) -> Vec<String> {
+    let listed = in_work_tree("git", dir)
+        .args(["config", "--get-regexp", r"^merge\..*\.driver$"])
+        .stderr(Stdio::null())
+        .output();
+    let Ok(listed) = listed else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for line in String::from_utf8_lossy(&listed.stdout).lines() {
+        let key = line.split_whitespace().next().unwrap_or_default();
+        if key.ends_with(".driver") {
+            out.extend(["-c".to_string(), format!("{key}={BUILTIN_MERGE}")]);
+        }
+    }
+    out
+}
+
 /// What runs for a merge driver a repository names: git's own three-way merge of the file.
 const BUILTIN_MERGE: &str = "git merge-file -L ours -L base -L theirs %A %O %B";
 

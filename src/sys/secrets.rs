@@ -135,6 +135,8 @@ pub fn brain_env(
             BRAIN_CREDENTIALS.iter().any(|c| name == c)
                 || kept(name, keep)
                 || !is_secret(name, value)
+                // How the brain reaches the API, credentials in the URL or not.
+                || (reaches_api(name) && !is_secret_name(&name.to_string_lossy()))
         })
         .collect();
     if !keep.is_empty() {
@@ -160,6 +162,12 @@ pub fn inherited_keep() -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// A proxy or the API's address: a brain needs it as set, even with credentials in its URL.
+fn reaches_api(name: &OsStr) -> bool {
+    let upper = name.to_string_lossy().to_ascii_uppercase();
+    upper == "ANTHROPIC_BASE_URL" || upper.ends_with("_PROXY")
+}
+
 fn kept(name: &OsStr, keep: &[String]) -> bool {
     keep.iter().any(|k| OsStr::new(k) == name)
 }
@@ -171,24 +179,30 @@ pub fn claude_can_scrub() -> bool {
         .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join("bwrap").is_file()))
 }
 
-/// Text that looks like a secret, by content: a private key block or a token of a known
-/// format. The byte range of the first one.
+/// Text that looks like a secret, by content: a private key block (wherever it stands: after a
+/// certificate, inside a JSON string) or a token of a known format. The byte range of the
+/// first one in the text.
 pub(crate) fn find_in_text(text: &str) -> Option<std::ops::Range<usize>> {
-    if let Some(at) = text.find("-----BEGIN ") {
-        let header = &text[at..];
-        if let Some(end) = header.find("-----\n").or_else(|| header.find("-----\r\n"))
-            && header[..end].contains("PRIVATE KEY")
-        {
-            let stop = header
-                .find("-----END ")
-                .and_then(|e| header[e..].find("-----\n").map(|n| e + n + 6))
-                .unwrap_or(header.len());
-            return Some(at..at + stop);
+    let key = text.match_indices("-----BEGIN ").find_map(|(at, _)| {
+        let label_end = text[at + 11..].find("-----")? + at + 11;
+        if !text[at + 11..label_end].ends_with("PRIVATE KEY") {
+            return None;
         }
-    }
+        // To the end of the matching END line's dashes, or of the text when it is cut.
+        let stop = text[label_end + 5..]
+            .find("-----END ")
+            .and_then(|e| {
+                let from = label_end + 5 + e + 9;
+                text[from..].find("-----").map(|d| from + d + 5)
+            })
+            .unwrap_or(text.len());
+        Some(at..stop)
+    });
     TOKEN_FORMATS
         .iter()
-        .find_map(|format| find_token(text, format))
+        .filter_map(|format| find_token(text, format))
+        .chain(key)
+        .min_by_key(|range| range.start)
 }
 
 /// Why a file is a secret by its name (an env file, a private key, a credentials file), if it
@@ -203,7 +217,15 @@ pub fn secret_file(path: &std::path::Path) -> Option<&'static str> {
     {
         return Some("an environment file");
     }
-    if lower.starts_with("id_") && !lower.ends_with(".pub") {
+    const SSH_KEYS: [&str; 6] = [
+        "id_rsa",
+        "id_dsa",
+        "id_ecdsa",
+        "id_ed25519",
+        "id_ecdsa_sk",
+        "id_ed25519_sk",
+    ];
+    if SSH_KEYS.contains(&lower.as_str()) {
         return Some("an SSH private key");
     }
     const KEY_EXTENSIONS: [&str; 5] = [".pem", ".key", ".p12", ".pfx", ".jks"];
@@ -536,6 +558,7 @@ mod tests {
             "src/main.rs",
             "keyboard.rs",
             ".envrc",
+            "id_generator.py",
         ] {
             assert!(secret_file(Path::new(plain)).is_none(), "{plain}");
         }
@@ -545,8 +568,9 @@ mod tests {
     fn secrets_in_text() {
         let key = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXk\n-----END OPENSSH PRIVATE KEY-----\n";
         let text = format!("before\n{key}after");
-        assert_eq!(find_in_text(&text), Some(7..7 + key.len()));
-        assert_eq!(redact(&text), "before\n[redacted]after");
+        // The block ends with the END line's dashes; the line break after it stays.
+        assert_eq!(find_in_text(&text), Some(7..7 + key.len() - 1));
+        assert_eq!(redact(&text), "before\n[redacted]\nafter");
         for token in [
             "sk-ant-api03-abcdefghijklmnopqrstuvwxyz",
             "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
@@ -569,5 +593,21 @@ mod tests {
             redact("ghp_abcdefghijklmnopqrstuvwxyz0123456789 and AKIAIOSFODNN7EXAMPLE"),
             "[redacted] and [redacted]"
         );
+        assert_eq!(
+            redact("AKIAIOSFODNN7EXAMPLE then ghp_abcdefghijklmnopqrstuvwxyz0123456789"),
+            "[redacted] then [redacted]"
+        );
+        // After a certificate, and inside a JSON string with its newlines escaped.
+        let chain = "-----BEGIN CERTIFICATE-----\nMIIC\n-----END CERTIFICATE-----\n-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n";
+        assert_eq!(
+            redact(chain),
+            "-----BEGIN CERTIFICATE-----\nMIIC\n-----END CERTIFICATE-----\n[redacted]\n"
+        );
+        let json = r#"{"private_key": "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n", "x": 1}"#;
+        assert_eq!(redact(json), r#"{"private_key": "[redacted]\n", "x": 1}"#);
+        // A proxy with credentials still reaches a brain; a tool does not get it.
+        let vars = os(&[("HTTPS_PROXY", "http://u:p@proxy:3128")]);
+        assert_eq!(names(brain_env(vars.clone(), &[]))[0], "HTTPS_PROXY");
+        assert!(tool_env(vars, &[]).is_empty());
     }
 }

@@ -81,31 +81,41 @@ pub(crate) async fn spawn(
     })
 }
 
-/// A new pseudo-terminal of `size`: (master, slave), both close-on-exec.
+/// A new pseudo-terminal of `size`: (master, slave), both close-on-exec from the start (a
+/// process another thread starts meanwhile must not inherit the slave, or the reader would
+/// never see the terminal close).
 fn open_pty(size: TermSize) -> std::io::Result<(File, OwnedFd)> {
-    let (mut master, mut slave) = (-1, -1);
-    let winsize = winsize(size);
-    // SAFETY: openpty writes two descriptors to the locals; the name buffer and termios are
-    // optional and passed as null.
-    let opened = unsafe {
-        libc::openpty(
-            &mut master,
-            &mut slave,
-            std::ptr::null_mut(),
-            std::ptr::null(),
-            &winsize,
+    let last_error = || std::io::Error::last_os_error();
+    // SAFETY: posix_openpt takes flags and returns a new descriptor or -1.
+    let master = unsafe { libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC) };
+    if master < 0 {
+        return Err(last_error());
+    }
+    // SAFETY: the descriptor was just made and belongs to nobody else.
+    let master = unsafe { OwnedFd::from_raw_fd(master) };
+    // SAFETY: grantpt and unlockpt take the master's descriptor.
+    if unsafe { libc::grantpt(master.as_raw_fd()) } < 0
+        || unsafe { libc::unlockpt(master.as_raw_fd()) } < 0
+    {
+        return Err(last_error());
+    }
+    // SAFETY: TIOCGPTPEER opens the slave of this master with the flags given.
+    let slave = unsafe {
+        libc::ioctl(
+            master.as_raw_fd(),
+            libc::TIOCGPTPEER,
+            libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC,
         )
     };
-    if opened < 0 {
-        return Err(std::io::Error::last_os_error());
+    if slave < 0 {
+        return Err(last_error());
     }
-    // SAFETY: both descriptors were just made by openpty and belong to nobody else.
-    let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
-    for fd in [&master, &slave] {
-        // SAFETY: fcntl on a descriptor this function owns.
-        if unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) } < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
+    // SAFETY: as above, a new descriptor of our own.
+    let slave = unsafe { OwnedFd::from_raw_fd(slave) };
+    let winsize = winsize(size);
+    // SAFETY: TIOCSWINSZ reads one winsize from a live local.
+    if unsafe { libc::ioctl(master.as_raw_fd(), libc::TIOCSWINSZ, &winsize) } < 0 {
+        return Err(last_error());
     }
     Ok((File::from(master), slave))
 }
