@@ -712,7 +712,9 @@ async fn a_socket_another_user_planted_is_sent_nothing() {
     }
     let api = server(json!({"turns": []})).await;
     let mut home = Home::new(&api.url());
-    let shared = tempfile::tempdir().unwrap();
+    // In /tmp itself: the other user must reach it, and the test's own temp folder may be
+    // private to this user.
+    let shared = tempfile::tempdir_in("/tmp").unwrap();
     std::fs::set_permissions(shared.path(), std::fs::Permissions::from_mode(0o1777)).unwrap();
     let runtime = shared.path().display().to_string();
     home.env.push(("XDG_RUNTIME_DIR".into(), runtime));

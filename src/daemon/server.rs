@@ -2,8 +2,7 @@
 //! recovers the clones from disk and serves one request per connection until stopped.
 
 use std::collections::BTreeMap;
-use std::fs::{File, OpenOptions};
-use std::io::Write;
+use std::fs::File;
 use std::os::unix::fs::PermissionsExt;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -102,21 +101,16 @@ fn take_lock(paths: &Paths) -> Result<File, DaemonError> {
         path: path.clone(),
         source,
     };
-    let mut file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&path)
-        .map_err(failed)?;
-    if !crate::sys::flock::try_exclusive(&file).map_err(failed)? {
-        let holder = crate::sys::flock::holder(&file)
-            .map_or_else(|| "another process".to_string(), |pid| format!("pid {pid}"));
-        return Err(DaemonError::AlreadyRunning { holder });
+    match crate::sys::flock::hold(&path, &std::process::id().to_string()).map_err(failed)? {
+        crate::sys::flock::Held::Ours(file) => Ok(file),
+        // The file holds the daemon's bare pid.
+        crate::sys::flock::Held::Theirs(said) => Err(DaemonError::AlreadyRunning {
+            holder: match said.parse::<u32>() {
+                Ok(pid) => format!("pid {pid}"),
+                Err(_) => said,
+            },
+        }),
     }
-    file.set_len(0).map_err(failed)?;
-    writeln!(file, "{}", std::process::id()).map_err(failed)?;
-    Ok(file)
 }
 
 impl Daemon {

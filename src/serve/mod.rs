@@ -66,7 +66,7 @@ pub enum ServeError {
 /// turn is ended cleanly (its stream gets `process:exit`, its session is saved).
 pub async fn run(options: ServeOptions) -> Result<(), ServeError> {
     let home = crate::settings::ouro_home().ok_or(ServeError::NoHome)?;
-    let mut lock = hold_home(&home)?;
+    let lock = hold_home(&home)?;
     let token_file = options
         .token_file
         .clone()
@@ -134,9 +134,10 @@ pub async fn run(options: ServeOptions) -> Result<(), ServeError> {
     // Who holds the home, for a second server to name.
     {
         use std::io::Write as _;
-        let _ = lock
+        let mut file = &lock;
+        let _ = file
             .set_len(0)
-            .and_then(|()| writeln!(lock, "pid {} at http://{bound}/", std::process::id()));
+            .and_then(|()| writeln!(file, "pid {} at http://{bound}/", std::process::id()));
     }
     let app = router(state.clone());
     let shutdown = {
@@ -156,33 +157,19 @@ pub async fn run(options: ServeOptions) -> Result<(), ServeError> {
 /// The lock that makes this the one server of `home` (held until the process ends, however).
 fn hold_home(home: &std::path::Path) -> Result<std::fs::File, ServeError> {
     let path = home.join("serve/serve.lock");
-    let failed = |source| ServeError::Lock {
-        path: path.clone(),
-        source,
-    };
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(failed)?;
-    }
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&path)
-        .map_err(failed)?;
-    if !crate::sys::flock::try_exclusive(&file).map_err(failed)? {
-        let said = std::fs::read_to_string(&path).unwrap_or_default();
-        let holder = match said.trim() {
-            "" => crate::sys::flock::holder(&file)
-                .map_or_else(|| "another process".to_string(), |pid| format!("pid {pid}")),
-            said => said.to_string(),
-        };
-        return Err(ServeError::AlreadyRunning {
+    let held = crate::sys::flock::hold(&path, &format!("pid {}", std::process::id())).map_err(
+        |source| ServeError::Lock {
+            path: path.clone(),
+            source,
+        },
+    )?;
+    match held {
+        crate::sys::flock::Held::Ours(file) => Ok(file),
+        crate::sys::flock::Held::Theirs(holder) => Err(ServeError::AlreadyRunning {
             holder,
             home: home.to_path_buf(),
-        });
+        }),
     }
-    Ok(file)
 }
 
 async fn wait_for_signal() {

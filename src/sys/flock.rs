@@ -19,6 +19,41 @@ pub fn try_exclusive(file: &File) -> std::io::Result<bool> {
     Err(error)
 }
 
+/// A lock file of a process that must run alone (one daemon, one server per home).
+pub enum Held {
+    /// Ours while the file stays open; it now says `says`.
+    Ours(File),
+    /// Another process holds it: what its file says, else its pid.
+    Theirs(String),
+}
+
+/// Opens `path` (made, with its folder, if need be) and takes its lock without waiting; when
+/// it is ours, the file is made to say `says` (who holds it, for the next one to name).
+pub fn hold(path: &std::path::Path, says: &str) -> std::io::Result<Held> {
+    use std::io::Write as _;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)?;
+    if !try_exclusive(&file)? {
+        let said = std::fs::read_to_string(path).unwrap_or_default();
+        let holder = match said.trim() {
+            "" => holder(&file)
+                .map_or_else(|| "another process".to_string(), |pid| format!("pid {pid}")),
+            said => said.to_string(),
+        };
+        return Ok(Held::Theirs(holder));
+    }
+    file.set_len(0)?;
+    writeln!(file, "{says}")?;
+    Ok(Held::Ours(file))
+}
+
 /// The pid holding a flock on `file`, from `/proc/locks`.
 pub fn holder(file: &File) -> Option<u32> {
     let ino = file.metadata().ok()?.ino();
