@@ -719,20 +719,29 @@ fn dog(path: &str, content: &str) -> String {
     format!("🐕 --- DOGS_START_FILE: {path} ---\n{content}\n🐕 --- DOGS_END_FILE: {path} ---\n")
 }
 
-#[test]
-fn worktrees_take_bundles_as_checkpoints_rewind_merge_and_archive() {
+/// A private ouro home and a repository whose one commit holds `a.txt` with `content`.
+fn home_and_repository(content: &[u8]) -> (tempfile::TempDir, tempfile::TempDir) {
     let home = tempfile::tempdir().unwrap();
     let repo = tempfile::tempdir().unwrap();
+    write(repo.path(), "a.txt", content);
+    git(repo.path(), &["init", "-q"]);
+    git(repo.path(), &["add", "."]);
+    git(repo.path(), &["commit", "-qm", "base"]);
+    (home, repo)
+}
+
+/// `ouro ARGS` in `repo` with `home`, which must succeed; its stdout.
+fn succeed(home: &Path, repo: &Path, args: &[&str], stdin: Option<&[u8]>) -> String {
+    let out = ouro_home(home, repo, args, stdin);
+    assert!(out.status.success(), "{args:?}\n{}", text(&out));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn worktrees_take_bundles_as_checkpoints_rewind_merge_and_archive() {
+    let (home, repo) = home_and_repository(b"one\n");
     let r = repo.path();
-    write(r, "a.txt", b"one\n");
-    git(r, &["init", "-q"]);
-    git(r, &["add", "."]);
-    git(r, &["commit", "-qm", "base"]);
-    let run = |args: &[&str], stdin: Option<&[u8]>| {
-        let out = ouro_home(home.path(), r, args, stdin);
-        assert!(out.status.success(), "{args:?}\n{}", text(&out));
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
+    let run = |args: &[&str], stdin: Option<&[u8]>| succeed(home.path(), r, args, stdin);
     let started = run(&["worktree", "start", "feat"], None);
     let path = PathBuf::from(started.trim().rsplit(" at ").next().unwrap());
     assert!(
@@ -1016,17 +1025,11 @@ fn a_merge_driver_the_repository_names_never_runs() {
 }
 
 fn merge_with_a_planted_driver(named_by_attribute: bool) {
-    let home = tempfile::tempdir().unwrap();
-    let repo = tempfile::tempdir().unwrap();
+    let (home, repo) = home_and_repository(b"one\ntwo\nthree\nfour\nfive\n");
     let r = repo.path();
     let marker = home.path().join("DRIVER-RAN");
-    write(r, "a.txt", b"one\ntwo\nthree\nfour\nfive\n");
-    git(r, &["init", "-q"]);
-    git(r, &["add", "."]);
-    git(r, &["commit", "-qm", "base"]);
     let run = |args: &[&str], stdin: Option<&[u8]>| {
-        let out = ouro_home(home.path(), r, args, stdin);
-        assert!(out.status.success(), "{args:?}\n{}", text(&out));
+        succeed(home.path(), r, args, stdin);
     };
     run(&["worktree", "start", "feat"], None);
     run(
