@@ -47,9 +47,17 @@ impl BrainConfig {
     }
 
     /// Keeps these secret-looking variables for the brain and its tools (`--pass-env`,
-    /// settings `envPassthrough`).
+    /// settings `envPassthrough`): each is added with this process's value, and their names
+    /// travel in [`secrets::PASS_ENV`]. What [`BrainConfig::env`] set stays.
     pub fn pass_env(mut self, keep: &[String]) -> Self {
-        self.env = secrets::brain_env(std::env::vars_os(), keep);
+        for name in keep {
+            if let Some(value) = std::env::var_os(name) {
+                self = self.env(name, value);
+            }
+        }
+        if !keep.is_empty() {
+            self = self.env(secrets::PASS_ENV, keep.join(","));
+        }
         self
     }
 
