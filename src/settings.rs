@@ -230,6 +230,27 @@ pub struct Settings {
     /// Auto mode's reviewer (`autoMode`, as Claude Code names it).
     #[serde(default, skip_serializing_if = "AutoModeSettings::is_empty")]
     pub auto_mode: AutoModeSettings,
+    /// `ouro serve`'s own settings, read from the user's file.
+    #[serde(default, skip_serializing_if = "ServeSettings::is_empty")]
+    pub serve: ServeSettings,
+}
+
+/// `serve`: how long a served session's brain process stays warm between turns.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServeSettings {
+    /// Seconds a brain may sit idle before its process ends (default 600).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub brain_idle_seconds: Option<u64>,
+    /// How many brains stay warm at most; the least recently used ends first (default 32).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_warm_brains: Option<usize>,
+}
+
+impl ServeSettings {
+    pub fn is_empty(&self) -> bool {
+        *self == ServeSettings::default()
+    }
 }
 
 /// `autoMode`: the model that reviews calls in auto mode, and free-text rules it is given

@@ -2,7 +2,7 @@
 //! real brain processes against the mock Messages API.
 
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
@@ -180,7 +180,72 @@ on_both_brains!(
     permission_requests_are_answered_allow_and_deny,
     a_reconnect_with_last_event_id_gets_exactly_the_missed_events,
     a_persona_refuses_its_disallowed_tools_and_runs_its_auto_approved_ones_unasked,
+    the_next_turn_reuses_the_warm_brain_and_an_idle_one_ends,
 );
+
+async fn the_next_turn_reuses_the_warm_brain_and_an_idle_one_ends(brain: &str) {
+    let sb = Sandbox::new();
+    std::fs::write(
+        sb.home.path().join("settings.json"),
+        json!({"serve": {"brainIdleSeconds": 3}}).to_string(),
+    )
+    .unwrap();
+    let api = server(json!({"turns": [
+        text("First."),
+        {"expect_text": "first words", "content": [{"type": "text", "text": "Second."}]},
+        {"expect_text": "first words", "content": [{"type": "text", "text": "Third."}]}
+    ]}))
+    .await;
+    let serve = Serve::start(&sb, &api.url(), &[]).await;
+    let id = serve.create(&sb.root(), json!({"brain": brain})).await;
+    let pid_of = |session: &Value| session["session"]["brainPid"].as_u64();
+    let path = format!("/api/harness/session/{id}");
+    let alive = |pid: u64| {
+        // SAFETY: signal 0 only checks that the process exists.
+        unsafe { libc::kill(pid as i32, 0) == 0 }
+    };
+
+    let first = serve.turn(&id, "first words").await;
+    assert_eq!(kinds(&first).last(), Some(&"process:exit"));
+    let warm = pid_of(&serve.get_json(&path).await).expect("no warm brain after a turn");
+    assert!(alive(warm));
+
+    let second = serve.turn(&id, "second words").await;
+    assert!(
+        second
+            .iter()
+            .any(|e| e.kind == "chat:complete" && e.data["text"] == "Second."),
+        "{:?}",
+        kinds(&second)
+    );
+    assert_eq!(second.last().unwrap().data["code"], 0);
+    assert_eq!(
+        pid_of(&serve.get_json(&path).await),
+        Some(warm),
+        "the second turn started another process"
+    );
+
+    // Idle past `serve.brainIdleSeconds`: the process ends, the session stays.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while pid_of(&serve.get_json(&path).await).is_some() || alive(warm) {
+        assert!(
+            Instant::now() < deadline,
+            "the idle brain {warm} never ended"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let third = serve.turn(&id, "third words").await;
+    assert!(
+        third
+            .iter()
+            .any(|e| e.kind == "chat:complete" && e.data["text"] == "Third."),
+        "the conversation did not resume: {:?}",
+        kinds(&third)
+    );
+    let again = pid_of(&serve.get_json(&path).await).expect("no warm brain after a turn");
+    assert_ne!(again, warm);
+    serve.stop().await;
+}
 
 /// Waits until the mock holds a reply back (`hold_after_events`): the turn is mid-stream.
 async fn held(api: &ouro::mock::MockServer) {
@@ -853,7 +918,8 @@ async fn a_conversation_a_cli_is_writing_is_409_for_a_served_turn() {
     let api = server(json!({"turns": [
         text("First."),
         {"content": [{"type": "text", "text": "The CLI's turn, held"}], "hold_after_events": 3},
-        text("Served again.")
+        // The warm brain must not answer from a conversation the CLI has moved on from.
+        {"expect_text": "from the cli", "content": [{"type": "text", "text": "Served again."}]}
     ]}))
     .await;
     let serve = Serve::start(&sb, &api.url(), &[]).await;

@@ -28,6 +28,7 @@ pub mod slug;
 pub mod table;
 pub mod terminal;
 pub mod turn;
+pub mod warm;
 
 use std::time::Duration;
 
@@ -148,8 +149,9 @@ pub trait BrainCli: BrainTerminal {
 
     /// Runs one served turn: `request.events` gets its UI events as they happen (the last is
     /// always `process:exit`), undecided tool calls go to `request.ask`. Turns of one brain
-    /// run one at a time. A turn whose brain session cannot be resumed starts a new one (after
-    /// a `session:error` saying so).
+    /// run one at a time, on a process kept warm between them while the options need the same
+    /// start-up flags ([`BrainCli::release`] ends it). A turn whose brain session cannot be
+    /// resumed starts a new one (after a `session:error` saying so).
     fn turn(&self, request: TurnRequest) -> BrainFuture<'_, TurnReport>;
 
     /// Stops the running served turn, keeping its conversation valid for the next one;
@@ -158,6 +160,11 @@ pub trait BrainCli: BrainTerminal {
 
     /// The durable conversation: `None` until the first dispatch.
     fn series(&self) -> Option<Series>;
+
+    /// Ends the process kept warm between served turns, unless a turn runs on it (`false`
+    /// then, and when none was warm). The next turn starts a new one that resumes the
+    /// conversation.
+    fn release(&self) -> BrainFuture<'_, bool>;
 
     /// Stops the live process (SIGTERM, then SIGKILL after a grace period); a no-op when
     /// nothing runs. Returns once the process is gone and its exit callbacks have run.

@@ -26,6 +26,8 @@ pub(crate) struct TurnOutcome {
     /// The process's cumulative cost after this turn, when the CLI reported it.
     pub total_cost_usd: Option<f64>,
     pub is_error: bool,
+    /// The result's kind (`success`, `error_max_turns`, …).
+    pub subtype: String,
     pub api_error_status: Option<u16>,
     pub tool_calls: Vec<ToolCall>,
 }
@@ -123,6 +125,7 @@ impl TurnAccumulator {
             usage,
             total_cost_usd: result.total_cost_usd,
             is_error: result.is_error,
+            subtype: result.subtype,
             api_error_status: result.api_error_status,
             tool_calls: self.tool_calls,
         })

@@ -127,6 +127,9 @@ async fn run_session(args: &Args, cwd: &Path) -> anyhow::Result<Exit> {
                     // result, which the SDKs raise as the process's error).
                     last_failed = engine.run(&prompt.text, &turn).await.kind.is_error();
                     controls.turn_ended(&engine);
+                    // A driver that keeps this process warm leaves the conversation free
+                    // between turns for a CLI to continue.
+                    engine.let_go_of_transcript();
                 }
                 Err(problem) => {
                     // Said plainly, and the exit status says it too: a script must notice.

@@ -92,6 +92,11 @@ pub(super) async fn run(
     while let Ok(event) = events_rx.try_recv() {
         client_here &= relay(&clone, &client, event, lines || !client_here, &mut text).await;
     }
+    // A clone's process lives for its turn: between turns the clone holds no process, and a
+    // talk or the claude CLI may take its conversation.
+    if let Err(e) = clone.brain.release().await {
+        tracing::warn!(clone = %clone.name(), error = %e, "could not end a clone's brain process");
+    }
     clone.end_activity();
     drop(turn);
     let end = match report {

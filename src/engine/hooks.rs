@@ -18,6 +18,8 @@ pub(super) enum PromptVerdict {
     Send(Vec<String>),
     /// A UserPromptSubmit hook blocked it, for this reason.
     Blocked(String),
+    /// It cannot be sent: the conversation is not this process's to write now.
+    Refused(String),
 }
 
 impl Engine {

@@ -268,6 +268,16 @@ impl Engine {
 
     /// Lets go of the transcript (and so of the conversation's lock), to hand it back with
     /// [`Engine::set_transcript`] or to load the same conversation afresh.
+    /// Lets go of the conversation while this process waits for its next prompt (a
+    /// long-lived stream-json process); the next [`Engine::run`] takes it back.
+    pub fn let_go_of_transcript(&mut self) {
+        if let Some(t) = self.transcript.as_mut()
+            && let Err(e) = t.let_go()
+        {
+            tracing::warn!(error = %e, "could not let go of the conversation between turns");
+        }
+    }
+
     pub fn take_transcript(&mut self) -> Option<Transcript> {
         self.transcript.take()
     }

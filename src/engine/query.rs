@@ -20,6 +20,7 @@ use crate::api::types::{
 use crate::api::{models, reasoning};
 use crate::event::{CompactTrigger, Event, InitInfo, ResultKind, RunResult};
 use crate::exec::BatchOutcome;
+use crate::session::Transcript;
 
 /// Compact before a request reaches this share of the API's size limit.
 const REQUEST_BYTES_MARGIN: f64 = 0.9;
@@ -72,7 +73,16 @@ impl Engine {
             mcp_servers: self.executor.toolbox().servers(),
             meta: self.config.init_meta.clone(),
         }));
-        let mut ending = match self.prompt_hooks(prompt_text, first).await {
+        // A process that waited between turns takes its conversation back first.
+        let taken_back = match self.transcript.as_mut().map(Transcript::take_back) {
+            Some(Err(e)) => Err(e.to_string()),
+            _ => Ok(()),
+        };
+        let verdict = match taken_back {
+            Ok(()) => self.prompt_hooks(prompt_text, first).await,
+            Err(why) => PromptVerdict::Refused(why),
+        };
+        let mut ending = match verdict {
             PromptVerdict::Send(context) => {
                 let mut before = Detail::prompt(prompt_text, self.history.len());
                 before.message_id = self.prompt_id.take();
@@ -104,6 +114,7 @@ impl Engine {
                 ResultKind::ErrorDuringExecution,
                 format!("A UserPromptSubmit hook blocked the prompt: {reason}"),
             ),
+            PromptVerdict::Refused(why) => Ending::error(ResultKind::ErrorDuringExecution, why),
         };
         let mut structured_output = self
             .config

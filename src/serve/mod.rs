@@ -107,9 +107,11 @@ pub async fn run(options: ServeOptions) -> Result<(), ServeError> {
         prompts: Default::default(),
         log: log::HarnessLog::new(home.join("serve/logs/harness.log")),
         closing: tokio::sync::watch::channel(false).0,
+        warm: warm_policy(&home),
         home,
         options,
     });
+    tokio::spawn(state::keep_cool(state.clone()));
     for session in store::load_all(&state.home) {
         match state.make_live(session.clone()) {
             Ok(live) => {
@@ -152,6 +154,20 @@ pub async fn run(options: ServeOptions) -> Result<(), ServeError> {
         .with_graceful_shutdown(shutdown)
         .await
         .map_err(ServeError::Serve)
+}
+
+/// `serve.brainIdleSeconds` and `serve.maxWarmBrains` from the user's settings.
+fn warm_policy(home: &std::path::Path) -> crate::brain::warm::WarmPolicy {
+    let mut policy = crate::brain::warm::WarmPolicy::default();
+    if let Ok(Some(settings)) = crate::settings::read_settings(&home.join("settings.json")) {
+        if let Some(seconds) = settings.serve.brain_idle_seconds {
+            policy.idle = std::time::Duration::from_secs(seconds);
+        }
+        if let Some(max) = settings.serve.max_warm_brains {
+            policy.max_warm = max;
+        }
+    }
+    policy
 }
 
 /// The lock that makes this the one server of `home` (held until the process ends, however).

@@ -167,6 +167,13 @@ fn summary(live: &Live) -> Value {
     if let Some(map) = value.as_object_mut() {
         map.remove("history");
         map.insert("running".into(), Value::from(live.running().is_some()));
+        // The process kept warm for the next turn, if any.
+        map.insert(
+            "brainPid".into(),
+            live.brain
+                .instance()
+                .map_or(Value::Null, |i| Value::from(i.pid)),
+        );
         let pending: Vec<String> = live.pending.list().into_iter().map(|q| q.id).collect();
         map.insert("pendingPermissions".into(), Value::from(pending));
         map.insert(

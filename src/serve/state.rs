@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
@@ -13,6 +13,7 @@ use super::log::HarnessLog;
 use super::prompt::FileCache;
 use super::store::{self, Session};
 use crate::brain::parked::ParkedQuestions;
+use crate::brain::warm::{WarmPolicy, Warmth};
 use crate::brain::{BrainCli, BrainConfig};
 use crate::sys::sync::lock;
 
@@ -44,6 +45,8 @@ pub(super) struct AppState {
     pub log: HarnessLog,
     /// Set when the server stops: followers end their streams.
     pub closing: watch::Sender<bool>,
+    /// How long sessions' brains stay warm between turns.
+    pub warm: WarmPolicy,
 }
 
 /// A session the server knows.
@@ -54,6 +57,8 @@ pub(super) struct Live {
     pub running: Mutex<Option<Running>>,
     /// Permission questions waiting, by request id, with the rules "allow always" would add.
     pub pending: ParkedQuestions,
+    /// When its last turn ended (or it was loaded).
+    pub used: Mutex<Instant>,
 }
 
 #[derive(Clone)]
@@ -85,7 +90,45 @@ impl AppState {
             brain,
             running: Mutex::new(None),
             pending: ParkedQuestions::default(),
+            used: Mutex::new(Instant::now()),
         }))
+    }
+
+    /// Ends the warm brain processes the policy says should end: idle too long, or too many.
+    pub(super) async fn cool_down(&self) {
+        let lives: Vec<(String, Arc<Live>)> = lock(&self.sessions)
+            .iter()
+            .map(|(id, live)| (id.clone(), live.clone()))
+            .collect();
+        let brains: Vec<Warmth<usize>> = lives
+            .iter()
+            .enumerate()
+            .map(|(i, (_, live))| Warmth {
+                key: i,
+                used: *lock(&live.used),
+                warm: live.brain.instance().is_some(),
+                busy: live.running().is_some(),
+            })
+            .collect();
+        for i in self.warm.to_end(&brains, Instant::now()) {
+            let (id, live) = &lives[i];
+            match live.brain.release().await {
+                Ok(true) => tracing::debug!(session = %id, "ended an idle brain process"),
+                Ok(false) => {}
+                Err(e) => tracing::warn!(session = %id, error = %e, "could not end an idle brain"),
+            }
+        }
+    }
+}
+
+/// Checks the warm brains now and then until the server closes.
+pub(super) async fn keep_cool(state: Arc<AppState>) {
+    let mut closing = state.closing.subscribe();
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(state.warm.tick()) => state.cool_down().await,
+            _ = closing.changed() => return,
+        }
     }
 }
 

@@ -79,7 +79,7 @@ pub(super) fn start(
         return Ok(first);
     }
     let session = live.snapshot();
-    check_conversation_free(&session)?;
+    check_conversation_free(&session, live.brain.instance().map(|i| i.pid))?;
     let options = options(state, &session, &opts)?;
     // Kept before the turn runs, so a page reloaded mid-turn shows what was asked.
     {
@@ -115,8 +115,9 @@ pub(super) fn start(
     Ok(first)
 }
 
-/// A CLI (or another server) writing the brain's conversation now means 409, not two writers.
-fn check_conversation_free(session: &store::Session) -> Result<(), ApiError> {
+/// A CLI (or another server) writing the brain's conversation now means 409, not two writers;
+/// the session's own warm brain (`warm`) holding it is the one writer.
+fn check_conversation_free(session: &store::Session, warm: Option<u32>) -> Result<(), ApiError> {
     let Some(id) = &session.claude_session_id else {
         return Ok(());
     };
@@ -124,6 +125,9 @@ fn check_conversation_free(session: &store::Session) -> Result<(), ApiError> {
         return Ok(());
     };
     match transcript::check_free(&dir.join(format!("{id}.jsonl"))) {
+        Err(transcript::TranscriptError::Busy { pid, .. }) if pid.is_some() && pid == warm => {
+            Ok(())
+        }
         Err(e @ transcript::TranscriptError::Busy { .. }) => Err(ApiError::conflict(e.to_string())),
         _ => Ok(()),
     }
@@ -295,11 +299,15 @@ async fn run(
         &session_id,
         json!({"turnId": turn_id, "costUsd": cost, "durationMs": started.elapsed().as_millis() as u64}),
     );
-    let mut running = lock(&live.running);
-    live.log.push(&turn_id, exit);
-    *running = None;
-    drop(running);
+    *lock(&live.used) = Instant::now();
+    {
+        let mut running = lock(&live.running);
+        live.log.push(&turn_id, exit);
+        *running = None;
+    }
     done.send_replace(true);
+    // Too many warm brains: the least recently used ends now, not at the next check.
+    state.cool_down().await;
 }
 
 /// Saves the brain's conversation id with the session when it is new.

@@ -96,11 +96,21 @@ pub enum TranscriptError {
         #[source]
         source: std::io::Error,
     },
+    /// Another process wrote this conversation while this one waited between turns.
+    #[error(
+        "the conversation {session} was continued by another process since this one last wrote it; resume it again (--resume {session}) to go on from there"
+    )]
+    Changed { session: String },
     /// Another process writes this conversation now.
     #[error(
         "the conversation {session} is in use by another ouro ({holder}); wait for it to finish, or continue a copy of it with --fork-session"
     )]
-    Busy { session: String, holder: String },
+    Busy {
+        session: String,
+        holder: String,
+        /// The holder's pid, when the lock says.
+        pid: Option<u32>,
+    },
 }
 
 /// What to do when the transcript's folder cannot be written at all.
@@ -119,6 +129,8 @@ fn persistence_hint(source: &std::io::Error) -> &'static str {
 pub struct Transcript {
     path: PathBuf,
     file: File,
+    /// The file's length when the lock was let go between turns.
+    let_go_at: Option<u64>,
 }
 
 /// Takes the conversation's advisory lock on the open transcript, or says who holds it.
@@ -135,11 +147,16 @@ fn lock_exclusive(file: &File, path: &Path) -> Result<(), TranscriptError> {
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let holder = match crate::sys::flock::holder(file) {
+    let pid = crate::sys::flock::holder(file);
+    let holder = match pid {
         Some(pid) => format!("pid {pid}"),
         None => "another process".into(),
     };
-    Err(TranscriptError::Busy { session, holder })
+    Err(TranscriptError::Busy {
+        session,
+        holder,
+        pid,
+    })
 }
 
 /// Whether the conversation in `path` is free to write now (a missing file is): the lock
@@ -204,6 +221,7 @@ impl Transcript {
         let mut t = Transcript {
             path: path.to_path_buf(),
             file,
+            let_go_at: None,
         };
         // A crash mid-write leaves a last line without its newline; the next entry must start
         // on a line of its own, or it is glued to the torn one and lost on the next load.
@@ -219,6 +237,48 @@ impl Transcript {
             })?;
         }
         Ok(t)
+    }
+
+    /// Lets go of the conversation between turns of a process that waits for its next prompt,
+    /// so a CLI may continue it meanwhile.
+    pub fn let_go(&mut self) -> Result<(), TranscriptError> {
+        let err = |source| TranscriptError::Write {
+            path: self.path.clone(),
+            source,
+        };
+        let len = self.file.metadata().map_err(err)?.len();
+        crate::sys::flock::unlock(&self.file).map_err(err)?;
+        self.let_go_at = Some(len);
+        Ok(())
+    }
+
+    /// Takes the conversation back for a turn: refused while another process holds it, and
+    /// when one wrote to it meanwhile (what this process holds in memory is then out of date).
+    pub fn take_back(&mut self) -> Result<(), TranscriptError> {
+        let Some(len) = self.let_go_at else {
+            return Ok(());
+        };
+        lock_exclusive(&self.file, &self.path)?;
+        let now = self
+            .file
+            .metadata()
+            .map_err(|source| TranscriptError::Write {
+                path: self.path.clone(),
+                source,
+            })?
+            .len();
+        if now != len {
+            let _ = crate::sys::flock::unlock(&self.file);
+            return Err(TranscriptError::Changed {
+                session: self
+                    .path
+                    .file_stem()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+            });
+        }
+        self.let_go_at = None;
+        Ok(())
     }
 
     pub fn path(&self) -> &Path {
@@ -590,12 +650,36 @@ mod tests {
     }
 
     #[test]
+    fn a_conversation_let_go_between_turns_is_refused_back_once_another_wrote_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s-2.jsonl");
+        let mut warm = Transcript::open(&path, "s-2", dir.path(), "m").unwrap();
+        warm.let_go().unwrap();
+        warm.take_back().unwrap();
+        warm.let_go().unwrap();
+        {
+            let mut cli = Transcript::open(&path, "s-2", dir.path(), "m").unwrap();
+            assert!(matches!(
+                warm.take_back(),
+                Err(TranscriptError::Busy { .. })
+            ));
+            cli.append_user(&crate::api::types::Message::user_text("hi"))
+                .unwrap();
+        }
+        assert!(matches!(
+            warm.take_back(),
+            Err(TranscriptError::Changed { .. })
+        ));
+    }
+
+    #[test]
     fn a_second_writer_of_a_conversation_is_refused_and_told_who_holds_it() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s-1.jsonl");
         let first = Transcript::open(&path, "s-1", dir.path(), "m").unwrap();
-        let Err(TranscriptError::Busy { session, holder }) =
-            Transcript::open(&path, "s-1", dir.path(), "m")
+        let Err(TranscriptError::Busy {
+            session, holder, ..
+        }) = Transcript::open(&path, "s-1", dir.path(), "m")
         else {
             panic!("a second writer was let in");
         };

@@ -19,6 +19,16 @@ pub fn try_exclusive(file: &File) -> std::io::Result<bool> {
     Err(error)
 }
 
+/// Lets go of a lock taken with [`try_exclusive`], keeping the file open.
+pub fn unlock(file: &File) -> std::io::Result<()> {
+    // SAFETY: flock takes a descriptor we own and plain flags.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_UN) } == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
 /// A lock file of a process that must run alone (one daemon, one server per home).
 pub enum Held {
     /// Ours while the file stays open; it now says `says`.

@@ -4,7 +4,7 @@
 use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -15,7 +15,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::process::{self, ExitReporter, OnExit, ProcessCore};
 use crate::brain::output::{CostTracker, TurnAccumulator, TurnOutcome};
 use crate::brain::terminal::Subscribers;
-use crate::brain::{BrainError, ExitInfo, Verb};
+use crate::brain::{BrainError, ExitInfo};
 use crate::stream_json::read::{Line, parse_line};
 use crate::stream_json::wire;
 use crate::sys::process::{GroupChild, SpawnError};
@@ -32,8 +32,20 @@ const STDERR_TAIL: usize = 8;
 
 pub(crate) struct DispatchProc {
     pub core: ProcessCore,
-    /// The tool set this process was started with.
-    pub verb: Verb,
+    /// The flags it was started with, `--resume` left out: a turn that needs other flags
+    /// (another tool set, permission mode, system prompt) needs another process.
+    pub(super) key: Vec<String>,
+    /// The brain's session this process is on: the one it resumed, then the one its last turn
+    /// named.
+    conversation: Mutex<Option<String>>,
+    /// Turn results read so far, so a watchdog can tell whether a turn ended.
+    pub(super) results: AtomicU64,
+    /// A served turn ran to its result: the next one may use this process. A turn given up
+    /// half way may leave a question unanswered inside it, so it is not reused.
+    pub(super) reusable: AtomicBool,
+    /// The length of its conversation's transcript when its last turn ended: another length
+    /// at the next turn means another process continued the conversation meanwhile.
+    pub(super) transcript_len: Mutex<Option<u64>>,
     stdin: tokio::sync::Mutex<Option<pipe::Sender>>,
     pub(super) events: tokio::sync::Mutex<Events>,
     costs: Mutex<CostTracker>,
@@ -99,9 +111,12 @@ impl Launch<'_> {
     }
 }
 
+/// Starts a headless process; `key` is its flags without `--resume`, `resume` the session it
+/// resumes.
 pub(crate) async fn spawn(
     launch: Launch<'_>,
-    verb: Verb,
+    key: Vec<String>,
+    resume: Option<&str>,
     subscribers: Arc<Subscribers>,
     on_exit: OnExit,
 ) -> Result<DispatchProc, BrainError> {
@@ -131,7 +146,11 @@ pub(crate) async fn spawn(
     tokio::spawn(watch_exit(child, name, done_rx, reporter));
     Ok(DispatchProc {
         core,
-        verb,
+        key,
+        conversation: Mutex::new(resume.map(String::from)),
+        results: AtomicU64::new(0),
+        reusable: AtomicBool::new(false),
+        transcript_len: Mutex::new(None),
         stdin: tokio::sync::Mutex::new(Some(stdin)),
         events: tokio::sync::Mutex::new(Events { rx, unanswered: 0 }),
         costs: Mutex::new(CostTracker::default()),
@@ -266,7 +285,13 @@ impl DispatchProc {
     }
 
     /// Sends one prompt and reads events until that turn's result, or until the process ends.
-    pub(super) async fn turn(&self, prompt: &str) -> Result<TurnEnd, BrainError> {
+    /// `on_line` sees each event of this turn as it arrives (never those of a turn whose
+    /// caller gave up).
+    pub(super) async fn exchange(
+        &self,
+        prompt: &str,
+        on_line: &mut (dyn FnMut(&Line) + Send),
+    ) -> Result<TurnEnd, BrainError> {
         let mut events = self.events.lock().await;
         let mut stale = 0;
         while let Ok(event) = events.rx.try_recv() {
@@ -304,19 +329,37 @@ impl DispatchProc {
                     session_id: acc.session_id().map(String::from),
                 });
             };
+            if stale == 0 {
+                on_line(&event);
+            }
             if !acc.feed(event) {
                 continue;
             }
             events.unanswered -= 1;
+            self.results.fetch_add(1, Ordering::SeqCst);
             let finished = std::mem::take(&mut acc);
             if stale > 0 {
                 stale -= 1;
                 continue;
             }
             if let Some(outcome) = finished.finish() {
+                if let Some(id) = &outcome.session_id {
+                    *self
+                        .conversation
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner) = Some(id.clone());
+                }
                 return Ok(TurnEnd::Done(outcome));
             }
         }
+    }
+
+    /// The brain's session this process is on, when known.
+    pub(super) fn conversation(&self) -> Option<String> {
+        self.conversation
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// This turn's cost from the CLI's running total, or `priced` if it reported none.

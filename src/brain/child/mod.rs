@@ -1,10 +1,11 @@
 //! The machinery shared by every brain whose process is a CLI speaking Claude Code's stream-json
 //! protocol: the `claude` binary (Claude Code) and `ouro` itself.
 //!
-//! Dispatch mode keeps one headless process (`-p --input-format stream-json --output-format
-//! stream-json`) alive across calls. The tool set is a start-up flag, so when a call needs the
-//! other verb's tools the process is replaced by one started with `--resume <exid>`; the caller
-//! sees only a new pid. Interact mode runs the program's own terminal UI in a pseudo-terminal.
+//! Every prompt is one turn on a headless process (`-p --input-format stream-json
+//! --output-format stream-json`) kept alive across turns: `ask` / `act` and served turns read
+//! it the same way ([`dispatch::DispatchProc::exchange`]). The tool set, permission mode and
+//! system prompt are start-up flags, so a turn that needs other flags replaces the process by
+//! one started with `--resume <exid>`; the caller sees only a new pid. Interact mode runs the program's own terminal UI in a pseudo-terminal.
 //! What differs between programs (the executable, its flags, how it reports cost) is a
 //! [`ChildProgram`].
 
@@ -264,10 +265,12 @@ impl<P: ChildProgram> ChildBrain<P> {
         let on_exit = self.exit_hook(generation, follow);
         let running = match mode {
             Mode::Dispatch => {
-                let args = P::dispatch_args(model, self.spec.tools(verb), exid.as_deref());
+                let tools = self.spec.tools(verb);
+                let args = P::dispatch_args(model, tools, exid.as_deref());
+                let key = P::dispatch_args(model, tools, None);
                 let subs = self.subscribers.clone();
                 Running::Dispatch(Arc::new(
-                    dispatch::spawn(self.launch(args), verb, subs, on_exit).await?,
+                    dispatch::spawn(self.launch(args), key, exid.as_deref(), subs, on_exit).await?,
                 ))
             }
             Mode::Interact => {
@@ -296,7 +299,7 @@ impl<P: ChildProgram> ChildBrain<P> {
         match self.current() {
             None => Err(BrainError::NotRunning { verb: name }),
             Some(Running::Interact(_)) => Err(BrainError::InteractMode { verb: name }),
-            Some(Running::Dispatch(p)) if p.verb == verb => Ok(p),
+            Some(Running::Dispatch(p)) if p.key == self.dispatch_key(verb) => Ok(p),
             Some(Running::Dispatch(_)) => match self.start(Mode::Dispatch, verb).await? {
                 Running::Dispatch(p) => Ok(p),
                 Running::Interact(_) => Err(BrainError::InteractMode { verb: name }),
@@ -304,11 +307,59 @@ impl<P: ChildProgram> ChildBrain<P> {
         }
     }
 
+    /// The length of the transcript the program keeps of `conversation`, if it keeps one.
+    fn transcript_len(&self, conversation: &str) -> Option<u64> {
+        let dir = P::transcripts(&self.config.cwd, &|key| self.env_var(key))?;
+        let file = dir.join(format!("{conversation}.jsonl"));
+        std::fs::metadata(file).ok().map(|m| m.len())
+    }
+
+    /// The flags of a dispatch process for `verb`, `--resume` left out.
+    fn dispatch_key(&self, verb: Verb) -> Vec<String> {
+        P::dispatch_args(Some(self.spec.model_id()), self.spec.tools(verb), None)
+    }
+
+    /// The process for a served turn that needs the flags `key`: the warm one when it was
+    /// started with them and is on the conversation `resume`, else a new one resuming it.
+    /// `true` with a new process started with `--resume`.
+    async fn served_proc(
+        &self,
+        options: &TurnOptions,
+        resume: Option<&str>,
+    ) -> Result<(Arc<DispatchProc>, bool), BrainError> {
+        let model = Some(self.spec.model_id());
+        let key = P::served_args(options, model, None);
+        let _life = self.lifecycle.lock().await;
+        if let Some(Running::Dispatch(p)) = self.current()
+            && p.key == key
+            && p.reusable.load(Ordering::SeqCst)
+            && p.conversation().as_deref() == resume
+            && *lock(&p.transcript_len) == resume.and_then(|id| self.transcript_len(id))
+        {
+            return Ok((p, false));
+        }
+        self.stop().await?;
+        let generation = {
+            let mut slot = lock(&self.slot);
+            slot.generation += 1;
+            slot.generation
+        };
+        let args = P::served_args(options, model, resume);
+        let on_exit = self.exit_hook(generation, None);
+        let subs = self.subscribers.clone();
+        let proc = Arc::new(dispatch::spawn(self.launch(args), key, resume, subs, on_exit).await?);
+        let mut slot = lock(&self.slot);
+        if slot.generation == generation {
+            slot.running = Some(Running::Dispatch(proc.clone()));
+        }
+        Ok((proc, resume.is_some()))
+    }
+
     async fn run_turn(&self, verb: Verb, prompt: &str) -> Result<BrainOutput, BrainError> {
         let _turn = self.turn.lock().await;
         let started = Instant::now();
         let proc = self.dispatch_proc(verb).await?;
-        let end = proc.turn(prompt).await?;
+        let end = proc.exchange(prompt, &mut |_| {}).await?;
         let wall_time = started.elapsed();
         let outcome = match end {
             TurnEnd::Done(outcome) => outcome,
@@ -360,7 +411,7 @@ impl<P: ChildProgram> ChildBrain<P> {
         })
     }
 
-    /// A served turn: a process of its own, retried once without `--resume` when the
+    /// A served turn on the brain's warm process, retried once without `--resume` when the
     /// brain's session could not be resumed.
     async fn served_turn(&self, request: TurnRequest) -> Result<TurnReport, BrainError> {
         let _turn = self.turn.lock().await;
@@ -372,28 +423,21 @@ impl<P: ChildProgram> ChildBrain<P> {
         report
     }
 
-    /// The served turn's processes: one, or a second without `--resume` when the first could
-    /// not resume.
+    /// The served turn's attempts: one, or a second on a new conversation when the first
+    /// could not resume.
     async fn served_attempts(&self, request: &TurnRequest) -> Result<TurnReport, BrainError> {
         let mut resume = request.options.resume.clone();
         loop {
-            let args = P::served_args(
-                &request.options,
-                Some(self.spec.model_id()),
-                resume.as_deref(),
-            );
-            let launch = self.launch(args);
-            let subscribers = self.subscribers.clone();
-            let on_exit: OnExit = Box::new(move |info| subscribers.exit(info));
-            let proc = Arc::new(
-                dispatch::spawn(launch, Verb::Act, self.subscribers.clone(), on_exit).await?,
-            );
+            let (proc, resumed) = self
+                .served_proc(&request.options, resume.as_deref())
+                .await?;
+            proc.interrupted.store(false, Ordering::SeqCst);
             *lock(&self.served) = Some(proc.clone());
             if self.interrupt_pending.swap(false, Ordering::SeqCst) {
                 proc.interrupt().await?;
             }
             let ended = proc
-                .served_turn(request, resume.is_some(), self.config.kill_grace, |usage| {
+                .served_turn(request, resumed, self.config.kill_grace, |usage| {
                     self.spec.cost(usage)
                 })
                 .await;
@@ -401,6 +445,7 @@ impl<P: ChildProgram> ChildBrain<P> {
             match ended? {
                 Ended::Report(report) => {
                     if let Some(exid) = report.session_id.clone() {
+                        *lock(&proc.transcript_len) = self.transcript_len(&exid);
                         self.update_series(|s| s.exid = exid)?;
                     }
                     return Ok(report);
@@ -494,11 +539,14 @@ impl<P: ChildProgram> BrainCli for ChildBrain<P> {
                 }
                 return Ok(serving);
             };
+            let results = proc.results.load(Ordering::SeqCst);
             proc.interrupt().await?;
-            // A CLI that does not stop at the request is stopped.
+            // A CLI that does not end the turn at the request is stopped.
             let grace = self.config.kill_grace;
             tokio::spawn(async move {
-                if tokio::time::timeout(grace, proc.core.wait()).await.is_err()
+                let ended = tokio::time::timeout(grace, proc.core.wait()).await.is_ok();
+                if !ended
+                    && proc.results.load(Ordering::SeqCst) == results
                     && let Err(e) = proc.core.terminate(grace).await
                 {
                     tracing::warn!(error = %e, "could not stop an interrupted brain");
@@ -512,13 +560,23 @@ impl<P: ChildProgram> BrainCli for ChildBrain<P> {
         self.series.get()
     }
 
+    fn release(&self) -> BrainFuture<'_, bool> {
+        Box::pin(async move {
+            let Ok(_turn) = self.turn.try_lock() else {
+                return Ok(false);
+            };
+            let _life = self.lifecycle.lock().await;
+            if !matches!(self.current(), Some(Running::Dispatch(_))) {
+                return Ok(false);
+            }
+            self.stop().await?;
+            Ok(true)
+        })
+    }
+
     fn kill(&self) -> BrainFuture<'_, ()> {
         Box::pin(async move {
             let _life = self.lifecycle.lock().await;
-            let served = lock(&self.served).clone();
-            if let Some(proc) = served {
-                proc.core.terminate(self.config.kill_grace).await?;
-            }
             self.stop().await
         })
     }

@@ -1,25 +1,26 @@
-//! [`crate::brain::BrainCli::turn`] for a stream-json CLI: one headless process per turn,
-//! stream-json both ways plus the control protocol, as the Agent SDKs drive Claude Code. The
-//! CLI puts each undecided tool call to the caller (`--permission-prompt-tool stdio`), an
-//! `interrupt` control request ends the turn with the conversation intact, and the process's
-//! real exit is the turn's `process:exit`.
+//! [`crate::brain::BrainCli::turn`] for a stream-json CLI: stream-json both ways plus the
+//! control protocol, as the Agent SDKs drive Claude Code. The CLI puts each undecided tool call
+//! to the caller (`--permission-prompt-tool stdio`), and an `interrupt` control request ends
+//! the turn with the conversation intact. The process stays warm for the session's next turn;
+//! a turn's `process:exit` carries the status a process ending with that turn would have had
+//! (1 after an error result), or the real one when the process did end.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use super::dispatch::{DispatchProc, user_message};
+use super::dispatch::{DispatchProc, TurnEnd};
 use crate::api::types::{ContentBlock, Usage};
 use crate::brain::turn::{PermissionAnswer, PermissionQuestion, TurnRequest, narrow_rule};
 use crate::brain::{BrainError, ExitInfo, TurnReport};
-use crate::stream_json::read::{Line, ResultEvent};
+use crate::stream_json::read::Line;
 use crate::stream_json::wire;
 use crate::stream_json::wire::{
     ControlRequest, ControlResponse, PermissionResult, PermissionUpdate, RequestBody, RuleValue,
 };
 use crate::ui_event::UiEvent;
 
-/// How a served process ended.
+/// How a served turn ended.
 pub(crate) enum Ended {
     Report(TurnReport),
     /// It stopped before saying anything, asked to resume a session: most likely the session
@@ -31,8 +32,8 @@ pub(crate) enum Ended {
 }
 
 impl DispatchProc {
-    /// Runs `request` on this fresh process; `price` prices usage when the CLI reports no cost.
-    /// `resumed`: whether this process was started with `--resume`.
+    /// Runs `request` on this process; `price` prices usage when the CLI reports no cost.
+    /// `resumed`: this is the first turn of a process started with `--resume`.
     pub(crate) async fn served_turn(
         self: &Arc<Self>,
         request: &TurnRequest,
@@ -45,117 +46,70 @@ impl DispatchProc {
             // The caller stopped listening: the turn still runs to its end.
             let _ = request.events.send(event);
         };
-        let mut events = self.events.lock().await;
-        let mut line = user_message(&request.prompt);
-        line.push('\n');
-        // A process that is already gone shows up below as an end without a result.
-        let _ = self.write(line.as_bytes()).await;
-
-        let mut session_id = None;
+        self.reusable.store(false, Ordering::SeqCst);
         let mut started = false;
-        let mut result: Option<ResultEvent> = None;
-        loop {
-            let next = tokio::select! {
-                biased;
-                line = events.rx.recv() => line,
-                _ = self.core.wait() => events.rx.try_recv().ok(),
-            };
-            let Some(next) = next else { break };
-            match next {
-                Line::Init(init) => {
-                    started = true;
-                    session_id = Some(init.session_id.clone());
-                    emit(UiEvent::SessionInit {
-                        session_id: label.clone(),
-                        claude_session_id: init.session_id,
-                        model: init.model,
-                        tools: init.tools,
-                    });
-                }
-                Line::TextDelta(text) => emit(UiEvent::ChatDelta {
-                    session_id: label.clone(),
-                    text,
-                }),
-                Line::Assistant(message) => {
-                    for event in assistant_events(message.blocks, &label) {
+        let end = {
+            let mut on_line = |line: &Line| match line {
+                Line::ControlRequest(asked) => self.answer(asked.clone(), request),
+                line => {
+                    started |= matches!(line, Line::Init(_));
+                    for event in ui_events(line, &label) {
                         emit(event);
                     }
                 }
-                Line::User(message) => {
-                    for block in message.blocks {
-                        if let ContentBlock::ToolResult {
-                            tool_use_id,
-                            content,
-                            is_error,
-                        } = block
-                        {
-                            emit(UiEvent::ToolResult {
-                                session_id: label.clone(),
-                                tool_use_id,
-                                content: String::from(&*content),
-                                is_error,
-                            });
-                        }
-                    }
-                }
-                Line::ControlRequest(asked) => self.answer(asked, request),
-                Line::Result(end) => {
-                    if let Some(id) = &end.session_id {
-                        session_id = Some(id.clone());
-                    }
-                    result = Some(end);
-                    // The turn is over: end of input lets the process exit on its own.
-                    self.close_stdin().await;
-                }
-                Line::ApiRetry(_) | Line::Other(_) => {}
-            }
-        }
-        drop(events);
-        let exit = match tokio::time::timeout(grace, self.core.wait()).await {
-            Ok(exit) => exit,
-            Err(_) => self.core.terminate(grace).await?,
+            };
+            self.exchange(&request.prompt, &mut on_line).await?
         };
         let interrupted = self.interrupted.load(Ordering::Relaxed);
-        let Some(end) = result else {
-            let stderr = self.stderr_tail().await;
-            if !started && resumed && !interrupted {
-                return Ok(Ended::ResumeFailed { why: stderr, exit });
+        let outcome = match end {
+            TurnEnd::Died { exit, session_id } => {
+                let stderr = self.stderr_tail().await;
+                if !started && resumed && !interrupted {
+                    return Ok(Ended::ResumeFailed { why: stderr, exit });
+                }
+                let why = if interrupted {
+                    "the turn was interrupted before the brain answered".to_string()
+                } else {
+                    ended_without_result(exit, &stderr)
+                };
+                emit(UiEvent::SessionError {
+                    session_id: label.clone(),
+                    error: why,
+                });
+                emit(exit_event(&label, exit));
+                return Ok(Ended::Report(TurnReport {
+                    session_id,
+                    exit,
+                    is_error: true,
+                    interrupted,
+                    cost_usd: 0.0,
+                    usage: Usage::default(),
+                }));
             }
-            let why = if interrupted {
-                "the turn was interrupted before the brain answered".to_string()
-            } else {
-                ended_without_result(exit, &stderr)
-            };
-            emit(UiEvent::SessionError {
-                session_id: label.clone(),
-                error: why,
-            });
-            emit(exit_event(&label, exit));
-            return Ok(Ended::Report(TurnReport {
-                session_id,
-                exit,
-                is_error: true,
-                interrupted,
-                cost_usd: 0.0,
-                usage: Usage::default(),
-            }));
+            TurnEnd::Done(outcome) => outcome,
         };
         // A CLI that cannot resume says so in an error result before any init.
-        if end.is_error && !started && resumed && !interrupted {
+        if outcome.is_error && !started && resumed && !interrupted {
+            self.close_stdin().await;
+            let exit = match tokio::time::timeout(grace, self.core.wait()).await {
+                Ok(exit) => exit,
+                Err(_) => self.core.terminate(grace).await?,
+            };
             return Ok(Ended::ResumeFailed {
-                why: end.text.unwrap_or_default(),
+                why: outcome.text,
                 exit,
             });
         }
-        let usage = end.usage.unwrap_or_default();
-        let cost_usd = end.total_cost_usd.unwrap_or_else(|| price(&usage));
-        if end.is_error && !interrupted {
+        let usage = outcome.usage;
+        let cost_usd = self.turn_cost(outcome.total_cost_usd, || price(&usage));
+        if outcome.is_error && !interrupted {
             emit(UiEvent::SessionError {
                 session_id: label.clone(),
-                error: end
-                    .text
-                    .clone()
-                    .unwrap_or_else(|| format!("the turn failed ({})", end.subtype)),
+                error: if outcome.text.is_empty() {
+                    format!("the turn failed ({})", outcome.subtype)
+                } else {
+                    outcome.text.clone()
+                },
             });
         }
         emit(UiEvent::SessionComplete {
@@ -163,11 +117,16 @@ impl DispatchProc {
             cost_usd,
             usage,
         });
+        let exit = ExitInfo {
+            code: Some(i32::from(outcome.is_error)),
+            signal: None,
+        };
         emit(exit_event(&label, exit));
+        self.reusable.store(true, Ordering::SeqCst);
         Ok(Ended::Report(TurnReport {
-            session_id,
+            session_id: outcome.session_id,
             exit,
-            is_error: end.is_error,
+            is_error: outcome.is_error,
             interrupted,
             cost_usd,
             usage,
@@ -275,22 +234,58 @@ fn rule_texts(update: &PermissionUpdate) -> Vec<String> {
         .collect()
 }
 
+/// The UI events one line of the brain's output gives.
+fn ui_events(line: &Line, label: &str) -> Vec<UiEvent> {
+    let session_id = || label.to_string();
+    match line {
+        Line::Init(init) => vec![UiEvent::SessionInit {
+            session_id: session_id(),
+            claude_session_id: init.session_id.clone(),
+            model: init.model.clone(),
+            tools: init.tools.clone(),
+        }],
+        Line::TextDelta(text) => vec![UiEvent::ChatDelta {
+            session_id: session_id(),
+            text: text.clone(),
+        }],
+        Line::Assistant(message) => assistant_events(&message.blocks, label),
+        Line::User(message) => message
+            .blocks
+            .iter()
+            .filter_map(|block| match block {
+                ContentBlock::ToolResult {
+                    tool_use_id,
+                    content,
+                    is_error,
+                } => Some(UiEvent::ToolResult {
+                    session_id: session_id(),
+                    tool_use_id: tool_use_id.clone(),
+                    content: String::from(&**content),
+                    is_error: *is_error,
+                }),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
 /// The events of one assistant message (with Claude Code, of one of its blocks).
-fn assistant_events(blocks: Vec<ContentBlock>, label: &str) -> Vec<UiEvent> {
+fn assistant_events(blocks: &[ContentBlock], label: &str) -> Vec<UiEvent> {
     blocks
-        .into_iter()
+        .iter()
         .filter_map(|block| match block {
             ContentBlock::Text { text, .. } if !text.is_empty() => Some(UiEvent::ChatComplete {
                 session_id: label.to_string(),
-                text,
+                text: text.clone(),
             }),
             ContentBlock::ToolUse {
                 id, name, input, ..
             } => Some(UiEvent::ToolStart {
                 session_id: label.to_string(),
-                tool_use_id: id,
-                name,
-                input,
+                tool_use_id: id.clone(),
+                name: name.clone(),
+                input: input.clone(),
             }),
             _ => None,
         })
@@ -330,7 +325,7 @@ mod tests {
                 input: json!({"file_path": "a"}),
             },
         ];
-        let events = assistant_events(blocks, "s");
+        let events = assistant_events(&blocks, "s");
         assert_eq!(events.len(), 2);
         assert_eq!(events[0].kind(), "chat:complete");
         assert_eq!(events[1].kind(), "tool:start");
