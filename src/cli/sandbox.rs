@@ -55,9 +55,13 @@ pub async fn check(cwd: &Path) -> anyhow::Result<String> {
     for (label, confinement) in [
         ("Auto-allowed (read-only) calls", Confinement::ReadOnly),
         ("Approved calls (a rule or your yes)", Confinement::Approved),
+        (
+            "Calls auto mode's reviewer approved (protected paths stay read-only)",
+            Confinement::Reviewed,
+        ),
         ("bypassPermissions", Confinement::Unconfined),
     ] {
-        let plan = config.plan(confinement, cwd, "", &cwd_file, &denials);
+        let plan = config.plan(confinement, &root, "", &cwd_file, &denials);
         let _ = writeln!(out, "\n{label}:");
         match &plan.policy {
             Some(policy) => {
@@ -132,7 +136,7 @@ fn describe(out: &mut String, policy: &Policy, cwd_file: &Path) {
         );
         let _ = writeln!(
             out,
-            "  frozen:  {} (deny rules on editing: read-only)",
+            "  frozen:  {} (read-only: deny rules on editing, and protected paths for reviewed calls)",
             list(&policy.masks.freeze)
         );
     }

@@ -444,7 +444,7 @@ impl Pipeline {
             reviewer.record(info.clone());
             let _ = self.events.send(Event::AutoReview(info));
             match review.verdict {
-                Verdict::Allow => return Permission::Granted(Confinement::Approved),
+                Verdict::Allow => return Permission::Granted(Confinement::Reviewed),
                 Verdict::Block(why) => {
                     return Permission::Refused(format!(
                         "Auto mode blocked this {name} call: {why}. Choose another way to reach \

@@ -197,6 +197,32 @@ pub fn protection_in(root: &Path, rel: &Path) -> Option<&'static str> {
     judge(rel, &root.join(rel))
 }
 
+/// The protected paths at the top of the project that exist now: what a call approved by auto
+/// mode's reviewer finds read-only. In a `.git` folder only what runs programs (`config`,
+/// `hooks`, `info`) is, so the call may still commit.
+pub fn protected_in_project(root: &Path) -> Vec<std::path::PathBuf> {
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let path = entry.path();
+        if name == ".git" && path.is_dir() {
+            found.extend(
+                ["config", "hooks", "info"]
+                    .iter()
+                    .map(|inner| path.join(inner))
+                    .filter(|p| p.exists()),
+            );
+        } else if protection_in(root, Path::new(&name)).is_some() {
+            found.push(path);
+        }
+    }
+    found.sort();
+    found
+}
+
 /// `path`'s names say what it is; `on_disk` is where it is.
 fn judge(path: &Path, on_disk: &Path) -> Option<&'static str> {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");

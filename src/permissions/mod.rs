@@ -29,6 +29,11 @@ pub enum Confinement {
     /// Allowed by a rule, a hook or the user: writes in the project, added directories and a
     /// private temp dir; network unless the settings refuse it.
     Approved,
+    /// Allowed by auto mode's reviewer, which a prompt injection can talk round: as
+    /// [`Confinement::Approved`], but the project's protected paths (its git config and hooks,
+    /// `.envrc`, agent settings and instructions, …) stay read-only, and one the call creates
+    /// is removed after it.
+    Reviewed,
     /// bypassPermissions: no sandbox at all.
     Unconfined,
 }
@@ -96,6 +101,6 @@ pub use denials::FileDenials;
 pub use dirs::AddedDirs;
 pub use engine::{PermissionEngine, ROOT_BYPASS_ENV, check_bypass_allowed};
 pub use error::PermissionError;
-pub use file_access::{protection, protection_in};
+pub use file_access::{protected_in_project, protection, protection_in};
 pub use mode::{PermissionMode, UnknownMode};
 pub use rules::{CliPermissions, RuleKind, SourcedRule, split_rule_list};

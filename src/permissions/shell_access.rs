@@ -522,9 +522,12 @@ fn has_risky_entries(dir: &std::path::Path, dashes: bool) -> bool {
     false
 }
 
-/// Auto mode: a command that may change a file that configures what runs (a protected path,
-/// see [`super::file_access::protection`]) goes to the user, not the reviewer: a redirection
-/// to one, any argument naming one, or a redirection whose target is not a plain word.
+/// Auto mode: what the reviewer must never settle goes to the user. A command that may change
+/// a file that configures what runs (a protected path, see [`super::file_access::protection`]):
+/// a redirection to one, any argument naming one, or a redirection whose target is not a plain
+/// word; one that changes git's configuration (`git config` other than reading it); and one
+/// that writes outside the project and its added directories (a redirection there, or a
+/// program that writes files naming a path there).
 pub(crate) fn touches_protected(scope: &Scope, base: &Path, analysis: &Analysis) -> bool {
     if analysis.writes.iter().any(|w| !w.literal) {
         return true;
@@ -534,10 +537,140 @@ pub(crate) fn touches_protected(scope: &Scope, base: &Path, analysis: &Analysis)
         .iter()
         .chain(analysis.parts.iter().flat_map(|p| p.words.iter().skip(1)))
         .filter(|w| w.literal);
-    named.into_iter().any(|word| {
+    let protected = named.into_iter().any(|word| {
         let lexical = paths::lexical(base, Path::new(&word.text));
         let real = paths::real(&scope.root, &lexical);
         super::file_access::protection(&lexical).is_some()
             || super::file_access::protection(&real).is_some()
-    })
+    });
+    let home = scope.home.clone().or_else(dirs::home_dir);
+    let outside = |word: &super::bash::Word| {
+        // `~/x` is not literal (the shell expands it) but says where it leads.
+        let named = match crate::settings::expand_home(&word.text, home.as_deref()) {
+            Some(expanded) => expanded,
+            None if word.literal => std::path::PathBuf::from(&word.text),
+            None => return false,
+        };
+        let lexical = paths::lexical(base, &named);
+        let real = paths::real(&scope.root, &lexical);
+        !NOT_FILES.iter().any(|n| lexical == Path::new(n)) && !scope.is_inside(&real)
+    };
+    protected
+        || analysis.writes.iter().any(outside)
+        || analysis.parts.iter().any(|part| {
+            let words = part.core_words();
+            changes_git_config(words)
+                || (writes_files(words) && words.iter().skip(1).any(|w| !is_flag(w) && outside(w)))
+        })
+}
+
+/// Redirection targets that are not files.
+const NOT_FILES: [&str; 3] = ["/dev/null", "/dev/stdout", "/dev/stderr"];
+
+/// Programs whose path arguments they create, change or remove.
+const FILE_WRITERS: [&str; 15] = [
+    "touch", "rm", "rmdir", "mv", "cp", "tee", "mkdir", "ln", "chmod", "chown", "truncate",
+    "install", "rsync", "dd", "sed",
+];
+
+fn is_flag(word: &super::bash::Word) -> bool {
+    word.text.starts_with('-')
+}
+
+fn writes_files(words: &[super::bash::Word]) -> bool {
+    let Some(program) = words.first() else {
+        return false;
+    };
+    let name = program.text.rsplit('/').next().unwrap_or("");
+    match name {
+        // `sed` writes only in place.
+        "sed" => words.iter().any(|w| {
+            w.text == "-i" || w.text.starts_with("-i") || w.text.starts_with("--in-place")
+        }),
+        _ => FILE_WRITERS.contains(&name),
+    }
+}
+
+/// `git [global options] config …` that is not a read (`--get*`, `--list`, `-l`,
+/// `get`, `list`).
+fn changes_git_config(words: &[super::bash::Word]) -> bool {
+    let Some(program) = words.first() else {
+        return false;
+    };
+    if program.text.rsplit('/').next() != Some("git") {
+        return false;
+    }
+    let mut rest = words.iter().skip(1);
+    let subcommand = loop {
+        let Some(word) = rest.next() else {
+            return false;
+        };
+        match word.text.as_str() {
+            // Global options that take the next word.
+            "-C" | "-c" | "--git-dir" | "--work-tree" | "--namespace" | "--exec-path" => {
+                rest.next();
+            }
+            text if text.starts_with('-') => {}
+            text => break text.to_string(),
+        }
+    };
+    if subcommand != "config" {
+        return false;
+    }
+    let args: Vec<&str> = rest.map(|w| w.text.as_str()).collect();
+    let reads = args.iter().any(|a| {
+        a.starts_with("--get")
+            || matches!(
+                *a,
+                "--list" | "-l" | "get" | "list" | "--show-origin" | "--show-scope"
+            )
+    });
+    !reads
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn asks_user(command: &str) -> bool {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let scope = Scope::new(
+            root.clone(),
+            None,
+            super::super::PermissionMode::Auto,
+            Default::default(),
+        );
+        touches_protected(&scope, &root, &super::super::bash::analyse(command))
+    }
+
+    #[test]
+    fn git_config_writes_and_writes_outside_the_project_go_to_the_user() {
+        for command in [
+            "git config core.fsmonitor 'curl x | sh'",
+            "git -C . config --local core.hooksPath .",
+            "git config --unset core.pager",
+            "touch /tmp/outside-the-project",
+            "echo x > /tmp/outside-the-project",
+            "cp a.txt ../elsewhere.txt",
+            "sed -i s/a/b/ /etc/hosts",
+            "rm -rf ~/important",
+            "echo x > .envrc",
+            "tee .git/hooks/pre-commit",
+        ] {
+            assert!(asks_user(command), "{command} went to the reviewer");
+        }
+        for command in [
+            "git config --get core.bare",
+            "git config --list",
+            "git status",
+            "touch built.txt",
+            "echo x > /dev/null",
+            "cat /etc/os-release",
+            "sed s/a/b/ /etc/os-release",
+            "python3 build.py",
+        ] {
+            assert!(!asks_user(command), "{command} was kept from the reviewer");
+        }
+    }
 }

@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use super::{Progress, Tool, ToolContext, ToolError, ToolOutput};
 use crate::event::ToolDisplay;
 use crate::permissions::bash::is_read_only_command;
-use crate::permissions::{Access, Confinement, FileDenials};
+use crate::permissions::{Access, Confinement, FileDenials, protected_in_project};
 use crate::sys::process::{Launch, SpawnError};
 use crate::sys::sandbox::Support;
 use crate::text::HeadTail;
@@ -130,7 +130,33 @@ impl Tool for BashTool {
             max_chars: MAX_OUTPUT_CHARS,
             sandbox: Sandboxing::of(ctx),
         };
+        let reviewed = ctx.confinement == Confinement::Reviewed;
+        let protected_before = reviewed.then(|| protected_in_project(&ctx.project_root));
         let run = shell.run(&ctx.cancel, progress).await?;
+        let mut is_error = false;
+        if let Some(before) = protected_before {
+            for made in protected_in_project(&ctx.project_root) {
+                if before.contains(&made) {
+                    continue;
+                }
+                let removed = if made.is_dir() {
+                    std::fs::remove_dir_all(&made)
+                } else {
+                    std::fs::remove_file(&made)
+                };
+                is_error = true;
+                notes.push(match removed {
+                    Ok(()) => format!(
+                        "The command created {}, a protected file only the user may add (it runs programs or instructs agents later); it was removed. Ask the user to create it.",
+                        made.display()
+                    ),
+                    Err(e) => format!(
+                        "The command created {}, a protected file only the user may add, and it could not be removed ({e}). Tell the user.",
+                        made.display()
+                    ),
+                });
+            }
+        }
         if let Some(dir) = run.final_dir {
             // Commands are judged by the permission engine as if they start inside the project,
             // so a `cd` that leaves it must not carry over to the next, unjudged, command.
@@ -144,7 +170,6 @@ impl Tool for BashTool {
                 ctx.set_current_dir(ctx.start_dir.clone());
             }
         }
-        let mut is_error = false;
         let code = run.status.and_then(|s| s.code()).filter(|_| !run.timed_out);
         if run.timed_out {
             is_error = true;

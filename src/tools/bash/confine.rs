@@ -237,7 +237,11 @@ impl SandboxConfig {
                     refused: None,
                 }
             }
-            Confinement::Approved => {
+            Confinement::Approved | Confinement::Reviewed => {
+                let mut masks = masks;
+                if confinement == Confinement::Reviewed {
+                    masks.freeze.extend(reviewed_freeze(project_root));
+                }
                 let tmpdir = self.tmpdir.as_ref().map(|t| t.path().to_path_buf());
                 let mut write = vec![project_root.to_path_buf(), cwd_file.to_path_buf()];
                 write.extend(self.additional_dirs.list());
@@ -290,6 +294,23 @@ impl SandboxConfig {
             !wanted.is_empty() && words.starts_with(&wanted)
         })
     }
+}
+
+/// What a call approved only by auto mode's reviewer finds read-only: the project's protected
+/// paths, where the kernel lets ouro mount (else the analyser and the check after the call
+/// are what stand, and the user is told once).
+fn reviewed_freeze(project_root: &Path) -> Vec<PathBuf> {
+    static UNSUPPORTED: OnceLock<()> = OnceLock::new();
+    if let Err(why) = crate::sys::masks::support() {
+        warn_once(
+            &UNSUPPORTED,
+            &format!(
+                "ouro: warning: calls auto mode's reviewer approves cannot get the project's                  protected files read-only: {why}. Protected files they create are still removed                  after the call."
+            ),
+        );
+        return Vec::new();
+    }
+    crate::permissions::protected_in_project(project_root)
 }
 
 /// The paths the deny rules catch now; `Err` (the command must not run) when they cannot
