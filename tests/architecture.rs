@@ -550,3 +550,42 @@ fn the_layer_check_sees_an_upward_import() {
         .insert("sys".into());
     assert_eq!(layering_faults(&unknown), ["plugins stands in no layer"]);
 }
+
+/// The README stays a newcomer's page (its first lines are the two commands; reference pages
+/// live in `docs/`), and every relative link of it and of the pages leads to a file.
+#[test]
+fn the_readme_is_short_and_every_page_link_leads_to_a_file() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    assert!(
+        readme.lines().count() < 300,
+        "the README has grown past 300 lines"
+    );
+    assert!(
+        readme.contains("cargo run --release -- demo") && readme.contains("cargo test --locked")
+    );
+    let mut pages = vec![root.join("README.md")];
+    for entry in std::fs::read_dir(root.join("docs")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "md") {
+            pages.push(path);
+        }
+    }
+    let mut broken = Vec::new();
+    for page in &pages {
+        let text = std::fs::read_to_string(page).unwrap();
+        for link in text.split("](").skip(1) {
+            let Some(target) = link.split(')').next() else {
+                continue;
+            };
+            let target = target.split('#').next().unwrap_or("");
+            if target.is_empty() || target.contains("://") {
+                continue;
+            }
+            if !page.parent().unwrap().join(target).exists() {
+                broken.push(format!("{}: {target}", page.display()));
+            }
+        }
+    }
+    assert!(broken.is_empty(), "links to nothing: {broken:#?}");
+}
