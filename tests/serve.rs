@@ -632,6 +632,35 @@ async fn a_reconnect_with_last_event_id_gets_exactly_the_missed_events(brain: &s
     serve.stop().await;
 }
 
+/// A connection that never finishes its request's headers is closed; the server goes on
+/// answering everyone else.
+#[tokio::test]
+async fn a_client_that_never_finishes_its_headers_is_cut_off() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let sb = Sandbox::new();
+    let api = server(json!({"turns": []})).await;
+    let serve = Serve::start(&sb, &api.url(), &[("OURO_SERVE_HEADER_TIMEOUT_MS", "300")]).await;
+    let address = serve.base.trim_start_matches("http://").to_string();
+    let mut slow = tokio::net::TcpStream::connect(&address).await.unwrap();
+    slow.write_all(b"GET /api/harness/projects HTTP/1.1\r\nHost: ")
+        .await
+        .unwrap();
+    let mut rest = Vec::new();
+    let closed = tokio::time::timeout(Duration::from_secs(20), slow.read_to_end(&mut rest)).await;
+    assert!(closed.is_ok(), "the half-sent request was never cut off");
+    let (status, _) = (
+        serve
+            .get("/api/harness/projects")
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        (),
+    );
+    assert_eq!(status, 200);
+    serve.stop().await;
+}
+
 #[tokio::test]
 async fn requests_without_the_token_from_foreign_sites_or_too_big_are_refused_as_json() {
     let sb = Sandbox::new();

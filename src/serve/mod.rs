@@ -9,6 +9,7 @@
 mod auth;
 mod error;
 mod events;
+mod listen;
 mod log;
 mod prompt;
 mod routes;
@@ -150,8 +151,7 @@ pub async fn run(options: ServeOptions) -> Result<(), ServeError> {
             state.closing.send_replace(true);
         }
     };
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
+    listen::serve(listener, app, shutdown)
         .await
         .map_err(ServeError::Serve)
 }
