@@ -71,6 +71,11 @@ pub struct PermissionSettings {
     pub default_mode: Option<String>,
     #[serde(default)]
     pub additional_directories: Vec<String>,
+    /// More paths that need the user's yes even where edits are allowed, as globs relative to
+    /// the project root (`scripts/deploy.sh`, `ops/**`): joined from every layer, since they
+    /// only ever add protection.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub protected_paths: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -575,6 +580,9 @@ impl LayeredSettings {
             out.permissions
                 .additional_directories
                 .extend(s.permissions.additional_directories.iter().cloned());
+            out.permissions
+                .protected_paths
+                .extend(s.permissions.protected_paths.iter().cloned());
             out.hooks.extend(&s.hooks);
             let (checkpoints, layer) = (&mut out.checkpoints, &s.checkpoints);
             checkpoints.enabled = layer.enabled.or(checkpoints.enabled);

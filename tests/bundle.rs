@@ -1090,3 +1090,35 @@ fn yes_protected_lets_a_script_write_protected_files_and_names_them() {
         b"all:\n\ttrue\n"
     );
 }
+
+/// `permissions.protectedPaths` in the target's settings adds to the protected list: such a
+/// file needs the typed yes (or `--yes-protected`) like a Makefile; a file beside it does not.
+#[test]
+fn settings_add_protected_paths_dogs_honours() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        ".ouro/settings.json",
+        br#"{"permissions": {"protectedPaths": ["ops/**", "deploy.sh"]}}"#,
+    );
+    for (path, protected) in [
+        ("ops/prod/run.yml", true),
+        ("deploy.sh", true),
+        ("src/deploy.sh", false),
+        ("notes.txt", false),
+    ] {
+        let reply = dog(path, "new");
+        let out = ouro(dir.path(), &["dogs", "-", "-y"], Some(reply.as_bytes()));
+        if protected {
+            assert_eq!(out.status.code(), Some(2), "{path}: {}", text(&out));
+            assert!(
+                String::from_utf8_lossy(&out.stderr).contains("protectedPaths"),
+                "{path}: {}",
+                text(&out)
+            );
+            assert!(!dir.path().join(path).exists(), "{path} was written");
+        } else {
+            assert!(out.status.success(), "{path}: {}", text(&out));
+        }
+    }
+}

@@ -48,6 +48,14 @@ pub(super) fn plan(
     manifest: &[(Vec<u8>, String)],
     ignore_drift: bool,
 ) -> Result<Vec<Change>, Vec<String>> {
+    // The target's own settings may protect more (`permissions.protectedPaths`); a file that
+    // cannot be read protects nothing more, and says so.
+    match crate::settings::LayeredSettings::load(dir) {
+        Ok(settings) => {
+            crate::permissions::protect_also(dir, &settings.merged().permissions.protected_paths);
+        }
+        Err(e) => eprintln!("ouro: warning: {e}"),
+    }
     let mut problems = Vec::new();
     let mut files: BTreeMap<PathBuf, Planned> = BTreeMap::new();
     let mut order: Vec<PathBuf> = Vec::new();

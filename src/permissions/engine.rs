@@ -77,6 +77,12 @@ impl PermissionEngine {
         is_root: bool,
         root_override: bool,
     ) -> Result<Self, PermissionError> {
+        let protected: Vec<String> = settings
+            .layers
+            .iter()
+            .flat_map(|(_, layer)| layer.permissions.protected_paths.iter().cloned())
+            .collect();
+        super::file_access::protect_also(project_root, &protected);
         let mut rules = Vec::new();
         let mut settings_mode = None;
         let mut dirs = Vec::new();

@@ -189,6 +189,66 @@ pub fn protection(path: &Path) -> Option<&'static str> {
     judge(path, path)
 }
 
+/// The project's own additions to the protected list (`permissions.protectedPaths`): its root
+/// and the globs, relative to it. One project per process, so one set.
+static ADDED: std::sync::RwLock<Option<(std::path::PathBuf, globset::GlobSet)>> =
+    std::sync::RwLock::new(None);
+
+/// Adds `patterns` (globs relative to `root`) to the protected list of this process; a pattern
+/// that is not a glob is named and skipped.
+pub fn protect_also(root: &Path, patterns: &[String]) {
+    if patterns.is_empty() {
+        return;
+    }
+    let mut set = globset::GlobSetBuilder::new();
+    for pattern in patterns {
+        let trimmed = pattern.trim_start_matches("./").trim_end_matches('/');
+        let glob = globset::GlobBuilder::new(trimmed)
+            .literal_separator(true)
+            .build();
+        match glob {
+            Ok(glob) => {
+                set.add(glob);
+                // A folder protects what is inside it.
+                if let Ok(inside) = globset::Glob::new(&format!("{trimmed}/**")) {
+                    set.add(inside);
+                }
+            }
+            Err(e) => eprintln!(
+                "ouro: warning: permissions.protectedPaths: \"{pattern}\" is not a glob ({e}); it is skipped"
+            ),
+        }
+    }
+    match set.build() {
+        Ok(set) => {
+            *ADDED
+                .write()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) =
+                Some((root.to_path_buf(), set));
+        }
+        Err(e) => eprintln!("ouro: warning: permissions.protectedPaths could not be read: {e}"),
+    }
+}
+
+/// Whether the settings' own protected paths catch `path` (absolute, or relative to the root).
+fn added_protection(path: &Path) -> bool {
+    let added = ADDED
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let Some((root, set)) = added.as_ref() else {
+        return false;
+    };
+    let rel = if path.is_absolute() {
+        match path.strip_prefix(root) {
+            Ok(rel) => rel,
+            Err(_) => return false,
+        }
+    } else {
+        path
+    };
+    set.is_match(rel)
+}
+
 /// [`protection`] of `rel` inside the directory `root` (dogs applying to `--dir`): the names
 /// are judged on `rel` alone (where `root` lives does not count), and what is on disk (an
 /// executable, a `HEAD` beside a `config`) is looked up under `root`, never in the working
@@ -225,6 +285,9 @@ pub fn protected_in_project(root: &Path) -> Vec<std::path::PathBuf> {
 
 /// `path`'s names say what it is; `on_disk` is where it is.
 fn judge(path: &Path, on_disk: &Path) -> Option<&'static str> {
+    if added_protection(path) || added_protection(on_disk) {
+        return Some("the settings name it in permissions.protectedPaths");
+    }
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
     let component = |pred: fn(&str) -> bool| {
         path.components()

@@ -101,6 +101,6 @@ pub use denials::FileDenials;
 pub use dirs::AddedDirs;
 pub use engine::{PermissionEngine, ROOT_BYPASS_ENV, check_bypass_allowed};
 pub use error::PermissionError;
-pub use file_access::{protected_in_project, protection, protection_in};
+pub use file_access::{protect_also, protected_in_project, protection, protection_in};
 pub use mode::{PermissionMode, UnknownMode};
 pub use rules::{CliPermissions, RuleKind, SourcedRule, split_rule_list};
