@@ -140,7 +140,9 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         Some(Command::Dogs(dogs)) => {
             let options = ouro::bundle::DogsOptions {
-                bundle: dogs.bundle.clone(),
+                bundle: dogs.bundle.clone().unwrap_or_default(),
+                recover: dogs.recover,
+                rollback: dogs.rollback,
                 dir: cwd.join(&dogs.dir),
                 yes: dogs.yes,
                 dry_run: dogs.dry_run,

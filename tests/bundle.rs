@@ -1122,3 +1122,105 @@ fn settings_add_protected_paths_dogs_honours() {
         }
     }
 }
+
+/// An apply killed with -9 at any point leaves the journal: the next dogs in that directory
+/// refuses (exit 2) and names `--recover`; `--recover` makes every file new, `--recover
+/// --rollback` puts back exactly the old tree (new files and folders gone), and neither leaves
+/// a staged or kept file behind.
+#[test]
+fn an_apply_killed_mid_way_is_finished_or_rolled_back_whole() {
+    const FILES: usize = 3000;
+    for (rollback, phase) in [
+        (false, "staging"),
+        (true, "staging"),
+        (false, "committing"),
+        (true, "committing"),
+    ] {
+        let (dir, before) = loop {
+            let dir = tempfile::tempdir().unwrap();
+            for i in 0..FILES {
+                write(
+                    dir.path(),
+                    &format!("d{}/f{i}.txt", i % 30),
+                    format!("old {i}\n").as_bytes(),
+                );
+            }
+            let before = tree(dir.path());
+            let mut reply = String::new();
+            for i in 0..FILES {
+                reply.push_str(&dog(&format!("d{}/f{i}.txt", i % 30), &format!("new {i}")));
+                reply.push_str(&dog(&format!("added/n{i}.txt"), &format!("added {i}")));
+            }
+            let home = tempfile::tempdir().unwrap();
+            let mut child = Command::new(env!("CARGO_BIN_EXE_ouro"))
+                .args(["dogs", "-", "-y"])
+                .current_dir(dir.path())
+                .env("OURO_HOME", home.path())
+                .env("HOME", home.path())
+                .stdin(Stdio::piped())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            {
+                use std::io::Write;
+                child
+                    .stdin
+                    .take()
+                    .unwrap()
+                    .write_all(reply.as_bytes())
+                    .unwrap();
+            }
+            let journal = dir.path().join(".ouro-dogs.journal");
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+            let reached = || std::fs::read_to_string(&journal).is_ok_and(|j| j.contains(phase));
+            while !reached() && std::time::Instant::now() < deadline {
+                if child.try_wait().unwrap().is_some() {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_micros(200));
+            }
+            // SAFETY: kill only signals the child this test started.
+            unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+            child.wait().unwrap();
+            if reached() {
+                break (dir, before);
+            }
+            // It finished before the kill landed: try again on a fresh tree.
+            assert!(
+                std::time::Instant::now() < deadline,
+                "never caught an apply mid-way"
+            );
+        };
+        let other = dog("other.txt", "x");
+        let refused = ouro(dir.path(), &["dogs", "-", "-y"], Some(other.as_bytes()));
+        assert_eq!(refused.status.code(), Some(2), "{}", text(&refused));
+        assert!(text(&refused).contains("--recover"), "{}", text(&refused));
+        assert!(!dir.path().join("other.txt").exists());
+        let mut args = vec!["dogs", "--recover"];
+        if rollback {
+            args.push("--rollback");
+        }
+        let recovered = ouro(dir.path(), &args, None);
+        assert!(recovered.status.success(), "{}", text(&recovered));
+        let after = tree(dir.path());
+        let leftovers: Vec<_> = after
+            .keys()
+            .filter(|p| p.to_string_lossy().contains(".ouro-dogs"))
+            .collect();
+        assert!(leftovers.is_empty(), "{leftovers:?}");
+        let said = text(&recovered);
+        if rollback || phase == "staging" {
+            assert_eq!(after, before, "rollback: {rollback}; {said}");
+            assert!(!dir.path().join("added").exists());
+        } else {
+            assert_eq!(after.len(), 2 * FILES, "{said}");
+            for i in 0..FILES {
+                let path = PathBuf::from(format!("d{}/f{i}.txt", i % 30));
+                assert_eq!(after[&path].0, format!("new {i}\n").into_bytes());
+            }
+        }
+        let again = ouro(dir.path(), &["dogs", "-", "-y"], Some(other.as_bytes()));
+        assert!(again.status.success(), "{}", text(&again));
+    }
+}

@@ -1,14 +1,16 @@
-//! Writing a checked plan, and taking it back. Each file is written beside itself and renamed
-//! over (never through a symbolic link: the kernel resolves every path beneath the target), so
-//! a crash leaves the old file or the new one. The plan holds every touched file's bytes and
-//! mode from before, so a failed write or verification restores exactly those files, and
-//! nothing else in the tree (a `git stash` would take the user's other edits with it).
+//! Writing a checked plan, and taking it back. Every file is staged beside itself and renamed
+//! over (never through a symbolic link: the kernel resolves every path beneath the target),
+//! through a journal, so an apply cut off anywhere can be finished or undone whole
+//! (`ouro dogs --recover`). The plan holds every touched file's bytes and mode from before, so
+//! a failed verification restores exactly those files, and nothing else in the tree (a
+//! `git stash` would take the user's other edits with it).
 
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use super::BundleError;
+use super::journal::{self, Entry, Journal, State, split};
 use super::plan::Change;
 
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -26,34 +28,103 @@ pub(super) struct Applied {
     made_dirs: Vec<PathBuf>,
 }
 
-/// Flushes the filesystem of `dir` to disk: one wait for the whole apply.
-fn sync(dir: &Path) {
-    if let Ok(folder) = std::fs::File::open(dir) {
-        use std::os::fd::AsRawFd;
-        // SAFETY: syncfs takes a descriptor we hold open.
-        unsafe { libc::syncfs(folder.as_raw_fd()) };
-    }
+/// A fresh name for a staged or kept file: short, so a name near the length limit still has
+/// room beside it.
+fn temp_name(suffix: &str) -> PathBuf {
+    PathBuf::from(format!(
+        ".ouro-dogs-{}-{}{suffix}",
+        std::process::id(),
+        TEMP.fetch_add(1, Ordering::Relaxed)
+    ))
 }
 
-/// Writes every change; on the first failure takes back what was written and says what failed.
-/// A file that changed since the plan was made (while the user read it) stops the apply.
+/// Writes every change through the journal (see [`super::journal`]): stage them all, record,
+/// then replace. On a failure nothing stays changed, and what failed is said. A file that
+/// changed since the plan was made (while the user read it) stops the apply.
 pub(super) fn apply(dir: &Path, changes: &[Change]) -> Result<Applied, BundleError> {
     let mut applied = Applied::default();
-    for change in changes {
-        let result = unchanged_since_plan(dir, change)
-            .and_then(|()| write_one(dir, change, &mut applied.made_dirs));
-        if let Err(source) = result {
-            let undone = restore(dir, &applied);
-            return Err(BundleError::Apply {
-                path: change.path.clone(),
-                source,
-                undone: undone.err().map(|e| e.to_string()).unwrap_or_default(),
-            });
-        }
-        applied.changes.push(change.clone());
+    let failure =
+        |path: &Path, source: std::io::Error, undone: Result<(), String>| BundleError::Apply {
+            path: path.to_path_buf(),
+            source,
+            undone: undone.err().unwrap_or_default(),
+        };
+    let entries: Vec<Entry> = changes
+        .iter()
+        .map(|c| Entry {
+            path: c.path.clone(),
+            staged: c.after.as_ref().map(|_| temp_name("")),
+            kept: c.before.as_ref().map(|_| temp_name(".old")),
+        })
+        .collect();
+    let mut journal = Journal {
+        pid: std::process::id(),
+        started: chrono::Utc::now().to_rfc3339(),
+        state: State::Staging,
+        entries,
+        made_dirs: missing_dirs(dir, changes),
+    };
+    if let Err(source) = journal::begin(dir, &journal) {
+        return Err(failure(Path::new(journal::FILE), source, Ok(())));
     }
-    sync(dir);
+    let undo = |journal: &Journal| journal::settle(dir, journal, true).map(|_| ());
+    for change in changes.iter().filter(|c| c.after.is_some()) {
+        if let Err(source) = make_dirs(dir, split(&change.path).0, &mut applied.made_dirs) {
+            return Err(failure(&change.path, source, undo(&journal)));
+        }
+    }
+    journal.made_dirs.clone_from(&applied.made_dirs);
+    for (change, entry) in changes.iter().zip(&journal.entries) {
+        let staged = unchanged_since_plan(dir, change).and_then(|()| stage(dir, change, entry));
+        if let Err(source) = staged {
+            return Err(failure(&change.path, source, undo(&journal)));
+        }
+    }
+    // One flush for every staged file, before the first target changes.
+    journal::sync(dir);
+    journal.state = State::Committing;
+    if let Err(source) = journal::record(dir, &journal) {
+        return Err(failure(Path::new(journal::FILE), source, undo(&journal)));
+    }
+    if let Err(why) = journal::settle(dir, &journal, false) {
+        let undone = undo(&journal);
+        return Err(failure(dir, std::io::Error::other(why), undone));
+    }
+    applied.changes = changes.to_vec();
     Ok(applied)
+}
+
+/// The folders the new files need that do not exist yet, outermost first.
+fn missing_dirs(dir: &Path, changes: &[Change]) -> Vec<PathBuf> {
+    let mut missing: Vec<PathBuf> = Vec::new();
+    for change in changes.iter().filter(|c| c.after.is_some()) {
+        let mut walked = PathBuf::new();
+        for component in split(&change.path).0.components() {
+            walked.push(component);
+            if !missing.contains(&walked) && std::fs::symlink_metadata(dir.join(&walked)).is_err() {
+                missing.push(walked.clone());
+            }
+        }
+    }
+    missing
+}
+
+/// Stages one change beside its target: the new content under its staged name (with the old
+/// file's mode), the old file under a second name.
+fn stage(dir: &Path, change: &Change, entry: &Entry) -> std::io::Result<()> {
+    let (parent, name) = split(&change.path);
+    let folder = crate::sys::beneath::folder(dir, &dir.join(parent))?;
+    if let (Some(bytes), Some(staged)) = (&change.after, &entry.staged) {
+        let mut file = crate::sys::beneath::create_in(&folder, staged, NEW_FILE_MODE)?;
+        file.write_all(bytes)?;
+        if let Some((_, mode)) = &change.before {
+            file.set_permissions(std::fs::Permissions::from_mode(*mode))?;
+        }
+    }
+    if let Some(kept) = &entry.kept {
+        crate::sys::beneath::link_in(&folder, name, kept)?;
+    }
+    Ok(())
 }
 
 fn unchanged_since_plan(dir: &Path, change: &Change) -> std::io::Result<()> {
@@ -71,33 +142,11 @@ fn unchanged_since_plan(dir: &Path, change: &Change) -> std::io::Result<()> {
     }
 }
 
-/// A relative path's folder and its last name.
-fn split(rel: &Path) -> (&Path, &Path) {
-    let parent = rel.parent().unwrap_or(Path::new(""));
-    let name = rel.file_name().map(Path::new).unwrap_or(Path::new(""));
-    (parent, name)
-}
-
 /// Removes the file `rel` beneath `dir`.
 fn remove(dir: &Path, rel: &Path) -> std::io::Result<()> {
     let (parent, name) = split(rel);
     let folder = crate::sys::beneath::folder(dir, &dir.join(parent))?;
     crate::sys::beneath::remove_in(&folder, name)
-}
-
-fn write_one(dir: &Path, change: &Change, made: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    match &change.after {
-        None => remove(dir, &change.path),
-        Some(bytes) => {
-            make_dirs(dir, split(&change.path).0, made)?;
-            put(
-                dir,
-                &change.path,
-                bytes,
-                change.before.as_ref().map(|(_, m)| *m),
-            )
-        }
-    }
 }
 
 /// `bytes` as the file `rel` beneath `dir`, replacing it whole; `mode`: the mode to keep (a
@@ -106,19 +155,14 @@ fn put(dir: &Path, rel: &Path, bytes: &[u8], mode: Option<u32>) -> std::io::Resu
     let (parent, name) = split(rel);
     let folder = crate::sys::beneath::folder(dir, &dir.join(parent))?;
     // Short, so a name near the length limit still has room beside it.
-    let temp = PathBuf::from(format!(
-        ".ouro-dogs-{}-{}",
-        std::process::id(),
-        TEMP.fetch_add(1, Ordering::Relaxed)
-    ));
+    let temp = temp_name("");
     let mut file = crate::sys::beneath::create_in(&folder, &temp, NEW_FILE_MODE)?;
     let mut written = file.write_all(bytes);
     if let Some(mode) = mode {
         written =
             written.and_then(|()| file.set_permissions(std::fs::Permissions::from_mode(mode)));
     }
-    // No sync per file (10,000 files would wait on 10,000 flushes): the whole apply is
-    // flushed once at its end, see `sync`.
+    // No sync per file: a restore is flushed once at its end.
     let done = written.and_then(|()| crate::sys::beneath::rename_in(&folder, &temp, name));
     if done.is_err() {
         let _ = crate::sys::beneath::remove_in(&folder, &temp);

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use super::BundleError;
 use super::apply;
+use super::journal;
 use super::parse::{self, Reply};
 use super::plan::{self, Change};
 use super::review;
@@ -35,6 +36,10 @@ pub struct DogsOptions {
     /// Write protected files without the typed yes (`--yes-protected`, for scripts); each is
     /// named on stderr.
     pub yes_protected: bool,
+    /// Resolve an apply that was cut off, instead of applying a bundle.
+    pub recover: bool,
+    /// With `recover`: undo it rather than finish it.
+    pub rollback: bool,
 }
 
 pub(crate) const APPLIED: i32 = 0;
@@ -44,10 +49,16 @@ pub(crate) const CONTEXT_REQUESTED: i32 = 3;
 
 pub fn run(options: &DogsOptions) -> Result<i32, BundleError> {
     let Some(id) = &options.worktree else {
-        return apply_in(options, &options.dir);
+        return match options.recover {
+            true => recover_in(options, &options.dir),
+            false => apply_in(options, &options.dir),
+        };
     };
     let worktrees = Worktrees::of(&options.dir)?;
     let manifest = worktrees.load(id)?;
+    if options.recover {
+        return recover_in(options, &manifest.path);
+    }
     let code = apply_in(options, &manifest.path)?;
     if code == APPLIED && !options.dry_run {
         let note = Path::new(&options.bundle).file_name().map_or_else(
@@ -64,13 +75,80 @@ pub fn run(options: &DogsOptions) -> Result<i32, BundleError> {
     Ok(code)
 }
 
-fn apply_in(options: &DogsOptions, dir: &Path) -> Result<i32, BundleError> {
-    let reply = read_bundle(&options.bundle)?;
-    let dir = dir.canonicalize().map_err(|source| BundleError::Io {
+/// `--recover`: finishes (or rolls back) the apply a journal in `dir` records.
+fn recover_in(options: &DogsOptions, dir: &Path) -> Result<i32, BundleError> {
+    let dir = target(dir)?;
+    let journal = match journal::pending(&dir) {
+        Ok(Some(journal)) => journal,
+        Ok(None) => {
+            eprintln!(
+                "ouro dogs: no cut-off apply in {}; nothing to recover",
+                dir.display()
+            );
+            return Ok(APPLIED);
+        }
+        Err(why) => {
+            eprintln!(
+                "ouro dogs: {why}; remove it by hand once you have checked the files it names"
+            );
+            return Ok(REJECTED);
+        }
+    };
+    match journal::settle(&dir, &journal, options.rollback) {
+        Ok(journal::Settled::Finished(n)) => {
+            eprintln!("ouro dogs: finished the cut-off apply: {n} file(s) have their new content");
+        }
+        Ok(journal::Settled::RolledBack(n))
+            if journal.state == journal::State::Staging && !options.rollback =>
+        {
+            eprintln!(
+                "ouro dogs: the cut-off apply had changed no file yet (it was still staging), so nothing was applied; its {n} staged file(s) are removed"
+            );
+        }
+        Ok(journal::Settled::RolledBack(n)) => {
+            eprintln!(
+                "ouro dogs: rolled back the cut-off apply: {n} file(s) are as they were before it"
+            );
+        }
+        Err(why) => {
+            eprintln!(
+                "ouro dogs: could not resolve the cut-off apply: {why}; fix that and run --recover again"
+            );
+            return Ok(REJECTED);
+        }
+    }
+    Ok(APPLIED)
+}
+
+fn target(dir: &Path) -> Result<PathBuf, BundleError> {
+    dir.canonicalize().map_err(|source| BundleError::Io {
         action: "open the target directory",
         path: dir.to_path_buf(),
         source,
-    })?;
+    })
+}
+
+fn apply_in(options: &DogsOptions, dir: &Path) -> Result<i32, BundleError> {
+    let dir = target(dir)?;
+    match journal::pending(&dir) {
+        Ok(None) => {}
+        Ok(Some(journal)) => {
+            let shown = options.dir.display();
+            eprintln!(
+                "ouro dogs: an apply in {} was cut off (pid {}, started {}, {} file(s)); nothing else is applied here until it is resolved:\n  ouro dogs --recover --dir {shown}             finishes it\n  ouro dogs --recover --rollback --dir {shown}  puts every old file back",
+                dir.display(),
+                journal.pid,
+                journal.started,
+                journal.entries.len(),
+            );
+            return Ok(REJECTED);
+        }
+        Err(why) => {
+            eprintln!("ouro dogs: an apply here was cut off, but {why}; nothing was applied");
+            return Ok(REJECTED);
+        }
+    }
+    let reply = read_bundle(&options.bundle)?;
     let (blocks, mut manifest) = match parse::parse(&reply) {
         Ok(Reply::RequestContext(what)) => {
             eprintln!("The model asks for more context before it changes anything:\n  {what}");

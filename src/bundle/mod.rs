@@ -9,6 +9,7 @@ mod curate;
 pub mod dogs;
 mod edit;
 pub mod format;
+mod journal;
 pub mod parse;
 mod plan;
 mod review;

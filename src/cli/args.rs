@@ -495,7 +495,15 @@ pub enum CountTokens {
 #[derive(Debug, Clone, clap::Args)]
 pub struct DogsArgs {
     /// The reply bundle (`-`: stdin; questions then go to the terminal).
-    pub bundle: String,
+    #[arg(required_unless_present = "recover")]
+    pub bundle: Option<String>,
+    /// Finish an apply that was cut off (a crash, kill -9) in this directory, and remove what
+    /// it staged.
+    #[arg(long, conflicts_with_all = ["dry_run", "verify", "interactive"])]
+    pub recover: bool,
+    /// With --recover: put back every file the cut-off apply replaced or deleted instead.
+    #[arg(long, requires = "recover")]
+    pub rollback: bool,
     /// The directory to apply it in.
     #[arg(long, default_value = ".", value_name = "DIR")]
     pub dir: std::path::PathBuf,

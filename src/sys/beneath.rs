@@ -225,6 +225,26 @@ pub fn rename_in(dir: &OwnedFd, from: &Path, to: &Path) -> io::Result<()> {
     Ok(())
 }
 
+/// A second name `to` for the file `from`, both in the folder `dir` (a link itself is linked,
+/// never followed).
+pub fn link_in(dir: &OwnedFd, from: &Path, to: &Path) -> io::Result<()> {
+    let (from, to) = (c_path(from)?, c_path(to)?);
+    // SAFETY: the descriptor is live and both paths valid C strings.
+    let done = unsafe {
+        libc::linkat(
+            dir.as_raw_fd(),
+            from.as_ptr(),
+            dir.as_raw_fd(),
+            to.as_ptr(),
+            0,
+        )
+    };
+    if done != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// A new folder `name` in the folder `dir`.
 pub fn make_dir_in(dir: &OwnedFd, name: &Path) -> io::Result<()> {
     let c = c_path(name)?;

@@ -47,6 +47,43 @@ pub(crate) mod optional_paths {
     }
 }
 
+/// For `#[serde(with = "…::path")]` on a `PathBuf`.
+pub(crate) mod path {
+    use super::*;
+
+    pub(crate) fn serialize<S: Serializer>(
+        path: &std::path::Path,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        serde::Serialize::serialize(path.as_os_str(), s)
+    }
+
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<PathBuf, D::Error> {
+        Ok(PathBuf::from(OsString::deserialize(d)?))
+    }
+}
+
+/// For `#[serde(with = "…::optional_path")]` on an `Option<PathBuf>`.
+pub(crate) mod optional_path {
+    use super::*;
+
+    pub(crate) fn serialize<S: Serializer>(
+        path: &Option<PathBuf>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        match path {
+            Some(path) => s.serialize_some(path.as_os_str()),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<PathBuf>, D::Error> {
+        Ok(Option::<OsString>::deserialize(d)?.map(PathBuf::from))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::os::unix::ffi::OsStrExt;

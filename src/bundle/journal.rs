@@ -1,0 +1,232 @@
+//! The apply journal: what makes `ouro dogs` all or nothing even under `kill -9`. Every new
+//! file is staged beside its target and every file it replaces or deletes gets a second name
+//! (a hard link, so no copy) before any target changes; the journal, one file at the top of the
+//! target, records them. Only then are the staged files renamed over their targets. An apply
+//! cut off anywhere leaves the journal behind: the next `ouro dogs` there refuses to apply
+//! anything else until `ouro dogs --recover` finishes it (or, with `--rollback`, puts every old
+//! file back by its second name), and either way removes every staged and kept file.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::sys::beneath;
+
+/// The journal's name at the top of the target directory.
+pub(super) const FILE: &str = ".ouro-dogs.journal";
+
+/// Where the journal is written before it takes its name, so it never has a torn one.
+const NEXT: &str = ".ouro-dogs.journal.new";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(super) enum State {
+    /// Files are being staged: no target has changed yet.
+    Staging,
+    /// Every file is staged and kept: targets are being replaced.
+    Committing,
+}
+
+/// One file of the apply; names are in the file's own folder.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(super) struct Entry {
+    #[serde(with = "crate::sys::os_serde::path")]
+    pub path: PathBuf,
+    /// The new content, staged under this name; `None`: the file is deleted.
+    #[serde(with = "crate::sys::os_serde::optional_path", default)]
+    pub staged: Option<PathBuf>,
+    /// The old file under a second name; `None`: there was none.
+    #[serde(with = "crate::sys::os_serde::optional_path", default)]
+    pub kept: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(super) struct Journal {
+    pub pid: u32,
+    pub started: String,
+    pub state: State,
+    pub entries: Vec<Entry>,
+    /// Folders made for new files, outermost first.
+    #[serde(with = "crate::sys::os_serde::paths")]
+    pub made_dirs: Vec<PathBuf>,
+}
+
+/// The journal of an apply that did not finish, if one is in `dir`. A journal cut off before
+/// it took its name means the apply had not begun: it is removed.
+pub(super) fn pending(dir: &Path) -> Result<Option<Journal>, String> {
+    let path = dir.join(FILE);
+    match std::fs::read(&path) {
+        Ok(bytes) => serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|e| format!("{} cannot be read ({e})", path.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let _ = std::fs::remove_file(dir.join(NEXT));
+            Ok(None)
+        }
+        Err(e) => Err(format!("{} cannot be read ({e})", path.display())),
+    }
+}
+
+/// Writes the journal under [`NEXT`], whole and flushed.
+fn write_next(dir: &Path, journal: &Journal) -> std::io::Result<std::os::fd::OwnedFd> {
+    use std::io::Write;
+    let folder = beneath::folder(dir, dir)?;
+    match beneath::remove_in(&folder, Path::new(NEXT)) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    let mut file = beneath::create_in(&folder, Path::new(NEXT), 0o600)?;
+    file.write_all(&serde_json::to_vec(journal).map_err(std::io::Error::other)?)?;
+    file.sync_data()?;
+    Ok(folder)
+}
+
+/// Claims `dir` for an apply: the journal takes its name only if no other apply's has it.
+pub(super) fn begin(dir: &Path, journal: &Journal) -> std::io::Result<()> {
+    let folder = write_next(dir, journal)?;
+    let claimed = beneath::link_in(&folder, Path::new(NEXT), Path::new(FILE));
+    let _ = beneath::remove_in(&folder, Path::new(NEXT));
+    claimed
+}
+
+/// Records the journal's new state: written whole, then renamed over the old one.
+pub(super) fn record(dir: &Path, journal: &Journal) -> std::io::Result<()> {
+    let folder = write_next(dir, journal)?;
+    beneath::rename_in(&folder, Path::new(NEXT), Path::new(FILE))
+}
+
+/// Removes the journal: the apply is over.
+fn end(dir: &Path) -> std::io::Result<()> {
+    let folder = beneath::folder(dir, dir)?;
+    let _ = beneath::remove_in(&folder, Path::new(NEXT));
+    beneath::remove_in(&folder, Path::new(FILE))
+}
+
+/// Flushes the filesystem of `dir` to disk.
+pub(super) fn sync(dir: &Path) {
+    if let Ok(folder) = std::fs::File::open(dir) {
+        use std::os::fd::AsRawFd;
+        // SAFETY: syncfs takes a descriptor we hold open.
+        unsafe { libc::syncfs(folder.as_raw_fd()) };
+    }
+}
+
+/// A relative path's folder and its last name.
+pub(super) fn split(rel: &Path) -> (&Path, &Path) {
+    let parent = rel.parent().unwrap_or(Path::new(""));
+    let name = rel.file_name().map(Path::new).unwrap_or(Path::new(""));
+    (parent, name)
+}
+
+/// Removes `name` in `rel`'s folder; one already gone is fine.
+fn remove_quietly(dir: &Path, rel: &Path, name: &Path) -> std::io::Result<()> {
+    let folder = match beneath::folder(dir, &dir.join(split(rel).0)) {
+        Ok(folder) => folder,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    match beneath::remove_in(&folder, name) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
+}
+
+fn exists(dir: &Path, rel: &Path, name: &Path) -> bool {
+    std::fs::symlink_metadata(dir.join(split(rel).0).join(name)).is_ok()
+}
+
+/// The first few failures, and how many more there were.
+fn listed(failed: &[String]) -> String {
+    const SHOWN: usize = 5;
+    let mut text = failed[..failed.len().min(SHOWN)].join("; ");
+    if failed.len() > SHOWN {
+        text.push_str(&format!("; and {} more", failed.len() - SHOWN));
+    }
+    text
+}
+
+/// How [`settle`] left the directory.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Settled {
+    /// Every file of the apply has its new content.
+    Finished(usize),
+    /// Every file is as it was before the apply.
+    RolledBack(usize),
+}
+
+/// Finishes the journal's apply (`rollback`: undoes it), removes every staged and kept file
+/// and the journal. An apply cut off while staging changed no target, so it is rolled back
+/// either way. What could not be done is named; the journal then stays for another try.
+pub(super) fn settle(dir: &Path, journal: &Journal, rollback: bool) -> Result<Settled, String> {
+    let undo = rollback || journal.state == State::Staging;
+    let mut failed: Vec<String> = Vec::new();
+    let note = |failed: &mut Vec<String>, what: &str, path: &Path, e: std::io::Error| {
+        failed.push(format!("{what} {}: {e}", path.display()));
+    };
+    for entry in &journal.entries {
+        let (_, name) = split(&entry.path);
+        let folder = match beneath::folder(dir, &dir.join(split(&entry.path).0)) {
+            Ok(folder) => folder,
+            // Its folder is gone: a new file's folder never made, nothing to settle.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => {
+                note(&mut failed, "open the folder of", &entry.path, e);
+                continue;
+            }
+        };
+        let done = if undo {
+            match &entry.kept {
+                Some(kept) if exists(dir, &entry.path, kept) => {
+                    beneath::rename_in(&folder, kept, name)
+                }
+                // Kept already renamed back, or never made because staging stopped first.
+                Some(_) => Ok(()),
+                None => remove_quietly(dir, &entry.path, name),
+            }
+        } else {
+            match &entry.staged {
+                Some(staged) if exists(dir, &entry.path, staged) => {
+                    beneath::rename_in(&folder, staged, name)
+                }
+                Some(_) => Ok(()),
+                None => remove_quietly(dir, &entry.path, name),
+            }
+        };
+        if let Err(e) = done {
+            let what = if undo { "put back" } else { "finish" };
+            note(&mut failed, what, &entry.path, e);
+        }
+    }
+    if !failed.is_empty() {
+        return Err(listed(&failed));
+    }
+    for entry in &journal.entries {
+        for name in entry.staged.iter().chain(&entry.kept) {
+            if let Err(e) = remove_quietly(dir, &entry.path, name) {
+                note(
+                    &mut failed,
+                    "remove the staged or kept copy of",
+                    &entry.path,
+                    e,
+                );
+            }
+        }
+    }
+    if undo {
+        for made in journal.made_dirs.iter().rev() {
+            // Only if empty: a folder someone filled since stays.
+            let _ = std::fs::remove_dir(dir.join(made));
+        }
+    }
+    if !failed.is_empty() {
+        return Err(listed(&failed));
+    }
+    sync(dir);
+    end(dir).map_err(|e| format!("remove {FILE}: {e}"))?;
+    let count = journal.entries.len();
+    Ok(if undo {
+        Settled::RolledBack(count)
+    } else {
+        Settled::Finished(count)
+    })
+}
