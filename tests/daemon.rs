@@ -278,6 +278,42 @@ async fn a_killed_daemon_is_restarted_by_the_next_command_and_recovers_its_clone
     assert_eq!(resume_of(starts.last().unwrap()), Some(series.as_str()));
 }
 
+/// A daemon killed with -9 in the middle of a turn: the next command's restarted daemon
+/// continues the same conversation (never a silent new one) and says the turn was cut.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_turn_cut_by_a_killed_daemon_is_named_and_its_conversation_continues() {
+    let home = Home::new("http://127.0.0.1:9");
+    home.clone_new("c1", SCRIPTED).await;
+    let slow = Watched::spawn(home.command(&["ask", "c1", "slow story"]));
+    // Mid-turn: the clone is busy and its brain has named the conversation.
+    let deadline = tokio::time::Instant::now() + LIMIT;
+    let series = loop {
+        let row = home.clones().await[0].clone();
+        if row[6] != "idle" && row[4] != "-" {
+            break row[4].clone();
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{row:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let first = home.daemon_pid().unwrap();
+    // SAFETY: kill only signals the daemon this test started.
+    unsafe { libc::kill(first, libc::SIGKILL) };
+    while alive(first) {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let _ = slow.finish(LIMIT).await;
+    let next = home.ok(&["ask", "c1", "second"]).await;
+    assert!(
+        next.stderr.contains("was cut off") && next.stderr.contains("slow story"),
+        "{}",
+        next.debug()
+    );
+    let starts = home.fake_starts();
+    assert_eq!(resume_of(starts.last().unwrap()), Some(series.as_str()));
+    let after = home.ok(&["ask", "c1", "third"]).await;
+    assert!(!after.stderr.contains("was cut off"), "{}", after.debug());
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn two_watchers_see_a_dispatch_turn_as_it_runs() {
     let home = Home::new("http://127.0.0.1:9");

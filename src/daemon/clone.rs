@@ -76,10 +76,17 @@ pub(super) struct CloneHandle {
     live: Arc<Mutex<Live>>,
     watch: broadcast::Sender<Frame>,
     pending: ParkedQuestions,
+    /// There while a turn runs: a daemon killed mid-turn leaves it for the next one to see.
+    turn_marker: std::path::PathBuf,
 }
 
 impl CloneHandle {
-    pub(super) fn new(record: CloneRecord, brain: Box<dyn BrainCli>) -> Arc<CloneHandle> {
+    /// `state`: the clone's folder in the store.
+    pub(super) fn new(
+        record: CloneRecord,
+        brain: Box<dyn BrainCli>,
+        state: &std::path::Path,
+    ) -> Arc<CloneHandle> {
         let (watch, _) = broadcast::channel(WATCH_BACKLOG);
         let live = Arc::new(Mutex::new(Live {
             screen: screen_of(TermSize::default()),
@@ -100,7 +107,32 @@ impl CloneHandle {
             live,
             watch,
             pending: ParkedQuestions::default(),
+            turn_marker: state.join("turn-running"),
         })
+    }
+
+    /// The turn a daemon that stopped mid-way left unfinished (what was asked, and when), once.
+    pub(super) fn take_cut_turn(&self) -> Option<String> {
+        let cut = std::fs::read_to_string(&self.turn_marker).ok()?;
+        let _ = std::fs::remove_file(&self.turn_marker);
+        Some(cut)
+    }
+
+    /// Records that a turn on `prompt` runs, until [`CloneHandle::unmark_turn`].
+    pub(super) fn mark_turn(&self, prompt: &str) {
+        let first = prompt.lines().next().unwrap_or_default();
+        let text = format!(
+            "\"{}\" (started {})",
+            crate::text::truncate(first, 80),
+            chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+        );
+        if let Err(e) = crate::sys::atomic::write(&self.turn_marker, text.as_bytes()) {
+            tracing::warn!(clone = %self.name(), error = %e, "could not mark the running turn");
+        }
+    }
+
+    pub(super) fn unmark_turn(&self) {
+        let _ = std::fs::remove_file(&self.turn_marker);
     }
 
     pub(super) fn name(&self) -> &str {

@@ -28,6 +28,18 @@ pub(super) async fn run(
         guard = clone.take_turn(&client) => guard,
         _ = conn.next() => return,
     };
+    if let Some(cut) = clone.take_cut_turn() {
+        let notice: Frame = Header::Notice {
+            message: format!(
+                "the last turn of {}, {cut}, was cut off when the daemon stopped; this turn continues the same conversation",
+                clone.name()
+            ),
+        }
+        .into();
+        clone.broadcast(notice.clone());
+        deliver(&client, notice).await;
+    }
+    clone.mark_turn(&prompt);
     clone.begin_turn(lines.then(|| client.clone()));
     let verb_name = match verb {
         Verb::Ask => "ask",
@@ -97,6 +109,7 @@ pub(super) async fn run(
     if let Err(e) = clone.brain.release().await {
         tracing::warn!(clone = %clone.name(), error = %e, "could not end a clone's brain process");
     }
+    clone.unmark_turn();
     clone.end_activity();
     drop(turn);
     let end = match report {

@@ -339,5 +339,6 @@ fn open_clone(store: &CloneStore, record: CloneRecord) -> Result<Arc<CloneHandle
         name: record.name.clone(),
         source,
     })?;
-    Ok(CloneHandle::new(record, brain))
+    let state = store.dir(&record.name);
+    Ok(CloneHandle::new(record, brain, &state))
 }

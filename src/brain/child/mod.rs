@@ -436,10 +436,21 @@ impl<P: ChildProgram> ChildBrain<P> {
             if self.interrupt_pending.swap(false, Ordering::SeqCst) {
                 proc.interrupt().await?;
             }
+            let named = |id: &str| {
+                if self.exid().as_deref() != Some(id)
+                    && let Err(e) = self.update_series(|s| s.exid = id.to_string())
+                {
+                    tracing::warn!(error = %e, "could not keep the brain's session id");
+                }
+            };
             let ended = proc
-                .served_turn(request, resumed, self.config.kill_grace, |usage| {
-                    self.spec.cost(usage)
-                })
+                .served_turn(
+                    request,
+                    resumed,
+                    self.config.kill_grace,
+                    |usage| self.spec.cost(usage),
+                    &named,
+                )
                 .await;
             *lock(&self.served) = None;
             match ended? {

@@ -32,14 +32,17 @@ pub(crate) enum Ended {
 }
 
 impl DispatchProc {
-    /// Runs `request` on this process; `price` prices usage when the CLI reports no cost.
-    /// `resumed`: this is the first turn of a process started with `--resume`.
+    /// Runs `request` on this process; `price` prices usage when the CLI reports no cost;
+    /// `named` hears the brain's session id as soon as the brain says it, so a crash before
+    /// the turn ends still resumes that conversation. `resumed`: this is the first turn of a
+    /// process started with `--resume`.
     pub(crate) async fn served_turn(
         self: &Arc<Self>,
         request: &TurnRequest,
         resumed: bool,
         grace: Duration,
         price: impl Fn(&Usage) -> f64,
+        named: &(dyn Fn(&str) + Sync),
     ) -> Result<Ended, BrainError> {
         let label = request.label.clone();
         let emit = |event: UiEvent| {
@@ -52,7 +55,10 @@ impl DispatchProc {
             let mut on_line = |line: &Line| match line {
                 Line::ControlRequest(asked) => self.answer(asked.clone(), request),
                 line => {
-                    started |= matches!(line, Line::Init(_));
+                    if let Line::Init(init) = line {
+                        started = true;
+                        named(&init.session_id);
+                    }
                     for event in ui_events(line, &label) {
                         emit(event);
                     }

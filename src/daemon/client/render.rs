@@ -42,7 +42,9 @@ pub async fn ask(
             }
         };
         match frame.header {
-            Header::Queued { reason } => eprintln!("ouro: {reason}"),
+            Header::Queued { reason: said } | Header::Notice { message: said } => {
+                eprintln!("ouro: {said}");
+            }
             Header::Line => {
                 let _ = stdout.write_all(&frame.payload);
                 let _ = stdout.flush();
