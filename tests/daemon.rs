@@ -314,6 +314,44 @@ async fn a_turn_cut_by_a_killed_daemon_is_named_and_its_conversation_continues()
     assert!(!after.stderr.contains("was cut off"), "{}", after.debug());
 }
 
+/// The socket's folder removed under a running daemon: it listens again where clients look,
+/// commands reach the same daemon, and status and stop find it even before that.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_daemon_whose_socket_was_removed_is_still_found_and_stopped() {
+    let home = Home::new("http://127.0.0.1:9");
+    home.clone_new("c1", SCRIPTED).await;
+    let pid = home.daemon_pid().unwrap();
+    let status = home.ok(&["daemon", "status"]).await;
+    let socket = status
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("socket: "))
+        .map(|s| std::path::PathBuf::from(s.trim()))
+        .unwrap();
+    std::fs::remove_dir_all(socket.parent().unwrap()).unwrap();
+    let status = home.ok(&["daemon", "status"]).await;
+    assert!(
+        status.stdout.contains(&format!("pid {pid}")),
+        "{}",
+        status.debug()
+    );
+    let listed = home.ok(&["clone", "list"]).await;
+    assert!(listed.stdout.contains("c1"), "{}", listed.debug());
+    assert_eq!(home.daemon_pid(), Some(pid), "a second daemon started");
+    assert!(socket.exists(), "the daemon did not listen again");
+
+    std::fs::remove_dir_all(socket.parent().unwrap()).unwrap();
+    let stopped = home.ok(&["daemon", "stop"]).await;
+    assert!(
+        stopped
+            .stdout
+            .contains(&format!("stopped the daemon (pid {pid})")),
+        "{}",
+        stopped.debug()
+    );
+    assert!(!alive(pid));
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn two_watchers_see_a_dispatch_turn_as_it_runs() {
     let home = Home::new("http://127.0.0.1:9");

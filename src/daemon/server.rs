@@ -50,9 +50,8 @@ pub async fn run(paths: Paths) -> Result<(), DaemonError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(io("remove the stale socket", &paths.socket)(e)),
     }
-    let listener = UnixListener::bind(&paths.socket).map_err(io("listen on", &paths.socket))?;
-    std::fs::set_permissions(&paths.socket, std::fs::Permissions::from_mode(0o600))
-        .map_err(io("protect", &paths.socket))?;
+    let (mut listener, mut socket_id) = listen(&paths)?;
+    let mut socket_check = tokio::time::interval(SOCKET_CHECK);
 
     let daemon = Arc::new(Daemon::recover(paths));
     daemon.paths.record_socket();
@@ -71,6 +70,23 @@ pub async fn run(paths: Paths) -> Result<(), DaemonError> {
                 }
                 Err(e) => tracing::warn!(error = %e, "could not accept a connection"),
             },
+            _ = socket_check.tick() => {
+                // Its folder removed (a cleaned runtime dir) or the socket replaced: clients
+                // would find no daemon, so it listens again where they look.
+                if file_id(&daemon.paths.socket) != socket_id {
+                    match daemon.paths.prepare_socket_dir().and_then(|()| {
+                        let _ = std::fs::remove_file(&daemon.paths.socket);
+                        listen(&daemon.paths)
+                    }) {
+                        Ok((again, id)) => {
+                            (listener, socket_id) = (again, id);
+                            daemon.paths.record_socket();
+                            tracing::warn!(socket = %daemon.paths.socket.display(), "the socket was gone; listening on a new one");
+                        }
+                        Err(e) => tracing::warn!(error = %e, "the socket is gone and could not be made again"),
+                    }
+                }
+            }
             _ = daemon.shutdown.cancelled() => break,
             _ = term.recv() => break,
             _ = int.recv() => break,
@@ -91,6 +107,35 @@ pub async fn run(paths: Paths) -> Result<(), DaemonError> {
     connections.close();
     let _ = tokio::time::timeout(Duration::from_secs(10), connections.wait()).await;
     Ok(())
+}
+
+/// How often the daemon checks that its socket is still where clients look.
+const SOCKET_CHECK: Duration = Duration::from_secs(1);
+
+/// A socket file as (device, inode).
+type FileId = (u64, u64);
+
+fn file_id(path: &std::path::Path) -> Option<FileId> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(path)
+        .ok()
+        .map(|m| (m.dev(), m.ino()))
+}
+
+/// Listens on the socket of `paths`, only this user may connect; with the socket file's id.
+fn listen(paths: &Paths) -> Result<(UnixListener, Option<FileId>), DaemonError> {
+    let failed = |action| {
+        let path = paths.socket.clone();
+        move |source| DaemonError::Io {
+            action,
+            path,
+            source,
+        }
+    };
+    let listener = UnixListener::bind(&paths.socket).map_err(failed("listen on"))?;
+    std::fs::set_permissions(&paths.socket, std::fs::Permissions::from_mode(0o600))
+        .map_err(failed("protect"))?;
+    Ok((listener, file_id(&paths.socket)))
 }
 
 /// The home's daemon lock, held for the daemon's life; its file names the holder's pid.

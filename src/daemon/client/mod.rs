@@ -24,6 +24,15 @@ use super::{DaemonError, Paths};
 /// How long a client waits for a daemon it started to listen.
 const START_WAIT: Duration = Duration::from_secs(15);
 
+/// How long a client waits for a running daemon to make its removed socket again.
+const SOCKET_WAIT: Duration = Duration::from_secs(5);
+
+/// The pid of the process holding the home's daemon lock, if one does.
+fn lock_holder(paths: &Paths) -> Option<u32> {
+    let file = std::fs::File::open(paths.lock()).ok()?;
+    crate::sys::flock::holder(&file)
+}
+
 pub struct Client {
     conn: Conn,
     pub daemon_pid: u32,
@@ -46,6 +55,24 @@ impl Client {
                         source,
                     });
                 }
+            }
+        }
+        // A daemon holds the lock but answers on no socket (its folder was removed): it makes
+        // the socket again within a second or two.
+        if let Some(pid) = lock_holder(paths) {
+            let waited = Instant::now();
+            while waited.elapsed() < SOCKET_WAIT && alive(pid) {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                if let Ok(stream) = UnixStream::connect(&paths.socket).await {
+                    ours(&stream, &paths.socket)?;
+                    return handshake(stream).await;
+                }
+            }
+            if alive(pid) {
+                return Err(DaemonError::Client(format!(
+                    "the daemon (pid {pid}) runs but answers on no socket ({} is gone); `ouro daemon stop` stops it",
+                    paths.socket.display()
+                )));
             }
         }
         if autostart {
@@ -236,13 +263,22 @@ pub(crate) async fn daemon_start(paths: &Paths) -> Result<String, DaemonError> {
 
 /// `ouro daemon stop`: asks the daemon to stop its brains and exit, and waits until it has.
 pub(crate) async fn daemon_stop(paths: &Paths) -> Result<String, DaemonError> {
-    let mut client = match Client::connect(paths, false).await {
-        Ok(client) => client,
+    let pid = match Client::connect(paths, false).await {
+        Ok(mut client) => {
+            client.request(Header::Stop).await?;
+            client.daemon_pid
+        }
         Err(DaemonError::NotRunning) => return Ok("no daemon runs".into()),
-        Err(e) => return Err(e),
+        // Found by its lock, not its socket: asked to stop by signal.
+        Err(e) => match lock_holder(paths).filter(|pid| alive(*pid)) {
+            Some(pid) => {
+                // SAFETY: kill only signals the process holding this home's daemon lock.
+                unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+                pid
+            }
+            None => return Err(e),
+        },
     };
-    let pid = client.daemon_pid;
-    client.request(Header::Stop).await?;
     let started = Instant::now();
     while started.elapsed() < START_WAIT {
         if !alive(pid) {
@@ -269,7 +305,14 @@ pub(crate) async fn daemon_status(paths: &Paths) -> Result<Option<String>, Daemo
     let mut client = match Client::connect(paths, false).await {
         Ok(client) => client,
         Err(DaemonError::NotRunning) => return Ok(None),
-        Err(e) => return Err(e),
+        Err(e) => match lock_holder(paths).filter(|pid| alive(*pid)) {
+            Some(pid) => {
+                return Ok(Some(format!(
+                    "the daemon runs: pid {pid}, but it answers on no socket ({e})\n"
+                )));
+            }
+            None => return Err(e),
+        },
     };
     match client.request(Header::Status).await? {
         Header::StatusReport {
