@@ -105,6 +105,7 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
                 exclude: cats.exclude.clone(),
                 max_tokens: cats.max_tokens,
                 count_with_api: cats.count_tokens == Some(ouro::cli::args::CountTokens::Api),
+                instructions: !cats.no_instructions,
             };
             let curate = cats
                 .ai_curate

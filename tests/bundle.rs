@@ -1224,3 +1224,37 @@ fn an_apply_killed_mid_way_is_finished_or_rolled_back_whole() {
         assert!(again.status.success(), "{}", text(&again));
     }
 }
+
+/// A cats bundle tells the chat model how to answer (before the files, no line of it a
+/// marker, so the bundle still applies as itself); `--no-instructions` leaves that out. An
+/// answer with no bundle in it is exit 1 with what dogs looked for, never a silent success.
+#[test]
+fn a_bundle_says_how_to_answer_and_an_answer_without_one_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "src/a.rs", b"fn a() {}\n");
+    let out = ouro(dir.path(), &["cats", "src"], None);
+    assert!(out.status.success(), "{}", text(&out));
+    let bundle = String::from_utf8(out.stdout).unwrap();
+    let instructions = bundle.find("DOGS_START_FILE").unwrap();
+    assert!(instructions < bundle.find("CATS_START_FILE").unwrap());
+    assert!(bundle.contains("DOGS_END_FILE") && bundle.contains("DELETE_FILE"));
+    let bare = ouro(dir.path(), &["cats", "src", "--no-instructions"], None);
+    assert!(!String::from_utf8_lossy(&bare.stdout).contains("DOGS_START_FILE"));
+
+    let other = tempfile::tempdir().unwrap();
+    let applied = ouro(other.path(), &["dogs", "-", "-y"], Some(bundle.as_bytes()));
+    assert!(applied.status.success(), "{}", text(&applied));
+    assert_eq!(
+        std::fs::read(other.path().join("src/a.rs")).unwrap(),
+        b"fn a() {}\n"
+    );
+
+    let plain = "Here is the fix:\n```rust\nfn a() { 1 }\n```\n";
+    let out = ouro(dir.path(), &["dogs", "-", "-y"], Some(plain.as_bytes()));
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("DOGS_START_FILE"), "{}", text(&out));
+    assert_eq!(
+        std::fs::read(dir.path().join("src/a.rs")).unwrap(),
+        b"fn a() {}\n"
+    );
+}

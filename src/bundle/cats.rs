@@ -20,6 +20,8 @@ pub struct CatsOptions {
     /// Have the API count the whole bundle (`--count-tokens api`): it is then sent to
     /// Anthropic, so only when asked.
     pub count_with_api: bool,
+    /// Put the reply instructions before the files (`--no-instructions` leaves them out).
+    pub instructions: bool,
 }
 
 /// One file as counted.
@@ -156,7 +158,7 @@ pub fn build(
         entries.push(Entry { path, content });
     }
     Ok(Bundled {
-        bundle: format::bundle(&entries),
+        bundle: format::bundle(&entries, options.instructions),
         files: counted_files,
         left_out,
         secrets,

@@ -1,8 +1,9 @@
 //! `ouro dogs`: a model's reply applied to a directory, all or nothing, after the user saw
 //! what it does; optionally verified by a command and taken back exactly when that fails.
 //!
-//! Exit codes: 0 applied (and verified), 1 verification failed, 2 bundle rejected or not
-//! confirmed (nothing written), 3 the model asked for more context (nothing written).
+//! Exit codes: 0 applied (and verified), 1 verification failed or the answer held no changes,
+//! 2 bundle rejected or not confirmed (nothing written), 3 the model asked for more context
+//! (nothing written).
 
 use std::io::{BufRead, Read, Write};
 use std::path::{Path, PathBuf};
@@ -44,6 +45,8 @@ pub struct DogsOptions {
 
 pub(crate) const APPLIED: i32 = 0;
 pub(crate) const VERIFY_FAILED: i32 = 1;
+/// The answer holds no bundle at all (a plain code block, prose).
+pub(crate) const NO_CHANGES: i32 = 1;
 pub(crate) const REJECTED: i32 = 2;
 pub(crate) const CONTEXT_REQUESTED: i32 = 3;
 
@@ -179,8 +182,10 @@ fn apply_in(options: &DogsOptions, dir: &Path) -> Result<i32, BundleError> {
         }
     }
     if blocks.is_empty() {
-        eprintln!("ouro dogs: no changes found in the bundle");
-        return Ok(APPLIED);
+        eprintln!(
+            "ouro dogs: the answer holds no changes, so nothing was applied: it has no file between `🐕 --- DOGS_START_FILE: path ---` and `🐕 --- DOGS_END_FILE: path ---` lines (nor 🐈 blocks, SEARCH/REPLACE blocks or a unified diff). Ask the model to answer as the bundle's instructions say (`ouro cats` puts them before the files)."
+        );
+        return Ok(NO_CHANGES);
     }
     let changes = match plan::plan(&dir, &blocks, &manifest, options.force) {
         Ok(changes) => changes,

@@ -209,12 +209,27 @@ pub fn digest(content: &[u8]) -> String {
     crate::text::hex(ring::digest::digest(&ring::digest::SHA256, content).as_ref())
 }
 
-/// A whole bundle: header, manifest, entries; ends right after the last END marker with one
-/// newline, as PAWS's does.
-pub fn bundle(entries: &[Entry]) -> Vec<u8> {
+/// How a chat model should answer a bundle, put before its files (as PAWS's cats prepends its
+/// system prompt). The markers are shown inside sentences, so no line of it is a marker.
+pub const REPLY_INSTRUCTIONS: &str = "\
+How to answer: give every file you change or create in full, each between a line \
+`🐕 --- DOGS_START_FILE: path/of/the/file ---` and a line \
+`🐕 --- DOGS_END_FILE: path/of/the/file ---` (the same path, relative as in this bundle). \
+Leave out the files you do not change. To delete a file, put the single line \
+`@@ PAWS_CMD DELETE_FILE() @@` between its markers. If you need more files first, answer \
+only `@@ PAWS_CMD REQUEST_CONTEXT(the files you need) @@`. Text outside the markers is read \
+as your explanation; `ouro dogs` applies the answer.\n\n";
+
+/// A whole bundle: header, reply instructions (when `instructions`), manifest, entries; ends
+/// right after the last END marker with one newline, as PAWS's does.
+pub fn bundle(entries: &[Entry], instructions: bool) -> Vec<u8> {
     let mut out = Vec::new();
     out.extend_from_slice(HEADER.as_bytes());
     out.extend_from_slice(b"\n# Format: FULL\n");
+    if instructions {
+        out.push(b'\n');
+        out.extend_from_slice(REPLY_INSTRUCTIONS.as_bytes());
+    }
     for entry in entries {
         out.extend_from_slice(MANIFEST.as_bytes());
         out.extend_from_slice(digest(&entry.content).as_bytes());

@@ -483,6 +483,9 @@ pub struct CatsArgs {
     /// Anthropic; without it the table's estimates are all, and nothing is sent).
     #[arg(long, value_name = "HOW", value_enum)]
     pub count_tokens: Option<CountTokens>,
+    /// Leave out the short instructions that tell a chat model how to answer (the 🐕 markers).
+    #[arg(long)]
+    pub no_instructions: bool,
 }
 
 /// How `ouro cats` counts tokens beyond its estimate.
