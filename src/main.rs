@@ -227,11 +227,14 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
                 .ok()
                 .filter(|b| !b.trim().is_empty())
                 .unwrap_or_else(|| ouro::api::client::DEFAULT_BASE_URL.to_string());
-            print!(
-                "{}",
-                ouro::app::doctor::report(&options, &cwd, &base, None).await
-            );
-            return Ok(ExitCode::SUCCESS);
+            let report = ouro::app::doctor::report(&options, &cwd, &base, None).await;
+            print!("{report}");
+            // A script checking the setup must notice a failed line.
+            return Ok(if report.contains('✗') {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            });
         }
         Some(command) if command.refusal().is_some() => {
             if let Some((name, why)) = command.refusal() {

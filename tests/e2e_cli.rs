@@ -781,11 +781,11 @@ async fn claude_code_subcommands_ouro_lacks_are_refused_by_name_never_sent_as_pr
     let api = server(json!({"turns": []})).await;
     let sb = Sandbox::new();
     for (args, name) in [
-        (&["update"][..], "update/install"),
-        (&["install", "stable"][..], "update/install"),
+        (&["update"][..], "update"),
+        (&["install", "stable"][..], "install"),
         (&["config", "set", "-g", "theme", "dark"][..], "config"),
         (&["setup-token"][..], "setup-token"),
-        (&["migrate-installer"][..], "update/install"),
+        (&["migrate-installer"][..], "migrate-installer"),
         (&["plugin", "list"][..], "plugin"),
     ] {
         let run = sb.run(&api.url(), args).await;

@@ -398,14 +398,16 @@ pub struct Refused {
     pub rest: Vec<String>,
 }
 
+/// What to do instead of Claude Code's installer commands.
+const SELF_UPDATE: &str = "ouro has no self-updater: build and install it with `cargo install --locked --path .` in its repository";
+
 impl Command {
     /// Why ouro refuses this Claude Code subcommand, and what to do instead.
     pub fn refusal(&self) -> Option<(&'static str, &'static str)> {
         Some(match self {
-            Command::Update(_) | Command::Install(_) | Command::MigrateInstaller(_) => (
-                "update/install",
-                "ouro has no self-updater: build and install it with `cargo install --locked --path .` in its repository",
-            ),
+            Command::Update(_) => ("update", SELF_UPDATE),
+            Command::Install(_) => ("install", SELF_UPDATE),
+            Command::MigrateInstaller(_) => ("migrate-installer", SELF_UPDATE),
             Command::Config(_) => (
                 "config",
                 "ouro's settings are JSON files (~/.ouro/settings.json, .ouro/settings.json, .ouro/settings.local.json); edit them, or see what is in force with /config in a session",
@@ -565,7 +567,7 @@ pub struct PermissionFlags {
     )]
     pub disallowed_tools: Vec<String>,
 
-    /// default, acceptEdits, plan, dontAsk or bypassPermissions.
+    /// default, acceptEdits, plan, auto, dontAsk or bypassPermissions.
     #[arg(long)]
     pub permission_mode: Option<String>,
 

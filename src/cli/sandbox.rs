@@ -26,6 +26,7 @@ pub async fn check(cwd: &Path) -> anyhow::Result<String> {
         &root,
         permissions.additional_dirs(),
     );
+    crate::tools::bash::quiet_warnings();
     let support = Support::detect();
     let mut out = format!("Kernel: {}\n", support.describe());
     let _ = writeln!(

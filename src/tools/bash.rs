@@ -22,7 +22,7 @@ use crate::text::HeadTail;
 mod confine;
 mod stream;
 
-pub use confine::{PrivateTmp, SandboxConfig};
+pub use confine::{PrivateTmp, SandboxConfig, quiet_warnings};
 use stream::read_output;
 
 pub(crate) const DEFAULT_TIMEOUT_MS: u64 = 120_000;

@@ -343,6 +343,12 @@ fn masks_for(denials: &FileDenials) -> Result<Masks, String> {
 static DISABLED_WARNING: OnceLock<()> = OnceLock::new();
 static BYPASS_WARNING: OnceLock<()> = OnceLock::new();
 
+/// Plans made only to be shown (`ouro sandbox check`) warn about nothing: the report says it.
+pub fn quiet_warnings() {
+    let _ = DISABLED_WARNING.set(());
+    let _ = BYPASS_WARNING.set(());
+}
+
 /// Said once per process, on stderr, so it is seen without flooding.
 fn warn_once(flag: &OnceLock<()>, text: &str) {
     if flag.set(()).is_ok() {
