@@ -8,6 +8,7 @@ use std::time::Duration;
 use tokio::sync::{OwnedMutexGuard, broadcast, mpsc};
 
 use super::frame::{CloneInfo, Frame, Header};
+use super::screen::Screen;
 use super::store::CloneRecord;
 use crate::brain::parked::ParkedQuestions;
 use crate::brain::{BrainCli, Mode, PermissionAnswer, PermissionQuestion, TermSize};
@@ -16,8 +17,6 @@ use crate::sys::sync::lock;
 /// What a watcher misses before it is told it fell behind.
 const WATCH_BACKLOG: usize = 1024;
 
-/// Rows of scrollback the screen keeps; a new screen is drawn from the visible rows only.
-const SCROLLBACK: usize = 0;
 
 /// The largest terminal side the daemon accepts: a screen's cells are allocated up front.
 const MAX_SIDE: u16 = 1000;
@@ -63,7 +62,7 @@ enum Sink {
 }
 
 struct Live {
-    screen: vt100::Parser,
+    screen: Screen,
     sink: Sink,
 }
 
@@ -89,7 +88,7 @@ impl CloneHandle {
     ) -> Arc<CloneHandle> {
         let (watch, _) = broadcast::channel(WATCH_BACKLOG);
         let live = Arc::new(Mutex::new(Live {
-            screen: screen_of(TermSize::default()),
+            screen: Screen::new(TermSize::default()),
             sink: Sink::Nowhere,
         }));
         let weak: Weak<Mutex<Live>> = Arc::downgrade(&live);
@@ -191,7 +190,7 @@ impl CloneHandle {
         let size = sane_size(size);
         *lock(&self.activity) = Activity::Talk;
         let mut live = lock(&self.live);
-        live.screen = screen_of(size);
+        live.screen.reset(size);
         live.sink = Sink::Talk {
             client: None,
             resync: false,
@@ -202,7 +201,7 @@ impl CloneHandle {
     /// (both under one lock, so nothing is lost or doubled).
     pub(super) fn attach(&self, client: mpsc::Sender<Frame>) {
         let mut live = lock(&self.live);
-        let screen = whole_screen(&live.screen);
+        let screen = live.screen.whole();
         let _ = client.try_send(Frame::with_payload(Header::Screen, screen));
         if let Sink::Talk { client: slot, .. } = &mut live.sink {
             *slot = Some(client);
@@ -225,7 +224,7 @@ impl CloneHandle {
     pub(super) fn watch(&self) -> (Option<Vec<u8>>, broadcast::Receiver<Frame>) {
         let live = lock(&self.live);
         let rx = self.watch.subscribe();
-        let screen = matches!(live.sink, Sink::Talk { .. }).then(|| whole_screen(&live.screen));
+        let screen = matches!(live.sink, Sink::Talk { .. }).then(|| live.screen.whole());
         (screen, rx)
     }
 
@@ -281,24 +280,6 @@ impl CloneHandle {
     }
 }
 
-fn screen_of(size: TermSize) -> vt100::Parser {
-    let rows = NonZeroU16::new(size.rows).unwrap_or(NonZeroU16::MIN);
-    let cols = NonZeroU16::new(size.cols).unwrap_or(NonZeroU16::MIN);
-    vt100::Parser::new(rows, cols, SCROLLBACK)
-}
-
-/// Escape codes that draw `screen` from scratch on a client's terminal, in the alternate
-/// screen when the brain's UI uses it (vt100 leaves that mode out of its state).
-fn whole_screen(screen: &vt100::Parser) -> Vec<u8> {
-    let screen = screen.screen();
-    let mut out = Vec::new();
-    if screen.alternate_screen() {
-        out.extend_from_slice(b"\x1b[?1049h");
-    }
-    out.extend_from_slice(screen.state_formatted().as_bytes());
-    out
-}
-
 fn route(live: &mut Live, watchers: &broadcast::Sender<Frame>, bytes: &[u8]) {
     let Live { screen, sink } = live;
     match sink {
@@ -313,7 +294,7 @@ fn route(live: &mut Live, watchers: &broadcast::Sender<Frame>, bytes: &[u8]) {
             let _ = watchers.send(Frame::with_payload(Header::Output, bytes));
             let Some(tx) = client else { return };
             if *resync {
-                let whole = whole_screen(screen);
+                let whole = screen.whole();
                 *resync = tx
                     .try_send(Frame::with_payload(Header::Screen, whole))
                     .is_err();
@@ -358,7 +339,7 @@ mod tests {
         let (watch, mut watcher) = broadcast::channel(8);
         let (tx, mut rx) = mpsc::channel(1);
         let mut live = Live {
-            screen: screen_of(TermSize { cols: 20, rows: 3 }),
+            screen: Screen::new(TermSize { cols: 20, rows: 3 }),
             sink: Sink::Talk {
                 client: Some(tx),
                 resync: false,
@@ -366,7 +347,7 @@ mod tests {
         };
         route(&mut live, &watch, b"hello");
         route(&mut live, &watch, b" world");
-        assert!(live.screen.screen().contents().contains("hello world"));
+        assert!(live.screen.contents().contains("hello world"));
         assert_eq!(rx.try_recv().unwrap().payload, b"hello");
         // The second chunk did not fit: the next one brings the whole screen instead.
         route(&mut live, &watch, b"!");

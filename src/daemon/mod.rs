@@ -15,6 +15,7 @@ mod conn;
 mod dispatch;
 pub mod frame;
 pub mod paths;
+mod screen;
 mod server;
 mod store;
 mod talk;
