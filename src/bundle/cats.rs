@@ -128,12 +128,8 @@ pub fn build(
     let mut left_out = Vec::new();
     let mut secrets = Vec::new();
     let mut total = 0u64;
-    for rel in files {
-        let content = std::fs::read(cwd.join(&rel)).map_err(|source| BundleError::Io {
-            action: "read",
-            path: rel.clone(),
-            source,
-        })?;
+    let contents = read_all(cwd, &files)?;
+    for (rel, content) in files.into_iter().zip(contents) {
         let path = rel.as_os_str().as_bytes().to_vec();
         let binary = format::is_binary(&path, &content);
         if !named.contains(&rel)
@@ -163,6 +159,38 @@ pub fn build(
         left_out,
         secrets,
         counted: Err("not counted".into()),
+    })
+}
+
+/// The files' contents, in order, read on every core (a bundle of many small files waits on
+/// the disk, not the CPU).
+fn read_all(cwd: &Path, files: &[PathBuf]) -> Result<Vec<Vec<u8>>, BundleError> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
+    let chunk = files.len().div_ceil(threads).max(1);
+    let read = |rel: &PathBuf| {
+        std::fs::read(cwd.join(rel)).map_err(|source| BundleError::Io {
+            action: "read",
+            path: rel.clone(),
+            source,
+        })
+    };
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = files
+            .chunks(chunk)
+            .map(|part| scope.spawn(move || part.iter().map(read).collect::<Vec<_>>()))
+            .collect();
+        let mut out = Vec::with_capacity(files.len());
+        for handle in handles {
+            let part = handle.join().map_err(|_| BundleError::Io {
+                action: "read",
+                path: cwd.to_path_buf(),
+                source: std::io::Error::other("a reading thread failed"),
+            })?;
+            for content in part {
+                out.push(content?);
+            }
+        }
+        Ok(out)
     })
 }
 
