@@ -1,8 +1,14 @@
-//! Each session's events, numbered and kept (in memory and appended to a JSONL file), so that
-//! a client that reconnects with `Last-Event-ID` gets exactly what it missed, even across a
-//! server restart. Followers wait on a watch of the last id, so none misses an event appended
-//! between its read and its wait.
+//! Each session's events, numbered and kept (appended to a JSONL file, the recent ones also in
+//! memory), so that a client that reconnects with `Last-Event-ID` gets exactly what it missed,
+//! even across a server restart. Followers wait on a watch of the last id, so none misses an
+//! event appended between its read and its wait.
+//!
+//! Memory holds at most the last [`KEEP_EVENTS`] events or [`KEEP_BYTES`] of them, whichever
+//! is less (older ones are read back from the file when a client asks for them), plus any
+//! event the disk had no room for: the file only ever gets whole lines, and what could not be
+//! written is written, in order, once there is room again.
 
+use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::Mutex;
 
@@ -11,6 +17,11 @@ use tokio::sync::watch;
 
 use crate::sys::sync::lock;
 use crate::ui_event::UiEvent;
+
+/// Events a session keeps in memory at most.
+const KEEP_EVENTS: usize = 2048;
+/// Bytes of events (as JSON) a session keeps in memory at most.
+const KEEP_BYTES: usize = 4 << 20;
 
 /// One kept event: its id within the session and the turn it belongs to.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -23,29 +34,93 @@ pub(super) struct Stored {
 
 pub(super) struct EventLog {
     file: PathBuf,
-    events: Mutex<Vec<Stored>>,
+    kept: Mutex<Kept>,
     last: watch::Sender<u64>,
+}
+
+#[derive(Default)]
+struct Kept {
+    /// The recent events, each with its JSON line.
+    events: VecDeque<(Stored, Vec<u8>)>,
+    bytes: usize,
+    /// The last id whose line is in the file.
+    on_disk: u64,
+    /// The last id of all.
+    last: u64,
+}
+
+impl Kept {
+    /// Writes every event not yet on disk, as whole lines or not at all.
+    fn flush(&mut self, file: &std::path::Path) -> std::io::Result<()> {
+        let on_disk = self.on_disk;
+        let lines: Vec<u8> = self
+            .events
+            .iter()
+            .filter(|(e, _)| e.id > on_disk)
+            .flat_map(|(_, line)| line.iter().copied())
+            .collect();
+        if lines.is_empty() {
+            return Ok(());
+        }
+        crate::sys::atomic::append_whole(file, &lines)?;
+        self.on_disk = self.last;
+        Ok(())
+    }
+
+    /// Lets go of the oldest events past the limits (never one the file lacks).
+    fn trim(&mut self) {
+        while self.events.len() > 1
+            && (self.events.len() > KEEP_EVENTS || self.bytes > KEEP_BYTES)
+            && self.events.front().is_some_and(|(e, _)| e.id <= self.on_disk)
+        {
+            if let Some((_, line)) = self.events.pop_front() {
+                self.bytes -= line.len();
+            }
+        }
+    }
+
+    fn keep(&mut self, stored: Stored) {
+        let mut line = serde_json::to_vec(&stored).unwrap_or_default();
+        line.push(b'\n');
+        self.bytes += line.len();
+        self.last = stored.id;
+        self.events.push_back((stored, line));
+    }
+
+    fn first_kept(&self) -> u64 {
+        self.events.front().map_or(self.last + 1, |(e, _)| e.id)
+    }
+}
+
+/// The events of `file`, read whole; a torn last line (a crash mid-write) is skipped.
+fn read_file(file: &std::path::Path) -> Vec<Stored> {
+    std::fs::read_to_string(file)
+        .map(|text| {
+            text.lines()
+                .filter_map(|line| serde_json::from_str(line).ok())
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 impl EventLog {
     /// The log kept in `file`, with what an earlier server wrote there.
     pub(super) fn open(file: PathBuf) -> EventLog {
-        let events: Vec<Stored> = std::fs::read_to_string(&file)
-            .map(|text| {
-                text.lines()
-                    .filter_map(|line| serde_json::from_str(line).ok())
-                    .collect()
-            })
-            .unwrap_or_default();
-        let last = events.last().map_or(0, |e: &Stored| e.id);
+        let events = read_file(&file);
         let unfinished = events
             .last()
             .filter(|e| !matches!(e.event, UiEvent::ProcessExit { .. }))
             .cloned();
+        let mut kept = Kept::default();
+        for stored in events {
+            kept.keep(stored);
+        }
+        kept.on_disk = kept.last;
+        kept.trim();
         let log = EventLog {
             file,
-            events: Mutex::new(events),
-            last: watch::channel(last).0,
+            last: watch::channel(kept.last).0,
+            kept: Mutex::new(kept),
         };
         // A server that stopped mid-turn left the turn without its end: close it, so that a
         // client attaching to it is not left waiting.
@@ -79,27 +154,43 @@ impl EventLog {
 
     /// Numbers and keeps `event`; returns its id.
     pub(super) fn push(&self, turn_id: &str, event: UiEvent) -> u64 {
-        let mut events = lock(&self.events);
-        let id = events.last().map_or(0, |e| e.id) + 1;
-        let stored = Stored {
+        let mut kept = lock(&self.kept);
+        let id = kept.last + 1;
+        kept.keep(Stored {
             id,
             turn_id: turn_id.to_string(),
             event,
-        };
-        if let Err(e) = crate::sys::atomic::append_json_line(&self.file, &stored) {
-            tracing::warn!(file = %self.file.display(), error = %e, "could not keep a served event on disk");
+        });
+        // A full disk: the events stay in memory (live clients get them) and are written with
+        // the next one that finds room.
+        if let Err(e) = kept.flush(&self.file) {
+            tracing::warn!(file = %self.file.display(), error = %e, "could not keep a served event on disk yet");
         }
-        events.push(stored);
-        drop(events);
+        kept.trim();
+        drop(kept);
         self.last.send_replace(id);
         id
     }
 
-    /// Every event after `after`, in order.
+    /// Every event after `after`, in order: older ones from the file.
     pub(super) fn since(&self, after: u64) -> Vec<Stored> {
-        let events = lock(&self.events);
-        let start = events.partition_point(|e| e.id <= after);
-        events[start..].to_vec()
+        let kept = lock(&self.kept);
+        let first = kept.first_kept();
+        let mut out: Vec<Stored> = if after + 1 < first {
+            read_file(&self.file)
+                .into_iter()
+                .filter(|e| e.id > after && e.id < first)
+                .collect()
+        } else {
+            Vec::new()
+        };
+        out.extend(
+            kept.events
+                .iter()
+                .filter(|(e, _)| e.id > after)
+                .map(|(e, _)| e.clone()),
+        );
+        out
     }
 
     /// The id the next event gets.
@@ -114,10 +205,25 @@ impl EventLog {
 
     /// The first event id of turn `turn_id`, if it has one.
     pub(super) fn turn_start(&self, turn_id: &str) -> Option<u64> {
-        lock(&self.events)
-            .iter()
-            .find(|e| e.turn_id == turn_id)
-            .map(|e| e.id)
+        let (found, first) = {
+            let kept = lock(&self.kept);
+            let found = kept
+                .events
+                .iter()
+                .find(|(e, _)| e.turn_id == turn_id)
+                .map(|(e, _)| e.id);
+            (found, kept.first_kept())
+        };
+        match found {
+            // It may have begun before what memory holds: only the file knows then.
+            Some(id) if id > first || first == 1 => Some(id),
+            None if first == 1 => None,
+            _ => read_file(&self.file)
+                .into_iter()
+                .find(|e| e.turn_id == turn_id)
+                .map(|e| e.id)
+                .or(found),
+        }
     }
 
     pub(super) fn remove_file(&self) {
@@ -167,6 +273,45 @@ mod tests {
         let kinds: Vec<String> = again.since(0).iter().map(|e| e.event.kind()).collect();
         assert_eq!(kinds, ["chat:delta", "session:error", "process:exit"]);
         assert!(again.since(0).iter().all(|e| e.turn_id == "t1"));
+    }
+
+    #[test]
+    fn memory_keeps_the_recent_events_and_older_ones_come_from_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = EventLog::open(dir.path().join("e.jsonl"));
+        let total = KEEP_EVENTS as u64 + 500;
+        for i in 0..total {
+            log.push(if i < 10 { "t1" } else { "t2" }, delta(&i.to_string()));
+        }
+        assert!(lock(&log.kept).events.len() <= KEEP_EVENTS);
+        let all = log.since(0);
+        assert_eq!(all.len() as u64, total);
+        assert!(all.windows(2).all(|w| w[0].id + 1 == w[1].id));
+        assert_eq!(log.since(total - 3).len(), 3);
+        assert_eq!(log.turn_start("t1"), Some(1));
+        assert_eq!(log.turn_start("t2"), Some(11));
+        assert_eq!(log.turn_start("t3"), None);
+    }
+
+    #[test]
+    fn a_full_disk_tears_no_line_and_what_waited_is_written_once_there_is_room() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("e.jsonl");
+        let log = EventLog::open(file.clone());
+        log.push("t1", delta("a"));
+        // No room: the file cannot be opened for writing (a folder in its place stands in
+        // for a full disk here; tests/serve.rs fills a real small tmpfs).
+        std::fs::rename(&file, dir.path().join("aside")).unwrap();
+        std::fs::create_dir(&file).unwrap();
+        log.push("t1", delta("b"));
+        log.push("t1", delta("c"));
+        assert_eq!(log.since(0).len(), 3, "live clients still get every event");
+        std::fs::remove_dir(&file).unwrap();
+        std::fs::rename(dir.path().join("aside"), &file).unwrap();
+        log.push("t1", delta("d"));
+        let again = EventLog::open(file);
+        let ids: Vec<u64> = again.since(0).iter().map(|e| e.id).collect();
+        assert_eq!(&ids[..4], &[1, 2, 3, 4]);
     }
 
     #[tokio::test]

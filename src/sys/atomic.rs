@@ -45,6 +45,27 @@ pub fn append_json_line(file: &Path, value: &impl Serialize) -> std::io::Result<
         .write_all(&line)
 }
 
+/// Appends `bytes` to `file` whole or not at all: a write the disk had no room for is cut
+/// back off, so the file never holds a torn line for the next append to glue onto.
+pub fn append_whole(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    if let Some(dir) = file.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut out = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(file)?;
+    let before = out.metadata()?.len();
+    let written = out.write_all(bytes);
+    if written.is_err() {
+        // Shrinking needs no room.
+        let _ = out.set_len(before);
+    }
+    written
+}
+
 /// Writes `bytes` to `path` atomically, making its folder if need be.
 pub fn write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path
@@ -66,6 +87,20 @@ pub fn write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_append_that_finds_no_room_leaves_the_file_as_it_was() {
+        // /dev/full answers every write with ENOSPC, as a full disk does.
+        let full = std::path::Path::new("/dev/full");
+        if full.exists() {
+            assert!(super::append_whole(full, b"a line\n").is_err());
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log.jsonl");
+        super::append_whole(&path, b"one\n").unwrap();
+        super::append_whole(&path, b"two\n").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"one\ntwo\n");
+    }
+
     #[test]
     fn the_file_is_replaced_whole_and_no_temporary_file_stays() {
         let dir = tempfile::tempdir().unwrap();
