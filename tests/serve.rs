@@ -632,6 +632,73 @@ async fn a_reconnect_with_last_event_id_gets_exactly_the_missed_events(brain: &s
     serve.stop().await;
 }
 
+/// The disk holding the event logs fills mid-turn: live clients still get every event, the
+/// log never gets a torn line, and what found no room is written once there is room, so a
+/// restarted server replays both turns whole, ids in order.
+#[tokio::test]
+async fn a_full_disk_mid_turn_loses_and_tears_no_event() {
+    let sb = Sandbox::new();
+    let projects = sb.home.path().join("serve/projects");
+    let Some(disk) = crate::common::SmallDisk::mount(&projects, "128k") else {
+        crate::common::skip::cannot_mount("a small tmpfs");
+        return;
+    };
+    let long: String = (0..4000).map(|i| format!("word{i} ")).collect();
+    let api = server(json!({"turns": [text(&long), text("After the disk had room.")]})).await;
+    let serve = Serve::start(&sb, &api.url(), &[]).await;
+    let id = serve.create(&sb.root(), json!({})).await;
+    // Leave a few KB: the session's files fit, the long answer's events do not.
+    let filler = projects.join("filler");
+    let room = disk.free().saturating_sub(8 * 1024);
+    std::fs::write(&filler, vec![b'x'; room]).unwrap();
+    let first = serve.turn(&id, "say a lot").await;
+    assert_eq!(
+        kinds(&first).last(),
+        Some(&"process:exit"),
+        "{:?}",
+        kinds(&first)
+    );
+    let streamed: String = first
+        .iter()
+        .filter(|e| e.kind == "chat:delta")
+        .map(|e| e.data["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(streamed, long, "a live client lost text to the full disk");
+    std::fs::remove_file(&filler).unwrap();
+    let second = serve.turn(&id, "and now").await;
+    assert_eq!(kinds(&second).last(), Some(&"process:exit"));
+    serve.stop().await;
+
+    let serve = Serve::start(&sb, &api.url(), &[]).await;
+    let mut stream = serve
+        .get(&format!("/api/harness/session/{id}/events?after=0"))
+        .send()
+        .await
+        .unwrap();
+    let mut replay = String::new();
+    while replay.matches("event: process:exit").count() < 2 {
+        let chunk = tokio::time::timeout(Duration::from_secs(30), stream.chunk())
+            .await
+            .unwrap_or_else(|_| panic!("the replay stopped at {replay}"))
+            .unwrap()
+            .unwrap();
+        replay.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    let events = parse_sse(&replay);
+    let ids: Vec<u64> = events.iter().map(|e| e.id).collect();
+    assert!(ids.windows(2).all(|w| w[0] + 1 == w[1]), "{ids:?}");
+    let exits = events.iter().filter(|e| e.kind == "process:exit").count();
+    assert_eq!(exits, 2, "{:?}", kinds(&events));
+    let replayed: String = events
+        .iter()
+        .take_while(|e| e.kind != "process:exit")
+        .filter(|e| e.kind == "chat:delta")
+        .map(|e| e.data["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(replayed, long);
+    serve.stop().await;
+}
+
 /// A connection that never finishes its request's headers is closed; the server goes on
 /// answering everyone else.
 #[tokio::test]

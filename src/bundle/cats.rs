@@ -165,7 +165,9 @@ pub fn build(
 /// The files' contents, in order, read on every core (a bundle of many small files waits on
 /// the disk, not the CPU).
 fn read_all(cwd: &Path, files: &[PathBuf]) -> Result<Vec<Vec<u8>>, BundleError> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(8);
     let chunk = files.len().div_ceil(threads).max(1);
     let read = |rel: &PathBuf| {
         std::fs::read(cwd.join(rel)).map_err(|source| BundleError::Io {

@@ -17,7 +17,6 @@ use crate::sys::sync::lock;
 /// What a watcher misses before it is told it fell behind.
 const WATCH_BACKLOG: usize = 1024;
 
-
 /// The largest terminal side the daemon accepts: a screen's cells are allocated up front.
 const MAX_SIDE: u16 = 1000;
 

@@ -56,20 +56,15 @@ impl Screen {
             .spawn(move || {
                 for change in rx {
                     {
-                        let mut parser = drawer
-                            .parser
-                            .lock()
-                            .unwrap_or_else(PoisonError::into_inner);
+                        let mut parser =
+                            drawer.parser.lock().unwrap_or_else(PoisonError::into_inner);
                         match change {
                             Change::Output(bytes) => parser.process(&bytes),
                             Change::Resize(rows, cols) => parser.set_size(rows, cols),
                             Change::Fresh(size) => *parser = self::parser(size),
                         }
                     }
-                    let mut behind = drawer
-                        .behind
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner);
+                    let mut behind = drawer.behind.lock().unwrap_or_else(PoisonError::into_inner);
                     *behind = behind.saturating_sub(1);
                     if *behind == 0 || *behind == MAX_BEHIND - 1 {
                         drawer.caught_up.notify_all();

@@ -71,7 +71,10 @@ impl Kept {
     fn trim(&mut self) {
         while self.events.len() > 1
             && (self.events.len() > KEEP_EVENTS || self.bytes > KEEP_BYTES)
-            && self.events.front().is_some_and(|(e, _)| e.id <= self.on_disk)
+            && self
+                .events
+                .front()
+                .is_some_and(|(e, _)| e.id <= self.on_disk)
         {
             if let Some((_, line)) = self.events.pop_front() {
                 self.bytes -= line.len();
