@@ -77,21 +77,25 @@ impl Screen {
         Screen { drawn, changes }
     }
 
-    fn hand_over(&self, change: Change) {
+    /// The count of changes not drawn yet, once `ready` says it may be used.
+    fn behind_when(&self, ready: impl Fn(usize) -> bool) -> MutexGuard<'_, usize> {
         let mut behind = self
             .drawn
             .behind
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        while *behind >= MAX_BEHIND {
+        while !ready(*behind) {
             behind = self
                 .drawn
                 .caught_up
                 .wait(behind)
                 .unwrap_or_else(PoisonError::into_inner);
         }
-        *behind += 1;
-        drop(behind);
+        behind
+    }
+
+    fn hand_over(&self, change: Change) {
+        *self.behind_when(|behind| behind < MAX_BEHIND) += 1;
         if self.changes.send(change).is_err() {
             // No drawing thread: nothing will catch up, so nobody may wait for it.
             *self
@@ -118,19 +122,7 @@ impl Screen {
 
     /// The screen with everything handed over drawn.
     fn settled(&self) -> MutexGuard<'_, vt100::Parser> {
-        let mut behind = self
-            .drawn
-            .behind
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        while *behind > 0 {
-            behind = self
-                .drawn
-                .caught_up
-                .wait(behind)
-                .unwrap_or_else(PoisonError::into_inner);
-        }
-        drop(behind);
+        drop(self.behind_when(|behind| behind == 0));
         self.drawn
             .parser
             .lock()
