@@ -252,7 +252,7 @@ pub(super) fn render(r: &Report) -> String {
             out,
             "
 ouro serve: first chat:delta {:.1} ms after the message (median; min {:.1}, max {:.1}); \
-             turns {} session(s) at once; server peak RSS {:.1} MiB (each turn's brain is its own process)",
+             turns {} session(s) at once; server peak RSS {:.1} MiB (a session's brain stays warm between turns)",
             serve.first_delta_ms.median,
             serve.first_delta_ms.min,
             serve.first_delta_ms.max,

@@ -306,8 +306,9 @@ async fn run(
         *running = None;
     }
     done.send_replace(true);
-    // Too many warm brains: the least recently used ends now, not at the next check.
-    state.cool_down().await;
+    // Too many warm brains: the least recently used ends now, not at the next check, and
+    // beside this turn's end rather than in its way.
+    tokio::spawn(async move { state.cool_down().await });
 }
 
 /// Saves the brain's conversation id with the session when it is new.
