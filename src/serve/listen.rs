@@ -46,6 +46,10 @@ pub(super) async fn serve(
             },
             () = &mut shutdown => break,
         };
+        // Small SSE writes go out at once, not after the peer's delayed ACK (40 ms).
+        if let Err(e) = stream.set_nodelay(true) {
+            tracing::debug!(error = %e, "could not set TCP_NODELAY");
+        }
         let service = TowerToHyperService::new(app.clone());
         let mut closed = closed.clone();
         connections.spawn(async move {
