@@ -5,6 +5,9 @@
 
 use std::time::{Duration, Instant};
 
+/// How long after its turn a brain is spared from the warm limit.
+pub const SETTLING: Duration = Duration::from_secs(2);
+
 /// How long a warm brain may sit idle, and how many may be warm at once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WarmPolicy {
@@ -35,7 +38,9 @@ pub struct Warmth<K> {
 
 impl WarmPolicy {
     /// The brains whose process should end now: every idle one past its time, then the least
-    /// recently used until at most `max_warm` stay warm.
+    /// recently used until at most `max_warm` stay warm. One whose turn ended less than
+    /// [`SETTLING`] ago is spared for the limit: under more sessions than the limit taking
+    /// turns in a ring, ending it would only start it again for its next turn.
     pub fn to_end<K: Clone>(&self, brains: &[Warmth<K>], now: Instant) -> Vec<K> {
         let mut warm: Vec<&Warmth<K>> = brains.iter().filter(|b| b.warm).collect();
         warm.sort_by_key(|b| b.used);
@@ -46,7 +51,8 @@ impl WarmPolicy {
                 over = over.saturating_sub(1);
                 continue;
             }
-            if over > 0 || now.saturating_duration_since(brain.used) >= self.idle {
+            let idle_for = now.saturating_duration_since(brain.used);
+            if (over > 0 && idle_for >= SETTLING) || idle_for >= self.idle {
                 over = over.saturating_sub(1);
                 end.push(brain.key.clone());
             }
@@ -104,7 +110,13 @@ mod tests {
             brain(5, 1, true, false, now),
         ];
         // Five warm, two may stay: 4 (oldest) ends, 2 is busy and counts as one that stays
-        // over the limit, then 3 ends.
+        // over the limit, then 3 ends; 5 is one second out of its turn, so spared anyway.
         assert_eq!(policy.to_end(&brains, now), [4, 3]);
+        let settling = [brain(1, 1, true, false, now), brain(2, 0, true, false, now)];
+        let one = WarmPolicy {
+            idle: Duration::from_secs(600),
+            max_warm: 1,
+        };
+        assert!(one.to_end(&settling, now).is_empty());
     }
 }
