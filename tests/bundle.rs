@@ -535,14 +535,18 @@ fn protected_files_need_a_typed_yes_even_with_y() {
     };
     let mut term = dogs_at_a_terminal();
     term.expect(".envrc (");
-    term.expect("Type yes to write them: ");
+    term.expect("Type yes to write them");
     term.line("y");
     term.expect("not confirmed");
     assert_eq!(term.wait_exit().exit_code(), 2);
     assert!(!sb.root().join(".envrc").exists());
 
     let mut term = dogs_at_a_terminal();
-    term.expect("Type yes to write them: ");
+    term.expect("Type yes to write them");
+    // `d` shows what would be written, then the question again.
+    term.line("d");
+    term.expect("+export X=1");
+    term.expect("Type yes to write them");
     term.line("yes");
     term.expect("applied 1 file");
     assert!(term.wait_exit().success());

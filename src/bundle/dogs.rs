@@ -238,10 +238,21 @@ fn apply_in(options: &DogsOptions, dir: &Path) -> Result<i32, BundleError> {
         // Even with -y: these need a person's explicit yes, or the script's own flag for them.
         if options.yes_protected {
             eprintln!("--yes-protected: writing them without asking");
-        } else if !confirmed("Type yes to write them: ", true) {
+        } else if !confirmed(
+            "Type yes to write them (d shows the diff): ",
+            true,
+            &changes,
+        ) {
             return Ok(REJECTED);
         }
-    } else if !options.yes && !reviewed && !confirmed("Apply these changes? [y/N] ", false) {
+    } else if !options.yes
+        && !reviewed
+        && !confirmed(
+            "Apply these changes? [y/N, d shows the diff] ",
+            false,
+            &changes,
+        )
+    {
         return Ok(REJECTED);
     }
     let applied = match apply::apply(&dir, &changes) {
@@ -297,8 +308,8 @@ fn read_bundle(source: &str) -> Result<Vec<u8>, BundleError> {
 }
 
 /// Whether the user said yes; says why not when not.
-fn confirmed(question: &str, exact: bool) -> bool {
-    match confirm(question, exact) {
+fn confirmed(question: &str, exact: bool, changes: &[Change]) -> bool {
+    match confirm(question, exact, changes) {
         Ok(true) => true,
         Ok(false) => {
             eprintln!("ouro dogs: not confirmed; nothing written");
@@ -312,8 +323,8 @@ fn confirmed(question: &str, exact: bool) -> bool {
 }
 
 /// Asks on the terminal (`/dev/tty`, so a bundle piped to stdin does not answer it);
-/// `exact`: only the word `yes` counts.
-fn confirm(question: &str, exact: bool) -> Result<bool, BundleError> {
+/// `exact`: only the word `yes` counts. `d` shows the diff of `changes`, then asks again.
+fn confirm(question: &str, exact: bool, changes: &[Change]) -> Result<bool, BundleError> {
     let tty = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -321,18 +332,24 @@ fn confirm(question: &str, exact: bool) -> Result<bool, BundleError> {
     let Ok(mut tty) = tty else {
         return Err(BundleError::NoTerminal);
     };
-    let _ = write!(tty, "{question}");
-    let _ = tty.flush();
-    let mut answer = String::new();
-    std::io::BufReader::new(&mut tty)
-        .read_line(&mut answer)
-        .map_err(|_| BundleError::NoTerminal)?;
-    let answer = answer.trim().to_ascii_lowercase();
-    Ok(if exact {
-        answer == "yes"
-    } else {
-        answer == "y" || answer == "yes"
-    })
+    loop {
+        let _ = write!(tty, "{question}");
+        let _ = tty.flush();
+        let mut answer = String::new();
+        std::io::BufReader::new(&mut tty)
+            .read_line(&mut answer)
+            .map_err(|_| BundleError::NoTerminal)?;
+        let answer = answer.trim().to_ascii_lowercase();
+        if answer == "d" {
+            let _ = write!(tty, "{}", diffs(changes).replace('\n', "\r\n"));
+            continue;
+        }
+        return Ok(if exact {
+            answer == "yes"
+        } else {
+            answer == "y" || answer == "yes"
+        });
+    }
 }
 
 /// Created / changed / deleted, each file's +/- lines, and the totals.
