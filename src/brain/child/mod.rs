@@ -243,52 +243,72 @@ impl<P: ChildProgram> ChildBrain<P> {
         Ok(())
     }
 
-    /// Replaces whatever runs with a new process. Callers hold `lifecycle`.
-    async fn start(&self, mode: Mode, verb: Verb) -> Result<Running, BrainError> {
+    /// Stops whatever runs and opens the slot to a new process: its generation. Callers hold
+    /// `lifecycle`.
+    async fn clear_slot(&self) -> Result<u64, BrainError> {
         self.stop().await?;
-        let generation = {
-            let mut slot = lock(&self.slot);
-            slot.generation += 1;
-            slot.generation
-        };
-        let exid = self.exid();
-        let model = Some(self.spec.model_id());
-        // A new conversation in the terminal UI gets an id chosen here, so the series can
-        // follow it without guessing.
-        let pinned = (mode == Mode::Interact && exid.as_deref().is_none_or(str::is_empty))
-            .then(crate::session::new_session_id);
-        let follow = (mode == Mode::Interact).then(|| {
-            let follow = Follow::new(pinned.clone(), exid.clone().filter(|id| !id.is_empty()));
-            follow.save(&self.config.state_dir);
-            follow
-        });
-        let on_exit = self.exit_hook(generation, follow);
-        let running = match mode {
-            Mode::Dispatch => {
-                let tools = self.spec.tools(verb);
-                let args = P::dispatch_args(model, tools, exid.as_deref());
-                let key = P::dispatch_args(model, tools, None);
-                let subs = self.subscribers.clone();
-                Running::Dispatch(Arc::new(
-                    dispatch::spawn(self.launch(args), key, exid.as_deref(), subs, on_exit).await?,
-                ))
-            }
-            Mode::Interact => {
-                let mut args = P::interact_args(model, exid.as_deref());
-                if let Some(id) = &pinned {
-                    args.extend(["--session-id".to_string(), id.clone()]);
-                }
-                let size = *lock(&self.size);
-                let subs = self.subscribers.clone();
-                Running::Interact(Arc::new(
-                    interact::spawn(self.launch(args), size, subs, on_exit).await?,
-                ))
-            }
-        };
+        let mut slot = lock(&self.slot);
+        slot.generation += 1;
+        Ok(slot.generation)
+    }
+
+    /// Puts the process of `generation` in the slot, unless a newer start took it meanwhile.
+    fn install(&self, generation: u64, running: &Running) {
         let mut slot = lock(&self.slot);
         if slot.generation == generation {
             slot.running = Some(running.clone());
         }
+    }
+
+    /// Replaces whatever runs with a headless process started with `key` (its flags without
+    /// `--resume`), resuming `resume`. Callers hold `lifecycle`.
+    async fn start_dispatch(
+        &self,
+        key: Vec<String>,
+        args: Vec<String>,
+        resume: Option<&str>,
+    ) -> Result<Arc<DispatchProc>, BrainError> {
+        let generation = self.clear_slot().await?;
+        let on_exit = self.exit_hook(generation, None);
+        let subs = self.subscribers.clone();
+        let proc = Arc::new(dispatch::spawn(self.launch(args), key, resume, subs, on_exit).await?);
+        self.install(generation, &Running::Dispatch(proc.clone()));
+        Ok(proc)
+    }
+
+    /// Replaces whatever runs with a new process. Callers hold `lifecycle`.
+    async fn start(&self, mode: Mode, verb: Verb) -> Result<Running, BrainError> {
+        // First: a terminal UI that ends moves the series to the session it wrote last.
+        self.stop().await?;
+        let exid = self.exid();
+        let model = Some(self.spec.model_id());
+        if mode == Mode::Dispatch {
+            let args = P::dispatch_args(model, self.spec.tools(verb), exid.as_deref());
+            let proc = self
+                .start_dispatch(self.dispatch_key(verb), args, exid.as_deref())
+                .await?;
+            return Ok(Running::Dispatch(proc));
+        }
+        let generation = self.clear_slot().await?;
+        // A new conversation in the terminal UI gets an id chosen here, so the series can
+        // follow it without guessing.
+        let pinned = exid
+            .as_deref()
+            .is_none_or(str::is_empty)
+            .then(crate::session::new_session_id);
+        let follow = Follow::new(pinned.clone(), exid.clone().filter(|id| !id.is_empty()));
+        follow.save(&self.config.state_dir);
+        let on_exit = self.exit_hook(generation, Some(follow));
+        let mut args = P::interact_args(model, exid.as_deref());
+        if let Some(id) = &pinned {
+            args.extend(["--session-id".to_string(), id.clone()]);
+        }
+        let size = *lock(&self.size);
+        let subs = self.subscribers.clone();
+        let running = Running::Interact(Arc::new(
+            interact::spawn(self.launch(args), size, subs, on_exit).await?,
+        ));
+        self.install(generation, &running);
         Ok(running)
     }
 
@@ -338,20 +358,8 @@ impl<P: ChildProgram> ChildBrain<P> {
         {
             return Ok((p, false));
         }
-        self.stop().await?;
-        let generation = {
-            let mut slot = lock(&self.slot);
-            slot.generation += 1;
-            slot.generation
-        };
         let args = P::served_args(options, model, resume);
-        let on_exit = self.exit_hook(generation, None);
-        let subs = self.subscribers.clone();
-        let proc = Arc::new(dispatch::spawn(self.launch(args), key, resume, subs, on_exit).await?);
-        let mut slot = lock(&self.slot);
-        if slot.generation == generation {
-            slot.running = Some(Running::Dispatch(proc.clone()));
-        }
+        let proc = self.start_dispatch(key, args, resume).await?;
         Ok((proc, resume.is_some()))
     }
 
@@ -437,9 +445,7 @@ impl<P: ChildProgram> ChildBrain<P> {
                 proc.interrupt().await?;
             }
             let named = |id: &str| {
-                if self.exid().as_deref() != Some(id)
-                    && let Err(e) = self.update_series(|s| s.exid = id.to_string())
-                {
+                if let Err(e) = self.keep_exid(id) {
                     tracing::warn!(error = %e, "could not keep the brain's session id");
                 }
             };
@@ -455,9 +461,9 @@ impl<P: ChildProgram> ChildBrain<P> {
             *lock(&self.served) = None;
             match ended? {
                 Ended::Report(report) => {
-                    if let Some(exid) = report.session_id.clone() {
-                        *lock(&proc.transcript_len) = self.transcript_len(&exid);
-                        self.update_series(|s| s.exid = exid)?;
+                    if let Some(exid) = &report.session_id {
+                        *lock(&proc.transcript_len) = self.transcript_len(exid);
+                        self.keep_exid(exid)?;
                     }
                     return Ok(report);
                 }
@@ -496,6 +502,15 @@ impl<P: ChildProgram> ChildBrain<P> {
                 }
             }
         }
+    }
+
+    /// Stores `id` as the series' conversation, unless it already is (each store is a flushed
+    /// write, and a served turn names its conversation at its start and again at its end).
+    fn keep_exid(&self, id: &str) -> Result<(), BrainError> {
+        if self.exid().as_deref() != Some(id) {
+            self.update_series(|s| s.exid = id.to_string())?;
+        }
+        Ok(())
     }
 
     /// Changes the series (creating it on first use) and stores it.
