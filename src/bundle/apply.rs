@@ -57,23 +57,31 @@ pub(super) fn apply(dir: &Path, changes: &[Change]) -> Result<Applied, BundleErr
             kept: c.before.as_ref().map(|_| temp_name(".old")),
         })
         .collect();
+    let written = changes
+        .iter()
+        .filter(|c| c.after.is_some())
+        .map(|c| c.path.as_path());
+    let made_dirs = match missing_dirs(dir, written) {
+        Ok(dirs) => dirs,
+        Err((path, source)) => return Err(failure(&path, source, Ok(()))),
+    };
     let mut journal = Journal {
         pid: std::process::id(),
         started: chrono::Utc::now().to_rfc3339(),
         state: State::Staging,
         entries,
-        made_dirs: missing_dirs(dir, changes),
+        made_dirs,
     };
     if let Err(source) = journal::begin(dir, &journal) {
         return Err(failure(Path::new(journal::FILE), source, Ok(())));
     }
     let undo = |journal: &Journal| journal::settle(dir, journal, true).map(|_| ());
-    for change in changes.iter().filter(|c| c.after.is_some()) {
-        if let Err(source) = make_dirs(dir, split(&change.path).0, &mut applied.made_dirs) {
-            return Err(failure(&change.path, source, undo(&journal)));
+    for folder in &journal.made_dirs {
+        if let Err(source) = make_dir(dir, folder) {
+            return Err(failure(folder, source, undo(&journal)));
         }
     }
-    journal.made_dirs.clone_from(&applied.made_dirs);
+    applied.made_dirs.clone_from(&journal.made_dirs);
     for (change, entry) in changes.iter().zip(&journal.entries) {
         let staged = unchanged_since_plan(dir, change).and_then(|()| stage(dir, change, entry));
         if let Err(source) = staged {
@@ -94,19 +102,39 @@ pub(super) fn apply(dir: &Path, changes: &[Change]) -> Result<Applied, BundleErr
     Ok(applied)
 }
 
-/// The folders the new files need that do not exist yet, outermost first.
-fn missing_dirs(dir: &Path, changes: &[Change]) -> Vec<PathBuf> {
-    let mut missing: Vec<PathBuf> = Vec::new();
-    for change in changes.iter().filter(|c| c.after.is_some()) {
+/// The folders the files `paths` need that do not exist yet, outermost first; a file where
+/// one of them must go is an error naming the file that needs it.
+fn missing_dirs<'a>(
+    dir: &Path,
+    paths: impl IntoIterator<Item = &'a Path>,
+) -> Result<Vec<PathBuf>, (PathBuf, std::io::Error)> {
+    let mut seen = std::collections::HashSet::new();
+    let mut missing = Vec::new();
+    for path in paths {
         let mut walked = PathBuf::new();
-        for component in split(&change.path).0.components() {
+        for component in split(path).0.components() {
             walked.push(component);
-            if !missing.contains(&walked) && std::fs::symlink_metadata(dir.join(&walked)).is_err() {
-                missing.push(walked.clone());
+            if !seen.insert(walked.clone()) {
+                continue;
+            }
+            match std::fs::symlink_metadata(dir.join(&walked)) {
+                Ok(meta) if meta.is_dir() => {}
+                Ok(_) => {
+                    let why = format!("{} is in the way of a folder", walked.display());
+                    return Err((path.to_path_buf(), std::io::Error::other(why)));
+                }
+                Err(_) => missing.push(walked.clone()),
             }
         }
     }
-    missing
+    Ok(missing)
+}
+
+/// Creates the folder `rel` beneath `dir`, through a descriptor of its parent.
+fn make_dir(dir: &Path, rel: &Path) -> std::io::Result<()> {
+    let (parent, name) = split(rel);
+    let folder = crate::sys::beneath::folder(dir, &dir.join(parent))?;
+    crate::sys::beneath::make_dir_in(&folder, name)
 }
 
 /// Stages one change beside its target: the new content under its staged name (with the old
@@ -142,19 +170,11 @@ fn unchanged_since_plan(dir: &Path, change: &Change) -> std::io::Result<()> {
     }
 }
 
-/// Removes the file `rel` beneath `dir`.
-fn remove(dir: &Path, rel: &Path) -> std::io::Result<()> {
-    let (parent, name) = split(rel);
-    let folder = crate::sys::beneath::folder(dir, &dir.join(parent))?;
-    crate::sys::beneath::remove_in(&folder, name)
-}
-
 /// `bytes` as the file `rel` beneath `dir`, replacing it whole; `mode`: the mode to keep (a
 /// new file gets the default, less the umask).
 fn put(dir: &Path, rel: &Path, bytes: &[u8], mode: Option<u32>) -> std::io::Result<()> {
     let (parent, name) = split(rel);
     let folder = crate::sys::beneath::folder(dir, &dir.join(parent))?;
-    // Short, so a name near the length limit still has room beside it.
     let temp = temp_name("");
     let mut file = crate::sys::beneath::create_in(&folder, &temp, NEW_FILE_MODE)?;
     let mut written = file.write_all(bytes);
@@ -170,47 +190,17 @@ fn put(dir: &Path, rel: &Path, bytes: &[u8], mode: Option<u32>) -> std::io::Resu
     done
 }
 
-/// Creates the missing folders of `rel` beneath `dir`, one at a time, recording each.
-fn make_dirs(dir: &Path, rel: &Path, made: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    let mut walked = PathBuf::new();
-    for component in rel.components() {
-        walked.push(component);
-        let full = dir.join(&walked);
-        match std::fs::symlink_metadata(&full) {
-            Ok(meta) if meta.is_dir() => continue,
-            Ok(_) => {
-                return Err(std::io::Error::other(format!(
-                    "{} is in the way of a folder",
-                    walked.display()
-                )));
-            }
-            Err(_) => {
-                // Created through a descriptor of its parent, resolved beneath the target.
-                let parent = walked.parent().unwrap_or(Path::new(""));
-                let folder = crate::sys::beneath::folder(dir, &dir.join(parent))?;
-                crate::sys::beneath::make_dir_in(&folder, Path::new(component.as_os_str()))?;
-                made.push(walked.clone());
-            }
-        }
-    }
-    Ok(())
-}
-
 /// Puts every touched file back as it was (bytes and mode), removes the files and folders
 /// that were created; the rest of the tree is never touched.
 pub(super) fn restore(dir: &Path, applied: &Applied) -> Result<(), BundleError> {
     let mut failed = Vec::new();
     for change in applied.changes.iter().rev() {
         let result = match &change.before {
-            Some((bytes, mode)) => {
-                let mut none = Vec::new();
-                make_dirs(dir, split(&change.path).0, &mut none)
-                    .and_then(|()| put(dir, &change.path, bytes, Some(*mode)))
-            }
-            None => match remove(dir, &change.path) {
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-                other => other,
-            },
+            Some((bytes, mode)) => missing_dirs(dir, [change.path.as_path()])
+                .map_err(|(_, e)| e)
+                .and_then(|dirs| dirs.iter().try_for_each(|d| make_dir(dir, d)))
+                .and_then(|()| put(dir, &change.path, bytes, Some(*mode))),
+            None => journal::remove_quietly(dir, &change.path, split(&change.path).1),
         };
         if let Err(e) = result {
             failed.push(format!("{}: {e}", change.path.display()));

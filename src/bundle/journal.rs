@@ -118,8 +118,8 @@ pub(super) fn split(rel: &Path) -> (&Path, &Path) {
     (parent, name)
 }
 
-/// Removes `name` in `rel`'s folder; one already gone is fine.
-fn remove_quietly(dir: &Path, rel: &Path, name: &Path) -> std::io::Result<()> {
+/// Removes `name` in `rel`'s folder; one already gone (or its folder) is fine.
+pub(super) fn remove_quietly(dir: &Path, rel: &Path, name: &Path) -> std::io::Result<()> {
     let folder = match beneath::folder(dir, &dir.join(split(rel).0)) {
         Ok(folder) => folder,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
