@@ -578,54 +578,21 @@ fn is_flag(word: &super::bash::Word) -> bool {
 }
 
 fn writes_files(words: &[super::bash::Word]) -> bool {
-    let Some(program) = words.first() else {
-        return false;
-    };
-    let name = program.text.rsplit('/').next().unwrap_or("");
+    let name = words.first().and_then(super::bash::resolved_name);
     match name {
         // `sed` writes only in place.
-        "sed" => words.iter().any(|w| {
+        Some("sed") => words.iter().any(|w| {
             w.text == "-i" || w.text.starts_with("-i") || w.text.starts_with("--in-place")
         }),
-        _ => FILE_WRITERS.contains(&name),
+        Some(name) => FILE_WRITERS.contains(&name),
+        None => false,
     }
 }
 
-/// `git [global options] config …` that is not a read (`--get*`, `--list`, `-l`,
-/// `get`, `list`).
+/// `git [global options] config …` that is not a read.
 fn changes_git_config(words: &[super::bash::Word]) -> bool {
-    let Some(program) = words.first() else {
-        return false;
-    };
-    if program.text.rsplit('/').next() != Some("git") {
-        return false;
-    }
-    let mut rest = words.iter().skip(1);
-    let subcommand = loop {
-        let Some(word) = rest.next() else {
-            return false;
-        };
-        match word.text.as_str() {
-            // Global options that take the next word.
-            "-C" | "-c" | "--git-dir" | "--work-tree" | "--namespace" | "--exec-path" => {
-                rest.next();
-            }
-            text if text.starts_with('-') => {}
-            text => break text.to_string(),
-        }
-    };
-    if subcommand != "config" {
-        return false;
-    }
-    let args: Vec<&str> = rest.map(|w| w.text.as_str()).collect();
-    let reads = args.iter().any(|a| {
-        a.starts_with("--get")
-            || matches!(
-                *a,
-                "--list" | "-l" | "get" | "list" | "--show-origin" | "--show-scope"
-            )
-    });
-    !reads
+    words.first().and_then(super::bash::resolved_name) == Some("git")
+        && super::bash::git_changes_config(&words[1..])
 }
 
 #[cfg(test)]

@@ -229,6 +229,24 @@ fn config_scope_paths(args: &[Word]) -> Vec<Word> {
         .collect()
 }
 
+/// Whether `git` with `args` (what follows the program) changes git's configuration: its
+/// `config` subcommand doing anything but a read, whatever global options come first.
+pub(crate) fn changes_config(args: &[Word]) -> bool {
+    let mut rest = args.iter();
+    while let Some(word) = rest.next() {
+        match word.text.as_str() {
+            // Global options that take the next word.
+            "-C" | "-c" | "--git-dir" | "--work-tree" | "--namespace" | "--exec-path" => {
+                rest.next();
+            }
+            t if t.starts_with('-') => {}
+            "config" => return !config_reads(rest.as_slice()),
+            _ => return false,
+        }
+    }
+    false
+}
+
 fn config_reads(args: &[Word]) -> bool {
     if matches!(texts(args).first(), Some(&"get") | Some(&"list")) {
         return args[1..]

@@ -15,6 +15,8 @@ mod readonly;
 mod sed;
 
 pub use analyse::analyse;
+pub(crate) use git::changes_config as git_changes_config;
+pub(crate) use readonly::resolved_name;
 
 /// Longer command lines are not parsed at all; they always need approval.
 pub(crate) const MAX_COMMAND_LEN: usize = 32 * 1024;

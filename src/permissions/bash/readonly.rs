@@ -20,7 +20,7 @@ pub(super) fn known_name(word: &Word) -> Option<&str> {
 
 /// The last path component of a literal word: what the shell would run, for spotting
 /// dangerous programs however they are spelled (`\eval`, `'sh'`, `/bin/sh`).
-pub(super) fn resolved_name(word: &Word) -> Option<&str> {
+pub(crate) fn resolved_name(word: &Word) -> Option<&str> {
     if !word.literal {
         return None;
     }
