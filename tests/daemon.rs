@@ -314,6 +314,74 @@ async fn a_turn_cut_by_a_killed_daemon_is_named_and_its_conversation_continues()
     assert!(!after.stderr.contains("was cut off"), "{}", after.debug());
 }
 
+/// A killed daemon's brain ends with it, and one that somehow still runs (here a stand-in the
+/// test started, in a process group of its own) is ended before the next turn takes the
+/// conversation, and the user is told which process that was.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_brain_left_running_by_a_killed_daemon_is_ended_and_named() {
+    let home = Home::new("http://127.0.0.1:9");
+    home.clone_new("c1", SCRIPTED).await;
+    let marker = home.sb.home.path().join("daemon/clones/c1/turn-running");
+    let slow = Watched::spawn(home.command(&["ask", "c1", "slow story"]));
+    let deadline = tokio::time::Instant::now() + LIMIT;
+    let brain = loop {
+        let recorded = std::fs::read_to_string(&marker)
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .and_then(|v| v["brain"]["pid"].as_i64());
+        if let Some(pid) = recorded {
+            break pid as i32;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no brain in the marker"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(alive(brain));
+    let first = home.daemon_pid().unwrap();
+    // SAFETY: kill only signals the daemon this test started.
+    unsafe { libc::kill(first, libc::SIGKILL) };
+    let _ = slow.finish(LIMIT).await;
+    let gone = tokio::time::Instant::now() + LIMIT;
+    while alive(brain) {
+        assert!(
+            tokio::time::Instant::now() < gone,
+            "the brain outlived its daemon"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+
+    let mut stray = std::process::Command::new("setsid")
+        .args(["sleep", "60"])
+        .spawn()
+        .unwrap();
+    let stray_pid = stray.id();
+    let ticks = std::fs::read_to_string(format!("/proc/{stray_pid}/stat")).unwrap();
+    let started: u64 = ticks[ticks.rfind(')').unwrap() + 1..]
+        .split_whitespace()
+        .nth(19)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let mut cut: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&marker).unwrap()).unwrap();
+    cut["brain"] = serde_json::json!({"pid": stray_pid, "started": started});
+    std::fs::write(&marker, cut.to_string()).unwrap();
+    let reaper = std::thread::spawn(move || stray.wait());
+
+    let next = home.ok(&["ask", "c1", "second"]).await;
+    assert!(
+        next.stderr.contains("was cut off")
+            && next.stderr.contains(&format!("pid {stray_pid}"))
+            && next.stderr.contains("ended it"),
+        "{}",
+        next.debug()
+    );
+    assert!(!reaper.join().unwrap().unwrap().success());
+    assert!(!marker.exists());
+}
+
 /// The socket's folder removed under a running daemon: it listens again where clients look,
 /// commands reach the same daemon, and status and stop find it even before that.
 #[tokio::test(flavor = "multi_thread")]

@@ -559,3 +559,62 @@ async fn a_refused_call_learns_nothing_about_files_outside_the_project() {
         }
     }
 }
+
+#[tokio::test]
+async fn names_that_are_not_utf8_work_as_glob_shows_them() {
+    use std::os::unix::ffi::OsStrExt;
+    let sb = Sandbox::new();
+    let odd = sb.root().join(std::ffi::OsStr::from_bytes(b"caf\xe9"));
+    std::fs::create_dir_all(&odd).unwrap();
+    std::fs::write(odd.join("menu.txt"), "soup of the day\n").unwrap();
+    // What Glob shows and so what the model gives back: U+FFFD for the bad byte.
+    let shown = sb.root().join("caf\u{FFFD}");
+    let shown_file = |name: &str| shown.join(name).to_str().unwrap().to_string();
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "tool_use", "name": "Glob", "input": {"pattern": "**/*.txt"}}]},
+        {"expect_text": "caf\u{FFFD}/menu.txt", "content": [
+            {"type": "tool_use", "name": "Read", "input": {"file_path": shown_file("menu.txt")}},
+            {"type": "tool_use", "name": "Write", "input": {"file_path": shown_file("new.txt"), "content": "fresh bread\n"}},
+            {"type": "tool_use", "name": "Grep", "input": {"pattern": "soup", "path": shown.to_str().unwrap()}}]},
+        {"content": [
+            {"type": "tool_use", "name": "Edit", "input": {"file_path": shown_file("menu.txt"), "old_string": "soup", "new_string": "stew"}}]},
+        {"content": [{"type": "text", "text": "done"}]}
+    ]}))
+    .await;
+    let run = sb
+        .run(
+            &mock.url(),
+            &[
+                "-p",
+                "--output-format",
+                "stream-json",
+                "--permission-mode",
+                "acceptEdits",
+                "cook",
+            ],
+        )
+        .await;
+    assert!(run.status.success(), "{}", run.debug());
+    let errors: Vec<_> = run
+        .tool_results()
+        .into_iter()
+        .filter(|r| r["is_error"] == true)
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}\n{}", run.debug());
+    assert_eq!(
+        std::fs::read_to_string(odd.join("new.txt")).unwrap(),
+        "fresh bread\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(odd.join("menu.txt")).unwrap(),
+        "stew of the day\n"
+    );
+    assert!(!shown.exists(), "no second folder with the shown name");
+    let grep = run
+        .tool_results()
+        .into_iter()
+        .find(|r| r["tool_use_id"] == "toolu_mock_0001_02")
+        .unwrap()["content"]
+        .to_string();
+    assert!(grep.contains("menu.txt"), "{grep}");
+}

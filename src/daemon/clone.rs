@@ -12,7 +12,9 @@ use super::screen::Screen;
 use super::store::CloneRecord;
 use crate::brain::parked::ParkedQuestions;
 use crate::brain::{BrainCli, Mode, PermissionAnswer, PermissionQuestion, TermSize};
+use crate::sys::leftover::Leftover;
 use crate::sys::sync::lock;
+use serde::{Deserialize, Serialize};
 
 /// What a watcher misses before it is told it fell behind.
 const WATCH_BACKLOG: usize = 1024;
@@ -58,6 +60,15 @@ enum Sink {
         /// The client missed bytes (its queue was full): send it a whole screen first.
         resync: bool,
     },
+}
+
+/// A turn the daemon was running when it stopped.
+#[derive(Debug, Serialize, Deserialize)]
+pub(super) struct CutTurn {
+    /// What was asked and when.
+    pub what: String,
+    /// The brain process it ran on, once started.
+    pub brain: Option<Leftover>,
 }
 
 struct Live {
@@ -109,21 +120,49 @@ impl CloneHandle {
         })
     }
 
-    /// The turn a daemon that stopped mid-way left unfinished (what was asked, and when), once.
-    pub(super) fn take_cut_turn(&self) -> Option<String> {
-        let cut = std::fs::read_to_string(&self.turn_marker).ok()?;
+    /// The turn a daemon that stopped mid-way left unfinished, once: what was asked and when,
+    /// and the brain process it ran on, if that may still run.
+    pub(super) fn take_cut_turn(&self) -> Option<CutTurn> {
+        let text = std::fs::read_to_string(&self.turn_marker).ok()?;
         let _ = std::fs::remove_file(&self.turn_marker);
-        Some(cut)
+        // A marker written by an older ouro is plain text.
+        Some(serde_json::from_str(&text).unwrap_or(CutTurn {
+            what: text,
+            brain: None,
+        }))
     }
 
     /// Records that a turn on `prompt` runs, until [`CloneHandle::unmark_turn`].
     pub(super) fn mark_turn(&self, prompt: &str) {
         let first = prompt.lines().next().unwrap_or_default();
-        let text = format!(
+        let what = format!(
             "\"{}\" (started {})",
             crate::text::truncate(first, 80),
             chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
         );
+        self.write_marker(&CutTurn { what, brain: None });
+    }
+
+    /// Adds the brain's process to the running turn's marker once it is known, so a daemon
+    /// killed mid-turn can tell, after a restart, whether that process still runs.
+    pub(super) fn mark_brain(&self) {
+        let Some(pid) = self.brain.instance().map(|i| i.pid) else {
+            return;
+        };
+        let Ok(text) = std::fs::read_to_string(&self.turn_marker) else {
+            return;
+        };
+        let Ok(mut cut) = serde_json::from_str::<CutTurn>(&text) else {
+            return;
+        };
+        if cut.brain.is_none_or(|b| b.pid != pid) {
+            cut.brain = Leftover::of(pid);
+            self.write_marker(&cut);
+        }
+    }
+
+    fn write_marker(&self, cut: &CutTurn) {
+        let text = serde_json::to_string(cut).unwrap_or_default();
         if let Err(e) = crate::sys::atomic::write(&self.turn_marker, text.as_bytes()) {
             tracing::warn!(clone = %self.name(), error = %e, "could not mark the running turn");
         }

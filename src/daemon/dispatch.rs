@@ -7,12 +7,16 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 
-use super::clone::{CloneHandle, deliver};
+use super::clone::{CloneHandle, CutTurn, deliver};
 use super::conn::Conn;
 use super::frame::{Frame, Header};
 use crate::brain::table::tools_for;
 use crate::brain::{Asker, TurnOptions, TurnRequest, Verb};
+use crate::sys::leftover::Fate;
 use crate::ui_event::UiEvent;
+
+/// How long a turn waits for a brain process a killed daemon left running.
+const LEFTOVER_WAIT: Duration = Duration::from_secs(3);
 
 pub(super) async fn run(
     clone: Arc<CloneHandle>,
@@ -30,10 +34,7 @@ pub(super) async fn run(
     };
     if let Some(cut) = clone.take_cut_turn() {
         let notice: Frame = Header::Notice {
-            message: format!(
-                "the last turn of {}, {cut}, was cut off when the daemon stopped; this turn continues the same conversation",
-                clone.name()
-            ),
+            message: cut_notice(&clone, cut).await,
         }
         .into();
         clone.broadcast(notice.clone());
@@ -89,6 +90,9 @@ pub(super) async fn run(
         tokio::select! {
             report = &mut running => break report,
             Some(event) = events_rx.recv() => {
+                if matches!(event, UiEvent::SessionInit { .. }) {
+                    clone.mark_brain();
+                }
                 client_here &= relay(&clone, &client, event, lines || !client_here, &mut text).await;
             }
             frame = conn.next(), if client_here => match frame {
@@ -125,6 +129,33 @@ pub(super) async fn run(
     };
     clone.broadcast(end.clone().into());
     deliver(&client, end.into()).await;
+}
+
+/// What the next turn says of one the daemon's end cut off. Its brain process should have
+/// ended with the daemon; one that still runs (it was not started by this daemon's keeper,
+/// or is just finishing) is waited for a little, then ended, before this turn takes the
+/// conversation.
+async fn cut_notice(clone: &CloneHandle, cut: CutTurn) -> String {
+    let leftover = match cut.brain {
+        Some(brain) => match brain.settle(LEFTOVER_WAIT).await {
+            Fate::Gone => String::new(),
+            Fate::Finished => format!(
+                " (its brain, pid {}, was still finishing; this waited for it to end)",
+                brain.pid
+            ),
+            Fate::Ended => format!(
+                " (its brain, pid {}, was still running after {} s; this ended it)",
+                brain.pid,
+                LEFTOVER_WAIT.as_secs()
+            ),
+        },
+        None => String::new(),
+    };
+    format!(
+        "the last turn of {}, {}, was cut off when the daemon stopped{leftover}; this turn continues the same conversation",
+        clone.name(),
+        cut.what
+    )
 }
 
 /// Sends one event to the watchers and to the client (unless it reads stream-json lines or is

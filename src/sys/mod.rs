@@ -7,6 +7,7 @@ pub mod flock;
 pub mod frame;
 pub mod git;
 pub mod keeper;
+pub mod leftover;
 pub mod masks;
 pub(crate) mod os_serde;
 pub mod process;

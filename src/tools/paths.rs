@@ -20,11 +20,7 @@ pub fn absolute(raw: &str, ctx: &ToolContext) -> Result<PathBuf, String> {
         return Err("file_path is empty; pass the absolute path of a file.".to_string());
     }
     if path.is_absolute() {
-        Ok(if raw.contains('\u{FFFD}') {
-            real_name(path)
-        } else {
-            path.to_path_buf()
-        })
+        Ok(as_on_disk(path.to_path_buf()))
     } else {
         Err(format!(
             "file_path must be an absolute path, but `{raw}` is relative. Pass the absolute \
@@ -38,7 +34,7 @@ pub fn absolute(raw: &str, ctx: &ToolContext) -> Result<PathBuf, String> {
 /// otherwise, and the working directory when omitted.
 pub(crate) fn search_root(raw: Option<&str>, ctx: &ToolContext) -> PathBuf {
     match raw.filter(|r| !r.is_empty()) {
-        Some(r) => ctx.current_dir().join(r),
+        Some(r) => as_on_disk(ctx.current_dir().join(r)),
         None => ctx.current_dir(),
     }
 }
@@ -46,10 +42,12 @@ pub(crate) fn search_root(raw: Option<&str>, ctx: &ToolContext) -> PathBuf {
 /// The file a path names when its names are shown as they read (a name that is not UTF-8 is
 /// shown, and so given back by the model, with U+FFFD for each bad byte): each component
 /// that does not exist as written is matched, if exactly one entry of its folder reads the
-/// same. The path as given when nothing matches.
+/// same. From the first component that matches nothing the rest is taken as written, so a
+/// new file in a folder with such a name lands in that folder.
 fn real_name(path: &Path) -> PathBuf {
     let mut real = PathBuf::new();
-    for component in path.components() {
+    let mut components = path.components();
+    for component in components.by_ref() {
         let candidate = real.join(component);
         if candidate.symlink_metadata().is_ok() {
             real = candidate;
@@ -67,10 +65,22 @@ fn real_name(path: &Path) -> PathBuf {
             .unwrap_or_default();
         match <[PathBuf; 1]>::try_from(matches) {
             Ok([one]) => real = one,
-            Err(_) => return path.to_path_buf(),
+            Err(_) => {
+                real = candidate;
+                break;
+            }
         }
     }
+    real.extend(components);
     real
+}
+
+/// `path` with any name shown as it reads (U+FFFD for bad bytes) matched to the real entry.
+fn as_on_disk(path: PathBuf) -> PathBuf {
+    match path.to_str() {
+        Some(text) if text.contains('\u{FFFD}') => real_name(&path),
+        _ => path,
+    }
 }
 
 /// A search's starting folder, checked as it is walked: one inside the project must really
@@ -324,6 +334,15 @@ mod tests {
         let shown = PathBuf::from(real.to_string_lossy().into_owned());
         assert!(!shown.exists());
         assert_eq!(real_name(&shown), real);
+        // A new file inside such a folder keeps the folder's real name.
+        let new = PathBuf::from(
+            real.parent()
+                .unwrap()
+                .join("new.txt")
+                .to_string_lossy()
+                .into_owned(),
+        );
+        assert_eq!(real_name(&new), real.parent().unwrap().join("new.txt"));
         // Two names that read the same: nothing is guessed.
         std::fs::write(
             dir.path().join(std::ffi::OsStr::from_bytes(b"caf\xe8")),

@@ -7,6 +7,7 @@ mod render;
 mod talk;
 mod terminal;
 
+use crate::sys::leftover::alive;
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -290,14 +291,6 @@ pub(crate) async fn daemon_stop(paths: &Paths) -> Result<String, DaemonError> {
         "the daemon (pid {pid}) did not stop within {} seconds; `kill {pid}` stops it",
         START_WAIT.as_secs()
     )))
-}
-
-fn alive(pid: u32) -> bool {
-    let Ok(pid) = i32::try_from(pid) else {
-        return false;
-    };
-    // SAFETY: signal 0 only checks that the process exists.
-    unsafe { libc::kill(pid, 0) == 0 }
 }
 
 /// `ouro daemon status`: `None` when no daemon runs.
