@@ -427,6 +427,22 @@ pub fn targets(r: &Report) -> Vec<Target> {
             "ms",
         ));
     }
+    #[cfg(feature = "serve")]
+    if let Some(serve) = &r.serve {
+        use super::serve::{LOAD_RSS_LIMIT_MB, SLOW_RSS_LIMIT_MB};
+        out.push(target(
+            "serve RSS after 1000 turns over 200 sessions".into(),
+            serve.load_rss_mb,
+            LOAD_RSS_LIMIT_MB,
+            "MiB",
+        ));
+        out.push(target(
+            "serve RSS with 20 clients that never read 2 MB answers".into(),
+            serve.slow_rss_mb,
+            SLOW_RSS_LIMIT_MB,
+            "MiB",
+        ));
+    }
     if let Some(ratio) = r.compare_rg.as_ref().and_then(|c| c.overall_ratio) {
         out.push(target("Grep time / rg time".into(), ratio, 1.3, "x"));
     }

@@ -1,10 +1,13 @@
 //! `--serve`: `ouro serve` as a GUI drives it, over HTTP against the mock API: the time from
 //! sending a message to its first `chat:delta`, turns per second with 1, 10 and 50 sessions at
-//! once, and the server's own peak memory (its brains are processes of their own).
+//! once, and the server's own memory (its brains are processes of their own): at its peak,
+//! after 1,000 turns over 200 sessions, and while 20 clients that never read follow sessions
+//! streaming 2 MB answers. The last two are bounded, and printed beside their limits.
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use futures::StreamExt;
 use serde::Serialize;
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -18,6 +21,17 @@ use crate::mock::{MockServer, Scenario};
 /// Sessions at once, and turns each runs, per concurrency figure.
 const CONCURRENCY: [usize; 3] = [1, 10, 50];
 const TURNS_EACH: usize = 2;
+/// The load run: sessions, turns each, and how many sessions run a turn at once.
+const LOAD_SESSIONS: usize = 200;
+const LOAD_TURNS_EACH: usize = 5;
+const LOAD_AT_ONCE: usize = 50;
+/// Clients that follow a session's events and never read a byte, each session's answer
+/// this long, in deltas of about a KiB.
+const SLOW_CLIENTS: usize = 20;
+const BIG_ANSWER: usize = 2_000_000;
+/// What the server may hold after the load run, and with the clients that never read.
+pub(crate) const LOAD_RSS_LIMIT_MB: f64 = 96.0;
+pub(crate) const SLOW_RSS_LIMIT_MB: f64 = 96.0;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct ServeCost {
@@ -25,6 +39,12 @@ pub struct ServeCost {
     /// (sessions at once, turns per second).
     pub(crate) turns_per_sec: Vec<(usize, f64)>,
     pub peak_rss_mb: f64,
+    /// The server's RSS after [`LOAD_SESSIONS`] × [`LOAD_TURNS_EACH`] turns.
+    pub(crate) load_rss_mb: f64,
+    /// Its RSS with [`SLOW_CLIENTS`] clients that never read, each following a session that
+    /// streamed a [`BIG_ANSWER`]-byte answer; and once they have gone.
+    pub(crate) slow_rss_mb: f64,
+    pub(crate) slow_gone_rss_mb: f64,
 }
 
 struct Client {
@@ -56,6 +76,34 @@ impl Client {
             .as_str()
             .map(String::from)
             .ok_or_else(|| BenchError::Failed(format!("the server made no session: {v}")))
+    }
+
+    async fn sessions(&self, root: &std::path::Path, n: usize) -> Result<Vec<String>, BenchError> {
+        let mut ids = Vec::with_capacity(n);
+        for _ in 0..n {
+            ids.push(self.session(root).await?);
+        }
+        Ok(ids)
+    }
+
+    /// A client that asks for a session's events and then never reads: its requests go out
+    /// on a bare socket, which is held until it is dropped.
+    async fn never_reading(&self, session: &str) -> Result<tokio::net::TcpStream, BenchError> {
+        use tokio::io::AsyncWriteExt;
+        let addr = self.base.trim_start_matches("http://");
+        let mut socket = tokio::net::TcpStream::connect(addr)
+            .await
+            .map_err(|e| BenchError::io("could not connect to ouro serve", e))?;
+        let request = format!(
+            "GET /api/harness/session/{session}/events HTTP/1.1\r\nHost: {addr}\r\n\
+             Authorization: Bearer {}\r\nAccept: text/event-stream\r\n\r\n",
+            self.token
+        );
+        socket
+            .write_all(request.as_bytes())
+            .await
+            .map_err(|e| BenchError::io("could not ask ouro serve for events", e))?;
+        Ok(socket)
     }
 
     /// One turn: the time to its first `chat:delta`, once it has ended.
@@ -93,9 +141,14 @@ fn failed(e: reqwest::Error) -> BenchError {
 }
 
 pub(crate) async fn measure(runs: usize) -> Result<ServeCost, BenchError> {
-    let total = runs + 1 + CONCURRENCY.iter().sum::<usize>() * TURNS_EACH;
+    let total =
+        runs + 1 + CONCURRENCY.iter().sum::<usize>() * TURNS_EACH + LOAD_SESSIONS * LOAD_TURNS_EACH;
+    let big = "x".repeat(BIG_ANSWER);
     let turns: Vec<_> = (0..total)
         .map(|_| json!({"content": [{"type": "text", "text": "Hello from the mock."}]}))
+        .chain((0..SLOW_CLIENTS).map(|_| {
+            json!({"delta_chunks": BIG_ANSWER / 1024, "content": [{"type": "text", "text": big}]})
+        }))
         .collect();
     let scenario = Scenario::from_json(&json!({ "turns": turns }).to_string())
         .map_err(|e| BenchError::Failed(format!("the serve scenario is invalid: {e}")))?;
@@ -159,10 +212,7 @@ pub(crate) async fn measure(runs: usize) -> Result<ServeCost, BenchError> {
     }
     let mut turns_per_sec = Vec::new();
     for sessions in CONCURRENCY {
-        let mut ids = Vec::with_capacity(sessions);
-        for _ in 0..sessions {
-            ids.push(client.session(&root).await?);
-        }
+        let ids = client.sessions(&root, sessions).await?;
         let started = Instant::now();
         let all = ids.iter().map(|id| {
             let client = &client;
@@ -179,7 +229,37 @@ pub(crate) async fn measure(runs: usize) -> Result<ServeCost, BenchError> {
         let rate = (sessions * TURNS_EACH) as f64 / started.elapsed().as_secs_f64();
         turns_per_sec.push((sessions, rate));
     }
-    let peak_rss_mb = server.id().map_or(0.0, |pid| status_mb(pid, "VmHWM"));
+    let rss = |field| server.id().map_or(0.0, |pid| status_mb(pid, field));
+    let ids = client.sessions(&root, LOAD_SESSIONS).await?;
+    let load = ids.iter().map(|id| {
+        let client = &client;
+        async move {
+            for _ in 0..LOAD_TURNS_EACH {
+                client.turn(id).await?;
+            }
+            Ok::<(), BenchError>(())
+        }
+    });
+    let mut load = futures::stream::iter(load).buffer_unordered(LOAD_AT_ONCE);
+    while let Some(done) = load.next().await {
+        done?;
+    }
+    drop(load);
+    let load_rss_mb = rss("VmRSS");
+
+    let ids = client.sessions(&root, SLOW_CLIENTS).await?;
+    let mut slow = Vec::with_capacity(SLOW_CLIENTS);
+    for id in &ids {
+        slow.push(client.never_reading(id).await?);
+    }
+    for done in futures::future::join_all(ids.iter().map(|id| client.turn(id))).await {
+        done?;
+    }
+    let slow_rss_mb = rss("VmRSS");
+    drop(slow);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let slow_gone_rss_mb = rss("VmRSS");
+    let peak_rss_mb = rss("VmHWM");
     // SAFETY: kill only sends a signal to our own child.
     if let Some(pid) = server.id().and_then(|p| i32::try_from(p).ok()) {
         unsafe { libc::kill(pid, libc::SIGTERM) };
@@ -191,5 +271,8 @@ pub(crate) async fn measure(runs: usize) -> Result<ServeCost, BenchError> {
             .ok_or_else(|| BenchError::Failed("no served turn was timed".into()))?,
         turns_per_sec,
         peak_rss_mb,
+        load_rss_mb,
+        slow_rss_mb,
+        slow_gone_rss_mb,
     })
 }

@@ -252,12 +252,19 @@ pub(super) fn render(r: &Report) -> String {
             out,
             "
 ouro serve: first chat:delta {:.1} ms after the message (median; min {:.1}, max {:.1}); \
-             turns {} session(s) at once; server peak RSS {:.1} MiB (a session's brain stays warm between turns)",
+             turns {} session(s) at once; server peak RSS {:.1} MiB (a session's brain stays warm between turns); \
+             RSS {:.1} MiB after 1000 turns over 200 sessions (limit {:.0}), {:.1} MiB with 20 clients \
+             that never read 2 MB answers (limit {:.0}), {:.1} MiB once they have gone",
             serve.first_delta_ms.median,
             serve.first_delta_ms.min,
             serve.first_delta_ms.max,
             rates.join(", "),
-            serve.peak_rss_mb
+            serve.peak_rss_mb,
+            serve.load_rss_mb,
+            super::serve::LOAD_RSS_LIMIT_MB,
+            serve.slow_rss_mb,
+            super::serve::SLOW_RSS_LIMIT_MB,
+            serve.slow_gone_rss_mb
         );
     }
     if let Some(m) = &r.memory {

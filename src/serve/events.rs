@@ -18,10 +18,24 @@ use tokio::sync::watch;
 use crate::sys::sync::lock;
 use crate::ui_event::UiEvent;
 
-/// Events a session keeps in memory at most.
-const KEEP_EVENTS: usize = 2048;
-/// Bytes of events (as JSON) a session keeps in memory at most.
-const KEEP_BYTES: usize = 4 << 20;
+/// Events a session keeps in memory at most. Enough for live followers a little behind; one
+/// further behind reads the file (from the page cache, along its cursor).
+const KEEP_EVENTS: usize = 512;
+/// Bytes of events (as JSON) a session keeps in memory at most: 200 sessions hold 50 MiB at
+/// worst.
+const KEEP_BYTES: usize = 256 << 10;
+
+/// Events one read hands a follower at most.
+const BATCH_EVENTS: usize = 256;
+/// Bytes of events (as JSON) one read hands a follower at most, unless one event is larger.
+const BATCH_BYTES: usize = 256 << 10;
+
+/// Where a follower is in the events file: just after the line of event `id`.
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct FileCursor {
+    offset: u64,
+    id: u64,
+}
 
 /// One kept event: its id within the session and the turn it belongs to.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -38,10 +52,17 @@ pub(super) struct EventLog {
     last: watch::Sender<u64>,
 }
 
+struct Line {
+    id: u64,
+    turn_id: String,
+    json: Vec<u8>,
+}
+
 #[derive(Default)]
 struct Kept {
-    /// The recent events, each with its JSON line.
-    events: VecDeque<(Stored, Vec<u8>)>,
+    /// The recent events as their JSON lines (parsed again when read: a parsed event takes
+    /// several times the memory of its line).
+    events: VecDeque<Line>,
     bytes: usize,
     /// The last id whose line is in the file.
     on_disk: u64,
@@ -56,8 +77,8 @@ impl Kept {
         let lines: Vec<u8> = self
             .events
             .iter()
-            .filter(|(e, _)| e.id > on_disk)
-            .flat_map(|(_, line)| line.iter().copied())
+            .filter(|l| l.id > on_disk)
+            .flat_map(|l| l.json.iter().copied())
             .collect();
         if lines.is_empty() {
             return Ok(());
@@ -71,27 +92,28 @@ impl Kept {
     fn trim(&mut self) {
         while self.events.len() > 1
             && (self.events.len() > KEEP_EVENTS || self.bytes > KEEP_BYTES)
-            && self
-                .events
-                .front()
-                .is_some_and(|(e, _)| e.id <= self.on_disk)
+            && self.events.front().is_some_and(|l| l.id <= self.on_disk)
         {
-            if let Some((_, line)) = self.events.pop_front() {
-                self.bytes -= line.len();
+            if let Some(line) = self.events.pop_front() {
+                self.bytes -= line.json.len();
             }
         }
     }
 
     fn keep(&mut self, stored: Stored) {
-        let mut line = serde_json::to_vec(&stored).unwrap_or_default();
-        line.push(b'\n');
-        self.bytes += line.len();
+        let mut json = serde_json::to_vec(&stored).unwrap_or_default();
+        json.push(b'\n');
+        self.bytes += json.len();
         self.last = stored.id;
-        self.events.push_back((stored, line));
+        self.events.push_back(Line {
+            id: stored.id,
+            turn_id: stored.turn_id,
+            json,
+        });
     }
 
     fn first_kept(&self) -> u64 {
-        self.events.front().map_or(self.last + 1, |(e, _)| e.id)
+        self.events.front().map_or(self.last + 1, |l| l.id)
     }
 }
 
@@ -177,22 +199,83 @@ impl EventLog {
 
     /// Every event after `after`, in order: older ones from the file.
     pub(super) fn since(&self, after: u64) -> Vec<Stored> {
+        let mut cursor = FileCursor::default();
+        let mut out: Vec<Stored> = Vec::new();
+        loop {
+            let last = out.last().map_or(after, |e| e.id);
+            let batch = self.batch(last, &mut cursor);
+            if batch.is_empty() {
+                return out;
+            }
+            out.extend(batch);
+        }
+    }
+
+    /// The next events after `after`, in order, at most [`BATCH_EVENTS`] or about
+    /// [`BATCH_BYTES`]: all a follower holds at a time, so a client that reads slowly, or not
+    /// at all, pins no more than that. `cursor` keeps the follower's place in the file, which
+    /// is then read once however far behind it is.
+    pub(super) fn batch(&self, after: u64, cursor: &mut FileCursor) -> Vec<Stored> {
+        let first = lock(&self.kept).first_kept();
+        if after + 1 < first {
+            // Read without the lock: the file only grows by whole lines, and appends wait for
+            // nobody.
+            let older = self.from_file(after, first, cursor);
+            if !older.is_empty() {
+                return older;
+            }
+        }
         let kept = lock(&self.kept);
-        let first = kept.first_kept();
-        let mut out: Vec<Stored> = if after + 1 < first {
-            read_file(&self.file)
-                .into_iter()
-                .filter(|e| e.id > after && e.id < first)
-                .collect()
-        } else {
-            Vec::new()
+        let mut bytes = 0;
+        kept.events
+            .iter()
+            .filter(|l| l.id > after)
+            .take(BATCH_EVENTS)
+            .take_while(|l| {
+                let first = bytes == 0;
+                bytes += l.json.len();
+                first || bytes <= BATCH_BYTES
+            })
+            .filter_map(|l| serde_json::from_slice(&l.json).ok())
+            .collect()
+    }
+
+    fn from_file(&self, after: u64, first: u64, cursor: &mut FileCursor) -> Vec<Stored> {
+        use std::io::{BufRead, Seek};
+        let Ok(file) = std::fs::File::open(&self.file) else {
+            return Vec::new();
         };
-        out.extend(
-            kept.events
-                .iter()
-                .filter(|(e, _)| e.id > after)
-                .map(|(e, _)| e.clone()),
-        );
+        let mut reader = std::io::BufReader::new(file);
+        if cursor.id > after
+            || reader
+                .seek(std::io::SeekFrom::Start(cursor.offset))
+                .is_err()
+        {
+            *cursor = FileCursor::default();
+        }
+        let mut out = Vec::new();
+        let (mut line, mut bytes) = (Vec::new(), 0);
+        while out.len() < BATCH_EVENTS && bytes < BATCH_BYTES {
+            line.clear();
+            match reader.read_until(b'\n', &mut line) {
+                Ok(n) if n > 0 && line.ends_with(b"\n") => {}
+                _ => break,
+            }
+            let Ok(stored) = serde_json::from_slice::<Stored>(&line) else {
+                // A line torn by a crash: skipped, as on open.
+                cursor.offset += line.len() as u64;
+                continue;
+            };
+            if stored.id >= first {
+                break;
+            }
+            cursor.offset += line.len() as u64;
+            cursor.id = stored.id;
+            if stored.id > after {
+                bytes += line.len();
+                out.push(stored);
+            }
+        }
         out
     }
 
@@ -213,8 +296,8 @@ impl EventLog {
             let found = kept
                 .events
                 .iter()
-                .find(|(e, _)| e.turn_id == turn_id)
-                .map(|(e, _)| e.id);
+                .find(|l| l.turn_id == turn_id)
+                .map(|l| l.id);
             (found, kept.first_kept())
         };
         match found {
@@ -291,6 +374,17 @@ mod tests {
         assert_eq!(all.len() as u64, total);
         assert!(all.windows(2).all(|w| w[0].id + 1 == w[1].id));
         assert_eq!(log.since(total - 3).len(), 3);
+        // A follower far behind gets bounded batches, the file read once along its cursor.
+        let mut cursor = FileCursor::default();
+        let mut after = 0;
+        loop {
+            let batch = log.batch(after, &mut cursor);
+            assert!(batch.len() <= BATCH_EVENTS);
+            let Some(last) = batch.last() else { break };
+            assert_eq!(batch[0].id, after + 1);
+            after = last.id;
+        }
+        assert_eq!(after, total);
         assert_eq!(log.turn_start("t1"), Some(1));
         assert_eq!(log.turn_start("t2"), Some(11));
         assert_eq!(log.turn_start("t3"), None);

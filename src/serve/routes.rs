@@ -20,7 +20,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use super::error::ApiError;
-use super::events::Stored;
+use super::events::{FileCursor, Stored};
 use super::state::{AppState, Live};
 use super::store::{self, Mode, Session};
 use super::turn::{self, TurnOpts};
@@ -563,6 +563,7 @@ fn follow(
         closing: tokio::sync::watch::Receiver<bool>,
         after: u64,
         queue: VecDeque<Stored>,
+        cursor: FileCursor,
         turn: Option<String>,
         finished: bool,
     }
@@ -572,6 +573,7 @@ fn follow(
         live,
         after,
         queue: VecDeque::new(),
+        cursor: FileCursor::default(),
         turn,
         finished: false,
     };
@@ -597,7 +599,7 @@ fn follow(
                     .data(data.to_string());
                 return Some((Ok(event), f));
             }
-            let batch = f.live.log.since(f.after);
+            let batch = f.live.log.batch(f.after, &mut f.cursor);
             if !batch.is_empty() {
                 f.queue.extend(batch);
                 continue;

@@ -110,6 +110,7 @@ impl AppState {
                 busy: live.running().is_some(),
             })
             .collect();
+        crate::sys::heap::give_back();
         for i in self.warm.to_end(&brains, Instant::now()) {
             let (id, live) = &lives[i];
             match live.brain.release().await {

@@ -6,6 +6,7 @@ pub mod disk;
 pub mod flock;
 pub mod frame;
 pub mod git;
+pub mod heap;
 pub mod keeper;
 pub mod leftover;
 pub mod masks;

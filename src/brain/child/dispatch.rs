@@ -160,6 +160,9 @@ pub(crate) async fn spawn(
     })
 }
 
+/// The line buffer a brain's reader keeps between lines at most.
+const KEEP_LINE_BUFFER: usize = 64 << 10;
+
 async fn read_stdout(
     pid: u32,
     name: &'static str,
@@ -196,6 +199,11 @@ async fn read_stdout(
                 tracing::warn!(pid, program = name, error = %e, "stopped reading brain output");
                 break;
             }
+        }
+        // A warm process lives on between turns: one long line (a big answer) must not
+        // leave its size behind in every idle brain.
+        if buf.capacity() > KEEP_LINE_BUFFER {
+            buf = Vec::new();
         }
     }
     let _ = done.send(());
