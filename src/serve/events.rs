@@ -220,7 +220,7 @@ impl EventLog {
         if after + 1 < first {
             // Read without the lock: the file only grows by whole lines, and appends wait for
             // nobody.
-            let older = self.from_file(after, first, cursor);
+            let older = self.older_batch(after, first, cursor);
             if !older.is_empty() {
                 return older;
             }
@@ -240,7 +240,7 @@ impl EventLog {
             .collect()
     }
 
-    fn from_file(&self, after: u64, first: u64, cursor: &mut FileCursor) -> Vec<Stored> {
+    fn older_batch(&self, after: u64, first: u64, cursor: &mut FileCursor) -> Vec<Stored> {
         use std::io::{BufRead, Seek};
         let Ok(file) = std::fs::File::open(&self.file) else {
             return Vec::new();
