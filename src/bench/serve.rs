@@ -255,9 +255,11 @@ pub(crate) async fn measure(runs: usize) -> Result<ServeCost, BenchError> {
     for done in futures::future::join_all(ids.iter().map(|id| client.turn(id))).await {
         done?;
     }
+    // What they hold, not the turns' own passing peak (which `peak_rss_mb` shows).
+    tokio::time::sleep(Duration::from_millis(1500)).await;
     let slow_rss_mb = rss("VmRSS");
     drop(slow);
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
     let slow_gone_rss_mb = rss("VmRSS");
     let peak_rss_mb = rss("VmHWM");
     // SAFETY: kill only sends a signal to our own child.

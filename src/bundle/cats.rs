@@ -11,6 +11,7 @@ use globset::{Glob, GlobSet, GlobSetBuilder};
 use super::BundleError;
 use super::curate::CurateOptions;
 use super::format::{self, Entry};
+use super::front::{CatsFront, CurationMethod};
 
 pub struct CatsOptions {
     pub paths: Vec<String>,
@@ -22,6 +23,9 @@ pub struct CatsOptions {
     pub count_with_api: bool,
     /// Put the reply instructions before the files (`--no-instructions` leaves them out).
     pub instructions: bool,
+    /// Start the bundle with front matter naming this task (`--task`); with `--ai-curate`,
+    /// its task is named when this is `None`.
+    pub task: Option<String>,
 }
 
 /// One file as counted.
@@ -323,10 +327,29 @@ pub async fn run(
             .exclude
             .push(globset::escape(&rel.to_string_lossy()));
     }
-    let mut bundled = match curate {
-        None => cats(cwd, &options)?,
-        Some(curate) => curated(cwd, &options, &curate).await?,
+    let (mut bundled, confidence) = match &curate {
+        None => (cats(cwd, &options)?, None),
+        Some(curate) => curated(cwd, &options, curate).await?,
     };
+    let task = options
+        .task
+        .clone()
+        .or_else(|| curate.as_ref().map(|c| c.task.clone()));
+    if let Some(task_description) = task {
+        let front = CatsFront {
+            task_description,
+            // cats runs outside any session: there is none to name.
+            source_session: None,
+            curation_method: match curate {
+                None => CurationMethod::Manual,
+                Some(_) => CurationMethod::AiCurated,
+            },
+            ai_curation_confidence: confidence,
+        };
+        let mut with_front = front.to_yaml()?.into_bytes();
+        with_front.append(&mut bundled.bundle);
+        bundled.bundle = with_front;
+    }
     bundled.counted = if options.count_with_api {
         api_count(&bundled.bundle).await
     } else {
@@ -360,13 +383,14 @@ pub async fn run(
     Ok(0)
 }
 
-/// The files a brain ranked at or above the threshold, most relevant first, within budget;
-/// the selection and its reasons on stderr.
+/// The files a brain ranked at or above the threshold, most relevant first, within budget,
+/// and the brain's confidence in its choice when it gave one; the selection and its reasons
+/// on stderr.
 async fn curated(
     cwd: &Path,
     options: &CatsOptions,
     curate: &CurateOptions,
-) -> Result<Bundled, BundleError> {
+) -> Result<(Bundled, Option<f64>), BundleError> {
     let files = candidates(cwd, options)?;
     let sized: Vec<(String, u64)> = files
         .iter()
@@ -375,7 +399,8 @@ async fn curated(
             (rel.to_string_lossy().into_owned(), bytes.div_ceil(4))
         })
         .collect();
-    let mut ranked = super::curate::rank(cwd, &sized, curate).await?;
+    let ranking = super::curate::rank(cwd, &sized, curate).await?;
+    let mut ranked = ranking.files;
     ranked.retain(|r| r.relevance >= curate.threshold);
     ranked.sort_by(|a, b| {
         b.relevance
@@ -397,7 +422,7 @@ async fn curated(
         eprintln!("  {:.2}  {}  {}", r.relevance, r.path, r.why);
     }
     let chosen = ranked.iter().map(|r| PathBuf::from(&r.path)).collect();
-    build(cwd, chosen, options)
+    Ok((build(cwd, chosen, options)?, ranking.confidence))
 }
 
 /// The table cats prints on stderr: each file's tokens, then the total.

@@ -18,6 +18,11 @@ use crate::brain::{BrainCli, BrainConfig, Mode};
 #[serde(deny_unknown_fields)]
 pub(super) struct Ranking {
     pub files: Vec<Ranked>,
+    /// How sure the brain is that these files are all the task needs (0 to 1); it may say
+    /// nothing, and then the bundle claims no confidence.
+    #[serde(default)]
+    #[schemars(range(min = 0.0, max = 1.0))]
+    pub confidence: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
@@ -44,7 +49,7 @@ pub(super) async fn rank(
     cwd: &Path,
     candidates: &[(String, u64)],
     options: &CurateOptions,
-) -> Result<Vec<Ranked>, BundleError> {
+) -> Result<Ranking, BundleError> {
     // The brain's series is thrown away: a ranking is one question, not a conversation.
     let state = crate::sys::keeper::scratch("curate");
     let brain = crate::brain::open(&options.brain, BrainConfig::new(cwd, &state))
@@ -61,7 +66,7 @@ async fn ask_twice(
     brain: &dyn BrainCli,
     candidates: &[(String, u64)],
     options: &CurateOptions,
-) -> Result<Vec<Ranked>, BundleError> {
+) -> Result<Ranking, BundleError> {
     brain
         .boot(Mode::Dispatch)
         .await
@@ -99,13 +104,14 @@ fn first_prompt(task: &str, candidates: &[(String, u64)]) -> String {
          The files (path, then its size in tokens):\n{tree}\n\
          You may search and read them with your tools first. Then answer with only a JSON object, \
          no prose and no code fence: {{\"files\": [{{\"path\": \"<a path from the list>\", \
-         \"relevance\": <0 to 1>, \"why\": \"<one short sentence>\"}}]}}. List only files with some \
-         relevance; 1 means the task cannot be done without the file."
+         \"relevance\": <0 to 1>, \"why\": \"<one short sentence>\"}}], \"confidence\": <0 to 1>}}. \
+         List only files with some relevance; 1 means the task cannot be done without the file. \
+         confidence is how sure you are that the files you list are all the task needs."
     )
 }
 
 /// The ranking in `answer`, or what is wrong with it.
-fn check(answer: &str, candidates: &[(String, u64)]) -> Result<Vec<Ranked>, String> {
+fn check(answer: &str, candidates: &[(String, u64)]) -> Result<Ranking, String> {
     let start = answer.find('{').ok_or("it holds no JSON object")?;
     let end = answer.rfind('}').ok_or("it holds no JSON object")?;
     let value: serde_json::Value = serde_json::from_str(&answer[start..=end])
@@ -124,7 +130,7 @@ fn check(answer: &str, candidates: &[(String, u64)]) -> Result<Vec<Ranked>, Stri
             return Err(format!("`{}` is not a path from the list", ranked.path));
         }
     }
-    Ok(ranking.files)
+    Ok(ranking)
 }
 
 /// The elapsed time on stderr while the brain works (only on a terminal).
@@ -176,8 +182,14 @@ mod tests {
     fn a_ranking_is_checked_against_the_schema_and_the_tree() {
         let ok =
             "Here: {\"files\": [{\"path\": \"src/a.rs\", \"relevance\": 0.9, \"why\": \"it\"}]}";
-        assert_eq!(check(ok, &files()).unwrap()[0].path, "src/a.rs");
+        let ranking = check(ok, &files()).unwrap();
+        assert_eq!(ranking.files[0].path, "src/a.rs");
+        assert_eq!(ranking.confidence, None);
+        let sure = "{\"files\": [], \"confidence\": 0.6}";
+        assert_eq!(check(sure, &files()).unwrap().confidence, Some(0.6));
         for bad in [
+            "{\"files\": [], \"confidence\": 1.2}",
+            "{\"files\": [], \"confidence\": \"high\"}",
             "no json",
             "{\"files\": [{\"path\": \"src/a.rs\", \"relevance\": 1.5, \"why\": \"x\"}]}",
             "{\"files\": [{\"path\": \"src/a.rs\"}]}",

@@ -1,7 +1,8 @@
 //! `ouro dogs`: a model's reply applied to a directory, all or nothing, after the user saw
 //! what it does; optionally verified by a command and taken back exactly when that fails.
 //!
-//! Exit codes: 0 applied (and verified), 1 verification failed or the answer held no changes,
+//! Exit codes: 0 applied (and verified, or a versioned bundle with no files: nothing to
+//! apply), 1 verification failed or the answer held no changes,
 //! 2 bundle rejected or not confirmed (nothing written), 3 the model asked for more context
 //! (nothing written).
 
@@ -152,13 +153,17 @@ fn apply_in(options: &DogsOptions, dir: &Path) -> Result<i32, BundleError> {
         }
     }
     let reply = read_bundle(&options.bundle)?;
-    let (blocks, mut manifest) = match parse::parse(&reply) {
+    let (blocks, mut manifest, front) = match parse::parse(&reply) {
         Ok(Reply::RequestContext(what)) => {
             eprintln!("The model asks for more context before it changes anything:\n  {what}");
             eprintln!("Nothing was applied. Bundle what it asks for with `ouro cats` and send it.");
             return Ok(CONTEXT_REQUESTED);
         }
-        Ok(Reply::Changes { blocks, manifest }) => (blocks, manifest),
+        Ok(Reply::Changes {
+            blocks,
+            manifest,
+            front,
+        }) => (blocks, manifest, front),
         Err(e) => {
             eprintln!("ouro dogs: bundle rejected, nothing written: {e}");
             return Ok(REJECTED);
@@ -172,6 +177,10 @@ fn apply_in(options: &DogsOptions, dir: &Path) -> Result<i32, BundleError> {
         })?;
         match parse::parse(&bundle) {
             Ok(Reply::Changes { manifest: m, .. }) if !m.is_empty() => manifest.extend(m),
+            Err(e) => {
+                eprintln!("ouro dogs: {}: {e}; nothing written", path.display());
+                return Ok(REJECTED);
+            }
             _ => {
                 eprintln!(
                     "ouro dogs: {} holds no manifest to check against (is it a bundle from `ouro cats`?); nothing written",
@@ -180,6 +189,15 @@ fn apply_in(options: &DogsOptions, dir: &Path) -> Result<i32, BundleError> {
                 return Ok(REJECTED);
             }
         }
+    }
+    if let Some(front) = &front {
+        eprintln!("ouro dogs: {}", front.describe());
+    }
+    // A versioned bundle with no files is an agent's empty change set, not an answer that
+    // missed the format.
+    if blocks.is_empty() && front.is_some() {
+        eprintln!("ouro dogs: the bundle holds no file changes: nothing to apply");
+        return Ok(APPLIED);
     }
     if blocks.is_empty() {
         eprintln!(

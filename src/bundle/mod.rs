@@ -4,11 +4,13 @@
 //! they lose data (`docs/paws-format.md` lists them).
 
 mod apply;
+pub mod artifact;
 pub mod cats;
 mod curate;
 pub mod dogs;
 mod edit;
 pub mod format;
+pub mod front;
 mod journal;
 pub mod parse;
 mod plan;
@@ -46,6 +48,12 @@ pub enum BundleError {
     Outside { path: PathBuf },
     #[error("{path}: a file name with a newline cannot go in a bundle")]
     NewlineInName { path: PathBuf },
+    #[error(
+        "{path}: a 🐕 marker cannot carry this file name exactly (spaces at its ends, or a name ending in `(Content:Base64)`)"
+    )]
+    Unmarkable { path: PathBuf },
+    #[error(transparent)]
+    Front(#[from] front::FrontError),
     #[error("there is no terminal to confirm on; pass -y (protected files always need a terminal)")]
     NoTerminal,
     #[error("--ai-curate failed: {0}")]

@@ -7,13 +7,15 @@
 use base64::Engine as _;
 
 use super::format::{HEADER, MANIFEST, Marker, is_closing_fence, is_fence, marker, trim};
+use super::front;
 
 /// One line of a text edit, without its line ending.
 pub type Line = Vec<u8>;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Block {
-    /// A whole file. `machine`: a 🐈 entry (exact bytes) rather than a model's 🐕 block.
+    /// A whole file. `machine`: exact bytes (a 🐈 entry, or any block of a bundle with front
+    /// matter: both are written by a program) rather than a model's 🐕 block.
     Full {
         path: Vec<u8>,
         content: Vec<u8>,
@@ -89,6 +91,8 @@ pub enum Reply {
         blocks: Vec<Block>,
         /// `# Manifest:` lines: each bundled file's path and SHA-256.
         manifest: Vec<(Vec<u8>, String)>,
+        /// The bundle's front matter, when it starts with a versioned one.
+        front: Option<front::Read>,
     },
     /// The model asked for more context instead of answering.
     RequestContext(String),
@@ -139,10 +143,17 @@ fn numbers(args: &str, count: usize, at: usize) -> Result<Vec<usize>, ParseError
 }
 
 pub fn parse(reply: &[u8]) -> Result<Reply, ParseError> {
+    let (front, at) = match front::read(reply) {
+        Ok(found) => found.map_or((None, 0), |(front, at)| (Some(front), at)),
+        Err(e) => return Err(error(e.line().saturating_sub(1), e.to_string())),
+    };
     let mut lines: Vec<&[u8]> = reply.split(|b| *b == b'\n').collect();
     if lines.last().is_some_and(|l| l.is_empty()) {
         lines.pop();
     }
+    // The front matter's lines keep their numbers and are never read as anything.
+    let skipped = reply[..at].iter().filter(|b| **b == b'\n').count();
+    lines.iter_mut().take(skipped).for_each(|l| *l = b"");
     let plain = |l: &[u8]| -> Vec<u8> { l.strip_suffix(b"\r").unwrap_or(l).to_vec() };
     // A 🐈 bundle: what precedes its header is prepended instructions, examples and all.
     // The header that counts is the last one before the first 🐈 entry; a header shown later
@@ -208,7 +219,18 @@ pub fn parse(reply: &[u8]) -> Result<Reply, ParseError> {
         }
         i += 1;
     }
-    Ok(Reply::Changes { blocks, manifest })
+    // A program writes front matter (cats, an agent run's artifact), and its files' bytes
+    // exactly: no model convention about a final newline applies.
+    for block in blocks.iter_mut().filter(|_| front.is_some()) {
+        if let Block::Full { machine, .. } = block {
+            *machine = true;
+        }
+    }
+    Ok(Reply::Changes {
+        blocks,
+        manifest,
+        front,
+    })
 }
 
 fn request_reason(lines: &[&[u8]], from: usize, to: usize) -> String {

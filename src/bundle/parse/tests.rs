@@ -150,6 +150,7 @@ fn manifest_lines_are_collected() {
         Reply::Changes {
             blocks: vec![],
             manifest: vec![(b"a b.txt".to_vec(), "abc".into())],
+            front: None,
         }
     );
 }
@@ -189,4 +190,31 @@ fn prose_and_headings_above_a_search_block() {
     assert!(parse(prose.as_bytes()).is_err());
     let two_dividers = "a.md\n<<<<<<< SEARCH\nTitle\n=======\nx\n=======\n>>>>>>> REPLACE\n";
     assert!(parse(two_dividers.as_bytes()).is_err());
+}
+
+#[test]
+fn front_matter_is_never_content_and_lines_keep_their_numbers() {
+    let reply = "---\nversion: \"1.0\"\ntask_description: |\n  🐕 --- DOGS_START_FILE: trap.txt ---\n  x\n  🐕 --- DOGS_END_FILE: trap.txt ---\n  # Manifest: sha256=abc trap.txt\n---\n🐕 --- DOGS_START_FILE: a.txt ---\nline\n";
+    let err = parse(reply.as_bytes()).unwrap_err();
+    assert_eq!(err.line, 9, "{err}");
+    let whole = format!("{reply}🐕 --- DOGS_END_FILE: a.txt ---\n");
+    let Reply::Changes {
+        blocks,
+        manifest,
+        front,
+    } = parse(whole.as_bytes()).unwrap()
+    else {
+        panic!()
+    };
+    // A program wrote it: its blocks are exact, as 🐈 entries are.
+    assert_eq!(blocks, vec![full("a.txt", "line", true)]);
+    assert!(manifest.is_empty());
+    assert_eq!(front.unwrap().version, "1.0");
+    // The same lines with no front matter around them are a block.
+    let bare = "🐕 --- DOGS_START_FILE: trap.txt ---\nx\n🐕 --- DOGS_END_FILE: trap.txt ---\n";
+    assert_eq!(changes(bare), vec![full("trap.txt", "x", false)]);
+    let v2 =
+        "---\nversion: 2.0\n---\n🐕 --- DOGS_START_FILE: a ---\nx\n🐕 --- DOGS_END_FILE: a ---\n";
+    let err = parse(v2.as_bytes()).unwrap_err();
+    assert!(err.message.contains("version `2.0`"), "{err}");
 }
