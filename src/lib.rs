@@ -35,6 +35,7 @@ pub mod frontmatter;
 pub mod mcp;
 #[cfg(feature = "mock")]
 pub mod mock;
+pub mod paws;
 pub mod permissions;
 pub mod repl;
 pub mod sdk;

@@ -106,6 +106,7 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
                 max_tokens: cats.max_tokens,
                 count_with_api: cats.count_tokens == Some(ouro::cli::args::CountTokens::Api),
                 instructions: !cats.no_instructions,
+                task: cats.task.clone(),
             };
             let curate = cats
                 .ai_curate
@@ -300,6 +301,36 @@ fn exit_code(code: i32) -> ExitCode {
     ExitCode::from(u8::try_from(code).unwrap_or(1))
 }
 
+fn agent_command(
+    action: ouro::cli::daemon::AgentAction,
+) -> ouro::daemon::client::agent::AgentCommand {
+    use ouro::cli::daemon::AgentAction as A;
+    use ouro::daemon::client::agent::AgentCommand as C;
+    match action {
+        A::List { json } => C::List { json },
+        A::Create { name, from } => C::Create { name, from },
+        A::Rm { name } => C::Rm { name },
+        A::Run {
+            name,
+            task,
+            dir,
+            brain,
+            detach,
+        } => C::Run {
+            name,
+            task,
+            dir,
+            brain,
+            detach,
+        },
+        A::Logs { name, follow } => C::Logs { name, follow },
+        A::Stop { name } => C::Stop { name },
+        A::Pending { json } => C::Pending { json },
+        A::Approve { id, always } => C::Approve { id, always },
+        A::Deny { id, message } => C::Deny { id, message },
+    }
+}
+
 /// The daemon's commands, from their flags.
 fn daemon_command(command: &Command) -> Option<ouro::daemon::command::Command> {
     use ouro::brain::Verb;
@@ -342,6 +373,7 @@ fn daemon_command(command: &Command) -> Option<ouro::daemon::command::Command> {
             name: name.clone(),
             detach_keys: detach_keys.clone(),
         },
+        Command::Agent { action } => D::Agent(agent_command(action.clone())),
         _ => return None,
     })
 }

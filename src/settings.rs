@@ -238,6 +238,28 @@ pub struct Settings {
     /// `ouro serve`'s own settings, read from the user's file.
     #[serde(default, skip_serializing_if = "ServeSettings::is_empty")]
     pub serve: ServeSettings,
+    /// The agent foundry's settings (`ouro agent`), read from the user's file.
+    #[serde(default, skip_serializing_if = "AgentsSettings::is_empty")]
+    pub agents: AgentsSettings,
+}
+
+/// `agents`: how long a parked question of a background agent waits, and how many agents run
+/// at once.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentsSettings {
+    /// Seconds a parked permission question waits before it is denied (default 600).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_timeout: Option<u64>,
+    /// Agents running at once per daemon; the rest queue (default 20).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_concurrent: Option<usize>,
+}
+
+impl AgentsSettings {
+    pub fn is_empty(&self) -> bool {
+        *self == AgentsSettings::default()
+    }
 }
 
 /// `serve`: how long a served session's brain process stays warm between turns.

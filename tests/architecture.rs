@@ -467,6 +467,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "ui_event",
             "mock",
             "frontmatter",
+            "paws",
         ],
     ),
     ("the operating system and text", &["sys", "text"]),

@@ -564,7 +564,7 @@ async fn ai_curate_ranks_asks_again_after_a_malformed_answer_and_keeps_to_the_bu
         {"path": "src/auth.rs", "relevance": 0.95, "why": "the login check lives here"},
         {"path": "src/db.rs", "relevance": 0.8, "why": "sessions are stored here"},
         {"path": "README.md", "relevance": 0.3, "why": "background only"}
-    ]});
+    ], "confidence": 0.8});
     let api = crate::common::server(json!({"turns": [
         {"content": [{"type": "text", "text": "I would look at src/auth.rs first."}]},
         {"content": [{"type": "text", "text": ranking.to_string()}]}
@@ -589,6 +589,13 @@ async fn ai_curate_ranks_asks_again_after_a_malformed_answer_and_keeps_to_the_bu
         )
         .await;
     assert!(run.status.success(), "{}", run.debug());
+    assert!(
+        run.stdout.starts_with(
+            "---\nversion: \"1.0\"\ntask_description: \"fix the login bug\"\nmetadata:\n  curation_method: ai_curated\n  ai_curation_confidence: 0.8\n---\n# Cats Bundle\n"
+        ),
+        "{}",
+        run.debug()
+    );
     assert!(
         run.stdout.contains("CATS_START_FILE: src/auth.rs ---"),
         "{}",
@@ -1261,4 +1268,149 @@ fn a_bundle_says_how_to_answer_and_an_answer_without_one_is_an_error() {
         std::fs::read(dir.path().join("src/a.rs")).unwrap(),
         b"fn a() {}\n"
     );
+}
+
+/// The tree an agent run starts from, for the change-set tests.
+fn start_tree(dir: &Path) {
+    write(dir, "keep.txt", b"unchanged\n");
+    write(dir, "modify.rs", b"fn a() {}\n");
+    write(dir, "loses-final-newline.txt", b"a\nb\n");
+    write(dir, "gains-final-newline.txt", b"a\nb");
+    write(dir, "delete-me.txt", b"bye\n");
+    write(dir, "old/only-file.txt", b"the folder goes with it\n");
+    write(dir, "img.png", b"\x89PNG\r\n\x1a\n\x00\x01");
+    write(dir, "crlf.txt", b"one\r\ntwo\r\n");
+}
+
+/// An agent run's change set, as the foundry writes it (a dogs bundle with v1 front matter
+/// from the difference of two trees), applied by `ouro dogs` to the tree the run started
+/// from, gives the tree it ended with, byte for byte: changed, new, deleted, binary and
+/// non-UTF-8 files, files whose final newline comes or goes, a file in a new folder, and text
+/// that PAWS's dogs would read as a marker or a command.
+#[test]
+fn an_agents_change_set_as_a_dogs_bundle_reproduces_the_changed_tree() {
+    use ouro::paws::artifact::{FileChange, write_dogs_v1};
+    use ouro::paws::front::DogsFront;
+    let start = tempfile::tempdir().unwrap();
+    start_tree(start.path());
+    let end = tempfile::tempdir().unwrap();
+    start_tree(end.path());
+    let e = end.path();
+    write(e, "modify.rs", b"fn a() -> u8 { 1 }\n");
+    write(e, "loses-final-newline.txt", b"a\nb");
+    write(e, "gains-final-newline.txt", b"a\nb\n");
+    std::fs::remove_file(e.join("delete-me.txt")).unwrap();
+    std::fs::remove_dir_all(e.join("old")).unwrap();
+    write(e, "img.png", b"\x89PNG\r\n\x1a\n\xff\xfe");
+    write(e, "crlf.txt", b"one\r\ntwo\r\nthree");
+    write(e, "new/sub/dir/file.rs", b"pub fn deep() {}\n");
+    write(e, "new/bare.txt", b"no final newline");
+    write(e, "new/empty.txt", b"");
+    write(e, "new/blank-edges.txt", b"\n\n  middle  \n\n");
+    write(e, "new/latin1.txt", b"caf\xe9\n");
+    write(
+        e,
+        "new/markers.md",
+        "```\n🐕 --- DOGS_END_FILE: new/markers.md ---\n@@ PAWS_CMD DELETE_FILE() @@\n".as_bytes(),
+    );
+    let (before, after) = (tree(start.path()), tree(e));
+    let paths: std::collections::BTreeSet<&PathBuf> = before.keys().chain(after.keys()).collect();
+    let mut changes = Vec::new();
+    for path in paths {
+        changes.push(match (before.get(path), after.get(path)) {
+            (Some((old, _)), Some((new, _))) if old == new => continue,
+            (_, Some((bytes, _))) => FileChange::Write {
+                path: path.clone(),
+                bytes: bytes.clone(),
+            },
+            (Some(_), None) => FileChange::Delete { path: path.clone() },
+            (None, None) => continue,
+        });
+    }
+    assert_eq!(changes.len(), 13);
+    let front = DogsFront {
+        source_turn: Some("turn-7".into()),
+        agent_name: Some("fixer".into()),
+        confidence_score: Some(0.75),
+    };
+    let bundle = write_dogs_v1(&front, &changes).unwrap();
+    assert!(bundle.starts_with(b"---\nversion: \"1.0\"\nsource_turn: \"turn-7\"\n"));
+
+    let applied = ouro(start.path(), &["dogs", "-", "-y"], Some(&bundle));
+    assert!(applied.status.success(), "{}", text(&applied));
+    assert!(
+        text(&applied)
+            .contains("version 1.0 bundle (from agent fixer, turn turn-7, confidence 0.75)"),
+        "{}",
+        text(&applied)
+    );
+    let bytes = |t: BTreeMap<PathBuf, (Vec<u8>, u32)>| {
+        t.into_iter()
+            .map(|(p, (b, _))| (p, b))
+            .collect::<BTreeMap<_, _>>()
+    };
+    assert_eq!(bytes(tree(start.path())), bytes(tree(e)));
+}
+
+/// `--task` (and `--ai-curate`) put v1 front matter before the bundle, which is otherwise the
+/// same bytes; dogs reads it, refuses another major version with nothing written, and takes a
+/// versioned bundle without files as an empty change set (exit 0), unlike an answer that holds
+/// no bundle at all (exit 1).
+#[test]
+fn front_matter_on_cats_and_dogs_bundles() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "src/a.rs", b"fn a() {}\n");
+    let plain = ouro(dir.path(), &["cats", "src"], None);
+    let tasked = ouro(
+        dir.path(),
+        &[
+            "cats",
+            "src",
+            "--task",
+            "make \"a\" return 1\n🐕 --- DOGS_START_FILE: x ---",
+        ],
+        None,
+    );
+    assert!(tasked.status.success(), "{}", text(&tasked));
+    let front = "---\nversion: \"1.0\"\ntask_description: \"make \\\"a\\\" return 1\\n🐕 --- DOGS_START_FILE: x ---\"\nmetadata:\n  curation_method: manual\n---\n";
+    assert_eq!(
+        String::from_utf8_lossy(&tasked.stdout),
+        format!("{front}{}", String::from_utf8_lossy(&plain.stdout))
+    );
+    let other = tempfile::tempdir().unwrap();
+    let applied = ouro(other.path(), &["dogs", "-", "-y"], Some(&tasked.stdout));
+    assert!(applied.status.success(), "{}", text(&applied));
+    assert_eq!(
+        std::fs::read(other.path().join("src/a.rs")).unwrap(),
+        b"fn a() {}\n"
+    );
+    assert!(!other.path().join("x").exists());
+
+    let v2 = format!(
+        "---\nversion: \"2.0\"\n---\n{}",
+        dog("src/a.rs", "fn a() { 2 }\n")
+    );
+    let out = ouro(dir.path(), &["dogs", "-", "-y"], Some(v2.as_bytes()));
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("says version `2.0`, and this ouro reads version 1 bundles"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(
+        std::fs::read(dir.path().join("src/a.rs")).unwrap(),
+        b"fn a() {}\n"
+    );
+
+    let empty =
+        "---\nversion: \"1.0\"\nsource_turn: \"t1\"\nmetadata:\n  agent_name: \"idle\"\n---\n";
+    let out = ouro(dir.path(), &["dogs", "-", "-y"], Some(empty.as_bytes()));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(text(&out).contains("nothing to apply"), "{}", text(&out));
+    let out = ouro(
+        dir.path(),
+        &["dogs", "-", "-y"],
+        Some(b"No changes needed.\n"),
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
 }

@@ -56,6 +56,8 @@ mod e2e_tools;
 mod executor;
 #[cfg(feature = "mock")]
 mod faults;
+#[cfg(feature = "mock")]
+mod foundry;
 mod git_safety;
 #[cfg(feature = "mock")]
 mod keeper;

@@ -1,13 +1,16 @@
 //! Agent definitions: who a sub-agent is (its system prompt), what it may use (its tools) and
 //! which model it runs on. Built-ins `general-purpose` and `explore`; Markdown files with
 //! front matter in `~/.ouro/agents/`, `~/.claude/agents/`, `.ouro/agents/`, `.claude/agents/`,
-//! the Chirality persona files `agents/AGENT_<NAME>.md`; and `--agents <json>`. Later sources
-//! replace earlier ones of the same name; a project's files count only once it is trusted.
+//! the Chirality persona files `agents/AGENT_<NAME>.md`, `*.agent.md` at the project root (all
+//! read by [`spec`]); and `--agents <json>`. Later sources replace earlier ones of the same
+//! name; a project's files count only once it is trusted.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
+
+use super::spec::{self, AgentSpec, Parsed, SpecError};
 
 /// Tools that only read: an agent limited to them may run beside others.
 pub(crate) const READ_ONLY_TOOLS: &[&str] = &["Glob", "Grep", "Read"];
@@ -35,36 +38,29 @@ impl AgentDef {
             .is_some_and(|tools| tools.iter().all(|t| READ_ONLY_TOOLS.contains(&t.as_str())))
     }
 
-    /// From a Markdown file: front matter `name`, `description`, `tools`, `model`; the body is
-    /// the prompt. `fallback_name` is used when the front matter has no name.
-    /// Front matter that is not YAML is reported, naming `source` and the line.
-    pub(crate) fn from_markdown(
-        text: &str,
-        fallback_name: &str,
-        source: String,
-    ) -> Option<AgentDef> {
-        let (front, body) = crate::frontmatter::split_or_warn(text, Path::new(&source))?;
-        let name = front
-            .text("name")
-            .unwrap_or_else(|| fallback_name.to_string());
-        if !valid_name(&name) || body.trim().is_empty() {
-            return None;
+    /// From the text of an agent file (see [`AgentSpec`]); `fallback_name` is used when the
+    /// front matter has no name. A file that is not a usable definition is `None`, with the
+    /// reason on stderr and in the log.
+    pub fn from_markdown(text: &str, fallback_name: &str, source: String) -> Option<AgentDef> {
+        usable(AgentSpec::parse(text, fallback_name, Path::new(&source)))
+    }
+}
+
+/// The definition in a file read, or `None` with why it is skipped: a broken file in a folder
+/// of agents must not take the others down with it.
+fn usable(parsed: Result<Parsed, SpecError>) -> Option<AgentDef> {
+    match parsed {
+        Ok(Parsed { spec, warnings }) => {
+            for warning in warnings {
+                tracing::warn!("{warning}");
+            }
+            Some(spec.to_def())
         }
-        let tools = front
-            .items("tools")
-            .or_else(|| front.items("allowed-tools"))
-            .or_else(|| front.items("allowed_tools"))
-            .map(|tools| tools.into_iter().map(|t| tool_name(&t)).collect());
-        Some(AgentDef {
-            description: front
-                .text("description")
-                .unwrap_or_else(|| format!("The {name} agent")),
-            name,
-            tools,
-            model: front.text("model").filter(|m| m != "inherit"),
-            prompt: body.trim().to_string(),
-            source,
-        })
+        Err(e) => {
+            eprintln!("ouro: {e}; the agent is skipped");
+            tracing::warn!(error = %e, "an agent file is skipped");
+            None
+        }
     }
 }
 
@@ -147,8 +143,9 @@ pub fn from_flag(json: &str) -> Result<Vec<AgentDef>, String> {
         .collect()
 }
 
-/// Every definition in force: built-ins, the user's (`user_dirs`), the project's (when
-/// `trusted`), then `flag`'s. Files that cannot be read or have no body are skipped.
+/// Every definition in force: built-ins, the files of [`spec::load_all`] (the user's
+/// `user_dirs`, the project's when `trusted`), then `flag`'s. A file that does not load is
+/// skipped and named on stderr.
 pub fn load(
     user_dirs: &[PathBuf],
     root: &Path,
@@ -159,64 +156,16 @@ pub fn load(
         .into_iter()
         .map(|a| (a.name.clone(), a))
         .collect();
-    let mut dirs = user_dirs.to_vec();
-    if trusted {
-        dirs.push(root.join(".claude/agents"));
-        dirs.push(root.join(".ouro/agents"));
-    }
-    for dir in dirs {
-        for def in read_dir(root, &dir, |_| true, |stem| stem.to_string()) {
-            by_name.insert(def.name.clone(), def);
-        }
-    }
-    if trusted {
-        let personas = read_dir(
-            root,
-            &root.join("agents"),
-            |stem| stem.starts_with("AGENT_"),
-            |stem| {
-                stem.trim_start_matches("AGENT_")
-                    .to_ascii_lowercase()
-                    .replace('_', "-")
-            },
-        );
-        for def in personas {
-            by_name.insert(def.name.clone(), def);
-        }
+    for def in spec::load_all(user_dirs, root, trusted)
+        .into_iter()
+        .filter_map(usable)
+    {
+        by_name.insert(def.name.clone(), def);
     }
     for def in flag {
         by_name.insert(def.name.clone(), def);
     }
     by_name.into_values().collect()
-}
-
-/// The definitions in `dir`, each read beneath `root` (a link out of the project is skipped).
-fn read_dir(
-    root: &Path,
-    dir: &Path,
-    wanted: impl Fn(&str) -> bool,
-    name_of: impl Fn(&str) -> String,
-) -> Vec<AgentDef> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut paths: Vec<_> = entries
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "md"))
-        .collect();
-    paths.sort();
-    paths
-        .into_iter()
-        .filter_map(|path| {
-            let stem = path.file_stem()?.to_str()?;
-            if !wanted(stem) {
-                return None;
-            }
-            let text = crate::sys::beneath::read_context(root, &path)?;
-            AgentDef::from_markdown(&text, &name_of(stem), path.display().to_string())
-        })
-        .collect()
 }
 
 #[cfg(test)]

@@ -1,9 +1,13 @@
-//! Sub-agents: the `Agent` tool runs a child engine with its own conversation, system prompt
-//! and tools, defined by the built-ins, agent files and `--agents`.
+//! Agents: their definitions (one loader for sub-agents, personas and the foundry), the
+//! `Agent` tool that runs a child engine with its own conversation, system prompt and tools,
+//! and the foundry's instances and what a run changed.
 
+pub mod changes;
 pub mod definition;
+pub mod instance;
 pub mod persona;
 mod spawn;
+pub mod spec;
 mod tool;
 
 pub use definition::AgentDef;

@@ -8,27 +8,8 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::definition::AgentDef;
+use super::spec::{self, AgentSpec, Parsed};
 use crate::frontmatter;
-
-/// Keys a persona file may have: its own, and Claude Code's agent keys (accepted, unused).
-const KNOWN_KEYS: &[&str] = &[
-    "name",
-    "description",
-    "model",
-    "tools",
-    "disallowed_tools",
-    "auto_approve_tools",
-    "max_turns",
-    "allowed-tools",
-    "allowed_tools",
-    "disallowedTools",
-    "color",
-    "permissionMode",
-    "hooks",
-    "skills",
-    "mcpServers",
-];
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -105,56 +86,26 @@ pub fn load(root: &Path, path: &Path) -> Result<Persona, String> {
     let text = crate::sys::beneath::read_text(root, path)
         .map_err(|e| format!("could not read {shown}: {e}"))?;
     let id = id_of(path).ok_or_else(|| format!("{shown} is not named AGENT_<ID>.md"))?;
-    let fallback = id.to_ascii_lowercase().replace('_', "-");
-    let (front, _) = frontmatter::split(&text).map_err(|e| format!("{shown}: {e}"))?;
-    let def = AgentDef::from_markdown(&text, &fallback, shown.to_string()).ok_or_else(|| {
-        format!("{shown} has no usable persona: it needs a body (the persona's prompt) and a name of letters, digits, - and _")
-    })?;
-    let list = |key: &str| -> Vec<String> { front.items(key).unwrap_or_default() };
-    let max_turns = match front.value("max_turns") {
-        None | Some(Value::Null) => None,
-        Some(Value::Array(_)) => {
-            return Err(format!(
-                "{shown}: max_turns must be a whole number, not a list"
-            ));
-        }
-        Some(value) => {
-            let text = front.text("max_turns").unwrap_or_default();
-            Some(
-                text.trim()
-                    .parse::<u32>()
-                    .ok()
-                    .filter(|n| *n > 0 && !value.is_object())
-                    .ok_or_else(|| {
-                        format!("{shown}: max_turns must be a whole number above 0, not \"{text}\"")
-                    })?,
-            )
-        }
-    };
-    for key in ["name", "description", "model"] {
-        if let Some(Value::Array(_) | Value::Object(_)) = front.value(key) {
-            return Err(format!("{shown}: {key} must be text, not a list"));
-        }
-    }
-    let warnings = front
-        .fields
-        .keys()
-        .filter(|k| !KNOWN_KEYS.contains(&k.as_str()))
-        .map(|k| format!("{shown}: unknown key \"{k}\" is ignored"))
-        .collect();
-    let front_matter = front.fields.clone().into_iter().collect();
+    let Parsed { spec, warnings } =
+        AgentSpec::parse(&text, &spec::persona_name(&id), path).map_err(|e| e.to_string())?;
+    // The GUI shows the front matter as written; the parse above split it, so this does too.
+    let front_matter = frontmatter::split(&text)
+        .map(|(front, _)| front.fields.into_iter().collect())
+        .unwrap_or_default();
     Ok(Persona {
         id,
-        name: def.name,
-        description: def.description,
-        model: def.model,
-        tools: def.tools,
-        disallowed_tools: list("disallowed_tools"),
-        auto_approve_tools: list("auto_approve_tools"),
-        max_turns,
+        name: spec.name,
+        description: spec.description,
+        model: spec.model,
+        tools: spec
+            .tools
+            .map(|tools| tools.into_iter().map(|t| t.name).collect()),
+        disallowed_tools: spec.disallowed_tools,
+        auto_approve_tools: spec.auto_approve_tools,
+        max_turns: spec.max_turns,
         front_matter,
         warnings,
-        prompt: def.prompt,
+        prompt: spec.prompt,
         path: path.to_path_buf(),
     })
 }

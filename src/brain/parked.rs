@@ -32,6 +32,8 @@ pub struct ParkedInfo {
     pub tool_name: String,
     pub input: Value,
     pub reason: Option<String>,
+    /// The allow rule "always" would add.
+    pub rule: Option<String>,
     pub(crate) expires_at: SystemTime,
 }
 
@@ -165,6 +167,7 @@ impl ParkedQuestions {
                 tool_name: parked.question.tool_name.clone(),
                 input: parked.question.input.clone(),
                 reason: parked.question.reason.clone(),
+                rule: parked.question.always_rules.first().cloned(),
                 expires_at: parked.expires_at,
             })
             .collect();

@@ -103,6 +103,22 @@ pub fn list_slugs() -> Vec<String> {
     out
 }
 
+/// The slug of `binary` on the model an agent file or a `--model` flag names: a family
+/// (`sonnet`, `opus`, `haiku`) or a model id (`claude-opus-4-5`); `None` for a model the table
+/// does not know.
+pub fn for_model(binary: &str, model: &str) -> Option<String> {
+    let atoms = table::atoms();
+    let family = format!("{MODEL_LINE}/{model}");
+    if atoms.contains(&family) {
+        return Some(format!("{binary}@{}/{family}", SUPPLIERS[0]));
+    }
+    atoms
+        .into_iter()
+        .filter(|atom| atom.matches('/').count() == 2)
+        .map(|atom| format!("{binary}@{}/{atom}", SUPPLIERS[0]))
+        .find(|slug| parse(slug).is_ok_and(|spec| spec.model_id() == model))
+}
+
 /// Resolves a slug against the config table.
 pub fn parse(slug: &str) -> Result<BrainSpec, SlugError> {
     let err = |problem: String| SlugError {
@@ -167,6 +183,20 @@ fn resolve_atom(atom: &str) -> Option<&'static ModelEntry> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_model_as_agent_files_name_it_has_a_slug() {
+        assert_eq!(
+            for_model("ouro", "haiku").as_deref(),
+            Some("ouro@anthropic/claude/haiku")
+        );
+        let id = parse("ouro@anthropic/claude/opus/v4.5").unwrap().model_id();
+        assert_eq!(
+            for_model("claude", id).as_deref(),
+            Some("claude@anthropic/claude/opus/v4.5")
+        );
+        assert_eq!(for_model("ouro", "gpt-9"), None);
+    }
 
     #[test]
     fn valid_slugs_resolve_to_their_model() {

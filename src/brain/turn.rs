@@ -24,6 +24,9 @@ pub struct TurnOptions {
     pub disallowed_tools: Vec<String>,
     /// Rules allowed without asking.
     pub allowed_tools: Vec<String>,
+    /// Rules that always ask, even for a call the brain would allow by itself (`Bash`: every
+    /// command reaches the asker, which judges it against an agent's command patterns).
+    pub ask_rules: Vec<String>,
     pub max_turns: Option<u32>,
     pub append_system_prompt: Option<String>,
     /// The brain's own session to continue; `None` starts a new one.

@@ -289,7 +289,7 @@ fn relative(cwd: &Path, path: &Path) -> Result<PathBuf, BundleError> {
         }
     }
     if rel.as_os_str().as_bytes().contains(&b'\n') {
-        return Err(BundleError::NewlineInName { path: rel });
+        return Err(crate::paws::PawsError::NewlineInName { path: rel }.into());
     }
     Ok(rel)
 }

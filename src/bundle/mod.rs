@@ -4,13 +4,10 @@
 //! they lose data (`docs/paws-format.md` lists them).
 
 mod apply;
-pub mod artifact;
 pub mod cats;
 mod curate;
 pub mod dogs;
 mod edit;
-pub mod format;
-pub mod front;
 mod journal;
 pub mod parse;
 mod plan;
@@ -18,6 +15,8 @@ mod review;
 pub mod worktree;
 
 use std::path::PathBuf;
+
+pub(crate) use crate::paws::{format, front};
 
 pub use cats::{CatsOptions, cats};
 pub use curate::CurateOptions;
@@ -46,12 +45,8 @@ pub enum BundleError {
         "{path} is outside this directory; run cats from a directory that contains every file to bundle"
     )]
     Outside { path: PathBuf },
-    #[error("{path}: a file name with a newline cannot go in a bundle")]
-    NewlineInName { path: PathBuf },
-    #[error(
-        "{path}: a 🐕 marker cannot carry this file name exactly (spaces at its ends, or a name ending in `(Content:Base64)`)"
-    )]
-    Unmarkable { path: PathBuf },
+    #[error(transparent)]
+    Paws(#[from] crate::paws::PawsError),
     #[error(transparent)]
     Front(#[from] front::FrontError),
     #[error("there is no terminal to confirm on; pass -y (protected files always need a terminal)")]

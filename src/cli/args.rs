@@ -350,6 +350,12 @@ pub enum Command {
     Act(crate::cli::daemon::DispatchArgs),
     /// Show what a clone does, live, until Ctrl-C.
     Watch { name: String },
+    /// The agent foundry: agents as files, run in the background by the daemon, their
+    /// questions answered from anywhere.
+    Agent {
+        #[command(subcommand)]
+        action: crate::cli::daemon::AgentAction,
+    },
     /// What this machine and configuration give ouro (the REPL's /doctor).
     Doctor,
     /// Auto mode's settings: `ouro auto-mode defaults` prints what it starts from.
@@ -488,6 +494,10 @@ pub struct CatsArgs {
     /// Leave out the short instructions that tell a chat model how to answer (the 🐕 markers).
     #[arg(long)]
     pub no_instructions: bool,
+    /// Start the bundle with YAML front matter (version 1.0) naming this task; with
+    /// --ai-curate it is written anyway, naming the curated task unless this is given.
+    #[arg(long, value_name = "TEXT")]
+    pub task: Option<String>,
 }
 
 /// How `ouro cats` counts tokens beyond its estimate.

@@ -1,5 +1,5 @@
 //! The flags of the daemon's commands: `ouro daemon`, `ouro clone`, `ouro ask|act|watch|talk`
-//! (the binary hands them to `ouro::daemon::command`).
+//! and `ouro agent` (the binary hands them to `ouro::daemon::command`).
 
 use std::path::PathBuf;
 
@@ -60,4 +60,63 @@ pub struct DispatchArgs {
 pub enum DispatchFormat {
     Text,
     StreamJson,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum AgentAction {
+    /// Agent definitions (name, file, version) and instances (state, pid, task, cost).
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Make an instance from a definition file (`*.agent.md`, or any agent file).
+    Create {
+        name: String,
+        #[arg(long, value_name = "FILE")]
+        from: PathBuf,
+    },
+    /// Remove an instance, its artifacts and its log.
+    Rm { name: String },
+    /// Run an agent (an instance, or a definition's name: its instance is made on first run)
+    /// on a task, in the daemon; follows it here unless --detach.
+    Run {
+        name: String,
+        /// The task.
+        task: String,
+        /// The tree it works in (default: this directory).
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+        /// The brain's slug (default: the definition's `engine.brain`, else ouro on its model).
+        #[arg(long, value_name = "SLUG")]
+        brain: Option<String>,
+        /// Start it and return; `ouro agent logs NAME -f` follows it.
+        #[arg(long)]
+        detach: bool,
+    },
+    /// The instance's log; -f follows it.
+    Logs {
+        name: String,
+        #[arg(short = 'f', long)]
+        follow: bool,
+    },
+    /// Stop an instance's run (its changes so far still become its artifact).
+    Stop { name: String },
+    /// Every permission question parked by any agent or clone.
+    Pending {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Allow a parked call by its id.
+    Approve {
+        id: String,
+        /// Also allow calls like it for the rest of the run.
+        #[arg(long)]
+        always: bool,
+    },
+    /// Deny a parked call by its id; the agent is told MESSAGE.
+    Deny {
+        id: String,
+        #[arg(long, value_name = "TEXT")]
+        message: Option<String>,
+    },
 }

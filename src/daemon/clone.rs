@@ -307,14 +307,48 @@ impl CloneHandle {
 
     /// Answers an open permission question; `false` when none has that id (already answered).
     pub(super) fn answer(&self, request_id: &str, allow: bool, always: bool) -> bool {
+        self.answer_with(request_id, allow, always, None)
+    }
+
+    /// [`CloneHandle::answer`], with what a denial tells the brain.
+    pub(super) fn answer_with(
+        &self,
+        request_id: &str,
+        allow: bool,
+        always: bool,
+        message: Option<String>,
+    ) -> bool {
         let answer = if allow {
             PermissionAnswer::Allow { remember: always }
         } else {
             PermissionAnswer::Deny {
-                message: "The user denied this call.".into(),
+                message: message.unwrap_or_else(|| "The user denied this call.".into()),
             }
         };
         self.pending.answer(request_id, answer).is_ok()
+    }
+
+    /// Its parked questions, as `ouro agent pending` lists them.
+    pub(super) fn pending(&self) -> Vec<super::frame::PendingQuestion> {
+        self.pending
+            .list()
+            .into_iter()
+            .map(|q| super::frame::PendingQuestion {
+                id: q.id,
+                agent: self.name().to_string(),
+                tool: q.tool_name,
+                input: q.input,
+                rule: q.rule,
+                reason: q.reason,
+                expires_at: chrono::DateTime::<chrono::Utc>::from(q.expires_at)
+                    .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            })
+            .collect()
+    }
+
+    /// Waits for the clone's turn in the queue, with nobody to tell (an agent run).
+    pub(super) async fn wait_turn(&self) -> OwnedMutexGuard<()> {
+        self.queue.clone().lock_owned().await
     }
 }
 

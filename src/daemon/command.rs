@@ -39,6 +39,7 @@ pub enum Command {
         name: String,
         detach_keys: Option<String>,
     },
+    Agent(client::agent::AgentCommand),
 }
 
 /// Runs `command` from `cwd`; the exit code.
@@ -101,6 +102,7 @@ pub async fn run(command: Command, cwd: &Path) -> Result<i32, DaemonError> {
             let keys = detach_keys_for(detach_keys.as_deref())?;
             client::talk(&paths, &name, keys).await?
         }
+        Command::Agent(command) => client::agent::run(command, &paths, cwd).await?,
     })
 }
 

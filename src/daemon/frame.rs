@@ -79,6 +79,27 @@ pub enum Header {
         cols: u16,
         rows: u16,
     },
+    /// `ouro agent run`: runs an agent instance on `task` in `dir`; without `detach` the
+    /// connection then follows the run (as `watch` does) until its `agent-result`.
+    AgentRun {
+        name: String,
+        task: String,
+        dir: PathBuf,
+        brain: Option<String>,
+        detach: bool,
+    },
+    AgentStop {
+        name: String,
+    },
+    /// Every parked permission question of every clone and agent.
+    AgentPending,
+    /// Answers a parked question by its id, from anywhere.
+    AgentAnswer {
+        request_id: String,
+        allow: bool,
+        always: bool,
+        message: Option<String>,
+    },
 
     // --- while a request runs ---
     /// Keyboard bytes for the talking brain (payload).
@@ -147,6 +168,19 @@ pub enum Header {
     TalkReady {
         pid: u32,
     },
+    AgentStarted {
+        name: String,
+        run_id: String,
+        dir: PathBuf,
+    },
+    /// A run ended: its `task:result` (an `agents::instance::RunRecord`).
+    AgentResult {
+        name: String,
+        result: Value,
+    },
+    Pending {
+        questions: Vec<PendingQuestion>,
+    },
     /// The current screen, drawn from scratch (payload), sent before live output.
     Screen,
     /// Terminal output of the talking brain (payload).
@@ -164,6 +198,22 @@ pub enum TalkEndReason {
     Detach,
     /// The daemon is stopping.
     Shutdown,
+}
+
+/// One parked question as `ouro agent pending --json` prints it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingQuestion {
+    pub id: String,
+    /// The agent (or clone) whose call waits.
+    pub agent: String,
+    pub tool: String,
+    pub input: Value,
+    /// The allow rule "always" would add.
+    pub rule: Option<String>,
+    pub reason: Option<String>,
+    /// RFC 3339.
+    pub expires_at: String,
 }
 
 /// One row of `ouro clone list`.

@@ -8,6 +8,7 @@
 //! `boot(Interact)` / `write` / `resize` / `on_data` / `on_exit` for talks) and speaks to its
 //! clients in the frames of [`frame`].
 
+mod agent;
 pub mod client;
 mod clone;
 pub mod command;

@@ -15,7 +15,7 @@ use super::clone::CloneHandle;
 use super::conn::Conn;
 use super::frame::{self, Frame, Header, PROTOCOL};
 use super::store::{self, CloneRecord, CloneStore};
-use super::{DaemonError, Paths, dispatch, talk};
+use super::{DaemonError, Paths, agent, dispatch, talk};
 use crate::brain::BrainConfig;
 use crate::sys::sync::lock;
 
@@ -29,6 +29,7 @@ pub(super) struct Daemon {
     started: Instant,
     pub shutdown: CancellationToken,
     pub permission_timeout: Duration,
+    foundry: Arc<agent::Foundry>,
 }
 
 /// Runs the daemon in this process until `ouro daemon stop`, SIGTERM or SIGINT.
@@ -179,6 +180,7 @@ impl Daemon {
             .and_then(|s| s.parse().ok())
             .map_or(PERMISSION_TIMEOUT, Duration::from_secs);
         Daemon {
+            foundry: Arc::new(agent::Foundry::new(&paths)),
             paths,
             store,
             clones: Mutex::new(clones),
@@ -289,6 +291,7 @@ impl Daemon {
                 dir,
                 permission_mode,
                 pass_env,
+                agent: false,
                 created_at: chrono::Utc::now().to_rfc3339(),
             })?,
             Header::CloneList => Header::Clones {
@@ -315,6 +318,53 @@ impl Daemon {
                 let size = crate::brain::TermSize { cols, rows };
                 talk::run(clone, conn, size, &self.shutdown).await;
                 return Ok(None);
+            }
+            Header::AgentRun {
+                name,
+                task,
+                dir,
+                brain,
+                detach,
+            } => {
+                self.agent_run(conn, name, task, dir, brain, detach).await?;
+                return Ok(None);
+            }
+            Header::AgentStop { name } => {
+                let run_id = self.foundry.stop(&name)?;
+                Header::Ok {
+                    message: format!("stopping the agent {name} (run {run_id})"),
+                }
+            }
+            Header::AgentPending => Header::Pending {
+                questions: lock(&self.clones)
+                    .values()
+                    .flat_map(|c| c.pending())
+                    .collect(),
+            },
+            Header::AgentAnswer {
+                request_id,
+                allow,
+                always,
+                message,
+            } => {
+                let clones: Vec<_> = lock(&self.clones).values().cloned().collect();
+                let answered = clones
+                    .iter()
+                    .find(|c| c.answer_with(&request_id, allow, always, message.clone()));
+                match answered {
+                    Some(clone) => Header::Ok {
+                        message: format!(
+                            "{} the call of {} ({request_id})",
+                            if allow { "allowed" } else { "denied" },
+                            clone.name()
+                        ),
+                    },
+                    None => Header::Error {
+                        message: format!(
+                            "no question {request_id} is waiting (it was answered, timed out, or its run ended); `ouro agent pending` lists those that are"
+                        ),
+                    },
+                }
             }
             other => Header::Error {
                 message: format!(
@@ -349,6 +399,101 @@ impl Daemon {
                 record.dir.display()
             ),
         })
+    }
+
+    /// Starts a run of the agent instance `name` on its clone (made, or remade for another
+    /// directory or brain, as needed); without `detach`, follows it on `conn` to its result.
+    async fn agent_run(
+        self: &Arc<Self>,
+        conn: &mut Conn,
+        name: String,
+        task: String,
+        dir: std::path::PathBuf,
+        brain: Option<String>,
+        detach: bool,
+    ) -> Result<(), DaemonError> {
+        let instance = self
+            .foundry
+            .instances
+            .get(&name)
+            .map_err(|e| DaemonError::Client(e.to_string()))?;
+        let config = instance
+            .config()
+            .map_err(|e| DaemonError::Client(e.to_string()))?;
+        let record = CloneRecord {
+            name: name.clone(),
+            brain: agent::brain_slug(&config, brain.as_deref()).map_err(DaemonError::Client)?,
+            dir: store::check_dir(&dir)?,
+            permission_mode: config.permission_mode.clone(),
+            pass_env: Vec::new(),
+            agent: true,
+            created_at: chrono::Utc::now().to_rfc3339(),
+        };
+        let (run_id, stop) = self.foundry.claim(&name)?;
+        let clone = match self.agent_clone(record) {
+            Ok(clone) => clone,
+            Err(e) => {
+                self.foundry.stop(&name).ok();
+                return Err(e);
+            }
+        };
+        // Subscribed before the run starts, so the follower misses none of it.
+        let (_, rx) = clone.watch();
+        let started = Header::AgentStarted {
+            name: name.clone(),
+            run_id: run_id.clone(),
+            dir: clone.record.dir.clone(),
+        };
+        let request = agent::RunRequest {
+            task,
+            dir: clone.record.dir.clone(),
+        };
+        tokio::spawn(agent::run(
+            self.foundry.clone(),
+            clone.clone(),
+            instance,
+            run_id.clone(),
+            stop,
+            request,
+        ));
+        conn.send(started).await;
+        if !detach {
+            talk::follow(&clone, conn, &self.shutdown, None, rx, Some(&run_id)).await;
+        }
+        Ok(())
+    }
+
+    /// The clone an agent run uses: the instance's own, made anew when the run's directory or
+    /// brain differ from the last run's. A clone of that name that is not an agent's is left
+    /// alone, and the run refused.
+    fn agent_clone(&self, record: CloneRecord) -> Result<Arc<CloneHandle>, DaemonError> {
+        let name = record.name.clone();
+        let mut clones = lock(&self.clones);
+        if let Some(existing) = clones.get(&name) {
+            if !existing.record.agent {
+                return Err(DaemonError::Client(format!(
+                    "a clone named {name} that is not an agent exists; `ouro clone rm {name}` removes it, or give the agent another name"
+                )));
+            }
+            if existing.record.dir == record.dir && existing.record.brain == record.brain {
+                return Ok(existing.clone());
+            }
+            if existing.try_take_turn().is_none() {
+                return Err(DaemonError::Busy {
+                    name,
+                    what: "a turn or a talk runs, or waits",
+                });
+            }
+        }
+        let handle = open_clone(&self.store, record.clone())?;
+        self.store.save(&record)?;
+        if let Some(old) = clones.insert(name, handle.clone()) {
+            // Its process ends with it (a clone's process lives only for a turn anyway).
+            tokio::spawn(async move {
+                let _ = old.brain.kill().await;
+            });
+        }
+        Ok(handle)
     }
 
     async fn clone_rm(&self, name: &str) -> Result<Header, DaemonError> {

@@ -23,6 +23,9 @@ pub(super) struct CloneRecord {
     /// Secret-looking variables its brain may see (`--pass-env`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pass_env: Vec<String>,
+    /// The clone is an agent instance's (`ouro agent run` made it and may replace it).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub agent: bool,
     pub created_at: String,
 }
 
@@ -166,6 +169,7 @@ mod tests {
             dir: "/p".into(),
             permission_mode: Some("acceptEdits".into()),
             pass_env: Vec::new(),
+            agent: false,
             created_at: "2026-11-26T00:00:00Z".into(),
         };
         store.save(&record).unwrap();

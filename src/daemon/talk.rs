@@ -106,14 +106,28 @@ pub(super) async fn run(
 /// Relays everything the clone does to one watcher until it leaves; a watcher may answer
 /// permission questions. One that falls behind starts again from the screen as it is now.
 pub(super) async fn watch(clone: Arc<CloneHandle>, conn: &mut Conn, shutdown: &CancellationToken) {
-    let (screen, mut rx) = clone.watch();
-    let client = conn.outgoing.clone();
+    let (screen, rx) = clone.watch();
     let hello = Header::Ok {
         message: format!("watching {} (Ctrl-C stops)", clone.name()),
     };
-    if !deliver(&client, hello.into()).await {
+    if !deliver(&conn.outgoing, hello.into()).await {
         return;
     }
+    follow(&clone, conn, shutdown, screen, rx, None).await;
+}
+
+/// Relays what the clone's watchers see to `conn` (the screen first, when there is one) and
+/// takes its answers to permission questions; with `until_run`, only until that agent run's
+/// result has been sent.
+pub(super) async fn follow(
+    clone: &CloneHandle,
+    conn: &mut Conn,
+    shutdown: &CancellationToken,
+    screen: Option<Vec<u8>>,
+    mut rx: broadcast::Receiver<Frame>,
+    until_run: Option<&str>,
+) {
+    let client = conn.outgoing.clone();
     if let Some(screen) = screen
         && !deliver(&client, Frame::with_payload(Header::Screen, screen)).await
     {
@@ -140,7 +154,12 @@ pub(super) async fn watch(clone: Arc<CloneHandle>, conn: &mut Conn, shutdown: &C
                     }
                     Err(broadcast::error::RecvError::Closed) => return,
                 };
-                if !deliver(&client, frame).await {
+                let last = matches!(
+                    (&frame.header, until_run),
+                    (Header::AgentResult { result, .. }, Some(run))
+                        if result.get("runId").and_then(|r| r.as_str()) == Some(run)
+                );
+                if !deliver(&client, frame).await || last {
                     return;
                 }
             }

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 use base64::Engine as _;
 
-use super::BundleError;
+use super::PawsError;
 use super::format::{self, DOG, FENCE, marker, marker_line};
 use super::front::DogsFront;
 
@@ -37,7 +37,7 @@ pub enum FileChange {
 /// The dogs bundle of `changes`: v1 front matter, then one 🐕 block per change in the order
 /// given (a whole file, or `DELETE_FILE`), separated by an empty line; it ends with one
 /// newline. File modes are not carried (PAWS's format has none): a new file gets the default.
-pub fn write_dogs_v1(front: &DogsFront, changes: &[FileChange]) -> Result<Vec<u8>, BundleError> {
+pub fn write_dogs_v1(front: &DogsFront, changes: &[FileChange]) -> Result<Vec<u8>, PawsError> {
     let mut out = front.to_yaml()?.into_bytes();
     for (n, change) in changes.iter().enumerate() {
         if n > 0 {
@@ -78,10 +78,10 @@ pub fn write_dogs_v1(front: &DogsFront, changes: &[FileChange]) -> Result<Vec<u8
 }
 
 /// The START and END lines for `path`, when `ouro dogs` reads that exact path back from them.
-fn markers(path: &[u8], binary: bool) -> Result<(Vec<u8>, Vec<u8>), BundleError> {
+fn markers(path: &[u8], binary: bool) -> Result<(Vec<u8>, Vec<u8>), PawsError> {
     let shown = PathBuf::from(std::ffi::OsStr::from_bytes(path));
     if path.contains(&b'\n') {
-        return Err(BundleError::NewlineInName { path: shown });
+        return Err(PawsError::NewlineInName { path: shown });
     }
     let start = marker_line(DOG, true, path, binary);
     let end = marker_line(DOG, false, path, binary);
@@ -90,7 +90,7 @@ fn markers(path: &[u8], binary: bool) -> Result<(Vec<u8>, Vec<u8>), BundleError>
             .is_some_and(|m| !m.cat && m.start == is_start && m.binary == binary && m.path == path)
     };
     if !reads_back(&start, true) || !reads_back(&end, false) {
-        return Err(BundleError::Unmarkable { path: shown });
+        return Err(PawsError::Unmarkable { path: shown });
     }
     Ok((start, end))
 }
@@ -174,12 +174,12 @@ mod tests {
         for bad in [&b" padded"[..], b"x (Content:Base64)"] {
             assert!(matches!(
                 markers(bad, false),
-                Err(BundleError::Unmarkable { .. })
+                Err(PawsError::Unmarkable { .. })
             ));
         }
         assert!(matches!(
             markers(b"a\nb", true),
-            Err(BundleError::NewlineInName { .. })
+            Err(PawsError::NewlineInName { .. })
         ));
     }
 }

@@ -196,6 +196,7 @@ fn options(
         tools,
         disallowed_tools: disallowed,
         allowed_tools: allowed,
+        ask_rules: Vec::new(),
         max_turns: Some(max_turns.unwrap_or(DEFAULT_MAX_TURNS)),
         append_system_prompt: Some(append),
         resume: session.claude_session_id.clone(),

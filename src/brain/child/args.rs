@@ -66,6 +66,11 @@ pub(crate) fn served_args(
     if !options.disallowed_tools.is_empty() {
         flag("--disallowedTools", options.disallowed_tools.join(","));
     }
+    if !options.ask_rules.is_empty() {
+        // Both CLIs take settings as JSON text; ask rules have no flag of their own.
+        let settings = serde_json::json!({"permissions": {"ask": options.ask_rules}});
+        flag("--settings", settings.to_string());
+    }
     if let Some(turns) = options.max_turns {
         flag("--max-turns", turns.to_string());
     }
@@ -114,6 +119,7 @@ mod tests {
             tools: Some(vec!["Read".into(), "Bash".into()]),
             disallowed_tools: vec!["Bash(rm:*)".into()],
             allowed_tools: vec!["Bash(ls:*)".into(), "Read".into()],
+            ask_rules: vec!["Bash".into()],
             max_turns: Some(25),
             append_system_prompt: Some("Be brief.".into()),
             resume: None,
@@ -129,12 +135,14 @@ mod tests {
         assert_eq!(after("--allowedTools"), "Bash(ls:*),Read");
         assert_eq!(after("--disallowedTools"), "Bash(rm:*)");
         assert_eq!(after("--max-turns"), "25");
+        assert_eq!(after("--settings"), r#"{"permissions":{"ask":["Bash"]}}"#);
         assert_eq!(after("--append-system-prompt"), "Be brief.");
         assert_eq!(after("--resume"), "s-1");
         assert!(args.contains(&"--include-partial-messages".to_string()));
         let bare = served_args(&TurnOptions::default(), None, None);
         assert!(!bare.contains(&"--tools".to_string()), "{bare:?}");
         assert!(!bare.contains(&"--resume".to_string()), "{bare:?}");
+        assert!(!bare.contains(&"--settings".to_string()), "{bare:?}");
     }
 
     #[test]

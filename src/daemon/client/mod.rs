@@ -2,6 +2,7 @@
 //! home's daemon (starting it on demand), says hello, sends one request and renders what comes
 //! back. It holds no brain and no state of its own.
 
+pub mod agent;
 mod keys;
 mod render;
 mod talk;
@@ -363,15 +364,23 @@ fn clone_table(clones: &[CloneInfo]) -> String {
             ]
         })
         .collect();
-    let head = ["NAME", "BRAIN", "MODE", "PID", "SERIES", "DIR", "STATE"].map(String::from);
+    table(
+        ["NAME", "BRAIN", "MODE", "PID", "SERIES", "DIR", "STATE"],
+        &rows,
+    )
+}
+
+/// Rows under a head, each column as wide as its widest cell.
+fn table<const N: usize>(head: [&str; N], rows: &[[String; N]]) -> String {
+    let head = head.map(String::from);
     let mut widths = head.clone().map(|h| h.chars().count());
-    for row in &rows {
+    for row in rows {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.chars().count());
         }
     }
     let mut out = Vec::new();
-    for row in std::iter::once(&head).chain(&rows) {
+    for row in std::iter::once(&head).chain(rows) {
         let cells: Vec<String> = row
             .iter()
             .zip(widths)

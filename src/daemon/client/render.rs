@@ -88,6 +88,17 @@ pub async fn watch(paths: &Paths, name: &str) -> Result<i32, DaemonError> {
         Header::Error { message } => return Err(DaemonError::Remote(message)),
         other => return Err(unexpected(&other)),
     }
+    follow(&mut client, name, false).await
+}
+
+/// Shows what the daemon relays on `client` (answering questions from the terminal) until
+/// Ctrl-C, the daemon going away, or, with `until_result`, an agent run's result: then the
+/// exit code is 0 for a run that succeeded, 1 otherwise.
+pub(super) async fn follow(
+    client: &mut Client,
+    name: &str,
+    until_result: bool,
+) -> Result<i32, DaemonError> {
     let mut answers = Answers::new();
     let mut out = WatchOutput::default();
     loop {
@@ -96,17 +107,21 @@ pub async fn watch(paths: &Paths, name: &str) -> Result<i32, DaemonError> {
                 Ok(frame) => frame,
                 Err(DaemonError::Lost) => {
                     out.finish();
-                    eprintln!("ouro: the daemon went away; `ouro watch {name}` watches again");
+                    let again = if until_result { format!("ouro agent logs {name} -f") } else { format!("ouro watch {name}") };
+                    eprintln!("ouro: the daemon went away; `{again}` follows again");
                     return Ok(1);
                 }
                 Err(e) => return Err(e),
             },
             Some(line) = answers.line() => {
-                answers.answer(&client, &line).await?;
+                answers.answer(client, &line).await?;
                 continue;
             }
             _ = tokio::signal::ctrl_c() => {
                 out.finish();
+                if until_result {
+                    eprintln!("ouro: the agent {name} runs on; `ouro agent logs {name} -f` follows it, `ouro agent stop {name}` stops it");
+                }
                 return Ok(0);
             }
         };
@@ -115,9 +130,36 @@ pub async fn watch(paths: &Paths, name: &str) -> Result<i32, DaemonError> {
                 out.break_line();
                 answers.show(&frame.header);
             }
+            Header::AgentResult { result, .. } if until_result => {
+                out.finish();
+                return Ok(show_result(result));
+            }
             _ => out.show(frame),
         }
     }
+}
+
+/// A run's `task:result` as lines on stderr (its summary on stdout); the exit code.
+fn show_result(result: &serde_json::Value) -> i32 {
+    let field = |key: &str| result.get(key).and_then(|v| v.as_str()).unwrap_or_default();
+    let status = field("status");
+    let summary = field("summary");
+    if !summary.is_empty() {
+        println!("{summary}");
+    }
+    let cost = result
+        .get("costUsd")
+        .and_then(|v| v.as_f64())
+        .unwrap_or(0.0);
+    let changed = result.get("changed").and_then(|v| v.as_u64()).unwrap_or(0);
+    eprintln!(
+        "ouro: run {} ended: {status}, {changed} file(s) changed, ${cost:.4}",
+        field("runId")
+    );
+    if !field("artifact").is_empty() {
+        eprintln!("ouro: its changes: {}", field("artifact"));
+    }
+    i32::from(status != "success")
 }
 
 /// What a watcher prints: brain events as text, a talk's terminal bytes as they are.
@@ -269,7 +311,9 @@ impl Answers {
                 if self.lines.is_some() {
                     eprintln!("  allow? [y]es, [n]o, [a]lways for this turn: ");
                 } else {
-                    eprintln!("  (answer from `ouro watch {clone}` in a terminal)");
+                    eprintln!(
+                        "  (answer with `ouro agent approve {request_id}` or `ouro agent deny {request_id}`, or from `ouro watch {clone}` in a terminal)"
+                    );
                 }
                 self.open.push_back(request_id.clone());
             }

@@ -1,0 +1,296 @@
+//! End-to-end: the agent foundry (`ouro agent …`) with real processes: the CLI, the daemon it
+//! starts, the native brain, against the mock API.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::common::{Run, Sandbox, bodies, server};
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+struct Foundry {
+    sb: Sandbox,
+    url: String,
+    env: Vec<(String, String)>,
+}
+
+impl Foundry {
+    fn new(sb: Sandbox, url: &str) -> Foundry {
+        Foundry {
+            sb,
+            url: url.to_string(),
+            env: Vec::new(),
+        }
+    }
+
+    async fn run(&self, args: &[&str]) -> Run {
+        let mut command = self.sb.command(&self.url, args);
+        for (k, v) in &self.env {
+            command.env(k, v);
+        }
+        Run::from(
+            tokio::time::timeout(LIMIT, command.output())
+                .await
+                .expect("the command did not finish")
+                .unwrap(),
+        )
+    }
+
+    async fn ok(&self, args: &[&str]) -> Run {
+        let run = self.run(args).await;
+        assert!(run.status.success(), "{args:?}\n{}", run.debug());
+        run
+    }
+
+    async fn pending(&self) -> Vec<Value> {
+        let run = self.ok(&["agent", "pending", "--json"]).await;
+        serde_json::from_str(run.stdout.trim()).unwrap()
+    }
+
+    /// Waits for `check` to hold of `ouro agent list --json`'s instance `name`.
+    async fn wait_instance(&self, name: &str, check: impl Fn(&Value) -> bool) -> Value {
+        let deadline = tokio::time::Instant::now() + LIMIT;
+        loop {
+            let run = self.ok(&["agent", "list", "--json"]).await;
+            let list: Value = serde_json::from_str(run.stdout.trim()).unwrap();
+            if let Some(row) = list["instances"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["name"] == name)
+                && check(row)
+            {
+                return row.clone();
+            }
+            assert!(tokio::time::Instant::now() < deadline, "{list}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    async fn wait_pending(&self, n: usize) -> Vec<Value> {
+        let deadline = tokio::time::Instant::now() + LIMIT;
+        loop {
+            let pending = self.pending().await;
+            if pending.len() >= n {
+                return pending;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "{pending:?}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    fn instance_dir(&self, name: &str) -> PathBuf {
+        self.sb.home.path().join("agents/instances").join(name)
+    }
+
+    fn runs(&self, name: &str) -> Vec<Value> {
+        std::fs::read_to_string(self.instance_dir(name).join("runs.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+}
+
+impl Drop for Foundry {
+    fn drop(&mut self) {
+        let lock = self.sb.home.path().join("daemon/daemon.lock");
+        if let Some(pid) = std::fs::read_to_string(lock)
+            .ok()
+            .and_then(|t| t.trim().parse::<i32>().ok())
+        {
+            // SAFETY: kill only signals the daemon this test started.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
+}
+
+/// Every file under `root` (but `.git`), relative, with its bytes.
+fn tree(root: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.file_name().is_some_and(|n| n == ".git") {
+                continue;
+            }
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let rel = path.strip_prefix(root).unwrap().to_path_buf();
+                out.push((rel, std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    for (rel, bytes) in tree(from) {
+        let path = to.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, bytes).unwrap();
+    }
+}
+
+const DEFINITION: &str = "---
+name: fixer
+description: Fixes small things
+version: 1.2.0
+author: ouro tests
+permissionMode: acceptEdits
+tools:
+  - Read
+  - Write
+  - Edit
+  - name: Bash
+    denied_commands: ['rm .*']
+engine:
+  max_turns: 8
+---
+You fix small things, carefully.
+";
+
+/// The whole supervised path: a detached run parks a Bash question, `pending --json` lists
+/// it, `approve` releases it, the run finishes, and its dogs artifact applied to the starting
+/// tree reproduces the agent's tree.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_detached_run_parks_a_question_that_approve_releases_and_its_artifact_reproduces_the_tree()
+ {
+    let sb = Sandbox::new();
+    let root = sb.root().to_path_buf();
+    let new_rs = root.join("src/new.rs").display().to_string();
+    let a_txt = sb.write("a.txt", "old line\n");
+    sb.write("kept.txt", "kept\n");
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": "echo built > built.txt"}}]},
+        {"content": [
+            {"type": "tool_use", "name": "Read", "input": {"file_path": a_txt}}]},
+        {"content": [
+            {"type": "tool_use", "name": "Write", "input": {"file_path": new_rs, "content": "pub fn new() {}\n"}},
+            {"type": "tool_use", "name": "Edit", "input": {"file_path": a_txt, "old_string": "old", "new_string": "new"}}]},
+        {"content": [{"type": "text", "text": "Fixed it."}]}
+    ]}))
+    .await;
+    let f = Foundry::new(sb, &mock.url());
+    let start = tempfile::tempdir().unwrap();
+    copy_tree(&root, start.path());
+    f.sb.write("fixer.agent.md", DEFINITION);
+
+    f.ok(&["agent", "create", "fixer", "--from", "fixer.agent.md"])
+        .await;
+    let config: Value = serde_json::from_str(
+        &std::fs::read_to_string(f.instance_dir("fixer").join("config.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(config["version"], "1.2.0");
+    assert_eq!(config["deniedCommands"], json!(["rm .*"]));
+    assert_eq!(
+        std::fs::read_to_string(f.instance_dir("fixer").join("system_prompt.md")).unwrap(),
+        "You fix small things, carefully."
+    );
+    std::fs::remove_file(root.join("fixer.agent.md")).unwrap();
+
+    let started = f
+        .ok(&[
+            "agent",
+            "run",
+            "fixer",
+            "--detach",
+            "build it and fix a.txt",
+        ])
+        .await;
+    let run_id = started.stdout.trim().to_string();
+    assert!(!run_id.is_empty(), "{}", started.debug());
+
+    let pending = f.wait_pending(1).await;
+    assert_eq!(pending.len(), 1, "{pending:?}");
+    let q = &pending[0];
+    assert_eq!(q["agent"], "fixer");
+    assert_eq!(q["tool"], "Bash");
+    assert_eq!(q["input"]["command"], "echo built > built.txt");
+    assert!(q["expiresAt"].as_str().unwrap().ends_with('Z'), "{q}");
+    assert!(q["id"].as_str().is_some_and(|id| !id.is_empty()));
+    f.wait_instance("fixer", |r| r["state"] == "blocked").await;
+
+    let id = q["id"].as_str().unwrap();
+    f.ok(&["agent", "approve", id]).await;
+    // The id is spent: a second answer is refused with a sentence.
+    let again = f.run(&["agent", "deny", id]).await;
+    assert!(!again.status.success());
+    assert!(again.stderr.contains("no question"), "{}", again.debug());
+
+    let row = f.wait_instance("fixer", |r| r["state"] == "done").await;
+    assert_eq!(row["runId"], run_id.as_str());
+    let runs = f.runs("fixer");
+    assert_eq!(runs.len(), 1);
+    let result = &runs[0];
+    assert_eq!(result["status"], "success", "{result}");
+    assert_eq!(result["summary"], "Fixed it.");
+    assert_eq!(result["changed"], 3, "{result}");
+    let artifact = PathBuf::from(result["artifact"].as_str().unwrap());
+    assert_eq!(
+        artifact,
+        f.instance_dir("fixer")
+            .join("artifacts")
+            .join(format!("{run_id}.dogs.md"))
+    );
+    let bundle = std::fs::read_to_string(&artifact).unwrap();
+    assert!(bundle.starts_with("---\n"), "{bundle}");
+    assert!(bundle.contains("agent_name: \"fixer\""), "{bundle}");
+
+    // The artifact applied to the starting tree gives the agent's tree.
+    let artifact_arg = artifact.display().to_string();
+    let start_arg = start.path().display().to_string();
+    f.ok(&["dogs", &artifact_arg, "--dir", &start_arg, "--yes"])
+        .await;
+    assert_eq!(tree(start.path()), tree(&root));
+    assert_eq!(
+        std::fs::read_to_string(root.join("built.txt")).unwrap(),
+        "built\n"
+    );
+
+    let logs = f.ok(&["agent", "logs", "fixer"]).await;
+    assert!(logs.stdout.contains("task:result"), "{}", logs.debug());
+    let list = f.ok(&["agent", "list"]).await;
+    assert!(
+        list.stdout.contains("fixer") && list.stdout.contains("done"),
+        "{}",
+        list.debug()
+    );
+    assert_eq!(bodies(&mock).len(), 4);
+}
+
+/// `denied_commands` refuses without asking and tells the model which pattern refused it; a
+/// question nobody answers expires and is denied, and the agent is told why.
+#[tokio::test(flavor = "multi_thread")]
+async fn denied_commands_refuse_unasked_and_an_unanswered_question_expires() {
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": "rm -rf src"}}]},
+        {"expect_text": "denied_commands pattern `rm .*`", "content": [
+            {"type": "tool_use", "name": "Bash", "input": {"command": "echo late > late.txt"}}]},
+        {"expect_text": "Nobody answered", "content": [{"type": "text", "text": "Gave up."}]}
+    ]}))
+    .await;
+    let mut f = Foundry::new(Sandbox::new(), &mock.url());
+    f.env
+        .push(("OURO_AGENT_APPROVAL_TIMEOUT".into(), "1".into()));
+    f.sb.write("src/keep.rs", "fn keep() {}\n");
+    f.sb.write("fixer.agent.md", DEFINITION);
+    f.ok(&["agent", "create", "fixer", "--from", "fixer.agent.md"])
+        .await;
+    // Attached: the run streams here and the exit code is the run's.
+    let run = f.run(&["agent", "run", "fixer", "clean up"]).await;
+    assert!(run.status.success(), "{}", run.debug());
+    assert!(run.stdout.contains("Gave up."), "{}", run.debug());
+    assert!(f.sb.root().join("src/keep.rs").exists());
+    assert!(!f.sb.root().join("late.txt").exists());
+    let result = &f.runs("fixer")[0];
+    assert_eq!(result["status"], "success");
+    assert_eq!(result["changed"], 0, "{result}");
+    assert_eq!(bodies(&mock).len(), 3);
+}
