@@ -254,6 +254,16 @@ pub struct AgentsSettings {
     /// Agents running at once per daemon; the rest queue (default 20).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_concurrent: Option<usize>,
+    /// Where each parked question and each finished run is posted, signed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notify: Option<NotifySettings>,
+}
+
+/// `agents.notify`: a webhook (a phone notification service, a chat bot).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NotifySettings {
+    pub url: String,
 }
 
 impl AgentsSettings {

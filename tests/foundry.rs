@@ -107,6 +107,92 @@ impl Drop for Foundry {
     }
 }
 
+/// Each request's signature header and body.
+type Posts = std::sync::Arc<std::sync::Mutex<Vec<(String, Vec<u8>)>>>;
+
+/// A webhook receiver: every request's signature header and body, answered 200.
+struct Receiver {
+    url: String,
+    got: Posts,
+}
+
+impl Receiver {
+    async fn start() -> Receiver {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/hook", listener.local_addr().unwrap());
+        let got: Posts = Default::default();
+        let sink = got.clone();
+        tokio::spawn(async move {
+            loop {
+                let Ok((mut socket, _)) = listener.accept().await else {
+                    return;
+                };
+                let sink = sink.clone();
+                tokio::spawn(async move {
+                    let mut data = Vec::new();
+                    let mut buf = [0u8; 4096];
+                    let (head, body_at) = loop {
+                        let n = socket.read(&mut buf).await.unwrap_or(0);
+                        if n == 0 {
+                            return;
+                        }
+                        data.extend_from_slice(&buf[..n]);
+                        if let Some(at) = data.windows(4).position(|w| w == b"\r\n\r\n") {
+                            break (String::from_utf8_lossy(&data[..at]).to_lowercase(), at + 4);
+                        }
+                    };
+                    let length: usize = head
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:"))
+                        .map_or(0, |v| v.trim().parse().unwrap());
+                    while data.len() < body_at + length {
+                        let n = socket.read(&mut buf).await.unwrap_or(0);
+                        if n == 0 {
+                            break;
+                        }
+                        data.extend_from_slice(&buf[..n]);
+                    }
+                    let signature = head
+                        .lines()
+                        .find_map(|l| l.strip_prefix("x-ouro-signature:"))
+                        .unwrap_or_default()
+                        .trim()
+                        .to_string();
+                    sink.lock()
+                        .unwrap()
+                        .push((signature, data[body_at..body_at + length].to_vec()));
+                    let _ = socket
+                        .write_all(
+                            b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                        )
+                        .await;
+                });
+            }
+        });
+        Receiver { url, got }
+    }
+
+    /// The posts so far, each checked against `secret` and parsed.
+    fn posts(&self, secret: &[u8]) -> Vec<Value> {
+        let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, secret);
+        self.got
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(signature, body)| {
+                let hex = signature.strip_prefix("sha256=").expect(signature);
+                let tag: Vec<u8> = (0..hex.len())
+                    .step_by(2)
+                    .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+                    .collect();
+                ring::hmac::verify(&key, body, &tag).expect("the signature verifies");
+                serde_json::from_slice(body).unwrap()
+            })
+            .collect()
+    }
+}
+
 /// Every file under `root` (but `.git`), relative, with its bytes.
 fn tree(root: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     let mut out = Vec::new();
@@ -176,6 +262,12 @@ async fn a_detached_run_parks_a_question_that_approve_releases_and_its_artifact_
         {"content": [{"type": "text", "text": "Fixed it."}]}
     ]}))
     .await;
+    let hook = Receiver::start().await;
+    std::fs::write(
+        sb.home.path().join("settings.json"),
+        json!({"agents": {"notify": {"url": hook.url}}}).to_string(),
+    )
+    .unwrap();
     let f = Foundry::new(sb, &mock.url());
     let start = tempfile::tempdir().unwrap();
     copy_tree(&root, start.path());
@@ -263,6 +355,29 @@ async fn a_detached_run_parks_a_question_that_approve_releases_and_its_artifact_
         list.debug()
     );
     assert_eq!(bodies(&mock).len(), 4);
+
+    // The webhook got the question and the result, each signed with the home's secret.
+    let secret_file = f.sb.home.path().join("agents/webhook-secret");
+    let deadline = tokio::time::Instant::now() + LIMIT;
+    let posts = loop {
+        let secret = std::fs::read_to_string(&secret_file).unwrap_or_default();
+        let posts = hook.posts(secret.trim().as_bytes());
+        if posts.len() >= 2 {
+            break posts;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{posts:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&secret_file)
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    assert_eq!(posts[0]["type"], "permission:request");
+    assert_eq!(posts[0]["question"]["id"], id);
+    assert_eq!(posts[1]["type"], "task:result");
+    assert_eq!(posts[1]["result"]["runId"], run_id.as_str());
 }
 
 /// `denied_commands` refuses without asking and tells the model which pattern refused it; a

@@ -9,14 +9,13 @@ mod curate;
 pub mod dogs;
 mod edit;
 mod journal;
-pub mod parse;
 mod plan;
 mod review;
 pub mod worktree;
 
 use std::path::PathBuf;
 
-pub(crate) use crate::paws::{format, front};
+pub(crate) use crate::paws::{format, front, parse};
 
 pub use cats::{CatsOptions, cats};
 pub use curate::CurateOptions;

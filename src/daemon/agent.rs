@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::clone::CloneHandle;
 use super::frame::{Frame, Header};
+use super::webhook::Webhook;
 use super::{DaemonError, Paths};
 use crate::agents::changes::{Change, Snapshot};
 use crate::agents::instance::{
@@ -39,6 +40,7 @@ pub(super) struct Foundry {
     /// The run of each instance that runs now.
     runs: Mutex<HashMap<String, Running>>,
     pub approval_timeout: Duration,
+    webhook: Option<Webhook>,
 }
 
 struct Running {
@@ -73,6 +75,7 @@ impl Foundry {
             )),
             runs: Mutex::new(HashMap::new()),
             approval_timeout,
+            webhook: Webhook::new(&paths.home, settings.notify.map(|n| n.url)),
         }
     }
 
@@ -138,6 +141,9 @@ pub(super) async fn run(
     set_state(&instance, state, Some(&record), record.cost_usd);
     log(&instance, &run_id, "task:result", json!(record));
     foundry.release(&name);
+    if let Some(hook) = &foundry.webhook {
+        hook.send(json!({"type": "task:result", "agent": name, "result": record}));
+    }
     clone.broadcast(
         Header::AgentResult {
             name,
@@ -228,7 +234,7 @@ async fn run_inner(
         clone.clone(),
         instance.clone(),
         rules,
-        foundry.approval_timeout,
+        (foundry.approval_timeout, foundry.webhook.clone()),
         run_id,
     );
     let options = TurnOptions {
@@ -363,17 +369,18 @@ fn asker(
     clone: Arc<CloneHandle>,
     instance: Instance,
     rules: CommandRules,
-    timeout: Duration,
+    (timeout, webhook): (Duration, Option<Webhook>),
     run_id: &str,
 ) -> Asker {
     let rules = Arc::new(rules);
     let run_id = run_id.to_string();
     Arc::new(move |question: PermissionQuestion| {
-        let (clone, instance, rules, run_id) = (
+        let (clone, instance, rules, run_id, webhook) = (
             clone.clone(),
             instance.clone(),
             rules.clone(),
             run_id.clone(),
+            webhook.clone(),
         );
         Box::pin(async move {
             let command = question
@@ -408,7 +415,13 @@ fn asker(
             // Nobody is attached to the run itself: the question goes to watchers and waits
             // in the registry for an answer from any client.
             let (nobody, _) = mpsc::channel::<Frame>(1);
-            let answer = clone.ask_permission(question, &nobody, timeout).await;
+            let answer = clone
+                .ask_permission_then(question, &nobody, timeout, |parked| {
+                    if let Some(hook) = &webhook {
+                        hook.send(json!({"type": "permission:request", "runId": run_id, "question": parked}));
+                    }
+                })
+                .await;
             let mut state = instance.state();
             if state.state == AgentState::Blocked {
                 state.state = AgentState::Running;

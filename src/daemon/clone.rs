@@ -279,6 +279,19 @@ impl CloneHandle {
         client: &mpsc::Sender<Frame>,
         timeout: Duration,
     ) -> PermissionAnswer {
+        self.ask_permission_then(question, client, timeout, |_| {})
+            .await
+    }
+
+    /// [`CloneHandle::ask_permission`], calling `parked` with the question as
+    /// `ouro agent pending` shows it once it waits under its id.
+    pub(super) async fn ask_permission_then(
+        &self,
+        question: PermissionQuestion,
+        client: &mpsc::Sender<Frame>,
+        timeout: Duration,
+        parked: impl FnOnce(&super::frame::PendingQuestion),
+    ) -> PermissionAnswer {
         let (tool_name, input, reason) = (
             question.tool_name.clone(),
             question.input.clone(),
@@ -286,6 +299,9 @@ impl CloneHandle {
         );
         let waiting = self.pending.park(question, timeout);
         let request_id = waiting.id.clone();
+        if let Some(shown) = self.pending().into_iter().find(|q| q.id == request_id) {
+            parked(&shown);
+        }
         let frame = Frame::new(Header::Permission {
             clone: self.name().to_string(),
             request_id: request_id.clone(),

@@ -20,6 +20,7 @@ mod screen;
 mod server;
 mod store;
 mod talk;
+mod webhook;
 
 use std::path::PathBuf;
 
