@@ -358,8 +358,18 @@ pub(super) fn brain_slug(config: &InstanceConfig, flag: Option<&str>) -> Result<
 }
 
 fn rules_of(config: &InstanceConfig) -> Result<CommandRules, String> {
-    CommandRules::compile(&config.allowed_commands, &config.denied_commands)
-        .map_err(|e| format!("the agent's command patterns do not compile: {e}"))
+    let rules = CommandRules::compile(&config.allowed_commands, &config.denied_commands)
+        .map_err(|e| format!("the agent's command patterns do not compile: {e}"))?;
+    // Those modes decide Bash calls without asking, so no pattern would ever see them.
+    if let Some(mode @ ("bypassPermissions" | "auto")) = config.permission_mode.as_deref()
+        && !rules.is_empty()
+    {
+        return Err(format!(
+            "the agent {} has command patterns and permissionMode {mode}, which runs commands without asking, so the patterns could not be enforced; use another mode (acceptEdits, default, dontAsk)",
+            config.name
+        ));
+    }
+    Ok(rules)
 }
 
 /// The run's permission asker: a Bash command its patterns settle is answered at once (a
@@ -496,4 +506,48 @@ fn write_artifact(
     };
     let bytes = write_dogs_v1(&front, changes).map_err(std::io::Error::other)?;
     crate::sys::atomic::write(path, &bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(mode: Option<&str>, denied: &[&str]) -> InstanceConfig {
+        InstanceConfig {
+            name: "a".into(),
+            source: "a.agent.md".into(),
+            version: None,
+            description: String::new(),
+            tools: None,
+            allowed_rules: Vec::new(),
+            disallowed_tools: Vec::new(),
+            allowed_commands: Vec::new(),
+            denied_commands: denied.iter().map(|d| d.to_string()).collect(),
+            model: Some("haiku".into()),
+            brain: None,
+            permission_mode: mode.map(String::from),
+            max_turns: None,
+            max_cost_usd: None,
+            timeout_s: None,
+            created_at: String::new(),
+        }
+    }
+
+    #[test]
+    fn patterns_need_a_mode_that_asks_and_the_model_names_the_brain() {
+        assert!(rules_of(&config(Some("acceptEdits"), &["rm .*"])).is_ok());
+        assert!(rules_of(&config(Some("bypassPermissions"), &[])).is_ok());
+        for mode in ["bypassPermissions", "auto"] {
+            let refused = rules_of(&config(Some(mode), &["rm .*"])).unwrap_err();
+            assert!(refused.contains(mode), "{refused}");
+        }
+        let c = config(None, &[]);
+        assert_eq!(brain_slug(&c, None).unwrap(), "ouro@anthropic/claude/haiku");
+        assert_eq!(brain_slug(&c, Some("claude@x")).unwrap(), "claude@x");
+        let unknown = InstanceConfig {
+            model: Some("gpt-9".into()),
+            ..c
+        };
+        assert!(brain_slug(&unknown, None).unwrap_err().contains("gpt-9"));
+    }
 }
