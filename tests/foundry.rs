@@ -409,3 +409,111 @@ async fn denied_commands_refuse_unasked_and_an_unanswered_question_expires() {
     assert_eq!(result["changed"], 0, "{result}");
     assert_eq!(bodies(&mock).len(), 3);
 }
+
+/// A Claude Code agent file with every one of its fields loads unchanged; a wrong type is an
+/// error naming the file and the key, an unknown key a warning, and one setting under two
+/// names an error naming both.
+#[tokio::test]
+async fn claude_code_agent_files_load_unchanged_and_mistakes_are_named() {
+    let mock = server(json!({"turns": []})).await;
+    let f = Foundry::new(Sandbox::new(), &mock.url());
+    f.sb.write(
+        ".claude/agents/reviewer.md",
+        "---
+name: reviewer
+description: Reviews diffs
+tools: Read, Grep, Glob, Bash(git diff:*)
+disallowedTools: Write
+model: haiku
+effort: high
+permissionMode: plan
+mcpServers:
+  - github
+hooks:
+  PreToolUse:
+    - matcher: Bash
+      hooks:
+        - type: command
+          command: ./check.sh
+maxTurns: 7
+skills: [review]
+initialPrompt: Start with the diff.
+memory: project
+background: true
+isolation: worktree
+color: blue
+---
+You review diffs.
+",
+    );
+    let created = f
+        .ok(&[
+            "agent",
+            "create",
+            "reviewer",
+            "--from",
+            ".claude/agents/reviewer.md",
+        ])
+        .await;
+    assert!(!created.stderr.contains("warning"), "{}", created.debug());
+    let config: Value = serde_json::from_str(
+        &std::fs::read_to_string(f.instance_dir("reviewer").join("config.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(config["tools"], json!(["Read", "Grep", "Glob", "Bash"]));
+    assert_eq!(config["allowedRules"], json!(["Bash(git diff:*)"]));
+    assert_eq!(config["disallowedTools"], json!(["Write"]));
+    assert_eq!(config["model"], "haiku");
+    assert_eq!(config["permissionMode"], "plan");
+    assert_eq!(config["maxTurns"], 7);
+    assert_eq!(config["description"], "Reviews diffs");
+
+    f.sb.write("bad.agent.md", "---\nmaxTurns: ten\n---\nBody.\n");
+    let bad = f
+        .run(&["agent", "create", "bad", "--from", "bad.agent.md"])
+        .await;
+    assert!(!bad.status.success());
+    assert!(
+        bad.stderr.contains("bad.agent.md") && bad.stderr.contains("maxTurns"),
+        "{}",
+        bad.debug()
+    );
+    f.sb.write(
+        "two.agent.md",
+        "---\nmaxTurns: 3\nengine:\n  max_turns: 4\n---\nBody.\n",
+    );
+    let two = f
+        .run(&["agent", "create", "two", "--from", "two.agent.md"])
+        .await;
+    assert!(!two.status.success());
+    assert!(
+        two.stderr.contains("maxTurns") && two.stderr.contains("engine.max_turns"),
+        "{}",
+        two.debug()
+    );
+    f.sb.write("odd.agent.md", "---\nflavour: mint\n---\nBody.\n");
+    let odd = f
+        .ok(&["agent", "create", "odd", "--from", "odd.agent.md"])
+        .await;
+    assert!(
+        odd.stderr.contains("warning") && odd.stderr.contains("flavour"),
+        "{}",
+        odd.debug()
+    );
+    let list = f.ok(&["agent", "list", "--json"]).await;
+    let list: Value = serde_json::from_str(list.stdout.trim()).unwrap();
+    let names: Vec<&str> = list["instances"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["odd", "reviewer"]);
+    assert!(
+        list["instances"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|i| i["state"] == "idle")
+    );
+}
