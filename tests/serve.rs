@@ -1325,3 +1325,134 @@ fn walk_text(dir: &Path) -> String {
     }
     out
 }
+
+/// Reads `stream` (an SSE response) until its next `approvals` event; that event's list.
+async fn next_approvals(stream: &mut reqwest::Response, seen: &mut String) -> Value {
+    let read = async {
+        loop {
+            if let Some(end) = seen.find("\n\n") {
+                let block: String = seen.drain(..end + 2).collect();
+                if block.lines().any(|l| l == "event: approvals")
+                    && let Some(data) = block.lines().find_map(|l| l.strip_prefix("data: "))
+                {
+                    return serde_json::from_str(data).unwrap();
+                }
+                continue;
+            }
+            let chunk = stream
+                .chunk()
+                .await
+                .unwrap()
+                .expect("the inbox stream ended");
+            seen.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(30), read)
+        .await
+        .expect("the inbox stream showed no change")
+}
+
+/// The Approvals inbox lists a question parked in a served session, live on its stream too,
+/// and answers it by its id alone, as the session's own route would ("always" included); the
+/// turn then finishes and the id is spent.
+#[tokio::test]
+async fn the_approvals_inbox_lists_a_parked_question_and_answers_it_by_id() {
+    let sb = Sandbox::new();
+    let api = server(json!({"turns": [
+        tool("Bash", json!({"command": "touch inbox.txt"})),
+        text("Done.")
+    ]}))
+    .await;
+    let serve = Serve::start(&sb, &api.url(), &[]).await;
+    let id = serve.create(&sb.root(), json!({})).await;
+    let anonymous = serve
+        .client
+        .get(format!("{}/api/harness/approvals", serve.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(anonymous.status(), 401);
+    assert_eq!(serve.get_json("/api/harness/approvals").await, json!([]));
+    let mut inbox = serve
+        .get("/api/harness/approvals/events")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(inbox.status(), 200);
+    let mut seen = String::new();
+    assert_eq!(next_approvals(&mut inbox, &mut seen).await, json!([]));
+
+    let mut turn = serve
+        .start_turn(json!({"sessionId": id, "message": "touch the inbox file\nnow"}))
+        .await;
+    assert_eq!(turn.status(), 200);
+    let live = next_approvals(&mut inbox, &mut seen).await;
+    let listed = serve.get_json("/api/harness/approvals").await;
+    assert_eq!(listed, live);
+    let [question] = listed.as_array().unwrap().as_slice() else {
+        panic!("one question waits: {listed}");
+    };
+    assert_eq!(question["source"], "serve");
+    assert_eq!(question["sessionId"], id.as_str());
+    assert_eq!(question["sessionTitle"], "touch the inbox file");
+    assert_eq!(question["tool"], "Bash");
+    assert_eq!(question["input"]["command"], "touch inbox.txt");
+    assert!(
+        question["rule"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("Bash(touch inbox.txt")),
+        "{question}"
+    );
+    let expires = question["expiresAt"].as_str().unwrap();
+    let expires = chrono::DateTime::parse_from_rfc3339(expires).expect("expiresAt is RFC 3339");
+    assert!(expires > chrono::Utc::now(), "{question}");
+    let session: Value = serve.get_json(&format!("/api/harness/session/{id}")).await;
+    assert_eq!(session["session"]["pendingPermissions"][0], question["id"]);
+
+    let path = format!(
+        "/api/harness/approvals/{}",
+        question["id"].as_str().unwrap()
+    );
+    let wrong = serve
+        .post(&path, json!({"decision": "maybe"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(wrong.status(), 400);
+    let answered = serve
+        .post(&path, json!({"decision": "allow", "remember": true}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answered.status(), 200);
+    assert_eq!(answered.json::<Value>().await.unwrap(), json!({"ok": true}));
+
+    let mut events = String::new();
+    while let Some(chunk) = turn.chunk().await.unwrap() {
+        events.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    let events = parse_sse(&events);
+    assert_eq!(kinds(&events).last(), Some(&"process:exit"));
+    let result = events.iter().find(|e| e.kind == "tool:result").unwrap();
+    assert_eq!(result.data["isError"], false, "{:?}", result.data);
+    assert!(sb.root().join("inbox.txt").exists());
+    assert_eq!(next_approvals(&mut inbox, &mut seen).await, json!([]));
+    assert_eq!(serve.get_json("/api/harness/approvals").await, json!([]));
+    let session: Value = serve.get_json(&format!("/api/harness/session/{id}")).await;
+    let rules = session["session"]["alwaysAllow"].to_string();
+    assert!(rules.contains("Bash(touch inbox.txt"), "{rules}");
+
+    for path in [path.as_str(), "/api/harness/approvals/not-a-question"] {
+        let spent = serve
+            .post(path, json!({"decision": "allow"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(spent.status(), 404, "{path}");
+        let body: Value = spent.json().await.unwrap();
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(message.contains("is waiting"), "{message}");
+    }
+    drop(inbox);
+    serve.stop().await;
+}

@@ -1,6 +1,8 @@
 // The ouro command center: one page on `ouro serve`'s harness API. It follows each session's
 // event stream (GET …/events, which replays after Last-Event-ID), so a reload or a dropped
-// connection shows every turn exactly once.
+// connection shows every turn exactly once, and the Approvals inbox's stream across sessions.
+
+import { diffOf, escape, markdown, summary } from "./render.js";
 
 const $ = (id) => document.getElementById(id);
 const API = "/api/harness";
@@ -97,62 +99,6 @@ async function authenticate() {
   }
 }
 
-// ---------- markdown ----------
-const escape = (s) => s.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c]));
-const KEYWORDS = new Set("fn let mut pub use mod struct enum impl trait match if else for while loop return async await const static def class import from as in of function var new this self Self true false null None True False type interface export default package func go defer".split(" "));
-
-function highlight(code) {
-  const out = [];
-  const re = /(\/\/[^\n]*|#[^\n]*|\/\*[\s\S]*?\*\/)|("(?:\\.|[^"\\])*"|'(?:\\.|[^'\\])*'|`(?:\\.|[^`\\])*`)|(\b\d+(?:\.\d+)?\b)|([A-Za-z_][A-Za-z0-9_]*)|([\s\S])/g;
-  let m;
-  while ((m = re.exec(code)) !== null) {
-    if (m[1]) out.push(`<span class="tok-c">${escape(m[1])}</span>`);
-    else if (m[2]) out.push(`<span class="tok-s">${escape(m[2])}</span>`);
-    else if (m[3]) out.push(`<span class="tok-n">${m[3]}</span>`);
-    else if (m[4]) out.push(KEYWORDS.has(m[4]) ? `<span class="tok-k">${m[4]}</span>` : m[4]);
-    else out.push(escape(m[5]));
-  }
-  return out.join("");
-}
-
-function inline(text) {
-  return escape(text)
-    .replace(/`([^`]+)`/g, "<code>$1</code>")
-    .replace(/\*\*([^*]+)\*\*/g, "<strong>$1</strong>")
-    .replace(/(^|[^*])\*([^*\s][^*]*)\*/g, "$1<em>$2</em>")
-    .replace(/\[([^\]]+)\]\((https?:\/\/[^)\s]+)\)/g, '<a href="$2" rel="noreferrer noopener" target="_blank">$1</a>');
-}
-
-function markdown(text) {
-  const html = [];
-  const lines = text.split("\n");
-  let list = null;
-  const closeList = () => { if (list) { html.push(`</${list}>`); list = null; } };
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i];
-    const fence = line.match(/^```\s*([\w+-]*)/);
-    if (fence) {
-      closeList();
-      const code = [];
-      for (i++; i < lines.length && !lines[i].startsWith("```"); i++) code.push(lines[i]);
-      html.push(`<pre><code>${highlight(code.join("\n"))}</code></pre>`);
-      continue;
-    }
-    const heading = line.match(/^(#{1,4})\s+(.*)/);
-    const bullet = line.match(/^\s*[-*]\s+(.*)/);
-    const numbered = line.match(/^\s*\d+[.)]\s+(.*)/);
-    if (heading) { closeList(); html.push(`<h${heading[1].length + 2}>${inline(heading[2])}</h${heading[1].length + 2}>`); }
-    else if (bullet || numbered) {
-      const kind = bullet ? "ul" : "ol";
-      if (list !== kind) { closeList(); html.push(`<${kind}>`); list = kind; }
-      html.push(`<li>${inline((bullet || numbered)[1])}</li>`);
-    } else if (line.trim() === "") { closeList(); }
-    else { closeList(); html.push(`<p>${inline(line)}</p>`); }
-  }
-  closeList();
-  return html.join("");
-}
-
 // ---------- rendering ----------
 function addMessage(kind, text) {
   const div = document.createElement("div");
@@ -161,23 +107,6 @@ function addMessage(kind, text) {
   $("messages").append(div);
   div.scrollIntoView({ block: "end" });
   return div;
-}
-
-function summary(name, input) {
-  const pick = input.command || input.file_path || input.pattern || input.path || input.description || JSON.stringify(input);
-  return String(pick).split("\n")[0].slice(0, 160);
-}
-
-function diffOf(name, input) {
-  if (name === "Edit" && typeof input.old_string === "string") {
-    const del = input.old_string.split("\n").map((l) => `<span class="diff-del">- ${escape(l)}</span>`);
-    const add = (input.new_string || "").split("\n").map((l) => `<span class="diff-add">+ ${escape(l)}</span>`);
-    return `${escape(input.file_path || "")}\n${del.concat(add).join("\n")}`;
-  }
-  if (name === "Write" && typeof input.content === "string") {
-    return `${escape(input.file_path || "")}\n${input.content.split("\n").map((l) => `<span class="diff-add">+ ${escape(l)}</span>`).join("\n")}`;
-  }
-  return escape(JSON.stringify(input, null, 2));
 }
 
 function setRunning(running) {
@@ -273,7 +202,7 @@ function applyEvent(event, replay) {
 
 // Parallel calls may ask at once: one dialog at a time, the others wait their turn.
 function askPermission(d) {
-  if (state.questions.some((q) => q.requestId === d.requestId)) return;
+  if (state.questions.some((q) => q.requestId === d.requestId) || settledElsewhere(d)) return;
   state.questions.push(d);
   if (state.questions.length === 1) showQuestion();
 }
@@ -290,12 +219,102 @@ function showQuestion() {
     try {
       await json("POST", `${API}/permission`, { sessionId: d.sessionId, requestId: d.requestId, decision, remember: choice === "always" });
     } catch (e) { banner(e.message); }
-    state.questions.shift();
+    // By id: the inbox may have dropped it from the queue while the answer was on its way.
+    state.questions = state.questions.filter((q) => q.requestId !== d.requestId);
     showQuestion();
   };
   dialog.returnValue = "";
   dialog.showModal();
 }
+
+// ---------- approvals inbox ----------
+// Every question parked in any session of any project, from GET …/approvals/events, which
+// sends the whole list again on every change: answered here, in another tab, or by the
+// session's dialog, it leaves every open page.
+const inbox = { ids: new Set(), seen: new Set() };
+
+// A question the inbox listed and lists no more was answered (or expired) somewhere else.
+function settledElsewhere(d) {
+  return inbox.seen.has(d.requestId) && !inbox.ids.has(d.requestId);
+}
+
+function followApprovals() {
+  const source = new EventSource(`${API}/approvals/events`);
+  source.addEventListener("approvals", (e) => showApprovals(JSON.parse(e.data)));
+}
+
+function showApprovals(rows) {
+  inbox.ids = new Set(rows.map((r) => r.id));
+  for (const r of rows) inbox.seen.add(r.id);
+  $("approvals-count").textContent = String(rows.length);
+  $("approvals-count").hidden = rows.length === 0;
+  $("approvals-empty").hidden = rows.length > 0;
+  const ul = $("approvals");
+  ul.innerHTML = "";
+  for (const r of rows) ul.append(approvalItem(r));
+  dropSettledQuestions();
+}
+
+function approvalItem(r) {
+  const li = document.createElement("li");
+  li.dataset.id = r.id;
+  li.innerHTML = `<div><span class="name"></span> <span class="summary"></span></div>
+    <div class="where"><button class="open" type="button"></button> <span class="project"></span> · <span class="expires"></span></div>
+    <details><summary>Input</summary><pre></pre></details>
+    <div class="row"><button class="allow" type="button">Allow</button><button class="always" type="button">Allow always</button><button class="deny" type="button">Deny</button></div>`;
+  li.querySelector(".name").textContent = r.tool;
+  li.querySelector(".summary").textContent = summary(r.tool, r.input || {});
+  li.querySelector(".open").textContent = r.sessionTitle || "(session)";
+  li.querySelector(".open").title = "Open this session";
+  li.querySelector(".open").onclick = () => openFromInbox(r);
+  li.querySelector(".project").textContent = String(r.projectRoot || "").split("/").pop();
+  li.querySelector(".expires").textContent = `denied at ${new Date(r.expiresAt).toLocaleTimeString()} unless answered`;
+  li.querySelector("pre").innerHTML = diffOf(r.tool, r.input || {});
+  if (r.reason) li.querySelector("summary").textContent = `Input · ${r.reason}`;
+  if (r.rule) li.querySelector(".always").title = `Adds ${r.rule} to the session's rules`;
+  const answer = async (decision, remember) => {
+    for (const b of li.querySelectorAll(".row button")) b.disabled = true;
+    try {
+      await json("POST", `${API}/approvals/${encodeURIComponent(r.id)}`, { decision, remember });
+    } catch (e) {
+      banner(e.message);
+      for (const b of li.querySelectorAll(".row button")) b.disabled = false;
+    }
+  };
+  li.querySelector(".allow").onclick = () => answer("allow", false);
+  li.querySelector(".always").onclick = () => answer("allow", true);
+  li.querySelector(".deny").onclick = () => answer("deny", false);
+  return li;
+}
+
+// The open session's dialog lets go of questions answered elsewhere.
+function dropSettledQuestions() {
+  const head = state.questions[0];
+  state.questions = state.questions.filter((q) => !settledElsewhere(q));
+  const dialog = $("permission-dialog");
+  if (head && settledElsewhere(head) && dialog.open) {
+    dialog.onclose = null;
+    dialog.close();
+    showQuestion();
+  }
+}
+
+async function openFromInbox(r) {
+  if (r.projectRoot && r.projectRoot !== state.project) {
+    state.project = r.projectRoot;
+    $("project").value = state.project;
+    localStorage.setItem("ouro.project", state.project);
+    await loadSessions();
+  }
+  openSession(r.sessionId);
+}
+
+$("approvals-button").onclick = () => {
+  const panel = $("approvals-panel");
+  panel.scrollIntoView({ block: "start" });
+  const first = panel.querySelector("button.allow");
+  (first || panel).focus();
+};
 
 // ---------- sessions ----------
 function sessionLabel(s) {
@@ -520,6 +539,7 @@ $("new-dialog").onclose = async () => {
 (async () => {
   try {
     await authenticate();
+    followApprovals();
     await loadProjects();
     await loadSessions();
     loadFiles();

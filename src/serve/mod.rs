@@ -6,6 +6,7 @@
 //! Safe by default: loopback only, a token for every API call, `Host` and `Origin` checked,
 //! no CORS unless asked, secrets filtered out of every process a turn starts.
 
+mod approvals;
 mod auth;
 mod error;
 mod events;
@@ -108,6 +109,7 @@ pub async fn run(options: ServeOptions) -> Result<(), ServeError> {
         prompts: Default::default(),
         log: log::HarnessLog::new(home.join("serve/logs/harness.log")),
         closing: tokio::sync::watch::channel(false).0,
+        approvals: tokio::sync::watch::channel(0).0,
         warm: warm_policy(&home),
         home,
         options,
@@ -216,6 +218,7 @@ fn router(state: Arc<AppState>) -> Router {
     let api = Router::new()
         .route("/", get(web::index))
         .route("/app.js", get(web::script))
+        .route("/render.js", get(web::render))
         .route("/style.css", get(web::style))
         .route("/api/auth", post(routes::auth))
         .route("/api/harness/session/create", post(routes::create))
@@ -228,7 +231,10 @@ fn router(state: Arc<AppState>) -> Router {
         .route("/api/harness/session/{id}/history", get(routes::history))
         .route("/api/harness/turn", post(routes::turn))
         .route("/api/harness/interrupt", post(routes::interrupt))
-        .route("/api/harness/permission", post(routes::permission))
+        .route("/api/harness/permission", post(approvals::permission))
+        .route("/api/harness/approvals", get(approvals::list))
+        .route("/api/harness/approvals/events", get(approvals::events))
+        .route("/api/harness/approvals/{id}", post(approvals::answer))
         .route("/api/harness/personas", get(routes::personas))
         .route("/api/harness/projects", get(routes::projects))
         .route("/api/harness/files", get(routes::files));

@@ -25,7 +25,6 @@ use super::state::{AppState, Live};
 use super::store::{self, Mode, Session};
 use super::turn::{self, TurnOpts};
 use crate::agents::persona;
-use crate::brain::PermissionAnswer;
 use crate::sys::sync::lock;
 use crate::ui_event::UiEvent;
 
@@ -36,7 +35,9 @@ const KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// The most files `GET /files` lists.
 const MAX_FILES: usize = 20_000;
 
-fn parse<T: DeserializeOwned>(body: Result<Bytes, BytesRejection>) -> Result<T, ApiError> {
+pub(super) fn parse<T: DeserializeOwned>(
+    body: Result<Bytes, BytesRejection>,
+) -> Result<T, ApiError> {
     let bytes = body.map_err(|r| {
         if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
             ApiError::too_large()
@@ -69,7 +70,7 @@ fn project_root(raw: &str) -> Result<PathBuf, ApiError> {
     Ok(root)
 }
 
-fn session_of(state: &AppState, id: &str) -> Result<Arc<Live>, ApiError> {
+pub(super) fn session_of(state: &AppState, id: &str) -> Result<Arc<Live>, ApiError> {
     state
         .live(id)
         .ok_or_else(|| ApiError::not_found(format!("there is no session {id}")))
@@ -361,67 +362,6 @@ pub(super) async fn events(
     Ok(sse(follow(&state, live, after, None)))
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct PermissionBody {
-    session_id: String,
-    request_id: String,
-    decision: Decision,
-    #[serde(default)]
-    remember: bool,
-    #[serde(default)]
-    message: Option<String>,
-}
-
-#[derive(Deserialize, PartialEq)]
-#[serde(rename_all = "lowercase")]
-enum Decision {
-    Allow,
-    Deny,
-}
-
-pub(super) async fn permission(
-    state: Shared,
-    body: Result<Bytes, BytesRejection>,
-) -> Result<Json<Value>, ApiError> {
-    let body: PermissionBody = parse(body)?;
-    let live = session_of(&state, &body.session_id)?;
-    let answer = match body.decision {
-        Decision::Allow => PermissionAnswer::Allow {
-            remember: body.remember,
-        },
-        Decision::Deny => PermissionAnswer::Deny {
-            message: body
-                .message
-                .unwrap_or_else(|| "the user denied this call".into()),
-        },
-    };
-    let question = live
-        .pending
-        .answer(&body.request_id, answer)
-        .map_err(|e| ApiError::not_found(format!("{e} in this session")))?;
-    if body.decision == Decision::Allow && body.remember {
-        remember(&state, &live, &question.always_rules);
-    }
-    Ok(Json(json!({"ok": true})))
-}
-
-/// "Allow always": the request's rules (the brain's suggestion, else the call's narrowest rule)
-/// become the session's for later turns.
-fn remember(state: &AppState, live: &Live, rules: &[String]) {
-    let mut session = lock(&live.session);
-    let mut changed = false;
-    for rule in rules {
-        if !session.always_allow.contains(rule) {
-            session.always_allow.push(rule.clone());
-            changed = true;
-        }
-    }
-    if changed && let Err(e) = store::save(&state.home, &session) {
-        tracing::warn!(error = %e, "could not save a remembered rule");
-    }
-}
-
 pub(super) async fn history(
     state: Shared,
     UrlPath(id): UrlPath<String>,
@@ -543,7 +483,9 @@ fn changed_files(state: &AppState, root: &Path, session: Option<&str>) -> BTreeS
     out
 }
 
-fn sse(stream: impl Stream<Item = Result<Event, Infallible>> + Send + 'static) -> Response {
+pub(super) fn sse(
+    stream: impl Stream<Item = Result<Event, Infallible>> + Send + 'static,
+) -> Response {
     Sse::new(stream)
         .keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
         .into_response()

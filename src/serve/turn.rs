@@ -11,7 +11,7 @@ use tokio::sync::{mpsc, watch};
 
 use super::error::ApiError;
 use super::prompt::{self, Parts};
-use super::state::{AppState, Live, Running};
+use super::state::{Announced, AppState, Live, Running};
 use super::store::{self, Mode};
 use crate::agents::persona::{self, Persona};
 use crate::brain::{PermissionAnswer, PermissionQuestion, TurnOptions, TurnRequest};
@@ -328,7 +328,8 @@ fn remember_conversation(state: &AppState, live: &Live, claude_session_id: &str)
 }
 
 /// Puts a permission question to whoever watches the session: a `permission:request` event,
-/// answered by `POST /api/harness/permission`, denied when nobody answers in time.
+/// answered by `POST /api/harness/permission` or the Approvals inbox, denied when nobody
+/// answers in time.
 fn asker(
     state: &Arc<AppState>,
     live: &Arc<Live>,
@@ -336,9 +337,11 @@ fn asker(
 ) -> crate::brain::Asker {
     let live = Arc::downgrade(live);
     let timeout = state.options.permission_timeout;
+    let approvals = state.approvals.clone();
     Arc::new(move |question: PermissionQuestion| {
         let live = live.clone();
         let events = events.clone();
+        let approvals = approvals.clone();
         Box::pin(async move {
             let Some(session) = live.upgrade() else {
                 return PermissionAnswer::Deny {
@@ -347,6 +350,10 @@ fn asker(
             };
             let (tool_name, input) = (question.tool_name.clone(), question.input.clone());
             let waiting = session.pending.park(question, timeout);
+            // Tells the inbox now, and again once the question has left the registry: it is
+            // dropped after `settled()`, or, should this future be dropped mid-wait, after the
+            // `settled()` future that owns `waiting` (the newer one drops first).
+            let announced = Announced::parked(&approvals);
             let session_id = session.snapshot().id;
             drop(session);
             let _ = events.send(UiEvent::PermissionRequest {
@@ -355,7 +362,9 @@ fn asker(
                 tool_name,
                 input,
             });
-            waiting.settled().await.answer()
+            let settled = waiting.settled().await;
+            drop(announced);
+            settled.answer()
         })
     })
 }

@@ -19,6 +19,10 @@ const SCRIPT: Asset = Asset {
     body: include_bytes!("../../web/app.js"),
     content_type: "text/javascript; charset=utf-8",
 };
+const RENDER: Asset = Asset {
+    body: include_bytes!("../../web/render.js"),
+    content_type: "text/javascript; charset=utf-8",
+};
 const STYLE: Asset = Asset {
     body: include_bytes!("../../web/style.css"),
     content_type: "text/css; charset=utf-8",
@@ -74,6 +78,11 @@ pub(super) async fn index(headers: HeaderMap) -> Response {
 
 pub(super) async fn script(headers: HeaderMap) -> Response {
     serve(&SCRIPT, &headers)
+}
+
+/// The page's markdown and tool-call rendering, a module of its own that `app.js` imports.
+pub(super) async fn render(headers: HeaderMap) -> Response {
+    serve(&RENDER, &headers)
 }
 
 pub(super) async fn style(headers: HeaderMap) -> Response {

@@ -46,6 +46,8 @@ scenario = {"turns": [
     {"content": [{"type": "text", "text": "One written, one refused."}]},
     {"expect_text": "long", "hold_after_events": 4, "content": [{"type": "text", "text": LONG}]},
     {"expect_text": "reload", "delay_ms": 120, "content": [{"type": "text", "text": LONG}]},
+    {"expect_text": "inbox", "content": [write("c.txt")]},
+    {"delay_ms": 700, "content": [{"type": "text", "text": "Written from the inbox."}]},
     {"expect_text": "after", "content": [{"type": "text", "text": "Still here after the restart."}]},
 ]}
 with open(os.path.join(WORK, "scenario.json"), "w") as f:
@@ -165,6 +167,35 @@ def main():
         assert not any(t.count("word39") > 1 for t in texts), texts
         users = page.locator(".msg.user").all_text_contents()
         assert users.count("reload test") == 1, users
+
+        # The Approvals inbox: a question parked in this session shows in a second tab (no
+        # session open there); Allow there releases it, and this tab's dialog lets go of it.
+        send(page, "inbox: write c.txt")
+        expect(dialog).to_be_visible(timeout=30000)
+        expect(page.locator("#permission-input")).to_contain_text("c.txt")
+        inbox = context.new_page()
+        inbox.on("pageerror", lambda e: errors.append(str(e)))
+        inbox.goto(url.split("?")[0])
+        expect(inbox.locator("#approvals-count")).to_have_text("1")
+        item = inbox.locator("#approvals li")
+        expect(item).to_have_count(1)
+        expect(item).to_contain_text("Write")
+        expect(item).to_contain_text("c.txt")
+        expect(item.locator("button.open")).to_have_text("inbox: write c.txt")
+        expect(inbox.locator(".msg")).to_have_count(0)
+        expect(page.locator("#approvals-count")).to_have_text("1")
+        assert not os.path.exists(os.path.join(PROJECT, "c.txt"))
+        item.locator("button.allow").click()
+        expect(inbox.locator("#approvals li")).to_have_count(0, timeout=30000)
+        expect(inbox.locator("#approvals-count")).to_be_hidden()
+        expect(inbox.locator("#approvals-empty")).to_be_visible()
+        # Let go of while the turn still runs (its answer comes slowly), not by its end.
+        expect(dialog).to_be_hidden(timeout=30000)
+        assert page.locator("#interrupt").is_visible(), "the dialog closed only when the turn ended"
+        expect(page.locator(".msg.assistant").last).to_contain_text("Written from the inbox.", timeout=30000)
+        expect(page.locator("#approvals-count")).to_be_hidden()
+        assert open(os.path.join(PROJECT, "c.txt")).read() == "c.txt\n"
+        inbox.close()
 
         # Restart the server; the session comes back from the sidebar with its turns.
         stop_server(server)
