@@ -6,7 +6,8 @@
 //! - [`cli`]: the binary's router: flags, print mode, headless mode, subcommands.
 //! - [`bench`]: `ouro bench`, measuring the front ends.
 //! - Front ends: [`repl`], [`serve`] (HTTP + SSE and the web page), [`daemon`] (clones and
-//!   their relay), [`bundle`] (cats, dogs, worktrees), [`sdk`] (the Agent SDK protocol).
+//!   their relay), [`bundle`] (cats, dogs, worktrees), [`sdk`] (the Agent SDK protocol),
+//!   [`agent`] (the Ouroboros IPC for supervisors that are not ouro).
 //! - [`app`] assembles a session; [`brain`] runs one behind `BrainCli` (ouro's own engine or
 //!   the claude CLI), with its parked permission questions.
 //! - [`agents`]: sub-agents and personas; [`engine`]: the query loop; [`exec`]: the streaming
@@ -18,6 +19,7 @@
 //! - [`sys`] and [`text`]: processes (one handle, the keeper), the sandbox, secrets, git,
 //!   records, frames.
 
+pub mod agent;
 pub mod agents;
 pub mod api;
 pub mod app;

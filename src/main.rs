@@ -161,6 +161,20 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         _ => {}
     }
+    // `ouro agent ipc` runs its task here, not in the daemon.
+    if let Some(Command::Agent {
+        action: ouro::cli::daemon::AgentAction::Ipc { schema },
+    }) = &args.command
+    {
+        if *schema {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&ouro::agent::ipc::messages::schema())?
+            );
+            return Ok(ExitCode::SUCCESS);
+        }
+        return Ok(exit_code(ouro::agent::ipc::run_stdio().await));
+    }
     if let Some(command) = args.command.as_ref().and_then(daemon_command) {
         return Ok(exit_code(ouro::daemon::command::run(command, &cwd).await?));
     }
@@ -301,12 +315,13 @@ fn exit_code(code: i32) -> ExitCode {
     ExitCode::from(u8::try_from(code).unwrap_or(1))
 }
 
+/// The daemon's side of `ouro agent`; `None` for `ipc`, which runs in this process.
 fn agent_command(
     action: ouro::cli::daemon::AgentAction,
-) -> ouro::daemon::client::agent::AgentCommand {
+) -> Option<ouro::daemon::client::agent::AgentCommand> {
     use ouro::cli::daemon::AgentAction as A;
     use ouro::daemon::client::agent::AgentCommand as C;
-    match action {
+    Some(match action {
         A::List { json } => C::List { json },
         A::Create { name, from } => C::Create { name, from },
         A::Rm { name } => C::Rm { name },
@@ -328,7 +343,8 @@ fn agent_command(
         A::Pending { json } => C::Pending { json },
         A::Approve { id, always } => C::Approve { id, always },
         A::Deny { id, message } => C::Deny { id, message },
-    }
+        A::Ipc { .. } => return None,
+    })
 }
 
 /// The daemon's commands, from their flags.
@@ -373,7 +389,7 @@ fn daemon_command(command: &Command) -> Option<ouro::daemon::command::Command> {
             name: name.clone(),
             detach_keys: detach_keys.clone(),
         },
-        Command::Agent { action } => D::Agent(agent_command(action.clone())),
+        Command::Agent { action } => D::Agent(agent_command(action.clone())?),
         _ => return None,
     })
 }

@@ -1,12 +1,12 @@
 //! End-to-end: the agent foundry (`ouro agent …`) with real processes: the CLI, the daemon it
 //! starts, the native brain, against the mock API.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::common::{Run, Sandbox, bodies, server};
+use crate::common::{Run, Sandbox, bodies, copy_tree, server, tree};
 
 const LIMIT: Duration = Duration::from_secs(60);
 
@@ -190,36 +190,6 @@ impl Receiver {
                 serde_json::from_slice(body).unwrap()
             })
             .collect()
-    }
-}
-
-/// Every file under `root` (but `.git`), relative, with its bytes.
-fn tree(root: &Path) -> Vec<(PathBuf, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.file_name().is_some_and(|n| n == ".git") {
-                continue;
-            }
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                let rel = path.strip_prefix(root).unwrap().to_path_buf();
-                out.push((rel, std::fs::read(&path).unwrap()));
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    for (rel, bytes) in tree(from) {
-        let path = to.join(rel);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, bytes).unwrap();
     }
 }
 

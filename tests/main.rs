@@ -60,6 +60,8 @@ mod faults;
 mod foundry;
 mod git_safety;
 #[cfg(feature = "mock")]
+mod ipc;
+#[cfg(feature = "mock")]
 mod keeper;
 #[cfg(feature = "mock")]
 mod mock_server;

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::spec::{AgentSpec, SpecError};
+use super::spec::{AgentSpec, CommandRules, PatternError, SpecError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum InstanceError {
@@ -37,6 +37,17 @@ pub enum InstanceError {
     },
     #[error(transparent)]
     Spec(#[from] SpecError),
+}
+
+/// Why an instance's command patterns cannot judge its commands.
+#[derive(Debug, thiserror::Error)]
+pub enum RulesError {
+    #[error("the agent's command patterns do not compile: {0}")]
+    Pattern(#[from] PatternError),
+    #[error(
+        "the agent {agent} has command patterns and permissionMode {mode}, which runs commands without asking, so the patterns could not be enforced; use another mode (acceptEdits, default, dontAsk)"
+    )]
+    ModeSkipsThem { agent: String, mode: String },
 }
 
 fn io(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> InstanceError + use<> {
@@ -121,6 +132,32 @@ impl InstanceConfig {
             max_cost_usd: spec.engine.max_cost_usd,
             timeout_s: spec.engine.timeout_s,
             created_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        }
+    }
+
+    /// Its command patterns, compiled; refused in a permission mode that would never let them
+    /// judge a command.
+    pub fn command_rules(&self) -> Result<CommandRules, RulesError> {
+        let rules = CommandRules::compile(&self.allowed_commands, &self.denied_commands)?;
+        // Those modes decide Bash calls without asking, so no pattern would ever see them.
+        if let Some(mode @ ("bypassPermissions" | "auto")) = self.permission_mode.as_deref()
+            && !rules.is_empty()
+        {
+            return Err(RulesError::ModeSkipsThem {
+                agent: self.name.clone(),
+                mode: mode.to_string(),
+            });
+        }
+        Ok(rules)
+    }
+
+    /// The rules that always ask, whatever the brain's own rules say: with command patterns,
+    /// every Bash call, so that the patterns judge each one (none may pass unasked first).
+    pub fn ask_rules(&self) -> Vec<String> {
+        if self.allowed_commands.is_empty() && self.denied_commands.is_empty() {
+            Vec::new()
+        } else {
+            vec!["Bash".into()]
         }
     }
 }

@@ -1,5 +1,6 @@
 //! The flags of the daemon's commands: `ouro daemon`, `ouro clone`, `ouro ask|act|watch|talk`
-//! and `ouro agent` (the binary hands them to `ouro::daemon::command`).
+//! and `ouro agent` (the binary hands them to `ouro::daemon::command`, but `ouro agent ipc` to
+//! `ouro::agent::ipc`).
 
 use std::path::PathBuf;
 
@@ -118,5 +119,12 @@ pub enum AgentAction {
         id: String,
         #[arg(long, value_name = "TEXT")]
         message: Option<String>,
+    },
+    /// Run one task for a supervisor speaking the Ouroboros IPC v1 (newline-delimited JSON on
+    /// stdin and stdout), in this process rather than in the daemon.
+    Ipc {
+        /// Print the protocol's JSON Schema and exit.
+        #[arg(long)]
+        schema: bool,
     },
 }

@@ -186,9 +186,9 @@ async fn run_inner(
         Ok(config) => config,
         Err(e) => return finish(record, e.to_string()),
     };
-    let rules = match rules_of(&config) {
+    let rules = match config.command_rules() {
         Ok(rules) => rules,
-        Err(e) => return finish(record, e),
+        Err(e) => return finish(record, e.to_string()),
     };
     let prompt = instance.system_prompt().unwrap_or_default();
     set_state(instance, AgentState::Queued, Some(&record), 0.0);
@@ -210,6 +210,11 @@ async fn run_inner(
         Err(e) => return finish(record, format!("could not read the tree: {e}")),
     };
     let turn = clone.wait_turn().await;
+    // A stop that came while it waited: no turn starts (an interrupt would find none to stop).
+    if stop.is_cancelled() {
+        record.status = "stopped".into();
+        return finish(record, "stopped before it started".into());
+    }
     clone.mark_turn(&request.task);
     clone.begin_turn(None);
     clone.broadcast(
@@ -242,12 +247,7 @@ async fn run_inner(
         tools: config.tools.clone(),
         disallowed_tools: config.disallowed_tools.clone(),
         allowed_tools: config.allowed_rules.clone(),
-        // Command patterns judge every Bash call, so none may pass unasked.
-        ask_rules: if config.allowed_commands.is_empty() && config.denied_commands.is_empty() {
-            Vec::new()
-        } else {
-            vec!["Bash".into()]
-        },
+        ask_rules: config.ask_rules(),
         max_turns: config.max_turns,
         append_system_prompt: Some(prompt).filter(|p| !p.trim().is_empty()),
         resume: None,
@@ -357,21 +357,6 @@ pub(super) fn brain_slug(config: &InstanceConfig, flag: Option<&str>) -> Result<
     }
 }
 
-fn rules_of(config: &InstanceConfig) -> Result<CommandRules, String> {
-    let rules = CommandRules::compile(&config.allowed_commands, &config.denied_commands)
-        .map_err(|e| format!("the agent's command patterns do not compile: {e}"))?;
-    // Those modes decide Bash calls without asking, so no pattern would ever see them.
-    if let Some(mode @ ("bypassPermissions" | "auto")) = config.permission_mode.as_deref()
-        && !rules.is_empty()
-    {
-        return Err(format!(
-            "the agent {} has command patterns and permissionMode {mode}, which runs commands without asking, so the patterns could not be enforced; use another mode (acceptEdits, default, dontAsk)",
-            config.name
-        ));
-    }
-    Ok(rules)
-}
-
 /// The run's permission asker: a Bash command its patterns settle is answered at once (a
 /// denial names the pattern, so the model can change course); anything else is parked for
 /// any client to answer until the approval timeout, with the instance shown as blocked.
@@ -393,31 +378,22 @@ fn asker(
             webhook.clone(),
         );
         Box::pin(async move {
-            let command = question
-                .input
-                .get("command")
-                .and_then(|c| c.as_str())
-                .filter(|_| question.tool_name == "Bash");
-            if let Some(command) = command {
-                match rules.judge(command) {
-                    CommandVerdict::Denied { pattern } => {
-                        log(
-                            &instance,
-                            &run_id,
-                            "permission:denied",
-                            json!({"command": command, "pattern": pattern}),
-                        );
-                        return PermissionAnswer::Deny {
-                            message: format!(
-                                "The agent's definition refuses this command: it matches the denied_commands pattern `{pattern}`. Do something else."
-                            ),
-                        };
-                    }
-                    CommandVerdict::Allowed { .. } => {
-                        return PermissionAnswer::Allow { remember: false };
-                    }
-                    CommandVerdict::Unsettled => {}
+            match rules.judge_call(&question.tool_name, &question.input) {
+                CommandVerdict::Denied { pattern } => {
+                    log(
+                        &instance,
+                        &run_id,
+                        "permission:denied",
+                        json!({"input": question.input, "pattern": pattern}),
+                    );
+                    return PermissionAnswer::Deny {
+                        message: CommandRules::refusal(&pattern),
+                    };
                 }
+                CommandVerdict::Allowed { .. } => {
+                    return PermissionAnswer::Allow { remember: false };
+                }
+                CommandVerdict::Unsettled => {}
             }
             let mut state = instance.state();
             state.state = AgentState::Blocked;
@@ -535,11 +511,19 @@ mod tests {
 
     #[test]
     fn patterns_need_a_mode_that_asks_and_the_model_names_the_brain() {
-        assert!(rules_of(&config(Some("acceptEdits"), &["rm .*"])).is_ok());
-        assert!(rules_of(&config(Some("bypassPermissions"), &[])).is_ok());
+        assert!(
+            config(Some("acceptEdits"), &["rm .*"])
+                .command_rules()
+                .is_ok()
+        );
+        assert!(
+            config(Some("bypassPermissions"), &[])
+                .command_rules()
+                .is_ok()
+        );
         for mode in ["bypassPermissions", "auto"] {
-            let refused = rules_of(&config(Some(mode), &["rm .*"])).unwrap_err();
-            assert!(refused.contains(mode), "{refused}");
+            let refused = config(Some(mode), &["rm .*"]).command_rules().unwrap_err();
+            assert!(refused.to_string().contains(mode), "{refused}");
         }
         let c = config(None, &[]);
         assert_eq!(brain_slug(&c, None).unwrap(), "ouro@anthropic/claude/haiku");

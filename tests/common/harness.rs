@@ -484,3 +484,33 @@ pub(crate) fn wait_gone(pid: i32) {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+
+/// Every file under `root` (but `.git`), relative, with its bytes.
+pub(crate) fn tree(root: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.file_name().is_some_and(|n| n == ".git") {
+                continue;
+            }
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let rel = path.strip_prefix(root).unwrap().to_path_buf();
+                out.push((rel, std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+pub(crate) fn copy_tree(from: &Path, to: &Path) {
+    for (rel, bytes) in tree(from) {
+        let path = to.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, bytes).unwrap();
+    }
+}

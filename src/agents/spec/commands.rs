@@ -50,6 +50,21 @@ impl CommandRules {
         }
     }
 
+    /// The verdict on one tool call: a Bash call's command judged, any other call Unsettled.
+    pub fn judge_call(&self, tool_name: &str, input: &serde_json::Value) -> CommandVerdict {
+        match input.get("command").and_then(|c| c.as_str()) {
+            Some(command) if tool_name == "Bash" => self.judge(command),
+            _ => CommandVerdict::Unsettled,
+        }
+    }
+
+    /// What the model is told of a command that `pattern` denied, so it can change course.
+    pub fn refusal(pattern: &str) -> String {
+        format!(
+            "The agent's definition refuses this command: it matches the denied_commands pattern `{pattern}`. Do something else."
+        )
+    }
+
     /// The denied patterns as written.
     pub fn denied(&self) -> &[String] {
         &self.denied.written

@@ -381,6 +381,46 @@ Body."#;
     );
     let rules = CommandRules::compile(&["ls( -l)?".into()], &[]).unwrap();
     assert_eq!(rules.judge("ls -l"), allowed("ls( -l)?"));
+    // A call is judged by its command only when it is a Bash call.
+    let call = json!({"command": "ls -l"});
+    assert_eq!(rules.judge_call("Bash", &call), allowed("ls( -l)?"));
+    assert_eq!(
+        rules.judge_call("Monitor", &call),
+        CommandVerdict::Unsettled
+    );
+    assert_eq!(
+        rules.judge_call("Bash", &json!({"cmd": "ls -l"})),
+        CommandVerdict::Unsettled
+    );
+}
+
+#[test]
+fn an_instance_with_command_patterns_asks_for_every_bash_call() {
+    let with = |text: &str| {
+        let spec = parse(text).unwrap().spec;
+        crate::agents::instance::InstanceConfig::from_spec(&spec, "x")
+    };
+    let config = with("---\ntools:\n  - name: Bash\n    denied_commands: ['rm .*']\n---\nBody.");
+    assert_eq!(config.ask_rules(), ["Bash"]);
+    assert!(matches!(
+        config.command_rules().unwrap().judge("rm -rf /"),
+        CommandVerdict::Denied { .. }
+    ));
+    assert!(
+        with("---\ntools: [Read, Bash]\n---\nBody.")
+            .ask_rules()
+            .is_empty()
+    );
+    // A mode that never asks would leave the patterns judging nothing.
+    for mode in ["bypassPermissions", "auto"] {
+        let config = with(&format!(
+            "---\npermissionMode: {mode}\ntools:\n  - name: Bash\n    denied_commands: ['rm .*']\n---\nBody."
+        ));
+        let refused = config.command_rules().unwrap_err().to_string();
+        assert!(refused.contains(mode), "{refused}");
+    }
+    let config = with("---\npermissionMode: bypassPermissions\n---\nBody.");
+    assert!(config.command_rules().unwrap().is_empty());
 }
 
 #[test]

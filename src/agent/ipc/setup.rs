@@ -1,0 +1,265 @@
+//! What a `task:initialize` names, made ready: the agent (a definition file or an instance's
+//! `config.json`, with its prompt), the tree it works in (a cats bundle's files written into a
+//! fresh folder), and the brain it runs on.
+
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Component, Path, PathBuf};
+
+use super::IpcError;
+use crate::agents::instance::InstanceConfig;
+use crate::paws::parse::{Block, Reply};
+
+/// The agent a task runs as.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Agent {
+    pub config: InstanceConfig,
+    /// Appended to the brain's system prompt; may be empty.
+    pub prompt: String,
+    /// What in the definition was ignored (unknown keys).
+    pub warnings: Vec<String>,
+}
+
+fn io(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> IpcError + use<> {
+    let path = path.to_path_buf();
+    move |source| IpcError::Io { what, path, source }
+}
+
+/// Loads `config_path`: a `.json` file is an instance's `config.json` (its prompt the
+/// `system_prompt.md` beside it, when there is one), anything else a definition file whose
+/// body is the prompt. `prompt_path`, when given, replaces that prompt.
+pub(super) fn load_agent(
+    config_path: &Path,
+    prompt_path: Option<&Path>,
+) -> Result<Agent, IpcError> {
+    let mut agent = if config_path.extension().is_some_and(|e| e == "json") {
+        let text = std::fs::read_to_string(config_path).map_err(io("read", config_path))?;
+        let config = serde_json::from_str(&text).map_err(|source| IpcError::Config {
+            path: config_path.to_path_buf(),
+            source,
+        })?;
+        let beside = config_path.with_file_name("system_prompt.md");
+        Agent {
+            config,
+            prompt: std::fs::read_to_string(beside).unwrap_or_default(),
+            warnings: Vec::new(),
+        }
+    } else {
+        let parsed = crate::agents::spec::load_file(config_path)?;
+        Agent {
+            config: InstanceConfig::from_spec(&parsed.spec, &parsed.spec.name),
+            prompt: parsed.spec.prompt,
+            warnings: parsed.warnings,
+        }
+    };
+    if let Some(path) = prompt_path {
+        agent.prompt = std::fs::read_to_string(path).map_err(io("read", path))?;
+    }
+    Ok(agent)
+}
+
+/// The brain an agent runs on: its definition's `engine.brain`, else ouro's own brain on its
+/// model, else ouro's on Sonnet.
+pub(super) fn brain_slug(config: &InstanceConfig) -> Result<String, IpcError> {
+    if let Some(slug) = &config.brain {
+        return Ok(slug.clone());
+    }
+    match &config.model {
+        Some(model) => {
+            crate::brain::slug::for_model("ouro", model).ok_or_else(|| IpcError::UnknownModel {
+                agent: config.name.clone(),
+                model: model.clone(),
+            })
+        }
+        None => Ok("ouro@anthropic/claude/sonnet".into()),
+    }
+}
+
+/// Writes the files of the cats bundle at `bundle` into `tree` (made here, and empty: nothing
+/// in it can be a link a file would be written through); the number of files.
+pub(super) fn materialise(bundle: &Path, tree: &Path) -> Result<usize, IpcError> {
+    let bytes = std::fs::read(bundle).map_err(io("read", bundle))?;
+    let bad = |reason: String| IpcError::Bundle {
+        path: bundle.to_path_buf(),
+        reason,
+    };
+    let blocks = match crate::paws::parse::parse(&bytes) {
+        Ok(Reply::Changes { blocks, .. }) => blocks,
+        Ok(Reply::RequestContext(_)) => {
+            return Err(bad("it asks for context instead of holding files".into()));
+        }
+        Err(e) => return Err(bad(e.to_string())),
+    };
+    std::fs::create_dir_all(tree).map_err(io("create", tree))?;
+    let mut written = 0;
+    for block in blocks {
+        // A context bundle carries whole files: an edit has no file to apply to here.
+        let Block::Full { path, content, .. } = block else {
+            return Err(bad(format!(
+                "{} is an edit, not a whole file (a context bundle is made by `ouro cats`)",
+                String::from_utf8_lossy(block.path())
+            )));
+        };
+        let rel = relative(&path)
+            .map_err(|why| bad(format!("{}: {why}", String::from_utf8_lossy(&path))))?;
+        let file = tree.join(rel);
+        if let Some(parent) = file.parent() {
+            std::fs::create_dir_all(parent).map_err(io("create", parent))?;
+        }
+        std::fs::write(&file, content).map_err(io("write", &file))?;
+        written += 1;
+    }
+    Ok(written)
+}
+
+/// A bundle's path as one beneath the tree: relative, plain names only.
+fn relative(raw: &[u8]) -> Result<PathBuf, &'static str> {
+    if raw.contains(&0) {
+        return Err("the path holds a NUL byte");
+    }
+    let mut clean = PathBuf::new();
+    for component in Path::new(OsStr::from_bytes(raw)).components() {
+        match component {
+            Component::Normal(name) => clean.push(name),
+            Component::CurDir => {}
+            Component::RootDir | Component::Prefix(_) => {
+                return Err("an absolute path; a bundle's paths are relative to its tree");
+            }
+            Component::ParentDir => return Err("the path leaves the tree (`..`)"),
+        }
+    }
+    if clean.as_os_str().is_empty() {
+        return Err("an empty path");
+    }
+    Ok(clean)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DEFINITION: &str = "---\nname: fixer\nmodel: sonnet\npermissionMode: default\nflavour: x\ntools:\n  - Read\n  - name: Bash\n    denied_commands: ['rm .*']\n---\nYou fix things.\n";
+
+    #[test]
+    fn a_definition_or_an_instance_config_loads_and_a_prompt_file_replaces_the_prompt() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("fixer.agent.md");
+        std::fs::write(&file, DEFINITION).unwrap();
+        let agent = load_agent(&file, None).unwrap();
+        assert_eq!(agent.config.name, "fixer");
+        assert_eq!(agent.config.denied_commands, ["rm .*"]);
+        assert_eq!(agent.prompt, "You fix things.");
+        assert!(
+            agent.warnings.iter().any(|w| w.contains("flavour")),
+            "{:?}",
+            agent.warnings
+        );
+        assert_eq!(
+            brain_slug(&agent.config).unwrap(),
+            crate::brain::slug::for_model("ouro", "sonnet").unwrap()
+        );
+
+        let instance = dir.path().join("instance");
+        std::fs::create_dir(&instance).unwrap();
+        let json = instance.join("config.json");
+        std::fs::write(&json, serde_json::to_vec(&agent.config).unwrap()).unwrap();
+        let loaded = load_agent(&json, None).unwrap();
+        assert_eq!(loaded.config, agent.config);
+        assert_eq!(loaded.prompt, "", "no system_prompt.md beside it");
+        std::fs::write(instance.join("system_prompt.md"), "Stored prompt.").unwrap();
+        assert_eq!(load_agent(&json, None).unwrap().prompt, "Stored prompt.");
+        let prompt = dir.path().join("prompt.md");
+        std::fs::write(&prompt, "Given prompt.").unwrap();
+        assert_eq!(
+            load_agent(&json, Some(&prompt)).unwrap().prompt,
+            "Given prompt."
+        );
+        assert_eq!(
+            load_agent(&file, Some(&prompt)).unwrap().prompt,
+            "Given prompt."
+        );
+
+        std::fs::write(&json, "{\"name\": 3}").unwrap();
+        let err = load_agent(&json, None).unwrap_err().to_string();
+        assert!(err.contains("config.json"), "{err}");
+        let err = load_agent(&dir.path().join("none.md"), None)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("none.md"), "{err}");
+    }
+
+    #[test]
+    fn the_brain_is_the_definitions_else_ouro_on_its_model_else_ouro_on_sonnet() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("a.md");
+        std::fs::write(
+            &file,
+            "---\nengine:\n  brain: claude@anthropic/claude/opus\n---\nP.",
+        )
+        .unwrap();
+        let config = load_agent(&file, None).unwrap().config;
+        assert_eq!(brain_slug(&config).unwrap(), "claude@anthropic/claude/opus");
+        std::fs::write(&file, "---\nmodel: no-such-model\n---\nP.").unwrap();
+        let config = load_agent(&file, None).unwrap().config;
+        let err = brain_slug(&config).unwrap_err().to_string();
+        assert!(
+            err.contains("no-such-model") && err.contains("engine.brain"),
+            "{err}"
+        );
+        std::fs::write(&file, "---\ndescription: d\n---\nP.").unwrap();
+        let config = load_agent(&file, None).unwrap().config;
+        assert_eq!(brain_slug(&config).unwrap(), "ouro@anthropic/claude/sonnet");
+    }
+
+    #[test]
+    fn a_cats_bundle_becomes_a_tree_and_a_path_out_of_it_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let entries = [
+            crate::paws::format::Entry {
+                path: b"src/a.rs".to_vec(),
+                content: b"fn a() {}\n".to_vec(),
+            },
+            crate::paws::format::Entry {
+                path: b"bare.txt".to_vec(),
+                content: b"no newline".to_vec(),
+            },
+            crate::paws::format::Entry {
+                path: b"img.bin".to_vec(),
+                content: vec![0, 1, 2, 255],
+            },
+        ];
+        let bundle = dir.path().join("context.md");
+        std::fs::write(&bundle, crate::paws::format::bundle(&entries, true)).unwrap();
+        let tree = dir.path().join("tree");
+        assert_eq!(materialise(&bundle, &tree).unwrap(), 3);
+        for entry in &entries {
+            let path = tree.join(std::str::from_utf8(&entry.path).unwrap());
+            assert_eq!(std::fs::read(path).unwrap(), entry.content);
+        }
+
+        let escaping = [crate::paws::format::Entry {
+            path: b"../out.txt".to_vec(),
+            content: b"x".to_vec(),
+        }];
+        std::fs::write(&bundle, crate::paws::format::bundle(&escaping, false)).unwrap();
+        let err = materialise(&bundle, &dir.path().join("t2"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("../out.txt") && err.contains("leaves the tree"),
+            "{err}"
+        );
+        assert!(!dir.path().join("out.txt").exists());
+        assert_eq!(
+            relative(b"/etc/passwd"),
+            Err("an absolute path; a bundle's paths are relative to its tree")
+        );
+        assert_eq!(relative(b"./a/./b").unwrap(), PathBuf::from("a/b"));
+
+        std::fs::write(&bundle, "🐕 --- DOGS_START_FILE: a.txt ---\n@@ PAWS_CMD DELETE_FILE() @@\n🐕 --- DOGS_END_FILE: a.txt ---\n").unwrap();
+        let err = materialise(&bundle, &dir.path().join("t3"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("a.txt is an edit"), "{err}");
+    }
+}
