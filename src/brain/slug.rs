@@ -119,6 +119,21 @@ pub fn for_model(binary: &str, model: &str) -> Option<String> {
         .find(|slug| parse(slug).is_ok_and(|spec| spec.model_id() == model))
 }
 
+/// The brain a foundry agent runs on: `flag` (`--brain`), else its definition's `engine.brain`,
+/// else ouro's own on its model, else ouro on Sonnet. `Err`: the model the table does not know.
+pub fn for_agent(
+    config: &crate::agents::instance::InstanceConfig,
+    flag: Option<&str>,
+) -> Result<String, String> {
+    if let Some(slug) = flag.or(config.brain.as_deref()) {
+        return Ok(slug.to_string());
+    }
+    match &config.model {
+        Some(model) => for_model("ouro", model).ok_or_else(|| model.clone()),
+        None => Ok("ouro@anthropic/claude/sonnet".into()),
+    }
+}
+
 /// Resolves a slug against the config table.
 pub fn parse(slug: &str) -> Result<BrainSpec, SlugError> {
     let err = |problem: String| SlugError {

@@ -33,6 +33,26 @@ pub struct TurnOptions {
     pub resume: Option<String>,
 }
 
+impl TurnOptions {
+    /// A foundry agent's turn: its definition's tools, rules, permission mode and prompt, in a
+    /// conversation of its own.
+    pub fn for_agent(
+        config: &crate::agents::instance::InstanceConfig,
+        prompt: &str,
+    ) -> TurnOptions {
+        TurnOptions {
+            permission_mode: config.permission_mode.clone(),
+            tools: config.tools.clone(),
+            disallowed_tools: config.disallowed_tools.clone(),
+            allowed_tools: config.allowed_rules.clone(),
+            ask_rules: config.ask_rules(),
+            max_turns: config.max_turns,
+            append_system_prompt: Some(prompt.to_string()).filter(|p| !p.trim().is_empty()),
+            resume: None,
+        }
+    }
+}
+
 /// A tool call the brain wants to make that its rules do not settle.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PermissionQuestion {

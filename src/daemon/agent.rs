@@ -242,16 +242,7 @@ async fn run_inner(
         (foundry.approval_timeout, foundry.webhook.clone()),
         run_id,
     );
-    let options = TurnOptions {
-        permission_mode: config.permission_mode.clone(),
-        tools: config.tools.clone(),
-        disallowed_tools: config.disallowed_tools.clone(),
-        allowed_tools: config.allowed_rules.clone(),
-        ask_rules: config.ask_rules(),
-        max_turns: config.max_turns,
-        append_system_prompt: Some(prompt).filter(|p| !p.trim().is_empty()),
-        resume: None,
-    };
+    let options = TurnOptions::for_agent(&config, &prompt);
     let turn_request = TurnRequest {
         prompt: request.task.clone(),
         options,
@@ -339,22 +330,15 @@ async fn interrupt(clone: &CloneHandle) {
     }
 }
 
-/// The brain an instance runs on: `--brain`, else the definition's `engine.brain`, else the
-/// native brain on the definition's model (one the brains' table does not know is an error
-/// that says so).
+/// The brain an instance runs on (a model the brains' table does not know is an error that
+/// says so).
 pub(super) fn brain_slug(config: &InstanceConfig, flag: Option<&str>) -> Result<String, String> {
-    if let Some(slug) = flag.or(config.brain.as_deref()) {
-        return Ok(slug.to_string());
-    }
-    match &config.model {
-        Some(model) => crate::brain::slug::for_model("ouro", model).ok_or_else(|| {
-            format!(
-                "the agent {}'s model {model} is not one ouro knows; name a brain with --brain or engine.brain (`ouro brains` lists them)",
-                config.name
-            )
-        }),
-        None => Ok("ouro@anthropic/claude/sonnet".into()),
-    }
+    crate::brain::slug::for_agent(config, flag).map_err(|model| {
+        format!(
+            "the agent {}'s model {model} is not one ouro knows; name a brain with --brain or engine.brain (`ouro brains` lists them)",
+            config.name
+        )
+    })
 }
 
 /// The run's permission asker: a Bash command its patterns settle is answered at once (a

@@ -61,18 +61,10 @@ pub(super) fn load_agent(
 /// The brain an agent runs on: its definition's `engine.brain`, else ouro's own brain on its
 /// model, else ouro's on Sonnet.
 pub(super) fn brain_slug(config: &InstanceConfig) -> Result<String, IpcError> {
-    if let Some(slug) = &config.brain {
-        return Ok(slug.clone());
-    }
-    match &config.model {
-        Some(model) => {
-            crate::brain::slug::for_model("ouro", model).ok_or_else(|| IpcError::UnknownModel {
-                agent: config.name.clone(),
-                model: model.clone(),
-            })
-        }
-        None => Ok("ouro@anthropic/claude/sonnet".into()),
-    }
+    crate::brain::slug::for_agent(config, None).map_err(|model| IpcError::UnknownModel {
+        agent: config.name.clone(),
+        model,
+    })
 }
 
 /// Writes the files of the cats bundle at `bundle` into `tree` (made here, and empty: nothing

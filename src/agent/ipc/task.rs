@@ -223,16 +223,7 @@ async fn drive(
         });
     }
     let config = &agent.config;
-    let options = TurnOptions {
-        permission_mode: config.permission_mode.clone(),
-        tools: config.tools.clone(),
-        disallowed_tools: config.disallowed_tools.clone(),
-        allowed_tools: config.allowed_rules.clone(),
-        ask_rules: config.ask_rules(),
-        max_turns: config.max_turns,
-        append_system_prompt: Some(agent.prompt.clone()).filter(|p| !p.trim().is_empty()),
-        resume: None,
-    };
+    let options = TurnOptions::for_agent(config, &agent.prompt);
     let (events, mut events_rx) = mpsc::unbounded_channel();
     let request = TurnRequest {
         prompt: init.task.clone(),
