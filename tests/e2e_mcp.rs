@@ -13,8 +13,16 @@ fn config(servers: Value) -> String {
 }
 
 /// A print-mode run in stream-json with one allow rule and the given `--mcp-config`; it must
-/// succeed.
-async fn stream_run(sb: &Sandbox, url: &str, allowed: &str, mcp: &str, prompt: &str) -> Run {
+/// succeed. With `wait`, the first request waits for the servers however long a busy machine
+/// takes to start them (what they say at start-up is the point then, not how soon they come).
+async fn stream_run(
+    sb: &Sandbox,
+    url: &str,
+    allowed: &str,
+    mcp: &str,
+    prompt: &str,
+    wait: bool,
+) -> Run {
     let args = [
         "-p",
         "--output-format",
@@ -27,7 +35,11 @@ async fn stream_run(sb: &Sandbox, url: &str, allowed: &str, mcp: &str, prompt: &
         "--",
         prompt,
     ];
-    let run = sb.run(url, &args).await;
+    let mut command = sb.command(url, &args);
+    if wait {
+        command.env("OURO_MCP_STARTUP_WAIT_MS", "20000");
+    }
+    let run = Run::from(command.output().await.unwrap());
     assert!(run.status.success(), "{}", run.debug());
     run
 }
@@ -59,7 +71,7 @@ async fn a_model_calls_an_mcp_tool_and_gets_its_result() {
     ]}))
     .await;
     let mcp = config(json!({"everything": {"command": EVERYTHING}}));
-    let run = stream_run(&sb, &mock.url(), "mcp__everything", &mcp, "echo it").await;
+    let run = stream_run(&sb, &mock.url(), "mcp__everything", &mcp, "echo it", true).await;
     let init = &run.of_type("system", Some("init"))[0];
     assert_eq!(
         init["mcp_servers"],
@@ -91,7 +103,7 @@ async fn an_image_from_an_mcp_tool_reaches_the_model_as_an_image_block() {
     ]}))
     .await;
     let mcp = config(json!({"everything": {"command": EVERYTHING}}));
-    stream_run(&sb, &mock.url(), "mcp__everything", &mcp, "show me").await;
+    stream_run(&sb, &mock.url(), "mcp__everything", &mcp, "show me", true).await;
     let results = request_tool_results(&bodies(&mock)[1]);
     let blocks = results[0]["content"].as_array().expect("content blocks");
     let image = blocks
@@ -176,20 +188,20 @@ async fn a_failing_server_is_reported_once_and_the_turn_goes_on() {
         "broken": {"command": "sh", "args": ["-c", "echo boom >&2; exit 3"]},
         "everything": {"command": EVERYTHING}
     }));
-    let run = sb
-        .run(
-            &mock.url(),
-            &[
-                "-p",
-                "--output-format",
-                "json",
-                "--mcp-config",
-                &mcp,
-                "--",
-                "hi",
-            ],
-        )
-        .await;
+    let mut command = sb.command(
+        &mock.url(),
+        &[
+            "-p",
+            "--output-format",
+            "json",
+            "--mcp-config",
+            &mcp,
+            "--",
+            "hi",
+        ],
+    );
+    command.env("OURO_MCP_STARTUP_WAIT_MS", "20000");
+    let run = Run::from(command.output().await.unwrap());
     assert!(run.status.success(), "{}", run.debug());
     assert_eq!(run.result()["result"], "fine");
     assert_eq!(
@@ -221,7 +233,7 @@ async fn a_slow_server_does_not_hold_the_first_request_and_joins_later() {
     .await;
     let slow = format!("sleep 2; exec {EVERYTHING}");
     let mcp = config(json!({"slow": {"command": "sh", "args": ["-c", slow]}}));
-    let run = stream_run(&sb, &mock.url(), "Bash(sleep:*)", &mcp, "wait").await;
+    let run = stream_run(&sb, &mock.url(), "Bash(sleep:*)", &mcp, "wait", false).await;
     let init = &run.of_type("system", Some("init"))[0];
     assert_eq!(
         init["mcp_servers"],
@@ -380,7 +392,7 @@ async fn streamable_http_and_legacy_sse_servers_serve_tools_with_headers() {
         "old": {"type": "sse", "url": format!("http://127.0.0.1:{}/sse", sse.port), "headers": headers}
     }})
     .to_string();
-    let run = stream_run(&sb, &mock.url(), "mcp__web,mcp__old", &mcp, "echo").await;
+    let run = stream_run(&sb, &mock.url(), "mcp__web,mcp__old", &mcp, "echo", true).await;
     let init = &run.of_type("system", Some("init"))[0];
     let mut statuses = init["mcp_servers"].as_array().unwrap().clone();
     statuses.sort_by_key(|s| s["name"].as_str().unwrap().to_string());
