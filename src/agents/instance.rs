@@ -178,6 +178,14 @@ pub enum AgentState {
 }
 
 impl AgentState {
+    /// Whether a run holds it (waiting for a place, working, or waiting for an answer).
+    pub fn is_active(self) -> bool {
+        matches!(
+            self,
+            AgentState::Queued | AgentState::Running | AgentState::Blocked
+        )
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             AgentState::Idle => "idle",

@@ -72,14 +72,10 @@ pub async fn run(command: AgentCommand, paths: &Paths, cwd: &Path) -> Result<i32
             Ok(0)
         }
         AgentCommand::Rm { name } => {
-            if instances.get(&name).is_ok_and(|i| {
-                matches!(
-                    i.state().state,
-                    crate::agents::instance::AgentState::Running
-                        | crate::agents::instance::AgentState::Blocked
-                        | crate::agents::instance::AgentState::Queued
-                ) && super::lock_holder(paths).is_some()
-            }) {
+            if instances
+                .get(&name)
+                .is_ok_and(|i| i.state().state.is_active() && super::lock_holder(paths).is_some())
+            {
                 return Err(client_error(format!(
                     "the agent {name} is running; `ouro agent stop {name}` stops it first"
                 )));
@@ -147,12 +143,11 @@ fn ensure_instance(instances: &Instances, name: &str, cwd: &Path) -> Result<(), 
         )));
     };
     warn(&parsed);
-    let instance = instances.create(name, &parsed.spec).map_err(client_error)?;
+    instances.create(name, &parsed.spec).map_err(client_error)?;
     eprintln!(
         "ouro: made the agent instance {name} from {}",
         parsed.spec.source.display()
     );
-    drop(instance);
     Ok(())
 }
 
@@ -200,14 +195,7 @@ fn list(paths: &Paths, instances: &Instances, cwd: &Path, json: bool) -> Result<
         .map(|i| {
             let mut state = i.state();
             // A daemon that stopped mid-run left its last word on disk.
-            if !daemon_runs
-                && matches!(
-                    state.state,
-                    crate::agents::instance::AgentState::Running
-                        | crate::agents::instance::AgentState::Blocked
-                        | crate::agents::instance::AgentState::Queued
-                )
-            {
+            if !daemon_runs && state.state.is_active() {
                 state.state = crate::agents::instance::AgentState::Stopped;
             }
             let config = i.config().ok();
