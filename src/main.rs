@@ -75,7 +75,7 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
         .context("cannot read the current directory")?;
     // `--worktree [NAME]`: the session runs inside that worktree, as its project root.
     if let Some(name) = &args.worktree {
-        let worktrees = ouro::bundle::worktree::Worktrees::of(&cwd)?;
+        let worktrees = ouro::checkpoint::worktree::Worktrees::of(&cwd)?;
         let name = Some(name.as_str()).filter(|n| !n.is_empty());
         let worktree = worktrees.start(name, None).map_err(|e| match name {
             Some(n) if n.contains(char::is_whitespace) => anyhow::anyhow!(
@@ -121,7 +121,7 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         Some(Command::Worktree { action }) => {
             use ouro::cli::args::WorktreeAction as W;
-            let worktrees = ouro::bundle::worktree::Worktrees::of(&cwd)?;
+            let worktrees = ouro::checkpoint::worktree::Worktrees::of(&cwd)?;
             let message = match action {
                 W::Start { name, branch } => {
                     let m = worktrees.start(name.as_deref(), branch.as_deref())?;
@@ -132,7 +132,7 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
                         m.path.display()
                     )
                 }
-                W::List => ouro::bundle::worktree::table(&worktrees.list()),
+                W::List => ouro::checkpoint::worktree::table(&worktrees.list()),
                 W::Rewind { id, to } => worktrees.rewind(id, to)?,
                 W::Merge { id, squash } => worktrees.merge(id, *squash)?,
                 W::Archive { id } => worktrees.archive(id)?,
@@ -227,7 +227,15 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
                 pass_env: serve.pass_env.clone(),
                 default_brain: serve.brain.clone(),
             };
-            ouro::serve::run(options).await?;
+            // The inbox also shows the daemon's agents' questions (none while no daemon runs).
+            let elsewhere: Vec<std::sync::Arc<dyn ouro::brain::parked::Elsewhere>> =
+                match ouro::daemon::Paths::current() {
+                    Ok(paths) => vec![std::sync::Arc::new(
+                        ouro::daemon::client::DaemonQuestions::new(paths),
+                    )],
+                    Err(_) => Vec::new(),
+                };
+            ouro::serve::run(options, elsewhere).await?;
             return Ok(ExitCode::SUCCESS);
         }
         Some(Command::AutoMode {
@@ -329,12 +337,18 @@ fn agent_command(
             name,
             task,
             dir,
+            context,
+            worktree,
             brain,
             detach,
         } => C::Run {
             name,
             task,
-            dir,
+            at: ouro::agents::start::StartAt {
+                dir,
+                context,
+                worktree,
+            },
             brain,
             detach,
         },

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::common::{Run, Sandbox, bodies, copy_tree, server, tree};
+use crate::common::{Run, Sandbox, bodies, copy_tree, git, server, tree};
 
 const LIMIT: Duration = Duration::from_secs(60);
 
@@ -486,4 +486,111 @@ You review diffs.
             .iter()
             .all(|i| i["state"] == "idle")
     );
+}
+
+const MAKER: &str = "---
+name: maker
+description: Makes files
+tools:
+  - Read
+  - name: Bash
+    allowed_commands: ['echo [a-z]+ > made[.]txt']
+---
+You make files.";
+
+/// `--context` makes the starting tree from a cats bundle (in ouro's home, or in an empty
+/// `--dir`); `--worktree` runs in a new git worktree of the project. Neither touches the
+/// checked-out files.
+#[tokio::test]
+async fn context_and_worktree_give_a_run_a_tree_of_its_own() {
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": "echo one > made.txt"}}]},
+        {"content": [{"type": "text", "text": "Made one."}]},
+        {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": "echo two > made.txt"}}]},
+        {"content": [{"type": "text", "text": "Made two."}]}
+    ]}))
+    .await;
+    let f = Foundry::new(Sandbox::new(), &mock.url());
+    let root = f.sb.root().to_path_buf();
+    f.sb.write("src/lib.rs", "pub fn lib() {}\n");
+    f.sb.write("maker.agent.md", MAKER);
+    f.ok(&["agent", "create", "maker", "--from", "maker.agent.md"])
+        .await;
+    f.ok(&["cats", "src", "-o", "context.md"]).await;
+
+    let run = f
+        .ok(&[
+            "agent",
+            "run",
+            "maker",
+            "--context",
+            "context.md",
+            "make one",
+        ])
+        .await;
+    assert!(run.stdout.contains("Made one."), "{}", run.debug());
+    assert!(run.stderr.contains("starting tree"), "{}", run.debug());
+    let work: Vec<PathBuf> = std::fs::read_dir(f.instance_dir("maker").join("work"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    let [tree_dir] = work.as_slice() else {
+        panic!("one tree: {work:?}");
+    };
+    let mut made = tree(tree_dir);
+    made.sort();
+    assert_eq!(
+        made,
+        [
+            (PathBuf::from("made.txt"), b"one\n".to_vec()),
+            (PathBuf::from("src/lib.rs"), b"pub fn lib() {}\n".to_vec())
+        ]
+    );
+    assert!(!root.join("made.txt").exists());
+    assert_eq!(f.runs("maker")[0]["changed"], 1);
+
+    // A --dir that is not empty is refused before anything runs.
+    let refused = f
+        .run(&[
+            "agent",
+            "run",
+            "maker",
+            "--context",
+            "context.md",
+            "--dir",
+            "src",
+            "x",
+        ])
+        .await;
+    assert!(!refused.status.success());
+    assert!(refused.stderr.contains("not empty"), "{}", refused.debug());
+
+    git(&root, &["init", "-q"]);
+    git(&root, &["add", "-A"]);
+    git(&root, &["commit", "-qm", "start"]);
+    let run = f
+        .ok(&["agent", "run", "maker", "--worktree", "make two"])
+        .await;
+    assert!(run.stdout.contains("Made two."), "{}", run.debug());
+    let listed = f.ok(&["worktree", "list"]).await;
+    let path = listed
+        .stdout
+        .split_whitespace()
+        .find(|w| w.contains("agent-maker-") && w.starts_with('/'))
+        .unwrap_or_else(|| panic!("{}", listed.debug()));
+    assert_eq!(
+        std::fs::read_to_string(PathBuf::from(path).join("made.txt")).unwrap(),
+        "two\n"
+    );
+    assert!(!root.join("made.txt").exists(), "the checkout is untouched");
+    assert!(
+        git(&root, &["status", "--porcelain"]).is_empty(),
+        "{}",
+        git(&root, &["status", "--porcelain"])
+    );
+    let conflicting = f
+        .run(&["agent", "run", "maker", "--worktree", "--dir", "src", "x"])
+        .await;
+    assert!(!conflicting.status.success());
+    assert_eq!(bodies(&mock).len(), 4);
 }

@@ -1456,3 +1456,119 @@ async fn the_approvals_inbox_lists_a_parked_question_and_answers_it_by_id() {
     drop(inbox);
     serve.stop().await;
 }
+
+/// Kills the daemon of a sandbox's home when the test ends, however it ends.
+struct DaemonGuard(std::path::PathBuf);
+
+impl Drop for DaemonGuard {
+    fn drop(&mut self) {
+        if let Some(pid) = std::fs::read_to_string(self.0.join("daemon/daemon.lock"))
+            .ok()
+            .and_then(|t| t.trim().parse::<i32>().ok())
+        {
+            // SAFETY: kill only signals the daemon this test started.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_approvals_inbox_shows_and_answers_an_agent_question_parked_in_the_daemon() {
+    let sb = Sandbox::new();
+    let api = server(json!({"turns": [
+        tool("Bash", json!({"command": "touch from-agent.txt"})),
+        text("Done.")
+    ]}))
+    .await;
+    // The server starts before any daemon or agent.
+    let serve = Serve::start(&sb, &api.url(), &[]).await;
+    let _daemon = DaemonGuard(sb.home.path().to_path_buf());
+    let mut inbox = serve
+        .get("/api/harness/approvals/events")
+        .send()
+        .await
+        .unwrap();
+    let mut seen = String::new();
+    assert_eq!(next_approvals(&mut inbox, &mut seen).await, json!([]));
+
+    // A definition of the user's (the project is not trusted).
+    let agents = sb.home.path().join("agents");
+    std::fs::create_dir_all(&agents).unwrap();
+    std::fs::write(
+        agents.join("toucher.md"),
+        "---\nname: toucher\ndescription: Touches files\n---\nYou touch files.",
+    )
+    .unwrap();
+    let run = sb
+        .command(
+            &api.url(),
+            &["agent", "run", "toucher", "--detach", "touch it"],
+        )
+        .output()
+        .await
+        .unwrap();
+    assert!(run.status.success(), "{run:?}");
+
+    // Live: the stream shows the daemon's question without being asked again.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let live = loop {
+        let rows = next_approvals(&mut inbox, &mut seen).await;
+        if rows.as_array().is_some_and(|r| !r.is_empty()) {
+            break rows;
+        }
+        assert!(Instant::now() < deadline, "no question reached the inbox");
+    };
+    let [question] = live.as_array().unwrap().as_slice() else {
+        panic!("one question waits: {live}");
+    };
+    assert_eq!(question["source"], "daemon");
+    assert_eq!(question["agent"], "toucher");
+    assert_eq!(question["tool"], "Bash");
+    assert_eq!(question["input"]["command"], "touch from-agent.txt");
+    assert!(question.get("sessionId").is_none(), "{question}");
+    assert_eq!(serve.get_json("/api/harness/approvals").await, live);
+    // The same id the CLI shows.
+    let pending = sb
+        .command(&api.url(), &["agent", "pending", "--json"])
+        .output()
+        .await
+        .unwrap();
+    let pending: Value = serde_json::from_slice(&pending.stdout).unwrap();
+    assert_eq!(pending[0]["id"], question["id"]);
+
+    let path = format!(
+        "/api/harness/approvals/{}",
+        question["id"].as_str().unwrap()
+    );
+    let answered = serve
+        .post(&path, json!({"decision": "allow"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answered.status(), 200);
+    let spent = serve
+        .post(&path, json!({"decision": "allow"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(spent.status(), 404, "an id is answered once");
+
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !sb.root().join("from-agent.txt").exists() {
+        assert!(Instant::now() < deadline, "the approved call never ran");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let rows = next_approvals(&mut inbox, &mut seen).await;
+        if rows == json!([]) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the answered question stayed: {rows}"
+        );
+    }
+    drop(inbox);
+    serve.stop().await;
+}

@@ -228,9 +228,9 @@ function showQuestion() {
 }
 
 // ---------- approvals inbox ----------
-// Every question parked in any session of any project, from GET …/approvals/events, which
-// sends the whole list again on every change: answered here, in another tab, or by the
-// session's dialog, it leaves every open page.
+// Every question parked in any session of any project, and by the daemon's agents, from
+// GET …/approvals/events, which sends the whole list again on every change: answered here, in
+// another tab, or by the session's dialog, it leaves every open page.
 const inbox = { ids: new Set(), seen: new Set() };
 
 // A question the inbox listed and lists no more was answered (or expired) somewhere else.
@@ -264,10 +264,19 @@ function approvalItem(r) {
     <div class="row"><button class="allow" type="button">Allow</button><button class="always" type="button">Allow always</button><button class="deny" type="button">Deny</button></div>`;
   li.querySelector(".name").textContent = r.tool;
   li.querySelector(".summary").textContent = summary(r.tool, r.input || {});
-  li.querySelector(".open").textContent = r.sessionTitle || "(session)";
-  li.querySelector(".open").title = "Open this session";
-  li.querySelector(".open").onclick = () => openFromInbox(r);
-  li.querySelector(".project").textContent = String(r.projectRoot || "").split("/").pop();
+  const open = li.querySelector(".open");
+  if (r.agent) {
+    // An agent the daemon runs: it has no session here to open.
+    open.textContent = `agent ${r.agent}`;
+    open.title = `ouro agent logs ${r.agent} shows what it did`;
+    open.disabled = true;
+    li.querySelector(".project").textContent = r.source;
+  } else {
+    open.textContent = r.sessionTitle || "(session)";
+    open.title = "Open this session";
+    open.onclick = () => openFromInbox(r);
+    li.querySelector(".project").textContent = String(r.projectRoot || "").split("/").pop();
+  }
   li.querySelector(".expires").textContent = `denied at ${new Date(r.expiresAt).toLocaleTimeString()} unless answered`;
   li.querySelector("pre").innerHTML = diffOf(r.tool, r.input || {});
   if (r.reason) li.querySelector("summary").textContent = `Input · ${r.reason}`;

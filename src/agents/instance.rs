@@ -92,6 +92,9 @@ pub struct InstanceConfig {
     pub max_cost_usd: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_s: Option<u64>,
+    /// `worktree`: a run with no tree asked for gets a new git worktree of the project.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub isolation: Option<String>,
     pub created_at: String,
 }
 
@@ -131,6 +134,7 @@ impl InstanceConfig {
             max_turns: spec.max_turns,
             max_cost_usd: spec.engine.max_cost_usd,
             timeout_s: spec.engine.timeout_s,
+            isolation: spec.isolation.clone(),
             created_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         }
     }

@@ -7,8 +7,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, watch};
 
 use super::{PermissionAnswer, PermissionQuestion};
 use crate::sys::sync::lock;
@@ -17,6 +19,8 @@ use crate::sys::sync::lock;
 #[derive(Clone, Default)]
 pub struct ParkedQuestions {
     waiting: Arc<Mutex<HashMap<String, Parked>>>,
+    /// Bumped once a question is parked and once one has left, for lists that follow them.
+    changes: Option<watch::Sender<u64>>,
 }
 
 struct Parked {
@@ -107,7 +111,10 @@ impl Waiting {
 impl Drop for Waiting {
     /// However the asking side ends (settled, or its future dropped), its id is spent.
     fn drop(&mut self) {
-        lock(&self.registry.waiting).remove(&self.id);
+        let removed = lock(&self.registry.waiting).remove(&self.id).is_some();
+        if removed {
+            self.registry.changed();
+        }
     }
 }
 
@@ -117,6 +124,21 @@ impl Drop for Waiting {
 pub struct NotWaiting(pub String);
 
 impl ParkedQuestions {
+    /// A registry that bumps `changes` whenever its list changes; owners that share one
+    /// sender (a server's sessions, a daemon's clones) tell one inbox.
+    pub fn announcing(changes: watch::Sender<u64>) -> ParkedQuestions {
+        ParkedQuestions {
+            waiting: Arc::default(),
+            changes: Some(changes),
+        }
+    }
+
+    fn changed(&self) {
+        if let Some(changes) = &self.changes {
+            changes.send_modify(|n| *n = n.wrapping_add(1));
+        }
+    }
+
     /// Parks `question` under a new id for at most `timeout`.
     pub fn park(&self, question: PermissionQuestion, timeout: Duration) -> Waiting {
         let id = uuid::Uuid::new_v4().to_string();
@@ -130,6 +152,7 @@ impl ParkedQuestions {
                 answer: tx,
             },
         );
+        self.changed();
         Waiting {
             id,
             tool_name,
@@ -151,10 +174,10 @@ impl ParkedQuestions {
         let parked = waiting
             .remove(id)
             .ok_or_else(|| NotWaiting(id.to_string()))?;
-        parked
-            .answer
-            .send(answer)
-            .map_err(|_| NotWaiting(id.to_string()))?;
+        let sent = parked.answer.send(answer);
+        drop(waiting);
+        self.changed();
+        sent.map_err(|_| NotWaiting(id.to_string()))?;
         Ok(parked.question)
     }
 
@@ -178,7 +201,47 @@ impl ParkedQuestions {
     /// Drops every question: their callers are denied as abandoned.
     pub fn clear(&self) {
         lock(&self.waiting).clear();
+        self.changed();
     }
+}
+
+/// One parked question as it travels between processes: `ouro agent pending --json` prints
+/// it, the daemon sends it, serve's inbox shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingQuestion {
+    pub id: String,
+    /// The agent (or clone) whose call waits.
+    pub agent: String,
+    pub tool: String,
+    pub input: Value,
+    /// The allow rule "always" would add.
+    pub rule: Option<String>,
+    pub reason: Option<String>,
+    /// RFC 3339.
+    pub expires_at: String,
+}
+
+/// Questions parked in another process that this one can show and answer: serve's inbox
+/// reaches the daemon's agents through one, without knowing how the daemon is spoken to.
+pub trait Elsewhere: Send + Sync {
+    /// Where they wait, as the inbox names it (`daemon`).
+    fn name(&self) -> &'static str;
+
+    /// Its questions waiting now; none when it cannot be reached.
+    fn list(&self) -> BoxFuture<'_, Vec<PendingQuestion>>;
+
+    /// Answers question `id`: `Ok(false)` when none waits under it there; `Err` says why it
+    /// could not be asked.
+    fn answer<'a>(
+        &'a self,
+        id: &'a str,
+        answer: PermissionAnswer,
+    ) -> BoxFuture<'a, Result<bool, String>>;
+
+    /// Bumps `changes` each time its list may have changed, for as long as the future runs,
+    /// whether or not the other process runs yet (it is looked for again now and then).
+    fn follow(&self, changes: watch::Sender<u64>) -> BoxFuture<'static, ()>;
 }
 
 #[cfg(test)]
@@ -245,6 +308,33 @@ mod tests {
         assert_eq!(parked.list().len(), 1);
         drop(waiting);
         assert!(parked.list().is_empty());
+    }
+
+    #[tokio::test]
+    async fn an_announcing_registry_bumps_its_sender_when_a_question_comes_and_goes() {
+        let (tx, mut rx) = watch::channel(0);
+        let parked = ParkedQuestions::announcing(tx);
+        let waiting = parked.park(question("Bash"), Duration::from_secs(60));
+        assert!(rx.has_changed().unwrap());
+        rx.mark_unchanged();
+        parked
+            .answer(
+                &waiting.id.clone(),
+                PermissionAnswer::Allow { remember: false },
+            )
+            .unwrap();
+        assert!(rx.has_changed().unwrap());
+        rx.mark_unchanged();
+        let second = parked.park(question("Edit"), Duration::from_secs(60));
+        rx.mark_unchanged();
+        drop(second);
+        assert!(
+            rx.has_changed().unwrap(),
+            "a question whose asker gave up left"
+        );
+        rx.mark_unchanged();
+        drop(waiting);
+        assert!(!rx.has_changed().unwrap(), "an answered question left once");
     }
 
     #[tokio::test]

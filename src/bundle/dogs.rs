@@ -15,7 +15,7 @@ use super::journal;
 use super::parse::{self, Reply};
 use super::plan::{self, Change};
 use super::review;
-use super::worktree::Worktrees;
+use crate::checkpoint::worktree::Worktrees;
 
 pub struct DogsOptions {
     /// A file, or `-` for stdin.

@@ -11,7 +11,6 @@ mod edit;
 mod journal;
 mod plan;
 mod review;
-pub mod worktree;
 
 use std::path::PathBuf;
 
@@ -60,8 +59,8 @@ pub enum BundleError {
         /// Empty when every written file was taken back; else what could not be.
         undone: String,
     },
-    #[error("{0}")]
-    Worktree(String),
+    #[error(transparent)]
+    Worktree(#[from] crate::checkpoint::worktree::WorktreeError),
     #[error("could not restore every file: {failed}")]
     Restore { failed: String },
 }

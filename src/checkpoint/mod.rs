@@ -14,6 +14,7 @@ pub mod restore;
 mod scan;
 pub mod shadow;
 pub mod timeline;
+pub mod worktree;
 mod writer;
 
 use std::path::{Path, PathBuf};

@@ -84,9 +84,18 @@ pub enum AgentAction {
         name: String,
         /// The task.
         task: String,
-        /// The tree it works in (default: this directory).
-        #[arg(long, value_name = "DIR")]
+        /// The tree it works in (default: this directory); with --context, a new or empty
+        /// folder the bundle is written into.
+        #[arg(long, value_name = "DIR", conflicts_with = "worktree")]
         dir: Option<PathBuf>,
+        /// A cats bundle whose files become the starting tree (in a fresh folder in ouro's
+        /// home unless --dir names one).
+        #[arg(long, value_name = "CATS.md", conflicts_with = "worktree")]
+        context: Option<PathBuf>,
+        /// Work in a new git worktree of this project (as a definition's `isolation:
+        /// worktree` does), so the checked-out files are not touched.
+        #[arg(long)]
+        worktree: bool,
         /// The brain's slug (default: the definition's `engine.brain`, else ouro on its model).
         #[arg(long, value_name = "SLUG")]
         brain: Option<String>,

@@ -489,6 +489,7 @@ mod tests {
             max_turns: None,
             max_cost_usd: None,
             timeout_s: None,
+            isolation: None,
             created_at: String::new(),
         }
     }

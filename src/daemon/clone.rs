@@ -90,11 +90,13 @@ pub(super) struct CloneHandle {
 }
 
 impl CloneHandle {
-    /// `state`: the clone's folder in the store.
+    /// `state`: the clone's folder in the store; `questions` is bumped when its parked
+    /// questions change.
     pub(super) fn new(
         record: CloneRecord,
         brain: Box<dyn BrainCli>,
         state: &std::path::Path,
+        questions: tokio::sync::watch::Sender<u64>,
     ) -> Arc<CloneHandle> {
         let (watch, _) = broadcast::channel(WATCH_BACKLOG);
         let live = Arc::new(Mutex::new(Live {
@@ -115,7 +117,7 @@ impl CloneHandle {
             activity: Mutex::new(Activity::Idle),
             live,
             watch,
-            pending: ParkedQuestions::default(),
+            pending: ParkedQuestions::announcing(questions),
             turn_marker: state.join("turn-running"),
         })
     }

@@ -21,6 +21,7 @@ use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use crate::brain::Verb;
+pub use crate::brain::parked::PendingQuestion;
 use crate::sys::frame;
 use crate::ui_event::UiEvent;
 
@@ -93,6 +94,9 @@ pub enum Header {
     },
     /// Every parked permission question of every clone and agent.
     AgentPending,
+    /// [`Header::AgentPending`], answered now and again after every change until the client
+    /// closes the connection.
+    AgentPendingFollow,
     /// Answers a parked question by its id, from anywhere.
     AgentAnswer {
         request_id: String,
@@ -198,22 +202,6 @@ pub enum TalkEndReason {
     Detach,
     /// The daemon is stopping.
     Shutdown,
-}
-
-/// One parked question as `ouro agent pending --json` prints it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PendingQuestion {
-    pub id: String,
-    /// The agent (or clone) whose call waits.
-    pub agent: String,
-    pub tool: String,
-    pub input: Value,
-    /// The allow rule "always" would add.
-    pub rule: Option<String>,
-    pub reason: Option<String>,
-    /// RFC 3339.
-    pub expires_at: String,
 }
 
 /// One row of `ouro clone list`.

@@ -30,6 +30,8 @@ pub(super) struct Daemon {
     pub shutdown: CancellationToken,
     pub permission_timeout: Duration,
     foundry: Arc<agent::Foundry>,
+    /// Bumped whenever a question is parked in any clone or leaves one.
+    questions: tokio::sync::watch::Sender<u64>,
 }
 
 /// Runs the daemon in this process until `ouro daemon stop`, SIGTERM or SIGINT.
@@ -164,9 +166,10 @@ impl Daemon {
     /// (its slug no longer exists, say) is left on disk and reported in the log.
     fn recover(paths: Paths) -> Daemon {
         let store = CloneStore::new(paths.clones());
+        let questions = tokio::sync::watch::channel(0).0;
         let mut clones = BTreeMap::new();
         for record in store.load_all() {
-            match open_clone(&store, record.clone()) {
+            match open_clone(&store, record.clone(), &questions) {
                 Ok(handle) => {
                     clones.insert(record.name.clone(), handle);
                 }
@@ -187,6 +190,41 @@ impl Daemon {
             started: Instant::now(),
             shutdown: CancellationToken::new(),
             permission_timeout,
+            questions,
+        }
+    }
+
+    /// Every parked question of every clone and agent.
+    fn pending(&self) -> Vec<frame::PendingQuestion> {
+        lock(&self.clones)
+            .values()
+            .flat_map(|c| c.pending())
+            .collect()
+    }
+
+    /// Sends the parked questions now and again after every change, until the client goes
+    /// or the daemon stops.
+    async fn follow_pending(&self, conn: &mut Conn) {
+        let mut changes = self.questions.subscribe();
+        loop {
+            // Marked seen before the list is read: a change while it is read sends it again.
+            changes.mark_unchanged();
+            let header = Header::Pending {
+                questions: self.pending(),
+            };
+            if !conn.send(header).await {
+                return;
+            }
+            tokio::select! {
+                changed = changes.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                }
+                // The client sends nothing more: anything, or its going, ends the stream.
+                _ = conn.next() => return,
+                _ = self.shutdown.cancelled() => return,
+            }
         }
     }
 
@@ -336,11 +374,12 @@ impl Daemon {
                 }
             }
             Header::AgentPending => Header::Pending {
-                questions: lock(&self.clones)
-                    .values()
-                    .flat_map(|c| c.pending())
-                    .collect(),
+                questions: self.pending(),
             },
+            Header::AgentPendingFollow => {
+                self.follow_pending(conn).await;
+                return Ok(None);
+            }
             Header::AgentAnswer {
                 request_id,
                 allow,
@@ -389,7 +428,7 @@ impl Daemon {
         if clones.contains_key(&name) {
             return Err(DaemonError::CloneExists { name });
         }
-        let handle = open_clone(&self.store, record.clone())?;
+        let handle = open_clone(&self.store, record.clone(), &self.questions)?;
         self.store.save(&record)?;
         clones.insert(name.clone(), handle);
         Ok(Header::Ok {
@@ -485,7 +524,7 @@ impl Daemon {
                 });
             }
         }
-        let handle = open_clone(&self.store, record.clone())?;
+        let handle = open_clone(&self.store, record.clone(), &self.questions)?;
         self.store.save(&record)?;
         if let Some(old) = clones.insert(name, handle.clone()) {
             // Its process ends with it (a clone's process lives only for a turn anyway).
@@ -522,7 +561,11 @@ impl Daemon {
     }
 }
 
-fn open_clone(store: &CloneStore, record: CloneRecord) -> Result<Arc<CloneHandle>, DaemonError> {
+fn open_clone(
+    store: &CloneStore,
+    record: CloneRecord,
+    questions: &tokio::sync::watch::Sender<u64>,
+) -> Result<Arc<CloneHandle>, DaemonError> {
     let config =
         BrainConfig::new(&record.dir, store.brain_dir(&record.name)).pass_env(&record.pass_env);
     let brain = crate::brain::open(&record.brain, config).map_err(|source| DaemonError::Brain {
@@ -530,5 +573,5 @@ fn open_clone(store: &CloneStore, record: CloneRecord) -> Result<Arc<CloneHandle
         source,
     })?;
     let state = store.dir(&record.name);
-    Ok(CloneHandle::new(record, brain, &state))
+    Ok(CloneHandle::new(record, brain, &state, questions.clone()))
 }

@@ -1,12 +1,14 @@
 //! The PAWS bundle format, below every front end that reads or writes it: `cats` and `dogs`
 //! (`bundle/`), and the agent foundry's run artifacts (`daemon/`). Markers and fences
 //! (`format`), the v1 front matter of both kinds of bundle (`front`), the reader of a reply or
-//! bundle (`parse`), and the writer of a dogs bundle from a change set (`artifact`). `docs/paws-format.md` has the format facts.
+//! bundle (`parse`), the writer of a dogs bundle from a change set (`artifact`), and a context bundle made
+//! into a tree of files (`tree`). `docs/paws-format.md` has the format facts.
 
 pub mod artifact;
 pub mod format;
 pub mod front;
 pub mod parse;
+pub mod tree;
 
 use std::path::PathBuf;
 

@@ -2,9 +2,8 @@
 //! under its one single-use id, answered by that id alone, and a stream that shows the list
 //! again whenever a question is parked or settled.
 //!
-//! The questions come from [`SOURCES`]. Served sessions are the one source so far; the daemon's
-//! agents (asked over its socket) become a second once the daemon's wire protocol lies below
-//! the front ends, by adding a [`Source`] there and nothing else.
+//! The questions come from this server's sessions and from every [`Elsewhere`] it was given
+//! (the daemon's agents, asked over its socket by code that lives with the daemon).
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -26,7 +25,7 @@ use super::routes::{parse, session_of, sse};
 use super::state::{AppState, Live};
 use super::store;
 use crate::brain::PermissionAnswer;
-use crate::brain::parked::NotWaiting;
+use crate::brain::parked::{Elsewhere, NotWaiting};
 use crate::sys::sync::lock;
 
 type Shared = State<Arc<AppState>>;
@@ -39,13 +38,19 @@ const TITLE_CHARS: usize = 80;
 #[serde(rename_all = "camelCase")]
 pub(super) struct Approval {
     id: String,
-    /// Where it waits: `serve` for this server's sessions.
+    /// Where it waits: `serve` for this server's sessions, `daemon` for its agents.
     source: &'static str,
-    session_id: String,
+    /// The session asking (a question of this server's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    session_id: Option<String>,
     /// The first line of the message of the session's latest turn (the one asking).
     #[serde(skip_serializing_if = "Option::is_none")]
     session_title: Option<String>,
-    project_root: std::path::PathBuf,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    project_root: Option<std::path::PathBuf>,
+    /// The agent (or clone) asking (a question from elsewhere).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    agent: Option<String>,
     tool: String,
     input: Value,
     reason: Option<String>,
@@ -109,7 +114,10 @@ pub(super) trait Source: Send + Sync {
 }
 
 /// Every source the inbox gathers, asked in this order.
-const SOURCES: &[&dyn Source] = &[&Sessions];
+fn sources(state: &AppState) -> impl Iterator<Item = &dyn Source> {
+    std::iter::once(&Sessions as &dyn Source)
+        .chain(state.elsewhere.iter().map(|e| e as &dyn Source))
+}
 
 /// This server's own sessions.
 struct Sessions;
@@ -155,9 +163,10 @@ fn session_rows(state: &AppState) -> Vec<Approval> {
             Approval {
                 id: q.id,
                 source: "serve",
-                session_id: session_id.clone(),
+                session_id: Some(session_id.clone()),
                 session_title: session_title.clone(),
-                project_root: project_root.clone(),
+                project_root: Some(project_root.clone()),
+                agent: None,
                 tool: q.tool_name,
                 input: q.input,
                 reason: q.reason,
@@ -180,10 +189,54 @@ fn title(message: &str) -> String {
     }
 }
 
+/// Another process's questions.
+impl Source for Arc<dyn Elsewhere> {
+    fn list<'a>(&'a self, _: &'a AppState) -> BoxFuture<'a, Vec<Approval>> {
+        Box::pin(async move {
+            let name = self.name();
+            Elsewhere::list(self.as_ref())
+                .await
+                .into_iter()
+                .map(|q| {
+                    let expires = chrono::DateTime::parse_from_rfc3339(&q.expires_at)
+                        .map_or(SystemTime::UNIX_EPOCH, SystemTime::from);
+                    Approval {
+                        id: q.id,
+                        source: name,
+                        session_id: None,
+                        session_title: None,
+                        project_root: None,
+                        agent: Some(q.agent),
+                        tool: q.tool,
+                        input: q.input,
+                        reason: q.reason,
+                        rule: q.rule,
+                        expires_at: q.expires_at,
+                        expires,
+                    }
+                })
+                .collect()
+        })
+    }
+
+    fn answer<'a>(
+        &'a self,
+        _: &'a AppState,
+        id: &'a str,
+        reply: &'a Reply,
+    ) -> BoxFuture<'a, Result<bool, ApiError>> {
+        Box::pin(async move {
+            Elsewhere::answer(self.as_ref(), id, reply.answer())
+                .await
+                .map_err(ApiError::unavailable)
+        })
+    }
+}
+
 /// Every question of every source, the oldest first.
 async fn gather(state: &AppState) -> Vec<Approval> {
     let mut rows = Vec::new();
-    for source in SOURCES {
+    for source in sources(state) {
         rows.extend(source.list(state).await);
     }
     rows.sort_by_key(|row| row.expires);
@@ -246,7 +299,7 @@ pub(super) async fn answer(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let reply: Reply = parse(body)?;
-    for source in SOURCES {
+    for source in sources(&state) {
         if source.answer(&state, &id, &reply).await? {
             return Ok(Json(json!({"ok": true})));
         }

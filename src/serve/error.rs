@@ -46,6 +46,11 @@ impl ApiError {
         )
     }
 
+    /// Something this server relies on (the daemon) could not be asked.
+    pub fn unavailable(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::BAD_GATEWAY, "unavailable", message)
+    }
+
     pub fn internal(message: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message)
     }

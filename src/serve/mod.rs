@@ -65,8 +65,12 @@ pub enum ServeError {
 }
 
 /// Binds, prints where to open it, and serves until SIGINT or SIGTERM; then every running
-/// turn is ended cleanly (its stream gets `process:exit`, its session is saved).
-pub async fn run(options: ServeOptions) -> Result<(), ServeError> {
+/// turn is ended cleanly (its stream gets `process:exit`, its session is saved). The Approvals
+/// inbox shows the questions parked `elsewhere` beside the sessions' own.
+pub async fn run(
+    options: ServeOptions,
+    elsewhere: Vec<Arc<dyn crate::brain::parked::Elsewhere>>,
+) -> Result<(), ServeError> {
     let home = crate::settings::ouro_home().ok_or(ServeError::NoHome)?;
     let lock = hold_home(&home)?;
     let token_file = options
@@ -110,11 +114,15 @@ pub async fn run(options: ServeOptions) -> Result<(), ServeError> {
         log: log::HarnessLog::new(home.join("serve/logs/harness.log")),
         closing: tokio::sync::watch::channel(false).0,
         approvals: tokio::sync::watch::channel(0).0,
+        elsewhere,
         warm: warm_policy(&home),
         home,
         options,
     });
     tokio::spawn(state::keep_cool(state.clone()));
+    for source in &state.elsewhere {
+        tokio::spawn(source.follow(state.approvals.clone()));
+    }
     for session in store::load_all(&state.home) {
         match state.make_live(session.clone()) {
             Ok(live) => {

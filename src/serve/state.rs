@@ -12,7 +12,7 @@ use super::events::EventLog;
 use super::log::HarnessLog;
 use super::prompt::FileCache;
 use super::store::{self, Session};
-use crate::brain::parked::ParkedQuestions;
+use crate::brain::parked::{Elsewhere, ParkedQuestions};
 use crate::brain::warm::{WarmPolicy, Warmth};
 use crate::brain::{BrainCli, BrainConfig};
 use crate::sys::sync::lock;
@@ -45,9 +45,11 @@ pub(super) struct AppState {
     pub log: HarnessLog,
     /// Set when the server stops: followers end their streams.
     pub closing: watch::Sender<bool>,
-    /// Bumped when a question is parked in any session or settled: the Approvals inbox's
-    /// followers show the list again.
+    /// Bumped when a question is parked in any session or settled, or the list of a source
+    /// elsewhere may have changed: the Approvals inbox's followers show the list again.
     pub approvals: watch::Sender<u64>,
+    /// Other processes whose parked questions the inbox shows too (the daemon's agents).
+    pub elsewhere: Vec<Arc<dyn Elsewhere>>,
     /// How long sessions' brains stay warm between turns.
     pub warm: WarmPolicy,
 }
@@ -92,7 +94,7 @@ impl AppState {
             session: Mutex::new(session),
             brain,
             running: Mutex::new(None),
-            pending: ParkedQuestions::default(),
+            pending: ParkedQuestions::announcing(self.approvals.clone()),
             used: Mutex::new(Instant::now()),
         }))
     }
@@ -122,25 +124,6 @@ impl AppState {
                 Err(e) => tracing::warn!(session = %id, error = %e, "could not end an idle brain"),
             }
         }
-    }
-}
-
-/// Tells the Approvals inbox's followers when it is dropped: held by a served question's asker
-/// for as long as the question is parked, and dropped only after the question has left its
-/// registry (however it ended: answered, expired, its turn over, its asker gone).
-pub(super) struct Announced(watch::Sender<u64>);
-
-impl Announced {
-    /// Tells the followers now that a question was parked, and again once it is settled.
-    pub(super) fn parked(changes: &watch::Sender<u64>) -> Announced {
-        changes.send_modify(|n| *n += 1);
-        Announced(changes.clone())
-    }
-}
-
-impl Drop for Announced {
-    fn drop(&mut self) {
-        self.0.send_modify(|n| *n += 1);
     }
 }
 

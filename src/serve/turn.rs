@@ -11,7 +11,7 @@ use tokio::sync::{mpsc, watch};
 
 use super::error::ApiError;
 use super::prompt::{self, Parts};
-use super::state::{Announced, AppState, Live, Running};
+use super::state::{AppState, Live, Running};
 use super::store::{self, Mode};
 use crate::agents::persona::{self, Persona};
 use crate::brain::{PermissionAnswer, PermissionQuestion, TurnOptions, TurnRequest};
@@ -337,11 +337,9 @@ fn asker(
 ) -> crate::brain::Asker {
     let live = Arc::downgrade(live);
     let timeout = state.options.permission_timeout;
-    let approvals = state.approvals.clone();
     Arc::new(move |question: PermissionQuestion| {
         let live = live.clone();
         let events = events.clone();
-        let approvals = approvals.clone();
         Box::pin(async move {
             let Some(session) = live.upgrade() else {
                 return PermissionAnswer::Deny {
@@ -349,11 +347,8 @@ fn asker(
                 };
             };
             let (tool_name, input) = (question.tool_name.clone(), question.input.clone());
+            // The session's registry tells the inbox it is parked, and again once it has left.
             let waiting = session.pending.park(question, timeout);
-            // Tells the inbox now, and again once the question has left the registry: it is
-            // dropped after `settled()`, or, should this future be dropped mid-wait, after the
-            // `settled()` future that owns `waiting` (the newer one drops first).
-            let announced = Announced::parked(&approvals);
             let session_id = session.snapshot().id;
             drop(session);
             let _ = events.send(UiEvent::PermissionRequest {
@@ -362,9 +357,7 @@ fn asker(
                 tool_name,
                 input,
             });
-            let settled = waiting.settled().await;
-            drop(announced);
-            settled.answer()
+            waiting.settled().await.answer()
         })
     })
 }

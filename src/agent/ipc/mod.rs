@@ -50,8 +50,8 @@ pub enum IpcError {
         "the agent {agent}'s model {model} is not one ouro knows; name a brain with engine.brain (`ouro brains` lists them)"
     )]
     UnknownModel { agent: String, model: String },
-    #[error("{} is not a context bundle ouro can use: {reason}", path.display())]
-    Bundle { path: PathBuf, reason: String },
+    #[error(transparent)]
+    Tree(#[from] crate::paws::tree::TreeError),
     #[error(transparent)]
     Brain(#[from] crate::brain::BrainError),
     #[error("the run's changes cannot be written as a bundle: {0}")]

@@ -2,13 +2,10 @@
 //! `config.json`, with its prompt), the tree it works in (a cats bundle's files written into a
 //! fresh folder), and the brain it runs on.
 
-use std::ffi::OsStr;
-use std::os::unix::ffi::OsStrExt;
-use std::path::{Component, Path, PathBuf};
+use std::path::Path;
 
 use super::IpcError;
 use crate::agents::instance::InstanceConfig;
-use crate::paws::parse::{Block, Reply};
 
 /// The agent a task runs as.
 #[derive(Debug, Clone, PartialEq)]
@@ -65,65 +62,6 @@ pub(super) fn brain_slug(config: &InstanceConfig) -> Result<String, IpcError> {
         agent: config.name.clone(),
         model,
     })
-}
-
-/// Writes the files of the cats bundle at `bundle` into `tree` (made here, and empty: nothing
-/// in it can be a link a file would be written through); the number of files.
-pub(super) fn materialise(bundle: &Path, tree: &Path) -> Result<usize, IpcError> {
-    let bytes = std::fs::read(bundle).map_err(io("read", bundle))?;
-    let bad = |reason: String| IpcError::Bundle {
-        path: bundle.to_path_buf(),
-        reason,
-    };
-    let blocks = match crate::paws::parse::parse(&bytes) {
-        Ok(Reply::Changes { blocks, .. }) => blocks,
-        Ok(Reply::RequestContext(_)) => {
-            return Err(bad("it asks for context instead of holding files".into()));
-        }
-        Err(e) => return Err(bad(e.to_string())),
-    };
-    std::fs::create_dir_all(tree).map_err(io("create", tree))?;
-    let mut written = 0;
-    for block in blocks {
-        // A context bundle carries whole files: an edit has no file to apply to here.
-        let Block::Full { path, content, .. } = block else {
-            return Err(bad(format!(
-                "{} is an edit, not a whole file (a context bundle is made by `ouro cats`)",
-                String::from_utf8_lossy(block.path())
-            )));
-        };
-        let rel = relative(&path)
-            .map_err(|why| bad(format!("{}: {why}", String::from_utf8_lossy(&path))))?;
-        let file = tree.join(rel);
-        if let Some(parent) = file.parent() {
-            std::fs::create_dir_all(parent).map_err(io("create", parent))?;
-        }
-        std::fs::write(&file, content).map_err(io("write", &file))?;
-        written += 1;
-    }
-    Ok(written)
-}
-
-/// A bundle's path as one beneath the tree: relative, plain names only.
-fn relative(raw: &[u8]) -> Result<PathBuf, &'static str> {
-    if raw.contains(&0) {
-        return Err("the path holds a NUL byte");
-    }
-    let mut clean = PathBuf::new();
-    for component in Path::new(OsStr::from_bytes(raw)).components() {
-        match component {
-            Component::Normal(name) => clean.push(name),
-            Component::CurDir => {}
-            Component::RootDir | Component::Prefix(_) => {
-                return Err("an absolute path; a bundle's paths are relative to its tree");
-            }
-            Component::ParentDir => return Err("the path leaves the tree (`..`)"),
-        }
-    }
-    if clean.as_os_str().is_empty() {
-        return Err("an empty path");
-    }
-    Ok(clean)
 }
 
 #[cfg(test)]
@@ -201,57 +139,5 @@ mod tests {
         std::fs::write(&file, "---\ndescription: d\n---\nP.").unwrap();
         let config = load_agent(&file, None).unwrap().config;
         assert_eq!(brain_slug(&config).unwrap(), "ouro@anthropic/claude/sonnet");
-    }
-
-    #[test]
-    fn a_cats_bundle_becomes_a_tree_and_a_path_out_of_it_is_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        let entries = [
-            crate::paws::format::Entry {
-                path: b"src/a.rs".to_vec(),
-                content: b"fn a() {}\n".to_vec(),
-            },
-            crate::paws::format::Entry {
-                path: b"bare.txt".to_vec(),
-                content: b"no newline".to_vec(),
-            },
-            crate::paws::format::Entry {
-                path: b"img.bin".to_vec(),
-                content: vec![0, 1, 2, 255],
-            },
-        ];
-        let bundle = dir.path().join("context.md");
-        std::fs::write(&bundle, crate::paws::format::bundle(&entries, true)).unwrap();
-        let tree = dir.path().join("tree");
-        assert_eq!(materialise(&bundle, &tree).unwrap(), 3);
-        for entry in &entries {
-            let path = tree.join(std::str::from_utf8(&entry.path).unwrap());
-            assert_eq!(std::fs::read(path).unwrap(), entry.content);
-        }
-
-        let escaping = [crate::paws::format::Entry {
-            path: b"../out.txt".to_vec(),
-            content: b"x".to_vec(),
-        }];
-        std::fs::write(&bundle, crate::paws::format::bundle(&escaping, false)).unwrap();
-        let err = materialise(&bundle, &dir.path().join("t2"))
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.contains("../out.txt") && err.contains("leaves the tree"),
-            "{err}"
-        );
-        assert!(!dir.path().join("out.txt").exists());
-        assert_eq!(
-            relative(b"/etc/passwd"),
-            Err("an absolute path; a bundle's paths are relative to its tree")
-        );
-        assert_eq!(relative(b"./a/./b").unwrap(), PathBuf::from("a/b"));
-
-        std::fs::write(&bundle, "🐕 --- DOGS_START_FILE: a.txt ---\n@@ PAWS_CMD DELETE_FILE() @@\n🐕 --- DOGS_END_FILE: a.txt ---\n").unwrap();
-        let err = materialise(&bundle, &dir.path().join("t3"))
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("a.txt is an edit"), "{err}");
     }
 }

@@ -162,7 +162,7 @@ async fn tree(init: &Initialize, run_dir: &Path) -> Result<PathBuf, IpcError> {
     }
     let tree = run_dir.join("tree");
     let (bundle, into) = (init.initial_context_artifact_path.clone(), tree.clone());
-    tokio::task::spawn_blocking(move || setup::materialise(&bundle, &into))
+    tokio::task::spawn_blocking(move || crate::paws::tree::materialise(&bundle, &into))
         .await
         .map_err(|e| IpcError::Join(e.to_string()))??;
     tree.canonicalize().map_err(|source| IpcError::Io {

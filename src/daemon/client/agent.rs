@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 
 use super::{Client, table, unexpected};
-use crate::agents::instance::{InstanceError, Instances};
+use crate::agents::instance::{Instance, InstanceError, Instances};
 use crate::agents::spec::{self, Parsed};
+use crate::agents::start::StartAt;
 use crate::daemon::frame::Header;
 use crate::daemon::{DaemonError, Paths};
 
@@ -26,7 +27,7 @@ pub enum AgentCommand {
     Run {
         name: String,
         task: String,
-        dir: Option<PathBuf>,
+        at: StartAt,
         brain: Option<String>,
         detach: bool,
     },
@@ -87,13 +88,20 @@ pub async fn run(command: AgentCommand, paths: &Paths, cwd: &Path) -> Result<i32
         AgentCommand::Run {
             name,
             task,
-            dir,
+            at,
             brain,
             detach,
         } => {
-            ensure_instance(&instances, &name, cwd)?;
-            let dir = cwd.join(dir.unwrap_or_else(|| cwd.to_path_buf()));
-            start(paths, name, task, dir, brain, detach).await
+            let instance = ensure_instance(&instances, &name, cwd)?;
+            let isolated = instance
+                .config()
+                .is_ok_and(|c| c.isolation.as_deref() == Some("worktree"));
+            let tree = crate::agents::start::prepare(&instance, cwd, &at, isolated)
+                .map_err(client_error)?;
+            if let Some(made) = &tree.made {
+                eprintln!("ouro: {made}");
+            }
+            start(paths, name, task, tree.dir, brain, detach).await
         }
         AgentCommand::Logs { name, follow } => logs(&instances, &name, follow).await,
         AgentCommand::Stop { name } => {
@@ -125,10 +133,10 @@ fn definitions(cwd: &Path) -> Vec<Result<Parsed, spec::SpecError>> {
     spec::load_all(&crate::settings::user_dirs("agents"), &root, trusted)
 }
 
-/// An instance named `name` exists, or is made from the definition of that name.
-fn ensure_instance(instances: &Instances, name: &str, cwd: &Path) -> Result<(), DaemonError> {
+/// The instance named `name`, made from the definition of that name if there is none yet.
+fn ensure_instance(instances: &Instances, name: &str, cwd: &Path) -> Result<Instance, DaemonError> {
     match instances.get(name) {
-        Ok(_) => return Ok(()),
+        Ok(instance) => return Ok(instance),
         Err(InstanceError::Missing(_)) => {}
         Err(e) => return Err(client_error(e)),
     }
@@ -143,12 +151,12 @@ fn ensure_instance(instances: &Instances, name: &str, cwd: &Path) -> Result<(), 
         )));
     };
     warn(&parsed);
-    instances.create(name, &parsed.spec).map_err(client_error)?;
+    let instance = instances.create(name, &parsed.spec).map_err(client_error)?;
     eprintln!(
         "ouro: made the agent instance {name} from {}",
         parsed.spec.source.display()
     );
-    Ok(())
+    Ok(instance)
 }
 
 async fn start(

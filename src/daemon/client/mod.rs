@@ -3,6 +3,7 @@
 //! back. It holds no brain and no state of its own.
 
 pub mod agent;
+mod inbox;
 mod keys;
 mod render;
 mod talk;
@@ -15,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use tokio::net::UnixStream;
 
+pub use inbox::DaemonQuestions;
 pub use keys::DetachKeys;
 pub use render::{ask, watch};
 pub use talk::talk;

@@ -10,7 +10,20 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::BundleError;
+/// Why a worktree command did not happen.
+#[derive(Debug, thiserror::Error)]
+pub enum WorktreeError {
+    #[error("could not {action} {path}: {source}")]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A sentence saying what to do.
+    #[error("{0}")]
+    Failed(String),
+}
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Manifest {
@@ -43,13 +56,13 @@ pub struct Worktrees {
     root: PathBuf,
 }
 
-fn failed(message: impl Into<String>) -> BundleError {
-    BundleError::Worktree(message.into())
+fn failed(message: impl Into<String>) -> WorktreeError {
+    WorktreeError::Failed(message.into())
 }
 
 impl Worktrees {
     /// The worktrees of the git repository holding `cwd`.
-    pub fn of(cwd: &Path) -> Result<Worktrees, BundleError> {
+    pub fn of(cwd: &Path) -> Result<Worktrees, WorktreeError> {
         let top = git(cwd, &["rev-parse", "--show-toplevel"])
             .map_err(|_| failed(format!("{} is not in a git repository", cwd.display())))?;
         let project = PathBuf::from(top);
@@ -65,7 +78,7 @@ impl Worktrees {
         self.root.join(format!("{id}.json"))
     }
 
-    pub fn load(&self, id: &str) -> Result<Manifest, BundleError> {
+    pub fn load(&self, id: &str) -> Result<Manifest, WorktreeError> {
         check_id(id)?;
         let text = std::fs::read(self.manifest_path(id)).map_err(|_| {
             failed(format!(
@@ -76,9 +89,9 @@ impl Worktrees {
             .map_err(|e| failed(format!("the manifest of {id} is damaged: {e}")))
     }
 
-    fn save(&self, manifest: &Manifest) -> Result<(), BundleError> {
+    fn save(&self, manifest: &Manifest) -> Result<(), WorktreeError> {
         crate::sys::atomic::write_json(&self.manifest_path(&manifest.id), manifest).map_err(
-            |source| BundleError::Io {
+            |source| WorktreeError::Io {
                 action: "save the worktree manifest",
                 path: self.manifest_path(&manifest.id),
                 source,
@@ -88,7 +101,11 @@ impl Worktrees {
 
     /// A new worktree on a new branch (`ouro/<id>` unless named) from the project's HEAD; an
     /// existing one of that name is returned as it is.
-    pub fn start(&self, name: Option<&str>, branch: Option<&str>) -> Result<Manifest, BundleError> {
+    pub fn start(
+        &self,
+        name: Option<&str>,
+        branch: Option<&str>,
+    ) -> Result<Manifest, WorktreeError> {
         let id = match name {
             Some(name) => name.to_string(),
             None => format!("wt-{}", &uuid::Uuid::new_v4().simple().to_string()[..8]),
@@ -102,7 +119,7 @@ impl Worktrees {
         })?;
         let branch = branch.map_or_else(|| format!("ouro/{id}"), String::from);
         let path = self.root.join(&id);
-        std::fs::create_dir_all(&self.root).map_err(|source| BundleError::Io {
+        std::fs::create_dir_all(&self.root).map_err(|source| WorktreeError::Io {
             action: "create",
             path: self.root.clone(),
             source,
@@ -139,7 +156,7 @@ impl Worktrees {
     }
 
     /// Commits what an apply changed in worktree `id` and tags it; `None` when nothing changed.
-    pub fn checkpoint(&self, id: &str, note: &str) -> Result<Option<Checkpoint>, BundleError> {
+    pub fn checkpoint(&self, id: &str, note: &str) -> Result<Option<Checkpoint>, WorktreeError> {
         let mut manifest = self.load(id)?;
         let dir = manifest.path.clone();
         git(&dir, &["add", "-A"])?;
@@ -165,7 +182,7 @@ impl Worktrees {
     }
 
     /// Back to checkpoint `to` (`base` for where it started); later checkpoints are dropped.
-    pub fn rewind(&self, id: &str, to: &str) -> Result<String, BundleError> {
+    pub fn rewind(&self, id: &str, to: &str) -> Result<String, WorktreeError> {
         let mut manifest = self.load(id)?;
         refuse_dirty(&manifest.path, "rewind")?;
         let (commit, keep) = if to == "base" {
@@ -194,7 +211,7 @@ impl Worktrees {
     }
 
     /// Merges the worktree's branch into the project's checked-out branch.
-    pub fn merge(&self, id: &str, squash: bool) -> Result<String, BundleError> {
+    pub fn merge(&self, id: &str, squash: bool) -> Result<String, WorktreeError> {
         let manifest = self.load(id)?;
         // An archived worktree has no folder: its branch is merged as it is.
         if !manifest.archived {
@@ -231,7 +248,7 @@ impl Worktrees {
     }
 
     /// Removes the worktree's folder (its branch, tags and manifest stay).
-    pub fn archive(&self, id: &str) -> Result<String, BundleError> {
+    pub fn archive(&self, id: &str) -> Result<String, WorktreeError> {
         let mut manifest = self.load(id)?;
         refuse_dirty(&manifest.path, "archive")?;
         let target = manifest.path.display().to_string();
@@ -246,7 +263,7 @@ impl Worktrees {
 }
 
 /// A worktree id is a folder name and a tag part.
-fn check_id(id: &str) -> Result<(), BundleError> {
+fn check_id(id: &str) -> Result<(), WorktreeError> {
     if crate::text::is_id(id) {
         Ok(())
     } else {
@@ -256,7 +273,7 @@ fn check_id(id: &str) -> Result<(), BundleError> {
     }
 }
 
-fn refuse_dirty(dir: &Path, what: &str) -> Result<(), BundleError> {
+fn refuse_dirty(dir: &Path, what: &str) -> Result<(), WorktreeError> {
     let status = git(dir, &["status", "--porcelain", "--untracked-files=no"])?;
     if status.is_empty() {
         return Ok(());
@@ -267,7 +284,7 @@ fn refuse_dirty(dir: &Path, what: &str) -> Result<(), BundleError> {
     )))
 }
 
-fn git_commit(dir: &Path, message: &str) -> Result<String, BundleError> {
+fn git_commit(dir: &Path, message: &str) -> Result<String, WorktreeError> {
     let mut args = identity(dir);
     args.extend(["commit", "-q", "--no-verify", "-m", message]);
     git(dir, &args)
@@ -286,11 +303,11 @@ fn identity(dir: &Path) -> Vec<&'static str> {
 
 /// Runs git in `dir` with the settings that run nothing a repository configures; its output,
 /// trimmed.
-fn git(dir: &Path, args: &[&str]) -> Result<String, BundleError> {
+fn git(dir: &Path, args: &[&str]) -> Result<String, WorktreeError> {
     let out = crate::sys::git::in_work_tree("git", dir)
         .args(args)
         .output()
-        .map_err(|source| BundleError::Io {
+        .map_err(|source| WorktreeError::Io {
             action: "run git in",
             path: dir.to_path_buf(),
             source,
