@@ -69,6 +69,19 @@ pub enum UiEvent {
 }
 
 impl UiEvent {
+    /// What a run's one-line summary takes from this event: the turn's whole answer, or why
+    /// it failed (a spent budget, a brain that died); the last one given wins.
+    pub fn summary_text(&self) -> Option<&str> {
+        match self {
+            UiEvent::ChatComplete { text, .. } | UiEvent::SessionError { error: text, .. }
+                if !text.is_empty() =>
+            {
+                Some(text)
+            }
+            _ => None,
+        }
+    }
+
     /// The event's name (`chat:delta`, …): SSE's `event:` field.
     pub fn kind(&self) -> String {
         self.split().0

@@ -195,3 +195,35 @@ fn find_files(dir: &std::path::Path, within: &str) -> Vec<std::path::PathBuf> {
     }
     found
 }
+
+/// A definition's `disallowedTools` takes those tools from the sub-agent even when it lists
+/// no `tools` (it then has every other tool of the session).
+#[tokio::test(flavor = "multi_thread")]
+async fn disallowed_tools_leave_a_sub_agent_without_them() {
+    let sb = Sandbox::new();
+    let mock = server(json!({"turns": [
+        {"content": [agent("nobash", "NOBASH look around")]},
+        {"content": [{"type": "text", "text": "done"}]},
+        {"when_text": "NOBASH", "content": [{"type": "text", "text": "looked"}]}
+    ]}))
+    .await;
+    let agents = json!({"nobash": {"description": "Looks without a shell", "prompt": "Look.",
+                                    "disallowedTools": ["Bash"]}})
+    .to_string();
+    let run = sb
+        .run(&mock.url(), &["-p", "--agents", &agents, "--", "delegate"])
+        .await;
+    assert!(run.status.success(), "{}", run.debug());
+    let [child] = requests_with(&mock, "NOBASH").try_into().unwrap();
+    let tools: Vec<&str> = child["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(!tools.contains(&"Bash"), "{tools:?}");
+    assert!(
+        tools.contains(&"Read") && tools.contains(&"Edit"),
+        "{tools:?}"
+    );
+}

@@ -594,3 +594,65 @@ async fn context_and_worktree_give_a_run_a_tree_of_its_own() {
     assert!(!conflicting.status.success());
     assert_eq!(bodies(&mock).len(), 4);
 }
+
+/// `engine.max_cost_usd` is a budget: the run ends once it has spent that much, as a failure
+/// that says so, and the model is not asked again.
+#[tokio::test]
+async fn a_run_stops_at_its_definitions_cost_budget() {
+    let costly = json!({"input_tokens": 1_000_000, "output_tokens": 10});
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": "echo one > made.txt"}}],
+         "usage": costly},
+        {"content": [{"type": "text", "text": "Spent more."}]}
+    ]}))
+    .await;
+    let f = Foundry::new(Sandbox::new(), &mock.url());
+    f.sb.write(
+        "thrifty.agent.md",
+        &MAKER
+            .replace("name: maker", "name: thrifty")
+            .replace("---\nYou", "engine:\n  max_cost_usd: 0.5\n---\nYou"),
+    );
+    f.ok(&["agent", "create", "thrifty", "--from", "thrifty.agent.md"])
+        .await;
+    let run = f.run(&["agent", "run", "thrifty", "make one"]).await;
+    assert_eq!(run.status.code(), Some(1), "{}", run.debug());
+    let result = &f.runs("thrifty")[0];
+    assert_eq!(result["status"], "failure", "{result}");
+    assert!(
+        result["summary"].as_str().unwrap().contains("budget"),
+        "{result}"
+    );
+    assert!(result["costUsd"].as_f64().unwrap() >= 0.5, "{result}");
+    assert_eq!(bodies(&mock).len(), 1);
+}
+
+/// `ouro agent approve --always` lets calls like the approved one run unasked for the rest of
+/// the run, even with command patterns (which send every Bash call to the asker).
+#[tokio::test]
+async fn approve_always_lets_the_same_call_run_unasked_for_the_rest_of_the_run() {
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": "touch once.txt"}}]},
+        {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": "touch once.txt"}}]},
+        {"content": [{"type": "text", "text": "Touched twice."}]}
+    ]}))
+    .await;
+    let f = Foundry::new(Sandbox::new(), &mock.url());
+    f.sb.write("maker.agent.md", MAKER);
+    f.ok(&["agent", "create", "maker", "--from", "maker.agent.md"])
+        .await;
+    f.ok(&["agent", "run", "maker", "--detach", "touch it twice"])
+        .await;
+    let pending = f.wait_pending(1).await;
+    let id = pending[0]["id"].as_str().unwrap();
+    f.ok(&["agent", "approve", id, "--always"]).await;
+    let row = f
+        .wait_instance("maker", |r| r["state"] == "done" || r["state"] == "failed")
+        .await;
+    assert_eq!(row["state"], "done", "{row}");
+    assert_eq!(f.runs("maker")[0]["summary"], "Touched twice.");
+    assert_eq!(bodies(&mock).len(), 3);
+    // Had the second call asked, the run would wait for an answer nobody gives.
+    let log = std::fs::read_to_string(f.instance_dir("maker").join("log.jsonl")).unwrap();
+    assert_eq!(log.matches(r#""isError":false"#).count(), 2, "{log}");
+}

@@ -362,6 +362,50 @@ async fn with_a_working_directory_the_agent_works_in_it() {
     assert!(!run_dir.join("tree").exists());
 }
 
+/// A `permission:response` may edit the call (`updatedInput`: it runs as edited) and add rules
+/// (`newRules`: a later call they cover runs without asking).
+#[tokio::test(flavor = "multi_thread")]
+async fn an_edited_input_runs_as_edited_and_new_rules_allow_later_calls() {
+    if !python() {
+        return;
+    }
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": "echo hi > hi.txt"}}]},
+        {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": "echo again > again.txt"}}]},
+        {"content": [{"type": "text", "text": "Done."}]}
+    ]}))
+    .await;
+    let sb = Sandbox::new();
+    let mut init = task(&sb, &mock.url(), "say hi").await;
+    init["workingDirectory"] = json!(sb.root());
+    let answer = json!({
+        "behavior": "allow",
+        "updatedInput": {"command": "echo edited > hi.txt"},
+        "newRules": [{"toolName": "Bash", "ruleContent": "echo again > again.txt"}]
+    });
+    let seen = supervise(
+        &sb,
+        &mock.url(),
+        json!({"initialize": init, "answers": [answer]}),
+    )
+    .await;
+    assert_eq!(seen.exit_code, 0, "{}", seen.debug());
+    assert_eq!(
+        seen.of_type("permission:request").len(),
+        1,
+        "{}",
+        seen.debug()
+    );
+    assert_eq!(
+        std::fs::read_to_string(sb.root().join("hi.txt")).unwrap(),
+        "edited\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(sb.root().join("again.txt")).unwrap(),
+        "again\n"
+    );
+}
+
 /// A `claude@` agent is supervised the same way: its brain (a stand-in for the `claude` CLI)
 /// gets the definition's prompt and the stdio permission prompt, and its answer is the result.
 #[tokio::test(flavor = "multi_thread")]

@@ -22,6 +22,8 @@ pub struct AgentDef {
     pub description: String,
     /// Tool names it may use; `None`: every tool of the session except Agent.
     pub tools: Option<Vec<String>>,
+    /// Tool names it may not use, whatever `tools` says (`disallowedTools`).
+    pub disallowed: Vec<String>,
     /// A model or alias; `None` or `inherit`: the session's model.
     pub model: Option<String>,
     /// Its system prompt.
@@ -86,6 +88,7 @@ pub(crate) fn builtins() -> Vec<AgentDef> {
                           Use it when a search may take several tries."
                 .into(),
             tools: None,
+            disallowed: Vec::new(),
             model: None,
             prompt: include_str!("../../prompts/agent-general.md").trim().into(),
             source: "built-in".into(),
@@ -97,6 +100,7 @@ pub(crate) fn builtins() -> Vec<AgentDef> {
                           it works. Several can run at once."
                 .into(),
             tools: Some(READ_ONLY_TOOLS.iter().map(|t| t.to_string()).collect()),
+            disallowed: Vec::new(),
             model: None,
             prompt: include_str!("../../prompts/agent-explore.md").trim().into(),
             source: "built-in".into(),
@@ -104,13 +108,17 @@ pub(crate) fn builtins() -> Vec<AgentDef> {
     ]
 }
 
-/// `--agents`: `{"name": {"description", "prompt", "tools"?, "model"?}}`, as Claude Code.
+/// `--agents`: `{"name": {"description", "prompt", "tools"?, "disallowedTools"?, "model"?}}`,
+/// as Claude Code.
 #[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct FlagAgent {
     description: String,
     prompt: String,
     #[serde(default)]
     tools: Option<Vec<String>>,
+    #[serde(default)]
+    disallowed_tools: Vec<String>,
     #[serde(default)]
     model: Option<String>,
 }
@@ -135,6 +143,7 @@ pub fn from_flag(json: &str) -> Result<Vec<AgentDef>, String> {
                 tools: a
                     .tools
                     .map(|tools| tools.iter().map(|t| tool_name(t)).collect()),
+                disallowed: spec::whole_tools(&a.disallowed_tools),
                 model: a.model.filter(|m| m != "inherit"),
                 prompt: a.prompt,
                 source: "--agents".into(),

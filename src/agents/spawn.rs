@@ -50,16 +50,21 @@ pub struct Task {
 impl Spawner {
     /// The tools `def` may use, of those the session has.
     fn toolbox_for(&self, def: &AgentDef) -> Toolbox {
-        match &def.tools {
-            None => self.toolbox.clone(),
-            Some(names) => Toolbox::from(
-                self.toolbox
-                    .all()
-                    .into_iter()
-                    .filter(|t| names.iter().any(|n| n == t.name()))
-                    .collect::<Vec<_>>(),
-            ),
+        if def.tools.is_none() && def.disallowed.is_empty() {
+            return self.toolbox.clone();
         }
+        Toolbox::from(
+            self.toolbox
+                .all()
+                .into_iter()
+                .filter(|t| {
+                    def.tools
+                        .as_ref()
+                        .is_none_or(|names| names.iter().any(|n| n == t.name()))
+                        && !def.disallowed.iter().any(|n| n == t.name())
+                })
+                .collect::<Vec<_>>(),
+        )
     }
 
     /// Runs `task` as agent `def` to its end. The report is the child's final answer with a

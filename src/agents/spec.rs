@@ -242,11 +242,22 @@ impl AgentSpec {
             name: self.name.clone(),
             description: self.description.clone(),
             tools,
+            disallowed: whole_tools(&self.disallowed_tools),
             model: self.model.clone(),
             prompt: self.prompt.clone(),
             source: self.source.display().to_string(),
         }
     }
+}
+
+/// The entries of a `disallowedTools` list that name a whole tool (a rule such as
+/// `Bash(rm:*)` is for the permission engine, not the tool list).
+pub(crate) fn whole_tools(entries: &[String]) -> Vec<String> {
+    entries
+        .iter()
+        .filter(|e| !e.contains('('))
+        .map(|e| e.trim().to_string())
+        .collect()
 }
 
 /// Every definition file in force, in the order later-wins: user dirs, then (only when

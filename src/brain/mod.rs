@@ -20,6 +20,7 @@ pub mod child;
 pub mod claude;
 mod config;
 mod error;
+pub mod granted;
 pub mod memory;
 pub mod ouro;
 mod output;

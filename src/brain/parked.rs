@@ -265,17 +265,15 @@ mod tests {
         let waiting = parked.park(question("Bash"), Duration::from_secs(60));
         let id = waiting.id.clone();
         assert_eq!(parked.list()[0].id, id);
-        let asked = parked
-            .answer(&id, PermissionAnswer::Allow { remember: true })
-            .unwrap();
+        let asked = parked.answer(&id, PermissionAnswer::allow(true)).unwrap();
         assert_eq!(asked.always_rules, ["Bash(ls)"]);
         assert_eq!(
-            parked.answer(&id, PermissionAnswer::Allow { remember: false }),
+            parked.answer(&id, PermissionAnswer::allow(false)),
             Err(NotWaiting(id.clone()))
         );
         let settled = waiting.settled().await;
         assert_eq!(settled.outcome(), "allowed");
-        assert_eq!(settled.answer(), PermissionAnswer::Allow { remember: true });
+        assert_eq!(settled.answer(), PermissionAnswer::allow(true));
         assert!(parked.list().is_empty());
     }
 
@@ -294,11 +292,7 @@ mod tests {
             "{message}"
         );
         assert!(parked.list().is_empty());
-        assert!(
-            parked
-                .answer(&id, PermissionAnswer::Allow { remember: false })
-                .is_err()
-        );
+        assert!(parked.answer(&id, PermissionAnswer::allow(false)).is_err());
     }
 
     #[tokio::test]
@@ -318,10 +312,7 @@ mod tests {
         assert!(rx.has_changed().unwrap());
         rx.mark_unchanged();
         parked
-            .answer(
-                &waiting.id.clone(),
-                PermissionAnswer::Allow { remember: false },
-            )
+            .answer(&waiting.id.clone(), PermissionAnswer::allow(false))
             .unwrap();
         assert!(rx.has_changed().unwrap());
         rx.mark_unchanged();

@@ -28,6 +28,8 @@ pub struct TurnOptions {
     /// command reaches the asker, which judges it against an agent's command patterns).
     pub ask_rules: Vec<String>,
     pub max_turns: Option<u32>,
+    /// A spending limit in US dollars: the brain ends the task once it has spent this much.
+    pub max_budget_usd: Option<f64>,
     pub append_system_prompt: Option<String>,
     /// The brain's own session to continue; `None` starts a new one.
     pub resume: Option<String>,
@@ -47,6 +49,7 @@ impl TurnOptions {
             allowed_tools: config.allowed_rules.clone(),
             ask_rules: config.ask_rules(),
             max_turns: config.max_turns,
+            max_budget_usd: config.max_cost_usd,
             append_system_prompt: Some(prompt.to_string()).filter(|p| !p.trim().is_empty()),
             resume: None,
         }
@@ -109,9 +112,28 @@ mod tests {
 #[derive(Debug, Clone, PartialEq)]
 pub enum PermissionAnswer {
     /// Run it; `remember` also allows calls like it for the rest of the turn.
-    Allow { remember: bool },
+    Allow {
+        remember: bool,
+        /// Run it with this input instead of the model's (the supervisor edited the call).
+        updated_input: Option<Value>,
+        /// Allow these rules for the rest of the turn (in place of the brain's suggestion,
+        /// which `remember` alone adds).
+        rules: Vec<String>,
+    },
     /// Refuse it; the model is told `message` and goes on.
     Deny { message: String },
+}
+
+impl PermissionAnswer {
+    /// Run the call as the model made it; `remember`: and calls like it for the rest of the
+    /// turn.
+    pub fn allow(remember: bool) -> PermissionAnswer {
+        PermissionAnswer::Allow {
+            remember,
+            updated_input: None,
+            rules: Vec::new(),
+        }
+    }
 }
 
 /// The caller's side of a permission question; the future resolves when someone answered (or

@@ -23,6 +23,7 @@ use crate::agents::instance::{
     AgentState, Instance, InstanceConfig, Instances, RunRecord, StateRecord,
 };
 use crate::agents::spec::{CommandRules, CommandVerdict};
+use crate::brain::granted::Granted;
 use crate::brain::{Asker, PermissionAnswer, PermissionQuestion, TurnOptions, TurnRequest};
 use crate::paws::artifact::write_dogs_v1;
 use crate::paws::front::DogsFront;
@@ -353,13 +354,15 @@ fn asker(
 ) -> Asker {
     let rules = Arc::new(rules);
     let run_id = run_id.to_string();
+    let granted = Granted::default();
     Arc::new(move |question: PermissionQuestion| {
-        let (clone, instance, rules, run_id, webhook) = (
+        let (clone, instance, rules, run_id, webhook, granted) = (
             clone.clone(),
             instance.clone(),
             rules.clone(),
             run_id.clone(),
             webhook.clone(),
+            granted.clone(),
         );
         Box::pin(async move {
             match rules.judge_call(&question.tool_name, &question.input) {
@@ -375,9 +378,15 @@ fn asker(
                     };
                 }
                 CommandVerdict::Allowed { .. } => {
-                    return PermissionAnswer::Allow { remember: false };
+                    return PermissionAnswer::allow(false);
                 }
                 CommandVerdict::Unsettled => {}
+            }
+            if granted
+                .covering(&question.tool_name, &question.input)
+                .is_some()
+            {
+                return PermissionAnswer::allow(false);
             }
             let mut state = instance.state();
             state.state = AgentState::Blocked;
@@ -386,12 +395,13 @@ fn asker(
             // in the registry for an answer from any client.
             let (nobody, _) = mpsc::channel::<Frame>(1);
             let answer = clone
-                .ask_permission_then(question, &nobody, timeout, |parked| {
+                .ask_permission_then(question.clone(), &nobody, timeout, |parked| {
                     if let Some(hook) = &webhook {
                         hook.send(json!({"type": "permission:request", "runId": run_id, "question": parked}));
                     }
                 })
                 .await;
+            granted.remember(&question, &answer);
             let mut state = instance.state();
             if state.state == AgentState::Blocked {
                 state.state = AgentState::Running;
@@ -410,10 +420,8 @@ fn relay(
     event: UiEvent,
     text: &mut String,
 ) {
-    if let UiEvent::ChatComplete { text: t, .. } = &event
-        && !t.is_empty()
-    {
-        t.clone_into(text);
+    if let Some(said) = event.summary_text() {
+        said.clone_into(text);
     }
     if !matches!(event, UiEvent::ChatDelta { .. }) {
         log(instance, run_id, "event", json!(event));

@@ -337,7 +337,7 @@ impl CloneHandle {
         message: Option<String>,
     ) -> bool {
         let answer = if allow {
-            PermissionAnswer::Allow { remember: always }
+            PermissionAnswer::allow(always)
         } else {
             PermissionAnswer::Deny {
                 message: message.unwrap_or_else(|| "The user denied this call.".into()),

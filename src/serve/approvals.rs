@@ -84,9 +84,7 @@ enum Decision {
 impl Reply {
     fn answer(&self) -> PermissionAnswer {
         match self.decision {
-            Decision::Allow => PermissionAnswer::Allow {
-                remember: self.remember,
-            },
+            Decision::Allow => PermissionAnswer::allow(self.remember),
             Decision::Deny => PermissionAnswer::Deny {
                 message: self
                     .message
@@ -357,7 +355,7 @@ mod tests {
     fn an_inbox_reply_and_a_session_reply_read_the_same() {
         let reply: Reply =
             serde_json::from_value(json!({"decision": "allow", "remember": true})).unwrap();
-        assert_eq!(reply.answer(), PermissionAnswer::Allow { remember: true });
+        assert_eq!(reply.answer(), PermissionAnswer::allow(true));
         let reply: Reply = serde_json::from_value(json!({"decision": "deny"})).unwrap();
         assert!(matches!(reply.answer(), PermissionAnswer::Deny { .. }));
         assert!(serde_json::from_value::<Reply>(json!({"decision": "maybe"})).is_err());

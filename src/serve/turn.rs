@@ -198,6 +198,7 @@ fn options(
         allowed_tools: allowed,
         ask_rules: Vec::new(),
         max_turns: Some(max_turns.unwrap_or(DEFAULT_MAX_TURNS)),
+        max_budget_usd: None,
         append_system_prompt: Some(append),
         resume: session.claude_session_id.clone(),
     })

@@ -100,13 +100,13 @@ pub enum Behavior {
 pub struct PermissionResponse {
     pub request_id: String,
     pub behavior: Behavior,
-    /// The input the call may run with instead of its own. The brain cannot swap a call's
-    /// input, so an input that differs is answered as a denial telling the model to make the
-    /// call again with it (which is asked again).
+    /// The input the call runs with instead of the model's (a Bash command the agent's
+    /// `denied_commands` refuse is still refused).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub updated_input: Option<Value>,
-    /// Any rule (text such as `Bash(npm test:*)`, or an object) also allows calls like this one
-    /// for the rest of the task: the brain adds the rule it suggested for the call.
+    /// Rules allowed for the rest of the task: text such as `Bash(npm test:*)`, or an object
+    /// `{toolName, ruleContent?}` (or `{rules: [...]}` of them, as the Agent SDK's permission
+    /// updates carry). Entries that name no rule make the call's own suggested rule the one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub new_rules: Vec<NewRule>,
     /// ouro's addition: what the model is told when the call is denied.

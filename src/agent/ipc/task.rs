@@ -6,18 +6,19 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde_json::json;
+use serde_json::{Value, json};
 use tokio::sync::{mpsc, watch};
 
 use super::IpcError;
 use super::messages::{
-    Ask, AskResult, Behavior, Initialize, Level, Log, PermissionRequest, PermissionResponse,
-    Status, TaskResult, ToSupervisor,
+    Ask, AskResult, Behavior, Initialize, Level, Log, NewRule, PermissionRequest,
+    PermissionResponse, Status, TaskResult, ToSupervisor,
 };
 use super::setup::{self, Agent};
 use super::wire::{Outbox, Questions};
 use crate::agents::changes::Snapshot;
 use crate::agents::spec::{CommandRules, CommandVerdict};
+use crate::brain::granted::Granted;
 use crate::brain::{
     Asker, BrainCli, BrainConfig, PermissionAnswer, PermissionQuestion, TurnOptions, TurnRequest,
 };
@@ -304,8 +305,11 @@ async fn interrupt(brain: &dyn BrainCli) {
     }
 }
 
-/// One UI event as a `log` message; the last answer text is kept for the summary.
+/// One UI event as a `log` message; the last answer (or error) is kept for the summary.
 async fn relay(outbox: &Outbox, event: UiEvent, text: &mut String) {
+    if let Some(said) = event.summary_text() {
+        said.clone_into(text);
+    }
     let (level, message) = match &event {
         UiEvent::SessionInit { model, .. } => (
             Level::Info,
@@ -313,12 +317,7 @@ async fn relay(outbox: &Outbox, event: UiEvent, text: &mut String) {
         ),
         // Streamed text is chatty: a supervisor that shows it live reads `debug`.
         UiEvent::ChatDelta { text, .. } => (Level::Debug, text.clone()),
-        UiEvent::ChatComplete { text: said, .. } => {
-            if !said.is_empty() {
-                said.clone_into(text);
-            }
-            (Level::Info, said.clone())
-        }
+        UiEvent::ChatComplete { text: said, .. } => (Level::Info, said.clone()),
         UiEvent::ToolStart { name, .. } => (Level::Info, format!("{name} runs")),
         UiEvent::ToolResult { is_error, .. } => (
             Level::Info,
@@ -352,8 +351,14 @@ async fn relay(outbox: &Outbox, event: UiEvent, text: &mut String) {
 /// `permission:request` and waits for the supervisor's answer.
 fn asker(outbox: Arc<Outbox>, questions: Questions, rules: CommandRules) -> Asker {
     let rules = Arc::new(rules);
+    let granted = Granted::default();
     Arc::new(move |question: PermissionQuestion| {
-        let (outbox, questions, rules) = (outbox.clone(), questions.clone(), rules.clone());
+        let (outbox, questions, rules, granted) = (
+            outbox.clone(),
+            questions.clone(),
+            rules.clone(),
+            granted.clone(),
+        );
         Box::pin(async move {
             match rules.judge_call(&question.tool_name, &question.input) {
                 CommandVerdict::Denied { pattern } => {
@@ -367,9 +372,18 @@ fn asker(outbox: Arc<Outbox>, questions: Questions, rules: CommandRules) -> Aske
                     };
                 }
                 CommandVerdict::Allowed { .. } => {
-                    return PermissionAnswer::Allow { remember: false };
+                    return PermissionAnswer::allow(false);
                 }
                 CommandVerdict::Unsettled => {}
+            }
+            if let Some(rule) = granted.covering(&question.tool_name, &question.input) {
+                outbox
+                    .log(
+                        Level::Info,
+                        format!("{} runs under the granted rule {rule}", question.tool_name),
+                    )
+                    .await;
+                return PermissionAnswer::allow(false);
             }
             let request_id = uuid::Uuid::new_v4().to_string();
             let answered = questions.open(&request_id);
@@ -390,7 +404,11 @@ fn asker(outbox: Arc<Outbox>, questions: Questions, rules: CommandRules) -> Aske
                 }))
                 .await;
             match answered.await {
-                Ok(response) => answer(&question, response),
+                Ok(response) => {
+                    let answer = answer(&rules, &question, response);
+                    granted.remember(&question, &answer);
+                    answer
+                }
                 Err(_) => PermissionAnswer::Deny {
                     message: "The task ended before the supervisor answered.".into(),
                 },
@@ -399,23 +417,53 @@ fn asker(outbox: Arc<Outbox>, questions: Questions, rules: CommandRules) -> Aske
     })
 }
 
-/// The brain's answer for the supervisor's `response` to `question`.
-fn answer(question: &PermissionQuestion, response: PermissionResponse) -> PermissionAnswer {
-    match (response.behavior, response.updated_input) {
-        (Behavior::Deny, _) => PermissionAnswer::Deny {
+/// The brain's answer for the supervisor's `response` to `question`; an edited input is
+/// judged again by the agent's command patterns (denied wins, even over the supervisor).
+fn answer(
+    patterns: &CommandRules,
+    question: &PermissionQuestion,
+    response: PermissionResponse,
+) -> PermissionAnswer {
+    if response.behavior == Behavior::Deny {
+        return PermissionAnswer::Deny {
             message: response
                 .message
                 .unwrap_or_else(|| "The supervisor denied this call.".into()),
-        },
-        // The brain runs a call with its own input or not at all: the model is asked to make
-        // the call the supervisor allows, which comes back as a question of its own.
-        (Behavior::Allow, Some(input)) if input != question.input => PermissionAnswer::Deny {
-            message: format!(
-                "The supervisor allows this call only with this input instead: {input}. Make the call again with it."
-            ),
-        },
-        (Behavior::Allow, _) => PermissionAnswer::Allow {
-            remember: !response.new_rules.is_empty(),
+        };
+    }
+    let updated_input = response.updated_input.filter(|i| *i != question.input);
+    if let Some(input) = &updated_input
+        && let CommandVerdict::Denied { pattern } = patterns.judge_call(&question.tool_name, input)
+    {
+        return PermissionAnswer::Deny {
+            message: CommandRules::refusal(&pattern),
+        };
+    }
+    PermissionAnswer::Allow {
+        remember: !response.new_rules.is_empty(),
+        updated_input,
+        rules: response.new_rules.iter().flat_map(rule_texts).collect(),
+    }
+}
+
+/// A `newRules` entry as rule texts (`Bash(npm test:*)`); none when it names no rule.
+fn rule_texts(rule: &NewRule) -> Vec<String> {
+    let one = |object: &serde_json::Map<String, Value>| {
+        let tool = object.get("toolName")?.as_str()?;
+        Some(match object.get("ruleContent").and_then(Value::as_str) {
+            Some(content) => format!("{tool}({content})"),
+            None => tool.to_string(),
+        })
+    };
+    match rule {
+        NewRule::Text(text) if !text.trim().is_empty() => vec![text.trim().to_string()],
+        NewRule::Text(_) => Vec::new(),
+        NewRule::Object(object) => match object.get("rules").and_then(Value::as_array) {
+            Some(rules) => rules
+                .iter()
+                .filter_map(|r| r.as_object().and_then(one))
+                .collect(),
+            None => one(object).into_iter().collect(),
         },
     }
 }
@@ -439,31 +487,71 @@ mod tests {
 
     #[test]
     fn a_response_becomes_the_brains_answer() {
+        let patterns = CommandRules::compile(&[], &["rm .*".into()]).unwrap();
         let question = PermissionQuestion {
             tool_name: "Bash".into(),
             input: json!({"command": "make"}),
             reason: None,
             always_rules: vec!["Bash(make)".into()],
         };
+        let ask = |response| answer(&patterns, &question, response);
         assert_eq!(
-            answer(&question, response(Behavior::Allow)),
-            PermissionAnswer::Allow { remember: false }
+            ask(response(Behavior::Allow)),
+            PermissionAnswer::allow(false)
         );
+        // The same input is no edit; rules given as text or as the SDK's objects.
         let mut always = response(Behavior::Allow);
-        always.new_rules = vec![NewRule::Text("Bash(make)".into())];
+        always.new_rules = vec![
+            NewRule::Text("Bash(make)".into()),
+            NewRule::Object(
+                json!({"toolName": "Bash", "ruleContent": "make test:*"})
+                    .as_object()
+                    .unwrap()
+                    .clone(),
+            ),
+            NewRule::Object(
+                json!({"type": "addRules", "rules": [{"toolName": "Read"}]})
+                    .as_object()
+                    .unwrap()
+                    .clone(),
+            ),
+        ];
         always.updated_input = Some(json!({"command": "make"}));
         assert_eq!(
-            answer(&question, always),
-            PermissionAnswer::Allow { remember: true }
+            ask(always),
+            PermissionAnswer::Allow {
+                remember: true,
+                updated_input: None,
+                rules: vec![
+                    "Bash(make)".into(),
+                    "Bash(make test:*)".into(),
+                    "Read".into()
+                ],
+            }
         );
+        // An object naming no rule: the call's suggested rule is the one remembered.
+        let mut vague = response(Behavior::Allow);
+        vague.new_rules = vec![NewRule::Object(Default::default())];
+        assert_eq!(ask(vague), PermissionAnswer::allow(true));
         let mut changed = response(Behavior::Allow);
         changed.updated_input = Some(json!({"command": "make -n"}));
+        assert_eq!(
+            ask(changed),
+            PermissionAnswer::Allow {
+                remember: false,
+                updated_input: Some(json!({"command": "make -n"})),
+                rules: Vec::new(),
+            }
+        );
+        // Denied wins over the supervisor's edit.
+        let mut sneaky = response(Behavior::Allow);
+        sneaky.updated_input = Some(json!({"command": "rm -rf src"}));
         assert!(matches!(
-            answer(&question, changed),
-            PermissionAnswer::Deny { message } if message.contains("make -n")
+            ask(sneaky),
+            PermissionAnswer::Deny { message } if message.contains("rm .*")
         ));
         assert_eq!(
-            answer(&question, response(Behavior::Deny)),
+            ask(response(Behavior::Deny)),
             PermissionAnswer::Deny {
                 message: "The supervisor denied this call.".into()
             }
@@ -471,7 +559,7 @@ mod tests {
         let mut told = response(Behavior::Deny);
         told.message = Some("Not on Fridays.".into());
         assert_eq!(
-            answer(&question, told),
+            ask(told),
             PermissionAnswer::Deny {
                 message: "Not on Fridays.".into()
             }

@@ -74,6 +74,9 @@ pub(crate) fn served_args(
     if let Some(turns) = options.max_turns {
         flag("--max-turns", turns.to_string());
     }
+    if let Some(usd) = options.max_budget_usd {
+        flag("--max-budget-usd", usd.to_string());
+    }
     if let Some(text) = options
         .append_system_prompt
         .as_ref()
@@ -121,6 +124,7 @@ mod tests {
             allowed_tools: vec!["Bash(ls:*)".into(), "Read".into()],
             ask_rules: vec!["Bash".into()],
             max_turns: Some(25),
+            max_budget_usd: Some(0.5),
             append_system_prompt: Some("Be brief.".into()),
             resume: None,
         };
@@ -135,6 +139,7 @@ mod tests {
         assert_eq!(after("--allowedTools"), "Bash(ls:*),Read");
         assert_eq!(after("--disallowedTools"), "Bash(rm:*)");
         assert_eq!(after("--max-turns"), "25");
+        assert_eq!(after("--max-budget-usd"), "0.5");
         assert_eq!(after("--settings"), r#"{"permissions":{"ask":["Bash"]}}"#);
         assert_eq!(after("--append-system-prompt"), "Be brief.");
         assert_eq!(after("--resume"), "s-1");

@@ -180,9 +180,19 @@ impl DispatchProc {
                         always_rules: rules.iter().flat_map(rule_texts).collect(),
                     };
                     let result = match ask(question).await {
-                        PermissionAnswer::Allow { remember } => PermissionResult::Allow {
-                            updated_input: Some(input),
-                            updated_permissions: if remember { rules } else { Vec::new() },
+                        PermissionAnswer::Allow {
+                            remember,
+                            updated_input,
+                            rules: given,
+                        } => PermissionResult::Allow {
+                            updated_input: Some(updated_input.unwrap_or(input)),
+                            updated_permissions: if !given.is_empty() {
+                                vec![session_rules(&given)]
+                            } else if remember {
+                                rules
+                            } else {
+                                Vec::new()
+                            },
                         },
                         PermissionAnswer::Deny { message } => PermissionResult::Deny {
                             message: Some(message),
@@ -219,13 +229,18 @@ fn remembered(
     if !suggested.is_empty() {
         return suggested;
     }
-    vec![PermissionUpdate {
+    vec![session_rules(&[narrow_rule(tool_name, input)])]
+}
+
+/// Rules given by whoever answered, as one update allowing them for the session.
+fn session_rules(rules: &[String]) -> PermissionUpdate {
+    PermissionUpdate {
         kind: "addRules".into(),
         behavior: Some("allow".into()),
         destination: Some("session".into()),
-        rules: vec![RuleValue::parse(&narrow_rule(tool_name, input))],
+        rules: rules.iter().map(|r| RuleValue::parse(r)).collect(),
         mode: None,
-    }]
+    }
 }
 
 /// An update's rules as rule text (`Bash(npm test:*)`).

@@ -56,7 +56,7 @@ impl Elsewhere for DaemonQuestions {
                 Err(e) => return Err(e.to_string()),
             };
             let (allow, always, message) = match answer {
-                PermissionAnswer::Allow { remember } => (true, remember, None),
+                PermissionAnswer::Allow { remember, .. } => (true, remember, None),
                 PermissionAnswer::Deny { message } => (false, false, Some(message)),
             };
             let header = Header::AgentAnswer {
