@@ -31,6 +31,7 @@ pub mod checkpoint;
 pub mod cli;
 pub mod daemon;
 pub mod engine;
+pub mod eval;
 pub mod event;
 pub mod exec;
 pub mod frontmatter;

@@ -161,6 +161,10 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         _ => {}
     }
+    if let Some(Command::Eval { action }) = &args.command {
+        let command = eval_command(action.clone(), &cwd)?;
+        return Ok(exit_code(ouro::eval::main(command, &cwd).await?));
+    }
     // `ouro agent ipc` runs its task here, not in the daemon.
     if let Some(Command::Agent {
         action: ouro::cli::daemon::AgentAction::Ipc { schema },
@@ -317,6 +321,55 @@ fn exit(success: bool) -> ExitCode {
     } else {
         ExitCode::FAILURE
     }
+}
+
+/// `ouro eval …` as the eval front end takes it.
+fn eval_command(
+    action: ouro::cli::eval::EvalAction,
+    cwd: &std::path::Path,
+) -> anyhow::Result<ouro::eval::EvalCommand> {
+    use ouro::cli::eval::EvalAction as A;
+    use ouro::eval::EvalCommand as C;
+    Ok(match action {
+        A::Run {
+            suite,
+            brain,
+            agent,
+            trials,
+            concurrency,
+            shard,
+            out,
+            no_judge,
+            judge_model,
+            permission_mode,
+        } => C::Run(ouro::eval::RunOptions {
+            suite: cwd.join(suite),
+            brain,
+            agent,
+            trials,
+            concurrency,
+            shard: shard
+                .as_deref()
+                .map(ouro::eval::run::parse_shard)
+                .transpose()?,
+            out: out.map_or_else(|| ouro::eval::run::default_out(cwd), |o| cwd.join(o)),
+            judge: !no_judge,
+            judge_model,
+            permission_mode,
+        }),
+        A::Merge { dirs, out } => C::Merge {
+            dirs: dirs.iter().map(|d| cwd.join(d)).collect(),
+            out: cwd.join(out),
+        },
+        A::Report { dir, html } => C::Report {
+            dir: cwd.join(dir),
+            html: html.map(|h| cwd.join(h)),
+        },
+        A::Compare { a, b } => C::Compare {
+            a: cwd.join(a),
+            b: cwd.join(b),
+        },
+    })
 }
 
 fn exit_code(code: i32) -> ExitCode {

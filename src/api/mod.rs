@@ -1,5 +1,6 @@
 //! The Anthropic Messages API client: wire types, the SSE stream, retries and prices.
 
+pub mod answer;
 pub mod body;
 pub mod client;
 pub mod media;

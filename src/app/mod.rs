@@ -83,6 +83,17 @@ pub struct Options {
     pub include_hook_events: bool,
 }
 
+/// The agent definitions `cwd` sees: the user's, and its project's once that is trusted.
+pub fn agent_definitions(
+    cwd: &Path,
+) -> Vec<Result<crate::agents::spec::Parsed, crate::agents::spec::SpecError>> {
+    let root = project_root(cwd);
+    let trusted = crate::settings::LayeredSettings::load(&root)
+        .map(|s| s.trusts(&root))
+        .unwrap_or(false);
+    crate::agents::spec::load_all(&crate::settings::user_dirs("agents"), &root, trusted)
+}
+
 /// The project a session started in `cwd` works on: the enclosing git repository's root (as
 /// Claude Code does), or `cwd` itself outside one. Settings, instructions, trust, permissions
 /// and the sandbox are the root's; commands still start in `cwd`.

@@ -33,6 +33,9 @@ pub struct TurnOptions {
     pub append_system_prompt: Option<String>,
     /// The brain's own session to continue; `None` starts a new one.
     pub resume: Option<String>,
+    /// Settings the turn adds over the brain's own, as a settings file's JSON object (an
+    /// evaluation's `sandbox` and deny rules); `ask_rules` are added to its `permissions`.
+    pub settings: Option<Value>,
 }
 
 impl TurnOptions {
@@ -52,6 +55,7 @@ impl TurnOptions {
             max_budget_usd: config.max_cost_usd,
             append_system_prompt: Some(prompt.to_string()).filter(|p| !p.trim().is_empty()),
             resume: None,
+            settings: None,
         }
     }
 }
@@ -164,4 +168,9 @@ pub struct TurnReport {
     pub interrupted: bool,
     pub cost_usd: f64,
     pub usage: Usage,
+    /// The result's kind as the brain named it (`success`, `error_max_budget_usd`, …); `None`
+    /// when no result came.
+    pub kind: Option<String>,
+    /// The HTTP status of the API error that ended the turn, when one did.
+    pub api_error_status: Option<u16>,
 }

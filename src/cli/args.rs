@@ -356,6 +356,11 @@ pub enum Command {
         #[command(subcommand)]
         action: crate::cli::daemon::AgentAction,
     },
+    /// How well an agent does a suite's tasks: trials judged by tests and a calibrated judge.
+    Eval {
+        #[command(subcommand)]
+        action: crate::cli::eval::EvalAction,
+    },
     /// What this machine and configuration give ouro (the REPL's /doctor).
     Doctor,
     /// Auto mode's settings: `ouro auto-mode defaults` prints what it starts from.

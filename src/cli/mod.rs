@@ -6,6 +6,7 @@ pub mod brain;
 pub mod daemon;
 #[cfg(feature = "mock")]
 pub mod demo;
+pub mod eval;
 pub mod headless;
 pub mod mcp;
 pub mod print;

@@ -11,12 +11,12 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use futures::StreamExt;
 use serde_json::{Value, json};
 
+use crate::api::answer::text_answer;
 use crate::api::client::Client;
-use crate::api::stream::{Assembled, Assembler};
-use crate::api::types::{StopReason, Usage};
+use crate::api::retry::RetryPolicy;
+use crate::api::types::Usage;
 use crate::settings::AutoModeSettings;
 use crate::sys::sync::lock;
 
@@ -249,30 +249,20 @@ impl Reviewer {
             "system": [{"type": "text", "text": format!("{}{}", SYSTEM.trim_end(), self.rules)}],
             "messages": [{"role": "user", "content": [shared, {"type": "text", "text": instruction}]}],
         });
-        let body = serde_json::to_vec(&body).map_err(|e| e.to_string())?;
+        // One attempt: a review that fails asks the user instead of waiting on retries.
+        let once = RetryPolicy {
+            max_retries: 0,
+            ..RetryPolicy::default()
+        };
         let request = async {
-            let stream = self
-                .client
-                .stream(&body.into(), &[])
-                .await
-                .map_err(|e| e.to_string())?;
-            let mut stream = std::pin::pin!(stream);
-            let mut assembler = Assembler::new();
-            let mut text = String::new();
-            while let Some(event) = stream.next().await {
-                for part in assembler
-                    .push(event.map_err(|e| e.to_string())?)
-                    .map_err(|e| e.to_string())?
-                {
-                    match part {
-                        Assembled::TextDelta(delta) => text.push_str(&delta),
-                        Assembled::ServerError(e) => return Err(e.message),
-                        _ => {}
-                    }
-                }
-            }
-            let truncated = assembler.stop_reason == Some(StopReason::MaxTokens);
-            Ok((Answer { text, truncated }, assembler.usage))
+            let answer = text_answer(&self.client, &body, &once).await?;
+            Ok((
+                Answer {
+                    text: answer.text,
+                    truncated: answer.truncated,
+                },
+                answer.usage,
+            ))
         };
         tokio::time::timeout(self.timeout, request)
             .await

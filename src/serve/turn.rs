@@ -201,6 +201,7 @@ fn options(
         max_budget_usd: None,
         append_system_prompt: Some(append),
         resume: session.claude_session_id.clone(),
+        settings: None,
     })
 }
 

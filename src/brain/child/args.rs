@@ -66,10 +66,24 @@ pub(crate) fn served_args(
     if !options.disallowed_tools.is_empty() {
         flag("--disallowedTools", options.disallowed_tools.join(","));
     }
+    // Both CLIs take settings as JSON text; ask rules have no flag of their own.
+    let mut settings = match &options.settings {
+        Some(serde_json::Value::Object(map)) => map.clone(),
+        _ => serde_json::Map::new(),
+    };
     if !options.ask_rules.is_empty() {
-        // Both CLIs take settings as JSON text; ask rules have no flag of their own.
-        let settings = serde_json::json!({"permissions": {"ask": options.ask_rules}});
-        flag("--settings", settings.to_string());
+        let permissions = settings
+            .entry("permissions")
+            .or_insert_with(|| serde_json::json!({}));
+        if let Some(permissions) = permissions.as_object_mut() {
+            permissions.insert("ask".into(), serde_json::json!(options.ask_rules));
+        }
+    }
+    if !settings.is_empty() {
+        flag(
+            "--settings",
+            serde_json::Value::Object(settings).to_string(),
+        );
     }
     if let Some(turns) = options.max_turns {
         flag("--max-turns", turns.to_string());
@@ -127,6 +141,7 @@ mod tests {
             max_budget_usd: Some(0.5),
             append_system_prompt: Some("Be brief.".into()),
             resume: None,
+            settings: Some(serde_json::json!({"sandbox": {"network": false}})),
         };
         let args = served_args(&options, Some("claude-sonnet-4-5"), Some("s-1"));
         let after = |flag: &str| {
@@ -140,7 +155,10 @@ mod tests {
         assert_eq!(after("--disallowedTools"), "Bash(rm:*)");
         assert_eq!(after("--max-turns"), "25");
         assert_eq!(after("--max-budget-usd"), "0.5");
-        assert_eq!(after("--settings"), r#"{"permissions":{"ask":["Bash"]}}"#);
+        assert_eq!(
+            after("--settings"),
+            r#"{"permissions":{"ask":["Bash"]},"sandbox":{"network":false}}"#
+        );
         assert_eq!(after("--append-system-prompt"), "Be brief.");
         assert_eq!(after("--resume"), "s-1");
         assert!(args.contains(&"--include-partial-messages".to_string()));

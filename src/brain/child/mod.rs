@@ -486,6 +486,8 @@ impl<P: ChildProgram> ChildBrain<P> {
                             interrupted: true,
                             cost_usd: 0.0,
                             usage: Default::default(),
+                            kind: None,
+                            api_error_status: None,
                         });
                     }
                     let detail = if why.is_empty() {

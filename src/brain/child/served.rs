@@ -90,6 +90,8 @@ impl DispatchProc {
                     interrupted,
                     cost_usd: 0.0,
                     usage: Usage::default(),
+                    kind: None,
+                    api_error_status: None,
                 }));
             }
             TurnEnd::Done(outcome) => outcome,
@@ -136,6 +138,8 @@ impl DispatchProc {
             interrupted,
             cost_usd,
             usage,
+            kind: Some(outcome.subtype),
+            api_error_status: outcome.api_error_status,
         }))
     }
 

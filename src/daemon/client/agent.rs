@@ -124,15 +124,6 @@ fn warn(parsed: &Parsed) {
     }
 }
 
-/// The definitions this directory sees: the user's, and the project's once it is trusted.
-fn definitions(cwd: &Path) -> Vec<Result<Parsed, spec::SpecError>> {
-    let root = crate::app::project_root(cwd);
-    let trusted = crate::settings::LayeredSettings::load(&root)
-        .map(|s| s.trusts(&root))
-        .unwrap_or(false);
-    spec::load_all(&crate::settings::user_dirs("agents"), &root, trusted)
-}
-
 /// The instance named `name`, made from the definition of that name if there is none yet.
 fn ensure_instance(instances: &Instances, name: &str, cwd: &Path) -> Result<Instance, DaemonError> {
     match instances.get(name) {
@@ -140,7 +131,7 @@ fn ensure_instance(instances: &Instances, name: &str, cwd: &Path) -> Result<Inst
         Err(InstanceError::Missing(_)) => {}
         Err(e) => return Err(client_error(e)),
     }
-    let found = definitions(cwd)
+    let found = crate::app::agent_definitions(cwd)
         .into_iter()
         .filter_map(Result::ok)
         .filter(|p| p.spec.name == name)
@@ -196,7 +187,7 @@ async fn start(
 
 fn list(paths: &Paths, instances: &Instances, cwd: &Path, json: bool) -> Result<i32, DaemonError> {
     let daemon_runs = super::lock_holder(paths).is_some();
-    let defs = definitions(cwd);
+    let defs = crate::app::agent_definitions(cwd);
     let rows: Vec<serde_json::Value> = instances
         .list()
         .into_iter()

@@ -1,0 +1,57 @@
+//! The arguments of `ouro eval …`.
+
+use std::path::PathBuf;
+
+use clap::Subcommand;
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum EvalAction {
+    /// Run a suite's tasks as trials and judge them; writes DIR/results.json.
+    Run {
+        /// A suite (a directory of task directories) or one task directory.
+        suite: PathBuf,
+        /// The brain every trial runs on (`ouro@…`, `claude@…`).
+        #[arg(long, value_name = "SLUG")]
+        brain: String,
+        /// Run as this agent definition (its prompt, tools and rules).
+        #[arg(long, value_name = "NAME")]
+        agent: Option<String>,
+        /// Trials per task (k of pass@k).
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+        trials: u32,
+        /// At most this many trials at once (fewer while the machine is busy).
+        #[arg(long, default_value_t = 4)]
+        concurrency: usize,
+        /// Run shard I of N (a deterministic share of the trials); `ouro eval merge` joins them.
+        #[arg(long, value_name = "I/N")]
+        shard: Option<String>,
+        /// Where results, artifacts and logs go (default: eval-results/<time>).
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+        /// Judge by the tests alone (no model judge).
+        #[arg(long)]
+        no_judge: bool,
+        /// The judge's model.
+        #[arg(long, value_name = "MODEL", default_value = "sonnet")]
+        judge_model: String,
+        /// The trials' permission mode (default acceptEdits; calls it would ask about are
+        /// allowed inside the trial's tree).
+        #[arg(long, value_name = "MODE")]
+        permission_mode: Option<String>,
+    },
+    /// Merge the results of shards into one run.
+    Merge {
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+    },
+    /// Show a run's results (or write them as one HTML page).
+    Report {
+        dir: PathBuf,
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
+    },
+    /// Compare two runs task by task.
+    Compare { a: PathBuf, b: PathBuf },
+}

@@ -1,0 +1,119 @@
+//! `ouro eval`: how well an agent does a task. A suite's tasks run as trials in throw-away
+//! trees, judged by their hidden tests and, beside them, by a calibrated model judge; the
+//! results (`results.json`, `docs/eval.md`) say what passed, what it cost and how long it
+//! took, with infrastructure failures kept apart from the agent's. Shards of a run merge into
+//! the whole run.
+//!
+//! Data flow: `task` (read the suite) → `run` (plan, shard, admit) → `trial` (tree, brain,
+//! `verify`) → `judge` → `results` (summary) → `report` / `html`.
+
+mod html;
+mod judge;
+mod load;
+mod progress;
+pub mod report;
+pub mod results;
+pub mod run;
+mod task;
+mod trial;
+mod verify;
+
+use std::path::{Path, PathBuf};
+
+pub use run::RunOptions;
+
+#[derive(Debug, thiserror::Error)]
+pub enum EvalError {
+    #[error("could not {action} {path}: {source}")]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A sentence saying what to do.
+    #[error("{0}")]
+    Usage(String),
+}
+
+/// What `ouro eval` was asked to do.
+pub enum EvalCommand {
+    Run(RunOptions),
+    Merge { dirs: Vec<PathBuf>, out: PathBuf },
+    Report { dir: PathBuf, html: Option<PathBuf> },
+    Compare { a: PathBuf, b: PathBuf },
+}
+
+/// Runs an `ouro eval` command; the process's exit code.
+pub async fn main(command: EvalCommand, cwd: &Path) -> Result<i32, EvalError> {
+    match command {
+        EvalCommand::Run(options) => {
+            let agent = agent_options(options.agent.as_deref(), cwd)?;
+            let results = run::run(options.clone(), agent).await?;
+            print!("{}", report::text(&results));
+            println!("results: {}", options.out.join("results.json").display());
+            Ok(0)
+        }
+        EvalCommand::Merge { dirs, out } => {
+            let results = report::merge(&dirs, &out)?;
+            print!("{}", report::text(&results));
+            Ok(0)
+        }
+        EvalCommand::Report { dir, html } => {
+            let results = report::load(&dir)?;
+            match html {
+                Some(path) => {
+                    crate::sys::atomic::write(&path, html::page(&results).as_bytes()).map_err(
+                        |source| EvalError::Io {
+                            action: "write",
+                            path: path.clone(),
+                            source,
+                        },
+                    )?;
+                    println!("wrote {}", path.display());
+                }
+                None => print!("{}", report::text(&results)),
+            }
+            Ok(0)
+        }
+        EvalCommand::Compare { a, b } => {
+            print!(
+                "{}",
+                report::compare(&report::load(&a)?, &report::load(&b)?)
+            );
+            Ok(0)
+        }
+    }
+}
+
+/// The turn options of `--agent NAME`: its definition's prompt, tools and rules.
+fn agent_options(name: Option<&str>, cwd: &Path) -> Result<crate::brain::TurnOptions, EvalError> {
+    let Some(name) = name else {
+        return Ok(crate::brain::TurnOptions::default());
+    };
+    let found = crate::app::agent_definitions(cwd)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|p| p.spec.name == name)
+        .last()
+        .ok_or_else(|| {
+            EvalError::Usage(format!(
+                "there is no agent definition named {name}; `ouro agent list` shows them"
+            ))
+        })?;
+    let config = crate::agents::instance::InstanceConfig::from_spec(&found.spec, name);
+    Ok(crate::brain::TurnOptions::for_agent(
+        &config,
+        &found.spec.prompt,
+    ))
+}
+
+pub(crate) fn write_results(out: &Path, results: &results::Results) -> Result<(), EvalError> {
+    let path = out.join("results.json");
+    let text = serde_json::to_vec_pretty(results).unwrap_or_default();
+    crate::sys::atomic::write(&path, &text).map_err(|source| EvalError::Io {
+        action: "write",
+        path,
+        source,
+    })
+}

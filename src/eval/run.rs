@@ -1,0 +1,226 @@
+//! `ouro eval run`: the trials of a suite (or of one shard of it), as many at once as the
+//! machine allows up to `--concurrency`, an `infra_error` retried once, the judge calibrated
+//! and asked, and `results.json` written with everything a report needs.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::EvalError;
+use super::judge::Judge;
+use super::results::{Calibration, Results, Status, Trial};
+use super::task::{Broken, Task};
+use super::trial::{self, Setup};
+use crate::brain::TurnOptions;
+
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    pub suite: PathBuf,
+    pub brain: String,
+    pub agent: Option<String>,
+    pub trials: u32,
+    pub concurrency: usize,
+    /// `(i, n)`: this is shard i of n (1-based).
+    pub shard: Option<(u32, u32)>,
+    pub out: PathBuf,
+    pub judge: bool,
+    pub judge_model: String,
+    pub permission_mode: Option<String>,
+}
+
+/// One trial to run: task index and trial number.
+type Planned = (usize, u32);
+
+/// The trials of a whole run, in order, and the share of them shard `(i, n)` runs: every
+/// n-th, starting at the i-th, so shards are about the same size and together are the run.
+pub fn plan(tasks: usize, trials: u32, shard: Option<(u32, u32)>) -> Vec<Planned> {
+    let all = (0..tasks).flat_map(|t| (1..=trials).map(move |n| (t, n)));
+    match shard {
+        None => all.collect(),
+        Some((i, n)) => all
+            .enumerate()
+            .filter(|(at, _)| (*at as u64) % u64::from(n) == u64::from(i - 1))
+            .map(|(_, p)| p)
+            .collect(),
+    }
+}
+
+pub async fn run(options: RunOptions, setup_options: TurnOptions) -> Result<Results, EvalError> {
+    let loaded = super::task::load_suite(&options.suite).map_err(|source| EvalError::Io {
+        action: "read the suite",
+        path: options.suite.clone(),
+        source,
+    })?;
+    if loaded.is_empty() {
+        return Err(EvalError::Usage(format!(
+            "{} holds no task (a task is a directory with a task.md)",
+            options.suite.display()
+        )));
+    }
+    std::fs::create_dir_all(&options.out).map_err(|source| EvalError::Io {
+        action: "create",
+        path: options.out.clone(),
+        source,
+    })?;
+    let out = options.out.canonicalize().unwrap_or(options.out.clone());
+    let suite = options
+        .suite
+        .canonicalize()
+        .unwrap_or(options.suite.clone());
+    let setup = Arc::new(Setup {
+        brain: options.brain.clone(),
+        options: setup_options,
+        permission_mode: options.permission_mode.clone(),
+        out: out.clone(),
+        hidden: vec![suite.clone(), out.clone()],
+    });
+    let judge = if options.judge {
+        Some(Arc::new(Judge::new(judge_client()?, &options.judge_model)))
+    } else {
+        None
+    };
+    let calibration = match &judge {
+        Some(judge) => Some(calibrate(judge, &loaded).await),
+        None => None,
+    };
+    let planned = plan(loaded.len(), options.trials, options.shard);
+    let loaded = Arc::new(loaded);
+    let progress = Arc::new(super::progress::Progress::new(planned.len()));
+    let slots = Arc::new(tokio::sync::Semaphore::new(options.concurrency.max(1)));
+    let mut running = tokio::task::JoinSet::new();
+    for (at, n) in planned {
+        let permit = super::load::admit(&slots, running.len()).await;
+        let (loaded, setup, judge, progress) = (
+            loaded.clone(),
+            setup.clone(),
+            judge.clone(),
+            progress.clone(),
+        );
+        running.spawn(async move {
+            let trial = match &loaded[at] {
+                Ok(task) => one(task, n, &setup, judge.as_deref()).await,
+                Err(broken) => broken_trial(broken, n),
+            };
+            progress.done(&trial);
+            drop(permit);
+            trial
+        });
+    }
+    let mut trials = Vec::new();
+    while let Some(joined) = running.join_next().await {
+        match joined {
+            Ok(trial) => trials.push(trial),
+            Err(e) => return Err(EvalError::Usage(format!("a trial panicked: {e}"))),
+        }
+    }
+    progress.finish();
+    let mut results = Results::new(
+        suite.display().to_string(),
+        options.brain.clone(),
+        options.agent.clone(),
+        options.trials,
+        trials,
+        calibration,
+    );
+    results.shard = options.shard.map(|(i, n)| format!("{i}/{n}"));
+    super::write_results(&out, &results)?;
+    Ok(results)
+}
+
+fn judge_client() -> Result<crate::api::client::Client, EvalError> {
+    let endpoint = crate::app::Endpoint::from_env().map_err(|_| {
+        EvalError::Usage(
+            "the judge needs an API key: set ANTHROPIC_API_KEY, or pass --no-judge to judge by the tests alone".into(),
+        )
+    })?;
+    crate::api::client::Client::new(endpoint.base_url, endpoint.api_key)
+        .and_then(|c| c.with_auth(endpoint.auth_token, &endpoint.headers))
+        .map_err(|e| EvalError::Usage(format!("the judge's API client: {e}")))
+}
+
+/// A trial, run again once if the first try was an `infra_error`; then judged.
+async fn one(task: &Task, n: u32, setup: &Setup, judge: Option<&Judge>) -> Trial {
+    let mut ran = trial::run(task, n, setup).await;
+    if ran.trial.status == Status::InfraError {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        ran = trial::run(task, n, setup).await;
+    }
+    if let Some(judge) = judge
+        && ran.trial.status.scored()
+        && task.expected.is_some()
+    {
+        ran.trial.judge = judge.judge(task, ran.change.as_deref()).await.ok();
+    }
+    ran.trial
+}
+
+fn broken_trial(broken: &Broken, n: u32) -> Trial {
+    Trial {
+        task: broken.id.clone(),
+        trial: n,
+        status: Status::InfraError,
+        tests_passed: None,
+        judge: None,
+        cost_usd: 0.0,
+        tokens: Default::default(),
+        wall_s: 0.0,
+        time_to_first_edit_s: None,
+        turns: 0,
+        tool_calls: 0,
+        artifact: None,
+        log: None,
+        error: Some(broken.reason.clone()),
+    }
+}
+
+/// Calibrates the judge on the first task (by id) that has a reference change: the same task
+/// in every shard, so merged shards agree.
+async fn calibrate(judge: &Judge, tasks: &[Result<Task, Broken>]) -> Calibration {
+    match tasks.iter().flatten().find(|t| t.expected.is_some()) {
+        Some(task) => judge.calibrate(task).await,
+        None => Calibration::default(),
+    }
+}
+
+/// `I/N` as given on the command line.
+pub fn parse_shard(text: &str) -> Result<(u32, u32), EvalError> {
+    let bad = || {
+        EvalError::Usage(format!(
+            "--shard takes I/N with 1 <= I <= N (e.g. 2/4), not `{text}`"
+        ))
+    };
+    let (i, n) = text.split_once('/').ok_or_else(bad)?;
+    let (i, n): (u32, u32) = (
+        i.trim().parse().map_err(|_| bad())?,
+        n.trim().parse().map_err(|_| bad())?,
+    );
+    if i == 0 || n == 0 || i > n {
+        return Err(bad());
+    }
+    Ok((i, n))
+}
+
+/// The results' directory a run writes to when none is given.
+pub fn default_out(cwd: &Path) -> PathBuf {
+    cwd.join("eval-results")
+        .join(chrono::Utc::now().format("%Y%m%dT%H%M%SZ").to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_split_the_plan_evenly_and_together_are_the_whole() {
+        let whole = plan(3, 2, None);
+        assert_eq!(whole.len(), 6);
+        let mut joined: Vec<Planned> = (1..=4).flat_map(|i| plan(3, 2, Some((i, 4)))).collect();
+        joined.sort();
+        assert_eq!(joined, whole);
+        assert_eq!(plan(3, 2, Some((1, 4))), vec![(0, 1), (2, 1)]);
+        assert_eq!(parse_shard("2/4").unwrap(), (2, 4));
+        for bad in ["0/2", "3/2", "x", "1/0", "1-2"] {
+            assert!(parse_shard(bad).is_err(), "{bad}");
+        }
+    }
+}
