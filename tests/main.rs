@@ -53,6 +53,8 @@ mod e2e_skills;
 mod e2e_stream;
 #[cfg(feature = "mock")]
 mod e2e_tools;
+#[cfg(feature = "mock")]
+mod eval;
 mod executor;
 #[cfg(feature = "mock")]
 mod faults;

@@ -1,0 +1,446 @@
+//! End-to-end: `ouro eval` with real processes (the CLI, the native brain it starts per
+//! trial, the tests it runs in the sandbox) against the mock API: the shipped starter suite,
+//! pass@k by hand, shards against one run, the judge's calibration, hidden tests, and the
+//! outcomes an agent cannot be blamed for.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use crate::common::{Run, Sandbox, bodies, server};
+
+const BRAIN: &str = "ouro@anthropic/claude/sonnet";
+
+fn starter() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("evals/starter")
+}
+
+fn results(dir: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap()
+}
+
+/// `(task, trial) -> status` of a results file.
+fn statuses(results: &Value) -> Vec<(String, u64, String)> {
+    results["trials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["task"].as_str().unwrap().to_string(),
+                t["trial"].as_u64().unwrap(),
+                t["status"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+async fn eval(sb: &Sandbox, url: &str, args: &[&str]) -> Run {
+    let mut all = vec!["eval"];
+    all.extend(args);
+    let run = sb.run(url, &all).await;
+    assert!(run.status.success(), "{}", run.debug());
+    run
+}
+
+/// A task of a suite made here: a start of `files`, hidden tests, a reference change.
+fn task(suite: &Path, id: &str, front: &str, files: &[(&str, &str)], tests: &[(&str, &str)]) {
+    let dir = suite.join(id);
+    std::fs::create_dir_all(dir.join("tests")).unwrap();
+    std::fs::write(
+        dir.join("task.md"),
+        format!(
+            "---\nid: {id}\nversion: \"1.0\"\n{front}\n---\nDo the task. Task token: EVAL-{id}\n"
+        ),
+    )
+    .unwrap();
+    let mut bundle = String::from("# Cats Bundle\n# Format: FULL\n\n");
+    for (path, content) in files {
+        bundle.push_str(&format!(
+            "🐈 --- CATS_START_FILE: {path} ---\n```\n{content}\n```\n🐈 --- CATS_END_FILE: {path} ---\n\n"
+        ));
+    }
+    std::fs::write(dir.join("context.cats.md"), bundle).unwrap();
+    std::fs::write(
+        dir.join("expected.dogs.md"),
+        "🐕 --- DOGS_START_FILE: answer.txt ---\n```\nyes\n\n```\n🐕 --- DOGS_END_FILE: answer.txt ---\n",
+    )
+    .unwrap();
+    for (path, content) in tests {
+        std::fs::write(dir.join("tests").join(path), content).unwrap();
+    }
+}
+
+/// The agent's pair of turns for task `id`: a Bash call, then a word.
+fn agent_turns(id: &str, command: &str) -> Vec<Value> {
+    vec![
+        json!({"when_text": format!("DONE-{id}"), "content": [{"type": "text", "text": "done"}],
+               "usage": {"input_tokens": 1000, "output_tokens": 100}}),
+        json!({"when_text": format!("EVAL-{id}"), "content": [{"type": "tool_use", "name": "Bash",
+               "input": {"command": format!("{command}; echo DONE-{id}")}}],
+               "usage": {"input_tokens": 1000, "output_tokens": 100}}),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_starter_suite_gives_the_expected_outcome_per_task_with_the_mock_brain() {
+    let scenario: Value =
+        serde_json::from_str(&std::fs::read_to_string(starter().join("mock.json")).unwrap())
+            .unwrap();
+    let mock = server(scenario).await;
+    let sb = Sandbox::new();
+    let out = sb.root().join("out");
+    let suite = starter().display().to_string();
+    let out_arg = out.display().to_string();
+    let run = eval(
+        &sb,
+        &mock.url(),
+        &[
+            "run",
+            &suite,
+            "--brain",
+            BRAIN,
+            "--no-judge",
+            "--out",
+            &out_arg,
+        ],
+    )
+    .await;
+    let got = results(&out);
+    let expected: Vec<(String, u64, String)> = [
+        ("py-dedupe-order", "failed"),
+        ("py-median-even", "passed"),
+        ("py-slugify", "passed"),
+        ("rs-parse-duration", "passed"),
+        ("rs-roman-numerals", "passed"),
+        ("rs-stack-peek", "passed"),
+        ("sh-backup-spaces", "passed"),
+        ("sh-count-words", "passed"),
+    ]
+    .iter()
+    .map(|(t, s)| (t.to_string(), 1, s.to_string()))
+    .collect();
+    assert_eq!(statuses(&got), expected, "{}", run.debug());
+    assert_eq!(got["schema"], "ouro-eval/1");
+    assert_eq!(got["summary"]["passed"], 7);
+    assert_eq!(got["summary"]["pass_at_1"], 0.875);
+    let trial = &got["trials"][1];
+    assert_eq!(trial["tokens"]["input"], 2000, "{trial}");
+    assert_eq!(trial["turns"], 2);
+    assert_eq!(trial["tool_calls"], 1);
+    assert!(trial["time_to_first_edit_s"].as_f64().unwrap() > 0.0);
+    let artifact = out.join(trial["artifact"].as_str().unwrap());
+    let bundle = std::fs::read_to_string(artifact).unwrap();
+    assert!(bundle.contains("DOGS_START_FILE: stats.py"), "{bundle}");
+    assert!(
+        !bundle.contains("tests/"),
+        "tests never reach an artifact: {bundle}"
+    );
+    assert!(out.join(trial["log"].as_str().unwrap()).exists());
+    assert!(run.stdout.contains("pass@1 87.5%"), "{}", run.debug());
+
+    let page = sb.root().join("report.html");
+    let page_arg = page.display().to_string();
+    eval(&sb, &mock.url(), &["report", &out_arg, "--html", &page_arg]).await;
+    let html = std::fs::read_to_string(page).unwrap();
+    assert!(html.contains("<svg") && html.contains("py-median-even"));
+    assert!(
+        !html.contains("src=\"http") && !html.contains("href=\"http"),
+        "self-contained"
+    );
+}
+
+/// `--trials 3` on a task solved once in three tries and one solved every time: pass@1,
+/// pass@3 and pass^3 as computed by hand; and two shards merged are the whole run.
+#[tokio::test(flavor = "multi_thread")]
+async fn pass_at_k_is_the_unbiased_estimate_and_shards_merge_into_the_whole_run() {
+    let sb = Sandbox::new();
+    let suite = sb.root().join("suite");
+    let check = [("check.sh", "grep -qx yes answer.txt\n")];
+    task(
+        &suite,
+        "once",
+        "tests: sh tests/check.sh\ntimeout_s: 60",
+        &[("a.txt", "a")],
+        &check,
+    );
+    task(
+        &suite,
+        "always",
+        "tests: sh tests/check.sh\ntimeout_s: 60",
+        &[("a.txt", "a")],
+        &check,
+    );
+    // The mock answers in the order trials ask: `once` is solved by the trial given `yes`.
+    let turns = |once: [&str; 3]| {
+        let mut turns = Vec::new();
+        for answer in once {
+            turns.extend(agent_turns("once", &format!("echo {answer} > answer.txt")));
+            turns.extend(agent_turns("always", "echo yes > answer.txt"));
+        }
+        json!({"turns": turns})
+    };
+    let whole_mock = server(turns(["yes", "no", "no"])).await;
+    let suite_arg = suite.display().to_string();
+    let whole = sb.root().join("whole");
+    let whole_arg = whole.display().to_string();
+    let common = [
+        "--brain",
+        BRAIN,
+        "--no-judge",
+        "--trials",
+        "3",
+        "--concurrency",
+        "1",
+    ];
+    let mut args = vec!["run", &suite_arg, "--out", &whole_arg];
+    args.extend(common);
+    eval(&sb, &whole_mock.url(), &args).await;
+    let got = results(&whole);
+    let summary = &got["summary"];
+    // once: n=3 c=1 → pass@1 1/3, pass@3 1, pass^3 0; always: 1, 1, 1.
+    let close = |v: &Value, want: f64| (v.as_f64().unwrap() - want).abs() < 1e-9;
+    assert!(
+        close(&summary["pass_at_1"], (1.0 / 3.0 + 1.0) / 2.0),
+        "{summary}"
+    );
+    assert!(close(&summary["pass_at_k"], 1.0), "{summary}");
+    assert!(close(&summary["pass_hat_k"], 0.5), "{summary}");
+    assert_eq!(summary["k"], 3);
+
+    // Shard 1/2 runs trial 2 of `once`, shard 2/2 then trials 1 and 3.
+    let shard_mock = server(turns(["no", "yes", "no"])).await;
+    let mut shard_dirs = Vec::new();
+    for shard in ["1/2", "2/2"] {
+        let dir = sb.root().join(format!("shard-{}", &shard[..1]));
+        let dir_arg = dir.display().to_string();
+        let mut args = vec!["run", &suite_arg, "--out", &dir_arg, "--shard", shard];
+        args.extend(common);
+        eval(&sb, &shard_mock.url(), &args).await;
+        assert_eq!(results(&dir)["trials"].as_array().unwrap().len(), 3);
+        shard_dirs.push(dir_arg);
+    }
+    let merged = sb.root().join("merged");
+    let merged_arg = merged.display().to_string();
+    eval(
+        &sb,
+        &whole_mock.url(),
+        &[
+            "merge",
+            &shard_dirs[0],
+            &shard_dirs[1],
+            "--out",
+            &merged_arg,
+        ],
+    )
+    .await;
+    let joined = results(&merged);
+    assert_eq!(statuses(&joined), statuses(&got));
+    for key in [
+        "pass_at_1",
+        "pass_at_k",
+        "pass_hat_k",
+        "passed",
+        "trials",
+        "tasks",
+    ] {
+        assert_eq!(joined["summary"][key], got["summary"][key], "{key}");
+    }
+    for t in joined["trials"].as_array().unwrap() {
+        assert!(merged.join(t["artifact"].as_str().unwrap()).exists());
+    }
+    let compare = eval(
+        &sb,
+        &whole_mock.url(),
+        &["compare", &whole_arg, &merged_arg],
+    )
+    .await;
+    assert!(
+        compare.stdout.contains("once") && compare.stdout.contains("same"),
+        "{}",
+        compare.debug()
+    );
+}
+
+/// A judge that calls everything equivalent is caught by calibration: its verdicts are
+/// reported as unreliable, and no disagreement is claimed from them.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_always_equivalent_judge_is_caught_by_calibration() {
+    let sb = Sandbox::new();
+    let suite = sb.root().join("suite");
+    let check = [("check.sh", "grep -qx yes answer.txt\n")];
+    task(
+        &suite,
+        "t",
+        "tests: sh tests/check.sh\ntimeout_s: 60",
+        &[("a.txt", "a")],
+        &check,
+    );
+    // Judge requests come first in the list: they also carry the task's token.
+    let mut turns: Vec<Value> = (0..3)
+        .map(|_| {
+            json!({"when_text": "<candidate_change>", "content": [
+                {"type": "text", "text": "Looks the same to me.\nVERDICT: equivalent"}]})
+        })
+        .collect();
+    turns.extend(agent_turns("t", "echo no > answer.txt"));
+    let mock = server(json!({"turns": turns})).await;
+    let out = sb.root().join("out");
+    let (suite_arg, out_arg) = (suite.display().to_string(), out.display().to_string());
+    let run = eval(
+        &sb,
+        &mock.url(),
+        &["run", &suite_arg, "--brain", BRAIN, "--out", &out_arg],
+    )
+    .await;
+    let got = results(&out);
+    let calibration = &got["summary"]["judge_calibration"];
+    assert_eq!(calibration["gold_vs_gold"], true, "{calibration}");
+    assert_eq!(calibration["gold_vs_empty"], true);
+    assert_eq!(calibration["reliable"], false);
+    let trial = &got["trials"][0];
+    assert_eq!(trial["status"], "failed");
+    assert_eq!(trial["judge"]["equivalent"], true, "{trial}");
+    assert_eq!(got["summary"]["disagreements"], json!([]));
+    assert!(run.stdout.contains("UNRELIABLE"), "{}", run.debug());
+    // The judge saw the reference, never the hidden tests.
+    for body in bodies(&mock) {
+        assert!(!body.to_string().contains("grep -qx yes"), "{body}");
+    }
+}
+
+/// Nothing under a task's `tests/` reaches the agent: not by reading the suite's folder
+/// (denied, and masked in the sandbox), not in any request.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_agent_cannot_read_the_hidden_tests() {
+    let sb = Sandbox::new();
+    let suite = sb.root().join("suite");
+    let secret = "SECRET-ORACLE-42";
+    task(
+        &suite,
+        "peek",
+        "tests: sh tests/check.sh\ntimeout_s: 60",
+        &[("a.txt", "a")],
+        &[(
+            "check.sh",
+            &format!("# {secret}\ngrep -qx yes answer.txt\n"),
+        )],
+    );
+    let hidden = suite.join("peek/tests/check.sh").display().to_string();
+    // Read it (denied), then cat it from a shell (masked), then stop; the requests of a
+    // trial carry more of these keys as it goes, and the first listed that matches answers.
+    let cat = format!("cat {hidden} > leak.txt; ls tests; echo DONE-peek");
+    let turns = vec![
+        json!({"when_text": "DONE-peek", "content": [{"type": "text", "text": "done"}]}),
+        json!({"when_text": "check.sh", "content": [{"type": "tool_use", "name": "Bash",
+               "input": {"command": cat}}]}),
+        json!({"when_text": "EVAL-peek", "content": [{"type": "tool_use", "name": "Read",
+               "input": {"file_path": hidden}}]}),
+    ];
+    let mock = server(json!({"turns": turns})).await;
+    let out = sb.root().join("out");
+    let (suite_arg, out_arg) = (suite.display().to_string(), out.display().to_string());
+    eval(
+        &sb,
+        &mock.url(),
+        &[
+            "run",
+            &suite_arg,
+            "--brain",
+            BRAIN,
+            "--no-judge",
+            "--out",
+            &out_arg,
+        ],
+    )
+    .await;
+    let got = results(&out);
+    assert_eq!(got["trials"][0]["status"], "failed", "{got}");
+    for body in bodies(&mock) {
+        assert!(
+            !body.to_string().contains(secret),
+            "a request carried the hidden tests: {body}"
+        );
+    }
+    let artifact =
+        std::fs::read_to_string(out.join(got["trials"][0]["artifact"].as_str().unwrap())).unwrap();
+    assert!(!artifact.contains(secret), "{artifact}");
+}
+
+/// Outcomes that are not the agent's failure are told apart: a task that cannot be read is
+/// an infra_error (the others run), a trial past its timeout is agent_timeout whatever its
+/// tests say.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_broken_task_is_an_infra_error_and_a_slow_trial_an_agent_timeout() {
+    let sb = Sandbox::new();
+    let suite = sb.root().join("suite");
+    let check = [("check.sh", "true\n")];
+    task(
+        &suite,
+        "slow",
+        "tests: sh tests/check.sh\ntimeout_s: 2",
+        &[("a.txt", "a")],
+        &check,
+    );
+    task(
+        &suite,
+        "broken",
+        "tests: sh tests/check.sh",
+        &[("a.txt", "a")],
+        &check,
+    );
+    std::fs::write(
+        suite.join("broken/context.cats.md"),
+        "🐈 --- CATS_START_FILE: ../escape.txt ---\n```\nx\n```\n🐈 --- CATS_END_FILE: ../escape.txt ---\n",
+    )
+    .unwrap();
+    let mock = server(json!({"turns": [
+        {"when_text": "EVAL-slow", "delay_ms": 1500, "delta_chunks": 8,
+         "content": [{"type": "text", "text": "thinking very slowly about it"}]}
+    ]}))
+    .await;
+    let out = sb.root().join("out");
+    let (suite_arg, out_arg) = (suite.display().to_string(), out.display().to_string());
+    let run = eval(
+        &sb,
+        &mock.url(),
+        &[
+            "run",
+            &suite_arg,
+            "--brain",
+            BRAIN,
+            "--no-judge",
+            "--out",
+            &out_arg,
+        ],
+    )
+    .await;
+    let got = results(&out);
+    let by_task: std::collections::BTreeMap<String, String> =
+        statuses(&got).into_iter().map(|(t, _, s)| (t, s)).collect();
+    assert_eq!(by_task["broken"], "infra_error", "{got}");
+    assert_eq!(by_task["slow"], "agent_timeout", "{got}");
+    let broken = got["trials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["task"] == "broken")
+        .unwrap();
+    assert!(
+        broken["error"]
+            .as_str()
+            .unwrap()
+            .contains("leaves the tree"),
+        "{broken}"
+    );
+    assert_eq!(got["summary"]["infra_errors"], 1);
+    assert_eq!(got["summary"]["tasks"], 2);
+    // Only the slow task is scored: a failure.
+    assert_eq!(got["summary"]["pass_at_1"], 0.0);
+    assert!(
+        run.stdout.contains("infra errors (not scored)"),
+        "{}",
+        run.debug()
+    );
+    assert!(!sb.root().join("escape.txt").exists());
+}
