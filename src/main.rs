@@ -342,6 +342,7 @@ fn eval_command(
             no_judge,
             judge_model,
             permission_mode,
+            env: _,
         } => C::Run(ouro::eval::RunOptions {
             suite: cwd.join(suite),
             brain,

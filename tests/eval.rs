@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use crate::common::{Run, Sandbox, bodies, server};
+use crate::common::{Run, Sandbox, bodies, copy_tree, server};
 
 const BRAIN: &str = "ouro@anthropic/claude/sonnet";
 
@@ -443,4 +443,68 @@ async fn a_broken_task_is_an_infra_error_and_a_slow_trial_an_agent_timeout() {
         run.debug()
     );
     assert!(!sb.root().join("escape.txt").exists());
+}
+
+/// A Harbor task directory runs as it is with `--env host`: `environment/` (without its
+/// Dockerfile) is the tree, `tests/test.sh` the verifier; one written for its image is an
+/// infra_error that says why.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_harbor_task_directory_runs_on_the_host() {
+    let sb = Sandbox::new();
+    let suite = sb.root().join("harbor");
+    let hello = suite.join("hello");
+    for (path, text) in [
+        (
+            "task.toml",
+            "version = \"1.0\"\n[agent]\ntimeout_sec = 60.0\n[verifier]\ntimeout_sec = 30.0\n",
+        ),
+        (
+            "instruction.md",
+            "Write hello.txt saying hello. Task token: EVAL-hello\n",
+        ),
+        ("environment/Dockerfile", "FROM ubuntu\n"),
+        ("environment/README", "start\n"),
+        ("tests/test.sh", "grep -qx hello hello.txt\n"),
+        ("solution/solve.sh", "echo hello > hello.txt\n"),
+    ] {
+        let file = hello.join(path);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, text).unwrap();
+    }
+    let image = suite.join("image");
+    copy_tree(&hello, &image);
+    std::fs::write(
+        image.join("tests/test.sh"),
+        "cd /app && grep -q hello hello.txt\n",
+    )
+    .unwrap();
+    let mock = server(
+        json!({"turns": agent_turns("hello", "test ! -e Dockerfile && echo hello > hello.txt")}),
+    )
+    .await;
+    let out = sb.root().join("out");
+    let (suite_arg, out_arg) = (suite.display().to_string(), out.display().to_string());
+    eval(
+        &sb,
+        &mock.url(),
+        &[
+            "run",
+            &suite_arg,
+            "--brain",
+            BRAIN,
+            "--no-judge",
+            "--env",
+            "host",
+            "--out",
+            &out_arg,
+        ],
+    )
+    .await;
+    let got = results(&out);
+    let trials = got["trials"].as_array().unwrap();
+    let hello = trials.iter().find(|t| t["task"] == "hello").unwrap();
+    assert_eq!(hello["status"], "passed", "{got}");
+    let image = trials.iter().find(|t| t["task"] == "image").unwrap();
+    assert_eq!(image["status"], "infra_error");
+    assert!(image["error"].as_str().unwrap().contains("/app"), "{image}");
 }

@@ -2,7 +2,12 @@
 
 use std::path::PathBuf;
 
-use clap::Subcommand;
+use clap::{Subcommand, ValueEnum};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EvalEnv {
+    Host,
+}
 
 #[derive(Debug, Clone, Subcommand)]
 pub enum EvalAction {
@@ -34,6 +39,10 @@ pub enum EvalAction {
         /// The judge's model.
         #[arg(long, value_name = "MODEL", default_value = "sonnet")]
         judge_model: String,
+        /// Where trials run: `host` (the only one so far; a Harbor task's Dockerfile is not
+        /// used, and a task written for its image is an infra_error).
+        #[arg(long, value_enum, default_value_t = EvalEnv::Host)]
+        env: EvalEnv,
         /// The trials' permission mode (default acceptEdits; calls it would ask about are
         /// allowed inside the trial's tree).
         #[arg(long, value_name = "MODE")]

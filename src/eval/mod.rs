@@ -7,6 +7,7 @@
 //! Data flow: `task` (read the suite) → `run` (plan, shard, admit) → `trial` (tree, brain,
 //! `verify`) → `judge` → `results` (summary) → `report` / `html`.
 
+mod harbor;
 mod html;
 mod judge;
 mod load;

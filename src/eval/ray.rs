@@ -285,7 +285,7 @@ fn package_name(entries: &[(String, PathBuf)]) -> Result<String, RayError> {
 
 /// Ray's `_zip_files` with `include_parent_dir=False`: files and empty directories, named
 /// relative to the root (no top-level directory), Unix mode in the external attributes. Ray
-/// stores; deflate shrinks a shipped binary to about a third on the wire and in the GCS.
+/// stores; deflate shrinks a shipped binary to about 40% on the wire and in the GCS.
 fn zip_entries(root: &Path, entries: &[(String, PathBuf)]) -> Result<Vec<u8>, RayError> {
     let mut zip = zip::ZipWriter::new(Cursor::new(Vec::new()));
     for (rel, path) in entries {

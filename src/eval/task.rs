@@ -1,5 +1,6 @@
-//! A task of a suite: a native task directory (`task.md`, `context.cats.md`,
-//! `expected.dogs.md`, hidden `tests/`), read once when the run starts. A task that cannot be
+//! A task of a suite, read once when the run starts: a native task directory (`task.md`,
+//! `context.cats.md`, `expected.dogs.md`, hidden `tests/`), or a Harbor one (`task.toml`,
+//! `instruction.md`, `environment/`, `tests/test.sh`) run on the host. A task that cannot be
 //! read is kept with the reason, so the run reports it as that task's `infra_error`.
 
 use std::path::{Path, PathBuf};
@@ -18,15 +19,26 @@ pub(super) struct Task {
     /// Run with `sh -c` in the trial's tree once `tests/` is copied in; exit 0 passes.
     pub(super) tests: String,
     pub(super) timeout_s: u64,
+    /// How long the tests may run.
+    pub(super) tests_timeout_s: u64,
     pub(super) budget_usd: Option<f64>,
     /// Whether the agent's commands and the tests may reach the network.
     pub(super) network: bool,
     /// The starting tree.
-    pub(super) context: PathBuf,
+    pub(super) context: Context,
     /// The reference change, when the task has one.
     pub(super) expected: Option<PathBuf>,
     /// `tests/`, copied in only to verify.
     pub(super) hidden_tests: Option<PathBuf>,
+}
+
+/// Where a trial's starting tree comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Context {
+    /// A cats bundle, written out.
+    Cats(PathBuf),
+    /// A directory, copied (a Harbor task's `environment/`, without its Dockerfile).
+    Dir(PathBuf),
 }
 
 /// A task directory that could not be read as a task: its trials are `infra_error`.
@@ -39,19 +51,31 @@ pub(super) struct Broken {
 /// Every task of `suite`, by id: a directory holding `task.md` is one task; any other
 /// directory is a suite of them.
 pub(super) fn load_suite(suite: &Path) -> Result<Vec<Result<Task, Broken>>, std::io::Error> {
-    if suite.join("task.md").is_file() {
+    if is_task(suite) {
         return Ok(vec![load(suite)]);
     }
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(suite)?
         .filter_map(Result::ok)
         .map(|e| e.path())
-        .filter(|p| p.is_dir() && p.join("task.md").exists())
+        .filter(|p| p.is_dir() && is_task(p))
         .collect();
     dirs.sort();
     Ok(dirs.iter().map(|d| load(d)).collect())
 }
 
+fn is_task(dir: &Path) -> bool {
+    dir.join("task.md").exists() || dir.join("task.toml").exists()
+}
+
 fn load(dir: &Path) -> Result<Task, Broken> {
+    if dir.join("task.md").exists() {
+        load_native(dir)
+    } else {
+        super::harbor::load(dir)
+    }
+}
+
+fn load_native(dir: &Path) -> Result<Task, Broken> {
     let dir_name = dir
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -113,9 +137,10 @@ fn load(dir: &Path) -> Result<Task, Broken> {
         instruction: body.trim().to_string(),
         tests,
         timeout_s,
+        tests_timeout_s: timeout_s.max(60),
         budget_usd,
         network,
-        context,
+        context: Context::Cats(context),
         expected,
         hidden_tests,
     })

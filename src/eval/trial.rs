@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::results::{Status, Tokens, Trial};
-use super::task::Task;
+use super::task::{Context, Task};
 use crate::agents::changes::Snapshot;
 use crate::brain::{
     Asker, BrainCli, BrainConfig, PermissionAnswer, PermissionQuestion, TurnOptions, TurnRequest,
@@ -164,8 +164,14 @@ pub(super) async fn run(task: &Task, n: u32, setup: &Setup) -> Ran {
 
 /// The task's context written as a fresh tree, committed as the start; the snapshot the
 /// change is taken against.
-fn start_tree(context: &Path, tree: &Path) -> Result<Snapshot, String> {
-    crate::paws::tree::materialise(context, tree).map_err(|e| e.to_string())?;
+fn start_tree(context: &Context, tree: &Path) -> Result<Snapshot, String> {
+    match context {
+        Context::Cats(bundle) => {
+            crate::paws::tree::materialise(bundle, tree).map_err(|e| e.to_string())?;
+        }
+        Context::Dir(dir) => super::harbor::copy_environment(dir, tree)
+            .map_err(|e| format!("cannot copy {}: {e}", dir.display()))?,
+    }
     let git = |args: &[&str]| {
         crate::sys::git::in_work_tree("git", tree)
             .args([
@@ -422,13 +428,14 @@ async fn verify(task: &Task, tree: &Path) -> Result<bool, String> {
             .map_err(|e| e.to_string())?
             .map_err(|e| format!("cannot copy the task's tests in: {e}"))?;
     }
-    super::verify::run_tests(
+    let exited = super::verify::run_tests(
         &task.tests,
         tree,
         task.network,
-        Duration::from_secs(task.timeout_s.max(60)),
+        Duration::from_secs(task.tests_timeout_s),
     )
-    .await
+    .await?;
+    Ok(super::harbor::reward(tree).unwrap_or(exited))
 }
 
 fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {

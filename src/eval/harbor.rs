@@ -1,0 +1,163 @@
+//! Harbor (Terminal-Bench) task directories, run on the host (`--env host`): `instruction.md`
+//! is the instruction, `environment/` without its Dockerfile is the starting tree, and
+//! `tests/test.sh` runs there afterwards (exit 0 passes, or the reward file it writes in the
+//! tree decides). A task written for its image (absolute paths such as `/app` or `/logs`)
+//! cannot run on the host: it is that task's `infra_error`, saying so.
+
+use std::path::Path;
+
+use serde::Deserialize;
+
+use super::task::{Broken, Context, Task};
+
+/// Paths that exist only in a task's container image.
+const IMAGE_PATHS: &[&str] = &[
+    "/app",
+    "/tests",
+    "/logs",
+    "/solution",
+    "/oracle",
+    "/workspace",
+];
+
+/// How long the agent and the tests may run when `task.toml` does not say.
+const DEFAULT_TIMEOUT_S: f64 = 600.0;
+
+#[derive(Debug, Default, Deserialize)]
+struct TaskToml {
+    #[serde(default)]
+    agent: Timeouts,
+    #[serde(default)]
+    verifier: Timeouts,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct Timeouts {
+    timeout_sec: Option<f64>,
+}
+
+pub(super) fn load(dir: &Path) -> Result<Task, Broken> {
+    let id = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let broken = |reason: String| Broken {
+        id: id.clone(),
+        reason,
+    };
+    let read = |name: &str| {
+        let path = dir.join(name);
+        std::fs::read_to_string(&path)
+            .map_err(|e| broken(format!("cannot read {}: {e}", path.display())))
+    };
+    let config: TaskToml = toml::from_str(&read("task.toml")?)
+        .map_err(|e| broken(format!("{}: {e}", dir.join("task.toml").display())))?;
+    let instruction = read("instruction.md")?;
+    let test_sh = read("tests/test.sh")?;
+    let environment = dir.join("environment");
+    if !environment.is_dir() {
+        return Err(broken(format!("{} has no environment/", dir.display())));
+    }
+    if let Some(path) = image_path(&test_sh).or_else(|| image_path(&instruction)) {
+        return Err(broken(format!(
+            "the task is written for its container image (it uses {path}), so it cannot run on the host; it needs --env docker"
+        )));
+    }
+    let seconds = |t: &Timeouts| t.timeout_sec.unwrap_or(DEFAULT_TIMEOUT_S).max(1.0) as u64;
+    Ok(Task {
+        id: id.clone(),
+        dir: dir.to_path_buf(),
+        instruction: instruction.trim().to_string(),
+        tests: "bash tests/test.sh".into(),
+        timeout_s: seconds(&config.agent),
+        tests_timeout_s: seconds(&config.verifier),
+        budget_usd: None,
+        network: false,
+        context: Context::Dir(environment),
+        expected: None,
+        hidden_tests: Some(dir.join("tests")),
+    })
+}
+
+/// The first path only the task's image has, as a whole path segment (`/app/x`, `/app`, not
+/// `/apple`).
+fn image_path(text: &str) -> Option<&'static str> {
+    IMAGE_PATHS.iter().copied().find(|path| {
+        text.match_indices(path).any(|(at, _)| {
+            let before = text[..at].chars().next_back();
+            let after = text[at + path.len()..].chars().next();
+            !before.is_some_and(|c| c.is_alphanumeric() || c == '.' || c == '_' || c == '-')
+                && !after.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '-' || c == '.')
+        })
+    })
+}
+
+/// The starting tree: `environment/` copied without the files that build its image.
+pub(super) fn copy_environment(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        if name == "Dockerfile" || name == ".dockerignore" || name == "docker-compose.yaml" {
+            continue;
+        }
+        let target = to.join(&name);
+        let kind = entry.file_type()?;
+        if kind.is_dir() {
+            copy_environment(&entry.path(), &target)?;
+        } else if kind.is_file() {
+            std::fs::copy(entry.path(), &target)?;
+        }
+    }
+    Ok(())
+}
+
+/// A reward the tests wrote in the tree (`logs/verifier/reward.txt` or `reward.json`): a
+/// number above 0 passes. `None` when they wrote none.
+pub(super) fn reward(tree: &Path) -> Option<bool> {
+    let dir = tree.join("logs/verifier");
+    if let Ok(text) = std::fs::read_to_string(dir.join("reward.txt")) {
+        return Some(text.trim().parse::<f64>().is_ok_and(|r| r > 0.0));
+    }
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("reward.json")).ok()?).ok()?;
+    let reward = json.get("reward").and_then(serde_json::Value::as_f64)?;
+    Some(reward > 0.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn image_paths_are_found_as_whole_segments() {
+        assert_eq!(image_path("cd /app && make"), Some("/app"));
+        assert_eq!(
+            image_path("echo 1 > /logs/verifier/reward.txt"),
+            Some("/logs")
+        );
+        assert_eq!(image_path("ls /apple ./app app/x"), None);
+        assert_eq!(image_path("python3 -m pytest tests/"), None);
+    }
+
+    #[test]
+    fn a_harbor_task_loads_and_one_for_its_image_is_broken() {
+        let dir = tempfile::tempdir().unwrap();
+        let task = dir.path().join("hello");
+        std::fs::create_dir_all(task.join("environment")).unwrap();
+        std::fs::create_dir_all(task.join("tests")).unwrap();
+        std::fs::write(
+            task.join("task.toml"),
+            "version = \"1.0\"\n[agent]\ntimeout_sec = 90.0\n[verifier]\ntimeout_sec = 30.0\n",
+        )
+        .unwrap();
+        std::fs::write(task.join("instruction.md"), "Write hello.txt.\n").unwrap();
+        std::fs::write(task.join("tests/test.sh"), "grep -q hello hello.txt\n").unwrap();
+        let loaded = load(&task).unwrap();
+        assert_eq!((loaded.timeout_s, loaded.tests_timeout_s), (90, 30));
+        assert_eq!(loaded.tests, "bash tests/test.sh");
+        std::fs::write(task.join("tests/test.sh"), "cd /app && pytest\n").unwrap();
+        let broken = load(&task).unwrap_err();
+        assert!(broken.reason.contains("/app"), "{}", broken.reason);
+    }
+}
