@@ -343,6 +343,9 @@ fn eval_command(
             judge_model,
             permission_mode,
             env: _,
+            backend,
+            ray_address,
+            ray_binary,
         } => C::Run(ouro::eval::RunOptions {
             suite: cwd.join(suite),
             brain,
@@ -357,6 +360,12 @@ fn eval_command(
             judge: !no_judge,
             judge_model,
             permission_mode,
+            ray: (backend == ouro::cli::eval::EvalBackend::Ray).then(|| {
+                ray_address
+                    .or_else(|| std::env::var("RAY_ADDRESS").ok())
+                    .unwrap_or_else(|| "http://127.0.0.1:8265".into())
+            }),
+            ray_binary: ray_binary.map(|b| cwd.join(b)),
         }),
         A::Merge { dirs, out } => C::Merge {
             dirs: dirs.iter().map(|d| cwd.join(d)).collect(),

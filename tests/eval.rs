@@ -508,3 +508,146 @@ async fn a_harbor_task_directory_runs_on_the_host() {
     assert_eq!(image["status"], "infra_error");
     assert!(image["error"].as_str().unwrap().contains("/app"), "{image}");
 }
+
+/// A Ray head for one test, stopped when it ends.
+struct RayHead {
+    address: String,
+}
+
+impl RayHead {
+    fn start() -> RayHead {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let started = std::process::Command::new("ray")
+            .args([
+                "start",
+                "--head",
+                "--num-cpus=2",
+                "--dashboard-host=127.0.0.1",
+            ])
+            .arg(format!("--dashboard-port={port}"))
+            .arg("--disable-usage-stats")
+            .output()
+            .unwrap();
+        assert!(started.status.success(), "ray start: {started:?}");
+        RayHead {
+            address: format!("http://127.0.0.1:{port}"),
+        }
+    }
+}
+
+impl Drop for RayHead {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("ray")
+            .args(["stop", "--force"])
+            .output();
+    }
+}
+
+/// `--backend ray` against a real local Ray head (the suite and the binary shipped as the
+/// jobs' package, one job per shard, results read back from the jobs' logs) gives the same
+/// results as the local backend.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_ray_backend_gives_the_same_results_as_the_local_one() {
+    if !crate::common::skip::on_path("ray") {
+        crate::common::skip::not_installed("ray (pip install \"ray[default]==2.60.0\")");
+        return;
+    }
+    let sb = Sandbox::new();
+    let suite = sb.root().join("suite");
+    let check = [("check.sh", "grep -qx yes answer.txt\n")];
+    task(
+        &suite,
+        "good",
+        "tests: sh tests/check.sh\ntimeout_s: 120",
+        &[("a.txt", "a")],
+        &check,
+    );
+    task(
+        &suite,
+        "bad",
+        "tests: sh tests/check.sh\ntimeout_s: 120",
+        &[("a.txt", "a")],
+        &check,
+    );
+    let scenario = || {
+        let mut turns = agent_turns("good", "echo yes > answer.txt");
+        turns.extend(agent_turns("bad", "echo no > answer.txt"));
+        json!({"turns": turns})
+    };
+    let suite_arg = suite.display().to_string();
+    let local_mock = server(scenario()).await;
+    let local = sb.root().join("local");
+    let local_arg = local.display().to_string();
+    eval(
+        &sb,
+        &local_mock.url(),
+        &[
+            "run",
+            &suite_arg,
+            "--brain",
+            BRAIN,
+            "--no-judge",
+            "--out",
+            &local_arg,
+        ],
+    )
+    .await;
+
+    // A debug build is mostly debug info: the jobs get it stripped when binutils is here.
+    let bin = tempfile::tempdir().unwrap();
+    let shipped = bin.path().join("ouro");
+    let stripped = std::process::Command::new("objcopy")
+        .arg("--strip-debug")
+        .arg(env!("CARGO_BIN_EXE_ouro"))
+        .arg(&shipped)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !stripped {
+        std::fs::copy(env!("CARGO_BIN_EXE_ouro"), &shipped).unwrap();
+    }
+    let head = RayHead::start();
+    let ray_mock = server(scenario()).await;
+    let remote = sb.root().join("remote");
+    let (remote_arg, shipped_arg) = (remote.display().to_string(), shipped.display().to_string());
+    let run = eval(
+        &sb,
+        &ray_mock.url(),
+        &[
+            "run",
+            &suite_arg,
+            "--brain",
+            BRAIN,
+            "--no-judge",
+            "--out",
+            &remote_arg,
+            "--backend",
+            "ray",
+            "--ray-address",
+            &head.address,
+            "--ray-binary",
+            &shipped_arg,
+            "--concurrency",
+            "2",
+        ],
+    )
+    .await;
+    let (a, b) = (results(&local), results(&remote));
+    assert_eq!(statuses(&b), statuses(&a), "{}", run.debug());
+    for key in ["pass_at_1", "passed", "trials", "tasks", "infra_errors"] {
+        assert_eq!(b["summary"][key], a["summary"][key], "{key}");
+    }
+    assert_eq!(b["suite"], a["suite"]);
+    assert!(run.stderr.contains("Ray job"), "{}", run.debug());
+    for t in b["trials"].as_array().unwrap() {
+        assert!(remote.join(t["artifact"].as_str().unwrap()).exists(), "{t}");
+    }
+    assert_eq!(
+        bodies(&ray_mock).len(),
+        4,
+        "the jobs' brains asked the mock"
+    );
+}

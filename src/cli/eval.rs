@@ -9,6 +9,12 @@ pub enum EvalEnv {
     Host,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EvalBackend {
+    Local,
+    Ray,
+}
+
 #[derive(Debug, Clone, Subcommand)]
 pub enum EvalAction {
     /// Run a suite's tasks as trials and judge them; writes DIR/results.json.
@@ -43,6 +49,17 @@ pub enum EvalAction {
         /// used, and a task written for its image is an infra_error).
         #[arg(long, value_enum, default_value_t = EvalEnv::Host)]
         env: EvalEnv,
+        /// Where the trials run: here, or as one job per shard on a Ray cluster.
+        #[arg(long, value_enum, default_value_t = EvalBackend::Local)]
+        backend: EvalBackend,
+        /// The Ray dashboard (with --backend ray; default: $RAY_ADDRESS, else
+        /// http://127.0.0.1:8265).
+        #[arg(long, value_name = "URL")]
+        ray_address: Option<String>,
+        /// The ouro binary shipped to the Ray jobs (default: this one; give a Linux build when
+        /// this machine is not the cluster's kind).
+        #[arg(long, value_name = "PATH")]
+        ray_binary: Option<PathBuf>,
         /// The trials' permission mode (default acceptEdits; calls it would ask about are
         /// allowed inside the trial's tree).
         #[arg(long, value_name = "MODE")]

@@ -92,25 +92,8 @@ fn image_path(text: &str) -> Option<&'static str> {
     })
 }
 
-/// The starting tree: `environment/` copied without the files that build its image.
-pub(super) fn copy_environment(from: &Path, to: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(to)?;
-    for entry in std::fs::read_dir(from)? {
-        let entry = entry?;
-        let name = entry.file_name();
-        if name == "Dockerfile" || name == ".dockerignore" || name == "docker-compose.yaml" {
-            continue;
-        }
-        let target = to.join(&name);
-        let kind = entry.file_type()?;
-        if kind.is_dir() {
-            copy_environment(&entry.path(), &target)?;
-        } else if kind.is_file() {
-            std::fs::copy(entry.path(), &target)?;
-        }
-    }
-    Ok(())
-}
+/// The files of `environment/` that build its image, not part of the tree.
+pub(super) const IMAGE_FILES: &[&str] = &["Dockerfile", ".dockerignore", "docker-compose.yaml"];
 
 /// A reward the tests wrote in the tree (`logs/verifier/reward.txt` or `reward.json`): a
 /// number above 0 passes. `None` when they wrote none.

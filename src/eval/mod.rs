@@ -12,6 +12,8 @@ mod html;
 mod judge;
 mod load;
 mod progress;
+mod ray;
+mod remote;
 pub mod report;
 pub mod results;
 pub mod run;
@@ -49,8 +51,13 @@ pub enum EvalCommand {
 pub async fn main(command: EvalCommand, cwd: &Path) -> Result<i32, EvalError> {
     match command {
         EvalCommand::Run(options) => {
-            let agent = agent_options(options.agent.as_deref(), cwd)?;
-            let results = run::run(options.clone(), agent).await?;
+            let results = match &options.ray {
+                Some(address) => remote::run(options.clone(), address).await?,
+                None => {
+                    let agent = agent_options(options.agent.as_deref(), cwd)?;
+                    run::run(options.clone(), agent).await?
+                }
+            };
             print!("{}", report::text(&results));
             println!("results: {}", options.out.join("results.json").display());
             Ok(0)
@@ -117,4 +124,25 @@ pub(crate) fn write_results(out: &Path, results: &results::Results) -> Result<()
         path,
         source,
     })
+}
+
+/// Copies the files and folders of `from` into `to` (made if missing), leaving out the entries
+/// named in `skip` at any depth; links and special files are not copied.
+pub(crate) fn copy_dir(from: &Path, to: &Path, skip: &[&str]) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        if skip.iter().any(|s| name == *s) {
+            continue;
+        }
+        let target = to.join(&name);
+        let kind = entry.file_type()?;
+        if kind.is_dir() {
+            copy_dir(&entry.path(), &target, skip)?;
+        } else if kind.is_file() {
+            std::fs::copy(entry.path(), &target)?;
+        }
+    }
+    Ok(())
 }

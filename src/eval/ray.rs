@@ -19,7 +19,7 @@ const CALL_TIMEOUT: Duration = Duration::from_secs(60);
 const UPLOAD_TIMEOUT: Duration = Duration::from_secs(900);
 
 #[derive(Debug, thiserror::Error)]
-pub enum RayError {
+pub(super) enum RayError {
     #[error("`{address}` is not a Ray dashboard address ({reason}): give it as host:8265")]
     Address { address: String, reason: String },
     #[error("cannot reach the Ray dashboard at {url} ({reason}): is `ray start --head` up?")]
@@ -38,7 +38,7 @@ pub enum RayError {
 
 /// What Ray says of a job; `Failed` carries Ray's message (exit code and last lines of log).
 #[derive(Debug, Clone, PartialEq)]
-pub enum JobStatus {
+pub(super) enum JobStatus {
     Pending,
     Running,
     Stopped,
@@ -46,7 +46,7 @@ pub enum JobStatus {
     Failed(String),
 }
 
-pub struct RayJobs {
+pub(super) struct RayJobs {
     base: Url,
     http: reqwest::Client,
     token: Option<String>,
@@ -54,7 +54,7 @@ pub struct RayJobs {
 
 impl RayJobs {
     /// A head started with `RAY_AUTH_MODE=token` wants the token in RAY_AUTH_TOKEN, as Ray's CLI.
-    pub fn new(address: &str) -> Result<RayJobs, RayError> {
+    pub(super) fn new(address: &str) -> Result<RayJobs, RayError> {
         let base = normalize_address(address)?;
         crate::api::client::install_crypto();
         let mut builder = reqwest::Client::builder()
@@ -73,7 +73,7 @@ impl RayJobs {
     /// Uploads `dir` (zipped in memory) as a working_dir package the way Ray's own client does
     /// (GET then PUT /api/packages/gcs/<name>), returning the URI (`gcs://_ray_pkg_<hash>.zip`)
     /// to put in runtime_env.working_dir. Skips the upload when the package already exists.
-    pub async fn upload_dir(&self, dir: &Path) -> Result<String, RayError> {
+    pub(super) async fn upload_dir(&self, dir: &Path) -> Result<String, RayError> {
         let entries = list_dir(dir)?;
         let name = package_name(&entries)?;
         let path = ["api", "packages", "gcs", &name];
@@ -92,7 +92,7 @@ impl RayJobs {
 
     /// POST /api/jobs/ with entrypoint, submission_id, runtime_env {working_dir, env_vars};
     /// returns the submission id.
-    pub async fn submit(
+    pub(super) async fn submit(
         &self,
         submission_id: &str,
         entrypoint: &str,
@@ -108,20 +108,20 @@ impl RayJobs {
         self.call(request).await?.ok()?.get("submission_id")
     }
 
-    pub async fn status(&self, id: &str) -> Result<JobStatus, RayError> {
+    pub(super) async fn status(&self, id: &str) -> Result<JobStatus, RayError> {
         let answer = self.job(Method::GET, id, &[]).await?;
         let what = answer.what;
         parse_status(&answer.text).map_err(|reason| RayError::Protocol { what, reason })
     }
 
     /// The job's whole log so far (the entrypoint's stdout and stderr, interleaved).
-    pub async fn logs(&self, id: &str) -> Result<String, RayError> {
+    pub(super) async fn logs(&self, id: &str) -> Result<String, RayError> {
         self.job(Method::GET, id, &["logs"]).await?.get("logs")
     }
 
     /// Asks Ray to stop the job; false when it had already ended. Ray sends SIGTERM to the
     /// entrypoint, then SIGKILL after RAY_JOB_STOP_WAIT_TIME_S (3 s by default).
-    pub async fn stop(&self, id: &str) -> Result<bool, RayError> {
+    pub(super) async fn stop(&self, id: &str) -> Result<bool, RayError> {
         self.job(Method::POST, id, &["stop"]).await?.get("stopped")
     }
 

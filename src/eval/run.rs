@@ -26,6 +26,10 @@ pub struct RunOptions {
     pub judge: bool,
     pub judge_model: String,
     pub permission_mode: Option<String>,
+    /// `Some(address)`: run the shards as jobs on the Ray cluster whose dashboard is there.
+    pub ray: Option<String>,
+    /// The binary shipped to Ray jobs; `None`: this one.
+    pub ray_binary: Option<PathBuf>,
 }
 
 /// One trial to run: task index and trial number.
@@ -99,7 +103,7 @@ pub async fn run(options: RunOptions, setup_options: TurnOptions) -> Result<Resu
         running.spawn(async move {
             let trial = match &loaded[at] {
                 Ok(task) => one(task, n, &setup, judge.as_deref()).await,
-                Err(broken) => broken_trial(broken, n),
+                Err(broken) => infra_trial(&broken.id, n, &broken.reason),
             };
             progress.done(&trial);
             drop(permit);
@@ -154,9 +158,10 @@ async fn one(task: &Task, n: u32, setup: &Setup, judge: Option<&Judge>) -> Trial
     ran.trial
 }
 
-fn broken_trial(broken: &Broken, n: u32) -> Trial {
+/// A trial that could not be run, and why.
+pub(super) fn infra_trial(task: &str, n: u32, why: &str) -> Trial {
     Trial {
-        task: broken.id.clone(),
+        task: task.to_string(),
         trial: n,
         status: Status::InfraError,
         tests_passed: None,
@@ -169,7 +174,7 @@ fn broken_trial(broken: &Broken, n: u32) -> Trial {
         tool_calls: 0,
         artifact: None,
         log: None,
-        error: Some(broken.reason.clone()),
+        error: Some(why.to_string()),
     }
 }
 

@@ -44,22 +44,7 @@ pub(super) struct Ran {
 
 fn infra(task: &str, n: u32, why: String) -> Ran {
     Ran {
-        trial: Trial {
-            task: task.to_string(),
-            trial: n,
-            status: Status::InfraError,
-            tests_passed: None,
-            judge: None,
-            cost_usd: 0.0,
-            tokens: Tokens::default(),
-            wall_s: 0.0,
-            time_to_first_edit_s: None,
-            turns: 0,
-            tool_calls: 0,
-            artifact: None,
-            log: None,
-            error: Some(why),
-        },
+        trial: super::run::infra_trial(task, n, &why),
         change: None,
     }
 }
@@ -169,7 +154,7 @@ fn start_tree(context: &Context, tree: &Path) -> Result<Snapshot, String> {
         Context::Cats(bundle) => {
             crate::paws::tree::materialise(bundle, tree).map_err(|e| e.to_string())?;
         }
-        Context::Dir(dir) => super::harbor::copy_environment(dir, tree)
+        Context::Dir(dir) => super::copy_dir(dir, tree, super::harbor::IMAGE_FILES)
             .map_err(|e| format!("cannot copy {}: {e}", dir.display()))?,
     }
     let git = |args: &[&str]| {
@@ -423,7 +408,7 @@ fn edits(tool: &str, input: &Value) -> bool {
 async fn verify(task: &Task, tree: &Path) -> Result<bool, String> {
     if let Some(tests) = &task.hidden_tests {
         let (from, to) = (tests.clone(), tree.join("tests"));
-        tokio::task::spawn_blocking(move || copy_dir(&from, &to))
+        tokio::task::spawn_blocking(move || super::copy_dir(&from, &to, &[]))
             .await
             .map_err(|e| e.to_string())?
             .map_err(|e| format!("cannot copy the task's tests in: {e}"))?;
@@ -436,18 +421,4 @@ async fn verify(task: &Task, tree: &Path) -> Result<bool, String> {
     )
     .await?;
     Ok(super::harbor::reward(tree).unwrap_or(exited))
-}
-
-fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(to)?;
-    for entry in std::fs::read_dir(from)? {
-        let entry = entry?;
-        let target = to.join(entry.file_name());
-        if entry.file_type()?.is_dir() {
-            copy_dir(&entry.path(), &target)?;
-        } else {
-            std::fs::copy(entry.path(), &target)?;
-        }
-    }
-    Ok(())
 }
