@@ -375,6 +375,10 @@ fn eval_command(
             dir: cwd.join(dir),
             html: html.map(|h| cwd.join(h)),
         },
+        A::Export { dir, out, .. } => C::ExportSwebench {
+            dir: cwd.join(dir),
+            out: out.map(|o| cwd.join(o)),
+        },
         A::Compare { a, b } => C::Compare {
             a: cwd.join(a),
             b: cwd.join(b),

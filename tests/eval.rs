@@ -139,6 +139,25 @@ async fn the_starter_suite_gives_the_expected_outcome_per_task_with_the_mock_bra
     assert!(out.join(trial["log"].as_str().unwrap()).exists());
     assert!(run.stdout.contains("pass@1 87.5%"), "{}", run.debug());
 
+    let exported = eval(&sb, &mock.url(), &["export", &out_arg, "--swebench"]).await;
+    let lines: Vec<Value> = exported
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 8, "{}", exported.debug());
+    let median = lines
+        .iter()
+        .find(|l| l["instance_id"] == "py-median-even")
+        .unwrap();
+    assert_eq!(median["model_name_or_path"], BRAIN);
+    let patch = median["model_patch"].as_str().unwrap();
+    assert!(
+        patch.starts_with("diff --git a/stats.py b/stats.py"),
+        "{patch}"
+    );
+    assert!(!patch.contains("tests/"), "{patch}");
+
     let page = sb.root().join("report.html");
     let page_arg = page.display().to_string();
     eval(&sb, &mock.url(), &["report", &out_arg, "--html", &page_arg]).await;

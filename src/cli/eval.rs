@@ -80,4 +80,14 @@ pub enum EvalAction {
     },
     /// Compare two runs task by task.
     Compare { a: PathBuf, b: PathBuf },
+    /// Export a run's changes in another harness's format.
+    Export {
+        dir: PathBuf,
+        /// SWE-bench's predictions JSONL (`instance_id`, `model_name_or_path`, `model_patch`).
+        #[arg(long, required = true)]
+        swebench: bool,
+        /// Write here instead of standard output.
+        #[arg(long, short = 'o', value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
 }

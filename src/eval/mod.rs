@@ -42,9 +42,23 @@ pub enum EvalError {
 /// What `ouro eval` was asked to do.
 pub enum EvalCommand {
     Run(RunOptions),
-    Merge { dirs: Vec<PathBuf>, out: PathBuf },
-    Report { dir: PathBuf, html: Option<PathBuf> },
-    Compare { a: PathBuf, b: PathBuf },
+    Merge {
+        dirs: Vec<PathBuf>,
+        out: PathBuf,
+    },
+    Report {
+        dir: PathBuf,
+        html: Option<PathBuf>,
+    },
+    Compare {
+        a: PathBuf,
+        b: PathBuf,
+    },
+    /// SWE-bench predictions JSONL, to `out` or stdout.
+    ExportSwebench {
+        dir: PathBuf,
+        out: Option<PathBuf>,
+    },
 }
 
 /// Runs an `ouro eval` command; the process's exit code.
@@ -81,6 +95,22 @@ pub async fn main(command: EvalCommand, cwd: &Path) -> Result<i32, EvalError> {
                     println!("wrote {}", path.display());
                 }
                 None => print!("{}", report::text(&results)),
+            }
+            Ok(0)
+        }
+        EvalCommand::ExportSwebench { dir, out } => {
+            let lines = report::swebench(&report::load(&dir)?, &dir)?;
+            match out {
+                Some(path) => {
+                    crate::sys::atomic::write(&path, lines.as_bytes()).map_err(|source| {
+                        EvalError::Io {
+                            action: "write",
+                            path: path.clone(),
+                            source,
+                        }
+                    })?
+                }
+                None => print!("{lines}"),
             }
             Ok(0)
         }

@@ -242,3 +242,37 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Results, EvalError> {
     super::write_results(out, &results)?;
     Ok(results)
 }
+
+/// SWE-bench's predictions JSONL: per task, the patch of its first passing trial (else its
+/// first trial with a patch), as `{instance_id, model_name_or_path, model_patch}`.
+pub fn swebench(results: &Results, dir: &Path) -> Result<String, EvalError> {
+    let mut out = String::new();
+    for task in per_task(results).keys() {
+        let trials: Vec<&Trial> = results
+            .trials
+            .iter()
+            .filter(|t| &t.task == task && t.patch.is_some())
+            .collect();
+        let Some(chosen) = trials
+            .iter()
+            .find(|t| t.status == Status::Passed)
+            .or_else(|| trials.first())
+        else {
+            continue;
+        };
+        let rel = chosen.patch.as_deref().unwrap_or_default();
+        let patch = std::fs::read_to_string(dir.join(rel)).map_err(|source| EvalError::Io {
+            action: "read",
+            path: dir.join(rel),
+            source,
+        })?;
+        let line = serde_json::json!({
+            "instance_id": task,
+            "model_name_or_path": results.brain,
+            "model_patch": patch,
+        });
+        out.push_str(&line.to_string());
+        out.push('\n');
+    }
+    Ok(out)
+}

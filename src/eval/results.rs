@@ -59,6 +59,9 @@ pub struct Trial {
     pub artifact: Option<String>,
     /// Its events, relative to the results' directory.
     pub log: Option<String>,
+    /// The same change as a git patch (for `export --swebench`), relative to the directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub patch: Option<String>,
     /// Why it is an `infra_error`, timed out or over budget.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -253,6 +256,7 @@ mod tests {
             tool_calls: 1,
             artifact: None,
             log: None,
+            patch: None,
             error: None,
         }
     }

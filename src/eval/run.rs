@@ -174,6 +174,7 @@ pub(super) fn infra_trial(task: &str, n: u32, why: &str) -> Trial {
         tool_calls: 0,
         artifact: None,
         log: None,
+        patch: None,
         error: Some(why.to_string()),
     }
 }

@@ -110,6 +110,17 @@ pub(super) async fn run(task: &Task, n: u32, setup: &Setup) -> Ran {
         _ => (None, None),
     };
 
+    let patch = {
+        let (tree, path) = (
+            tree.clone(),
+            setup.out.join(format!("artifacts/{name}.patch")),
+        );
+        tokio::task::spawn_blocking(move || write_patch(&tree, &path))
+            .await
+            .ok()
+            .flatten()
+            .map(|_| format!("artifacts/{name}.patch"))
+    };
     let verdict = verify(task, &tree).await;
     let (mut status, mut error) = match (&agent.ended, &verdict) {
         (Ended::Infra(why), _) => (Status::InfraError, Some(why.clone())),
@@ -141,10 +152,34 @@ pub(super) async fn run(task: &Task, n: u32, setup: &Setup) -> Ran {
             tool_calls: agent.tool_calls,
             artifact,
             log: Some(log_rel),
+            patch,
             error,
         },
         change,
     }
+}
+
+/// The change against the start as a git patch (new files included) at `path`; `None` when
+/// git cannot make it.
+fn write_patch(tree: &Path, path: &Path) -> Option<()> {
+    let git = |args: &[&str]| {
+        crate::sys::git::in_work_tree("git", tree)
+            .args(args)
+            .output()
+            .ok()
+            .filter(|out| out.status.success())
+    };
+    git(&["add", "-A"])?;
+    // git's own diff: the safety settings empty any external one a repository could name.
+    let diff = git(&[
+        "diff",
+        "--cached",
+        "--binary",
+        "--no-ext-diff",
+        "--no-textconv",
+        "HEAD",
+    ])?;
+    crate::sys::atomic::write(path, &diff.stdout).ok()
 }
 
 /// The task's context written as a fresh tree, committed as the start; the snapshot the
