@@ -177,6 +177,22 @@ fn long_session_and_resume_series_report_their_figures() {
 }
 
 #[test]
+fn the_eval_series_reports_its_overhead() {
+    let output = bench(&["--json", "--eval"]);
+    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(report["eval"]["tasks"], 8);
+    assert!(number(&report, "/eval/first_request_ms") > 0.0);
+    assert!(number(&report, "/eval/overhead_per_trial_ms").is_finite());
+    let targets = report["targets"].as_array().unwrap();
+    assert!(
+        targets
+            .iter()
+            .any(|t| t["name"] == "eval overhead per trial beyond the agent"),
+        "{targets:?}"
+    );
+}
+
+#[test]
 fn a_bad_mix_is_refused_with_the_choices() {
     let output = bench(&["--mix", "read,write"]);
     assert!(!output.status.success());

@@ -11,6 +11,7 @@ use std::io;
 
 pub mod cats;
 pub mod checkpoints;
+pub mod eval;
 pub mod fixture;
 mod host;
 pub mod long;
@@ -106,6 +107,10 @@ pub struct BenchArgs {
     /// applying that bundle.
     #[arg(long)]
     pub cats: bool,
+    /// Also time what `ouro eval run` adds around the agent: start to the first trial's first
+    /// request, and overhead per trial beyond the agent's own time (8 small tasks).
+    #[arg(long)]
+    pub eval: bool,
     /// Also measure peak RSS when one answer is a single 50 MB text delta, a tool result is
     /// 50 MB, and a Bash command prints 1 GB.
     #[arg(long)]
@@ -270,6 +275,10 @@ pub async fn run(args: &BenchArgs) -> Result<bool, BenchError> {
     if args.cats {
         progress("cats and dogs on a 100 MB tree");
         report.cats = Some(cats::measure()?);
+    }
+    if args.eval {
+        progress("what ouro eval adds around the agent");
+        report.eval = Some(eval::measure(&host).await?);
     }
     if args.memory {
         progress("peak memory with a 50 MB delta, a 50 MB tool result and 1 GB of Bash output");

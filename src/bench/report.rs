@@ -54,6 +54,8 @@ pub struct Report {
     pub memory: Option<super::memory::MemoryCost>,
     /// `--relay`: a talk through the daemon.
     pub relay: Option<super::relay::RelayCost>,
+    /// `--eval`: what `ouro eval run` adds around the agent.
+    pub eval: Option<super::eval::EvalCost>,
     /// What scripted sessions of a few lengths are billed for input.
     pub cost: Vec<SessionCost>,
     /// `--history-turns`: client time per turn early and late in one long session.
@@ -268,6 +270,7 @@ pub fn build(
         cats: None,
         memory: None,
         relay: None,
+        eval: None,
         cost: Vec::new(),
         history: None,
         resume: None,
@@ -416,6 +419,14 @@ pub fn targets(r: &Report) -> Vec<Target> {
             format!("first snapshot of a {}-file project", c.files),
             c.first_ms,
             300.0,
+            "ms",
+        ));
+    }
+    if let Some(eval) = &r.eval {
+        out.push(target(
+            "eval overhead per trial beyond the agent".into(),
+            eval.overhead_per_trial_ms,
+            super::eval::OVERHEAD_LIMIT_MS,
             "ms",
         ));
     }

@@ -280,6 +280,13 @@ ouro serve: first chat:delta {:.1} ms after the message (median; min {:.1}, max 
             m.bash_1gb_mb
         );
     }
+    if let Some(e) = &r.eval {
+        let _ = writeln!(
+            out,
+            "\nouro eval on {} small tasks, one at a time: {:.0} ms from start to the first trial's first request; {:.0} ms per trial beyond the agent's own time",
+            e.tasks, e.first_request_ms, e.overhead_per_trial_ms
+        );
+    }
     if let Some(c) = &r.cats {
         let _ = writeln!(
             out,
