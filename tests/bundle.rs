@@ -8,8 +8,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use crate::common::Sandbox;
 use crate::common::pty::{Options, Term};
+use crate::common::{Sandbox, git};
 
 /// `ouro` in `dir` with a fresh private home and no API credentials.
 fn ouro(dir: &Path, args: &[&str], stdin: Option<&[u8]>) -> Output {
@@ -371,20 +371,6 @@ fn a_request_for_context_applies_nothing() {
     assert_eq!(out.status.code(), Some(3), "{}", text(&out));
     assert!(String::from_utf8_lossy(&out.stderr).contains("show me the tests"));
     assert_eq!(std::fs::read(dir.path().join("a.txt")).unwrap(), b"a\n");
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@t")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@t")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {}", text(&out));
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 #[test]

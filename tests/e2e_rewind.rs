@@ -8,22 +8,8 @@ use crate::common;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use common::{Sandbox, bodies, server};
+use common::{Sandbox, bodies, git, server};
 use serde_json::{Value, json};
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_AUTHOR_NAME", "u")
-        .env("GIT_AUTHOR_EMAIL", "u@x")
-        .env("GIT_COMMITTER_NAME", "u")
-        .env("GIT_COMMITTER_EMAIL", "u@x")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {out:?}");
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 /// Everything of the user's git state a rewind must not touch.
 fn git_state(dir: &Path) -> Vec<String> {

@@ -43,6 +43,28 @@ async fn eval(sb: &Sandbox, url: &str, args: &[&str]) -> Run {
     run
 }
 
+/// `ouro eval run SUITE --brain BRAIN --out OUT EXTRA…`, which must succeed; with its results.
+async fn run_suite(
+    sb: &Sandbox,
+    url: &str,
+    suite: &Path,
+    out: &Path,
+    extra: &[&str],
+) -> (Run, Value) {
+    let (suite, out_arg) = (suite.display().to_string(), out.display().to_string());
+    let mut args = vec![
+        "run",
+        suite.as_str(),
+        "--brain",
+        BRAIN,
+        "--out",
+        out_arg.as_str(),
+    ];
+    args.extend(extra);
+    let run = eval(sb, url, &args).await;
+    (run, results(out))
+}
+
 /// A task of a suite made here: a start of `files`, hidden tests, a reference change.
 fn task(suite: &Path, id: &str, front: &str, files: &[(&str, &str)], tests: &[(&str, &str)]) {
     let dir = suite.join(id);
@@ -90,23 +112,8 @@ async fn the_starter_suite_gives_the_expected_outcome_per_task_with_the_mock_bra
     let mock = server(scenario).await;
     let sb = Sandbox::new();
     let out = sb.root().join("out");
-    let suite = starter().display().to_string();
+    let (run, got) = run_suite(&sb, &mock.url(), &starter(), &out, &["--no-judge"]).await;
     let out_arg = out.display().to_string();
-    let run = eval(
-        &sb,
-        &mock.url(),
-        &[
-            "run",
-            &suite,
-            "--brain",
-            BRAIN,
-            "--no-judge",
-            "--out",
-            &out_arg,
-        ],
-    )
-    .await;
-    let got = results(&out);
     let expected: Vec<(String, u64, String)> = [
         ("py-dedupe-order", "failed"),
         ("py-median-even", "passed"),
@@ -200,22 +207,10 @@ async fn pass_at_k_is_the_unbiased_estimate_and_shards_merge_into_the_whole_run(
         json!({"turns": turns})
     };
     let whole_mock = server(turns(["yes", "no", "no"])).await;
-    let suite_arg = suite.display().to_string();
     let whole = sb.root().join("whole");
     let whole_arg = whole.display().to_string();
-    let common = [
-        "--brain",
-        BRAIN,
-        "--no-judge",
-        "--trials",
-        "3",
-        "--concurrency",
-        "1",
-    ];
-    let mut args = vec!["run", &suite_arg, "--out", &whole_arg];
-    args.extend(common);
-    eval(&sb, &whole_mock.url(), &args).await;
-    let got = results(&whole);
+    let common = ["--no-judge", "--trials", "3", "--concurrency", "1"];
+    let (_, got) = run_suite(&sb, &whole_mock.url(), &suite, &whole, &common).await;
     let summary = &got["summary"];
     // once: n=3 c=1 → pass@1 1/3, pass@3 1, pass^3 0; always: 1, 1, 1.
     let close = |v: &Value, want: f64| (v.as_f64().unwrap() - want).abs() < 1e-9;
@@ -232,12 +227,11 @@ async fn pass_at_k_is_the_unbiased_estimate_and_shards_merge_into_the_whole_run(
     let mut shard_dirs = Vec::new();
     for shard in ["1/2", "2/2"] {
         let dir = sb.root().join(format!("shard-{}", &shard[..1]));
-        let dir_arg = dir.display().to_string();
-        let mut args = vec!["run", &suite_arg, "--out", &dir_arg, "--shard", shard];
-        args.extend(common);
-        eval(&sb, &shard_mock.url(), &args).await;
-        assert_eq!(results(&dir)["trials"].as_array().unwrap().len(), 3);
-        shard_dirs.push(dir_arg);
+        let mut extra = common.to_vec();
+        extra.extend(["--shard", shard]);
+        let (_, part) = run_suite(&sb, &shard_mock.url(), &suite, &dir, &extra).await;
+        assert_eq!(part["trials"].as_array().unwrap().len(), 3);
+        shard_dirs.push(dir.display().to_string());
     }
     let merged = sb.root().join("merged");
     let merged_arg = merged.display().to_string();
@@ -305,14 +299,7 @@ async fn an_always_equivalent_judge_is_caught_by_calibration() {
     turns.extend(agent_turns("t", "echo no > answer.txt"));
     let mock = server(json!({"turns": turns})).await;
     let out = sb.root().join("out");
-    let (suite_arg, out_arg) = (suite.display().to_string(), out.display().to_string());
-    let run = eval(
-        &sb,
-        &mock.url(),
-        &["run", &suite_arg, "--brain", BRAIN, "--out", &out_arg],
-    )
-    .await;
-    let got = results(&out);
+    let (run, got) = run_suite(&sb, &mock.url(), &suite, &out, &[]).await;
     let calibration = &got["summary"]["judge_calibration"];
     assert_eq!(calibration["gold_vs_gold"], true, "{calibration}");
     assert_eq!(calibration["gold_vs_empty"], true);
@@ -358,22 +345,7 @@ async fn the_agent_cannot_read_the_hidden_tests() {
     ];
     let mock = server(json!({"turns": turns})).await;
     let out = sb.root().join("out");
-    let (suite_arg, out_arg) = (suite.display().to_string(), out.display().to_string());
-    eval(
-        &sb,
-        &mock.url(),
-        &[
-            "run",
-            &suite_arg,
-            "--brain",
-            BRAIN,
-            "--no-judge",
-            "--out",
-            &out_arg,
-        ],
-    )
-    .await;
-    let got = results(&out);
+    let (_, got) = run_suite(&sb, &mock.url(), &suite, &out, &["--no-judge"]).await;
     assert_eq!(got["trials"][0]["status"], "failed", "{got}");
     for body in bodies(&mock) {
         assert!(
@@ -419,22 +391,7 @@ async fn a_broken_task_is_an_infra_error_and_a_slow_trial_an_agent_timeout() {
     ]}))
     .await;
     let out = sb.root().join("out");
-    let (suite_arg, out_arg) = (suite.display().to_string(), out.display().to_string());
-    let run = eval(
-        &sb,
-        &mock.url(),
-        &[
-            "run",
-            &suite_arg,
-            "--brain",
-            BRAIN,
-            "--no-judge",
-            "--out",
-            &out_arg,
-        ],
-    )
-    .await;
-    let got = results(&out);
+    let (run, got) = run_suite(&sb, &mock.url(), &suite, &out, &["--no-judge"]).await;
     let by_task: std::collections::BTreeMap<String, String> =
         statuses(&got).into_iter().map(|(t, _, s)| (t, s)).collect();
     assert_eq!(by_task["broken"], "infra_error", "{got}");
@@ -502,24 +459,8 @@ async fn a_harbor_task_directory_runs_on_the_host() {
     )
     .await;
     let out = sb.root().join("out");
-    let (suite_arg, out_arg) = (suite.display().to_string(), out.display().to_string());
-    eval(
-        &sb,
-        &mock.url(),
-        &[
-            "run",
-            &suite_arg,
-            "--brain",
-            BRAIN,
-            "--no-judge",
-            "--env",
-            "host",
-            "--out",
-            &out_arg,
-        ],
-    )
-    .await;
-    let got = results(&out);
+    let extra = ["--no-judge", "--env", "host"];
+    let (_, got) = run_suite(&sb, &mock.url(), &suite, &out, &extra).await;
     let trials = got["trials"].as_array().unwrap();
     let hello = trials.iter().find(|t| t["task"] == "hello").unwrap();
     assert_eq!(hello["status"], "passed", "{got}");
@@ -597,22 +538,13 @@ async fn the_ray_backend_gives_the_same_results_as_the_local_one() {
         turns.extend(agent_turns("bad", "echo no > answer.txt"));
         json!({"turns": turns})
     };
-    let suite_arg = suite.display().to_string();
     let local_mock = server(scenario()).await;
-    let local = sb.root().join("local");
-    let local_arg = local.display().to_string();
-    eval(
+    let (_, a) = run_suite(
         &sb,
         &local_mock.url(),
-        &[
-            "run",
-            &suite_arg,
-            "--brain",
-            BRAIN,
-            "--no-judge",
-            "--out",
-            &local_arg,
-        ],
+        &suite,
+        &sb.root().join("local"),
+        &["--no-judge"],
     )
     .await;
 
@@ -631,30 +563,19 @@ async fn the_ray_backend_gives_the_same_results_as_the_local_one() {
     let head = RayHead::start();
     let ray_mock = server(scenario()).await;
     let remote = sb.root().join("remote");
-    let (remote_arg, shipped_arg) = (remote.display().to_string(), shipped.display().to_string());
-    let run = eval(
-        &sb,
-        &ray_mock.url(),
-        &[
-            "run",
-            &suite_arg,
-            "--brain",
-            BRAIN,
-            "--no-judge",
-            "--out",
-            &remote_arg,
-            "--backend",
-            "ray",
-            "--ray-address",
-            &head.address,
-            "--ray-binary",
-            &shipped_arg,
-            "--concurrency",
-            "2",
-        ],
-    )
-    .await;
-    let (a, b) = (results(&local), results(&remote));
+    let shipped_arg = shipped.display().to_string();
+    let extra = [
+        "--no-judge",
+        "--backend",
+        "ray",
+        "--ray-address",
+        &head.address,
+        "--ray-binary",
+        &shipped_arg,
+        "--concurrency",
+        "2",
+    ];
+    let (run, b) = run_suite(&sb, &ray_mock.url(), &suite, &remote, &extra).await;
     assert_eq!(statuses(&b), statuses(&a), "{}", run.debug());
     for key in ["pass_at_1", "passed", "trials", "tasks", "infra_errors"] {
         assert_eq!(b["summary"][key], a["summary"][key], "{key}");

@@ -7,6 +7,7 @@ use clap::{Subcommand, ValueEnum};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum EvalEnv {
     Host,
+    Docker,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -45,8 +46,8 @@ pub enum EvalAction {
         /// The judge's model.
         #[arg(long, value_name = "MODEL", default_value = "sonnet")]
         judge_model: String,
-        /// Where trials run: `host` (the only one so far; a Harbor task's Dockerfile is not
-        /// used, and a task written for its image is an infra_error).
+        /// Where trials run: `host` (a Harbor task's Dockerfile is not used, and a task written
+        /// for its image is an infra_error); `docker` is not available yet.
         #[arg(long, value_enum, default_value_t = EvalEnv::Host)]
         env: EvalEnv,
         /// Where the trials run: here, or as one job per shard on a Ray cluster.

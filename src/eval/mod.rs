@@ -4,8 +4,9 @@
 //! took, with infrastructure failures kept apart from the agent's. Shards of a run merge into
 //! the whole run.
 //!
-//! Data flow: `task` (read the suite) → `run` (plan, shard, admit) → `trial` (tree, brain,
-//! `verify`) → `judge` → `results` (summary) → `report` / `html`.
+//! Data flow: `suite` (its `task`s, native or `harbor`) → `run` (plan, shard, admit; or
+//! `remote` on `ray`) → `trial` (tree, brain, `verify`) → `judge` → `results` (summary) →
+//! `report` / `html`.
 
 mod harbor;
 mod html;
@@ -17,6 +18,7 @@ mod remote;
 pub mod report;
 pub mod results;
 pub mod run;
+mod suite;
 mod task;
 mod trial;
 mod verify;

@@ -48,7 +48,7 @@ pub(super) async fn run(options: RunOptions, address: &str) -> Result<Results, E
         ));
     }
     let ray = RayJobs::new(address).map_err(ray_error)?;
-    let tasks = super::task::load_suite(&options.suite).map_err(io("read", &options.suite))?;
+    let tasks = super::suite::load_suite(&options.suite).map_err(io("read", &options.suite))?;
     let total = tasks.len() * options.trials as usize;
     let shards = options.concurrency.clamp(1, total.max(1)) as u32;
 
@@ -248,7 +248,7 @@ fn lost_shard(
                 Ok(t) => t.id.clone(),
                 Err(b) => b.id.clone(),
             };
-            super::run::infra_trial(&task, n, why)
+            Trial::infra(&task, n, why)
         })
         .collect();
     let results = Results::new(

@@ -67,6 +67,29 @@ pub struct Trial {
     pub error: Option<String>,
 }
 
+impl Trial {
+    /// A trial that could not be run, and why.
+    pub fn infra(task: &str, n: u32, why: &str) -> Trial {
+        Trial {
+            task: task.to_string(),
+            trial: n,
+            status: Status::InfraError,
+            tests_passed: None,
+            judge: None,
+            cost_usd: 0.0,
+            tokens: Tokens::default(),
+            wall_s: 0.0,
+            time_to_first_edit_s: None,
+            turns: 0,
+            tool_calls: 0,
+            artifact: None,
+            log: None,
+            patch: None,
+            error: Some(why.to_string()),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Calibration {
     /// The judge's verdict on the reference against itself (must be equivalent).

@@ -50,7 +50,7 @@ pub fn plan(tasks: usize, trials: u32, shard: Option<(u32, u32)>) -> Vec<Planned
 }
 
 pub async fn run(options: RunOptions, setup_options: TurnOptions) -> Result<Results, EvalError> {
-    let loaded = super::task::load_suite(&options.suite).map_err(|source| EvalError::Io {
+    let loaded = super::suite::load_suite(&options.suite).map_err(|source| EvalError::Io {
         action: "read the suite",
         path: options.suite.clone(),
         source,
@@ -103,7 +103,7 @@ pub async fn run(options: RunOptions, setup_options: TurnOptions) -> Result<Resu
         running.spawn(async move {
             let trial = match &loaded[at] {
                 Ok(task) => one(task, n, &setup, judge.as_deref()).await,
-                Err(broken) => infra_trial(&broken.id, n, &broken.reason),
+                Err(broken) => Trial::infra(&broken.id, n, &broken.reason),
             };
             progress.done(&trial);
             drop(permit);
@@ -156,27 +156,6 @@ async fn one(task: &Task, n: u32, setup: &Setup, judge: Option<&Judge>) -> Trial
         ran.trial.judge = judge.judge(task, ran.change.as_deref()).await.ok();
     }
     ran.trial
-}
-
-/// A trial that could not be run, and why.
-pub(super) fn infra_trial(task: &str, n: u32, why: &str) -> Trial {
-    Trial {
-        task: task.to_string(),
-        trial: n,
-        status: Status::InfraError,
-        tests_passed: None,
-        judge: None,
-        cost_usd: 0.0,
-        tokens: Default::default(),
-        wall_s: 0.0,
-        time_to_first_edit_s: None,
-        turns: 0,
-        tool_calls: 0,
-        artifact: None,
-        log: None,
-        patch: None,
-        error: Some(why.to_string()),
-    }
 }
 
 /// Calibrates the judge on the first task (by id) that has a reference change: the same task

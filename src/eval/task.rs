@@ -48,34 +48,8 @@ pub(super) struct Broken {
     pub(super) reason: String,
 }
 
-/// Every task of `suite`, by id: a directory holding `task.md` is one task; any other
-/// directory is a suite of them.
-pub(super) fn load_suite(suite: &Path) -> Result<Vec<Result<Task, Broken>>, std::io::Error> {
-    if is_task(suite) {
-        return Ok(vec![load(suite)]);
-    }
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(suite)?
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.is_dir() && is_task(p))
-        .collect();
-    dirs.sort();
-    Ok(dirs.iter().map(|d| load(d)).collect())
-}
-
-fn is_task(dir: &Path) -> bool {
-    dir.join("task.md").exists() || dir.join("task.toml").exists()
-}
-
-fn load(dir: &Path) -> Result<Task, Broken> {
-    if dir.join("task.md").exists() {
-        load_native(dir)
-    } else {
-        super::harbor::load(dir)
-    }
-}
-
-fn load_native(dir: &Path) -> Result<Task, Broken> {
+/// A native task directory (`task.md`).
+pub(super) fn load_native(dir: &Path) -> Result<Task, Broken> {
     let dir_name = dir
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -170,7 +144,7 @@ mod tests {
         task_dir(root.path(), "c", "id: c\nversion: \"2.0\"\ntests: x");
         task_dir(root.path(), "d", "id: d");
         std::fs::create_dir(root.path().join("not-a-task")).unwrap();
-        let tasks = load_suite(root.path()).unwrap();
+        let tasks = super::super::suite::load_suite(root.path()).unwrap();
         assert_eq!(tasks.len(), 4);
         let a = tasks[0].as_ref().unwrap();
         assert_eq!((a.id.as_str(), a.timeout_s, a.budget_usd), ("a", 600, None));
@@ -188,6 +162,11 @@ mod tests {
         );
         assert!(tasks[3].as_ref().unwrap_err().reason.contains("no `tests`"));
         // One task directory is a suite of one.
-        assert_eq!(load_suite(&root.path().join("a")).unwrap().len(), 1);
+        assert_eq!(
+            super::super::suite::load_suite(&root.path().join("a"))
+                .unwrap()
+                .len(),
+            1
+        );
     }
 }

@@ -44,7 +44,7 @@ pub(super) struct Ran {
 
 fn infra(task: &str, n: u32, why: String) -> Ran {
     Ran {
-        trial: super::run::infra_trial(task, n, &why),
+        trial: Trial::infra(task, n, &why),
         change: None,
     }
 }

@@ -514,18 +514,3 @@ pub(crate) fn copy_tree(from: &Path, to: &Path) {
         std::fs::write(path, bytes).unwrap();
     }
 }
-
-/// Runs git in `dir` as a fixed author, asserting it succeeded; its standard output.
-pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@t")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@t")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {out:?}");
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
