@@ -296,7 +296,11 @@ async fn an_always_equivalent_judge_is_caught_by_calibration() {
                 {"type": "text", "text": "Looks the same to me.\nVERDICT: equivalent"}]})
         })
         .collect();
-    turns.extend(agent_turns("t", "echo no > answer.txt"));
+    // The agent commits its change: the trial's patch still holds it.
+    turns.extend(agent_turns(
+        "t",
+        "echo no > answer.txt && git add -A && git -c user.name=a -c user.email=a@a commit -qm mine",
+    ));
     let mock = server(json!({"turns": turns})).await;
     let out = sb.root().join("out");
     let (run, got) = run_suite(&sb, &mock.url(), &suite, &out, &[]).await;
@@ -308,6 +312,8 @@ async fn an_always_equivalent_judge_is_caught_by_calibration() {
     assert_eq!(trial["status"], "failed");
     assert_eq!(trial["judge"]["equivalent"], true, "{trial}");
     assert_eq!(got["summary"]["disagreements"], json!([]));
+    let patch = std::fs::read_to_string(out.join(trial["patch"].as_str().unwrap())).unwrap();
+    assert!(patch.contains("+no"), "{patch}");
     assert!(run.stdout.contains("UNRELIABLE"), "{}", run.debug());
     // The judge saw the reference, never the hidden tests.
     for body in bodies(&mock) {
@@ -590,4 +596,42 @@ async fn the_ray_backend_gives_the_same_results_as_the_local_one() {
         4,
         "the jobs' brains asked the mock"
     );
+}
+
+/// `--agent NAME` runs the trials as that definition: its `denied_commands` refuse a command
+/// even though the trials allow whatever the mode would ask about.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_agent_definitions_denied_commands_hold_in_its_trials() {
+    let sb = Sandbox::new();
+    let agents = sb.home.path().join("agents");
+    std::fs::create_dir_all(&agents).unwrap();
+    std::fs::write(
+        agents.join("careful.md"),
+        "---\nname: careful\ndescription: Careful\ntools:\n  - Read\n  - name: Bash\n    denied_commands: ['rm .*']\n---\nBe careful.",
+    )
+    .unwrap();
+    let suite = sb.root().join("suite");
+    let check = [("check.sh", "test -e a.txt && grep -qx yes answer.txt\n")];
+    task(
+        &suite,
+        "t",
+        "tests: sh tests/check.sh\ntimeout_s: 60",
+        &[("a.txt", "a")],
+        &check,
+    );
+    let mock = server(json!({"turns": [
+        {"when_text": "DONE-t", "content": [{"type": "text", "text": "done"}]},
+        {"when_text": "rm .*", "content": [{"type": "tool_use", "name": "Bash",
+         "input": {"command": "echo yes > answer.txt; echo DONE-t"}}]},
+        {"when_text": "EVAL-t", "content": [{"type": "tool_use", "name": "Bash",
+         "input": {"command": "rm -f a.txt"}}]}
+    ]}))
+    .await;
+    let out = sb.root().join("out");
+    let extra = ["--no-judge", "--agent", "careful"];
+    let (run, got) = run_suite(&sb, &mock.url(), &suite, &out, &extra).await;
+    assert_eq!(got["trials"][0]["status"], "passed", "{}", run.debug());
+    assert_eq!(got["agent"], "careful");
+    let log = std::fs::read_to_string(out.join(got["trials"][0]["log"].as_str().unwrap())).unwrap();
+    assert!(log.contains("denied_commands pattern"), "{log}");
 }

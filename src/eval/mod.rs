@@ -27,6 +27,8 @@ use std::path::{Path, PathBuf};
 
 pub use run::RunOptions;
 
+use crate::agents::spec::CommandRules;
+
 #[derive(Debug, thiserror::Error)]
 pub enum EvalError {
     #[error("could not {action} {path}: {source}")]
@@ -126,10 +128,14 @@ pub async fn main(command: EvalCommand, cwd: &Path) -> Result<i32, EvalError> {
     }
 }
 
-/// The turn options of `--agent NAME`: its definition's prompt, tools and rules.
-fn agent_options(name: Option<&str>, cwd: &Path) -> Result<crate::brain::TurnOptions, EvalError> {
+/// The turn options of `--agent NAME` (its definition's prompt, tools and rules) and its
+/// command patterns, which the trials' asker holds every Bash call to.
+fn agent_options(
+    name: Option<&str>,
+    cwd: &Path,
+) -> Result<(crate::brain::TurnOptions, CommandRules), EvalError> {
     let Some(name) = name else {
-        return Ok(crate::brain::TurnOptions::default());
+        return Ok(Default::default());
     };
     let found = crate::app::agent_definitions(cwd)
         .into_iter()
@@ -142,9 +148,12 @@ fn agent_options(name: Option<&str>, cwd: &Path) -> Result<crate::brain::TurnOpt
             ))
         })?;
     let config = crate::agents::instance::InstanceConfig::from_spec(&found.spec, name);
-    Ok(crate::brain::TurnOptions::for_agent(
-        &config,
-        &found.spec.prompt,
+    let patterns = config
+        .command_rules()
+        .map_err(|e| EvalError::Usage(e.to_string()))?;
+    Ok((
+        crate::brain::TurnOptions::for_agent(&config, &found.spec.prompt),
+        patterns,
     ))
 }
 

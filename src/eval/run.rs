@@ -11,6 +11,7 @@ use super::judge::Judge;
 use super::results::{Calibration, Results, Status, Trial};
 use super::task::{Broken, Task};
 use super::trial::{self, Setup};
+use crate::agents::spec::CommandRules;
 use crate::brain::TurnOptions;
 
 #[derive(Debug, Clone)]
@@ -49,7 +50,11 @@ pub fn plan(tasks: usize, trials: u32, shard: Option<(u32, u32)>) -> Vec<Planned
     }
 }
 
-pub async fn run(options: RunOptions, setup_options: TurnOptions) -> Result<Results, EvalError> {
+/// Runs the trials of `options` as the agent `(turn options, command patterns)`.
+pub async fn run(
+    options: RunOptions,
+    (setup_options, patterns): (TurnOptions, CommandRules),
+) -> Result<Results, EvalError> {
     let loaded = super::suite::load_suite(&options.suite).map_err(|source| EvalError::Io {
         action: "read the suite",
         path: options.suite.clone(),
@@ -74,6 +79,7 @@ pub async fn run(options: RunOptions, setup_options: TurnOptions) -> Result<Resu
     let setup = Arc::new(Setup {
         brain: options.brain.clone(),
         options: setup_options,
+        patterns,
         permission_mode: options.permission_mode.clone(),
         out: out.clone(),
         hidden: vec![suite.clone(), out.clone()],

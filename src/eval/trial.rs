@@ -12,6 +12,7 @@ use tokio::sync::mpsc;
 use super::results::{Status, Tokens, Trial};
 use super::task::{Context, Task};
 use crate::agents::changes::Snapshot;
+use crate::agents::spec::{CommandRules, CommandVerdict};
 use crate::brain::{
     Asker, BrainCli, BrainConfig, PermissionAnswer, PermissionQuestion, TurnOptions, TurnRequest,
 };
@@ -28,6 +29,8 @@ pub(super) struct Setup {
     pub(super) brain: String,
     /// The agent definition's prompt and options, when one is named.
     pub(super) options: TurnOptions,
+    /// Its command patterns (none without a definition).
+    pub(super) patterns: CommandRules,
     pub(super) permission_mode: Option<String>,
     /// Where results, artifacts and logs go.
     pub(super) out: PathBuf,
@@ -60,8 +63,8 @@ pub(super) async fn run(task: &Task, n: u32, setup: &Setup) -> Ran {
         let (context, tree) = (task.context.clone(), tree.clone());
         tokio::task::spawn_blocking(move || start_tree(&context, &tree)).await
     };
-    let snapshot = match prepared {
-        Ok(Ok(snapshot)) => snapshot,
+    let (snapshot, start) = match prepared {
+        Ok(Ok(started)) => started,
         Ok(Err(why)) => return infra(&task.id, n, why),
         Err(e) => return infra(&task.id, n, e.to_string()),
     };
@@ -115,7 +118,7 @@ pub(super) async fn run(task: &Task, n: u32, setup: &Setup) -> Ran {
             tree.clone(),
             setup.out.join(format!("artifacts/{name}.patch")),
         );
-        tokio::task::spawn_blocking(move || write_patch(&tree, &path))
+        tokio::task::spawn_blocking(move || write_patch(&tree, &start, &path))
             .await
             .ok()
             .flatten()
@@ -159,9 +162,9 @@ pub(super) async fn run(task: &Task, n: u32, setup: &Setup) -> Ran {
     }
 }
 
-/// The change against the start as a git patch (new files included) at `path`; `None` when
+/// The change against the start commit as a git patch (new files included) at `path`; `None` when
 /// git cannot make it.
-fn write_patch(tree: &Path, path: &Path) -> Option<()> {
+fn write_patch(tree: &Path, start: &str, path: &Path) -> Option<()> {
     let git = |args: &[&str]| {
         crate::sys::git::in_work_tree("git", tree)
             .args(args)
@@ -177,14 +180,14 @@ fn write_patch(tree: &Path, path: &Path) -> Option<()> {
         "--binary",
         "--no-ext-diff",
         "--no-textconv",
-        "HEAD",
+        start,
     ])?;
     crate::sys::atomic::write(path, &diff.stdout).ok()
 }
 
 /// The task's context written as a fresh tree, committed as the start; the snapshot the
 /// change is taken against.
-fn start_tree(context: &Context, tree: &Path) -> Result<Snapshot, String> {
+fn start_tree(context: &Context, tree: &Path) -> Result<(Snapshot, String), String> {
     match context {
         Context::Cats(bundle) => {
             crate::paws::tree::materialise(bundle, tree).map_err(|e| e.to_string())?;
@@ -204,10 +207,11 @@ fn start_tree(context: &Context, tree: &Path) -> Result<Snapshot, String> {
             .output()
             .map_err(|e| format!("cannot run git: {e}"))
             .and_then(|out| {
-                out.status
-                    .success()
-                    .then_some(())
-                    .ok_or_else(|| String::from_utf8_lossy(&out.stderr).trim().to_string())
+                if out.status.success() {
+                    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+                } else {
+                    Err(String::from_utf8_lossy(&out.stderr).trim().to_string())
+                }
             })
     };
     git(&["init", "-q"])?;
@@ -220,7 +224,11 @@ fn start_tree(context: &Context, tree: &Path) -> Result<Snapshot, String> {
         "-m",
         "start",
     ])?;
-    Snapshot::take(tree).map_err(|e| format!("cannot read the starting tree: {e}"))
+    // By its id: an agent that commits moves HEAD, and its patch must still hold everything.
+    let start = git(&["rev-parse", "HEAD"])?;
+    let snapshot =
+        Snapshot::take(tree).map_err(|e| format!("cannot read the starting tree: {e}"))?;
+    Ok((snapshot, start))
 }
 
 enum Ended {
@@ -258,7 +266,7 @@ async fn drive(brain: &dyn BrainCli, task: &Task, setup: &Setup, tree: &Path, lo
         options,
         label: task.id.clone(),
         events,
-        ask: asker(tree),
+        ask: asker(tree, &setup.patterns),
     };
     let started = Instant::now();
     let deadline = tokio::time::sleep(Duration::from_secs(task.timeout_s));
@@ -358,10 +366,18 @@ fn settings(task: &Task, setup: &Setup) -> Value {
 }
 
 /// Unattended: a call the permission mode would ask about is allowed, unless it names a
-/// file outside the trial's tree (commands are held to the tree by the OS sandbox).
-fn asker(tree: &Path) -> Asker {
+/// file outside the trial's tree (commands are held to the tree by the OS sandbox) or an agent
+/// definition's `denied_commands` refuse it.
+fn asker(tree: &Path, patterns: &CommandRules) -> Asker {
     let tree = tree.to_path_buf();
+    let patterns = std::sync::Arc::new(patterns.clone());
     std::sync::Arc::new(move |question: PermissionQuestion| {
+        if let CommandVerdict::Denied { pattern } =
+            patterns.judge_call(&question.tool_name, &question.input)
+        {
+            let message = CommandRules::refusal(&pattern);
+            return Box::pin(async move { PermissionAnswer::Deny { message } });
+        }
         let outside = ["file_path", "notebook_path", "path"]
             .iter()
             .filter_map(|key| question.input.get(*key).and_then(Value::as_str))
