@@ -594,10 +594,18 @@ impl<P: ChildProgram> BrainCli for ChildBrain<P> {
                 return Ok(false);
             };
             let _life = self.lifecycle.lock().await;
-            if !matches!(self.current(), Some(Running::Dispatch(_))) {
+            let Some(Running::Dispatch(process)) = self.current() else {
                 return Ok(false);
+            };
+            // A headless CLI whose turn is done ends at the end of its input in milliseconds;
+            // a signal is for one that does not.
+            process.close_stdin().await;
+            let ended = tokio::time::timeout(self.config.kill_grace, process.core.wait()).await;
+            if ended.is_err() {
+                self.stop().await?;
+            } else {
+                lock(&self.slot).running.take();
             }
-            self.stop().await?;
             Ok(true)
         })
     }
