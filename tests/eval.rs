@@ -93,6 +93,13 @@ fn task(suite: &Path, id: &str, front: &str, files: &[(&str, &str)], tests: &[(&
     }
 }
 
+/// A task whose hidden test wants `yes` in answer.txt.
+fn answer_task(suite: &Path, id: &str) {
+    let check = [("check.sh", "grep -qx yes answer.txt\n")];
+    let front = "tests: sh tests/check.sh\ntimeout_s: 60";
+    task(suite, id, front, &[("a.txt", "a")], &check);
+}
+
 /// The agent's pair of turns for task `id`: a Bash call, then a word.
 fn agent_turns(id: &str, command: &str) -> Vec<Value> {
     vec![
@@ -182,21 +189,8 @@ async fn the_starter_suite_gives_the_expected_outcome_per_task_with_the_mock_bra
 async fn pass_at_k_is_the_unbiased_estimate_and_shards_merge_into_the_whole_run() {
     let sb = Sandbox::new();
     let suite = sb.root().join("suite");
-    let check = [("check.sh", "grep -qx yes answer.txt\n")];
-    task(
-        &suite,
-        "once",
-        "tests: sh tests/check.sh\ntimeout_s: 60",
-        &[("a.txt", "a")],
-        &check,
-    );
-    task(
-        &suite,
-        "always",
-        "tests: sh tests/check.sh\ntimeout_s: 60",
-        &[("a.txt", "a")],
-        &check,
-    );
+    answer_task(&suite, "once");
+    answer_task(&suite, "always");
     // The mock answers in the order trials ask: `once` is solved by the trial given `yes`.
     let turns = |once: [&str; 3]| {
         let mut turns = Vec::new();
@@ -281,14 +275,7 @@ async fn pass_at_k_is_the_unbiased_estimate_and_shards_merge_into_the_whole_run(
 async fn an_always_equivalent_judge_is_caught_by_calibration() {
     let sb = Sandbox::new();
     let suite = sb.root().join("suite");
-    let check = [("check.sh", "grep -qx yes answer.txt\n")];
-    task(
-        &suite,
-        "t",
-        "tests: sh tests/check.sh\ntimeout_s: 60",
-        &[("a.txt", "a")],
-        &check,
-    );
+    answer_task(&suite, "t");
     // Judge requests come first in the list: they also carry the task's token.
     let mut turns: Vec<Value> = (0..3)
         .map(|_| {
@@ -524,21 +511,8 @@ async fn the_ray_backend_gives_the_same_results_as_the_local_one() {
     }
     let sb = Sandbox::new();
     let suite = sb.root().join("suite");
-    let check = [("check.sh", "grep -qx yes answer.txt\n")];
-    task(
-        &suite,
-        "good",
-        "tests: sh tests/check.sh\ntimeout_s: 120",
-        &[("a.txt", "a")],
-        &check,
-    );
-    task(
-        &suite,
-        "bad",
-        "tests: sh tests/check.sh\ntimeout_s: 120",
-        &[("a.txt", "a")],
-        &check,
-    );
+    answer_task(&suite, "good");
+    answer_task(&suite, "bad");
     let scenario = || {
         let mut turns = agent_turns("good", "echo yes > answer.txt");
         turns.extend(agent_turns("bad", "echo no > answer.txt"));
