@@ -319,6 +319,12 @@ pub struct Endpoint {
 }
 
 impl Endpoint {
+    /// The API client for this endpoint: its key, its bearer token and its extra headers.
+    pub fn client(self) -> Result<Client, crate::api::client::ApiError> {
+        Client::new(self.base_url, self.api_key)
+            .and_then(|c| c.with_auth(self.auth_token, &self.headers))
+    }
+
     /// A server and its key, nothing else (the demo and the benchmark).
     pub fn with_key(base_url: impl Into<String>, api_key: impl Into<String>) -> Self {
         Endpoint {
@@ -426,10 +432,7 @@ pub fn build(
 ) -> Result<App, AppError> {
     // The slow, independent parts of start-up, loading the system's CA certificates and running
     // git for the prompt's environment facts, run on their own threads meanwhile.
-    let client_job = std::thread::spawn(move || {
-        Client::new(endpoint.base_url, endpoint.api_key)
-            .and_then(|c| c.with_auth(endpoint.auth_token, &endpoint.headers))
-    });
+    let client_job = std::thread::spawn(move || endpoint.client());
     let (layered, ignored) = load_settings(options, cwd)?;
     let root = project_root(cwd);
     let trusted = options.trust_project || layered.trusts(&root);

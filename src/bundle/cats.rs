@@ -55,9 +55,7 @@ async fn api_count(bundle: &[u8]) -> Result<u64, String> {
     if bundle.len() > MAX_COUNTED_BYTES {
         return Err("the bundle is larger than the API takes".into());
     }
-    let client = crate::api::client::Client::new(endpoint.base_url, endpoint.api_key)
-        .and_then(|c| c.with_auth(endpoint.auth_token, &endpoint.headers))
-        .map_err(|e| e.to_string())?;
+    let client = endpoint.client().map_err(|e| e.to_string())?;
     let text = String::from_utf8_lossy(bundle);
     client
         .count_tokens(crate::api::models::default_model(), &text)

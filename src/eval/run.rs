@@ -143,8 +143,8 @@ fn judge_client() -> Result<crate::api::client::Client, EvalError> {
             "the judge needs an API key: set ANTHROPIC_API_KEY, or pass --no-judge to judge by the tests alone".into(),
         )
     })?;
-    crate::api::client::Client::new(endpoint.base_url, endpoint.api_key)
-        .and_then(|c| c.with_auth(endpoint.auth_token, &endpoint.headers))
+    endpoint
+        .client()
         .map_err(|e| EvalError::Usage(format!("the judge's API client: {e}")))
 }
 

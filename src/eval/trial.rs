@@ -165,24 +165,42 @@ pub(super) async fn run(task: &Task, n: u32, setup: &Setup) -> Ran {
 /// The change against the start commit as a git patch (new files included) at `path`; `None` when
 /// git cannot make it.
 fn write_patch(tree: &Path, start: &str, path: &Path) -> Option<()> {
-    let git = |args: &[&str]| {
-        crate::sys::git::in_work_tree("git", tree)
-            .args(args)
-            .output()
-            .ok()
-            .filter(|out| out.status.success())
-    };
-    git(&["add", "-A"])?;
+    git(tree, &["add", "-A"]).ok()?;
     // git's own diff: the safety settings empty any external one a repository could name.
-    let diff = git(&[
-        "diff",
-        "--cached",
-        "--binary",
-        "--no-ext-diff",
-        "--no-textconv",
-        start,
-    ])?;
-    crate::sys::atomic::write(path, &diff.stdout).ok()
+    let diff = git(
+        tree,
+        &[
+            "diff",
+            "--cached",
+            "--binary",
+            "--no-ext-diff",
+            "--no-textconv",
+            start,
+        ],
+    )
+    .ok()?;
+    crate::sys::atomic::write(path, &diff).ok()
+}
+
+/// git in the trial's tree, with the settings that run nothing a repository configures and
+/// an identity of its own; its standard output as bytes (a patch need not be UTF-8), or why
+/// it failed.
+fn git(tree: &Path, args: &[&str]) -> Result<Vec<u8>, String> {
+    let out = crate::sys::git::in_work_tree("git", tree)
+        .args([
+            "-c",
+            "user.name=ouro eval",
+            "-c",
+            "user.email=eval@ouro.invalid",
+        ])
+        .args(args)
+        .output()
+        .map_err(|e| format!("cannot run git: {e}"))?;
+    if out.status.success() {
+        Ok(out.stdout)
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).trim().to_string())
+    }
 }
 
 /// The task's context written as a fresh tree, committed as the start; the snapshot the
@@ -195,37 +213,23 @@ fn start_tree(context: &Context, tree: &Path) -> Result<(Snapshot, String), Stri
         Context::Dir(dir) => super::copy_dir(dir, tree, super::harbor::IMAGE_FILES)
             .map_err(|e| format!("cannot copy {}: {e}", dir.display()))?,
     }
-    let git = |args: &[&str]| {
-        crate::sys::git::in_work_tree("git", tree)
-            .args([
-                "-c",
-                "user.name=ouro eval",
-                "-c",
-                "user.email=eval@ouro.invalid",
-            ])
-            .args(args)
-            .output()
-            .map_err(|e| format!("cannot run git: {e}"))
-            .and_then(|out| {
-                if out.status.success() {
-                    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
-                } else {
-                    Err(String::from_utf8_lossy(&out.stderr).trim().to_string())
-                }
-            })
-    };
-    git(&["init", "-q"])?;
-    git(&["add", "-A"])?;
-    git(&[
-        "commit",
-        "-q",
-        "--no-verify",
-        "--allow-empty",
-        "-m",
-        "start",
-    ])?;
+    git(tree, &["init", "-q"])?;
+    git(tree, &["add", "-A"])?;
+    git(
+        tree,
+        &[
+            "commit",
+            "-q",
+            "--no-verify",
+            "--allow-empty",
+            "-m",
+            "start",
+        ],
+    )?;
     // By its id: an agent that commits moves HEAD, and its patch must still hold everything.
-    let start = git(&["rev-parse", "HEAD"])?;
+    let start = String::from_utf8_lossy(&git(tree, &["rev-parse", "HEAD"])?)
+        .trim()
+        .to_string();
     let snapshot =
         Snapshot::take(tree).map_err(|e| format!("cannot read the starting tree: {e}"))?;
     Ok((snapshot, start))
