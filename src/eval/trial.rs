@@ -70,7 +70,10 @@ pub(super) async fn run(task: &Task, n: u32, setup: &Setup) -> Ran {
     };
     let name = format!("{}-{n}", task.id);
     let log_rel = format!("logs/{name}.jsonl");
-    let config = BrainConfig::new(&tree, work.path().join("brain"));
+    let mut config = BrainConfig::new(&tree, work.path().join("brain"));
+    config
+        .env
+        .retain(|(k, _)| !super::verify::SHARED_OUTPUTS.iter().any(|v| k == v));
     let brain = match crate::brain::open(&setup.brain, config) {
         Ok(brain) => brain,
         Err(e) => return infra(&task.id, n, format!("the brain cannot start: {e}")),

@@ -15,6 +15,11 @@ const DEVICES: &[&str] = &[
     "/dev/tty",
 ];
 
+/// Variables that send a build's output to one fixed folder: inherited from the harness (CI
+/// sets them), they would point a trial's builds outside its tree, where the sandbox
+/// refuses writes, and share artefacts between trials.
+pub(super) const SHARED_OUTPUTS: &[&str] = &["CARGO_TARGET_DIR", "CARGO_BUILD_TARGET_DIR"];
+
 /// Runs `command` with `sh -c` in `tree`: `Ok(true)` when it exits 0, `Ok(false)` when it
 /// fails or outlasts `limit`, `Err` when it cannot be run at all.
 pub(super) async fn run_tests(
@@ -42,6 +47,8 @@ pub(super) async fn run_tests(
         .arg(command)
         .current_dir(tree)
         .env("TMPDIR", tmp.path())
+        .env("CARGO_TARGET_DIR", tmp.path().join("cargo-target"))
+        .env_remove("CARGO_BUILD_TARGET_DIR")
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
