@@ -120,6 +120,8 @@ pub enum Event {
     Notice(String),
     /// Auto mode's reviewer judged a call (ouro's own event).
     AutoReview(ReviewInfo),
+    /// Memory's reflect step ran after a turn (ouro's own event).
+    MemoryReflect(ReflectInfo),
     CompactStarted,
     /// Summarising ended, whether or not it succeeded (a `CompactBoundary` follows success).
     CompactFinished,
@@ -310,6 +312,25 @@ pub struct ServerStatus {
     #[serde(skip)]
     pub tools: usize,
     #[serde(skip)]
+    pub error: Option<String>,
+}
+
+/// One run of memory's reflect step: what it proposed, what was kept, what it cost.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReflectInfo {
+    /// The turn reflected on (1 for the session's first prompt).
+    pub turn: u32,
+    /// `auto` or `ask`.
+    pub mode: String,
+    pub proposed: usize,
+    pub stored: usize,
+    pub model: String,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cost_usd: f64,
+    pub duration_ms: u64,
+    /// Why nothing was stored: the request failed, or its answer stayed malformed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
 

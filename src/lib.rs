@@ -35,7 +35,9 @@ pub mod eval;
 pub mod event;
 pub mod exec;
 pub mod frontmatter;
+pub mod knowledge;
 pub mod mcp;
+pub mod memory;
 #[cfg(feature = "mock")]
 pub mod mock;
 pub mod paws;

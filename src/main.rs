@@ -161,6 +161,10 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         _ => {}
     }
+    if let Some(Command::Memory { action }) = &args.command {
+        memory_command(action, &ouro::app::project_root(&cwd))?;
+        return Ok(ExitCode::SUCCESS);
+    }
     if let Some(Command::Eval { action }) = &args.command {
         let command = eval_command(action.clone(), &cwd)?;
         return Ok(exit_code(ouro::eval::main(command, &cwd).await?));
@@ -321,6 +325,54 @@ fn exit(success: bool) -> ExitCode {
     } else {
         ExitCode::FAILURE
     }
+}
+
+/// `ouro memory …`, handed to the memory front end.
+fn memory_command(
+    action: &ouro::cli::memory::MemoryAction,
+    root: &std::path::Path,
+) -> anyhow::Result<()> {
+    use ouro::cli::memory::MemoryAction as A;
+    use ouro::memory as m;
+    match action {
+        A::List { limit, json, user } => m::list(root, *user, *limit, *json)?,
+        A::Search {
+            query,
+            limit,
+            json,
+            user,
+        } => m::search(root, *user, query, *limit, *json)?,
+        A::Show {
+            id,
+            history,
+            json,
+            user,
+        } => m::show(root, *user, id, *history, *json)?,
+        A::Forget { id, user } => m::forget(root, *user, id)?,
+        A::Add {
+            kind,
+            id,
+            name,
+            description,
+            code,
+            user,
+        } => m::add(
+            root,
+            *user,
+            &m::NewMemory {
+                kind,
+                id,
+                name,
+                description,
+                code: code.as_deref(),
+            },
+        )?,
+        A::Apply { file, user } => m::apply_file(root, *user, file)?,
+        A::Export { markdown, user } => m::export(root, *user, *markdown)?,
+        A::Import { file, user } => m::import(root, *user, file)?,
+        A::Recall { query, history } => m::recall(root, query, *history)?,
+    }
+    Ok(())
 }
 
 /// `ouro eval …` as the eval front end takes it.

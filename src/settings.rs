@@ -241,6 +241,27 @@ pub struct Settings {
     /// The agent foundry's settings (`ouro agent`), read from the user's file.
     #[serde(default, skip_serializing_if = "AgentsSettings::is_empty")]
     pub agents: AgentsSettings,
+    /// Memory's reflect step (`memory.reflect`, `memory.model`).
+    #[serde(default, skip_serializing_if = "MemorySettings::is_empty")]
+    pub memory: MemorySettings,
+}
+
+/// `memory`: whether a turn is reflected on, and by which model.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MemorySettings {
+    /// `off` (the default), `ask` or `auto`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reflect: Option<String>,
+    /// The model reflect asks (default: the newest Haiku).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+}
+
+impl MemorySettings {
+    pub fn is_empty(&self) -> bool {
+        self == &MemorySettings::default()
+    }
 }
 
 /// `agents`: how long a parked question of a background agent waits, and how many agents run
@@ -592,6 +613,9 @@ impl LayeredSettings {
             if s.context_editing.is_some() {
                 out.context_editing = s.context_editing;
             }
+            let (memory, layer) = (&mut out.memory, &s.memory);
+            memory.reflect = layer.reflect.clone().or(memory.reflect.take());
+            memory.model = layer.model.clone().or(memory.model.take());
             let (auto, layer) = (&mut out.auto_mode, &s.auto_mode);
             if layer.model.is_some() {
                 auto.model.clone_from(&layer.model);

@@ -455,7 +455,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("tools", &["tools"]),
     (
         "permissions, checkpoints, sessions",
-        &["permissions", "checkpoint", "session"],
+        &["permissions", "checkpoint", "session", "knowledge"],
     ),
     (
         "wire types and settings",

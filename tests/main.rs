@@ -66,6 +66,7 @@ mod ipc;
 #[cfg(feature = "mock")]
 mod keeper;
 #[cfg(feature = "mock")]
+mod memory;
 mod mock_server;
 mod permissions;
 mod permissions_adversarial;

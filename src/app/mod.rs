@@ -3,6 +3,7 @@
 //! REPL, the benchmark) builds its session here; none of them needs another's flags.
 
 pub mod doctor;
+pub mod memory;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -421,6 +422,8 @@ pub struct App {
     pub permissions: Arc<PermissionEngine>,
     /// The MCP servers, for their prompts, resources and `/mcp`; `None` when none is configured.
     pub mcp: Option<Arc<McpHub>>,
+    /// The reflect step after each turn; `None` when it is off or the project is untrusted.
+    pub memory: Option<memory::Memory>,
 }
 
 /// Everything a session needs, resolved from the options (highest), settings files and defaults.
@@ -590,6 +593,15 @@ pub fn build(
         trusted,
         &mut meta.skills,
     );
+    let reflect = memory::plan(&settings.memory, &root, trusted)?;
+    let tools = memory::with_recall(
+        tools,
+        options,
+        &denied_tools,
+        &root,
+        trusted,
+        reflect.is_some(),
+    );
     // Made for every session: Shift+Tab or `set_permission_mode` may switch to auto later.
     // Sub-agents share it, so its circuit breaker counts their blocks too.
     let reviewer = Arc::new(crate::exec::review::Reviewer::new(
@@ -638,6 +650,7 @@ pub fn build(
         resumed,
         permissions,
         mcp,
+        memory: reflect,
     })
 }
 

@@ -361,6 +361,11 @@ pub enum Command {
         #[command(subcommand)]
         action: crate::cli::eval::EvalAction,
     },
+    /// Memory's knowledge graph: list, search, show, forget, add, apply, export, import.
+    Memory {
+        #[command(subcommand)]
+        action: crate::cli::memory::MemoryAction,
+    },
     /// What this machine and configuration give ouro (the REPL's /doctor).
     Doctor,
     /// Auto mode's settings: `ouro auto-mode defaults` prints what it starts from.

@@ -77,6 +77,7 @@ async fn run_session(args: &Args, cwd: &Path) -> anyhow::Result<Exit> {
         eprintln!("{}", app::untrusted_notice(&session.ignored));
     }
     let mut engine = session.engine;
+    let memory = session.memory;
     let model = engine.config().model.clone();
     if crate::api::pricing::pricing(&model).is_none() {
         eprintln!(
@@ -94,6 +95,11 @@ async fn run_session(args: &Args, cwd: &Path) -> anyhow::Result<Exit> {
     let mut success = true;
     if let Some(prompt) = single {
         success = !engine.run(&prompt, &interrupted).await.kind.is_error();
+        if let Some(memory) = &memory
+            && !interrupted.is_cancelled()
+        {
+            app::memory::reflect_and_keep(&mut engine, memory).await;
+        }
     } else if let Some(stdin) = stdin {
         // One turn per user line; the SDK's control requests are answered as they come.
         let controls = Arc::new(sdk::Controls::new(
@@ -127,6 +133,11 @@ async fn run_session(args: &Args, cwd: &Path) -> anyhow::Result<Exit> {
                     // result, which the SDKs raise as the process's error).
                     last_failed = engine.run(&prompt.text, &turn).await.kind.is_error();
                     controls.turn_ended(&engine);
+                    if let Some(memory) = &memory
+                        && !turn.is_cancelled()
+                    {
+                        app::memory::reflect_and_keep(&mut engine, memory).await;
+                    }
                     // A driver that keeps this process warm leaves the conversation free
                     // between turns for a CLI to continue.
                     engine.let_go_of_transcript();

@@ -9,6 +9,7 @@ pub mod demo;
 pub mod eval;
 pub mod headless;
 pub mod mcp;
+pub mod memory;
 pub mod print;
 pub mod refused;
 pub mod rewind;

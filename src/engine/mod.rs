@@ -8,6 +8,7 @@ mod history;
 mod hooks;
 pub mod prompt;
 mod query;
+pub mod reflect;
 pub(crate) mod repair;
 mod run;
 pub mod structured;

@@ -212,6 +212,10 @@ impl Renderer {
                 let line = self.style.dim(&format!("· {text}"));
                 self.line(&line);
             }
+            Event::MemoryReflect(reflect) => {
+                let line = self.style.dim(&reflect_line(reflect));
+                self.line(&line);
+            }
             Event::AutoReview(review) => {
                 let text = match (review.verdict.as_str(), &review.reason) {
                     ("allow", _) => format!("· auto mode allowed {}", review.tool),
@@ -658,3 +662,18 @@ pub(super) fn diff_lines(style: Style, diff: &str) -> Vec<String> {
 
 #[cfg(test)]
 mod tests;
+
+/// The status line of a reflect step: what it kept, and what it cost.
+fn reflect_line(reflect: &crate::event::ReflectInfo) -> String {
+    match &reflect.error {
+        Some(why) => format!("· memory: nothing kept ({why})"),
+        None if reflect.proposed == 0 => format!(
+            "· memory: nothing new to remember (${:.4})",
+            reflect.cost_usd
+        ),
+        None => format!(
+            "· memory: kept {} of {} proposed (${:.4})",
+            reflect.stored, reflect.proposed, reflect.cost_usd
+        ),
+    }
+}

@@ -37,6 +37,8 @@ enum Entry {
     Checkpoint {},
     /// Auto mode's reviewer judged a call: a record for people and tools, not conversation.
     AutoReview {},
+    /// Memory's reflect step ran: a record of its cost, not conversation.
+    MemoryReflect {},
 }
 
 /// One line as written: the same shape as [`Entry`], borrowing what it writes, so a large
@@ -70,6 +72,7 @@ enum Written<'a> {
         record: &'a crate::checkpoint::Record,
     },
     AutoReview(&'a crate::event::ReviewInfo),
+    MemoryReflect(&'a crate::event::ReflectInfo),
 }
 
 /// A [`Message`] of borrowed blocks.
@@ -317,6 +320,13 @@ impl Transcript {
         })
     }
 
+    pub fn append_reflect(
+        &mut self,
+        reflect: &crate::event::ReflectInfo,
+    ) -> Result<(), TranscriptError> {
+        self.write(&Written::MemoryReflect(reflect))
+    }
+
     pub fn append_review(
         &mut self,
         review: &crate::event::ReviewInfo,
@@ -464,7 +474,7 @@ pub fn load(path: &Path) -> Result<Loaded, TranscriptError> {
                 last_assistant_id = None;
                 out.messages = messages;
             }
-            Entry::Checkpoint { .. } | Entry::AutoReview { .. } => {}
+            Entry::Checkpoint { .. } | Entry::AutoReview { .. } | Entry::MemoryReflect { .. } => {}
         }
     }
     Ok(out)

@@ -51,6 +51,8 @@ pub enum System {
     /// ouro's own: auto mode's reviewer judged a call.
     AutoReview(AutoReview),
     ModelFallback(ModelFallback),
+    /// ouro's own: memory's reflect step ran after a turn, with its cost.
+    MemoryReflect(MemoryReflect),
 }
 
 /// The envelope fields most lines carry.
@@ -504,6 +506,14 @@ pub struct ResultUsage {
 /// A key that is present, even as `null`.
 fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
     Value::deserialize(d).map(Some)
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemoryReflect {
+    #[serde(flatten)]
+    pub reflect: crate::event::ReflectInfo,
+    #[serde(flatten)]
+    pub(crate) envelope: Envelope,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -5,9 +5,9 @@ use serde_json::Value;
 
 use super::wire::{
     ApiRetry, AssistantLine, AssistantMessage, AutoReview, CompactBoundary, CompactMetadata,
-    Envelope, HookResponse, HookStarted, Init, InitMore, Line, ModelFallback, Notice, ResultLine,
-    ResultUsage, Status, StreamCut, StreamEventLine, System, ToolsChanged, UserContent, UserLine,
-    UserMessage,
+    Envelope, HookResponse, HookStarted, Init, InitMore, Line, MemoryReflect, ModelFallback,
+    Notice, ResultLine, ResultUsage, Status, StreamCut, StreamEventLine, System, ToolsChanged,
+    UserContent, UserLine, UserMessage,
 };
 use crate::api::types::ContentBlock;
 use crate::event::{Event, ResultKind, RunResult};
@@ -158,6 +158,10 @@ pub fn line(event: &Event, session_id: &str) -> Option<Line> {
         })),
         Event::Notice(text) => system(System::Notice(Notice {
             message: text.clone(),
+            envelope: envelope(session_id),
+        })),
+        Event::MemoryReflect(reflect) => system(System::MemoryReflect(MemoryReflect {
+            reflect: reflect.clone(),
             envelope: envelope(session_id),
         })),
         Event::AutoReview(review) => system(System::AutoReview(AutoReview {

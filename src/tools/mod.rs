@@ -26,6 +26,7 @@ pub(crate) mod memo;
 pub mod paths;
 pub mod pool;
 pub mod read;
+pub mod recall;
 pub mod structured_output;
 pub mod todo;
 pub mod toolbox;

@@ -1,0 +1,116 @@
+//! Recall: the model's read-only window on memory (the project's store once the project is
+//! trusted, and the user's).
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::{Progress, Tool, ToolContext, ToolError, ToolOutput};
+use crate::knowledge::recall::{self, Reach};
+use crate::knowledge::{Store, StoreError};
+use crate::permissions::Access;
+
+pub const NAME: &str = "Recall";
+
+/// One store Recall reads: where it is and what it is called in answers.
+struct Source {
+    label: &'static str,
+    path: PathBuf,
+    /// Opened on the first call that finds the file.
+    store: Mutex<Option<Store>>,
+}
+
+pub struct RecallTool {
+    sources: Vec<Source>,
+}
+
+impl RecallTool {
+    /// Recall over these stores, as (label, path); the files need not exist yet.
+    pub fn new(stores: Vec<(&'static str, PathBuf)>) -> Self {
+        RecallTool {
+            sources: stores
+                .into_iter()
+                .map(|(label, path)| Source {
+                    label,
+                    path,
+                    store: Mutex::new(None),
+                })
+                .collect(),
+        }
+    }
+
+    fn recall(&self, query: &str, reach: Reach) -> Result<String, StoreError> {
+        let mut found = Vec::new();
+        for source in &self.sources {
+            let mut slot = crate::sys::sync::lock(&source.store);
+            if slot.is_none() {
+                *slot = Store::open_existing(&source.path)?;
+            }
+            if let Some(store) = slot.as_ref() {
+                found.push(recall::walk(store, source.label, query, reach)?);
+            }
+        }
+        Ok(recall::render(query, &found, crate::knowledge::now()))
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RecallInput {
+    /// What to recall, in natural language.
+    pub query: String,
+    /// Also show relations that are no longer true (marked as such).
+    #[serde(default)]
+    pub history: bool,
+}
+
+impl Tool for RecallTool {
+    type Input = RecallInput;
+
+    const NAME: &'static str = NAME;
+
+    fn description(&self) -> &'static str {
+        include_str!("../../tools/Recall.md")
+    }
+
+    fn validate(&self, input: &RecallInput, _ctx: &ToolContext) -> Result<(), String> {
+        if input.query.trim().is_empty() {
+            return Err("query is empty: say what to recall".into());
+        }
+        Ok(())
+    }
+
+    fn access(&self, _input: &RecallInput, _ctx: &ToolContext) -> Access {
+        Access::None
+    }
+
+    fn is_read_only(&self, _input: &RecallInput) -> bool {
+        true
+    }
+
+    fn is_concurrency_safe(&self, _input: &RecallInput) -> bool {
+        true
+    }
+
+    fn summary(&self, input: &RecallInput) -> String {
+        input.query.clone()
+    }
+
+    async fn call(
+        &self,
+        input: RecallInput,
+        _ctx: &ToolContext,
+        _progress: &Progress,
+    ) -> Result<ToolOutput, ToolError> {
+        let reach = Reach {
+            history: input.history,
+            ..Reach::default()
+        };
+        match self.recall(&input.query, reach) {
+            Ok(text) => Ok(ToolOutput::ok(text)),
+            Err(e) => Ok(ToolOutput::error(format!("memory could not be read: {e}"))),
+        }
+    }
+}
