@@ -279,3 +279,26 @@ async fn the_written_scenario_replays_the_measured_session() {
     assert!(!again.status.success());
     assert!(String::from_utf8_lossy(&again.stderr).contains("not empty"));
 }
+
+/// `--recall` builds the 100,000-node memory and times Recall on it, and reflect after an
+/// answer; the p99 is a strict target.
+#[test]
+fn the_recall_series_reports_its_percentiles() {
+    let output = bench(&["--json", "--recall"]);
+    let report: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(report["recall"]["nodes"], 100_000);
+    assert!(report["recall"]["edges"].as_u64().unwrap() > 290_000);
+    let (p50, p99) = (
+        number(&report, "/recall/p50_ms"),
+        number(&report, "/recall/p99_ms"),
+    );
+    assert!(p50 > 0.0 && p99 >= p50, "{report}");
+    assert!(number(&report, "/recall/reflect_after_answer_ms") > 0.0);
+    let targets = report["targets"].as_array().unwrap();
+    assert!(
+        targets
+            .iter()
+            .any(|t| t["name"].as_str().unwrap().starts_with("Recall p99")),
+        "{targets:?}"
+    );
+}

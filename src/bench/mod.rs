@@ -18,6 +18,7 @@ pub mod long;
 pub mod mcp;
 pub(crate) mod measure;
 pub mod memory;
+pub mod recall;
 pub mod relay;
 pub mod replay;
 pub mod report;
@@ -111,6 +112,10 @@ pub struct BenchArgs {
     /// request, and overhead per trial beyond the agent's own time (8 small tasks).
     #[arg(long)]
     pub eval: bool,
+    /// Also time Recall on a 100,000-node, 300,000-edge memory (p50/p99), and what memory's
+    /// reflect step adds after a print-mode answer.
+    #[arg(long)]
+    pub recall: bool,
     /// Also measure peak RSS when one answer is a single 50 MB text delta, a tool result is
     /// 50 MB, and a Bash command prints 1 GB.
     #[arg(long)]
@@ -279,6 +284,10 @@ pub async fn run(args: &BenchArgs) -> Result<bool, BenchError> {
     if args.eval {
         progress("what ouro eval adds around the agent");
         report.eval = Some(eval::measure(&host).await?);
+    }
+    if args.recall {
+        progress("Recall on a 100,000-node memory, and reflect after an answer");
+        report.recall = Some(recall::measure(&host).await?);
     }
     if args.memory {
         progress("peak memory with a 50 MB delta, a 50 MB tool result and 1 GB of Bash output");

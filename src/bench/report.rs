@@ -56,6 +56,8 @@ pub struct Report {
     pub relay: Option<super::relay::RelayCost>,
     /// `--eval`: what `ouro eval run` adds around the agent.
     pub eval: Option<super::eval::EvalCost>,
+    /// `--recall`: Recall at scale and reflect's added latency.
+    pub recall: Option<super::recall::RecallCost>,
     /// What scripted sessions of a few lengths are billed for input.
     pub cost: Vec<SessionCost>,
     /// `--history-turns`: client time per turn early and late in one long session.
@@ -271,6 +273,7 @@ pub fn build(
         memory: None,
         relay: None,
         eval: None,
+        recall: None,
         cost: Vec::new(),
         history: None,
         resume: None,
@@ -427,6 +430,17 @@ pub fn targets(r: &Report) -> Vec<Target> {
             "eval overhead per trial beyond the agent".into(),
             eval.overhead_per_trial_ms,
             super::eval::OVERHEAD_LIMIT_MS,
+            "ms",
+        ));
+    }
+    if let Some(recall) = &r.recall {
+        out.push(target(
+            format!(
+                "Recall p99 at {} nodes and {} edges",
+                recall.nodes, recall.edges
+            ),
+            recall.p99_ms,
+            super::recall::P99_LIMIT_MS,
             "ms",
         ));
     }

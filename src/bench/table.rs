@@ -287,6 +287,14 @@ ouro serve: first chat:delta {:.1} ms after the message (median; min {:.1}, max 
             e.tasks, e.first_request_ms, e.overhead_per_trial_ms
         );
     }
+    if let Some(m) = &r.recall {
+        let _ = writeln!(
+            out,
+            "\nRecall on {} nodes and {} edges ({:.0} MB, built in {:.1} s): p50 {:.2} ms, p99 {:.2} ms; \
+             reflect adds {:.0} ms after a print-mode answer (the answer is out first)",
+            m.nodes, m.edges, m.file_mb, m.build_s, m.p50_ms, m.p99_ms, m.reflect_after_answer_ms
+        );
+    }
     if let Some(c) = &r.cats {
         let _ = writeln!(
             out,

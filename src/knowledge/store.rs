@@ -122,6 +122,12 @@ impl Store {
             ))
             .map_err(open)?;
         }
+        // Term counts, to leave out the words too common to rank (made on every open, so a
+        // store of an earlier version gains it).
+        conn.execute_batch(
+            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.nodes_vocab USING fts5vocab(main, nodes_fts, row);",
+        )
+        .map_err(open)?;
         Ok(Store { conn })
     }
 
@@ -239,25 +245,77 @@ impl Store {
     }
 
     /// Nodes matching the words of `query`, best first (BM25 over id, name, description and
-    /// code). A query with no searchable word matches nothing.
+    /// code). Ranking scores every matching row, so the words are taken rarest first while
+    /// the rows they match stay within [`RANKED_ROWS`]; when even the rarest word is that
+    /// common, its newest matches are returned instead. A query with no searchable word
+    /// matches nothing.
     pub fn search(&self, query: &str, limit: usize) -> Result<Vec<Node>, StoreError> {
-        let Some(matcher) = fts_query(query) else {
+        let mut counted = Vec::new();
+        for word in query_words(query) {
+            let rows = self.rows_with(&word)?;
+            if rows > 0 {
+                counted.push((rows, word));
+            }
+        }
+        counted.sort();
+        let Some((rarest, rarest_word)) = counted.first().cloned() else {
             return Ok(Vec::new());
         };
+        let mut total = 0;
+        let words: Vec<String> = counted
+            .into_iter()
+            .take_while(|(rows, _)| {
+                total += rows;
+                total <= RANKED_ROWS
+            })
+            .map(|(_, word)| format!("\"{word}\""))
+            .collect();
+        let columns = NODE_COLUMNS
+            .split(", ")
+            .map(|c| format!("n.{c}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let (matcher, order) = if rarest > RANKED_ROWS {
+            (format!("\"{rarest_word}\""), "f.rowid DESC")
+        } else {
+            (words.join(" OR "), "f.rank")
+        };
         let mut stmt = self.conn.prepare_cached(&format!(
-            "SELECT {} FROM nodes_fts f JOIN nodes n ON n.rowid = f.rowid
-             WHERE nodes_fts MATCH ?1 ORDER BY f.rank LIMIT ?2",
-            NODE_COLUMNS
-                .split(", ")
-                .map(|c| format!("n.{c}"))
-                .collect::<Vec<_>>()
-                .join(", ")
+            "SELECT {columns} FROM nodes_fts f JOIN nodes n ON n.rowid = f.rowid
+             WHERE nodes_fts MATCH ?1 ORDER BY {order} LIMIT ?2"
         ))?;
         let rows = stmt.query_map(
             params![matcher, i64::try_from(limit).unwrap_or(i64::MAX)],
             node_row,
         )?;
         Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// How many nodes hold `word` (as the index stems it): the index's count for the longest
+    /// prefix of the word that is an indexed term, since a Porter stem is a prefix of its word
+    /// but for a final y that became i.
+    fn rows_with(&self, word: &str) -> Result<i64, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT doc FROM temp.nodes_vocab WHERE term = ?1")?;
+        let chars: Vec<char> = word.chars().collect();
+        let shortest = chars.len().min(3);
+        for end in (shortest..=chars.len()).rev() {
+            let prefix: String = chars[..end].iter().collect();
+            let mut candidates = vec![prefix.clone()];
+            if let Some(stem) = prefix.strip_suffix('y') {
+                candidates.push(format!("{stem}i"));
+            }
+            for candidate in candidates {
+                if let Some(rows) = stmt
+                    .query_row([&candidate], |r| r.get::<_, i64>(0))
+                    .optional()?
+                {
+                    return Ok(rows);
+                }
+            }
+        }
+        Ok(0)
     }
 
     /// Deletes a node and every edge touching it, leaving no copy in the file; `false` when
@@ -474,9 +532,13 @@ const STOPWORDS: &[&str] = &[
     "when", "where", "which", "who", "why", "with", "you",
 ];
 
-/// A natural-language query as an FTS5 expression: each word quoted (so no word is read as
-/// an operator or a column filter), any of them matching.
-fn fts_query(query: &str) -> Option<String> {
+/// Rows ranked at most: scoring is per matching row, and Recall must stay within a few
+/// milliseconds on a large memory.
+const RANKED_ROWS: i64 = 4_000;
+
+/// The searchable words of a natural-language query, lower-cased, without stopwords or
+/// repeats. Each is quoted when matched, so none is read as an FTS5 operator or column.
+fn query_words(query: &str) -> Vec<String> {
     let mut words: Vec<String> = Vec::new();
     for word in query
         .split(|c: char| !c.is_alphanumeric() && c != '_')
@@ -490,16 +552,7 @@ fn fts_query(query: &str) -> Option<String> {
             break;
         }
     }
-    if words.is_empty() {
-        return None;
-    }
-    Some(
-        words
-            .iter()
-            .map(|w| format!("\"{w}\""))
-            .collect::<Vec<_>>()
-            .join(" OR "),
-    )
+    words
 }
 
 #[cfg(test)]
