@@ -525,7 +525,8 @@ impl LayeredSettings {
     }
 
     /// Drops from the project's own layers whatever widens what ouro may do (allow rules, a
-    /// permissive mode, added directories, hooks, passed-through secrets, sandbox relaxations),
+    /// permissive mode, added directories, hooks, passed-through secrets, sandbox relaxations,
+    /// memory's reflect step),
     /// keeping what narrows it (deny and ask rules). Says what was dropped, with its file.
     pub fn drop_untrusted_widenings(&mut self) -> Vec<String> {
         let mut dropped = Vec::new();
@@ -573,6 +574,11 @@ impl LayeredSettings {
             if !s.auto_mode.is_empty() {
                 what.push("autoMode");
                 s.auto_mode = AutoModeSettings::default();
+            }
+            // Reflect spends on the API and writes memory: the user's choice, once trusted.
+            if !s.memory.is_empty() {
+                what.push("memory");
+                s.memory = MemorySettings::default();
             }
             s.trusted_directories.clear();
             if !s.mcp_servers.is_empty() {

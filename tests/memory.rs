@@ -283,3 +283,45 @@ async fn a_malformed_reflect_answer_is_asked_again_once_then_nothing_is_stored()
     let list = memory(&sb, &url, &["list"]).await;
     assert_eq!(list.stdout.lines().count(), 1, "{}", list.debug());
 }
+
+/// The REPL's `ask` flow through a real PTY: one proposal kept, one dropped (and the relation
+/// to it with it); `/cost` counts the reflect request; `/memory graph` shows what was kept.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_repls_ask_flow_keeps_one_memory_and_drops_another() {
+    use crate::common::pty::{Options, Term};
+    let sb = Sandbox::new();
+    sb.write(".ouro/settings.json", r#"{"memory": {"reflect": "ask"}}"#);
+    let proposal = json!([
+        {"op": "add_node", "type": "Strategy", "id": "small-commits", "properties": {"name": "Commit in small steps", "description": "one change per commit"}},
+        {"op": "add_node", "type": "Fact", "id": "noise", "properties": {"name": "The sky was blue today", "description": "irrelevant"}},
+        {"op": "add_edge", "source": "small-commits", "target": "noise", "type": "USES"}
+    ]);
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "text", "text": "Commit often."}]},
+        {"expect_text": "The user's prompt, quoted", "content": [{"type": "text", "text": proposal.to_string()}],
+         "usage": {"input_tokens": 1000, "output_tokens": 100}}
+    ]}))
+    .await;
+    let url = mock.url();
+    let mut term = Term::start(&sb, &url, Options::default());
+    term.expect("Trust this directory");
+    term.line("y");
+    term.submit("how should I commit?");
+    term.expect("Commit often.");
+    term.expect("Memory: 3 proposed");
+    term.expect("Commit in small steps");
+    term.expect("keep? [y/n/e]");
+    term.line("y");
+    term.expect("The sky was blue today");
+    term.expect("keep? [y/n/e]");
+    term.line("n");
+    term.expect("memory: kept 1 of 3 proposed");
+    term.submit("/memory graph commit");
+    term.expect("Commit in small steps");
+    term.submit("/cost");
+    term.expect("claude-haiku");
+    term.exit();
+    let list = memory(&sb, &url, &["list"]).await;
+    assert!(list.stdout.contains("small-commits"), "{}", list.debug());
+    assert!(!list.stdout.contains("noise"), "{}", list.debug());
+}

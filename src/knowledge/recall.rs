@@ -43,7 +43,16 @@ pub fn walk(
     query: &str,
     reach: Reach,
 ) -> Result<Found, StoreError> {
-    let seeds = store.search(query, reach.seeds)?;
+    walk_from(store, label, store.search(query, reach.seeds)?, reach)
+}
+
+/// The walk from given seeds (a node the user picked, in the web view).
+pub fn walk_from(
+    store: &Store,
+    label: &'static str,
+    seeds: Vec<Node>,
+    reach: Reach,
+) -> Result<Found, StoreError> {
     let mut order: Vec<Node> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
     let mut queue: VecDeque<(String, usize)> = VecDeque::new();

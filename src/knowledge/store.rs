@@ -122,12 +122,6 @@ impl Store {
             ))
             .map_err(open)?;
         }
-        // Term counts, to leave out the words too common to rank (made on every open, so a
-        // store of an earlier version gains it).
-        conn.execute_batch(
-            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.nodes_vocab USING fts5vocab(main, nodes_fts, row);",
-        )
-        .map_err(open)?;
         Ok(Store { conn })
     }
 
@@ -245,41 +239,54 @@ impl Store {
     }
 
     /// Nodes matching the words of `query`, best first (BM25 over id, name, description and
-    /// code). Ranking scores every matching row, so the words are taken rarest first while
-    /// the rows they match stay within [`RANKED_ROWS`]; when even the rarest word is that
-    /// common, its newest matches are returned instead. A query with no searchable word
-    /// matches nothing.
+    /// code). BM25 scores every matching row, so only a bounded set is ranked: the words
+    /// rarest first while the rows they match stay within [`RANKED_ROWS`]; when even the
+    /// rarest word is more common, the newest rows holding all the words (or, when none
+    /// does, the rarest word). A query with no searchable word matches nothing.
     pub fn search(&self, query: &str, limit: usize) -> Result<Vec<Node>, StoreError> {
         let mut counted = Vec::new();
         for word in query_words(query) {
-            let rows = self.rows_with(&word)?;
+            let phrase = format!("\"{word}\"");
+            let rows = self.rows_matching(&phrase)?;
             if rows > 0 {
-                counted.push((rows, word));
+                counted.push((rows, phrase));
             }
         }
         counted.sort();
-        let Some((rarest, rarest_word)) = counted.first().cloned() else {
+        let Some((rarest, _)) = counted.first() else {
             return Ok(Vec::new());
         };
+        if *rarest > RANKED_ROWS {
+            let all = counted
+                .iter()
+                .map(|(_, phrase)| phrase.as_str())
+                .collect::<Vec<_>>()
+                .join(" AND ");
+            let found = self.matching(&all, "f.rowid DESC", limit)?;
+            if !found.is_empty() {
+                return Ok(found);
+            }
+            return self.matching(&counted[0].1, "f.rowid DESC", limit);
+        }
         let mut total = 0;
-        let words: Vec<String> = counted
-            .into_iter()
+        let words: Vec<&str> = counted
+            .iter()
             .take_while(|(rows, _)| {
                 total += rows;
                 total <= RANKED_ROWS
             })
-            .map(|(_, word)| format!("\"{word}\""))
+            .map(|(_, phrase)| phrase.as_str())
             .collect();
+        self.matching(&words.join(" OR "), "f.rank", limit)
+    }
+
+    /// The nodes an FTS5 expression matches, in `order`.
+    fn matching(&self, matcher: &str, order: &str, limit: usize) -> Result<Vec<Node>, StoreError> {
         let columns = NODE_COLUMNS
             .split(", ")
             .map(|c| format!("n.{c}"))
             .collect::<Vec<_>>()
             .join(", ");
-        let (matcher, order) = if rarest > RANKED_ROWS {
-            (format!("\"{rarest_word}\""), "f.rowid DESC")
-        } else {
-            (words.join(" OR "), "f.rank")
-        };
         let mut stmt = self.conn.prepare_cached(&format!(
             "SELECT {columns} FROM nodes_fts f JOIN nodes n ON n.rowid = f.rowid
              WHERE nodes_fts MATCH ?1 ORDER BY {order} LIMIT ?2"
@@ -291,31 +298,13 @@ impl Store {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
-    /// How many nodes hold `word` (as the index stems it): the index's count for the longest
-    /// prefix of the word that is an indexed term, since a Porter stem is a prefix of its word
-    /// but for a final y that became i.
-    fn rows_with(&self, word: &str) -> Result<i64, StoreError> {
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT doc FROM temp.nodes_vocab WHERE term = ?1")?;
-        let chars: Vec<char> = word.chars().collect();
-        let shortest = chars.len().min(3);
-        for end in (shortest..=chars.len()).rev() {
-            let prefix: String = chars[..end].iter().collect();
-            let mut candidates = vec![prefix.clone()];
-            if let Some(stem) = prefix.strip_suffix('y') {
-                candidates.push(format!("{stem}i"));
-            }
-            for candidate in candidates {
-                if let Some(rows) = stmt
-                    .query_row([&candidate], |r| r.get::<_, i64>(0))
-                    .optional()?
-                {
-                    return Ok(rows);
-                }
-            }
-        }
-        Ok(0)
+    /// How many nodes an FTS5 expression matches, counted up to one past [`RANKED_ROWS`]:
+    /// enough to know it is too common to rank, at a bounded cost.
+    fn rows_matching(&self, expression: &str) -> Result<i64, StoreError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT count(*) FROM (SELECT rowid FROM nodes_fts WHERE nodes_fts MATCH ?1 LIMIT ?2)",
+        )?;
+        Ok(stmt.query_row(params![expression, RANKED_ROWS + 1], |r| r.get(0))?)
     }
 
     /// Deletes a node and every edge touching it, leaving no copy in the file; `false` when
@@ -532,9 +521,10 @@ const STOPWORDS: &[&str] = &[
     "when", "where", "which", "who", "why", "with", "you",
 ];
 
-/// Rows ranked at most: scoring is per matching row, and Recall must stay within a few
-/// milliseconds on a large memory.
-const RANKED_ROWS: i64 = 4_000;
+/// Rows ranked at most: BM25 costs some microseconds per matching row, and Recall must stay
+/// within a few milliseconds on a large memory (a memory of a few thousand nodes ranks every
+/// match).
+const RANKED_ROWS: i64 = 300;
 
 /// The searchable words of a natural-language query, lower-cased, without stopwords or
 /// repeats. Each is quoted when matched, so none is read as an FTS5 operator or column.

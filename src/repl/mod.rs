@@ -15,6 +15,7 @@ mod hooks;
 mod keys;
 mod markdown;
 mod mcp;
+mod memory;
 mod mentions;
 mod render;
 mod rewind;
@@ -112,6 +113,8 @@ pub async fn run(
         interrupted_once: false,
         shell_context: Vec::new(),
         mcp: session.mcp,
+        memory: session.memory,
+        reflecting: None,
     };
     repl.greet(session.resumed);
     if pick {
@@ -170,6 +173,10 @@ struct Repl {
     shell_context: Vec<String>,
     /// The MCP servers, for `/mcp`, their prompts and resources.
     mcp: Option<Arc<crate::mcp::McpHub>>,
+    /// The reflect step after each turn, when `memory.reflect` is on and the project trusted.
+    memory: Option<app::memory::Memory>,
+    /// A reflect request still running after its turn.
+    reflecting: Option<tokio::task::JoinHandle<crate::engine::reflect::Reflected>>,
 }
 
 /// Everything a running turn needs besides the engine, so both can be borrowed at once.
@@ -233,6 +240,7 @@ impl Repl {
             if ending.is_cancelled() {
                 break;
             }
+            self.settle_reflect(false).await;
             self.refresh_offers();
             let prompt = self.ui.prompt();
             // A line entered during the turn is submitted as it was typed; text without its
@@ -304,6 +312,7 @@ impl Repl {
                 None => self.typed(&line).await,
             }
         }
+        self.settle_reflect(true).await;
         let signal = self.ui.ending.received.exit_code();
         let reason = if signal.is_some() {
             "other"
@@ -365,10 +374,14 @@ impl Repl {
             message.push_str("\n\n");
         }
         message.push_str(text);
+        self.settle_reflect(false).await;
         let cancel = CancellationToken::new();
         self.ui
             .drive(self.engine.run(&message, &cancel), &cancel)
             .await;
+        if !cancel.is_cancelled() {
+            self.reflect_after_turn().await;
+        }
     }
 }
 

@@ -56,6 +56,7 @@ impl Repl {
                 Some(row) if row.current => self.ui.render.print("That is this session."),
                 Some(row) => {
                     let id = row.id.clone();
+                    self.settle_reflect(true).await;
                     self.resume(&id);
                 }
                 None => {}
@@ -128,6 +129,7 @@ impl Repl {
         match built {
             Ok(session) => {
                 self.engine = session.engine;
+                self.memory = session.memory;
                 self.ui.events = session.events;
                 self.ui.permissions = session.permissions;
                 self.mcp = session.mcp;

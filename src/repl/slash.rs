@@ -71,7 +71,7 @@ const BUILTIN: &[(&str, &str, &str)] = &[
     (
         "memory",
         "",
-        "Edit the project's memory file (OURO.md) in $EDITOR",
+        "Edit the project's memory file (OURO.md) in $EDITOR; `/memory graph [QUERY]` shows the knowledge graph",
     ),
     ("init", "", "Have the model write OURO.md for this project"),
     (
@@ -115,7 +115,8 @@ pub(super) enum Slash {
     Config,
     Doctor,
     Export(Option<String>),
-    Memory,
+    /// `/memory` edits OURO.md; `/memory graph [QUERY]` shows the knowledge graph.
+    Memory(Option<String>),
     Init,
     Review(Option<String>),
     AddDir(Option<String>),
@@ -161,7 +162,7 @@ pub(super) fn parse(line: &str, project: Vec<ProjectCommand>) -> Option<Slash> {
         "config" => Slash::Config,
         "doctor" => Slash::Doctor,
         "export" => Slash::Export(optional),
-        "memory" => Slash::Memory,
+        "memory" => Slash::Memory(optional),
         "init" => Slash::Init,
         "review" => Slash::Review(optional),
         "add-dir" => Slash::AddDir(optional),
@@ -312,6 +313,7 @@ impl Repl {
             Slash::Clear => self.clear().await,
             Slash::Compact(focus) => self.compact(focus.as_deref()).await,
             Slash::Cost => {
+                self.settle_reflect(true).await;
                 let mut text = cost_report(self.engine.costs());
                 if let Some(reviewer) = self.engine.executor().reviewer() {
                     text.push_str(&reviewer_cost(reviewer));
@@ -320,7 +322,10 @@ impl Repl {
             }
             Slash::Model(name) => self.model(name),
             Slash::Resume(None) => self.pick_session().await,
-            Slash::Resume(Some(id)) => self.resume(&id),
+            Slash::Resume(Some(id)) => {
+                self.settle_reflect(true).await;
+                self.resume(&id);
+            }
             Slash::Permissions => {
                 let text = self.ui.permissions.describe();
                 self.ui.render.print(text.trim_end());
@@ -331,7 +336,14 @@ impl Repl {
             Slash::Config => self.config(),
             Slash::Doctor => self.doctor().await,
             Slash::Export(file) => self.export(file.as_deref()),
-            Slash::Memory => self.memory(),
+            Slash::Memory(None) => self.memory(),
+            Slash::Memory(Some(rest)) => match rest.split_once(char::is_whitespace) {
+                Some(("graph", query)) => self.memory_graph(query.trim()),
+                None if rest == "graph" => self.memory_graph(""),
+                _ => self.fail(
+                    "/memory takes no argument, or `graph [QUERY]` to show the knowledge graph.",
+                ),
+            },
             Slash::Init => self.prompt(super::workspace::INIT_PROMPT).await,
             Slash::Review(focus) => {
                 let mut prompt = super::workspace::REVIEW_PROMPT.to_string();
@@ -377,6 +389,7 @@ impl Repl {
     }
 
     async fn clear(&mut self) {
+        self.settle_reflect(true).await;
         self.engine.end_session("clear").await;
         let id = session::new_session_id();
         let model = self.engine.config().model.clone();

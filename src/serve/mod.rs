@@ -12,6 +12,7 @@ mod error;
 mod events;
 mod listen;
 mod log;
+mod memory;
 mod prompt;
 mod routes;
 mod state;
@@ -245,7 +246,8 @@ fn router(state: Arc<AppState>) -> Router {
         .route("/api/harness/approvals/{id}", post(approvals::answer))
         .route("/api/harness/personas", get(routes::personas))
         .route("/api/harness/projects", get(routes::projects))
-        .route("/api/harness/files", get(routes::files));
+        .route("/api/harness/files", get(routes::files))
+        .route("/api/harness/memory", get(memory::graph));
     api.fallback(|| async {
         ApiError::not_found("there is no such route; the API is under /api/harness/")
     })

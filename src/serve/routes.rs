@@ -50,7 +50,7 @@ pub(super) fn parse<T: DeserializeOwned>(
     })
 }
 
-fn project_root(raw: &str) -> Result<PathBuf, ApiError> {
+pub(super) fn project_root(raw: &str) -> Result<PathBuf, ApiError> {
     let path = Path::new(raw);
     if !path.is_absolute() {
         return Err(ApiError::bad_request(format!(
