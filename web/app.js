@@ -3,6 +3,7 @@
 // connection shows every turn exactly once, and the Approvals inbox's stream across sessions.
 
 import { diffOf, escape, markdown, summary } from "./render.js";
+import { showMemory } from "./memory.js";
 
 const $ = (id) => document.getElementById(id);
 const API = "/api/harness";
@@ -506,6 +507,21 @@ $("project").onchange = () => {
   closeSession();
   loadSessions();
   loadFiles();
+  loadMemory();
+};
+
+// ---------- memory ----------
+async function loadMemory(params = {}) {
+  if (!state.project) return;
+  const query = new URLSearchParams({ projectRoot: state.project, ...params });
+  try {
+    showMemory(await json("GET", `${API}/memory?${query}`), (id) => loadMemory({ id }));
+  } catch (e) { banner(e.message); }
+}
+$("memory-form").onsubmit = (e) => {
+  e.preventDefault();
+  const q = $("memory-query").value.trim();
+  loadMemory(q ? { q } : {});
 };
 
 $("new-session").onclick = async () => {
@@ -552,6 +568,7 @@ $("new-dialog").onclose = async () => {
     await loadProjects();
     await loadSessions();
     loadFiles();
+    loadMemory();
     const again = sessionStorage.getItem("ouro.session");
     if (again && state.sessions.some((s) => s.id === again)) openSession(again);
   } catch (e) { banner(e.message); }

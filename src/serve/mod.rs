@@ -228,6 +228,7 @@ fn router(state: Arc<AppState>) -> Router {
         .route("/", get(web::index))
         .route("/app.js", get(web::script))
         .route("/render.js", get(web::render))
+        .route("/memory.js", get(web::memory))
         .route("/style.css", get(web::style))
         .route("/api/auth", post(routes::auth))
         .route("/api/harness/session/create", post(routes::create))

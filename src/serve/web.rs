@@ -23,6 +23,10 @@ const RENDER: Asset = Asset {
     body: include_bytes!("../../web/render.js"),
     content_type: "text/javascript; charset=utf-8",
 };
+const MEMORY: Asset = Asset {
+    body: include_bytes!("../../web/memory.js"),
+    content_type: "text/javascript; charset=utf-8",
+};
 const STYLE: Asset = Asset {
     body: include_bytes!("../../web/style.css"),
     content_type: "text/css; charset=utf-8",
@@ -83,6 +87,11 @@ pub(super) async fn script(headers: HeaderMap) -> Response {
 /// The page's markdown and tool-call rendering, a module of its own that `app.js` imports.
 pub(super) async fn render(headers: HeaderMap) -> Response {
     serve(&RENDER, &headers)
+}
+
+/// The Memory view: the knowledge graph around a node, drawn as SVG.
+pub(super) async fn memory(headers: HeaderMap) -> Response {
+    serve(&MEMORY, &headers)
 }
 
 pub(super) async fn style(headers: HeaderMap) -> Response {

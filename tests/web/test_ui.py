@@ -60,6 +60,17 @@ mock = subprocess.Popen([OURO, "mock-server", "--scenario", os.path.join(WORK, "
 env["ANTHROPIC_BASE_URL"] = mock.stdout.readline().strip()
 procs = [mock]
 
+# The project's memory, for the Memory view.
+memory_ops = [
+    {"op": "add_node", "type": "Strategy", "id": "bisect",
+     "properties": {"name": "Bisect regressions", "description": "git bisect run with the failing test"}},
+    {"op": "add_node", "type": "Tool", "id": "git", "properties": {"name": "git", "description": "version control"}},
+    {"op": "add_node", "type": "FailureCase", "id": "flaky", "properties": {"name": "Flaky timer test"}},
+    {"op": "add_edge", "source": "bisect", "target": "git", "type": "USES"},
+]
+subprocess.run([OURO, "memory", "apply", "-"], input=json.dumps(memory_ops), text=True,
+               env=env, cwd=PROJECT, check=True, capture_output=True)
+
 
 def start_server(port="0"):
     server = subprocess.Popen([OURO, "serve", "--port", port, "--project", PROJECT],
@@ -114,6 +125,19 @@ def main():
         page.goto(url)
         expect(page.locator("#project")).to_have_value(PROJECT)
         assert "token=" not in page.url, page.url
+
+        # The Memory view: the newest memories drawn as SVG; a query centres the view on what
+        # it recalls; clicking a neighbour centres on it and shows its details.
+        expect(page.locator("#memory-graph svg g.node")).to_have_count(3)
+        expect(page.locator("#memory-graph svg line")).to_have_count(1)
+        page.fill("#memory-query", "bisect")
+        page.press("#memory-query", "Enter")
+        expect(page.locator("#memory-graph g.node.center")).to_have_attribute("data-id", "bisect")
+        expect(page.locator("#memory-graph svg g.node")).to_have_count(2)
+        expect(page.locator("#memory-detail")).to_contain_text("Bisect regressions")
+        page.locator('#memory-graph g.node[data-id="git"]').click()
+        expect(page.locator("#memory-graph g.node.center")).to_have_attribute("data-id", "git")
+        expect(page.locator("#memory-detail")).to_contain_text("version control")
 
         # A session with a persona.
         page.click("#new-session")
