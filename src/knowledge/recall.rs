@@ -92,6 +92,25 @@ pub fn walk_from(
     })
 }
 
+/// The `count` newest nodes of a store and the valid edges between them (the views with no
+/// query: `/memory graph`, the web app's Memory view).
+pub fn newest(store: &Store, label: &'static str, count: usize) -> Result<Found, StoreError> {
+    let nodes = store.list(count)?;
+    let mut edges = Vec::new();
+    for node in &nodes {
+        for (edge, _) in store.edges_of(&node.id, false)? {
+            if edge.source == node.id && nodes.iter().any(|n| n.id == edge.target) {
+                edges.push(edge);
+            }
+        }
+    }
+    Ok(Found {
+        label,
+        nodes,
+        edges,
+    })
+}
+
 /// The text the Recall tool returns.
 pub fn render(query: &str, found: &[Found], now: i64) -> String {
     let total: usize = found.iter().map(|f| f.nodes.len()).sum();

@@ -161,7 +161,7 @@ impl Repl {
                 Err(e) => return self.fail(&e.to_string()),
             };
             let walked = if query.is_empty() {
-                newest(&store, label)
+                recall::newest(&store, label, GRAPH_NODES)
             } else {
                 recall::walk(&store, label, query, Reach::default())
             };
@@ -178,25 +178,4 @@ impl Repl {
         let text = recall::render(shown, &found, crate::knowledge::now());
         self.ui.render.print(text.trim_end());
     }
-}
-
-/// The newest memories of a store with the relations between them.
-fn newest(
-    store: &Store,
-    label: &'static str,
-) -> Result<recall::Found, crate::knowledge::StoreError> {
-    let nodes = store.list(GRAPH_NODES)?;
-    let mut edges = Vec::new();
-    for node in &nodes {
-        for (edge, _) in store.edges_of(&node.id, false)? {
-            if edge.source == node.id && nodes.iter().any(|n| n.id == edge.target) {
-                edges.push(edge);
-            }
-        }
-    }
-    Ok(recall::Found {
-        label,
-        nodes,
-        edges,
-    })
 }

@@ -54,21 +54,7 @@ pub(super) async fn graph(Query(q): Query<MemoryQuery>) -> Result<Json<Value>, A
                 recall::walk_from(&store, label, seed.into_iter().collect(), reach)
             }
             (None, Some(words)) if !words.is_empty() => recall::walk(&store, label, words, reach),
-            _ => store.list(NEWEST).and_then(|nodes| {
-                let mut edges = Vec::new();
-                for node in &nodes {
-                    for (edge, _) in store.edges_of(&node.id, false)? {
-                        if edge.source == node.id && nodes.iter().any(|n| n.id == edge.target) {
-                            edges.push(edge);
-                        }
-                    }
-                }
-                Ok(Found {
-                    label,
-                    nodes,
-                    edges,
-                })
-            }),
+            _ => recall::newest(&store, label, NEWEST),
         };
         found.map(Some).map_err(|e| e.to_string())
     })
