@@ -407,6 +407,7 @@ fn eval_command(
             backend,
             ray_address,
             ray_binary,
+            learn,
         } => C::Run(ouro::eval::RunOptions {
             suite: cwd.join(suite),
             brain,
@@ -427,6 +428,8 @@ fn eval_command(
                     .unwrap_or_else(|| "http://127.0.0.1:8265".into())
             }),
             ray_binary: ray_binary.map(|b| cwd.join(b)),
+            learn,
+            memory_file: None,
         }),
         A::Merge { dirs, out } => C::Merge {
             dirs: dirs.iter().map(|d| cwd.join(d)).collect(),

@@ -616,3 +616,48 @@ async fn an_agent_definitions_denied_commands_hold_in_its_trials() {
     let log = std::fs::read_to_string(out.join(got["trials"][0]["log"].as_str().unwrap())).unwrap();
     assert!(log.contains("denied_commands pattern"), "{log}");
 }
+
+/// `--learn`: the first pass fails, reflect stores what the task taught, the second pass's
+/// agent Recalls it and passes; learn.json has the change.
+#[tokio::test(flavor = "multi_thread")]
+async fn learn_reflects_on_the_first_pass_and_the_second_recalls_it() {
+    let sb = Sandbox::new();
+    let suite = sb.root().join("suite");
+    answer_task(&suite, "learn");
+    let ops = json!([{"op": "add_node", "type": "Fact", "id": "answer-word",
+        "properties": {"name": "The answer word is yes", "description": "answer.txt must hold yes"}}]);
+    let bash = |command: &str| json!([{"type": "tool_use", "name": "Bash", "input": {"command": command}}]);
+    let turns = vec![
+        json!({"when_text": "The user's prompt, quoted", "content": [{"type": "text", "text": ops.to_string()}]}),
+        json!({"when_text": "DONE2-learn", "content": [{"type": "text", "text": "done"}]}),
+        json!({"when_text": "The answer word is yes", "content": bash("echo yes > answer.txt; echo DONE2-learn")}),
+        json!({"when_text": "DONE1-learn", "content": [{"type": "text", "text": "done"}]}),
+        json!({"when_text": "\"name\":\"Recall\"", "content": [{"type": "tool_use", "name": "Recall",
+               "input": {"query": "answer word"}}]}),
+        json!({"when_text": "EVAL-learn", "content": bash("echo no > answer.txt; echo DONE1-learn")}),
+    ];
+    let mock = server(json!({"turns": turns})).await;
+    let out = sb.root().join("out");
+    let (run, second) = run_suite(&sb, &mock.url(), &suite, &out, &["--no-judge", "--learn"]).await;
+    assert_eq!(second["trials"][0]["status"], "passed", "{}", run.debug());
+    let first = results(&out.join("first-pass"));
+    assert_eq!(first["trials"][0]["status"], "failed", "{first}");
+    let learned: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("learn.json")).unwrap()).unwrap();
+    assert_eq!(learned["first"]["pass_at_1"], 0.0, "{learned}");
+    assert_eq!(learned["second"]["pass_at_1"], 1.0, "{learned}");
+    assert_eq!(learned["pass_at_1_change"], 1.0, "{learned}");
+    assert_eq!(learned["stored"], 1, "{learned}");
+    assert!(
+        run.stdout.contains("learning: pass@1 0.0% → 100.0%"),
+        "{}",
+        run.debug()
+    );
+    let recalled = bodies(&mock).iter().any(|b| {
+        b.to_string().contains("shared memory") && b.to_string().contains("from tool output")
+    });
+    assert!(
+        recalled,
+        "the second pass's Recall did not return the memory"
+    );
+}

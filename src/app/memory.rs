@@ -12,6 +12,10 @@ use crate::knowledge::{Operation, Store};
 use crate::settings::MemorySettings;
 use crate::tools::Toolbox;
 
+/// A memory file a session's Recall reads besides the project's and the user's (the second
+/// pass of `ouro eval run --learn` hands its trials the first pass's memory this way).
+pub const MEMORY_FILE_ENV: &str = "OURO_MEMORY_FILE";
+
 /// How a session's turns are reflected on.
 #[derive(Debug, Clone)]
 pub struct Memory {
@@ -72,6 +76,10 @@ pub(super) fn with_recall(
     }
     if let Some(path) = crate::knowledge::user_store() {
         stores.push(("your memory", path));
+    }
+    // A memory handed over by the one who started this session (`ouro eval run --learn`).
+    if let Some(path) = std::env::var_os(MEMORY_FILE_ENV) {
+        stores.push(("shared memory", PathBuf::from(path)));
     }
     if !reflecting && !stores.iter().any(|(_, path)| path.exists()) {
         return tools;

@@ -65,6 +65,10 @@ pub enum EvalAction {
         /// allowed inside the trial's tree).
         #[arg(long, value_name = "MODE")]
         permission_mode: Option<String>,
+        /// Run the suite twice: memory's reflect step on every trial of the first pass, the
+        /// second pass's agents able to Recall it; reports the change in pass rate and cost.
+        #[arg(long)]
+        learn: bool,
     },
     /// Merge the results of shards into one run.
     Merge {

@@ -11,6 +11,7 @@
 mod harbor;
 mod html;
 mod judge;
+mod learn;
 mod load;
 mod progress;
 mod ray;
@@ -68,6 +69,63 @@ pub enum EvalCommand {
 /// Runs an `ouro eval` command; the process's exit code.
 pub async fn main(command: EvalCommand, cwd: &Path) -> Result<i32, EvalError> {
     match command {
+        EvalCommand::Run(options) if options.learn => {
+            if options.ray.is_some() {
+                return Err(EvalError::Usage(
+                    "--learn runs here only: its reflect step reads each trial's log (drop --backend ray)".into(),
+                ));
+            }
+            let agent = agent_options(options.agent.as_deref(), cwd)?;
+            let first = run::run(
+                RunOptions {
+                    out: learn::first_dir(&options.out),
+                    learn: false,
+                    ..options.clone()
+                },
+                agent.clone(),
+            )
+            .await?;
+            print!("first pass\n{}", report::text(&first));
+            let memory = options.out.join("memory.sqlite");
+            let reflected = learn::reflect_on(
+                &first,
+                &learn::first_dir(&options.out),
+                &learn::instructions(&options.suite),
+                &memory,
+                crate::knowledge::reflect::DEFAULT_MODEL,
+            )
+            .await?;
+            let second = run::run(
+                RunOptions {
+                    learn: false,
+                    memory_file: Some(memory),
+                    ..options.clone()
+                },
+                agent,
+            )
+            .await?;
+            print!(
+                "second pass, with the first's memory\n{}",
+                report::text(&second)
+            );
+            let learned = learn::compare(&first, &second, reflected);
+            let json = serde_json::to_vec_pretty(&learned).unwrap_or_default();
+            let path = options.out.join("learn.json");
+            crate::sys::atomic::write(&path, &json).map_err(|source| EvalError::Io {
+                action: "write",
+                path: path.clone(),
+                source,
+            })?;
+            print!("{}", learn::text(&learned));
+            println!(
+                "results: {} (first pass: {})",
+                options.out.join("results.json").display(),
+                learn::first_dir(&options.out)
+                    .join("results.json")
+                    .display()
+            );
+            Ok(0)
+        }
         EvalCommand::Run(options) => {
             let results = match &options.ray {
                 Some(address) => remote::run(options.clone(), address).await?,

@@ -31,6 +31,10 @@ pub struct RunOptions {
     pub ray: Option<String>,
     /// The binary shipped to Ray jobs; `None`: this one.
     pub ray_binary: Option<PathBuf>,
+    /// Run the suite twice, reflecting on the first pass into a memory the second reads.
+    pub learn: bool,
+    /// A memory file the trials' Recall reads (the second pass of `--learn`).
+    pub memory_file: Option<PathBuf>,
 }
 
 /// One trial to run: task index and trial number.
@@ -83,6 +87,7 @@ pub async fn run(
         permission_mode: options.permission_mode.clone(),
         out: out.clone(),
         hidden: vec![suite.clone(), out.clone()],
+        memory_file: options.memory_file.clone(),
     });
     let judge = if options.judge {
         Some(Arc::new(Judge::new(judge_client()?, &options.judge_model)))

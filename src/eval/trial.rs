@@ -36,6 +36,8 @@ pub(super) struct Setup {
     pub(super) out: PathBuf,
     /// Folders the agent may not read (the suite: its tests and references; the results).
     pub(super) hidden: Vec<PathBuf>,
+    /// A memory the agent's Recall reads (the second pass of `--learn`).
+    pub(super) memory_file: Option<PathBuf>,
 }
 
 /// A trial's result with the change it made (for the judge).
@@ -74,6 +76,9 @@ pub(super) async fn run(task: &Task, n: u32, setup: &Setup) -> Ran {
     config
         .env
         .retain(|(k, _)| !super::verify::SHARED_OUTPUTS.iter().any(|v| k == v));
+    if let Some(memory) = &setup.memory_file {
+        config = config.env(super::learn::MEMORY_FILE_ENV, memory);
+    }
     let brain = match crate::brain::open(&setup.brain, config) {
         Ok(brain) => brain,
         Err(e) => return infra(&task.id, n, format!("the brain cannot start: {e}")),

@@ -63,7 +63,7 @@ pub fn walk_from(
     }
     let mut edges: Vec<Edge> = Vec::new();
     while let Some((id, depth)) = queue.pop_front() {
-        for (edge, _) in store.edges_of(&id, reach.history)? {
+        for edge in store.edges_around(&id, reach.history)? {
             let other = if edge.source == id {
                 &edge.target
             } else {

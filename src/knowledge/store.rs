@@ -241,8 +241,8 @@ impl Store {
     /// Nodes matching the words of `query`, best first (BM25 over id, name, description and
     /// code). BM25 scores every matching row, so only a bounded set is ranked: the words
     /// rarest first while the rows they match stay within [`RANKED_ROWS`]; when even the
-    /// rarest word is more common, the newest rows holding all the words (or, when none
-    /// does, the rarest word). A query with no searchable word matches nothing.
+    /// rarest word is more common, its newest rows (found without reading the others). A
+    /// query with no searchable word matches nothing.
     pub fn search(&self, query: &str, limit: usize) -> Result<Vec<Node>, StoreError> {
         let mut counted = Vec::new();
         for word in query_words(query) {
@@ -257,15 +257,6 @@ impl Store {
             return Ok(Vec::new());
         };
         if *rarest > RANKED_ROWS {
-            let all = counted
-                .iter()
-                .map(|(_, phrase)| phrase.as_str())
-                .collect::<Vec<_>>()
-                .join(" AND ");
-            let found = self.matching(&all, "f.rowid DESC", limit)?;
-            if !found.is_empty() {
-                return Ok(found);
-            }
             return self.matching(&counted[0].1, "f.rowid DESC", limit);
         }
         let mut total = 0;
@@ -397,25 +388,18 @@ impl Store {
         })
     }
 
-    /// The ids of valid edges' other ends around `id`, for Recall's walk: (edge, neighbour
-    /// id, whether the edge leaves `id`).
-    pub fn neighbours(&self, id: &str) -> Result<Vec<(EdgeKind, String, bool)>, StoreError> {
+    /// The edges touching `id` (invalidated ones only with `history`), in no order: two index
+    /// lookups, for Recall's walk.
+    pub fn edges_around(&self, id: &str, history: bool) -> Result<Vec<Edge>, StoreError> {
         let mut stmt = self.conn.prepare_cached(
-            "SELECT kind, target, 1 FROM edges WHERE source = ?1 AND valid_to IS NULL
-             UNION ALL SELECT kind, source, 0 FROM edges WHERE target = ?1 AND valid_to IS NULL",
+            "SELECT source, target, kind, valid_from, valid_to, created_at, expired_at, origin FROM edges
+             WHERE source = ?1 AND (?2 OR valid_to IS NULL)
+             UNION ALL
+             SELECT source, target, kind, valid_from, valid_to, created_at, expired_at, origin FROM edges
+             WHERE target = ?1 AND (?2 OR valid_to IS NULL)",
         )?;
-        let rows = stmt.query_map([id], |r| {
-            let kind: String = r.get(0)?;
-            Ok((kind, r.get::<_, String>(1)?, r.get::<_, bool>(2)?))
-        })?;
-        let mut out = Vec::new();
-        for row in rows {
-            let (kind, other, outgoing) = row?;
-            if let Some(kind) = EdgeKind::parse(&kind) {
-                out.push((kind, other, outgoing));
-            }
-        }
-        Ok(out)
+        let rows = stmt.query_map(params![id, history], edge_row)?;
+        Ok(rows.collect::<Result<_, _>>()?)
     }
 
     /// Runs `work` inside one transaction (bulk loads: the benchmark's graph).

@@ -60,7 +60,8 @@ fn an_invalidated_edge_stays_in_history_only() {
         .apply(&invalidate, Origin::User, &Provenance::default())
         .unwrap();
     assert!(store.edges_of("bisect", false).unwrap().is_empty());
-    assert!(store.neighbours("bisect").unwrap().is_empty());
+    assert!(store.edges_around("bisect", false).unwrap().is_empty());
+    assert_eq!(store.edges_around("bisect", true).unwrap().len(), 1);
     let history = store.edges_of("bisect", true).unwrap();
     assert_eq!(history.len(), 1);
     assert_eq!(history[0].1, "git");
