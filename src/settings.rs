@@ -430,6 +430,12 @@ pub fn ouro_home() -> Option<PathBuf> {
     dirs::home_dir().map(|h| h.join(".ouro"))
 }
 
+/// Whether the user trusts `project_root` (its own settings, instructions, agents and
+/// memory take effect), as the settings files say now.
+pub fn trusted(project_root: &Path) -> bool {
+    LayeredSettings::load(project_root).is_ok_and(|s| s.trusts(project_root))
+}
+
 pub fn local_settings_path(project_root: &Path) -> PathBuf {
     project_root.join(".ouro").join("settings.local.json")
 }

@@ -12,10 +12,6 @@ use crate::knowledge::{Operation, Store};
 use crate::settings::MemorySettings;
 use crate::tools::Toolbox;
 
-/// A memory file a session's Recall reads besides the project's and the user's (the second
-/// pass of `ouro eval run --learn` hands its trials the first pass's memory this way).
-pub const MEMORY_FILE_ENV: &str = "OURO_MEMORY_FILE";
-
 /// How a session's turns are reflected on.
 #[derive(Debug, Clone)]
 pub struct Memory {
@@ -70,17 +66,7 @@ pub(super) fn with_recall(
     if !offered(options, denied, crate::tools::recall::NAME) {
         return tools;
     }
-    let mut stores = Vec::new();
-    if trusted && let Some(path) = crate::knowledge::project_store(root) {
-        stores.push(("project memory", path));
-    }
-    if let Some(path) = crate::knowledge::user_store() {
-        stores.push(("your memory", path));
-    }
-    // A memory handed over by the one who started this session (`ouro eval run --learn`).
-    if let Some(path) = std::env::var_os(MEMORY_FILE_ENV) {
-        stores.push(("shared memory", PathBuf::from(path)));
-    }
+    let stores = crate::knowledge::stores(root, trusted);
     if !reflecting && !stores.iter().any(|(_, path)| path.exists()) {
         return tools;
     }

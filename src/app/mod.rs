@@ -89,9 +89,7 @@ pub fn agent_definitions(
     cwd: &Path,
 ) -> Vec<Result<crate::agents::spec::Parsed, crate::agents::spec::SpecError>> {
     let root = project_root(cwd);
-    let trusted = crate::settings::LayeredSettings::load(&root)
-        .map(|s| s.trusts(&root))
-        .unwrap_or(false);
+    let trusted = crate::settings::trusted(&root);
     crate::agents::spec::load_all(&crate::settings::user_dirs("agents"), &root, trusted)
 }
 

@@ -11,7 +11,7 @@ use serde_json::json;
 use tokio::io::AsyncBufReadExt;
 
 use super::BenchError;
-use super::fixture::WorkDir;
+use super::fixture::{Rng, WorkDir};
 use super::host::MockHost;
 use super::measure::{median, percentile};
 use crate::knowledge::recall::{self, Reach};
@@ -48,13 +48,13 @@ pub(crate) async fn measure(host: &MockHost) -> Result<RecallCost, BenchError> {
     let build_s = started.elapsed().as_secs_f64();
     let file_mb = std::fs::metadata(&path).map_or(0.0, |m| m.len() as f64 / 1e6);
     let store = Store::open(&path).map_err(failed)?;
-    let mut rng = Lcg(7);
+    let mut rng = Rng::new(7);
     let mut times = Vec::with_capacity(QUERIES);
     for _ in 0..QUERIES {
         let query = format!(
             "how do we {} the {} {}",
-            words[rng.zipf(words.len())],
-            words[rng.zipf(words.len())],
+            words[zipf(&mut rng, words.len())],
+            words[zipf(&mut rng, words.len())],
             words[rng.below(words.len())]
         );
         let t = Instant::now();
@@ -83,7 +83,7 @@ fn failed(e: crate::knowledge::StoreError) -> BenchError {
 /// The graph, written in one transaction: node `n` has three edges to nodes drawn at random.
 fn build(path: &std::path::Path, words: &[String]) -> Result<usize, BenchError> {
     let mut store = Store::open(path).map_err(failed)?;
-    let mut rng = Lcg(42);
+    let mut rng = Rng::new(42);
     let now = crate::knowledge::now();
     let edges = store
         .bulk(|tx| {
@@ -91,9 +91,9 @@ fn build(path: &std::path::Path, words: &[String]) -> Result<usize, BenchError> 
                 "INSERT INTO nodes (id, kind, name, description, origin, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, 'reflect', ?5, ?5)",
             )?;
             for n in 0..NODES {
-                let name: Vec<&str> = (0..3).map(|_| words[rng.zipf(words.len())].as_str()).collect();
+                let name: Vec<&str> = (0..3).map(|_| words[zipf(&mut rng, words.len())].as_str()).collect();
                 let description: Vec<&str> =
-                    (0..12).map(|_| words[rng.zipf(words.len())].as_str()).collect();
+                    (0..12).map(|_| words[zipf(&mut rng, words.len())].as_str()).collect();
                 let kind = NodeKind::ALL[n % NodeKind::ALL.len()];
                 node.execute(rusqlite::params![
                     format!("n{n}"),
@@ -150,27 +150,11 @@ fn vocabulary() -> Vec<String> {
     words
 }
 
-/// A small deterministic generator: the same graph every run.
-struct Lcg(u64);
-
-impl Lcg {
-    fn next(&mut self) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        self.0 >> 33
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    /// Skewed toward small indices, as word use is: a few common words, many rare ones.
-    fn zipf(&mut self, n: usize) -> usize {
-        let u = (self.next() % 1_000_000) as f64 / 1_000_000.0;
-        ((n as f64).powf(u) as usize).saturating_sub(1).min(n - 1)
-    }
+/// A word index skewed toward small indices, as word use is: a few common words, many rare
+/// ones.
+fn zipf(rng: &mut Rng, n: usize) -> usize {
+    let u = (rng.next_u64() % 1_000_000) as f64 / 1_000_000.0;
+    ((n as f64).powf(u) as usize).saturating_sub(1).min(n - 1)
 }
 
 /// The median time from a print-mode run's result line to its exit, with `memory.reflect`

@@ -13,7 +13,7 @@ use crate::knowledge::reflect::{self, Turn};
 use crate::knowledge::{Origin, Provenance, Store};
 use crate::ui_event::UiEvent;
 
-pub(super) use crate::app::memory::MEMORY_FILE_ENV;
+pub(super) use crate::knowledge::MEMORY_FILE_ENV;
 
 /// What the two passes did, as `learn.json` keeps it.
 #[derive(Debug, Clone, Serialize)]

@@ -198,6 +198,27 @@ pub fn user_store() -> Option<PathBuf> {
     crate::settings::ouro_home().map(|h| h.join("memory").join("user.sqlite"))
 }
 
+/// A memory file a session's Recall reads besides the project's and the user's (the second
+/// pass of `ouro eval run --learn` hands its trials the first pass's memory this way).
+pub const MEMORY_FILE_ENV: &str = "OURO_MEMORY_FILE";
+
+/// The stores a session reads, labelled as Recall names them: the project's (when `project`:
+/// it is trusted, or the user asked for it), the user's, and one handed over in
+/// [`MEMORY_FILE_ENV`]. The files need not exist.
+pub fn stores(root: &Path, project: bool) -> Vec<(&'static str, PathBuf)> {
+    let mut stores = Vec::new();
+    if project && let Some(path) = project_store(root) {
+        stores.push(("project memory", path));
+    }
+    if let Some(path) = user_store() {
+        stores.push(("your memory", path));
+    }
+    if let Some(path) = std::env::var_os(MEMORY_FILE_ENV) {
+        stores.push(("shared memory", PathBuf::from(path)));
+    }
+    stores
+}
+
 /// Now, in Unix seconds.
 pub fn now() -> i64 {
     std::time::SystemTime::now()

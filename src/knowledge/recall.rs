@@ -111,6 +111,20 @@ pub fn newest(store: &Store, label: &'static str, count: usize) -> Result<Found,
     })
 }
 
+/// `each` on every one of `stores` whose file exists (one opened at a time).
+pub fn gather(
+    stores: &[(&'static str, std::path::PathBuf)],
+    each: impl Fn(&Store, &'static str) -> Result<Found, StoreError>,
+) -> Result<Vec<Found>, StoreError> {
+    let mut found = Vec::new();
+    for (label, path) in stores {
+        if let Some(store) = Store::open_existing(path)? {
+            found.push(each(&store, label)?);
+        }
+    }
+    Ok(found)
+}
+
 /// The text the Recall tool returns.
 pub fn render(query: &str, found: &[Found], now: i64) -> String {
     let total: usize = found.iter().map(|f| f.nodes.len()).sum();

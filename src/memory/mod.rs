@@ -182,12 +182,9 @@ pub fn recall(root: &Path, query: &str, history: bool) -> Result<(), MemoryError
         history,
         ..Reach::default()
     };
-    let mut found = Vec::new();
-    for (label, user) in [("project memory", false), ("your memory", true)] {
-        if let Some(store) = open_existing(root, user)? {
-            found.push(recall::walk(&store, label, query, reach)?);
-        }
-    }
+    let found = recall::gather(&crate::knowledge::stores(root, true), |store, label| {
+        recall::walk(store, label, query, reach)
+    })?;
     print!("{}", recall::render(query, &found, now()));
     Ok(())
 }

@@ -8,8 +8,7 @@ impl Repl {
     /// Whether the files this project brings (commands, agents) count: the user trusts it.
     pub(super) fn project_trusted(&self) -> bool {
         let root = app::project_root(&self.cwd);
-        self.options.trust_project
-            || crate::settings::LayeredSettings::load(&root).is_ok_and(|l| l.trusts(&root))
+        self.options.trust_project || crate::settings::trusted(&root)
     }
 
     pub(super) fn agents_list(&self) -> String {

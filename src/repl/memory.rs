@@ -8,7 +8,7 @@ use crate::app::memory::keep;
 use crate::engine::reflect::Reflected;
 use crate::knowledge::recall::{self, Reach};
 use crate::knowledge::reflect::Mode;
-use crate::knowledge::{Operation, Store, ops::Properties};
+use crate::knowledge::{Operation, ops::Properties};
 
 /// Newest memories `/memory graph` shows without a query.
 const GRAPH_NODES: usize = 20;
@@ -144,32 +144,18 @@ impl Repl {
     /// memories and their relations.
     pub(super) fn memory_graph(&mut self, query: &str) {
         let root = crate::app::project_root(&self.cwd);
-        let mut stores = Vec::new();
-        if self.project_trusted()
-            && let Some(path) = crate::knowledge::project_store(&root)
-        {
-            stores.push(("project memory", path));
-        }
-        if let Some(path) = crate::knowledge::user_store() {
-            stores.push(("your memory", path));
-        }
-        let mut found = Vec::new();
-        for (label, path) in stores {
-            let store = match Store::open_existing(&path) {
-                Ok(Some(store)) => store,
-                Ok(None) => continue,
-                Err(e) => return self.fail(&e.to_string()),
-            };
-            let walked = if query.is_empty() {
-                recall::newest(&store, label, GRAPH_NODES)
+        let stores = crate::knowledge::stores(&root, self.project_trusted());
+        let found = recall::gather(&stores, |store, label| {
+            if query.is_empty() {
+                recall::newest(store, label, GRAPH_NODES)
             } else {
-                recall::walk(&store, label, query, Reach::default())
-            };
-            match walked {
-                Ok(part) => found.push(part),
-                Err(e) => return self.fail(&e.to_string()),
+                recall::walk(store, label, query, Reach::default())
             }
-        }
+        });
+        let found = match found {
+            Ok(found) => found,
+            Err(e) => return self.fail(&e.to_string()),
+        };
         let shown = if query.is_empty() {
             "everything"
         } else {

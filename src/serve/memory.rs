@@ -30,8 +30,7 @@ pub(super) async fn graph(Query(q): Query<MemoryQuery>) -> Result<Json<Value>, A
         .project_root
         .ok_or_else(|| ApiError::bad_request("projectRoot is required"))?;
     let root = project_root(&raw)?;
-    let trusted = crate::settings::LayeredSettings::load(&root).is_ok_and(|s| s.trusts(&root));
-    if !trusted {
+    if !crate::settings::trusted(&root) {
         return Ok(Json(
             json!({"trusted": false, "nodes": [], "edges": [], "text": "This project is not trusted: its memory is shown once it is (answer the trust question in the REPL)."}),
         ));
