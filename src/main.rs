@@ -162,7 +162,7 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
         _ => {}
     }
     if let Some(Command::Memory { action }) = &args.command {
-        memory_command(action, &ouro::app::project_root(&cwd))?;
+        memory_command(action, &ouro::app::project_root(&cwd)).await?;
         return Ok(ExitCode::SUCCESS);
     }
     if let Some(Command::Eval { action }) = &args.command {
@@ -328,7 +328,7 @@ fn exit(success: bool) -> ExitCode {
 }
 
 /// `ouro memory …`, handed to the memory front end.
-fn memory_command(
+async fn memory_command(
     action: &ouro::cli::memory::MemoryAction,
     root: &std::path::Path,
 ) -> anyhow::Result<()> {
@@ -341,7 +341,7 @@ fn memory_command(
             limit,
             json,
             user,
-        } => m::search(root, *user, query, *limit, *json)?,
+        } => m::search(root, *user, query, *limit, *json).await?,
         A::Show {
             id,
             history,
@@ -356,21 +356,25 @@ fn memory_command(
             description,
             code,
             user,
-        } => m::add(
-            root,
-            *user,
-            &m::NewMemory {
-                kind,
-                id,
-                name,
-                description,
-                code: code.as_deref(),
-            },
-        )?,
-        A::Apply { file, user } => m::apply_file(root, *user, file)?,
+        } => {
+            m::add(
+                root,
+                *user,
+                &m::NewMemory {
+                    kind,
+                    id,
+                    name,
+                    description,
+                    code: code.as_deref(),
+                },
+            )
+            .await?
+        }
+        A::Apply { file, user } => m::apply_file(root, *user, file).await?,
         A::Export { markdown, user } => m::export(root, *user, *markdown)?,
-        A::Import { file, user } => m::import(root, *user, file)?,
-        A::Recall { query, history } => m::recall(root, query, *history)?,
+        A::Import { file, user } => m::import(root, *user, file).await?,
+        A::Embed { user } => m::embed(root, *user).await?,
+        A::Recall { query, history } => m::recall(root, query, *history).await?,
     }
     Ok(())
 }

@@ -256,6 +256,26 @@ pub struct MemorySettings {
     /// The model reflect asks (default: the newest Haiku).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// Semantic search beside the keywords (none: keywords only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embeddings: Option<EmbeddingsSettings>,
+}
+
+/// `memory.embeddings`: an OpenAI-compatible embeddings endpoint (`url`, `model`, and the
+/// name of the variable holding its key), or a local model2vec folder (`path`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EmbeddingsSettings {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The environment variable whose value is sent as the bearer token (never the key
+    /// itself: settings files get committed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key_env: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
 }
 
 impl MemorySettings {
@@ -628,6 +648,7 @@ impl LayeredSettings {
             let (memory, layer) = (&mut out.memory, &s.memory);
             memory.reflect = layer.reflect.clone().or(memory.reflect.take());
             memory.model = layer.model.clone().or(memory.model.take());
+            memory.embeddings = layer.embeddings.clone().or(memory.embeddings.take());
             let (auto, layer) = (&mut out.auto_mode, &s.auto_mode);
             if layer.model.is_some() {
                 auto.model.clone_from(&layer.model);

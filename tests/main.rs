@@ -67,6 +67,8 @@ mod ipc;
 mod keeper;
 #[cfg(feature = "mock")]
 mod memory;
+#[cfg(feature = "mock")]
+mod memory_embeddings;
 mod mock_server;
 mod permissions;
 mod permissions_adversarial;

@@ -2,11 +2,13 @@
 //! the user's always), whether its turns are reflected on, and keeping what reflect proposes.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::{AppError, Options, offered};
 use crate::engine::Engine;
 use crate::engine::reflect::Reflected;
 use crate::event::ReflectInfo;
+use crate::knowledge::embed::Embedder;
 use crate::knowledge::reflect::{DEFAULT_MODEL, Mode};
 use crate::knowledge::{Operation, Store};
 use crate::settings::MemorySettings;
@@ -20,6 +22,35 @@ pub struct Memory {
     /// The project's store, where reflect's memories go.
     pub store: PathBuf,
     pub root: PathBuf,
+    /// Gives what is kept its vectors (`memory.embeddings`).
+    pub embedder: Option<Arc<Embedder>>,
+}
+
+/// The embedding model `memory.embeddings` names, if any (loaded on first use).
+pub fn embedder(settings: &MemorySettings, root: &Path) -> Result<Option<Arc<Embedder>>, AppError> {
+    settings
+        .embeddings
+        .as_ref()
+        .map(|e| Embedder::from_settings(e, root))
+        .transpose()
+        .map_err(|e| AppError::InvalidSetting {
+            key: "memory.embeddings",
+            reason: e.to_string(),
+        })
+}
+
+/// The embedding model the settings files name for `root` (the project's own only once it is
+/// trusted; with `user_only`, the user's alone: what a run in another folder sees).
+pub fn configured_embedder(
+    root: &Path,
+    user_only: bool,
+) -> Result<Option<Arc<Embedder>>, AppError> {
+    let mut layers = crate::settings::LayeredSettings::load(root)?;
+    if user_only {
+        layers.keep_sources(&["user".to_string()])?;
+    }
+    layers.drop_untrusted_widenings();
+    embedder(&layers.merged().memory, root)
 }
 
 /// The reflect step this session runs: `None` when `memory.reflect` is off, or the project is
@@ -28,6 +59,7 @@ pub(super) fn plan(
     settings: &MemorySettings,
     root: &Path,
     trusted: bool,
+    embedder: Option<Arc<Embedder>>,
 ) -> Result<Option<Memory>, AppError> {
     let mode = match settings.reflect.as_deref() {
         None => Mode::Off,
@@ -50,6 +82,7 @@ pub(super) fn plan(
             .unwrap_or_else(|| DEFAULT_MODEL.into()),
         store,
         root: root.to_path_buf(),
+        embedder,
     }))
 }
 
@@ -62,6 +95,7 @@ pub(super) fn with_recall(
     root: &Path,
     trusted: bool,
     reflecting: bool,
+    embedder: Option<Arc<Embedder>>,
 ) -> Toolbox {
     if !offered(options, denied, crate::tools::recall::NAME) {
         return tools;
@@ -71,13 +105,13 @@ pub(super) fn with_recall(
         return tools;
     }
     tools.with_tool(crate::tools::erase(crate::tools::recall::RecallTool::new(
-        stores,
+        stores, embedder,
     )))
 }
 
-/// Keeps `operations` of a reflect in the project's store: (how many were applied, why none
-/// were).
-pub fn keep(
+/// Keeps `operations` of a reflect in the project's store, then gives the new memories their
+/// vectors: (how many operations were applied, why none were or why the vectors are missing).
+pub async fn keep(
     memory: &Memory,
     done: &Reflected,
     operations: &[Operation],
@@ -85,13 +119,24 @@ pub fn keep(
     if operations.is_empty() {
         return (0, None);
     }
-    match Store::open(&memory.store)
-        .and_then(|mut s| s.apply(operations, done.turn.origin(), &done.provenance))
-    {
-        Ok(applied) => (applied.total(), None),
-        Err(e) => (0, Some(e.to_string())),
-    }
+    let mut store = match Store::open(&memory.store) {
+        Ok(store) => store,
+        Err(e) => return (0, Some(e.to_string())),
+    };
+    let applied = match store.apply(operations, done.turn.origin(), &done.provenance) {
+        Ok(applied) => applied.total(),
+        Err(e) => return (0, Some(e.to_string())),
+    };
+    let Some(embedder) = &memory.embedder else {
+        return (applied, None);
+    };
+    let vectors = crate::knowledge::embed::backfill(&mut store, embedder, Some(KEEP_VECTORS)).await;
+    (applied, vectors.err().map(|e| e.to_string()))
 }
+
+/// Vectors made after one turn's reflect at most; the rest wait for the next write or
+/// `ouro memory embed`.
+const KEEP_VECTORS: usize = 256;
 
 /// The project's commit now, for a memory's provenance.
 pub fn head_commit(root: &Path) -> Option<String> {
@@ -110,6 +155,6 @@ pub async fn reflect_and_keep(engine: &mut Engine, memory: &Memory) -> Option<Re
     let commit = head_commit(&memory.root);
     let request = engine.reflect_request(&memory.model, &memory.store, commit)?;
     let done = request.await;
-    let (stored, error) = keep(memory, &done, &done.proposal.operations);
+    let (stored, error) = keep(memory, &done, &done.proposal.operations).await;
     Some(engine.reflected(&done, "auto", stored, error))
 }

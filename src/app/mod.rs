@@ -422,6 +422,8 @@ pub struct App {
     pub mcp: Option<Arc<McpHub>>,
     /// The reflect step after each turn; `None` when it is off or the project is untrusted.
     pub memory: Option<memory::Memory>,
+    /// The model of `memory.embeddings`, for views of memory that search by meaning.
+    pub embedder: Option<Arc<crate::knowledge::embed::Embedder>>,
 }
 
 /// Everything a session needs, resolved from the options (highest), settings files and defaults.
@@ -591,7 +593,8 @@ pub fn build(
         trusted,
         &mut meta.skills,
     );
-    let reflect = memory::plan(&settings.memory, &root, trusted)?;
+    let embedder = memory::embedder(&settings.memory, &root)?;
+    let reflect = memory::plan(&settings.memory, &root, trusted, embedder.clone())?;
     let tools = memory::with_recall(
         tools,
         options,
@@ -599,6 +602,7 @@ pub fn build(
         &root,
         trusted,
         reflect.is_some(),
+        embedder.clone(),
     );
     // Made for every session: Shift+Tab or `set_permission_mode` may switch to auto later.
     // Sub-agents share it, so its circuit breaker counts their blocks too.
@@ -649,6 +653,7 @@ pub fn build(
         permissions,
         mcp,
         memory: reflect,
+        embedder,
     })
 }
 

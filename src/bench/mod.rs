@@ -112,10 +112,12 @@ pub struct BenchArgs {
     /// request, and overhead per trial beyond the agent's own time (8 small tasks).
     #[arg(long)]
     pub eval: bool,
-    /// Also time Recall on a 100,000-node, 300,000-edge memory (p50/p99), and what memory's
-    /// reflect step adds after a print-mode answer.
-    #[arg(long)]
-    pub recall: bool,
+    /// Also time Recall on a memory of NODES nodes (default 100,000) and three edges each
+    /// (p50/p99), by keywords and with a vector per node, and what memory's reflect step adds
+    /// after a print-mode answer.
+    #[arg(long, value_name = "NODES", num_args = 0..=1, default_missing_value = "100000",
+          value_parser = clap::value_parser!(u32).range(1000..=10_000_000))]
+    pub recall: Option<u32>,
     /// Also measure peak RSS when one answer is a single 50 MB text delta, a tool result is
     /// 50 MB, and a Bash command prints 1 GB.
     #[arg(long)]
@@ -285,9 +287,11 @@ pub async fn run(args: &BenchArgs) -> Result<bool, BenchError> {
         progress("what ouro eval adds around the agent");
         report.eval = Some(eval::measure(&host).await?);
     }
-    if args.recall {
-        progress("Recall on a 100,000-node memory, and reflect after an answer");
-        report.recall = Some(recall::measure(&host).await?);
+    if let Some(nodes) = args.recall {
+        progress(&format!(
+            "Recall on a {nodes}-node memory, by keywords and by meaning, and reflect after an answer"
+        ));
+        report.recall = Some(recall::measure(&host, nodes as usize).await?);
     }
     if args.memory {
         progress("peak memory with a 50 MB delta, a 50 MB tool result and 1 GB of Bash output");

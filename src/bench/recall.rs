@@ -1,6 +1,8 @@
-//! `--recall`: memory at scale. A generated graph of 100,000 nodes and 300,000 edges (a tenth
-//! of them invalidated), then Recall — keyword seeds, the bounded walk, the text — for many
-//! queries: p50 and p99. And what reflect adds after a print-mode turn's answer: the time from
+//! `--recall`: memory at scale. A generated graph of 100,000 nodes (or as many as asked) and
+//! three edges each (a tenth of them invalidated), then Recall — keyword seeds, the bounded walk, the text — for many
+//! queries: p50 and p99. Then the same store with a vector per node (a generated model2vec
+//! model of the graph's words, loaded as a real one is): the embedding rate and semantic
+//! Recall's p50 and p99. And what reflect adds after a print-mode turn's answer: the time from
 //! the result line to the process's exit, with a mocked reflect answer.
 
 use std::process::Stdio;
@@ -14,13 +16,18 @@ use super::BenchError;
 use super::fixture::{Rng, WorkDir};
 use super::host::MockHost;
 use super::measure::{median, percentile};
+use crate::knowledge::embed::fixture::write_model2vec;
+use crate::knowledge::embed::{Embedder, backfill, query_vector};
 use crate::knowledge::recall::{self, Reach};
 use crate::knowledge::{EdgeKind, NodeKind, Store};
 use crate::mock::Scenario;
 
-pub const NODES: usize = 100_000;
 pub const EDGES_PER_NODE: usize = 3;
 const QUERIES: usize = 2_000;
+/// Semantic queries read every vector, so fewer of them give as steady a figure.
+const SEMANTIC_QUERIES: usize = 100;
+/// The generated model's vector length, that of model2vec's small models (potion-base-8M).
+const DIMENSIONS: usize = 256;
 const REFLECT_RUNS: usize = 5;
 
 /// Recall's p99 that `--strict` holds.
@@ -36,44 +43,105 @@ pub struct RecallCost {
     pub(crate) p99_ms: f64,
     /// From the result line to the exit of `ouro -p` with `memory.reflect` `auto` (median).
     pub(crate) reflect_after_answer_ms: f64,
+    /// Nodes given a vector per second (model and store), and Recall with semantic seeds.
+    pub(crate) embedded_per_s: f64,
+    pub(crate) semantic_p50_ms: f64,
+    pub(crate) semantic_p99_ms: f64,
 }
 
-pub(crate) async fn measure(host: &MockHost) -> Result<RecallCost, BenchError> {
+pub(crate) async fn measure(host: &MockHost, nodes: usize) -> Result<RecallCost, BenchError> {
     let dir =
         WorkDir::new("recall").map_err(|e| BenchError::io("could not create a work dir", e))?;
     let path = dir.path().join("memory.sqlite");
     let words = vocabulary();
     let started = Instant::now();
-    let edges = build(&path, &words)?;
+    let edges = build(&path, &words, nodes)?;
     let build_s = started.elapsed().as_secs_f64();
     let file_mb = std::fs::metadata(&path).map_or(0.0, |m| m.len() as f64 / 1e6);
     let store = Store::open(&path).map_err(failed)?;
     let mut rng = Rng::new(7);
     let mut times = Vec::with_capacity(QUERIES);
     for _ in 0..QUERIES {
-        let query = format!(
-            "how do we {} the {} {}",
-            words[zipf(&mut rng, words.len())],
-            words[zipf(&mut rng, words.len())],
-            words[rng.below(words.len())]
-        );
-        let t = Instant::now();
-        let found =
-            recall::walk(&store, "project memory", &query, Reach::default()).map_err(failed)?;
-        let text = recall::render(&query, &[found], crate::knowledge::now());
-        times.push(t.elapsed().as_secs_f64() * 1000.0);
-        std::hint::black_box(text);
+        let query = question(&mut rng, &words);
+        times.push(time_recall(&store, &query, None)?);
     }
+    let mut store = store;
+    let (embedded_per_s, semantic) = semantic(&mut store, &dir, &words).await?;
     let reflect_after_answer_ms = reflect_latency(host).await?;
     Ok(RecallCost {
-        nodes: NODES,
+        nodes,
         edges,
         build_s,
         file_mb,
         p50_ms: median(&times).unwrap_or_default(),
         p99_ms: percentile(&times, 99.0).unwrap_or_default(),
         reflect_after_answer_ms,
+        embedded_per_s,
+        semantic_p50_ms: median(&semantic).unwrap_or_default(),
+        semantic_p99_ms: percentile(&semantic, 99.0).unwrap_or_default(),
     })
+}
+
+fn question(rng: &mut Rng, words: &[String]) -> String {
+    format!(
+        "how do we {} the {} {}",
+        words[zipf(rng, words.len())],
+        words[zipf(rng, words.len())],
+        words[rng.below(words.len())]
+    )
+}
+
+/// One Recall as the tool makes it (seeds, walk, text), in milliseconds.
+fn time_recall(
+    store: &Store,
+    query: &str,
+    semantic: Option<recall::Semantic<'_>>,
+) -> Result<f64, BenchError> {
+    let t = Instant::now();
+    let found =
+        recall::walk(store, "project memory", query, semantic, Reach::default()).map_err(failed)?;
+    let text = recall::render(query, &[found], crate::knowledge::now());
+    std::hint::black_box(text);
+    Ok(t.elapsed().as_secs_f64() * 1000.0)
+}
+
+/// Every node embedded by a generated model of `words` (random directions), then semantic
+/// Recall: (nodes embedded per second, each query's time in ms).
+async fn semantic(
+    store: &mut Store,
+    dir: &WorkDir,
+    words: &[String],
+) -> Result<(f64, Vec<f64>), BenchError> {
+    let mut rng = Rng::new(11);
+    let vectors: Vec<(&str, Vec<f32>)> = words
+        .iter()
+        .map(|w| {
+            let v = (0..DIMENSIONS)
+                .map(|_| rng.below(2001) as f32 / 1000.0 - 1.0)
+                .collect();
+            (w.as_str(), v)
+        })
+        .collect();
+    let model = dir.path().join("model");
+    write_model2vec(&model, &vectors)
+        .map_err(|e| BenchError::io("could not write the model", e))?;
+    let embedder = Embedder::local(&model);
+    let embed_failed = |e: crate::knowledge::embed::EmbedError| BenchError::Failed(e.to_string());
+    let started = Instant::now();
+    let embedded = backfill(store, &embedder, None)
+        .await
+        .map_err(embed_failed)?;
+    let embedded_per_s = embedded as f64 / started.elapsed().as_secs_f64().max(1e-9);
+    let mut times = Vec::with_capacity(SEMANTIC_QUERIES);
+    for _ in 0..SEMANTIC_QUERIES {
+        let query = question(&mut rng, words);
+        let vector = query_vector(Some(&embedder), &query).await;
+        if !vector.unavailable.is_empty() {
+            return Err(BenchError::Failed(vector.unavailable));
+        }
+        times.push(time_recall(store, &query, vector.semantic())?);
+    }
+    Ok((embedded_per_s, times))
 }
 
 fn failed(e: crate::knowledge::StoreError) -> BenchError {
@@ -81,7 +149,7 @@ fn failed(e: crate::knowledge::StoreError) -> BenchError {
 }
 
 /// The graph, written in one transaction: node `n` has three edges to nodes drawn at random.
-fn build(path: &std::path::Path, words: &[String]) -> Result<usize, BenchError> {
+fn build(path: &std::path::Path, words: &[String], nodes: usize) -> Result<usize, BenchError> {
     let mut store = Store::open(path).map_err(failed)?;
     let mut rng = Rng::new(42);
     let now = crate::knowledge::now();
@@ -90,7 +158,7 @@ fn build(path: &std::path::Path, words: &[String]) -> Result<usize, BenchError> 
             let mut node = tx.prepare(
                 "INSERT INTO nodes (id, kind, name, description, origin, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, 'reflect', ?5, ?5)",
             )?;
-            for n in 0..NODES {
+            for n in 0..nodes {
                 let name: Vec<&str> = (0..3).map(|_| words[zipf(&mut rng, words.len())].as_str()).collect();
                 let description: Vec<&str> =
                     (0..12).map(|_| words[zipf(&mut rng, words.len())].as_str()).collect();
@@ -107,9 +175,9 @@ fn build(path: &std::path::Path, words: &[String]) -> Result<usize, BenchError> 
                 "INSERT INTO edges (source, target, kind, valid_from, valid_to, created_at, expired_at, origin) VALUES (?1, ?2, ?3, ?4, ?5, ?4, ?5, 'reflect')",
             )?;
             let mut count = 0;
-            for n in 0..NODES {
+            for n in 0..nodes {
                 for k in 0..EDGES_PER_NODE {
-                    let target = rng.below(NODES);
+                    let target = rng.below(nodes);
                     if target == n {
                         continue;
                     }

@@ -291,8 +291,18 @@ ouro serve: first chat:delta {:.1} ms after the message (median; min {:.1}, max 
         let _ = writeln!(
             out,
             "\nRecall on {} nodes and {} edges ({:.0} MB, built in {:.1} s): p50 {:.2} ms, p99 {:.2} ms; \
+             with a vector per node ({:.0} nodes embedded/s), semantic Recall p50 {:.2} ms, p99 {:.2} ms; \
              reflect adds {:.0} ms after a print-mode answer (the answer is out first)",
-            m.nodes, m.edges, m.file_mb, m.build_s, m.p50_ms, m.p99_ms, m.reflect_after_answer_ms
+            m.nodes,
+            m.edges,
+            m.file_mb,
+            m.build_s,
+            m.p50_ms,
+            m.p99_ms,
+            m.embedded_per_s,
+            m.semantic_p50_ms,
+            m.semantic_p99_ms,
+            m.reflect_after_answer_ms
         );
     }
     if let Some(c) = &r.cats {

@@ -79,6 +79,11 @@ pub enum MemoryAction {
         #[arg(long)]
         user: bool,
     },
+    /// Gives every memory a vector in the model of `memory.embeddings` (semantic search).
+    Embed {
+        #[arg(long)]
+        user: bool,
+    },
     /// What the Recall tool would tell the model about QUERY.
     Recall {
         query: String,

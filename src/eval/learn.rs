@@ -38,6 +38,7 @@ pub(super) async fn reflect_on(
     instructions: &HashMap<String, String>,
     store: &Path,
     model: &str,
+    embedder: Option<std::sync::Arc<crate::knowledge::embed::Embedder>>,
 ) -> Result<(usize, f64, usize), EvalError> {
     let client = crate::app::Endpoint::from_env()
         .map_err(|_| {
@@ -74,6 +75,14 @@ pub(super) async fn reflect_on(
             Ok(applied) => stored += applied.total(),
             Err(_) => errors += 1,
         }
+    }
+    // The second pass's Recall seeds by meaning too when the user's settings name a model.
+    if let Some(embedder) = embedder
+        && let Err(e) = crate::knowledge::embed::backfill(&mut memory, &embedder, None).await
+    {
+        eprintln!(
+            "ouro eval: the learned memories have no vectors, so the second pass recalls them by keywords: {e}"
+        );
     }
     Ok((stored, cost, errors))
 }

@@ -93,6 +93,8 @@ pub async fn main(command: EvalCommand, cwd: &Path) -> Result<i32, EvalError> {
                 &learn::instructions(&options.suite),
                 &memory,
                 crate::knowledge::reflect::DEFAULT_MODEL,
+                crate::app::memory::configured_embedder(cwd, true)
+                    .map_err(|e| EvalError::Usage(e.to_string()))?,
             )
             .await?;
             let second = run::run(

@@ -3,6 +3,7 @@
 //! cases, facts) and typed edges, each with when it was true and when it was learned, in one
 //! SQLite file per project and one per user.
 
+pub mod embed;
 pub mod markdown;
 pub mod ops;
 pub mod recall;

@@ -36,14 +36,60 @@ pub struct Found {
     pub edges: Vec<Edge>,
 }
 
+/// Cosine similarity at or above which a memory is near enough a query to seed a recall.
+pub const SIMILAR: f32 = 0.3;
+
+/// A query as a vector in a model's space (`memory.embeddings`), for semantic seeds.
+#[derive(Debug, Clone, Copy)]
+pub struct Semantic<'a> {
+    pub space: &'a str,
+    pub vector: &'a [f32],
+}
+
 /// The seeds for `query` and the nodes the walk reaches from them, seeds first.
 pub fn walk(
     store: &Store,
     label: &'static str,
     query: &str,
+    semantic: Option<Semantic<'_>>,
     reach: Reach,
 ) -> Result<Found, StoreError> {
-    walk_from(store, label, store.search(query, reach.seeds)?, reach)
+    walk_from(
+        store,
+        label,
+        seeds(store, query, semantic, reach.seeds)?,
+        reach,
+    )
+}
+
+/// Up to `count` memories for `query`: the keyword matches and (given a vector) the most
+/// similar memories, taken in turn so each kind's best comes first, each memory once.
+pub fn seeds(
+    store: &Store,
+    query: &str,
+    semantic: Option<Semantic<'_>>,
+    count: usize,
+) -> Result<Vec<Node>, StoreError> {
+    let words = store.search(query, count)?;
+    let Some(semantic) = semantic else {
+        return Ok(words);
+    };
+    let near = store.nearest(semantic.space, semantic.vector, count, SIMILAR)?;
+    let mut out: Vec<Node> = Vec::with_capacity(count);
+    let mut words = words.into_iter();
+    let mut near = near.into_iter().map(|(node, _)| node);
+    while out.len() < count {
+        let (a, b) = (words.next(), near.next());
+        if a.is_none() && b.is_none() {
+            break;
+        }
+        for node in [a, b].into_iter().flatten() {
+            if out.len() < count && !out.iter().any(|n| n.id == node.id) {
+                out.push(node);
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// The walk from given seeds (a node the user picked, in the web view).
@@ -240,6 +286,7 @@ mod tests {
             &store,
             "project memory",
             "parse durations",
+            None,
             Reach::default(),
         )
         .unwrap();
@@ -254,13 +301,20 @@ mod tests {
             history: true,
             ..Reach::default()
         };
-        let found = walk(&store, "project memory", "parse durations", history).unwrap();
+        let found = walk(&store, "project memory", "parse durations", None, history).unwrap();
         let text = render("q", &[found], crate::knowledge::now());
         assert!(
             text.contains("chrono-english") && text.contains("no longer true"),
             "{text}"
         );
-        let none = walk(&store, "project memory", "kubernetes", Reach::default()).unwrap();
+        let none = walk(
+            &store,
+            "project memory",
+            "kubernetes",
+            None,
+            Reach::default(),
+        )
+        .unwrap();
         assert!(render("kubernetes", &[none], 0).starts_with("Nothing in memory"));
     }
 }

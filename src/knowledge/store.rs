@@ -93,6 +93,7 @@ impl Applied {
 
 pub struct Store {
     conn: Connection,
+    vectors: std::cell::RefCell<Option<vectors::Cache>>,
 }
 
 impl Store {
@@ -122,7 +123,17 @@ impl Store {
             ))
             .map_err(open)?;
         }
-        Ok(Store { conn })
+        if version < 2 {
+            conn.execute_batch(&format!(
+                "BEGIN; {} PRAGMA user_version = 2; COMMIT;",
+                vectors::SCHEMA
+            ))
+            .map_err(open)?;
+        }
+        Ok(Store {
+            conn,
+            vectors: std::cell::RefCell::new(None),
+        })
     }
 
     /// Opens the store only when its file exists: reading memory never makes one.
@@ -528,6 +539,8 @@ fn query_words(query: &str) -> Vec<String> {
     }
     words
 }
+
+mod vectors;
 
 #[cfg(test)]
 mod tests;

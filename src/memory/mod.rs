@@ -4,9 +4,11 @@
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::knowledge::embed::{self, EmbedError, Embedder};
 use crate::knowledge::recall::{self, Reach};
 use crate::knowledge::{
     EXPORT_SCHEMA, Export, Node, NodeKind, Operation, Origin, Provenance, Store, StoreError, age,
@@ -23,6 +25,10 @@ pub enum MemoryError {
     NoSuchId(String),
     #[error("ouro has no home folder for its memory: set OURO_HOME or HOME")]
     NoHome,
+    #[error(transparent)]
+    Embed(#[from] EmbedError),
+    #[error("{0}")]
+    Settings(String),
 }
 
 /// `ouro memory list`: the newest memories first.
@@ -35,19 +41,44 @@ pub fn list(root: &Path, user: bool, limit: usize, json: bool) -> Result<(), Mem
     Ok(())
 }
 
-/// `ouro memory search`: memories matching the words of `query`, best first.
-pub fn search(
+/// `ouro memory search`: memories matching the words of `query` (and, with
+/// `memory.embeddings`, its meaning), best first.
+pub async fn search(
     root: &Path,
     user: bool,
     query: &str,
     limit: usize,
     json: bool,
 ) -> Result<(), MemoryError> {
+    let vector = embed::query_vector(embedder(root)?.as_deref(), query).await;
     let nodes = match open_existing(root, user)? {
-        Some(store) => store.search(query, limit)?,
+        Some(store) => recall::seeds(&store, query, vector.semantic(), limit)?,
         None => Vec::new(),
     };
     print_nodes(&nodes, json, user);
+    eprint!("{}", vector.unavailable);
+    Ok(())
+}
+
+/// `ouro memory embed`: gives every memory without a vector in the configured model one.
+pub async fn embed(root: &Path, user: bool) -> Result<(), MemoryError> {
+    let embedder = embedder(root)?.ok_or_else(|| {
+        MemoryError::Settings(
+            "no embedding model is configured: set memory.embeddings in settings (see docs/memory.md)"
+                .into(),
+        )
+    })?;
+    let Some(mut store) = open_existing(root, user)? else {
+        println!("No memories to embed.");
+        return Ok(());
+    };
+    let made = embed::backfill(&mut store, &embedder, None).await?;
+    println!(
+        "Embedded {made} memor{}; {} have vectors in {}.",
+        if made == 1 { "y" } else { "ies" },
+        store.vector_count(embedder.space())?,
+        embedder.space()
+    );
     Ok(())
 }
 
@@ -101,7 +132,7 @@ pub struct NewMemory<'a> {
 }
 
 /// `ouro memory add`: one memory, added or updated.
-pub fn add(root: &Path, user: bool, new: &NewMemory<'_>) -> Result<(), MemoryError> {
+pub async fn add(root: &Path, user: bool, new: &NewMemory<'_>) -> Result<(), MemoryError> {
     let kind = NodeKind::parse(new.kind).ok_or_else(|| {
         MemoryError::Input(format!(
             "--type {}: use one of {}",
@@ -113,15 +144,15 @@ pub fn add(root: &Path, user: bool, new: &NewMemory<'_>) -> Result<(), MemoryErr
     let op = serde_json::json!([{"op": "add_node", "type": kind, "id": new.id,
         "properties": {"name": new.name, "description": new.description, "code_snippet": code_snippet}}]);
     let operations = ops::parse(&op).map_err(|e| MemoryError::Input(e.to_string()))?;
-    apply(root, user, &operations)
+    apply(root, user, &operations).await
 }
 
 /// `ouro memory apply`: a JSON array of operations from `file` (`-`: stdin), as one
 /// transaction.
-pub fn apply_file(root: &Path, user: bool, file: &Path) -> Result<(), MemoryError> {
+pub async fn apply_file(root: &Path, user: bool, file: &Path) -> Result<(), MemoryError> {
     let value = read_json(file)?;
     let operations = ops::parse(&value).map_err(|e| MemoryError::Input(e.to_string()))?;
-    apply(root, user, &operations)
+    apply(root, user, &operations).await
 }
 
 /// `ouro memory export`: the whole graph as JSON (`ouro-memory/1`) or a MEMORY.md page.
@@ -155,10 +186,10 @@ pub fn export(root: &Path, user: bool, markdown: bool) -> Result<(), MemoryError
 }
 
 /// `ouro memory import`: an export (times and provenance kept) or an array of operations.
-pub fn import(root: &Path, user: bool, file: &Path) -> Result<(), MemoryError> {
+pub async fn import(root: &Path, user: bool, file: &Path) -> Result<(), MemoryError> {
     let value = read_json(file)?;
     if value.get("schema").is_none() {
-        return apply_file(root, user, file);
+        return apply_file(root, user, file).await;
     }
     let export: Export = serde_json::from_value(value).map_err(|e| {
         MemoryError::Input(format!(
@@ -172,20 +203,45 @@ pub fn import(root: &Path, user: bool, file: &Path) -> Result<(), MemoryError> {
         "Imported {} memories and {} relations.",
         done.nodes, done.edges
     );
-    Ok(())
+    embed_new(root, &mut store).await
 }
 
 /// `ouro memory recall`: what the Recall tool would tell the model (the project's memory
 /// and the user's).
-pub fn recall(root: &Path, query: &str, history: bool) -> Result<(), MemoryError> {
+pub async fn recall(root: &Path, query: &str, history: bool) -> Result<(), MemoryError> {
     let reach = Reach {
         history,
         ..Reach::default()
     };
+    let vector = embed::query_vector(embedder(root)?.as_deref(), query).await;
     let found = recall::gather(&crate::knowledge::stores(root, true), |store, label| {
-        recall::walk(store, label, query, reach)
+        recall::walk(store, label, query, vector.semantic(), reach)
     })?;
-    print!("{}", recall::render(query, &found, now()));
+    print!(
+        "{}{}",
+        recall::render(query, &found, now()),
+        vector.unavailable
+    );
+    Ok(())
+}
+
+/// The model of `memory.embeddings` in this project's settings (its own only once trusted).
+fn embedder(root: &Path) -> Result<Option<Arc<Embedder>>, MemoryError> {
+    crate::app::memory::configured_embedder(root, false)
+        .map_err(|e| MemoryError::Settings(e.to_string()))
+}
+
+/// After a write: vectors for what has none (with `memory.embeddings`). A model that fails
+/// leaves the memories kept and says how to finish.
+async fn embed_new(root: &Path, store: &mut Store) -> Result<(), MemoryError> {
+    let Some(embedder) = embedder(root)? else {
+        return Ok(());
+    };
+    if let Err(e) = embed::backfill(store, &embedder, None).await {
+        eprintln!(
+            "The memories are kept, but without vectors for semantic search: {e}. `ouro memory embed` makes them later."
+        );
+    }
     Ok(())
 }
 
@@ -208,7 +264,7 @@ fn open_existing(root: &Path, user: bool) -> Result<Option<Store>, MemoryError> 
     Ok(Store::open_existing(&store_path(root, user)?)?)
 }
 
-fn apply(root: &Path, user: bool, operations: &[Operation]) -> Result<(), MemoryError> {
+async fn apply(root: &Path, user: bool, operations: &[Operation]) -> Result<(), MemoryError> {
     let mut store = Store::open(&store_path(root, user)?)?;
     let done = store.apply(operations, Origin::User, &Provenance::default())?;
     println!(
@@ -219,7 +275,7 @@ fn apply(root: &Path, user: bool, operations: &[Operation]) -> Result<(), Memory
         done.edges,
         done.invalidated
     );
-    Ok(())
+    embed_new(root, &mut store).await
 }
 
 fn read_input(path: &Path) -> Result<String, MemoryError> {

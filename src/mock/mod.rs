@@ -88,6 +88,7 @@
 //! # }
 //! ```
 
+mod embeddings;
 mod ledger;
 mod prompt_cache;
 mod scenario;

@@ -82,6 +82,9 @@ async fn handle(
     if method == Method::GET && uri.path() == "/_mock/requests" {
         return axum::Json(shared.ledger().requests()).into_response();
     }
+    if method == Method::POST && uri.path() == "/v1/embeddings" {
+        return super::embeddings::answer(&headers, &body);
+    }
     // Token counting, as the mock bills: the bytes of the messages' text / 4. No turn is used.
     if method == Method::POST && uri.path() == "/v1/messages/count_tokens" {
         shared

@@ -59,7 +59,7 @@ impl Repl {
             }
             _ => (done.proposal.operations.clone(), "auto"),
         };
-        let (stored, error) = keep(&memory, &done, &chosen);
+        let (stored, error) = keep(&memory, &done, &chosen).await;
         self.engine.reflected(&done, mode, stored, error);
         while let Ok(event) = self.ui.events.try_recv() {
             self.ui.render.event(&event);
@@ -142,14 +142,16 @@ impl Repl {
 
     /// `/memory graph [QUERY]`: the neighbourhood of what matches QUERY, or the newest
     /// memories and their relations.
-    pub(super) fn memory_graph(&mut self, query: &str) {
+    pub(super) async fn memory_graph(&mut self, query: &str) {
         let root = crate::app::project_root(&self.cwd);
         let stores = crate::knowledge::stores(&root, self.project_trusted());
+        let embedder = self.embedder.as_deref().filter(|_| !query.is_empty());
+        let vector = crate::knowledge::embed::query_vector(embedder, query).await;
         let found = recall::gather(&stores, |store, label| {
             if query.is_empty() {
                 recall::newest(store, label, GRAPH_NODES)
             } else {
-                recall::walk(store, label, query, Reach::default())
+                recall::walk(store, label, query, vector.semantic(), Reach::default())
             }
         });
         let found = match found {
@@ -161,7 +163,7 @@ impl Repl {
         } else {
             query
         };
-        let text = recall::render(shown, &found, crate::knowledge::now());
+        let text = recall::render(shown, &found, crate::knowledge::now()) + &vector.unavailable;
         self.ui.render.print(text.trim_end());
     }
 }

@@ -114,6 +114,7 @@ pub async fn run(
         shell_context: Vec::new(),
         mcp: session.mcp,
         memory: session.memory,
+        embedder: session.embedder,
         reflecting: None,
     };
     repl.greet(session.resumed);
@@ -175,6 +176,8 @@ struct Repl {
     mcp: Option<Arc<crate::mcp::McpHub>>,
     /// The reflect step after each turn, when `memory.reflect` is on and the project trusted.
     memory: Option<app::memory::Memory>,
+    /// `/memory graph QUERY` seeds by meaning too with `memory.embeddings`.
+    embedder: Option<std::sync::Arc<crate::knowledge::embed::Embedder>>,
     /// A reflect request still running after its turn.
     reflecting: Option<tokio::task::JoinHandle<crate::engine::reflect::Reflected>>,
 }

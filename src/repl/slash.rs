@@ -338,8 +338,8 @@ impl Repl {
             Slash::Export(file) => self.export(file.as_deref()),
             Slash::Memory(None) => self.memory(),
             Slash::Memory(Some(rest)) => match rest.split_once(char::is_whitespace) {
-                Some(("graph", query)) => self.memory_graph(query.trim()),
-                None if rest == "graph" => self.memory_graph(""),
+                Some(("graph", query)) => self.memory_graph(query.trim()).await,
+                None if rest == "graph" => self.memory_graph("").await,
                 _ => self.fail(
                     "/memory takes no argument, or `graph [QUERY]` to show the knowledge graph.",
                 ),

@@ -52,7 +52,9 @@ pub(super) async fn graph(Query(q): Query<MemoryQuery>) -> Result<Json<Value>, A
                 let seed = store.node(id).map_err(|e| e.to_string())?;
                 recall::walk_from(&store, label, seed.into_iter().collect(), reach)
             }
-            (None, Some(words)) if !words.is_empty() => recall::walk(&store, label, words, reach),
+            (None, Some(words)) if !words.is_empty() => {
+                recall::walk(&store, label, words, None, reach)
+            }
             _ => recall::newest(&store, label, NEWEST),
         };
         found.map(Some).map_err(|e| e.to_string())

@@ -2,13 +2,14 @@
 //! trusted, and the user's).
 
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::{Progress, Tool, ToolContext, ToolError, ToolOutput};
-use crate::knowledge::recall::{self, Reach};
+use crate::knowledge::embed::{self, Embedder};
+use crate::knowledge::recall::{self, Reach, Semantic};
 use crate::knowledge::{Store, StoreError};
 use crate::permissions::Access;
 
@@ -24,12 +25,15 @@ struct Source {
 
 pub struct RecallTool {
     sources: Vec<Source>,
+    /// Semantic seeds beside the keywords (`memory.embeddings`).
+    embedder: Option<Arc<Embedder>>,
 }
 
 impl RecallTool {
     /// Recall over these stores, as (label, path); the files need not exist yet.
-    pub fn new(stores: Vec<(&'static str, PathBuf)>) -> Self {
+    pub fn new(stores: Vec<(&'static str, PathBuf)>, embedder: Option<Arc<Embedder>>) -> Self {
         RecallTool {
+            embedder,
             sources: stores
                 .into_iter()
                 .map(|(label, path)| Source {
@@ -41,7 +45,12 @@ impl RecallTool {
         }
     }
 
-    fn recall(&self, query: &str, reach: Reach) -> Result<String, StoreError> {
+    fn recall(
+        &self,
+        query: &str,
+        semantic: Option<Semantic<'_>>,
+        reach: Reach,
+    ) -> Result<String, StoreError> {
         let mut found = Vec::new();
         for source in &self.sources {
             let mut slot = crate::sys::sync::lock(&source.store);
@@ -49,7 +58,7 @@ impl RecallTool {
                 *slot = Store::open_existing(&source.path)?;
             }
             if let Some(store) = slot.as_ref() {
-                found.push(recall::walk(store, source.label, query, reach)?);
+                found.push(recall::walk(store, source.label, query, semantic, reach)?);
             }
         }
         Ok(recall::render(query, &found, crate::knowledge::now()))
@@ -108,8 +117,9 @@ impl Tool for RecallTool {
             history: input.history,
             ..Reach::default()
         };
-        match self.recall(&input.query, reach) {
-            Ok(text) => Ok(ToolOutput::ok(text)),
+        let vector = embed::query_vector(self.embedder.as_deref(), &input.query).await;
+        match self.recall(&input.query, vector.semantic(), reach) {
+            Ok(text) => Ok(ToolOutput::ok(text + &vector.unavailable)),
             Err(e) => Ok(ToolOutput::error(format!("memory could not be read: {e}"))),
         }
     }
