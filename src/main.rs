@@ -499,8 +499,9 @@ fn agent_command(
 /// The daemon's commands, from their flags.
 fn daemon_command(command: &Command) -> Option<ouro::daemon::command::Command> {
     use ouro::brain::Verb;
-    use ouro::cli::daemon::{CloneAction, DaemonAction, DispatchArgs, DispatchFormat};
+    use ouro::cli::daemon::{CloneAction, DaemonAction, DispatchArgs, DispatchFormat, ZoneAction};
     use ouro::daemon::command::Command as D;
+    use ouro::daemon::command::ZoneCommand as Z;
     let dispatch = |args: &DispatchArgs, verb| D::Dispatch {
         name: args.name.clone(),
         verb,
@@ -513,7 +514,24 @@ fn daemon_command(command: &Command) -> Option<ouro::daemon::command::Command> {
             DaemonAction::Stop => D::Stop,
             DaemonAction::Status => D::Status,
             DaemonAction::Run => D::Run,
+            DaemonAction::Bridge => D::Bridge,
+            DaemonAction::Probe => D::Probe,
         },
+        Command::Zone { action } => D::Zone(match action.clone() {
+            ZoneAction::Add {
+                name,
+                target,
+                no_check,
+            } => Z::Add {
+                name,
+                target,
+                no_check,
+            },
+            ZoneAction::List => Z::List,
+            ZoneAction::Check { name } => Z::Check { name },
+            ZoneAction::Install { name } => Z::Install { name },
+            ZoneAction::Rm { name } => Z::Rm { name },
+        }),
         Command::Clone { action } => match action {
             CloneAction::New {
                 name,

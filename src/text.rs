@@ -185,6 +185,11 @@ pub fn error_chain<'a>(
     out
 }
 
+/// `text` as one word of a POSIX shell command line (single-quoted).
+pub fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "'\\''"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

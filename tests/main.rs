@@ -94,3 +94,4 @@ mod sdk_typescript;
 mod serve;
 #[cfg(all(feature = "mock", feature = "serve"))]
 mod web_ui;
+mod zones;

@@ -334,6 +334,11 @@ pub enum Command {
         #[command(subcommand)]
         action: crate::cli::mcp::McpAction,
     },
+    /// Zones: other hosts reached with your own ssh, where clones can run.
+    Zone {
+        #[command(subcommand)]
+        action: crate::cli::daemon::ZoneAction,
+    },
     /// The daemon that owns the clones' brains (clients start it on demand).
     Daemon {
         #[command(subcommand)]

@@ -17,6 +17,32 @@ pub enum DaemonAction {
     /// Run the daemon in this terminal (what `start` runs in the background).
     #[command(hide = true)]
     Run,
+    /// Carry the daemon's frames between stdio and its socket (what a zone's ssh runs).
+    #[command(hide = true)]
+    Bridge,
+    /// Print this ouro's daemon protocol, version and platform as JSON (what `zone check` asks).
+    #[command(hide = true)]
+    Probe,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum ZoneAction {
+    /// Add a zone: a host reached with your own ssh (checked unless --no-check).
+    Add {
+        name: String,
+        /// `ssh://[user@]host[:port]`, or a Host alias from ~/.ssh/config.
+        target: String,
+        #[arg(long)]
+        no_check: bool,
+    },
+    /// The zones: name, ssh target, where ouro is there.
+    List,
+    /// Exit 0 only when the host answers and a compatible ouro is there.
+    Check { name: String },
+    /// Copy this ouro to the host (platforms must match), to ~/.ouro/bin/ouro there.
+    Install { name: String },
+    /// Forget a zone (nothing on the host is touched).
+    Rm { name: String },
 }
 
 #[derive(Debug, Clone, Subcommand)]

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use super::client::{self, DetachKeys};
 use super::frame::Header;
-use super::{DaemonError, Paths};
+use super::{DaemonError, Paths, zone};
 use crate::brain::Verb;
 
 pub enum Command {
@@ -40,6 +40,29 @@ pub enum Command {
         detach_keys: Option<String>,
     },
     Agent(client::agent::AgentCommand),
+    /// Stdio to the daemon's socket (a zone's ssh runs it on the far side).
+    Bridge,
+    Probe,
+    Zone(ZoneCommand),
+}
+
+/// `ouro zone …`.
+pub enum ZoneCommand {
+    Add {
+        name: String,
+        target: String,
+        no_check: bool,
+    },
+    List,
+    Check {
+        name: String,
+    },
+    Install {
+        name: String,
+    },
+    Rm {
+        name: String,
+    },
 }
 
 /// Runs `command` from `cwd`; the exit code.
@@ -62,6 +85,31 @@ pub async fn run(command: Command, cwd: &Path) -> Result<i32, DaemonError> {
             super::run(paths).await?;
             0
         }
+        Command::Bridge => {
+            zone::bridge::run(&paths).await?;
+            0
+        }
+        Command::Probe => {
+            println!(
+                "{}",
+                serde_json::to_string(&zone::Probe::here()).unwrap_or_default()
+            );
+            0
+        }
+        Command::Zone(command) => print(match command {
+            ZoneCommand::Add {
+                name,
+                target,
+                no_check,
+            } => zone::add(&paths, &name, &target, no_check).await?,
+            ZoneCommand::List => {
+                print!("{}", zone::list(&paths)?);
+                return Ok(0);
+            }
+            ZoneCommand::Check { name } => zone::check(&paths, &name).await?,
+            ZoneCommand::Install { name } => zone::install(&paths, &name).await?,
+            ZoneCommand::Rm { name } => zone::remove(&paths, &name)?,
+        }),
         Command::CloneNew {
             name,
             brain,

@@ -21,6 +21,7 @@ mod server;
 mod store;
 mod talk;
 mod webhook;
+pub mod zone;
 
 use std::path::PathBuf;
 

@@ -156,9 +156,7 @@ fn entrypoint(options: &RunOptions, i: u32, n: u32) -> String {
     )
 }
 
-fn quote(text: &str) -> String {
-    format!("'{}'", text.replace('\'', "'\\''"))
-}
+use crate::text::shell_quote as quote;
 
 /// Waits until every job has ended; their last statuses, in order.
 async fn follow(ray: &RayJobs, jobs: &[(u32, String)]) -> Result<Vec<JobStatus>, EvalError> {

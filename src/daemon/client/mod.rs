@@ -118,7 +118,10 @@ fn is_absent(e: &std::io::Error) -> bool {
 
 /// Whether the process behind `socket` is this user's: a socket another user planted (in a
 /// runtime folder anyone may write) is sent nothing, not even the handshake.
-fn ours(stream: &UnixStream, socket: &std::path::Path) -> Result<(), DaemonError> {
+pub(in crate::daemon) fn ours(
+    stream: &UnixStream,
+    socket: &std::path::Path,
+) -> Result<(), DaemonError> {
     // SAFETY: geteuid has no preconditions.
     let me = unsafe { libc::geteuid() };
     match stream.peer_cred().map(|c| c.uid()) {

@@ -1,0 +1,383 @@
+//! The user's own `ssh`, as zones use it: a target parsed so no part of it can pass for an
+//! option, and every command through one master connection per zone (ControlMaster), so a
+//! check, an install and every relayed stream share one TCP connection and one login.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::AsyncWriteExt;
+
+use super::super::{DaemonError, Paths};
+use super::{Probe, Zone, control_dir};
+
+/// `OURO_SSH_COMMAND` replaces `ssh` (words split on spaces), as `GIT_SSH_COMMAND` does for
+/// git: another config file (`ssh -F FILE`), a wrapper.
+pub(super) const SSH_COMMAND_ENV: &str = "OURO_SSH_COMMAND";
+/// How long a check's ssh may take, login included.
+const CHECK_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long an idle master connection stays up after its last stream.
+const PERSIST: &str = "ControlPersist=600";
+
+/// Where a zone is: `ssh://[user@]host[:port]`, or a `Host` alias of the user's ssh config.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    Url {
+        user: Option<String>,
+        host: String,
+        port: Option<u16>,
+    },
+    Alias(String),
+}
+
+impl Target {
+    pub fn parse(text: &str) -> Result<Target, String> {
+        let bad = |why: &str| {
+            format!(
+                "{text:?} is not a zone target ({why}): give ssh://[user@]host[:port] or a Host alias from ~/.ssh/config"
+            )
+        };
+        let Some(rest) = text.strip_prefix("ssh://") else {
+            if !word(text) {
+                return Err(bad(
+                    "an alias is letters, digits, '.', '_' and '-', not starting with '-'",
+                ));
+            }
+            return Ok(Target::Alias(text.to_string()));
+        };
+        let rest = rest.strip_suffix('/').unwrap_or(rest);
+        let (user, hostport) = match rest.rsplit_once('@') {
+            Some((user, hostport)) => (Some(user), hostport),
+            None => (None, rest),
+        };
+        if user.is_some_and(|u| !word(u)) {
+            return Err(bad("the user name"));
+        }
+        let (host, port) = if let Some(bracketed) = hostport.strip_prefix('[') {
+            let (host, after) = bracketed
+                .split_once(']')
+                .ok_or_else(|| bad("an unclosed '['"))?;
+            (host, after.strip_prefix(':'))
+        } else {
+            match hostport.rsplit_once(':') {
+                Some((host, port)) => (host, Some(port)),
+                None => (hostport, None),
+            }
+        };
+        let port = port
+            .map(|p| {
+                p.parse::<u16>()
+                    .ok()
+                    .filter(|p| *p > 0)
+                    .ok_or_else(|| bad("the port"))
+            })
+            .transpose()?;
+        let host_ok = !host.is_empty()
+            && !host.starts_with('-')
+            && host
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || ".-_:%".contains(c));
+        if !host_ok {
+            return Err(bad("the host"));
+        }
+        Ok(Target::Url {
+            user: user.map(str::to_string),
+            host: host.to_string(),
+            port,
+        })
+    }
+
+    /// The ssh arguments naming the destination.
+    fn args(&self) -> Vec<String> {
+        match self {
+            Target::Alias(alias) => vec![alias.clone()],
+            Target::Url { user, host, port } => {
+                let mut args = Vec::new();
+                if let Some(port) = port {
+                    args.extend(["-p".to_string(), port.to_string()]);
+                }
+                if let Some(user) = user {
+                    args.extend(["-l".to_string(), user.clone()]);
+                }
+                args.push(host.clone());
+                args
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Target::Alias(alias) => f.write_str(alias),
+            Target::Url { user, host, port } => {
+                f.write_str("ssh://")?;
+                if let Some(user) = user {
+                    write!(f, "{user}@")?;
+                }
+                if host.contains(':') {
+                    write!(f, "[{host}]")?;
+                } else {
+                    f.write_str(host)?;
+                }
+                if let Some(port) = port {
+                    write!(f, ":{port}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// A user name or alias: no shell or option meaning.
+fn word(text: &str) -> bool {
+    !text.is_empty()
+        && !text.starts_with('-')
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+}
+
+/// `ssh` for `zone`, running `remote` (one shell command line) on the host through the zone's
+/// master connection (made by the first command that needs it).
+pub(crate) fn command(
+    paths: &Paths,
+    zone: &Zone,
+    remote: &str,
+) -> Result<tokio::process::Command, DaemonError> {
+    let target = Target::parse(&zone.target).map_err(DaemonError::Client)?;
+    let dir = control_dir(paths);
+    make_private_dir(&dir)?;
+    let ssh = std::env::var(SSH_COMMAND_ENV).unwrap_or_default();
+    let mut words = ssh.split_whitespace();
+    let mut cmd = tokio::process::Command::new(words.next().unwrap_or("ssh"));
+    cmd.args(words)
+        .args(["-T", "-o", "BatchMode=yes", "-o", "ConnectTimeout=15"])
+        .args(["-o", "ControlMaster=auto", "-o", PERSIST])
+        .arg("-o")
+        .arg(format!(
+            "ControlPath={}",
+            control_path(&dir, &zone.name).display()
+        ))
+        .args(target.args())
+        .arg("--")
+        .arg(remote)
+        .kill_on_drop(true);
+    Ok(cmd)
+}
+
+fn control_path(dir: &Path, zone: &str) -> std::path::PathBuf {
+    dir.join(format!("{zone}.ssh"))
+}
+
+fn make_private_dir(dir: &Path) -> Result<(), DaemonError> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|source| DaemonError::Io {
+            action: "create",
+            path: dir.to_path_buf(),
+            source,
+        })
+}
+
+pub(crate) enum ProbeError {
+    /// ssh itself failed (exit 255): the host, the network, the login. ssh's reason.
+    Unreachable(String),
+    /// The host answered but runs no ouro that can say what it is.
+    NoOuro(String),
+}
+
+/// Runs `remote` on the zone's host: (exit code, stdout, stderr's last line). `None` as the
+/// code: killed by a signal or timed out.
+async fn run(
+    paths: &Paths,
+    zone: &Zone,
+    remote: &str,
+    input: Option<&[u8]>,
+) -> Result<(Option<i32>, String, String), DaemonError> {
+    let mut cmd = command(paths, zone, remote)?;
+    cmd.stdin(if input.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    })
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    let mut child = cmd.spawn().map_err(|e| {
+        DaemonError::Client(format!(
+            "could not run ssh ({e}); zones use your own OpenSSH client: install it (`ssh` on PATH) or set {SSH_COMMAND_ENV}"
+        ))
+    })?;
+    if let (Some(bytes), Some(mut stdin)) = (input, child.stdin.take()) {
+        let bytes = bytes.to_vec();
+        tokio::spawn(async move {
+            let _ = stdin.write_all(&bytes).await;
+        });
+    }
+    let output = match tokio::time::timeout(CHECK_TIMEOUT, child.wait_with_output()).await {
+        Ok(Ok(output)) => output,
+        Ok(Err(e)) => return Err(DaemonError::Client(format!("ssh failed: {e}"))),
+        Err(_) => {
+            return Ok((
+                None,
+                String::new(),
+                format!("no answer within {} s", CHECK_TIMEOUT.as_secs()),
+            ));
+        }
+    };
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let reason = stderr
+        .lines()
+        .map(str::trim)
+        .rfind(|l| !l.is_empty())
+        .unwrap_or("")
+        .to_string();
+    Ok((
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        reason,
+    ))
+}
+
+/// What the zone's ouro says it is.
+pub(crate) async fn probe(paths: &Paths, zone: &Zone) -> Result<Probe, ProbeError> {
+    let remote = format!("{} daemon probe", zone.remote_ouro());
+    let (code, stdout, reason) = run(paths, zone, &remote, None)
+        .await
+        .map_err(|e| ProbeError::Unreachable(e.to_string()))?;
+    match code {
+        Some(0) => stdout
+            .lines()
+            .rev()
+            .find_map(|l| serde_json::from_str::<Probe>(l).ok())
+            .ok_or_else(|| {
+                ProbeError::NoOuro("it printed no probe: an ouro too old to be a zone".into())
+            }),
+        Some(255) | None => Err(ProbeError::Unreachable(or_unknown(reason))),
+        Some(127) => Err(ProbeError::NoOuro(or_unknown(reason))),
+        Some(code) => Err(ProbeError::NoOuro(format!(
+            "it exited with {code}: {}; an ouro too old to be a zone",
+            or_unknown(reason)
+        ))),
+    }
+}
+
+fn or_unknown(reason: String) -> String {
+    if reason.is_empty() {
+        "ssh gave no reason".into()
+    } else {
+        reason
+    }
+}
+
+/// The host's (os, arch) as Rust names them (`linux`, `x86_64`).
+pub(crate) async fn platform(paths: &Paths, zone: &Zone) -> Result<(String, String), DaemonError> {
+    let (code, stdout, reason) = run(paths, zone, "uname -sm", None).await?;
+    if code != Some(0) {
+        return Err(DaemonError::Client(format!(
+            "the zone {} cannot be reached: {}",
+            zone.name,
+            or_unknown(reason)
+        )));
+    }
+    let mut words = stdout.split_whitespace();
+    let os = match words.next().unwrap_or_default() {
+        "Darwin" => "macos".to_string(),
+        other => other.to_lowercase(),
+    };
+    let arch = match words.next().unwrap_or_default() {
+        "arm64" => "aarch64".to_string(),
+        other => other.to_string(),
+    };
+    Ok((os, arch))
+}
+
+/// Copies `exe` to `$OURO_HOME/bin/ouro` on the host (`~/.ouro/bin/ouro` without it), through
+/// ssh's stdin and a rename, so a running ouro there is never half-overwritten; the path.
+pub(crate) async fn copy_binary(
+    paths: &Paths,
+    zone: &Zone,
+    exe: &Path,
+) -> Result<String, DaemonError> {
+    let bytes = std::fs::read(exe).map_err(|source| DaemonError::Io {
+        action: "read",
+        path: exe.to_path_buf(),
+        source,
+    })?;
+    let script = r#"d="${OURO_HOME:-$HOME/.ouro}/bin" && mkdir -p "$d" && cat > "$d/ouro.new" && chmod 755 "$d/ouro.new" && mv -f "$d/ouro.new" "$d/ouro" && echo "$d/ouro""#;
+    let (code, stdout, reason) = run(paths, zone, script, Some(&bytes)).await?;
+    let path = stdout.lines().last().unwrap_or("").trim().to_string();
+    if code != Some(0) || !path.starts_with('/') {
+        return Err(DaemonError::Client(format!(
+            "could not copy ouro to the zone {}: {}",
+            zone.name,
+            or_unknown(reason)
+        )));
+    }
+    Ok(path)
+}
+
+/// Ends the zone's master connection, if one is up (best effort).
+pub(crate) fn close_master(paths: &Paths, name: &str) {
+    let path = control_path(&control_dir(paths), name);
+    if !path.exists() {
+        return;
+    }
+    let ssh = std::env::var(SSH_COMMAND_ENV).unwrap_or_default();
+    let mut words = ssh.split_whitespace();
+    let _ = std::process::Command::new(words.next().unwrap_or("ssh"))
+        .args(words)
+        .arg("-o")
+        .arg(format!("ControlPath={}", path.display()))
+        .args(["-O", "exit", "zone"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets_parse_and_nothing_in_them_passes_for_an_option() {
+        assert_eq!(
+            Target::parse("ssh://me@build.example.com:2222").unwrap(),
+            Target::Url {
+                user: Some("me".into()),
+                host: "build.example.com".into(),
+                port: Some(2222)
+            }
+        );
+        assert_eq!(
+            Target::parse("ssh://[::1]:22").unwrap().to_string(),
+            "ssh://[::1]:22"
+        );
+        assert_eq!(
+            Target::parse("devbox").unwrap(),
+            Target::Alias("devbox".into())
+        );
+        assert_eq!(
+            Target::parse("ssh://host").unwrap().args(),
+            vec!["host".to_string()]
+        );
+        for bad in [
+            "-oProxyCommand=sh",
+            "ssh://-oProxyCommand=x",
+            "ssh://-l@host",
+            "ssh://me@host:0",
+            "ssh://me@host:99999",
+            "ssh://host;rm",
+            "ssh://",
+            "dev box",
+            "",
+            "ssh://[::1",
+        ] {
+            assert!(Target::parse(bad).is_err(), "{bad} parsed");
+        }
+    }
+}

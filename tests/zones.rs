@@ -1,0 +1,301 @@
+//! Zones against a real OpenSSH server: Debian's `sshd`, started here on a loopback port with
+//! throwaway host and user keys, reached through the user's own `ssh` (pointed at a config file
+//! by `OURO_SSH_COMMAND`). The far side's ouro home is the server's `SetEnv OURO_HOME`.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use ouro::daemon::frame::{self, Frame, Header};
+
+use crate::common::{Run, Sandbox, skip};
+
+const SSHD: &str = "/usr/sbin/sshd";
+
+pub(crate) struct Sshd {
+    pub dir: tempfile::TempDir,
+    pub port: u16,
+    _server: tokio::process::Child,
+}
+
+impl Sshd {
+    /// A server on a free loopback port, or `None` (a counted skip) without OpenSSH.
+    pub(crate) async fn start() -> Option<Sshd> {
+        if !Path::new(SSHD).exists() || which("ssh").is_none() || which("ssh-keygen").is_none() {
+            skip::not_installed("OpenSSH (openssh-server, openssh-client)");
+            return None;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().canonicalize().unwrap();
+        for key in ["host_key", "user_key"] {
+            let status = std::process::Command::new("ssh-keygen")
+                .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+                .arg(d.join(key))
+                .status()
+                .unwrap();
+            assert!(status.success());
+        }
+        std::fs::copy(d.join("user_key.pub"), d.join("authorized_keys")).unwrap();
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            // sshd run by root wants its privilege-separation folder.
+            let _ = std::fs::create_dir_all("/run/sshd");
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let remote = d.join("remote");
+        std::fs::create_dir_all(remote.join("run")).unwrap();
+        std::fs::write(
+            d.join("sshd_config"),
+            format!(
+                "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_key\nPidFile {d}/sshd.pid\n\
+                 AuthorizedKeysFile {d}/authorized_keys\nStrictModes no\nUsePAM no\n\
+                 PasswordAuthentication no\nKbdInteractiveAuthentication no\nPubkeyAuthentication yes\n\
+                 PermitRootLogin prohibit-password\nSetEnv OURO_HOME={r}/home XDG_RUNTIME_DIR={r}/run\n",
+                d = d.display(),
+                r = remote.display()
+            ),
+        )
+        .unwrap();
+        std::fs::write(
+            d.join("ssh_config"),
+            format!(
+                "Host zonehost\n  HostName 127.0.0.1\n  Port {port}\n\
+                 Host *\n  User {user}\n  IdentityFile {d}/user_key\n  IdentitiesOnly yes\n\
+                 UserKnownHostsFile {d}/known_hosts\n  StrictHostKeyChecking accept-new\n  LogLevel ERROR\n",
+                user = whoami(),
+                d = d.display()
+            ),
+        )
+        .unwrap();
+        let server = tokio::process::Command::new(SSHD)
+            .args(["-D", "-e", "-f"])
+            .arg(d.join("sshd_config"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_err()
+        {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "sshd did not listen"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        Some(Sshd {
+            dir,
+            port,
+            _server: server,
+        })
+    }
+
+    fn path(&self) -> PathBuf {
+        self.dir.path().canonicalize().unwrap()
+    }
+
+    /// The ssh command line ouro is told to use.
+    pub(crate) fn ssh_command(&self) -> String {
+        format!("ssh -F {}", self.path().join("ssh_config").display())
+    }
+
+    /// The far side's ouro home.
+    pub(crate) fn remote_home(&self) -> PathBuf {
+        self.path().join("remote/home")
+    }
+
+    pub(crate) fn target(&self) -> String {
+        format!("ssh://127.0.0.1:{}", self.port)
+    }
+
+    pub(crate) async fn ouro(&self, sb: &Sandbox, args: &[&str]) -> Run {
+        let mut cmd = sb.command("http://127.0.0.1:9", args);
+        cmd.env("OURO_SSH_COMMAND", self.ssh_command());
+        Run::from(cmd.output().await.unwrap())
+    }
+}
+
+/// Ends the zones' master connections (`ssh: …/daemon/zones/NAME.ssh [mux]`, kept for
+/// ControlPersist) with the test instead of minutes later.
+fn end_masters(sb: &Sandbox) {
+    let _ = std::process::Command::new("pkill")
+        .arg("-f")
+        .arg(sb.home.path().join("daemon/zones"))
+        .status();
+}
+
+fn which(program: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|p| p.join(program))
+            .find(|p| p.exists())
+    })
+}
+
+fn whoami() -> String {
+    let out = std::process::Command::new("id")
+        .arg("-un")
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_zone_is_added_checked_installed_and_removed_over_real_ssh() {
+    let Some(sshd) = Sshd::start().await else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let target = sshd.target();
+    let added = sshd.ouro(&sb, &["zone", "add", "box", &target]).await;
+    assert!(added.status.success(), "{}", added.debug());
+    assert!(
+        added.stdout.contains("ouro zone install box"),
+        "the host has no ouro yet: {}",
+        added.debug()
+    );
+    let check = sshd.ouro(&sb, &["zone", "check", "box"]).await;
+    assert!(!check.status.success(), "{}", check.debug());
+    assert!(
+        check.stderr.contains("ouro zone install box"),
+        "{}",
+        check.debug()
+    );
+
+    let installed = sshd.ouro(&sb, &["zone", "install", "box"]).await;
+    assert!(installed.status.success(), "{}", installed.debug());
+    let remote_ouro = sshd.remote_home().join("bin/ouro");
+    assert!(remote_ouro.exists(), "{}", installed.debug());
+    assert!(
+        installed.stdout.contains("daemon protocol"),
+        "{}",
+        installed.debug()
+    );
+    let check = sshd.ouro(&sb, &["zone", "check", "box"]).await;
+    assert!(check.status.success(), "{}", check.debug());
+    let listed = sshd.ouro(&sb, &["zone", "list"]).await;
+    assert!(
+        listed.stdout.contains("box") && listed.stdout.contains(&remote_ouro.display().to_string()),
+        "{}",
+        listed.debug()
+    );
+
+    // An alias of the user's ssh config is a target too.
+    let alias = sshd
+        .ouro(&sb, &["zone", "add", "aliased", "zonehost"])
+        .await;
+    assert!(alias.status.success(), "{}", alias.debug());
+
+    // An unreachable host is refused with ssh's reason, unless --no-check.
+    let refused = sshd
+        .ouro(&sb, &["zone", "add", "far", "ssh://127.0.0.1:1"])
+        .await;
+    assert!(!refused.status.success(), "{}", refused.debug());
+    assert!(
+        refused.stderr.contains("cannot be reached") && refused.stderr.contains("refused"),
+        "{}",
+        refused.debug()
+    );
+    let forced = sshd
+        .ouro(
+            &sb,
+            &["zone", "add", "far", "ssh://127.0.0.1:1", "--no-check"],
+        )
+        .await;
+    assert!(forced.status.success(), "{}", forced.debug());
+    let check = sshd.ouro(&sb, &["zone", "check", "far"]).await;
+    assert!(
+        !check.status.success() && check.stderr.contains("cannot be reached"),
+        "{}",
+        check.debug()
+    );
+
+    // A target that would be an ssh option is refused before ssh runs.
+    let option = sshd
+        .ouro(&sb, &["zone", "add", "evil", "-oProxyCommand=touch /tmp/x"])
+        .await;
+    assert!(!option.status.success(), "{}", option.debug());
+
+    let removed = sshd.ouro(&sb, &["zone", "rm", "box"]).await;
+    assert!(removed.status.success(), "{}", removed.debug());
+    let listed = sshd.ouro(&sb, &["zone", "list"]).await;
+    assert!(!listed.stdout.contains("box\t"), "{}", listed.debug());
+    let zones = std::fs::metadata(sb.home.path().join("zones.json")).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(zones.permissions().mode() & 0o777, 0o600);
+    end_masters(&sb);
+}
+
+/// `ouro daemon bridge` on the far side carries the daemon's own frames: a hello and a status
+/// request sent into ssh reach the remote daemon (started on demand), whose home is the far one.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_bridge_carries_the_daemons_frames_over_ssh() {
+    let Some(sshd) = Sshd::start().await else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let added = sshd
+        .ouro(&sb, &["zone", "add", "box", &sshd.target(), "--no-check"])
+        .await;
+    assert!(added.status.success(), "{}", added.debug());
+    let installed = sshd.ouro(&sb, &["zone", "install", "box"]).await;
+    assert!(installed.status.success(), "{}", installed.debug());
+    let remote_ouro = sshd.remote_home().join("bin/ouro");
+
+    let ask = |request: Header| {
+        let sshd = &sshd;
+        let remote_ouro = remote_ouro.clone();
+        async move {
+            let mut words = sshd.ssh_command();
+            words.push_str(" -T zonehost --");
+            let mut words = words.split_whitespace();
+            let mut ssh = tokio::process::Command::new(words.next().unwrap());
+            ssh.args(words)
+                .arg(format!("{} daemon bridge", remote_ouro.display()))
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .kill_on_drop(true);
+            let mut child = ssh.spawn().unwrap();
+            let mut stdin = child.stdin.take().unwrap();
+            let mut stdout = child.stdout.take().unwrap();
+            let hello = Header::Hello {
+                protocol: 1,
+                version: "test".into(),
+            };
+            for header in [hello, request] {
+                frame::write(
+                    &mut stdin,
+                    &Frame {
+                        header,
+                        payload: Vec::new(),
+                    },
+                )
+                .await
+                .unwrap();
+            }
+            let welcome = frame::read(&mut stdout).await.unwrap().unwrap();
+            assert!(
+                matches!(welcome.header, Header::Welcome { .. }),
+                "{welcome:?}"
+            );
+            frame::read(&mut stdout).await.unwrap().unwrap().header
+        }
+    };
+    match ask(Header::Status).await {
+        Header::StatusReport { home, pid, .. } => {
+            assert_eq!(home, sshd.remote_home());
+            assert!(pid > 0);
+        }
+        other => panic!("expected a status report, got {other:?}"),
+    }
+    let stopped = ask(Header::Stop).await;
+    assert!(matches!(stopped, Header::Ok { .. }), "{stopped:?}");
+    end_masters(&sb);
+}
