@@ -299,3 +299,225 @@ async fn the_bridge_carries_the_daemons_frames_over_ssh() {
     assert!(matches!(stopped, Header::Ok { .. }), "{stopped:?}");
     end_masters(&sb);
 }
+
+/// A clone in a zone: made there through the local daemon with the API's address and key
+/// forwarded from this shell, asked through the relay (the mock API answers the far brain),
+/// listed with its zone, and removed there; the forwarded key reaches no file on either side.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_clone_in_a_zone_answers_ask_through_the_relay() {
+    let Some(sshd) = Sshd::start().await else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let added = sshd
+        .ouro(&sb, &["zone", "add", "box", &sshd.target(), "--no-check"])
+        .await;
+    assert!(added.status.success(), "{}", added.debug());
+    let installed = sshd.ouro(&sb, &["zone", "install", "box"]).await;
+    assert!(installed.status.success(), "{}", installed.debug());
+    let mock = crate::common::server(serde_json::json!({"turns": [
+        {"content": [{"type": "text", "text": "an answer from the zone"}]},
+        {"content": [{"type": "text", "text": "the same conversation"}]}
+    ]}))
+    .await;
+    let url = mock.url();
+    let local = |args: &[&str]| {
+        let mut cmd = sb.command(&url, args);
+        cmd.env("OURO_SSH_COMMAND", sshd.ssh_command());
+        cmd
+    };
+    let root = sb.root().display().to_string();
+    let made = Run::from(
+        local(&[
+            "clone",
+            "new",
+            "web",
+            "--zone",
+            "box",
+            "--dir",
+            &root,
+            "--forward-env",
+            "ANTHROPIC_BASE_URL,ANTHROPIC_API_KEY",
+        ])
+        .output()
+        .await
+        .unwrap(),
+    );
+    assert!(
+        made.status.success() && made.stdout.contains("zone box"),
+        "{}",
+        made.debug()
+    );
+    assert!(
+        sshd.remote_home()
+            .join("daemon/clones/web/clone.json")
+            .exists()
+    );
+
+    let asked = Run::from(
+        local(&["ask", "web", "hello over there"])
+            .output()
+            .await
+            .unwrap(),
+    );
+    assert!(asked.status.success(), "{}", asked.debug());
+    assert!(
+        asked.stdout.contains("an answer from the zone"),
+        "{}",
+        asked.debug()
+    );
+    let again = Run::from(local(&["ask", "web", "and again"]).output().await.unwrap());
+    assert!(
+        again.stdout.contains("the same conversation"),
+        "{}",
+        again.debug()
+    );
+    let requests = crate::common::bodies(&mock);
+    assert_eq!(requests.len(), 2);
+    assert!(
+        requests[1].to_string().contains("hello over there"),
+        "the second turn continues the first's conversation"
+    );
+
+    let listed = Run::from(local(&["clone", "list"]).output().await.unwrap());
+    assert!(
+        listed.stdout.contains("ZONE")
+            && listed
+                .stdout
+                .lines()
+                .any(|l| l.starts_with("web") && l.contains("box")),
+        "{}",
+        listed.debug()
+    );
+    for home in [sb.home.path(), sshd.remote_home().as_path()] {
+        assert!(
+            !contains_anywhere(home, crate::common::API_KEY.as_bytes()),
+            "the forwarded key reached a file under {}",
+            home.display()
+        );
+    }
+
+    let removed = Run::from(local(&["clone", "rm", "web"]).output().await.unwrap());
+    assert!(removed.status.success(), "{}", removed.debug());
+    assert!(!sshd.remote_home().join("daemon/clones/web").exists());
+    let listed = Run::from(local(&["clone", "list"]).output().await.unwrap());
+    assert!(!listed.stdout.contains("web"), "{}", listed.debug());
+
+    let _ = local(&["daemon", "stop"]).output().await;
+    let mut far = sb.command(&url, &["daemon", "stop"]);
+    far.env("OURO_HOME", sshd.remote_home()).env(
+        "XDG_RUNTIME_DIR",
+        sshd.remote_home().parent().unwrap().join("run"),
+    );
+    let _ = far.output().await;
+    end_masters(&sb);
+}
+
+fn contains_anywhere(dir: &Path, needle: &[u8]) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    entries.flatten().any(|entry| {
+        let path = entry.path();
+        if path.is_dir() && !path.is_symlink() {
+            contains_anywhere(&path, needle)
+        } else {
+            std::fs::read(&path).is_ok_and(|bytes| bytes.windows(needle.len()).any(|w| w == needle))
+        }
+    })
+}
+
+/// Killing the zone's ssh in the middle of a turn loses nothing: the asking client is told the
+/// link dropped, the far brain finishes the turn, and the next `ask` (over a new connection)
+/// continues the same conversation.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_dropped_link_mid_turn_loses_nothing() {
+    let Some(sshd) = Sshd::start().await else {
+        return;
+    };
+    let sb = Sandbox::new();
+    for args in [
+        vec!["zone", "add", "box", &sshd.target(), "--no-check"],
+        vec!["zone", "install", "box"],
+    ] {
+        let run = sshd.ouro(&sb, &args).await;
+        assert!(run.status.success(), "{}", run.debug());
+    }
+    let mock = crate::common::server(serde_json::json!({"turns": [
+        {"content": [{"type": "text", "text": "finished far away"}], "hold_after_events": 2},
+        {"content": [{"type": "text", "text": "picked up again"}]}
+    ]}))
+    .await;
+    let url = mock.url();
+    let local = |args: &[&str]| {
+        let mut cmd = sb.command(&url, args);
+        cmd.env("OURO_SSH_COMMAND", sshd.ssh_command());
+        cmd
+    };
+    let root = sb.root().display().to_string();
+    let made = Run::from(
+        local(&[
+            "clone",
+            "new",
+            "web",
+            "--zone",
+            "box",
+            "--dir",
+            &root,
+            "--forward-env",
+            "ANTHROPIC_BASE_URL,ANTHROPIC_API_KEY",
+        ])
+        .output()
+        .await
+        .unwrap(),
+    );
+    assert!(made.status.success(), "{}", made.debug());
+
+    let asking = local(&["ask", "web", "a long question"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while crate::common::bodies(&mock).is_empty() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the far brain never asked the API"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    end_masters(&sb);
+    let cut = Run::from(asking.wait_with_output().await.unwrap());
+    assert!(!cut.status.success(), "{}", cut.debug());
+    assert!(cut.stderr.contains("dropped"), "{}", cut.debug());
+
+    mock.release();
+    let again = Run::from(
+        local(&["ask", "web", "are you there?"])
+            .output()
+            .await
+            .unwrap(),
+    );
+    assert!(again.status.success(), "{}", again.debug());
+    assert!(
+        again.stdout.contains("picked up again"),
+        "{}",
+        again.debug()
+    );
+    let requests = crate::common::bodies(&mock);
+    assert_eq!(requests.len(), 2);
+    assert!(
+        requests[1].to_string().contains("finished far away"),
+        "the turn cut off here was finished there: {}",
+        requests[1]
+    );
+
+    let _ = local(&["daemon", "stop"]).output().await;
+    let mut far = sb.command(&url, &["daemon", "stop"]);
+    far.env("OURO_HOME", sshd.remote_home()).env(
+        "XDG_RUNTIME_DIR",
+        sshd.remote_home().parent().unwrap().join("run"),
+    );
+    let _ = far.output().await;
+    end_masters(&sb);
+}

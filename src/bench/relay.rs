@@ -89,6 +89,8 @@ pub(crate) async fn measure() -> Result<RelayCost, BenchError> {
             dir: project.clone(),
             permission_mode: None,
             pass_env: Vec::new(),
+            zone: None,
+            env: Default::default(),
         })
         .await
         .map_err(failed("could not make the clone"))?;
@@ -103,6 +105,8 @@ pub(crate) async fn measure() -> Result<RelayCost, BenchError> {
                 dir: project.clone(),
                 permission_mode: None,
                 pass_env: Vec::new(),
+                zone: None,
+                env: Default::default(),
             })
             .await
             .map_err(failed("could not make an idle clone"))?;

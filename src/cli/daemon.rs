@@ -67,6 +67,13 @@ pub enum CloneAction {
         /// looks secret (repeatable; the daemon's own value is used).
         #[arg(long = "pass-env", value_name = "NAME")]
         pass_env: Vec<String>,
+        /// Run it in this zone (`ouro zone list`): its daemon owns the brain, this one relays.
+        #[arg(long, value_name = "ZONE")]
+        zone: Option<String>,
+        /// Variables of this shell the zone's brain gets (an API key that lives only here);
+        /// sent over ssh, kept in memory only, never written to disk.
+        #[arg(long = "forward-env", value_name = "NAME,…", value_delimiter = ',')]
+        forward_env: Vec<String>,
     },
     /// List the clones: brain, mode, pid, series, directory, busy or idle.
     List,

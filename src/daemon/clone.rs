@@ -192,6 +192,8 @@ impl CloneHandle {
                 .filter(|s| !s.is_empty()),
             dir: self.record.dir.clone(),
             busy: *lock(&self.activity) != Activity::Idle,
+            zone: None,
+            unreachable: None,
         }
     }
 

@@ -20,6 +20,8 @@ pub enum Command {
         dir: Option<PathBuf>,
         permission_mode: Option<String>,
         pass_env: Vec<String>,
+        zone: Option<String>,
+        forward_env: Vec<String>,
     },
     CloneList,
     CloneRm {
@@ -116,18 +118,32 @@ pub async fn run(command: Command, cwd: &Path) -> Result<i32, DaemonError> {
             dir,
             permission_mode,
             pass_env,
+            zone,
+            forward_env,
         } => {
             crate::brain::slug::parse(&brain).map_err(|e| DaemonError::Client(e.to_string()))?;
             if let Some(mode) = &permission_mode {
                 super::store::check_mode(mode)?;
             }
-            let dir = cwd.join(dir.unwrap_or_else(|| cwd.to_path_buf()));
+            let dir = match (&zone, dir) {
+                // A directory on the zone's host: nothing here can resolve it.
+                (Some(_), Some(dir)) if dir.is_absolute() => dir,
+                (Some(zone), _) => {
+                    return Err(DaemonError::Client(format!(
+                        "a clone in a zone needs --dir with an absolute path on {zone}'s host"
+                    )));
+                }
+                (None, dir) => cwd.join(dir.unwrap_or_else(|| cwd.to_path_buf())),
+            };
+            let env = forwarded(&forward_env)?;
             let header = Header::CloneNew {
                 name,
                 brain,
                 dir,
                 permission_mode,
                 pass_env,
+                zone,
+                env,
             };
             print(client::simple(&paths, header).await?)
         }
@@ -152,6 +168,20 @@ pub async fn run(command: Command, cwd: &Path) -> Result<i32, DaemonError> {
         }
         Command::Agent(command) => client::agent::run(command, &paths, cwd).await?,
     })
+}
+
+/// The values of `names` in this shell, for a clone's brain in a zone (`--forward-env`).
+fn forwarded(names: &[String]) -> Result<super::frame::ForwardedEnv, DaemonError> {
+    let mut env = std::collections::BTreeMap::new();
+    for name in names.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
+        let value = std::env::var(name).map_err(|_| {
+            DaemonError::Client(format!(
+                "--forward-env {name}: it is not set in this shell; export it first"
+            ))
+        })?;
+        env.insert(name.to_string(), value);
+    }
+    Ok(super::frame::ForwardedEnv(env))
 }
 
 fn print(message: String) -> i32 {

@@ -2,6 +2,7 @@
 //! peer goes away), frames given to `outgoing` are written in order. A task each side, so a
 //! slow peer never blocks the one who produces its frames.
 
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::UnixStream;
 use tokio::sync::mpsc;
 
@@ -18,7 +19,15 @@ pub(super) struct Conn {
 
 impl Conn {
     pub(super) fn new(stream: UnixStream) -> Conn {
-        let (mut read, mut write) = stream.into_split();
+        let (read, write) = stream.into_split();
+        Conn::over(read, write)
+    }
+
+    /// A connection over any byte pipe (a zone's ssh: its stdout and stdin).
+    pub(super) fn over(
+        mut read: impl AsyncRead + Unpin + Send + 'static,
+        mut write: impl AsyncWrite + Unpin + Send + 'static,
+    ) -> Conn {
         let (in_tx, incoming) = mpsc::channel(256);
         let (outgoing, mut out_rx) = mpsc::channel::<Frame>(OUTGOING);
         tokio::spawn(async move {

@@ -59,6 +59,13 @@ pub enum Header {
         /// Secret-looking variables the clone's brain may see (`--pass-env`).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         pass_env: Vec<String>,
+        /// The zone whose daemon runs the clone (`--zone`); `None`: this daemon.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        zone: Option<String>,
+        /// Variables of the client's shell for the brain (`--forward-env`): held in memory,
+        /// never written to disk on either side.
+        #[serde(default, skip_serializing_if = "ForwardedEnv::is_empty")]
+        env: ForwardedEnv,
     },
     CloneList,
     CloneRm {
@@ -214,6 +221,30 @@ pub struct CloneInfo {
     pub series: Option<String>,
     pub dir: PathBuf,
     pub busy: bool,
+    /// The zone it runs in; `None`: this daemon's host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zone: Option<String>,
+    /// Why its zone cannot be reached now (ssh's reason), when it cannot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unreachable: Option<String>,
+}
+
+/// Variables forwarded from a client's shell to a brain, by name. Their values never appear in
+/// a log or a debug print.
+#[derive(Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ForwardedEnv(pub std::collections::BTreeMap<String, String>);
+
+impl ForwardedEnv {
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl std::fmt::Debug for ForwardedEnv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.0.keys()).finish()
+    }
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -13,9 +13,11 @@ use tokio_util::sync::CancellationToken;
 
 use super::clone::CloneHandle;
 use super::conn::Conn;
-use super::frame::{self, Frame, Header, PROTOCOL};
+use super::frame::{self, ForwardedEnv, Frame, Header, PROTOCOL};
 use super::store::{self, CloneRecord, CloneStore};
 use super::{DaemonError, Paths, agent, dispatch, talk};
+
+mod zoned;
 use crate::brain::BrainConfig;
 use crate::sys::sync::lock;
 
@@ -26,6 +28,8 @@ pub(super) struct Daemon {
     paths: Paths,
     store: CloneStore,
     clones: Mutex<BTreeMap<String, Arc<CloneHandle>>>,
+    /// Clones in zones: their brains run under the zones' daemons.
+    zoned: Mutex<BTreeMap<String, CloneRecord>>,
     started: Instant,
     pub shutdown: CancellationToken,
     pub permission_timeout: Duration,
@@ -168,8 +172,13 @@ impl Daemon {
         let store = CloneStore::new(paths.clones());
         let questions = tokio::sync::watch::channel(0).0;
         let mut clones = BTreeMap::new();
+        let mut zoned = BTreeMap::new();
         for record in store.load_all() {
-            match open_clone(&store, record.clone(), &questions) {
+            if record.zone.is_some() {
+                zoned.insert(record.name.clone(), record);
+                continue;
+            }
+            match open_clone(&store, record.clone(), &ForwardedEnv::default(), &questions) {
                 Ok(handle) => {
                     clones.insert(record.name.clone(), handle);
                 }
@@ -187,6 +196,7 @@ impl Daemon {
             paths,
             store,
             clones: Mutex::new(clones),
+            zoned: Mutex::new(zoned),
             started: Instant::now(),
             shutdown: CancellationToken::new(),
             permission_timeout,
@@ -302,6 +312,9 @@ impl Daemon {
         request: Frame,
         conn: &mut Conn,
     ) -> Result<Option<Header>, DaemonError> {
+        if let Some(record) = relayed(&request.header).and_then(|name| self.zoned(name)) {
+            return self.relay_to_zone(record, request, conn).await;
+        }
         Ok(Some(match request.header {
             Header::Status => Header::StatusReport {
                 pid: std::process::id(),
@@ -323,18 +336,31 @@ impl Daemon {
                 dir,
                 permission_mode,
                 pass_env,
-            } => self.clone_new(CloneRecord {
-                name,
-                brain,
-                dir,
-                permission_mode,
-                pass_env,
-                agent: false,
-                created_at: chrono::Utc::now().to_rfc3339(),
-            })?,
-            Header::CloneList => Header::Clones {
-                clones: lock(&self.clones).values().map(|c| c.info()).collect(),
-            },
+                zone,
+                env,
+            } => {
+                let record = CloneRecord {
+                    name,
+                    brain,
+                    dir,
+                    permission_mode,
+                    pass_env,
+                    agent: false,
+                    zone,
+                    created_at: chrono::Utc::now().to_rfc3339(),
+                };
+                if record.zone.is_some() {
+                    self.zone_clone_new(record, env).await?
+                } else {
+                    self.clone_new(record, &env)?
+                }
+            }
+            Header::CloneList => {
+                let mut clones: Vec<_> = lock(&self.clones).values().map(|c| c.info()).collect();
+                clones.extend(self.zoned_infos().await);
+                clones.sort_by(|a, b| a.name.cmp(&b.name));
+                Header::Clones { clones }
+            }
             Header::CloneRm { name } => self.clone_rm(&name).await?,
             Header::Dispatch {
                 name,
@@ -417,7 +443,11 @@ impl Daemon {
         }))
     }
 
-    fn clone_new(&self, mut record: CloneRecord) -> Result<Header, DaemonError> {
+    fn clone_new(
+        &self,
+        mut record: CloneRecord,
+        env: &ForwardedEnv,
+    ) -> Result<Header, DaemonError> {
         store::check_name(&record.name)?;
         if let Some(mode) = &record.permission_mode {
             store::check_mode(mode)?;
@@ -425,10 +455,10 @@ impl Daemon {
         record.dir = store::check_dir(&record.dir)?;
         let name = record.name.clone();
         let mut clones = lock(&self.clones);
-        if clones.contains_key(&name) {
+        if clones.contains_key(&name) || self.zoned(&name).is_some() {
             return Err(DaemonError::CloneExists { name });
         }
-        let handle = open_clone(&self.store, record.clone(), &self.questions)?;
+        let handle = open_clone(&self.store, record.clone(), env, &self.questions)?;
         self.store.save(&record)?;
         clones.insert(name.clone(), handle);
         Ok(Header::Ok {
@@ -466,6 +496,7 @@ impl Daemon {
             permission_mode: config.permission_mode.clone(),
             pass_env: Vec::new(),
             agent: true,
+            zone: None,
             created_at: chrono::Utc::now().to_rfc3339(),
         };
         let (run_id, stop) = self.foundry.claim(&name)?;
@@ -524,7 +555,12 @@ impl Daemon {
                 });
             }
         }
-        let handle = open_clone(&self.store, record.clone(), &self.questions)?;
+        let handle = open_clone(
+            &self.store,
+            record.clone(),
+            &ForwardedEnv::default(),
+            &self.questions,
+        )?;
         self.store.save(&record)?;
         if let Some(old) = clones.insert(name, handle.clone()) {
             // Its process ends with it (a clone's process lives only for a turn anyway).
@@ -561,13 +597,30 @@ impl Daemon {
     }
 }
 
+/// The clone a request is about, when it is one this daemon may relay to a zone.
+fn relayed(header: &Header) -> Option<&str> {
+    match header {
+        Header::Dispatch { name, .. }
+        | Header::Watch { name }
+        | Header::Talk { name, .. }
+        | Header::CloneRm { name } => Some(name),
+        _ => None,
+    }
+}
+
+/// A clone's handle and brain; `env`: variables a client forwarded (`--forward-env`), given
+/// to the brain from memory only.
 fn open_clone(
     store: &CloneStore,
     record: CloneRecord,
+    env: &ForwardedEnv,
     questions: &tokio::sync::watch::Sender<u64>,
 ) -> Result<Arc<CloneHandle>, DaemonError> {
-    let config =
+    let mut config =
         BrainConfig::new(&record.dir, store.brain_dir(&record.name)).pass_env(&record.pass_env);
+    for (name, value) in &env.0 {
+        config = config.env(name, value);
+    }
     let brain = crate::brain::open(&record.brain, config).map_err(|source| DaemonError::Brain {
         name: record.name.clone(),
         source,

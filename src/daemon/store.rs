@@ -26,6 +26,9 @@ pub(super) struct CloneRecord {
     /// The clone is an agent instance's (`ouro agent run` made it and may replace it).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub agent: bool,
+    /// The zone whose daemon runs it: this daemon only relays to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zone: Option<String>,
     pub created_at: String,
 }
 
@@ -170,6 +173,7 @@ mod tests {
             permission_mode: Some("acceptEdits".into()),
             pass_env: Vec::new(),
             agent: false,
+            zone: None,
             created_at: "2026-11-26T00:00:00Z".into(),
         };
         store.save(&record).unwrap();

@@ -352,11 +352,12 @@ fn clone_table(clones: &[CloneInfo]) -> String {
     if clones.is_empty() {
         return "no clones; `ouro clone new NAME` makes one\n".into();
     }
-    let rows: Vec<[String; 7]> = clones
+    let rows: Vec<[String; 8]> = clones
         .iter()
         .map(|c| {
             [
                 c.name.clone(),
+                c.zone.clone().unwrap_or_else(|| "-".into()),
                 c.brain.clone(),
                 match c.mode {
                     crate::brain::Mode::Dispatch => "dispatch".into(),
@@ -365,12 +366,18 @@ fn clone_table(clones: &[CloneInfo]) -> String {
                 c.pid.map_or("-".into(), |p| p.to_string()),
                 c.series.clone().unwrap_or_else(|| "-".into()),
                 c.dir.display().to_string(),
-                if c.busy { "busy" } else { "idle" }.into(),
+                match &c.unreachable {
+                    Some(reason) => format!("unreachable: {reason}"),
+                    None if c.busy => "busy".into(),
+                    None => "idle".into(),
+                },
             ]
         })
         .collect();
     table(
-        ["NAME", "BRAIN", "MODE", "PID", "SERIES", "DIR", "STATE"],
+        [
+            "NAME", "ZONE", "BRAIN", "MODE", "PID", "SERIES", "DIR", "STATE",
+        ],
         &rows,
     )
 }

@@ -7,6 +7,7 @@
 
 pub mod bridge;
 mod registry;
+pub(in crate::daemon) mod relay;
 mod ssh;
 
 pub use registry::{Zone, Zones};

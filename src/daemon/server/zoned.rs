@@ -1,0 +1,151 @@
+//! Clones in zones, as this daemon serves them: it keeps their records (which zone, which
+//! directory there) and relays every request about them to the zone's daemon, which owns
+//! their brains.
+
+use std::collections::BTreeMap;
+
+use super::super::conn::Conn;
+use super::super::frame::{CloneInfo, ForwardedEnv, Frame, Header};
+use super::super::store::CloneRecord;
+use super::super::zone::{Zones, relay};
+use super::super::{DaemonError, store};
+use super::Daemon;
+use crate::sys::sync::lock;
+
+impl Daemon {
+    /// The record of `name` when it is a clone in a zone.
+    pub(super) fn zoned(&self, name: &str) -> Option<CloneRecord> {
+        lock(&self.zoned).get(name).cloned()
+    }
+
+    /// `clone new --zone`: the zone's daemon makes the clone (with the forwarded variables,
+    /// which only its memory keeps); this one records where it is.
+    pub(super) async fn zone_clone_new(
+        &self,
+        record: CloneRecord,
+        env: ForwardedEnv,
+    ) -> Result<Header, DaemonError> {
+        store::check_name(&record.name)?;
+        let name = record.name.clone();
+        if lock(&self.clones).contains_key(&name) || self.zoned(&name).is_some() {
+            return Err(DaemonError::CloneExists { name });
+        }
+        let zone_name = record.zone.clone().unwrap_or_default();
+        let zone = Zones::load(&self.paths.home)?.named(&zone_name)?;
+        let mut remote = relay::connect(&self.paths, &zone).await?;
+        let answer = relay::request(
+            &mut remote,
+            Header::CloneNew {
+                name: name.clone(),
+                brain: record.brain.clone(),
+                dir: record.dir.clone(),
+                permission_mode: record.permission_mode.clone(),
+                pass_env: record.pass_env.clone(),
+                zone: None,
+                env,
+            },
+        )
+        .await?;
+        let Header::Ok { message } = answer else {
+            return Err(DaemonError::Remote(format!(
+                "the zone {zone_name} answered the new clone unexpectedly"
+            )));
+        };
+        self.store.save(&record)?;
+        lock(&self.zoned).insert(name, record);
+        Ok(Header::Ok {
+            message: format!("{message}, in the zone {zone_name}"),
+        })
+    }
+
+    /// Relays a request about a clone in a zone; a removal the zone confirmed (or of a clone
+    /// whose zone is gone) also drops this daemon's record.
+    pub(super) async fn relay_to_zone(
+        &self,
+        record: CloneRecord,
+        request: Frame,
+        conn: &mut Conn,
+    ) -> Result<Option<Header>, DaemonError> {
+        let zone_name = record.zone.clone().unwrap_or_default();
+        let removing = matches!(request.header, Header::CloneRm { .. });
+        let zone = match Zones::load(&self.paths.home)?.named(&zone_name) {
+            Ok(zone) => zone,
+            Err(_) if removing => {
+                self.forget_zoned(&record.name)?;
+                return Ok(Some(Header::Ok {
+                    message: format!(
+                        "removed the clone {} (its zone {zone_name} is no longer known, so nothing on that host was touched)",
+                        record.name
+                    ),
+                }));
+            }
+            Err(e) => return Err(e),
+        };
+        let remote = relay::connect(&self.paths, &zone).await?;
+        let last = relay::relay(remote, &zone_name, request, conn).await;
+        if removing && matches!(last, Some(Header::Ok { .. })) {
+            self.forget_zoned(&record.name)?;
+        }
+        Ok(None)
+    }
+
+    fn forget_zoned(&self, name: &str) -> Result<(), DaemonError> {
+        lock(&self.zoned).remove(name);
+        self.store.remove(name)
+    }
+
+    /// The zones' clones as their daemons describe them, one connection per zone; a zone that
+    /// cannot be reached lists its clones with ssh's reason.
+    pub(super) async fn zoned_infos(&self) -> Vec<CloneInfo> {
+        let records: Vec<CloneRecord> = lock(&self.zoned).values().cloned().collect();
+        let mut by_zone: BTreeMap<String, Vec<CloneRecord>> = BTreeMap::new();
+        for record in records {
+            by_zone
+                .entry(record.zone.clone().unwrap_or_default())
+                .or_default()
+                .push(record);
+        }
+        let zones = Zones::load(&self.paths.home).unwrap_or_default();
+        let mut out = Vec::new();
+        for (zone_name, records) in by_zone {
+            let listed = match zones.named(&zone_name) {
+                Ok(zone) => match relay::connect(&self.paths, &zone).await {
+                    Ok(mut remote) => match relay::request(&mut remote, Header::CloneList).await {
+                        Ok(Header::Clones { clones }) => Ok(clones),
+                        Ok(_) => Err("the zone answered the list unexpectedly".to_string()),
+                        Err(e) => Err(e.to_string()),
+                    },
+                    Err(e) => Err(e.to_string()),
+                },
+                Err(e) => Err(e.to_string()),
+            };
+            for record in records {
+                let found = listed
+                    .as_ref()
+                    .ok()
+                    .and_then(|clones| clones.iter().find(|c| c.name == record.name).cloned());
+                out.push(match (found, &listed) {
+                    (Some(info), _) => CloneInfo {
+                        zone: Some(zone_name.clone()),
+                        ..info
+                    },
+                    (None, listed) => CloneInfo {
+                        name: record.name.clone(),
+                        brain: record.brain.clone(),
+                        mode: crate::brain::Mode::Dispatch,
+                        pid: None,
+                        series: None,
+                        dir: record.dir.clone(),
+                        busy: false,
+                        zone: Some(zone_name.clone()),
+                        unreachable: Some(match listed {
+                            Err(reason) => reason.clone(),
+                            Ok(_) => "the zone's daemon has no such clone".into(),
+                        }),
+                    },
+                });
+            }
+        }
+        out
+    }
+}
