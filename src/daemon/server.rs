@@ -621,6 +621,10 @@ fn open_clone(
     for (name, value) in &env.0 {
         config = config.env(name, value);
     }
+    if !env.is_empty() {
+        let names: Vec<&str> = env.0.keys().map(String::as_str).collect();
+        config = config.env(crate::sys::secrets::SCRUB_ENV, names.join(","));
+    }
     let brain = crate::brain::open(&record.brain, config).map_err(|source| DaemonError::Brain {
         name: record.name.clone(),
         source,

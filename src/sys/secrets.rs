@@ -35,6 +35,10 @@ pub(crate) const BRAIN_CREDENTIALS: [&str; 3] = [
 /// The variable that carries the names the user kept to an `ouro@` brain, comma-separated.
 pub(crate) const PASS_ENV: &str = "OURO_PASS_ENV";
 
+/// Names a brain's starter keeps from the brain's tools although they do not look secret: the
+/// variables a client forwarded to a clone in a zone (`--forward-env ANTHROPIC_BASE_URL`).
+pub(crate) const SCRUB_ENV: &str = "OURO_SCRUB_ENV";
+
 /// Tells the claude CLI to keep the API credentials from its tool processes (it needs
 /// bubblewrap for that, and refuses to start without it).
 const CLAUDE_SCRUB: &str = "CLAUDE_CODE_SUBPROCESS_ENV_SCRUB";
@@ -116,8 +120,20 @@ pub fn tool_env(
     vars: impl IntoIterator<Item = (OsString, OsString)>,
     keep: &[String],
 ) -> Vec<(OsString, OsString)> {
+    let scrub: Vec<String> = std::env::var(SCRUB_ENV)
+        .map(|names| names.split(',').map(str::to_string).collect())
+        .unwrap_or_default();
+    without_secrets(vars, keep, &scrub)
+}
+
+/// `vars` without secrets and the names in `scrub`, except the names in `keep`.
+fn without_secrets(
+    vars: impl IntoIterator<Item = (OsString, OsString)>,
+    keep: &[String],
+    scrub: &[String],
+) -> Vec<(OsString, OsString)> {
     vars.into_iter()
-        .filter(|(name, value)| kept(name, keep) || !is_secret(name, value))
+        .filter(|(name, value)| kept(name, keep) || !(is_secret(name, value) || kept(name, scrub)))
         .collect()
 }
 
@@ -427,6 +443,25 @@ mod tests {
         env.into_iter()
             .map(|(k, _)| k.to_string_lossy().into_owned())
             .collect()
+    }
+
+    #[test]
+    fn forwarded_names_are_kept_from_tools_though_they_look_plain() {
+        let vars = os(&[
+            ("ANTHROPIC_BASE_URL", "http://127.0.0.1:9"),
+            ("PATH", "/bin"),
+            ("GITHUB_TOKEN", "x"),
+        ]);
+        let scrub = vec!["ANTHROPIC_BASE_URL".to_string()];
+        assert_eq!(names(without_secrets(vars.clone(), &[], &scrub)), ["PATH"]);
+        assert_eq!(
+            names(without_secrets(
+                vars,
+                &["ANTHROPIC_BASE_URL".into()],
+                &scrub
+            )),
+            ["ANTHROPIC_BASE_URL", "PATH"]
+        );
     }
 
     #[test]
