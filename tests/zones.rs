@@ -116,9 +116,60 @@ impl Sshd {
     }
 
     pub(crate) async fn ouro(&self, sb: &Sandbox, args: &[&str]) -> Run {
-        let mut cmd = sb.command("http://127.0.0.1:9", args);
+        Run::from(
+            self.local(sb, "http://127.0.0.1:9", args)
+                .output()
+                .await
+                .unwrap(),
+        )
+    }
+
+    /// `ouro ARGS` in `sb` against the API at `url`, with this server's ssh.
+    fn local(&self, sb: &Sandbox, url: &str, args: &[&str]) -> tokio::process::Command {
+        let mut cmd = sb.command(url, args);
         cmd.env("OURO_SSH_COMMAND", self.ssh_command());
-        Run::from(cmd.output().await.unwrap())
+        cmd
+    }
+
+    /// The zone `box` on this server, with this ouro installed there.
+    async fn installed_zone(&self, sb: &Sandbox) {
+        for args in [
+            vec!["zone", "add", "box", &self.target(), "--no-check"],
+            vec!["zone", "install", "box"],
+        ] {
+            let run = self.ouro(sb, &args).await;
+            assert!(run.status.success(), "{}", run.debug());
+        }
+    }
+
+    /// `clone new web` in the zone `box`, working in `sb`'s project, with the API's address
+    /// and key forwarded from this shell.
+    async fn zone_clone(&self, sb: &Sandbox, url: &str) -> Run {
+        let root = sb.root().display().to_string();
+        let args = [
+            "clone",
+            "new",
+            "web",
+            "--zone",
+            "box",
+            "--dir",
+            &root,
+            "--forward-env",
+            "ANTHROPIC_BASE_URL,ANTHROPIC_API_KEY",
+        ];
+        let made = Run::from(self.local(sb, url, &args).output().await.unwrap());
+        assert!(made.status.success(), "{}", made.debug());
+        made
+    }
+
+    /// Stops both daemons and ends the master connections.
+    async fn finish(&self, sb: &Sandbox, url: &str) {
+        let _ = self.local(sb, url, &["daemon", "stop"]).output().await;
+        let mut far = sb.command(url, &["daemon", "stop"]);
+        far.env("OURO_HOME", self.remote_home())
+            .env("XDG_RUNTIME_DIR", self.path().join("remote/run"));
+        let _ = far.output().await;
+        end_masters(sb);
     }
 }
 
@@ -241,12 +292,7 @@ async fn the_bridge_carries_the_daemons_frames_over_ssh() {
         return;
     };
     let sb = Sandbox::new();
-    let added = sshd
-        .ouro(&sb, &["zone", "add", "box", &sshd.target(), "--no-check"])
-        .await;
-    assert!(added.status.success(), "{}", added.debug());
-    let installed = sshd.ouro(&sb, &["zone", "install", "box"]).await;
-    assert!(installed.status.success(), "{}", installed.debug());
+    sshd.installed_zone(&sb).await;
     let remote_ouro = sshd.remote_home().join("bin/ouro");
 
     let ask = |request: Header| {
@@ -309,64 +355,33 @@ async fn a_clone_in_a_zone_answers_ask_through_the_relay() {
         return;
     };
     let sb = Sandbox::new();
-    let added = sshd
-        .ouro(&sb, &["zone", "add", "box", &sshd.target(), "--no-check"])
-        .await;
-    assert!(added.status.success(), "{}", added.debug());
-    let installed = sshd.ouro(&sb, &["zone", "install", "box"]).await;
-    assert!(installed.status.success(), "{}", installed.debug());
+    sshd.installed_zone(&sb).await;
     let mock = crate::common::server(serde_json::json!({"turns": [
         {"content": [{"type": "text", "text": "an answer from the zone"}]},
         {"content": [{"type": "text", "text": "the same conversation"}]}
     ]}))
     .await;
     let url = mock.url();
-    let local = |args: &[&str]| {
-        let mut cmd = sb.command(&url, args);
-        cmd.env("OURO_SSH_COMMAND", sshd.ssh_command());
-        cmd
+    let run = |args: &'static [&'static str]| {
+        let mut cmd = sshd.local(&sb, &url, args);
+        async move { Run::from(cmd.output().await.unwrap()) }
     };
-    let root = sb.root().display().to_string();
-    let made = Run::from(
-        local(&[
-            "clone",
-            "new",
-            "web",
-            "--zone",
-            "box",
-            "--dir",
-            &root,
-            "--forward-env",
-            "ANTHROPIC_BASE_URL,ANTHROPIC_API_KEY",
-        ])
-        .output()
-        .await
-        .unwrap(),
-    );
-    assert!(
-        made.status.success() && made.stdout.contains("zone box"),
-        "{}",
-        made.debug()
-    );
+    let made = sshd.zone_clone(&sb, &url).await;
+    assert!(made.stdout.contains("zone box"), "{}", made.debug());
     assert!(
         sshd.remote_home()
             .join("daemon/clones/web/clone.json")
             .exists()
     );
 
-    let asked = Run::from(
-        local(&["ask", "web", "hello over there"])
-            .output()
-            .await
-            .unwrap(),
-    );
+    let asked = run(&["ask", "web", "hello over there"]).await;
     assert!(asked.status.success(), "{}", asked.debug());
     assert!(
         asked.stdout.contains("an answer from the zone"),
         "{}",
         asked.debug()
     );
-    let again = Run::from(local(&["ask", "web", "and again"]).output().await.unwrap());
+    let again = run(&["ask", "web", "and again"]).await;
     assert!(
         again.stdout.contains("the same conversation"),
         "{}",
@@ -379,7 +394,7 @@ async fn a_clone_in_a_zone_answers_ask_through_the_relay() {
         "the second turn continues the first's conversation"
     );
 
-    let listed = Run::from(local(&["clone", "list"]).output().await.unwrap());
+    let listed = run(&["clone", "list"]).await;
     assert!(
         listed.stdout.contains("ZONE")
             && listed
@@ -397,20 +412,12 @@ async fn a_clone_in_a_zone_answers_ask_through_the_relay() {
         );
     }
 
-    let removed = Run::from(local(&["clone", "rm", "web"]).output().await.unwrap());
+    let removed = run(&["clone", "rm", "web"]).await;
     assert!(removed.status.success(), "{}", removed.debug());
     assert!(!sshd.remote_home().join("daemon/clones/web").exists());
-    let listed = Run::from(local(&["clone", "list"]).output().await.unwrap());
+    let listed = run(&["clone", "list"]).await;
     assert!(!listed.stdout.contains("web"), "{}", listed.debug());
-
-    let _ = local(&["daemon", "stop"]).output().await;
-    let mut far = sb.command(&url, &["daemon", "stop"]);
-    far.env("OURO_HOME", sshd.remote_home()).env(
-        "XDG_RUNTIME_DIR",
-        sshd.remote_home().parent().unwrap().join("run"),
-    );
-    let _ = far.output().await;
-    end_masters(&sb);
+    sshd.finish(&sb, &url).await;
 }
 
 fn contains_anywhere(dir: &Path, needle: &[u8]) -> bool {
@@ -436,44 +443,17 @@ async fn a_dropped_link_mid_turn_loses_nothing() {
         return;
     };
     let sb = Sandbox::new();
-    for args in [
-        vec!["zone", "add", "box", &sshd.target(), "--no-check"],
-        vec!["zone", "install", "box"],
-    ] {
-        let run = sshd.ouro(&sb, &args).await;
-        assert!(run.status.success(), "{}", run.debug());
-    }
+    sshd.installed_zone(&sb).await;
     let mock = crate::common::server(serde_json::json!({"turns": [
         {"content": [{"type": "text", "text": "finished far away"}], "hold_after_events": 2},
         {"content": [{"type": "text", "text": "picked up again"}]}
     ]}))
     .await;
     let url = mock.url();
-    let local = |args: &[&str]| {
-        let mut cmd = sb.command(&url, args);
-        cmd.env("OURO_SSH_COMMAND", sshd.ssh_command());
-        cmd
-    };
-    let root = sb.root().display().to_string();
-    let made = Run::from(
-        local(&[
-            "clone",
-            "new",
-            "web",
-            "--zone",
-            "box",
-            "--dir",
-            &root,
-            "--forward-env",
-            "ANTHROPIC_BASE_URL,ANTHROPIC_API_KEY",
-        ])
-        .output()
-        .await
-        .unwrap(),
-    );
-    assert!(made.status.success(), "{}", made.debug());
+    sshd.zone_clone(&sb, &url).await;
 
-    let asking = local(&["ask", "web", "a long question"])
+    let asking = sshd
+        .local(&sb, &url, &["ask", "web", "a long question"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -493,7 +473,7 @@ async fn a_dropped_link_mid_turn_loses_nothing() {
 
     mock.release();
     let again = Run::from(
-        local(&["ask", "web", "are you there?"])
+        sshd.local(&sb, &url, &["ask", "web", "are you there?"])
             .output()
             .await
             .unwrap(),
@@ -511,13 +491,5 @@ async fn a_dropped_link_mid_turn_loses_nothing() {
         "the turn cut off here was finished there: {}",
         requests[1]
     );
-
-    let _ = local(&["daemon", "stop"]).output().await;
-    let mut far = sb.command(&url, &["daemon", "stop"]);
-    far.env("OURO_HOME", sshd.remote_home()).env(
-        "XDG_RUNTIME_DIR",
-        sshd.remote_home().parent().unwrap().join("run"),
-    );
-    let _ = far.output().await;
-    end_masters(&sb);
+    sshd.finish(&sb, &url).await;
 }

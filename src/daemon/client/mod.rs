@@ -357,7 +357,6 @@ fn clone_table(clones: &[CloneInfo]) -> String {
         .map(|c| {
             [
                 c.name.clone(),
-                c.zone.clone().unwrap_or_else(|| "-".into()),
                 c.brain.clone(),
                 match c.mode {
                     crate::brain::Mode::Dispatch => "dispatch".into(),
@@ -371,12 +370,14 @@ fn clone_table(clones: &[CloneInfo]) -> String {
                     None if c.busy => "busy".into(),
                     None => "idle".into(),
                 },
+                // Last, so the columns scripts read stay where they were.
+                c.zone.clone().unwrap_or_else(|| "-".into()),
             ]
         })
         .collect();
     table(
         [
-            "NAME", "ZONE", "BRAIN", "MODE", "PID", "SERIES", "DIR", "STATE",
+            "NAME", "BRAIN", "MODE", "PID", "SERIES", "DIR", "STATE", "ZONE",
         ],
         &rows,
     )
