@@ -11,6 +11,9 @@ use ouro::daemon::frame::{self, Frame, Header};
 use crate::common::{Run, Sandbox, skip};
 
 const SSHD: &str = "/usr/sbin/sshd";
+/// The scripted stand-in for the claude CLI the far daemon runs for `claude@` clones (set by
+/// the server for every login, as a user's profile would).
+const FAKE_CLAUDE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/fake_claude.py");
 
 pub(crate) struct Sshd {
     pub dir: tempfile::TempDir,
@@ -54,9 +57,10 @@ impl Sshd {
                 "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_key\nPidFile {d}/sshd.pid\n\
                  AuthorizedKeysFile {d}/authorized_keys\nStrictModes no\nUsePAM no\n\
                  PasswordAuthentication no\nKbdInteractiveAuthentication no\nPubkeyAuthentication yes\n\
-                 PermitRootLogin prohibit-password\nSetEnv OURO_HOME={r}/home XDG_RUNTIME_DIR={r}/run\n",
+                 PermitRootLogin prohibit-password\nSetEnv OURO_HOME={r}/home XDG_RUNTIME_DIR={r}/run OURO_CLAUDE_BIN={fake}\n",
                 d = d.display(),
-                r = remote.display()
+                r = remote.display(),
+                fake = FAKE_CLAUDE
             ),
         )
         .unwrap();
@@ -492,4 +496,76 @@ async fn a_dropped_link_mid_turn_loses_nothing() {
         requests[1]
     );
     sshd.finish(&sb, &url).await;
+}
+
+/// `talk` through a zone: keys reach the far brain's own UI and its output comes back, a
+/// watcher attaching late (through the zone too) is drawn the screen as it is, a resize
+/// reaches the brain, and the detach keys end the talk.
+#[tokio::test(flavor = "multi_thread")]
+async fn talk_through_a_zone_relays_keys_the_screen_a_resize_and_detach() {
+    use crate::common::pty::{Options, Term};
+    let Some(sshd) = Sshd::start().await else {
+        return;
+    };
+    let sb = Sandbox::new();
+    sshd.installed_zone(&sb).await;
+    let url = "http://127.0.0.1:9";
+    let root = sb.root().display().to_string();
+    let args = [
+        "clone",
+        "new",
+        "web",
+        "--zone",
+        "box",
+        "--dir",
+        &root,
+        "--brain",
+        "claude@anthropic/claude/sonnet",
+    ];
+    let made = Run::from(sshd.local(&sb, url, &args).output().await.unwrap());
+    assert!(made.status.success(), "{}", made.debug());
+    let ssh = sshd.ssh_command();
+    let env = [("OURO_SSH_COMMAND", ssh.as_str())];
+    let talk = || {
+        Term::start(
+            &sb,
+            url,
+            Options {
+                args: &["talk", "web"],
+                env: &env,
+                ..Options::default()
+            },
+        )
+    };
+    let mut term = talk();
+    term.expect("FAKE CLAUDE TUI ready");
+    term.line("hello brain");
+    term.expect("got: hello brain");
+    // A watcher attaching late, through the zone too, is drawn the screen as it is.
+    let mut watch = sshd
+        .local(&sb, url, &["watch", "web"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut seen = String::new();
+    let mut out = watch.stdout.take().unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while !seen.contains("got: hello brain") {
+        use tokio::io::AsyncReadExt;
+        let mut chunk = [0u8; 4096];
+        let read = tokio::time::timeout_at(deadline, out.read(&mut chunk))
+            .await
+            .unwrap_or_else(|_| panic!("the watcher never saw the screen: {seen:?}"))
+            .unwrap();
+        assert!(read > 0, "the watcher ended: {seen:?}");
+        seen.push_str(&String::from_utf8_lossy(&chunk[..read]));
+    }
+    term.resize(100, 30);
+    term.expect("size: 100x30");
+    term.send("\x10\x11");
+    term.expect("detached from web");
+    assert!(term.wait_exit().success(), "{}", term.text());
+    let _ = watch.kill().await;
+    sshd.finish(&sb, url).await;
 }
