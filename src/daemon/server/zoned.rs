@@ -82,7 +82,7 @@ impl Daemon {
             Err(e) => return Err(e),
         };
         let remote = relay::connect(&self.paths, &zone).await?;
-        let last = relay::relay(remote, &zone_name, request, conn).await;
+        let last = relay::relay(&self.paths, remote, &zone, request, conn).await;
         if removing && matches!(last, Some(Header::Ok { .. })) {
             self.forget_zoned(&record.name)?;
         }

@@ -151,20 +151,36 @@ pub(in crate::daemon) async fn request(
     }
 }
 
+/// How long a relay whose link dropped keeps trying to reach the zone again.
+const REATTACH_FOR: Duration = Duration::from_secs(120);
+/// How often a reattached `ask` checks the far turn still runs (it may have ended unseen).
+const STILL_BUSY: Duration = Duration::from_secs(2);
+
 /// Carries `request` to the zone and every frame after it both ways until either side ends;
-/// the last frame the zone sent, if any. A link that drops before the zone's answer is told to
-/// the client as an error saying so (the far brain goes on with its turn).
+/// the last frame the zone sent, if any. When the link drops before the zone's answer, an
+/// `ask`/`act` or `watch` reconnects with backoff and follows the clone again (the far brain
+/// went on meanwhile) to the turn's end; any other request is told the link dropped.
 pub(in crate::daemon) async fn relay(
+    paths: &Paths,
     mut remote: Remote,
-    zone: &str,
+    zone: &Zone,
     request: Frame,
     client: &mut Conn,
 ) -> Option<Header> {
     let mut last: Option<Header> = None;
+    let follow = match &request.header {
+        Header::Dispatch { name, .. } => Some((name.clone(), false)),
+        Header::Watch { name } => Some((name.clone(), true)),
+        _ => None,
+    };
     if !remote.conn.send(request).await {
         client
             .send(Header::Error {
-                message: format!("the link to the zone {zone} dropped: {}", remote.reason()),
+                message: format!(
+                    "the link to the zone {} dropped: {}",
+                    zone.name,
+                    remote.reason()
+                ),
             })
             .await;
         return None;
@@ -188,22 +204,141 @@ pub(in crate::daemon) async fn relay(
                     }
                 }
                 None => {
-                    if !last.as_ref().is_some_and(is_final) {
-                        client
-                            .send(Header::Error {
-                                message: format!(
-                                    "the link to the zone {zone} dropped: {}; the clone goes on there, and `ouro watch` or the next `ouro ask` picks it up",
-                                    remote.reason()
-                                ),
-                            })
-                            .await;
+                    if last.as_ref().is_some_and(is_final) {
+                        break;
                     }
+                    let reason = remote.reason();
+                    if let Some((name, watching)) = &follow {
+                        return reattach(paths, zone, name, *watching, &reason, client).await;
+                    }
+                    client
+                        .send(Header::Error {
+                            message: format!(
+                                "the link to the zone {} dropped: {reason}; the clone goes on there, and `ouro watch` or the next `ouro ask` picks it up",
+                                zone.name
+                            ),
+                        })
+                        .await;
                     break;
                 }
             },
         }
     }
     last
+}
+
+/// After a dropped link: reconnects with backoff and follows clone `name` as a watcher until
+/// its turn ends (for an `ask`, whose client then gets the turn's end as usual), or for as
+/// long as the client stays (a `watch`).
+async fn reattach(
+    paths: &Paths,
+    zone: &Zone,
+    name: &str,
+    watching: bool,
+    reason: &str,
+    client: &mut Conn,
+) -> Option<Header> {
+    let gave_up = |why: String| Header::Error {
+        message: format!(
+            "the link to the zone {} dropped ({reason}) and could not be made again: {why}; the clone goes on there, and the next `ouro ask {name}` picks it up",
+            zone.name
+        ),
+    };
+    let deadline = tokio::time::Instant::now() + REATTACH_FOR;
+    let mut delay = Duration::from_millis(250);
+    loop {
+        let notice = Header::Notice {
+            message: format!(
+                "the link to the zone {} dropped ({reason}); reconnecting…",
+                zone.name
+            ),
+        };
+        if !client.send(notice).await {
+            return None;
+        }
+        let mut remote = loop {
+            tokio::time::sleep(delay).await;
+            match connect(paths, zone).await {
+                Ok(remote) => break remote,
+                Err(e) if tokio::time::Instant::now() < deadline => {
+                    delay = (delay * 2).min(Duration::from_secs(4));
+                    tracing::debug!(zone = %zone.name, error = %e, "reconnecting");
+                }
+                Err(e) => {
+                    let error = gave_up(e.to_string());
+                    client.send(error.clone()).await;
+                    return Some(error);
+                }
+            }
+        };
+        if !watching && !busy(paths, zone, name).await {
+            return Some(ended_unseen(zone, name, client).await);
+        }
+        if !remote
+            .conn
+            .send(Header::Watch {
+                name: name.to_string(),
+            })
+            .await
+        {
+            continue;
+        }
+        let mut check = tokio::time::interval(STILL_BUSY);
+        check.tick().await;
+        loop {
+            tokio::select! {
+                from_zone = remote.conn.next() => match from_zone {
+                    // The watcher's greeting and screen are for terminals, not an `ask`.
+                    Some(Frame { header: Header::Ok { .. } | Header::Screen, .. }) if !watching => {}
+                    Some(frame) => {
+                        let header = frame.header.clone();
+                        if !client.send(frame).await {
+                            return None;
+                        }
+                        if !watching && matches!(header, Header::TurnEnd { .. } | Header::Error { .. }) {
+                            return Some(header);
+                        }
+                    }
+                    // Dropped again: back to reconnecting.
+                    None => break,
+                },
+                from_client = client.next() => match from_client {
+                    Some(frame) => {
+                        remote.conn.send(frame).await;
+                    }
+                    None => return None,
+                },
+                _ = check.tick(), if !watching => {
+                    if !busy(paths, zone, name).await {
+                        return Some(ended_unseen(zone, name, client).await);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Whether clone `name` is in a turn on the zone (`true` when that cannot be told).
+async fn busy(paths: &Paths, zone: &Zone, name: &str) -> bool {
+    let Ok(mut remote) = connect(paths, zone).await else {
+        return true;
+    };
+    match request(&mut remote, Header::CloneList).await {
+        Ok(Header::Clones { clones }) => clones.iter().any(|c| c.name == name && c.busy),
+        _ => true,
+    }
+}
+
+/// Tells an `ask` its turn ended while the link was down (its answer is in the conversation).
+async fn ended_unseen(zone: &Zone, name: &str, client: &mut Conn) -> Header {
+    let end = Header::Error {
+        message: format!(
+            "the link to the zone {} dropped and the turn ended before it came back; its answer is in {name}'s conversation, and the next `ouro ask {name}` continues it",
+            zone.name
+        ),
+    };
+    client.send(end.clone()).await;
+    end
 }
 
 /// A frame after which a request is over.
