@@ -471,10 +471,10 @@ async fn a_dropped_link_mid_turn_reconnects_and_loses_nothing() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     end_masters(&sb);
-    // The client hears the link dropped and that its daemon reconnects…
+    // The client hears the link dropped and that its daemon reconnected…
     let mut stderr = asking.stderr.take().unwrap();
     let mut said = String::new();
-    while !said.contains("reconnecting") {
+    while !said.contains("reconnected to the zone box") {
         use tokio::io::AsyncReadExt;
         let mut chunk = [0u8; 1024];
         let read = tokio::time::timeout_at(deadline, stderr.read(&mut chunk))
@@ -484,10 +484,17 @@ async fn a_dropped_link_mid_turn_reconnects_and_loses_nothing() {
         assert!(read > 0, "the client ended: {said:?}");
         said.push_str(&String::from_utf8_lossy(&chunk[..read]));
     }
-    // …which takes a login and a look at the clone; then the far turn may finish.
-    tokio::time::sleep(Duration::from_secs(5)).await;
+    // …and once it follows the far turn again, that turn may finish.
+    assert!(said.contains("reconnecting"), "{said}");
     mock.release();
+    let rest = tokio::spawn(async move {
+        use tokio::io::AsyncReadExt;
+        let mut rest = String::new();
+        let _ = stderr.read_to_string(&mut rest).await;
+        rest
+    });
     let cut = Run::from(asking.wait_with_output().await.unwrap());
+    let said = said + &rest.await.unwrap();
     assert!(cut.status.success(), "{said}{}", cut.debug());
     assert!(
         cut.stdout.contains("finished far away"),

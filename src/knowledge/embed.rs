@@ -188,7 +188,11 @@ pub async fn query_vector(embedder: Option<&Embedder>, query: &str) -> Query {
         unavailable: String::new(),
     };
     if let Some(embedder) = embedder {
-        match embedder.embed(vec![query.to_string()]).await {
+        // A query goes to the model as memories do: redacted (an endpoint is a third party).
+        match embedder
+            .embed(vec![crate::sys::secrets::redact(query).into_owned()])
+            .await
+        {
             Ok(mut vectors) => out.vector = vectors.pop(),
             Err(e) => {
                 out.unavailable = format!(

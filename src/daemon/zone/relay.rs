@@ -288,8 +288,17 @@ async fn reattach(
         loop {
             tokio::select! {
                 from_zone = remote.conn.next() => match from_zone {
-                    // The watcher's greeting and screen are for terminals, not an `ask`.
-                    Some(Frame { header: Header::Ok { .. } | Header::Screen, .. }) if !watching => {}
+                    // The watcher's greeting and screen are for terminals, not an `ask`: it is
+                    // told it follows its turn again.
+                    Some(Frame { header: Header::Ok { .. }, .. }) if !watching => {
+                        let back = Header::Notice {
+                            message: format!("reconnected to the zone {}; following the turn of {name}", zone.name),
+                        };
+                        if !client.send(back).await {
+                            return None;
+                        }
+                    }
+                    Some(Frame { header: Header::Screen, .. }) if !watching => {}
                     Some(frame) => {
                         let header = frame.header.clone();
                         if !client.send(frame).await {
