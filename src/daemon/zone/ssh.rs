@@ -166,8 +166,13 @@ pub(crate) fn command(
     Ok(cmd)
 }
 
+/// The zone's control socket: named by a short digest of the zone's name, since a socket path
+/// has room for about 100 bytes and ssh adds a 17-byte suffix while it makes the master.
 fn control_path(dir: &Path, zone: &str) -> std::path::PathBuf {
-    dir.join(format!("{zone}.ssh"))
+    use sha1::{Digest, Sha1};
+    let digest = Sha1::digest(zone.as_bytes());
+    let short: String = digest[..6].iter().map(|b| format!("{b:02x}")).collect();
+    dir.join(format!("{short}.ssh"))
 }
 
 fn make_private_dir(dir: &Path) -> Result<(), DaemonError> {
