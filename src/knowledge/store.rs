@@ -100,7 +100,7 @@ impl Store {
     /// Opens the store at `path`, making it (and its private folder) when missing.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
         if let Some(dir) = path.parent() {
-            make_private_dir(dir).map_err(|source| StoreError::Folder {
+            crate::sys::atomic::make_private_dir(dir).map_err(|source| StoreError::Folder {
                 path: dir.display().to_string(),
                 source,
             })?;
@@ -423,14 +423,6 @@ impl Store {
         tx.commit()?;
         Ok(out)
     }
-}
-
-fn make_private_dir(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
 }
 
 fn exists(tx: &rusqlite::Transaction<'_>, id: &str) -> rusqlite::Result<bool> {

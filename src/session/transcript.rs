@@ -3,7 +3,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -201,11 +201,7 @@ impl Transcript {
         };
         // Transcripts hold private code and conversations: only the user may read them.
         if let Some(parent) = path.parent() {
-            std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(parent)
-                .map_err(err)?;
+            crate::sys::atomic::make_private_dir(parent).map_err(err)?;
         }
         let fresh = !path.exists();
         let file = OpenOptions::new()

@@ -68,13 +68,37 @@ pub fn append_whole(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
 
 /// Writes `bytes` to `path` atomically, making its folder if need be.
 pub fn write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_mode(path, bytes, 0o666)
+}
+
+/// [`write`], readable and writable by the user only (a file that may name hosts or hold
+/// what the user said).
+pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_mode(path, bytes, 0o600)
+}
+
+/// Makes `dir` (and its parents) with only the user allowed in the last one.
+pub fn make_private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
+fn write_mode(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
     let dir = path
         .parent()
         .ok_or_else(|| std::io::Error::other("a file path without a folder"))?;
     std::fs::create_dir_all(dir)?;
     let aside = dir.join(format!(".tmp-{}", uuid::Uuid::new_v4().simple()));
     let written = (|| {
-        let mut file = std::fs::File::create(&aside)?;
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .open(&aside)?;
         file.write_all(bytes)?;
         file.sync_all()?;
         std::fs::rename(&aside, path)

@@ -151,22 +151,30 @@ pub fn remove(paths: &Paths, name: &str) -> Result<String, DaemonError> {
 /// Whether the ouro a probe describes can talk to this one, as a sentence; an error saying
 /// which side to upgrade when not.
 fn compatible(name: &str, probe: &Probe) -> Result<String, DaemonError> {
-    let here = env!("CARGO_PKG_VERSION");
     if probe.protocol == PROTOCOL {
         return Ok(format!(
             "ouro {} answers there ({}/{}, daemon protocol {})",
             probe.version, probe.os, probe.arch, probe.protocol
         ));
     }
-    let upgrade = if probe.protocol < PROTOCOL {
+    Err(DaemonError::Client(mismatch(
+        name,
+        &probe.version,
+        probe.protocol,
+    )))
+}
+
+/// What to tell a user whose zone `name` speaks another daemon protocol: which side to upgrade.
+pub(super) fn mismatch(name: &str, version: &str, protocol: u32) -> String {
+    let upgrade = if protocol < PROTOCOL {
         format!("upgrade the zone's: `ouro zone install {name}`")
     } else {
         "upgrade this ouro".to_string()
     };
-    Err(DaemonError::Client(format!(
-        "the zone {name} runs ouro {} (daemon protocol {}) and this is ouro {here} (protocol {PROTOCOL}): {upgrade}",
-        probe.version, probe.protocol
-    )))
+    format!(
+        "the zone {name} runs ouro {version} (daemon protocol {protocol}) and this is ouro {} (protocol {PROTOCOL}): {upgrade}",
+        env!("CARGO_PKG_VERSION")
+    )
 }
 
 /// The folder of the ssh control sockets, one per zone.

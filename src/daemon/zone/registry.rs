@@ -1,7 +1,7 @@
 //! `zones.json` in ouro's home: the zones by name, written whole and atomically, readable only
 //! by the user.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
@@ -37,14 +37,14 @@ pub struct Zones {
 impl Zones {
     pub fn load(home: &Path) -> Result<Zones, DaemonError> {
         let path = home.join(FILE);
-        match std::fs::read_to_string(&path) {
-            Ok(text) => serde_json::from_str(&text).map_err(|e| {
-                DaemonError::Client(format!(
+        match crate::sys::atomic::read_json(&path) {
+            Ok(zones) => Ok(zones.unwrap_or_default()),
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                Err(DaemonError::Client(format!(
                     "{} is not a zones file ({e}); fix it or remove it",
                     path.display()
-                ))
-            }),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Zones::default()),
+                )))
+            }
             Err(source) => Err(DaemonError::Io {
                 action: "read",
                 path,
@@ -55,16 +55,12 @@ impl Zones {
 
     pub fn save(&self, home: &Path) -> Result<(), DaemonError> {
         let path = home.join(FILE);
-        let io = |source| DaemonError::Io {
+        let text = serde_json::to_vec_pretty(self).unwrap_or_default();
+        crate::sys::atomic::write_private(&path, &text).map_err(|source| DaemonError::Io {
             action: "write",
-            path: path.clone(),
+            path,
             source,
-        };
-        std::fs::create_dir_all(home).map_err(io)?;
-        let text = serde_json::to_string_pretty(self).unwrap_or_default();
-        let tmp: PathBuf = home.join(format!(".{FILE}.{}", std::process::id()));
-        write_private(&tmp, text.as_bytes()).map_err(io)?;
-        std::fs::rename(&tmp, &path).map_err(io)
+        })
     }
 
     pub fn all(&self) -> &[Zone] {
@@ -94,17 +90,4 @@ impl Zones {
     pub fn remove(&mut self, name: &str) {
         self.zones.retain(|z| z.name != name);
     }
-}
-
-fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)?;
-    file.write_all(bytes)?;
-    file.sync_all()
 }

@@ -103,15 +103,8 @@ pub(in crate::daemon) async fn connect(paths: &Paths, zone: &Zone) -> Result<Rem
                 protocol, version, ..
             },
             ..
-        })) => Err(DaemonError::Refused(format!(
-            "the zone {} runs ouro {version} (daemon protocol {protocol}) and this is ouro {} (protocol {PROTOCOL}): {}",
-            zone.name,
-            env!("CARGO_PKG_VERSION"),
-            if protocol < PROTOCOL {
-                format!("upgrade the zone's with `ouro zone install {}`", zone.name)
-            } else {
-                "upgrade this ouro".into()
-            }
+        })) => Err(DaemonError::Refused(super::mismatch(
+            &zone.name, &version, protocol,
         ))),
         Ok(Some(Frame {
             header: Header::Refused { reason },

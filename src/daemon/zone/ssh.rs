@@ -147,11 +147,14 @@ pub(crate) fn command(
 ) -> Result<tokio::process::Command, DaemonError> {
     let target = Target::parse(&zone.target).map_err(DaemonError::Client)?;
     let dir = control_dir(paths);
-    make_private_dir(&dir)?;
-    let ssh = std::env::var(SSH_COMMAND_ENV).unwrap_or_default();
-    let mut words = ssh.split_whitespace();
-    let mut cmd = tokio::process::Command::new(words.next().unwrap_or("ssh"));
-    cmd.args(words)
+    crate::sys::atomic::make_private_dir(&dir).map_err(|source| DaemonError::Io {
+        action: "create",
+        path: dir.clone(),
+        source,
+    })?;
+    let (program, first) = ssh_words();
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args(first)
         .args(["-T", "-o", "BatchMode=yes", "-o", "ConnectTimeout=15"])
         .args(["-o", "ControlMaster=auto", "-o", PERSIST])
         .arg("-o")
@@ -175,17 +178,14 @@ fn control_path(dir: &Path, zone: &str) -> std::path::PathBuf {
     dir.join(format!("{short}.ssh"))
 }
 
-fn make_private_dir(dir: &Path) -> Result<(), DaemonError> {
-    use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(|source| DaemonError::Io {
-            action: "create",
-            path: dir.to_path_buf(),
-            source,
-        })
+/// The ssh program and its first arguments: `OURO_SSH_COMMAND`'s words, else `ssh`.
+fn ssh_words() -> (String, Vec<String>) {
+    let ssh = std::env::var(SSH_COMMAND_ENV).unwrap_or_default();
+    let mut words = ssh.split_whitespace().map(str::to_string);
+    (
+        words.next().unwrap_or_else(|| "ssh".into()),
+        words.collect(),
+    )
 }
 
 pub(crate) enum ProbeError {
@@ -331,10 +331,9 @@ pub(crate) fn close_master(paths: &Paths, name: &str) {
     if !path.exists() {
         return;
     }
-    let ssh = std::env::var(SSH_COMMAND_ENV).unwrap_or_default();
-    let mut words = ssh.split_whitespace();
-    let _ = std::process::Command::new(words.next().unwrap_or("ssh"))
-        .args(words)
+    let (program, first) = ssh_words();
+    let _ = std::process::Command::new(program)
+        .args(first)
         .arg("-o")
         .arg(format!("ControlPath={}", path.display()))
         .args(["-O", "exit", "zone"])
