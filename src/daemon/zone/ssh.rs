@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::super::{DaemonError, Paths};
 use super::{Probe, Zone, control_dir};
@@ -196,12 +196,14 @@ pub(crate) enum ProbeError {
 }
 
 /// Runs `remote` on the zone's host: (exit code, stdout, stderr's last line). `None` as the
-/// code: killed by a signal or timed out.
+/// code: killed by a signal or timed out. With `input`, that file is streamed to the remote's
+/// stdin first: a copy takes as long as the link needs, so only a write that makes no progress
+/// for `CHECK_TIMEOUT` ends it, never the size of the file.
 async fn run(
     paths: &Paths,
     zone: &Zone,
     remote: &str,
-    input: Option<&[u8]>,
+    input: Option<&Path>,
 ) -> Result<(Option<i32>, String, String), DaemonError> {
     let mut cmd = command(paths, zone, remote)?;
     cmd.stdin(if input.is_some() {
@@ -216,11 +218,18 @@ async fn run(
             "could not run ssh ({e}); zones use your own OpenSSH client: install it (`ssh` on PATH) or set {SSH_COMMAND_ENV}"
         ))
     })?;
-    if let (Some(bytes), Some(mut stdin)) = (input, child.stdin.take()) {
-        let bytes = bytes.to_vec();
-        tokio::spawn(async move {
-            let _ = stdin.write_all(&bytes).await;
-        });
+    if let (Some(file), Some(stdin)) = (input, child.stdin.take()) {
+        // stdout and stderr are read only after the copy: the remote prints one line at its
+        // end, and ssh's warnings fit a pipe's buffer.
+        if let Err(reason) = stream(file, stdin).await {
+            let said = drain_stderr(&mut child).await;
+            let why = if said.is_empty() {
+                reason
+            } else {
+                format!("{reason} ({said})")
+            };
+            return Ok((None, String::new(), why));
+        }
     }
     let output = match tokio::time::timeout(CHECK_TIMEOUT, child.wait_with_output()).await {
         Ok(Ok(output)) => output,
@@ -233,18 +242,60 @@ async fn run(
             ));
         }
     };
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    let reason = stderr
+    Ok((
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        last_line(&output.stderr),
+    ))
+}
+
+/// Copies `file` into ssh's stdin, then closes it; why not, as a sentence.
+async fn stream(file: &Path, mut stdin: tokio::process::ChildStdin) -> Result<(), String> {
+    let mut source = tokio::fs::File::open(file)
+        .await
+        .map_err(|e| format!("could not read {}: {e}", file.display()))?;
+    let mut chunk = vec![0u8; 256 * 1024];
+    loop {
+        let n = source
+            .read(&mut chunk)
+            .await
+            .map_err(|e| format!("could not read {}: {e}", file.display()))?;
+        if n == 0 {
+            return stdin
+                .shutdown()
+                .await
+                .map_err(|e| format!("the copy was cut off: {e}"));
+        }
+        match tokio::time::timeout(CHECK_TIMEOUT, stdin.write_all(&chunk[..n])).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Err(format!("the copy was cut off: {e}")),
+            Err(_) => {
+                return Err(format!(
+                    "the copy made no progress for {} s",
+                    CHECK_TIMEOUT.as_secs()
+                ));
+            }
+        }
+    }
+}
+
+/// What ssh said on stderr when a copy failed (it has exited or is killed on drop).
+async fn drain_stderr(child: &mut tokio::process::Child) -> String {
+    let _ = child.start_kill();
+    let mut text = Vec::new();
+    if let Some(mut stderr) = child.stderr.take() {
+        let _ = tokio::time::timeout(Duration::from_secs(2), stderr.read_to_end(&mut text)).await;
+    }
+    last_line(&text)
+}
+
+fn last_line(stderr: &[u8]) -> String {
+    String::from_utf8_lossy(stderr)
         .lines()
         .map(str::trim)
         .rfind(|l| !l.is_empty())
         .unwrap_or("")
-        .to_string();
-    Ok((
-        output.status.code(),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        reason,
-    ))
+        .to_string()
 }
 
 /// What the zone's ouro says it is.
@@ -307,13 +358,8 @@ pub(crate) async fn copy_binary(
     zone: &Zone,
     exe: &Path,
 ) -> Result<String, DaemonError> {
-    let bytes = std::fs::read(exe).map_err(|source| DaemonError::Io {
-        action: "read",
-        path: exe.to_path_buf(),
-        source,
-    })?;
     let script = r#"d="${OURO_HOME:-$HOME/.ouro}/bin" && mkdir -p "$d" && cat > "$d/ouro.new" && chmod 755 "$d/ouro.new" && mv -f "$d/ouro.new" "$d/ouro" && echo "$d/ouro""#;
-    let (code, stdout, reason) = run(paths, zone, script, Some(&bytes)).await?;
+    let (code, stdout, reason) = run(paths, zone, script, Some(exe)).await?;
     let path = stdout.lines().last().unwrap_or("").trim().to_string();
     if code != Some(0) || !path.starts_with('/') {
         return Err(DaemonError::Client(format!(
