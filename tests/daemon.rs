@@ -605,6 +605,39 @@ async fn a_permission_question_is_relayed_and_a_watcher_answers_it() {
     assert!(home.sb.root().join("made-by-act.txt").exists());
 }
 
+/// A watcher that attaches while a question waits is put that question (it was asked before
+/// the watcher came) and its answer settles it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_watcher_that_comes_while_a_question_waits_is_asked_it() {
+    let api = server(json!({"turns": [
+        {"content": [{"type": "tool_use", "name": "Bash",
+                      "input": {"command": "touch made-late.txt"}}]},
+        {"content": [{"type": "text", "text": "Made the file."}]}
+    ]}))
+    .await;
+    let home = Home::new(&api.url());
+    home.clone_new("n1", OURO).await;
+    let acting = Watched::spawn(home.command(&["act", "n1", "make the file"]));
+    acting
+        .wait_stderr("n1 wants to run Bash(touch made-late.txt)")
+        .await;
+    let mut watcher = home.term(&["watch", "n1"]);
+    watcher.expect("watching n1");
+    watcher.expect("n1 wants to run Bash(touch made-late.txt)");
+    watcher.expect("allow?");
+    watcher.line("y");
+    let run = acting.finish(LIMIT).await;
+    assert!(run.status.success(), "{}", run.debug());
+    assert_eq!(run.stdout.trim(), "Made the file.");
+    assert_eq!(
+        run.stderr.matches("wants to run").count(),
+        1,
+        "{}",
+        run.debug()
+    );
+    assert!(home.sb.root().join("made-late.txt").exists());
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn the_native_brain_talks_in_its_repl_and_ask_continues_that_conversation() {
     let api = server(json!({"turns": [

@@ -50,14 +50,16 @@ impl Sshd {
             .unwrap()
             .port();
         let remote = d.join("remote");
-        std::fs::create_dir_all(remote.join("run")).unwrap();
+        for sub in ["run", "tmp"] {
+            std::fs::create_dir_all(remote.join(sub)).unwrap();
+        }
         std::fs::write(
             d.join("sshd_config"),
             format!(
                 "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_key\nPidFile {d}/sshd.pid\n\
                  AuthorizedKeysFile {d}/authorized_keys\nStrictModes no\nUsePAM no\n\
                  PasswordAuthentication no\nKbdInteractiveAuthentication no\nPubkeyAuthentication yes\n\
-                 PermitRootLogin prohibit-password\nSetEnv OURO_HOME={r}/home XDG_RUNTIME_DIR={r}/run OURO_CLAUDE_BIN={fake}\n",
+                 PermitRootLogin prohibit-password\nSetEnv OURO_HOME={r}/home XDG_RUNTIME_DIR={r}/run TMPDIR={r}/tmp OURO_CLAUDE_BIN={fake}\n",
                 d = d.display(),
                 r = remote.display(),
                 fake = FAKE_CLAUDE
@@ -177,12 +179,12 @@ impl Sshd {
     }
 }
 
-/// Ends the zones' master connections (`ssh: …/daemon/zones/NAME.ssh [mux]`, kept for
+/// Ends the zones' master connections (`ssh: …/run/zones/NAME.ssh [mux]`, kept for
 /// ControlPersist) with the test instead of minutes later.
 fn end_masters(sb: &Sandbox) {
     let _ = std::process::Command::new("pkill")
         .arg("-f")
-        .arg(sb.home.path().join("daemon/zones"))
+        .arg(sb.home.path().join("run/zones"))
         .status();
 }
 
@@ -594,4 +596,150 @@ async fn talk_through_a_zone_relays_keys_the_screen_a_resize_and_detach() {
     assert!(term.wait_exit().success(), "{}", term.text());
     let _ = watch.kill().await;
     sshd.finish(&sb, url).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bench_relay_through_a_zone_reports_it_beside_plain_ssh_and_leaves_nothing_there() {
+    let Some(sshd) = Sshd::start().await else {
+        return;
+    };
+    let sb = Sandbox::new();
+    sshd.installed_zone(&sb).await;
+    let args = [
+        "bench",
+        "--turns",
+        "1",
+        "--calls-per-turn",
+        "1",
+        "--files",
+        "10",
+        "--runs",
+        "1",
+        "--warmup",
+        "0",
+        "--json",
+        "--relay",
+        "--zone",
+        "box",
+    ];
+    let run = sshd.ouro(&sb, &args).await;
+    assert!(run.status.success(), "{}", run.debug());
+    let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let zone = &report["relay_zone"];
+    assert_eq!(zone["zone"], "box", "{zone}");
+    for key in [
+        "zone_p50_ms",
+        "zone_p99_ms",
+        "ssh_p50_ms",
+        "ssh_p99_ms",
+        "zone_mb_per_sec",
+        "ssh_mb_per_sec",
+    ] {
+        assert!(zone[key].as_f64().unwrap() > 0.0, "{key} in {zone}");
+    }
+    assert!(zone["overhead_p99_ms"].is_f64(), "{zone}");
+    let targets = report["targets"].as_array().unwrap();
+    assert!(
+        targets.iter().any(|t| t["name"]
+            .as_str()
+            .unwrap_or("")
+            .contains("zone box relay overhead")),
+        "{targets:?}"
+    );
+    // The scratch daemon and its folder are gone from the host; the user's zone is as it was.
+    let tmp = sshd.path().join("remote/tmp");
+    let left: Vec<_> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert!(left.is_empty(), "left on the host: {left:?}");
+    let listed = sshd.ouro(&sb, &["zone", "list"]).await;
+    assert!(
+        listed.stdout.contains("/remote/home/bin/ouro"),
+        "{}",
+        listed.debug()
+    );
+    end_masters(&sb);
+}
+
+/// A question the far brain waits on when the link drops is not lost: the acting client is
+/// told its daemon reconnected, `ouro agent pending` here lists the question through the zone,
+/// `ouro agent approve` answers it there, and the client gets the turn's answer.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_question_waiting_when_the_link_drops_is_answered_from_here() {
+    let Some(sshd) = Sshd::start().await else {
+        return;
+    };
+    let sb = Sandbox::new();
+    sshd.installed_zone(&sb).await;
+    let mock = crate::common::server(serde_json::json!({"turns": [
+        {"content": [{"type": "tool_use", "name": "Bash",
+                      "input": {"command": "touch made-in-zone.txt"}}]},
+        {"content": [{"type": "text", "text": "Made it far away."}]}
+    ]}))
+    .await;
+    let url = mock.url();
+    sshd.zone_clone(&sb, &url).await;
+    let mut acting = sshd
+        .local(&sb, &url, &["act", "web", "make the file"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = acting.stderr.take().unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    let mut said = String::new();
+    let mut read_until = async |said: &mut String, text: &str| {
+        use tokio::io::AsyncReadExt;
+        while !said.contains(text) {
+            let mut chunk = [0u8; 1024];
+            let read = tokio::time::timeout_at(deadline, stderr.read(&mut chunk))
+                .await
+                .unwrap_or_else(|_| panic!("never saw {text:?}: {said:?}"))
+                .unwrap();
+            assert!(read > 0, "the client ended before {text:?}: {said:?}");
+            said.push_str(&String::from_utf8_lossy(&chunk[..read]));
+        }
+    };
+    read_until(&mut said, "web wants to run Bash(touch made-in-zone.txt)").await;
+    end_masters(&sb);
+    read_until(&mut said, "reconnected to the zone box").await;
+
+    let pending = sshd.ouro(&sb, &["agent", "pending", "--json"]).await;
+    assert!(pending.status.success(), "{}", pending.debug());
+    let questions: serde_json::Value = serde_json::from_str(&pending.stdout).unwrap();
+    let question = questions
+        .as_array()
+        .and_then(|q| q.iter().find(|q| q["agent"] == "web"))
+        .unwrap_or_else(|| panic!("{}", pending.debug()))
+        .clone();
+    assert_eq!(question["tool"], "Bash", "{question}");
+    let id = question["id"].as_str().unwrap();
+    let approved = sshd.ouro(&sb, &["agent", "approve", id]).await;
+    assert!(approved.status.success(), "{}", approved.debug());
+    assert!(approved.stdout.contains("zone box"), "{}", approved.debug());
+
+    read_until(&mut said, "allowed").await;
+    let rest = tokio::spawn(async move {
+        use tokio::io::AsyncReadExt;
+        let mut rest = String::new();
+        let _ = stderr.read_to_string(&mut rest).await;
+        rest
+    });
+    let done = Run::from(acting.wait_with_output().await.unwrap());
+    let said = said + &rest.await.unwrap();
+    assert!(done.status.success(), "{said}{}", done.debug());
+    assert!(
+        done.stdout.contains("Made it far away."),
+        "{said}{}",
+        done.debug()
+    );
+    assert_eq!(
+        said.matches("wants to run").count(),
+        1,
+        "asked once: {said}"
+    );
+    assert!(sb.root().join("made-in-zone.txt").exists());
+    sshd.finish(&sb, &url).await;
 }

@@ -126,6 +126,10 @@ pub struct BenchArgs {
     /// (p50/p99), output throughput, and the daemon's RSS with 10 idle clones.
     #[arg(long)]
     pub relay: bool,
+    /// With --relay: also time keystrokes through this zone (`ouro zone list`) beside a plain
+    /// `ssh -t` to its host, with a scratch daemon there that is removed afterwards.
+    #[arg(long, value_name = "NAME", requires = "relay")]
+    pub zone: Option<String>,
     /// Also measure the client's time per turn at turn 10 and at turn N of one N-turn
     /// session whose history only grows (e.g. 1000).
     #[arg(long, value_parser = clap::value_parser!(u32).range(20..=5000))]
@@ -300,6 +304,10 @@ pub async fn run(args: &BenchArgs) -> Result<bool, BenchError> {
     if args.relay {
         progress("a talk through the daemon's relay");
         report.relay = Some(relay::measure().await?);
+        if let Some(zone) = &args.zone {
+            progress(&format!("a talk through the zone {zone}, and plain ssh"));
+            report.relay_zone = Some(relay::measure_zone(zone).await?);
+        }
     }
     progress("what 10- and 50-turn sessions are billed");
     for turns in COST_SESSION_TURNS {

@@ -54,6 +54,8 @@ pub struct Report {
     pub memory: Option<super::memory::MemoryCost>,
     /// `--relay`: a talk through the daemon.
     pub relay: Option<super::relay::RelayCost>,
+    /// `--relay --zone`: a talk through a zone, beside plain ssh.
+    pub relay_zone: Option<super::relay::ZoneRelayCost>,
     /// `--eval`: what `ouro eval run` adds around the agent.
     pub eval: Option<super::eval::EvalCost>,
     /// `--recall`: Recall at scale and reflect's added latency.
@@ -272,6 +274,7 @@ pub fn build(
         cats: None,
         memory: None,
         relay: None,
+        relay_zone: None,
         eval: None,
         recall: None,
         cost: Vec::new(),
@@ -449,6 +452,17 @@ pub fn targets(r: &Report) -> Vec<Target> {
             "daemon relay overhead per keystroke, p99".into(),
             relay.overhead_p99_ms,
             1.0,
+            "ms",
+        ));
+    }
+    if let Some(zone) = &r.relay_zone {
+        out.push(target(
+            format!(
+                "zone {} relay overhead per keystroke over plain ssh, p99",
+                zone.zone
+            ),
+            zone.overhead_p99_ms,
+            super::relay::ZONE_OVERHEAD_P99_LIMIT_MS,
             "ms",
         ));
     }

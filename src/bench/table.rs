@@ -338,6 +338,23 @@ ouro serve: first chat:delta {:.1} ms after the message (median; min {:.1}, max 
             relay.daemon_rss_mb
         );
     }
+    if let Some(zone) = &r.relay_zone {
+        let _ = writeln!(
+            out,
+            "zone {} ({} keystrokes): round trip p50 {:.3} / p99 {:.3} ms through the zone, \
+             p50 {:.3} / p99 {:.3} ms over plain ssh -t (overhead p99 {:.3} ms); output {:.0} MB/s \
+             through the zone, {:.0} MB/s over ssh",
+            zone.zone,
+            zone.keystrokes,
+            zone.zone_p50_ms,
+            zone.zone_p99_ms,
+            zone.ssh_p50_ms,
+            zone.ssh_p99_ms,
+            zone.overhead_p99_ms,
+            zone.zone_mb_per_sec,
+            zone.ssh_mb_per_sec
+        );
+    }
     if !r.cost.is_empty() {
         out.push_str(
             "\ninput cost per scripted session (prompt caching, billed as the API bills it)\n",

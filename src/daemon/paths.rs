@@ -89,27 +89,55 @@ impl Paths {
     /// Creates the socket's directory, private to this user (0700); refuses one that another
     /// user owns.
     pub(crate) fn prepare_socket_dir(&self) -> Result<(), DaemonError> {
-        let dir = self.socket.parent().unwrap_or(Path::new("/"));
-        let failed = |source| DaemonError::Io {
-            action: "prepare the socket directory",
-            path: dir.to_path_buf(),
-            source,
-        };
-        std::fs::create_dir_all(dir).map_err(failed)?;
-        let meta = std::fs::metadata(dir).map_err(failed)?;
-        // SAFETY: getuid has no preconditions and cannot fail.
-        let me = unsafe { libc::getuid() };
-        if meta.uid() != me {
-            return Err(DaemonError::ForeignSocketDir {
-                dir: dir.to_path_buf(),
-            });
-        }
-        if meta.permissions().mode() & 0o777 != 0o700 {
-            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
-                .map_err(failed)?;
-        }
-        Ok(())
+        private_dir(self.socket.parent().unwrap_or(Path::new("/")))
     }
+
+    /// The private folder for the zones' ssh control sockets, made if need be: beside the
+    /// daemon's socket, or, when that path is too long for a socket (a deep home), in
+    /// `/tmp/ouro-UID/` under the home's key.
+    pub(crate) fn zone_sockets(&self) -> Result<PathBuf, DaemonError> {
+        let in_home = self.home.join("run");
+        let beside = if self.socket.starts_with(&in_home) {
+            in_home.join("zones")
+        } else {
+            let runtime = self.socket.parent().unwrap_or(Path::new("/"));
+            runtime.join(format!("{}.zones", key(&self.home)))
+        };
+        // ssh's control socket is NAME.ssh in here, and a 17-byte suffix while it is made.
+        let dir = if beside.as_os_str().len() + 34 <= MAX_SOCKET_PATH {
+            beside
+        } else {
+            // SAFETY: getuid has no preconditions and cannot fail.
+            let me = unsafe { libc::getuid() };
+            let parent = PathBuf::from(format!("/tmp/ouro-{me}"));
+            private_dir(&parent)?;
+            parent.join(key(&self.home))
+        };
+        private_dir(&dir)?;
+        Ok(dir)
+    }
+}
+
+/// Creates `dir` private to this user (0700); refuses one that another user owns.
+fn private_dir(dir: &Path) -> Result<(), DaemonError> {
+    let failed = |source| DaemonError::Io {
+        action: "prepare the socket directory",
+        path: dir.to_path_buf(),
+        source,
+    };
+    crate::sys::atomic::make_private_dir(dir).map_err(failed)?;
+    let meta = std::fs::symlink_metadata(dir).map_err(failed)?;
+    // SAFETY: getuid has no preconditions and cannot fail.
+    let me = unsafe { libc::getuid() };
+    if meta.uid() != me || !meta.is_dir() {
+        return Err(DaemonError::ForeignSocketDir {
+            dir: dir.to_path_buf(),
+        });
+    }
+    if meta.permissions().mode() & 0o777 != 0o700 {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(failed)?;
+    }
+    Ok(())
 }
 
 /// A short, stable name for a home: the first 16 hex digits of the SHA-256 of its path.
@@ -140,6 +168,21 @@ mod tests {
         assert_eq!(p.socket, Path::new("/h/a/run/daemon.sock"));
         let p = Paths::for_home("/h/a".into(), Some(Path::new("relative")));
         assert_eq!(p.socket, Path::new("/h/a/run/daemon.sock"));
+    }
+
+    #[test]
+    fn zone_sockets_fit_a_socket_path_however_deep_the_home() {
+        let dir = tempfile::tempdir().unwrap();
+        let shallow = Paths::for_home(dir.path().join("home"), None);
+        let near = shallow.zone_sockets().unwrap();
+        assert_eq!(near, dir.path().join("home/run/zones"));
+        let deep = Paths::for_home(dir.path().join("d".repeat(90)), None);
+        let far = deep.zone_sockets().unwrap();
+        assert!(far.as_os_str().len() + 34 <= MAX_SOCKET_PATH, "{far:?}");
+        assert_ne!(far, shallow.zone_sockets().unwrap());
+        let mode = std::fs::metadata(&far).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+        std::fs::remove_dir(far).unwrap();
     }
 
     #[test]

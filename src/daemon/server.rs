@@ -399,9 +399,11 @@ impl Daemon {
                     message: format!("stopping the agent {name} (run {run_id})"),
                 }
             }
-            Header::AgentPending => Header::Pending {
-                questions: self.pending(),
-            },
+            Header::AgentPending => {
+                let mut questions = self.pending();
+                questions.extend(self.zoned_pending().await);
+                Header::Pending { questions }
+            }
             Header::AgentPendingFollow => {
                 self.follow_pending(conn).await;
                 return Ok(None);
@@ -416,15 +418,28 @@ impl Daemon {
                 let answered = clones
                     .iter()
                     .find(|c| c.answer_with(&request_id, allow, always, message.clone()));
-                match answered {
-                    Some(clone) => Header::Ok {
+                let in_zone = match answered {
+                    Some(_) => None,
+                    None => {
+                        let answer = Header::AgentAnswer {
+                            request_id: request_id.clone(),
+                            allow,
+                            always,
+                            message,
+                        };
+                        self.zoned_answer(answer).await
+                    }
+                };
+                match (answered, in_zone) {
+                    (Some(clone), _) => Header::Ok {
                         message: format!(
                             "{} the call of {} ({request_id})",
                             if allow { "allowed" } else { "denied" },
                             clone.name()
                         ),
                     },
-                    None => Header::Error {
+                    (None, Some(answered)) => answered,
+                    (None, None) => Header::Error {
                         message: format!(
                             "no question {request_id} is waiting (it was answered, timed out, or its run ended); `ouro agent pending` lists those that are"
                         ),

@@ -133,6 +133,21 @@ pub(super) async fn follow(
     {
         return;
     }
+    // A question that waits was put before this watcher came (or to a client whose link
+    // dropped): it is put again. Listed after `rx` subscribed, so one asked meanwhile may come
+    // twice (clients show an id once) and one settled meanwhile is settled through `rx`.
+    for question in clone.pending() {
+        let frame = Header::Permission {
+            clone: clone.name().to_string(),
+            request_id: question.id,
+            tool_name: question.tool,
+            input: question.input,
+            reason: question.reason,
+        };
+        if !deliver(&client, frame.into()).await {
+            return;
+        }
+    }
     loop {
         tokio::select! {
             item = rx.recv() => {

@@ -293,6 +293,8 @@ impl Answers {
 
     fn show(&mut self, header: &Header) {
         match header {
+            // Put again (a watcher's late join, a zone's link back up): it is on screen already.
+            Header::Permission { request_id, .. } if self.open.contains(request_id) => {}
             Header::Permission {
                 clone,
                 request_id,

@@ -3,14 +3,18 @@
 //! their brains.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use super::super::conn::Conn;
-use super::super::frame::{CloneInfo, ForwardedEnv, Frame, Header};
+use super::super::frame::{CloneInfo, ForwardedEnv, Frame, Header, PendingQuestion};
 use super::super::store::CloneRecord;
 use super::super::zone::{Zones, relay};
 use super::super::{DaemonError, store};
 use super::Daemon;
 use crate::sys::sync::lock;
+
+/// How long a list or an answer waits for one zone.
+const ZONE_ANSWER: Duration = Duration::from_secs(20);
 
 impl Daemon {
     /// The record of `name` when it is a clone in a zone.
@@ -94,30 +98,75 @@ impl Daemon {
         self.store.remove(name)
     }
 
-    /// The zones' clones as their daemons describe them, one connection per zone; a zone that
-    /// cannot be reached lists its clones with ssh's reason.
-    pub(super) async fn zoned_infos(&self) -> Vec<CloneInfo> {
-        let records: Vec<CloneRecord> = lock(&self.zoned).values().cloned().collect();
+    /// The records of the clones in zones, by zone.
+    fn by_zone(&self) -> BTreeMap<String, Vec<CloneRecord>> {
         let mut by_zone: BTreeMap<String, Vec<CloneRecord>> = BTreeMap::new();
-        for record in records {
+        for record in lock(&self.zoned).values() {
             by_zone
                 .entry(record.zone.clone().unwrap_or_default())
                 .or_default()
-                .push(record);
+                .push(record.clone());
         }
-        let zones = Zones::load(&self.paths.home).unwrap_or_default();
+        by_zone
+    }
+
+    /// One request to the daemon of the zone `name` and its answer, or why there is none
+    /// (within `ZONE_ANSWER`: one unreachable zone never holds up a list).
+    async fn ask_zone(&self, name: &str, header: Header) -> Result<Header, String> {
+        let zone = Zones::load(&self.paths.home)
+            .and_then(|zones| zones.named(name))
+            .map_err(|e| e.to_string())?;
+        let asked = async {
+            let mut remote = relay::connect(&self.paths, &zone).await?;
+            relay::request(&mut remote, header).await
+        };
+        match tokio::time::timeout(ZONE_ANSWER, asked).await {
+            Ok(answer) => answer.map_err(|e| e.to_string()),
+            Err(_) => Err(format!("no answer within {} s", ZONE_ANSWER.as_secs())),
+        }
+    }
+
+    /// The questions waiting in the zones for the clones this daemon relays; a zone that
+    /// cannot be reached shows none.
+    pub(super) async fn zoned_pending(&self) -> Vec<PendingQuestion> {
+        let mut out = Vec::new();
+        for (zone, records) in self.by_zone() {
+            if let Ok(Header::Pending { questions }) =
+                self.ask_zone(&zone, Header::AgentPending).await
+            {
+                out.extend(
+                    questions
+                        .into_iter()
+                        .filter(|q| records.iter().any(|r| r.name == q.agent)),
+                );
+            }
+        }
+        out
+    }
+
+    /// Answers a question waiting in a zone: the zone's answer, or `None` when no zone this
+    /// daemon relays to has that question.
+    pub(super) async fn zoned_answer(&self, answer: Header) -> Option<Header> {
+        for zone in self.by_zone().into_keys() {
+            if let Ok(Header::Ok { message }) = self.ask_zone(&zone, answer.clone()).await {
+                return Some(Header::Ok {
+                    message: format!("{message}, in the zone {zone}"),
+                });
+            }
+        }
+        None
+    }
+
+    /// The zones' clones as their daemons describe them, one connection per zone; a zone that
+    /// cannot be reached lists its clones with ssh's reason.
+    pub(super) async fn zoned_infos(&self) -> Vec<CloneInfo> {
+        let by_zone = self.by_zone();
         let mut out = Vec::new();
         for (zone_name, records) in by_zone {
-            let listed = match zones.named(&zone_name) {
-                Ok(zone) => match relay::connect(&self.paths, &zone).await {
-                    Ok(mut remote) => match relay::request(&mut remote, Header::CloneList).await {
-                        Ok(Header::Clones { clones }) => Ok(clones),
-                        Ok(_) => Err("the zone answered the list unexpectedly".to_string()),
-                        Err(e) => Err(e.to_string()),
-                    },
-                    Err(e) => Err(e.to_string()),
-                },
-                Err(e) => Err(e.to_string()),
+            let listed = match self.ask_zone(&zone_name, Header::CloneList).await {
+                Ok(Header::Clones { clones }) => Ok(clones),
+                Ok(_) => Err("the zone answered the list unexpectedly".to_string()),
+                Err(e) => Err(e),
             };
             for record in records {
                 let found = listed

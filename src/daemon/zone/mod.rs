@@ -8,6 +8,7 @@
 pub mod bridge;
 mod registry;
 pub(in crate::daemon) mod relay;
+pub mod scratch;
 mod ssh;
 
 pub use registry::{Zone, Zones};
@@ -175,9 +176,4 @@ pub(super) fn mismatch(name: &str, version: &str, protocol: u32) -> String {
         "the zone {name} runs ouro {version} (daemon protocol {protocol}) and this is ouro {} (protocol {PROTOCOL}): {upgrade}",
         env!("CARGO_PKG_VERSION")
     )
-}
-
-/// The folder of the ssh control sockets, one per zone.
-fn control_dir(paths: &Paths) -> std::path::PathBuf {
-    paths.state.join("zones")
 }

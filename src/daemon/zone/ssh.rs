@@ -9,7 +9,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::super::{DaemonError, Paths};
-use super::{Probe, Zone, control_dir};
+use super::{Probe, Zone};
 
 /// `OURO_SSH_COMMAND` replaces `ssh` (words split on spaces), as `GIT_SSH_COMMAND` does for
 /// git: another config file (`ssh -F FILE`), a wrapper.
@@ -145,28 +145,41 @@ pub(crate) fn command(
     zone: &Zone,
     remote: &str,
 ) -> Result<tokio::process::Command, DaemonError> {
-    let target = Target::parse(&zone.target).map_err(DaemonError::Client)?;
-    let dir = control_dir(paths);
-    crate::sys::atomic::make_private_dir(&dir).map_err(|source| DaemonError::Io {
-        action: "create",
-        path: dir.clone(),
-        source,
-    })?;
-    let (program, first) = ssh_words();
+    let (program, args) = argv(paths, zone, remote, false)?;
     let mut cmd = tokio::process::Command::new(program);
-    cmd.args(first)
-        .args(["-T", "-o", "BatchMode=yes", "-o", "ConnectTimeout=15"])
-        .args(["-o", "ControlMaster=auto", "-o", PERSIST])
-        .arg("-o")
-        .arg(format!(
-            "ControlPath={}",
-            control_path(&dir, &zone.name).display()
-        ))
-        .args(target.args())
-        .arg("--")
-        .arg(remote)
-        .kill_on_drop(true);
+    cmd.args(args).kill_on_drop(true);
     Ok(cmd)
+}
+
+/// The program and arguments of ssh running `remote` on the zone's host; with `tty`, in a
+/// terminal there (`ssh -tt`, as a user's interactive login), else without one (`-T`).
+pub(crate) fn argv(
+    paths: &Paths,
+    zone: &Zone,
+    remote: &str,
+    tty: bool,
+) -> Result<(String, Vec<String>), DaemonError> {
+    let target = Target::parse(&zone.target).map_err(DaemonError::Client)?;
+    let dir = paths.zone_sockets()?;
+    let (program, mut args) = ssh_words();
+    args.push(if tty { "-tt" } else { "-T" }.into());
+    for option in [
+        "BatchMode=yes",
+        "ConnectTimeout=15",
+        "ControlMaster=auto",
+        PERSIST,
+    ] {
+        args.extend(["-o".into(), option.into()]);
+    }
+    args.push("-o".into());
+    args.push(format!(
+        "ControlPath={}",
+        control_path(&dir, &zone.name).display()
+    ));
+    args.extend(target.args());
+    args.push("--".into());
+    args.push(remote.into());
+    Ok((program, args))
 }
 
 /// The zone's control socket: named by a short digest of the zone's name, since a socket path
@@ -371,9 +384,29 @@ pub(crate) async fn copy_binary(
     Ok(path)
 }
 
+/// Runs the shell `script` on the zone's host; its stdout, or why it failed.
+pub(super) async fn script(
+    paths: &Paths,
+    zone: &Zone,
+    script: &str,
+) -> Result<String, DaemonError> {
+    let (code, stdout, reason) = run(paths, zone, script, None).await?;
+    if code != Some(0) {
+        return Err(DaemonError::Client(format!(
+            "a command on the zone {} failed: {}",
+            zone.name,
+            or_unknown(reason)
+        )));
+    }
+    Ok(stdout)
+}
+
 /// Ends the zone's master connection, if one is up (best effort).
 pub(crate) fn close_master(paths: &Paths, name: &str) {
-    let path = control_path(&control_dir(paths), name);
+    let Ok(dir) = paths.zone_sockets() else {
+        return;
+    };
+    let path = control_path(&dir, name);
     if !path.exists() {
         return;
     }
