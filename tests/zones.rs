@@ -235,6 +235,26 @@ async fn a_zone_is_added_checked_installed_and_removed_over_real_ssh() {
         "{}",
         installed.debug()
     );
+    // A copy cut off on the way (here: an ssh wrapper that passes on only 100 kB) fails and
+    // leaves the working ouro there as it was.
+    let whole = std::fs::metadata(&remote_ouro).unwrap().len();
+    let cut = sshd.path().join("cut-ssh.sh");
+    std::fs::write(&cut, "#!/bin/sh\nhead -c 100000 | ssh \"$@\"\n").unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&cut, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let mut cutting = sb.command("http://127.0.0.1:9", &["zone", "install", "box"]);
+    cutting.env(
+        "OURO_SSH_COMMAND",
+        format!("{} -F {}", cut.display(), sshd.path().join("ssh_config").display()),
+    );
+    let failed = Run::from(cutting.output().await.unwrap());
+    assert!(!failed.status.success(), "{}", failed.debug());
+    assert!(failed.stderr.contains("could not copy ouro"), "{}", failed.debug());
+    assert_eq!(std::fs::metadata(&remote_ouro).unwrap().len(), whole);
+    assert!(!sshd.remote_home().join("bin/ouro.new").exists());
+
     let check = sshd.ouro(&sb, &["zone", "check", "box"]).await;
     assert!(check.status.success(), "{}", check.debug());
     let listed = sshd.ouro(&sb, &["zone", "list"]).await;

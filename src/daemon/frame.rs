@@ -99,17 +99,25 @@ pub enum Header {
     AgentStop {
         name: String,
     },
-    /// Every parked permission question of every clone and agent.
-    AgentPending,
+    /// Every parked permission question of every clone and agent, and of the clones this
+    /// daemon relays to zones unless `here_only` (what a daemon asks a zone's: a question is
+    /// never passed on from host to host).
+    AgentPending {
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        here_only: bool,
+    },
     /// [`Header::AgentPending`], answered now and again after every change until the client
     /// closes the connection.
     AgentPendingFollow,
-    /// Answers a parked question by its id, from anywhere.
+    /// Answers a parked question by its id, from anywhere (`here_only`: as for
+    /// [`Header::AgentPending`]).
     AgentAnswer {
         request_id: String,
         allow: bool,
         always: bool,
         message: Option<String>,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        here_only: bool,
     },
 
     // --- while a request runs ---

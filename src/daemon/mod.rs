@@ -42,7 +42,7 @@ pub enum DaemonError {
         source: std::io::Error,
     },
     #[error(
-        "the socket directory {dir} belongs to another user; set XDG_RUNTIME_DIR to a directory of your own"
+        "the socket directory {dir} belongs to another user (or is not a directory); remove it, or set XDG_RUNTIME_DIR to a directory of your own"
     )]
     ForeignSocketDir { dir: PathBuf },
     #[error(

@@ -89,44 +89,46 @@ impl Paths {
     /// Creates the socket's directory, private to this user (0700); refuses one that another
     /// user owns.
     pub(crate) fn prepare_socket_dir(&self) -> Result<(), DaemonError> {
-        private_dir(self.socket.parent().unwrap_or(Path::new("/")))
+        private_dir(self.socket.parent().unwrap_or(Path::new("/")), true)
     }
 
-    /// The private folder for the zones' ssh control sockets, made if need be: beside the
-    /// daemon's socket, or, when that path is too long for a socket (a deep home), in
-    /// `/tmp/ouro-UID/` under the home's key.
+    /// The private folder for the zones' ssh control sockets, made if need be: `run/zones`
+    /// in the home (never the runtime dir, which differs between a shell and the daemon it
+    /// started: both must find one master), or, when that path is too long for a socket (a
+    /// deep home), `/tmp/ouro-UID/` under the home's key.
     pub(crate) fn zone_sockets(&self) -> Result<PathBuf, DaemonError> {
-        let in_home = self.home.join("run");
-        let beside = if self.socket.starts_with(&in_home) {
-            in_home.join("zones")
-        } else {
-            let runtime = self.socket.parent().unwrap_or(Path::new("/"));
-            runtime.join(format!("{}.zones", key(&self.home)))
-        };
+        let beside = self.home.join("run").join("zones");
         // ssh's control socket is NAME.ssh in here, and a 17-byte suffix while it is made.
-        let dir = if beside.as_os_str().len() + 34 <= MAX_SOCKET_PATH {
-            beside
-        } else {
-            // SAFETY: getuid has no preconditions and cannot fail.
-            let me = unsafe { libc::getuid() };
-            let parent = PathBuf::from(format!("/tmp/ouro-{me}"));
-            private_dir(&parent)?;
-            parent.join(key(&self.home))
-        };
-        private_dir(&dir)?;
+        if beside.as_os_str().len() + 34 <= MAX_SOCKET_PATH {
+            private_dir(&beside, true)?;
+            return Ok(beside);
+        }
+        // SAFETY: getuid has no preconditions and cannot fail.
+        let me = unsafe { libc::getuid() };
+        // In a folder anyone may write to: a symlink planted there is refused, not followed.
+        let parent = PathBuf::from(format!("/tmp/ouro-{me}"));
+        private_dir(&parent, false)?;
+        let dir = parent.join(key(&self.home));
+        private_dir(&dir, false)?;
         Ok(dir)
     }
 }
 
-/// Creates `dir` private to this user (0700); refuses one that another user owns.
-fn private_dir(dir: &Path) -> Result<(), DaemonError> {
+/// Creates `dir` private to this user (0700); refuses one that another user owns, and, unless
+/// `follow`, one that is a symlink.
+fn private_dir(dir: &Path, follow: bool) -> Result<(), DaemonError> {
     let failed = |source| DaemonError::Io {
         action: "prepare the socket directory",
         path: dir.to_path_buf(),
         source,
     };
     crate::sys::atomic::make_private_dir(dir).map_err(failed)?;
-    let meta = std::fs::symlink_metadata(dir).map_err(failed)?;
+    let meta = if follow {
+        std::fs::metadata(dir)
+    } else {
+        std::fs::symlink_metadata(dir)
+    }
+    .map_err(failed)?;
     // SAFETY: getuid has no preconditions and cannot fail.
     let me = unsafe { libc::getuid() };
     if meta.uid() != me || !meta.is_dir() {

@@ -399,9 +399,11 @@ impl Daemon {
                     message: format!("stopping the agent {name} (run {run_id})"),
                 }
             }
-            Header::AgentPending => {
+            Header::AgentPending { here_only } => {
                 let mut questions = self.pending();
-                questions.extend(self.zoned_pending().await);
+                if !here_only {
+                    questions.extend(self.zoned_pending().await);
+                }
                 Header::Pending { questions }
             }
             Header::AgentPendingFollow => {
@@ -413,36 +415,35 @@ impl Daemon {
                 allow,
                 always,
                 message,
+                here_only,
             } => {
                 let clones: Vec<_> = lock(&self.clones).values().cloned().collect();
                 let answered = clones
                     .iter()
                     .find(|c| c.answer_with(&request_id, allow, always, message.clone()));
-                let in_zone = match answered {
-                    Some(_) => None,
-                    None => {
-                        let answer = Header::AgentAnswer {
-                            request_id: request_id.clone(),
-                            allow,
-                            always,
-                            message,
-                        };
-                        self.zoned_answer(answer).await
-                    }
+                let none = |also: &str| Header::Error {
+                    message: format!(
+                        "no question {request_id} is waiting (it was answered, timed out, or its run ended){also}; `ouro agent pending` lists those that are"
+                    ),
                 };
-                match (answered, in_zone) {
-                    (Some(clone), _) => Header::Ok {
+                match answered {
+                    Some(clone) => Header::Ok {
                         message: format!(
                             "{} the call of {} ({request_id})",
                             if allow { "allowed" } else { "denied" },
                             clone.name()
                         ),
                     },
-                    (None, Some(answered)) => answered,
-                    (None, None) => Header::Error {
-                        message: format!(
-                            "no question {request_id} is waiting (it was answered, timed out, or its run ended); `ouro agent pending` lists those that are"
-                        ),
+                    None if here_only => none(""),
+                    None => match self
+                        .zoned_answer(request_id.clone(), allow, always, message)
+                        .await
+                    {
+                        Ok(answered) => answered,
+                        Err(unasked) if unasked.is_empty() => none(""),
+                        Err(unasked) => {
+                            none(&format!(" here or in a zone that answered ({unasked})"))
+                        }
                     },
                 }
             }

@@ -133,20 +133,8 @@ pub(super) async fn follow(
     {
         return;
     }
-    // A question that waits was put before this watcher came (or to a client whose link
-    // dropped): it is put again. Listed after `rx` subscribed, so one asked meanwhile may come
-    // twice (clients show an id once) and one settled meanwhile is settled through `rx`.
-    for question in clone.pending() {
-        let frame = Header::Permission {
-            clone: clone.name().to_string(),
-            request_id: question.id,
-            tool_name: question.tool,
-            input: question.input,
-            reason: question.reason,
-        };
-        if !deliver(&client, frame.into()).await {
-            return;
-        }
+    if !put_waiting(clone, &client).await {
+        return;
     }
     loop {
         tokio::select! {
@@ -162,6 +150,9 @@ pub(super) async fn follow(
                         }
                         let (screen, fresh) = clone.watch();
                         rx = fresh;
+                        if !put_waiting(clone, &client).await {
+                            return;
+                        }
                         match screen {
                             Some(screen) => Frame::with_payload(Header::Screen, screen),
                             None => continue,
@@ -188,4 +179,24 @@ pub(super) async fn follow(
             _ = shutdown.cancelled() => return,
         }
     }
+}
+
+/// Puts the questions that wait to a client that came after they were asked (a watcher, or a
+/// client whose link dropped) or missed them; `false` once the client is gone. Called after
+/// the client's subscription, so one asked meanwhile may come twice (clients show an id once)
+/// and one settled meanwhile is settled through the subscription.
+async fn put_waiting(clone: &CloneHandle, client: &tokio::sync::mpsc::Sender<Frame>) -> bool {
+    for question in clone.pending() {
+        let frame = Header::Permission {
+            clone: clone.name().to_string(),
+            request_id: question.id,
+            tool_name: question.tool,
+            input: question.input,
+            reason: question.reason,
+        };
+        if !deliver(client, frame.into()).await {
+            return false;
+        }
+    }
+    true
 }

@@ -2,6 +2,9 @@
 //! own: one byte in, its echo back; then the brain's dump, timed to its end marker.
 
 use std::io::{Read, Write};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 
 use portable_pty::{CommandBuilder, PtySize, native_pty_system};
@@ -124,21 +127,61 @@ fn pty_blocking(cmd: CommandBuilder, ready: Option<&str>) -> Result<(Vec<f64>, f
         .map_err(pty)?;
     let mut child = pair.slave.spawn_command(cmd).map_err(pty)?;
     drop(pair.slave);
-    let mut reader = pair.master.try_clone_reader().map_err(pty)?;
-    let mut writer = pair.master.take_writer().map_err(pty)?;
+    // A program that stops answering (a stalled link) is killed, which ends the reads below.
+    let progress = Arc::new(AtomicBool::new(true));
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let watchdog = {
+        let progress = progress.clone();
+        let mut killer = child.clone_killer();
+        std::thread::spawn(move || {
+            while let Err(RecvTimeoutError::Timeout) = done_rx.recv_timeout(STALL) {
+                if !progress.swap(false, Ordering::Relaxed) {
+                    let _ = killer.kill();
+                    return;
+                }
+            }
+        })
+    };
+    let measured = (|| {
+        let reader = pair.master.try_clone_reader().map_err(pty)?;
+        let writer = pair.master.take_writer().map_err(pty)?;
+        exchange(reader, writer, ready, &progress)
+    })();
+    drop(done_tx);
+    let _ = watchdog.join();
+    let _ = child.kill();
+    let _ = child.wait();
+    measured
+}
+
+/// How long the program in a PTY may send nothing before it is given up on.
+const STALL: Duration = Duration::from_secs(60);
+
+fn exchange(
+    mut reader: Box<dyn Read + Send>,
+    mut writer: Box<dyn Write + Send>,
+    ready: Option<&str>,
+    progress: &AtomicBool,
+) -> Result<(Vec<f64>, f64), BenchError> {
     let io = |e| BenchError::io("the PTY failed", e);
     let mut buf = vec![0u8; 65536];
     let mut read_until = |done: &dyn Fn(&[u8]) -> bool| -> Result<usize, BenchError> {
         let mut seen = Vec::new();
         let mut total = 0usize;
         loop {
-            let n = reader.read(&mut buf).map_err(io)?;
+            let n = match reader.read(&mut buf) {
+                // Linux's PTY says EIO, not end of file, once the program is gone.
+                Err(e) if e.raw_os_error() == Some(libc::EIO) => 0,
+                read => read.map_err(io)?,
+            };
             if n == 0 {
                 return Err(BenchError::Failed(format!(
-                    "the program in the PTY ended: {}",
+                    "the program in the PTY ended (or sent nothing for {} s): {}",
+                    STALL.as_secs(),
                     String::from_utf8_lossy(&seen).trim()
                 )));
             }
+            progress.store(true, Ordering::Relaxed);
             total += n;
             seen.extend_from_slice(&buf[..n]);
             if done(&seen) {
@@ -163,7 +206,5 @@ fn pty_blocking(cmd: CommandBuilder, ready: Option<&str>) -> Result<(Vec<f64>, f
     writer.write_all(b"\rdump\r").map_err(io)?;
     let started = Instant::now();
     let total = read_until(&ends_with_end)?;
-    let rate = total as f64 / 1e6 / started.elapsed().as_secs_f64();
-    let _ = child.kill();
-    Ok((times, rate))
+    Ok((times, total as f64 / 1e6 / started.elapsed().as_secs_f64()))
 }

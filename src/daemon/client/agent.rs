@@ -271,7 +271,10 @@ fn list(paths: &Paths, instances: &Instances, cwd: &Path, json: bool) -> Result<
 
 async fn pending(paths: &Paths, json: bool) -> Result<i32, DaemonError> {
     let questions = match Client::connect(paths, false).await {
-        Ok(mut client) => match client.request(Header::AgentPending).await? {
+        Ok(mut client) => match client
+            .request(Header::AgentPending { here_only: false })
+            .await?
+        {
             Header::Pending { questions } => questions,
             other => return Err(unexpected(&other)),
         },
@@ -322,6 +325,7 @@ async fn answer(
         allow,
         always,
         message,
+        here_only: false,
     };
     match client.request(header).await? {
         Header::Ok { message } => println!("{message}"),

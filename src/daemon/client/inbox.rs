@@ -37,7 +37,10 @@ impl Elsewhere for DaemonQuestions {
             let Ok(mut client) = Client::connect(&self.paths, false).await else {
                 return Vec::new();
             };
-            match client.request(Header::AgentPending).await {
+            match client
+                .request(Header::AgentPending { here_only: false })
+                .await
+            {
                 Ok(Header::Pending { questions }) => questions,
                 _ => Vec::new(),
             }
@@ -64,6 +67,7 @@ impl Elsewhere for DaemonQuestions {
                 allow,
                 always,
                 message,
+                here_only: false,
             };
             match client.request(header).await {
                 Ok(Header::Ok { .. }) => Ok(true),

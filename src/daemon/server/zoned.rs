@@ -13,7 +13,7 @@ use super::super::{DaemonError, store};
 use super::Daemon;
 use crate::sys::sync::lock;
 
-/// How long a list or an answer waits for one zone.
+/// How long a list or an answer waits for the zones (asked at once).
 const ZONE_ANSWER: Duration = Duration::from_secs(20);
 
 impl Daemon {
@@ -110,8 +110,9 @@ impl Daemon {
         by_zone
     }
 
-    /// One request to the daemon of the zone `name` and its answer, or why there is none
-    /// (within `ZONE_ANSWER`: one unreachable zone never holds up a list).
+    /// One request to the daemon of the zone `name` and its answer (an `Error` frame for a
+    /// refusal), or why there is none (within `ZONE_ANSWER`: an unreachable zone never holds
+    /// up a list for long).
     async fn ask_zone(&self, name: &str, header: Header) -> Result<Header, String> {
         let zone = Zones::load(&self.paths.home)
             .and_then(|zones| zones.named(name))
@@ -121,19 +122,42 @@ impl Daemon {
             relay::request(&mut remote, header).await
         };
         match tokio::time::timeout(ZONE_ANSWER, asked).await {
+            // The zone's daemon answered, if with a refusal.
+            Ok(Err(DaemonError::Remote(message))) => Ok(Header::Error { message }),
             Ok(answer) => answer.map_err(|e| e.to_string()),
             Err(_) => Err(format!("no answer within {} s", ZONE_ANSWER.as_secs())),
         }
     }
 
+    /// `header` to the daemon of every zone this daemon relays clones to, all at once; each
+    /// zone's clones here, and its answer or why there is none.
+    async fn ask_zones(
+        &self,
+        header: Header,
+    ) -> Vec<(String, Vec<CloneRecord>, Result<Header, String>)> {
+        let by_zone = self.by_zone();
+        let answers = futures::future::join_all(
+            by_zone
+                .keys()
+                .map(|zone| self.ask_zone(zone, header.clone())),
+        )
+        .await;
+        by_zone
+            .into_iter()
+            .zip(answers)
+            .map(|((zone, records), answer)| (zone, records, answer))
+            .collect()
+    }
+
     /// The questions waiting in the zones for the clones this daemon relays; a zone that
     /// cannot be reached shows none.
     pub(super) async fn zoned_pending(&self) -> Vec<PendingQuestion> {
+        let asked = self
+            .ask_zones(Header::AgentPending { here_only: true })
+            .await;
         let mut out = Vec::new();
-        for (zone, records) in self.by_zone() {
-            if let Ok(Header::Pending { questions }) =
-                self.ask_zone(&zone, Header::AgentPending).await
-            {
+        for (_, records, answer) in asked {
+            if let Ok(Header::Pending { questions }) = answer {
                 out.extend(
                     questions
                         .into_iter()
@@ -144,27 +168,45 @@ impl Daemon {
         out
     }
 
-    /// Answers a question waiting in a zone: the zone's answer, or `None` when no zone this
-    /// daemon relays to has that question.
-    pub(super) async fn zoned_answer(&self, answer: Header) -> Option<Header> {
-        for zone in self.by_zone().into_keys() {
-            if let Ok(Header::Ok { message }) = self.ask_zone(&zone, answer.clone()).await {
-                return Some(Header::Ok {
-                    message: format!("{message}, in the zone {zone}"),
-                });
+    /// Answers a question waiting in a zone: the zone's answer, or why no zone took it (the
+    /// zones that could not be asked, by name).
+    pub(super) async fn zoned_answer(
+        &self,
+        request_id: String,
+        allow: bool,
+        always: bool,
+        message: Option<String>,
+    ) -> Result<Header, String> {
+        let answer = Header::AgentAnswer {
+            request_id,
+            allow,
+            always,
+            message,
+            here_only: true,
+        };
+        let mut unasked = Vec::new();
+        for (zone, _, answered) in self.ask_zones(answer).await {
+            match answered {
+                Ok(Header::Ok { message }) => {
+                    return Ok(Header::Ok {
+                        message: format!("{message}, in the zone {zone}"),
+                    });
+                }
+                Ok(_) => {}
+                Err(why) => unasked.push(format!("the zone {zone} could not be asked: {why}")),
             }
         }
-        None
+        Err(unasked.join("; "))
     }
 
-    /// The zones' clones as their daemons describe them, one connection per zone; a zone that
+    /// The zones' clones as their daemons describe them, the zones asked at once; a zone that
     /// cannot be reached lists its clones with ssh's reason.
     pub(super) async fn zoned_infos(&self) -> Vec<CloneInfo> {
-        let by_zone = self.by_zone();
         let mut out = Vec::new();
-        for (zone_name, records) in by_zone {
-            let listed = match self.ask_zone(&zone_name, Header::CloneList).await {
+        for (zone_name, records, answer) in self.ask_zones(Header::CloneList).await {
+            let listed = match answer {
                 Ok(Header::Clones { clones }) => Ok(clones),
+                Ok(Header::Error { message }) => Err(message),
                 Ok(_) => Err("the zone answered the list unexpectedly".to_string()),
                 Err(e) => Err(e),
             };

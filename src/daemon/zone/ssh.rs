@@ -16,6 +16,8 @@ use super::{Probe, Zone};
 pub(super) const SSH_COMMAND_ENV: &str = "OURO_SSH_COMMAND";
 /// How long a check's ssh may take, login included.
 const CHECK_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a copy's end may take once everything was written.
+const COPY_DRAIN: Duration = Duration::from_secs(600);
 /// How long an idle master connection stays up after its last stream.
 const PERSIST: &str = "ControlPersist=600";
 
@@ -163,9 +165,12 @@ pub(crate) fn argv(
     let dir = paths.zone_sockets()?;
     let (program, mut args) = ssh_words();
     args.push(if tty { "-tt" } else { "-T" }.into());
+    // Keepalives find a dead link within a minute, for a copy and a relayed turn alike.
     for option in [
         "BatchMode=yes",
         "ConnectTimeout=15",
+        "ServerAliveInterval=15",
+        "ServerAliveCountMax=4",
         "ControlMaster=auto",
         PERSIST,
     ] {
@@ -244,14 +249,21 @@ async fn run(
             return Ok((None, String::new(), why));
         }
     }
-    let output = match tokio::time::timeout(CHECK_TIMEOUT, child.wait_with_output()).await {
+    // After a copy, ssh may still hold a window's worth to send: a dead link is found by the
+    // keepalives, not by this limit.
+    let limit = if input.is_some() {
+        COPY_DRAIN
+    } else {
+        CHECK_TIMEOUT
+    };
+    let output = match tokio::time::timeout(limit, child.wait_with_output()).await {
         Ok(Ok(output)) => output,
         Ok(Err(e)) => return Err(DaemonError::Client(format!("ssh failed: {e}"))),
         Err(_) => {
             return Ok((
                 None,
                 String::new(),
-                format!("no answer within {} s", CHECK_TIMEOUT.as_secs()),
+                format!("no answer within {} s", limit.as_secs()),
             ));
         }
     };
@@ -267,7 +279,8 @@ async fn stream(file: &Path, mut stdin: tokio::process::ChildStdin) -> Result<()
     let mut source = tokio::fs::File::open(file)
         .await
         .map_err(|e| format!("could not read {}: {e}", file.display()))?;
-    let mut chunk = vec![0u8; 256 * 1024];
+    // Small writes, so a stalled link is told from a slow one within `CHECK_TIMEOUT`.
+    let mut chunk = vec![0u8; 64 * 1024];
     loop {
         let n = source
             .read(&mut chunk)
@@ -371,8 +384,19 @@ pub(crate) async fn copy_binary(
     zone: &Zone,
     exe: &Path,
 ) -> Result<String, DaemonError> {
-    let script = r#"d="${OURO_HOME:-$HOME/.ouro}/bin" && mkdir -p "$d" && cat > "$d/ouro.new" && chmod 755 "$d/ouro.new" && mv -f "$d/ouro.new" "$d/ouro" && echo "$d/ouro""#;
-    let (code, stdout, reason) = run(paths, zone, script, Some(exe)).await?;
+    let size = std::fs::metadata(exe)
+        .map_err(|source| DaemonError::Io {
+            action: "read",
+            path: exe.to_path_buf(),
+            source,
+        })?
+        .len();
+    // The size is checked before the rename: a copy cut off (ssh killed, the link gone) ends
+    // the far `cat` as if the file were whole, and must not replace a working ouro.
+    let script = format!(
+        r#"d="${{OURO_HOME:-$HOME/.ouro}}/bin" && mkdir -p "$d" && cat > "$d/ouro.new" && [ $(wc -c < "$d/ouro.new") -eq {size} ] && chmod 755 "$d/ouro.new" && mv -f "$d/ouro.new" "$d/ouro" && echo "$d/ouro" || {{ rm -f "$d/ouro.new"; echo "the copy arrived incomplete" >&2; exit 1; }}"#
+    );
+    let (code, stdout, reason) = run(paths, zone, &script, Some(exe)).await?;
     let path = stdout.lines().last().unwrap_or("").trim().to_string();
     if code != Some(0) || !path.starts_with('/') {
         return Err(DaemonError::Client(format!(
