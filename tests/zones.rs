@@ -247,11 +247,19 @@ async fn a_zone_is_added_checked_installed_and_removed_over_real_ssh() {
     let mut cutting = sb.command("http://127.0.0.1:9", &["zone", "install", "box"]);
     cutting.env(
         "OURO_SSH_COMMAND",
-        format!("{} -F {}", cut.display(), sshd.path().join("ssh_config").display()),
+        format!(
+            "{} -F {}",
+            cut.display(),
+            sshd.path().join("ssh_config").display()
+        ),
     );
     let failed = Run::from(cutting.output().await.unwrap());
     assert!(!failed.status.success(), "{}", failed.debug());
-    assert!(failed.stderr.contains("could not copy ouro"), "{}", failed.debug());
+    assert!(
+        failed.stderr.contains("could not copy ouro"),
+        "{}",
+        failed.debug()
+    );
     assert_eq!(std::fs::metadata(&remote_ouro).unwrap().len(), whole);
     assert!(!sshd.remote_home().join("bin/ouro.new").exists());
 

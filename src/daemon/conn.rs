@@ -25,9 +25,11 @@ impl Conn {
 
     /// A connection over any byte pipe (a zone's ssh: its stdout and stdin).
     pub(super) fn over(
-        mut read: impl AsyncRead + Unpin + Send + 'static,
+        read: impl AsyncRead + Unpin + Send + 'static,
         mut write: impl AsyncWrite + Unpin + Send + 'static,
     ) -> Conn {
+        // A frame is read in three parts (lengths, header, payload): one system call, not three.
+        let mut read = tokio::io::BufReader::with_capacity(64 * 1024, read);
         let (in_tx, incoming) = mpsc::channel(256);
         let (outgoing, mut out_rx) = mpsc::channel::<Frame>(OUTGOING);
         tokio::spawn(async move {

@@ -3,7 +3,9 @@
 //! frames, the handshake included, are the daemon's and the far client's business, so a zone
 //! speaks the same protocol as a local socket.
 
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::UnixStream;
+use tokio::net::unix::pipe;
 
 use super::super::{DaemonError, Paths, client};
 
@@ -19,9 +21,38 @@ pub async fn run(paths: &Paths) -> Result<(), DaemonError> {
                 source,
             })?;
     client::ours(&socket, &paths.socket)?;
-    let mut stdio = tokio::io::join(tokio::io::stdin(), tokio::io::stdout());
+    let mut stdio = tokio::io::join(stdin(), stdout());
     // Either side closing ends the bridge: ssh's link dropped, or the daemon answered and
     // closed.
     let _ = tokio::io::copy_bidirectional(&mut socket, &mut stdio).await;
     Ok(())
+}
+
+/// ssh's end of the pipe to us, read as a non-blocking pipe: tokio's own stdin reads on a
+/// blocking thread, a hop every keystroke pays. Anything but a pipe is read as tokio does.
+fn stdin() -> Box<dyn AsyncRead + Unpin + Send> {
+    use std::os::fd::AsFd;
+    std::io::stdin()
+        .as_fd()
+        .try_clone_to_owned()
+        .ok()
+        .and_then(|fd| pipe::Receiver::from_file(std::fs::File::from(fd)).ok())
+        .map_or_else(
+            || Box::new(tokio::io::stdin()) as Box<dyn AsyncRead + Unpin + Send>,
+            |pipe| Box::new(pipe),
+        )
+}
+
+/// [`stdin`]'s other half: our end of the pipe to ssh.
+fn stdout() -> Box<dyn AsyncWrite + Unpin + Send> {
+    use std::os::fd::AsFd;
+    std::io::stdout()
+        .as_fd()
+        .try_clone_to_owned()
+        .ok()
+        .and_then(|fd| pipe::Sender::from_file(std::fs::File::from(fd)).ok())
+        .map_or_else(
+            || Box::new(tokio::io::stdout()) as Box<dyn AsyncWrite + Unpin + Send>,
+            |pipe| Box::new(pipe),
+        )
 }
