@@ -75,7 +75,8 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
         .context("cannot read the current directory")?;
     // `--worktree [NAME]`: the session runs inside that worktree, as its project root.
     if let Some(name) = &args.worktree {
-        let worktrees = ouro::checkpoint::worktree::Worktrees::of(&cwd)?;
+        let worktrees = ouro::checkpoint::worktree::Worktrees::of(&cwd)
+            .map_err(|e| anyhow::anyhow!("--worktree: {e}; run it inside the repository"))?;
         let name = Some(name.as_str()).filter(|n| !n.is_empty());
         let worktree = worktrees.start(name, None).map_err(|e| match name {
             Some(n) if n.contains(char::is_whitespace) => anyhow::anyhow!(
@@ -121,7 +122,8 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         Some(Command::Worktree { action }) => {
             use ouro::cli::args::WorktreeAction as W;
-            let worktrees = ouro::checkpoint::worktree::Worktrees::of(&cwd)?;
+            let worktrees = ouro::checkpoint::worktree::Worktrees::of(&cwd)
+                .map_err(|e| anyhow::anyhow!("--worktree: {e}; run it inside the repository"))?;
             let message = match action {
                 W::Start { name, branch } => {
                     let m = worktrees.start(name.as_deref(), branch.as_deref())?;
@@ -561,6 +563,9 @@ fn daemon_command(command: &Command) -> Option<ouro::daemon::command::Command> {
             detach_keys: detach_keys.clone(),
         },
         Command::Agent { action } => D::Agent(agent_command(action.clone())?),
+        Command::Agents { json } => {
+            D::Agent(ouro::daemon::client::agent::AgentCommand::Agents { json: *json })
+        }
         _ => return None,
     })
 }

@@ -621,6 +621,17 @@ async fn a_watcher_that_comes_while_a_question_waits_is_asked_it() {
     acting
         .wait_stderr("n1 wants to run Bash(touch made-late.txt)")
         .await;
+    // `ouro agents` (Claude Code's agent view) shows the clone at work, and what it waits on.
+    let agents = home.ok(&["agents", "--json"]).await;
+    let rows: Value = serde_json::from_str(&agents.stdout).unwrap();
+    let row = rows
+        .as_array()
+        .and_then(|r| r.iter().find(|r| r["name"] == "n1"))
+        .unwrap_or_else(|| panic!("{}", agents.debug()))
+        .clone();
+    assert_eq!(row["kind"], "clone", "{row}");
+    assert_eq!(row["state"], "running", "{row}");
+    assert_eq!(row["pending"].as_array().map(Vec::len), Some(1), "{row}");
     let mut watcher = home.term(&["watch", "n1"]);
     watcher.expect("watching n1");
     watcher.expect("n1 wants to run Bash(touch made-late.txt)");

@@ -781,7 +781,11 @@ async fn claude_code_subcommands_ouro_lacks_are_refused_by_name_never_sent_as_pr
     let api = server(json!({"turns": []})).await;
     let sb = Sandbox::new();
     for (args, name) in [
-        (&["update"][..], "update"),
+        (&["update"][..], "update (upgrade)"),
+        (&["upgrade"][..], "update (upgrade)"),
+        (&["auth", "login"][..], "auth"),
+        (&["kill", "abc"][..], "stop (kill)"),
+        (&["ultrareview"][..], "ultrareview"),
         (&["install", "stable"][..], "install"),
         (&["config", "set", "-g", "theme", "dark"][..], "config"),
         (&["setup-token"][..], "setup-token"),
@@ -820,17 +824,21 @@ async fn newer_claude_code_flags_are_refused_by_name_and_manual_is_default() {
     ]}))
     .await;
     let sb = Sandbox::new();
-    for flag in [
-        "--name",
-        "--bare",
-        "--safe-mode",
-        "--restricted",
-        "--permission-prompts",
-        "--autocompact",
-        "--ide",
-        "--disable-slash-commands",
+    for given in [
+        &["--name", "x"][..],
+        &["-n", "x"][..],
+        &["--bare"][..],
+        &["--safe-mode"][..],
+        &["--restricted"][..],
+        &["--permission-prompts", "x"][..],
+        &["--autocompact", "auto"][..],
+        &["--ide"][..],
+        &["--disable-slash-commands"][..],
     ] {
-        let run = sb.run(&api.url(), &["-p", "hi", flag]).await;
+        let flag = if given[0] == "-n" { "--name" } else { given[0] };
+        let run = sb
+            .run(&api.url(), &[&["-p", "hi"][..], given].concat())
+            .await;
         assert_eq!(run.status.code(), Some(1), "{flag}: {}", run.debug());
         assert!(
             run.stderr
@@ -954,4 +962,151 @@ fn every_refused_claude_code_flag_is_named_in_help_and_refused_with_its_reason()
             "{flag}: {stderr}"
         );
     }
+}
+
+/// Every flag and subcommand of Claude Code 2.1.331's `claude --help` (captured in
+/// tests/fixtures/claude-cli/help-2.1.331.txt) meets ouro before and after the prompt: a flag is
+/// taken (the prompt reaches the API) or refused naming itself, never read as the prompt's
+/// owner ("no prompt given") or met with a parser's generic error; a subcommand runs or is
+/// refused by name, never sent to the model.
+#[tokio::test]
+async fn every_flag_and_subcommand_of_claude_code_is_taken_or_refused_by_name() {
+    let help = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/claude-cli/help-2.1.331.txt"
+    ))
+    .unwrap();
+    let api = server(json!({"turns": []})).await;
+    let sb = Sandbox::new();
+    let (flags, commands) = claude_help(&help);
+    assert!(
+        flags.len() > 60 && commands.len() > 15,
+        "{flags:?} {commands:?}"
+    );
+    let mut wrong = Vec::new();
+    let mut runs = 0u32;
+    for (names, value) in &flags {
+        let flag = names.last().unwrap().clone();
+        let given: Vec<String> = match value {
+            Value::Null => vec![flag.clone()],
+            Value::String(v) => vec![flag.clone(), v.clone()],
+            _ => vec![flag.clone()],
+        };
+        // A flag whose value is optional or a list takes the words after it, in Claude Code
+        // too: only "after the prompt" is meaningful for it.
+        let before = matches!(value, Value::Null | Value::String(_));
+        let mut orders = vec![[vec!["-p".into(), "hi".into()], given.clone()].concat()];
+        if before {
+            orders.push([vec!["-p".into()], given.clone(), vec!["hi".into()]].concat());
+        }
+        for mut args in orders {
+            args.extend(["--max-retries".into(), "0".into()]);
+            // A session id is taken once per project.
+            runs += 1;
+            for arg in args.iter_mut().filter(|a| a.starts_with("2b6f0a8e-")) {
+                *arg = format!("2b6f0a8e-3c1d-4e5f-8a9b-0c1d2e3f{runs:04x}");
+            }
+            let sent = bodies(&api).len();
+            let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+            // CI runs as root, where bypassPermissions needs this said.
+            let run = Run::from(
+                sb.command(&api.url(), &argv)
+                    .env("OURO_ALLOW_ROOT_BYPASS", "1")
+                    .output()
+                    .await
+                    .unwrap(),
+            );
+            let reached = bodies(&api).len() > sent;
+            let named = names.iter().any(|n| run.stderr.contains(n.as_str()));
+            let generic = run.stderr.contains("no prompt given")
+                || run.stderr.contains("unexpected argument")
+                || run.stderr.contains("unrecognized");
+            if generic || !(reached || named || run.status.success()) {
+                wrong.push(format!("{argv:?}: {}", run.stderr.trim()));
+            }
+        }
+    }
+    for command in &commands {
+        for args in [vec![command.as_str()], vec![command.as_str(), "x"]] {
+            let sent = bodies(&api).len();
+            let run = sb.run(&api.url(), &args).await;
+            let said = format!("{}{}", run.stdout, run.stderr);
+            if bodies(&api).len() > sent
+                || !(run.status.success() || said.contains(command.as_str()))
+            {
+                wrong.push(format!("{args:?}: {}", said.trim()));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// The flags of a `claude --help` (each with its spellings, and a value to give it: `null` for a
+/// switch, a string for a one-value flag, `true` for an optional or list value) and the
+/// subcommands' names.
+fn claude_help(help: &str) -> (Vec<(Vec<String>, Value)>, Vec<String>) {
+    let value_for = |flag: &str| match flag {
+        "--add-dir" | "--plugin-dir" => ".",
+        "--agents" | "--settings" => "{}",
+        "--mcp-config" => r#"{"mcpServers":{}}"#,
+        "--json-schema" => r#"{"type":"object"}"#,
+        "--allowedTools" | "--allowed-tools" | "--tools" => "Read",
+        "--disallowedTools" | "--disallowed-tools" => "Bash",
+        "--effort" => "high",
+        "--model" | "--fallback-model" => "sonnet",
+        "--input-format" | "--output-format" => "text",
+        "--permission-mode" => "default",
+        "--max-budget-usd" => "1",
+        "--setting-sources" => "user",
+        "--session-id" => "2b6f0a8e-3c1d-4e5f-8a9b-0c1d2e3f4a5b",
+        "--autocompact" => "auto",
+        "--system-prompt-snapshot" => "on",
+        _ => "x",
+    };
+    let mut flags = Vec::new();
+    let mut commands = Vec::new();
+    let mut in_commands = false;
+    for line in help.lines() {
+        if line.starts_with("Commands:") {
+            in_commands = true;
+            continue;
+        }
+        let Some(entry) = line.strip_prefix("  ") else {
+            continue;
+        };
+        if entry.starts_with(' ') {
+            continue;
+        }
+        let spec = entry.split("  ").next().unwrap_or("").trim();
+        if in_commands {
+            let name = spec.split_whitespace().next().unwrap_or("");
+            commands.extend(name.split('|').filter(|n| *n != "help").map(String::from));
+            continue;
+        }
+        if !spec.starts_with('-') {
+            continue;
+        }
+        let (names_part, value) = match spec.find([' ']) {
+            Some(_) if spec.contains(" <") || spec.contains(" [") => {
+                let at = spec.find(" <").or_else(|| spec.find(" [")).unwrap();
+                (&spec[..at], Some(&spec[at + 1..]))
+            }
+            _ => (spec, None),
+        };
+        let names: Vec<String> = names_part
+            .split(", ")
+            .map(|n| n.trim().to_string())
+            .filter(|n| n.starts_with('-'))
+            .collect();
+        let Some(long) = names.iter().rev().find(|n| n.starts_with("--")) else {
+            continue;
+        };
+        let value = match value {
+            None => Value::Null,
+            Some(v) if v.starts_with('[') || v.contains("...") => Value::Bool(true),
+            Some(_) => Value::String(value_for(long).to_string()),
+        };
+        flags.push((names, value));
+    }
+    (flags, commands)
 }

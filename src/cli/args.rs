@@ -97,23 +97,24 @@ pub struct Args {
     project_config_root: Option<String>,
     #[arg(long = "plugin-dir-no-mcp", hide = true)]
     plugin_dir_no_mcp: Vec<String>,
-    /// Claude Code 2.1.331's newer flags (each may take a value or none).
-    #[arg(long = "name", hide = true, num_args = 0..=1, default_missing_value = "")]
+    /// Claude Code 2.1.331's newer flags, taking a value exactly when Claude Code's do (a
+    /// switch never takes the prompt for its value).
+    #[arg(short = 'n', long = "name", hide = true)]
     session_name: Option<String>,
-    #[arg(long = "bare", hide = true, num_args = 0..=1, default_missing_value = "")]
-    bare: Option<String>,
-    #[arg(long = "safe-mode", hide = true, num_args = 0..=1, default_missing_value = "")]
-    safe_mode: Option<String>,
-    #[arg(long = "restricted", hide = true, num_args = 0..=1, default_missing_value = "")]
-    restricted: Option<String>,
-    #[arg(long = "permission-prompts", hide = true, num_args = 0..=1, default_missing_value = "")]
+    #[arg(long = "bare", hide = true)]
+    bare: bool,
+    #[arg(long = "safe-mode", hide = true)]
+    safe_mode: bool,
+    #[arg(long = "restricted", hide = true)]
+    restricted: bool,
+    #[arg(long = "permission-prompts", hide = true)]
     permission_prompts: Option<String>,
-    #[arg(long = "autocompact", hide = true, num_args = 0..=1, default_missing_value = "")]
+    #[arg(long = "autocompact", hide = true)]
     autocompact: Option<String>,
-    #[arg(long = "ide", hide = true, num_args = 0..=1, default_missing_value = "")]
-    ide: Option<String>,
-    #[arg(long = "disable-slash-commands", hide = true, num_args = 0..=1, default_missing_value = "")]
-    disable_slash_commands: Option<String>,
+    #[arg(long = "ide", hide = true)]
+    ide: bool,
+    #[arg(long = "disable-slash-commands", hide = true)]
+    disable_slash_commands: bool,
 
     /// Report each hook's start and end in stream-json (`system` `hook_started` /
     /// `hook_response`), as the Agent SDK's `include_hook_events` asks.
@@ -361,6 +362,14 @@ pub enum Command {
         #[command(subcommand)]
         action: crate::cli::daemon::AgentAction,
     },
+    /// Every background brain (agent runs and the daemon's clones) with its state and the
+    /// questions it waits on, as Claude Code's `claude agents` lists its own.
+    Agents {
+        /// A JSON array: `agent list --json`'s instances, then the clones, each with `kind`
+        /// and `pending` (the ids of its waiting questions).
+        #[arg(long)]
+        json: bool,
+    },
     /// How well an agent does a suite's tasks: trials judged by tests and a calibrated judge.
     Eval {
         #[command(subcommand)]
@@ -381,7 +390,7 @@ pub enum Command {
     },
     /// Claude Code's maintenance commands, which ouro has no counterpart of: each is refused
     /// with what to do instead, never sent to the model as a prompt.
-    #[command(hide = true)]
+    #[command(hide = true, alias = "upgrade")]
     Update(Refused),
     #[command(hide = true)]
     Install(Refused),
@@ -391,8 +400,31 @@ pub enum Command {
     SetupToken(Refused),
     #[command(hide = true, name = "migrate-installer")]
     MigrateInstaller(Refused),
-    #[command(hide = true)]
+    #[command(hide = true, alias = "plugins")]
     Plugin(Refused),
+    #[command(hide = true)]
+    Attach(Refused),
+    #[command(hide = true)]
+    Auth(Refused),
+    #[command(hide = true)]
+    Gateway(Refused),
+    #[command(hide = true)]
+    Import(Refused),
+    #[command(hide = true)]
+    Logs(Refused),
+    #[command(hide = true)]
+    Purge(Refused),
+    #[command(hide = true)]
+    Respawn(Refused),
+    #[command(hide = true)]
+    Rm(Refused),
+    #[command(hide = true, alias = "kill")]
+    Stop(Refused),
+    #[command(hide = true)]
+    Ultrareview(Refused),
+    /// Older Claude Code releases' project commands.
+    #[command(hide = true)]
+    Project(Refused),
     /// Git worktrees of this project in ouro's home, with a checkpoint per applied bundle.
     Worktree {
         #[command(subcommand)]
@@ -419,6 +451,9 @@ pub struct Refused {
     pub rest: Vec<String>,
 }
 
+/// What to do instead of Claude Code's background-session commands.
+const BACKGROUND: &str = "ouro's background brains are the daemon's clones and agent runs: `ouro agents` lists them, `ouro talk NAME` attaches, `ouro watch NAME` and `ouro agent logs NAME -f` follow, `ouro clone rm NAME` and `ouro agent stop NAME` end them";
+
 /// What to do instead of Claude Code's installer commands.
 const SELF_UPDATE: &str = "ouro has no self-updater: build and install it with `cargo install --locked --path .` in its repository";
 
@@ -426,7 +461,7 @@ impl Command {
     /// Why ouro refuses this Claude Code subcommand, and what to do instead.
     pub fn refusal(&self) -> Option<(&'static str, &'static str)> {
         Some(match self {
-            Command::Update(_) => ("update", SELF_UPDATE),
+            Command::Update(_) => ("update (upgrade)", SELF_UPDATE),
             Command::Install(_) => ("install", SELF_UPDATE),
             Command::MigrateInstaller(_) => ("migrate-installer", SELF_UPDATE),
             Command::Config(_) => (
@@ -440,6 +475,35 @@ impl Command {
             Command::Plugin(_) => (
                 "plugin",
                 "ouro has no plugins: MCP servers (`ouro mcp`), skills and sub-agents cover what they add",
+            ),
+            Command::Attach(_) => ("attach", BACKGROUND),
+            Command::Logs(_) => ("logs", BACKGROUND),
+            Command::Respawn(_) => ("respawn", BACKGROUND),
+            Command::Rm(_) => ("rm", BACKGROUND),
+            Command::Stop(_) => ("stop (kill)", BACKGROUND),
+            Command::Auth(_) => (
+                "auth",
+                "ouro has no login: export ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN)",
+            ),
+            Command::Gateway(_) => (
+                "gateway",
+                "ouro talks to the Messages API at ANTHROPIC_BASE_URL directly; point that at your gateway",
+            ),
+            Command::Import(_) => (
+                "import",
+                "ouro reads Claude Code's files where they are (.claude/, CLAUDE.md, .mcp.json); there is nothing to import",
+            ),
+            Command::Purge(_) => (
+                "purge",
+                "a project's ouro data is its .ouro/ folder and its sessions in ~/.ouro/projects/; remove those",
+            ),
+            Command::Ultrareview(_) => (
+                "ultrareview",
+                "ouro has no cloud review; /review in a session reviews the current changes",
+            ),
+            Command::Project(_) => (
+                "project",
+                "ouro keeps a project's settings in .ouro/settings.json and its sessions in ~/.ouro/projects/",
             ),
             _ => return None,
         })
@@ -682,16 +746,13 @@ impl Args {
             ("--project-config-root", self.project_config_root.is_some()),
             ("--plugin-dir-no-mcp", !self.plugin_dir_no_mcp.is_empty()),
             ("--name", self.session_name.is_some()),
-            ("--bare", self.bare.is_some()),
-            ("--safe-mode", self.safe_mode.is_some()),
-            ("--restricted", self.restricted.is_some()),
+            ("--bare", self.bare),
+            ("--safe-mode", self.safe_mode),
+            ("--restricted", self.restricted),
             ("--permission-prompts", self.permission_prompts.is_some()),
             ("--autocompact", self.autocompact.is_some()),
-            ("--ide", self.ide.is_some()),
-            (
-                "--disable-slash-commands",
-                self.disable_slash_commands.is_some(),
-            ),
+            ("--ide", self.ide),
+            ("--disable-slash-commands", self.disable_slash_commands),
         ];
         given
             .into_iter()
@@ -741,8 +802,9 @@ impl Args {
         Ok(())
     }
 
-    pub fn options(&self) -> anyhow::Result<Options> {
-        self.check_meaning()?;
+    /// Refuses the Claude Code flags ouro cannot honour yet, by name: called before anything
+    /// else is read (a prompt on stdin), so the refusal is what the user sees.
+    pub fn refuse_unsupported(&self) -> anyhow::Result<()> {
         let unsupported = self.unsupported();
         if !unsupported.is_empty() {
             anyhow::bail!(
@@ -752,6 +814,12 @@ impl Args {
                 if unsupported.len() == 1 { "it" } else { "them" }
             );
         }
+        Ok(())
+    }
+
+    pub fn options(&self) -> anyhow::Result<Options> {
+        self.check_meaning()?;
+        self.refuse_unsupported()?;
         Ok(Options {
             model: self.model_choice()?,
             max_turns: self.max_turns,

@@ -32,6 +32,7 @@ pub async fn run(args: &Args, cwd: &Path) -> anyhow::Result<Exit> {
 }
 
 async fn run_session(args: &Args, cwd: &Path) -> anyhow::Result<Exit> {
+    args.refuse_unsupported()?;
     // A claude@ brain answers through the claude CLI; an ouro@ one only picks the model.
     if let Some(spec) = super::brain::claude_brain(args.brain.as_deref(), args.input_format)? {
         let prompt = prompt_text(args)?;

@@ -17,6 +17,11 @@ pub enum AgentCommand {
     List {
         json: bool,
     },
+    /// `ouro agents`: the instance half of `list`, with the daemon's clones and the questions
+    /// each waits on.
+    Agents {
+        json: bool,
+    },
     Create {
         name: String,
         from: PathBuf,
@@ -59,6 +64,7 @@ pub async fn run(command: AgentCommand, paths: &Paths, cwd: &Path) -> Result<i32
     let instances = Instances::in_home(&paths.home);
     match command {
         AgentCommand::List { json } => list(paths, &instances, cwd, json),
+        AgentCommand::Agents { json } => agents(paths, &instances, json).await,
         AgentCommand::Create { name, from } => {
             let parsed = spec::load_file(&cwd.join(&from)).map_err(client_error)?;
             warn(&parsed);
@@ -185,10 +191,10 @@ async fn start(
     super::render::follow(&mut client, &name, true).await
 }
 
-fn list(paths: &Paths, instances: &Instances, cwd: &Path, json: bool) -> Result<i32, DaemonError> {
+/// The instances as `agent list --json` and `agents --json` print them.
+fn instance_rows(paths: &Paths, instances: &Instances) -> Vec<serde_json::Value> {
     let daemon_runs = super::lock_holder(paths).is_some();
-    let defs = crate::app::agent_definitions(cwd);
-    let rows: Vec<serde_json::Value> = instances
+    instances
         .list()
         .into_iter()
         .map(|i| {
@@ -209,7 +215,99 @@ fn list(paths: &Paths, instances: &Instances, cwd: &Path, json: bool) -> Result<
                 "source": config.map(|c| c.source),
             })
         })
+        .collect()
+}
+
+/// `ouro agents`: every background brain (agent instances, the daemon's clones) with its
+/// state and the questions it waits on, as Claude Code's `claude agents` lists its own.
+async fn agents(paths: &Paths, instances: &Instances, json: bool) -> Result<i32, DaemonError> {
+    // One request per connection, as the daemon serves them.
+    let (clones, questions) = match Client::connect(paths, false).await {
+        Ok(mut client) => {
+            let clones = match client.request(Header::CloneList).await? {
+                Header::Clones { clones } => clones,
+                other => return Err(unexpected(&other)),
+            };
+            let mut client = Client::connect(paths, false).await?;
+            let questions = match client
+                .request(Header::AgentPending { here_only: false })
+                .await?
+            {
+                Header::Pending { questions } => questions,
+                other => return Err(unexpected(&other)),
+            };
+            (clones, questions)
+        }
+        Err(DaemonError::NotRunning) => (Vec::new(), Vec::new()),
+        Err(e) => return Err(e),
+    };
+    let waiting = |name: &str| -> Vec<String> {
+        questions
+            .iter()
+            .filter(|q| q.agent == name)
+            .map(|q| q.id.clone())
+            .collect()
+    };
+    let mut rows = Vec::new();
+    for mut row in instance_rows(paths, instances) {
+        let name = row["name"].as_str().unwrap_or_default().to_string();
+        row["kind"] = json!("agent");
+        row["pending"] = json!(waiting(&name));
+        rows.push(row);
+    }
+    for clone in &clones {
+        rows.push(json!({
+            "kind": "clone",
+            "name": clone.name,
+            "state": if clone.unreachable.is_some() { "unreachable" } else if clone.busy { "running" } else { "idle" },
+            "pid": clone.pid,
+            "brain": clone.brain,
+            "zone": clone.zone,
+            "pending": waiting(&clone.name),
+        }));
+    }
+    if json {
+        println!("{}", serde_json::Value::Array(rows));
+        return Ok(0);
+    }
+    if rows.is_empty() {
+        println!(
+            "no background agents: `ouro agent run NAME \"TASK\"` starts one, `ouro clone new NAME` makes a clone"
+        );
+        return Ok(0);
+    }
+    let text = |v: &serde_json::Value| match v {
+        serde_json::Value::Null => "-".to_string(),
+        serde_json::Value::String(s) => crate::text::truncate(s, 40),
+        other => other.to_string(),
+    };
+    let lines: Vec<[String; 5]> = rows
+        .iter()
+        .map(|r| {
+            let pending = r["pending"].as_array().map_or(0, Vec::len);
+            [
+                text(&r["kind"]),
+                text(&r["name"]),
+                text(&r["state"]),
+                text(&r["pid"]),
+                if pending == 0 {
+                    "-".into()
+                } else {
+                    format!("{pending} waiting")
+                },
+            ]
+        })
         .collect();
+    print!(
+        "{}",
+        table(["KIND", "NAME", "STATE", "PID", "QUESTIONS"], &lines)
+    );
+    Ok(0)
+}
+
+fn list(paths: &Paths, instances: &Instances, cwd: &Path, json: bool) -> Result<i32, DaemonError> {
+    let defs = crate::app::agent_definitions(cwd);
+    let rows = instance_rows(paths, instances);
     if json {
         let definitions: Vec<serde_json::Value> = defs
             .iter()
