@@ -4,6 +4,7 @@
 //! Each file is kept with its source so rules can say where they came from.
 
 use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -817,10 +818,15 @@ fn warn_unknown_keys(value: &serde_json::Value, path: &Path) {
             .filter(|k| crate::text::edit_distance(k, key) <= 2)
             .map(|k| format!(" (did you mean \"{k}\"?)"))
             .unwrap_or_default();
-        eprintln!(
+        let warning = format!(
             "ouro: {}: unknown setting \"{key}\" is ignored{closest}",
             path.display()
         );
+        // Settings are read again as a session goes (the REPL, a resume): said once.
+        static SAID: std::sync::Mutex<BTreeSet<String>> = std::sync::Mutex::new(BTreeSet::new());
+        if crate::sys::sync::lock(&SAID).insert(warning.clone()) {
+            eprintln!("{warning}");
+        }
     }
 }
 

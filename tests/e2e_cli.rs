@@ -804,6 +804,10 @@ async fn claude_code_subcommands_ouro_lacks_are_refused_by_name_never_sent_as_pr
     }
     assert!(bodies(&api).is_empty(), "nothing went to the model");
 
+    // A script checking the setup notices a failed line: no API answers here.
+    let failing = sb.run("http://127.0.0.1:9", &["doctor"]).await;
+    assert_eq!(failing.status.code(), Some(1), "{}", failing.debug());
+    assert!(failing.stdout.contains('✗'), "{}", failing.debug());
     let doctor = sb.run(&api.url(), &["doctor"]).await;
     assert!(doctor.status.success(), "{}", doctor.debug());
     for line in [
@@ -965,7 +969,7 @@ fn every_refused_claude_code_flag_is_named_in_help_and_refused_with_its_reason()
 }
 
 /// Every flag and subcommand of Claude Code 2.1.331's `claude --help` (captured in
-/// tests/fixtures/claude-cli/help-2.1.331.txt) meets ouro before and after the prompt: a flag is
+/// tests/fixtures/claude-help-2.1.331.txt) meets ouro before and after the prompt: a flag is
 /// taken (the prompt reaches the API) or refused naming itself, never read as the prompt's
 /// owner ("no prompt given") or met with a parser's generic error; a subcommand runs or is
 /// refused by name, never sent to the model.
@@ -973,7 +977,7 @@ fn every_refused_claude_code_flag_is_named_in_help_and_refused_with_its_reason()
 async fn every_flag_and_subcommand_of_claude_code_is_taken_or_refused_by_name() {
     let help = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/claude-cli/help-2.1.331.txt"
+        "/tests/fixtures/claude-help-2.1.331.txt"
     ))
     .unwrap();
     let api = server(json!({"turns": []})).await;

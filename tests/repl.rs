@@ -520,8 +520,8 @@ async fn continue_and_resume_show_the_last_exchange() {
     term.expect("(current)");
     term.expect(&id[..8]);
     term.expect("the first question");
-    // Down to the earlier session, Enter loads it.
-    term.send("\x1b[B\r");
+    // The earlier session is the one picked at first (not this new one): Enter loads it.
+    term.send("\r");
     term.expect(&format!("Resumed session {id}"));
     term.expect("› and now?");
     term.expect("Still here.");

@@ -40,7 +40,8 @@ async fn shift_tab_cycles_the_mode_and_keeps_what_was_typed() {
     term.submit("/status");
     term.expect("Permissions: plan");
     term.send(SHIFT_TAB);
-    term.expect("⏵⏵ auto mode on");
+    // Its own marker, not acceptEdits' (auto also runs the commands its reviewer allows).
+    term.expect("⏵⏵⏵ auto mode on");
     term.submit("/status");
     term.expect("Permissions: auto");
     term.send(SHIFT_TAB);

@@ -297,11 +297,10 @@ fn untrusted(
 /// One line for stderr naming what an untrusted directory's files would have done.
 pub fn untrusted_notice(ignored: &[String]) -> String {
     format!(
-        "ouro: this directory is not trusted, so {} {} ignored. Trust it by answering the \
+        "ouro: this directory is not trusted, so ouro ignores {}. Trust it by answering the \
          question `ouro` asks here, by passing --trust-project, or by listing it in \
          trustedDirectories in {}/settings.json.",
         ignored.join("; "),
-        if ignored.len() == 1 { "is" } else { "are" },
         crate::settings::home_label()
     )
 }

@@ -514,7 +514,9 @@ impl Command {
 pub enum WorktreeAction {
     /// Make a worktree on a new branch from HEAD (named, or given a name).
     Start {
+        /// Its name (default: a generated one); the folder and the branch are named after it.
         name: Option<String>,
+        /// The branch to make (default: ouro/NAME).
         #[arg(long, value_name = "BRANCH")]
         branch: Option<String>,
     },
@@ -522,18 +524,26 @@ pub enum WorktreeAction {
     List,
     /// Go back to a checkpoint (`base`: where it started); refuses over uncommitted changes.
     Rewind {
+        /// The worktree (`ouro worktree list` names them).
         id: String,
+        /// The checkpoint to go back to (`ouro worktree list` shows them), or `base`.
         #[arg(long, value_name = "CHECKPOINT")]
         to: String,
     },
     /// Merge its branch into the project's current branch; refuses over uncommitted changes.
+    /// An archived worktree merges from its branch.
     Merge {
+        /// The worktree (`ouro worktree list` names them).
         id: String,
+        /// One commit on the current branch instead of the worktree's history.
         #[arg(long)]
         squash: bool,
     },
     /// Remove its folder; the branch and the checkpoints stay.
-    Archive { id: String },
+    Archive {
+        /// The worktree (`ouro worktree list` names them).
+        id: String,
+    },
 }
 
 #[derive(Debug, Clone, clap::Args)]

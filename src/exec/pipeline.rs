@@ -447,8 +447,9 @@ impl Pipeline {
                 Verdict::Allow => return Permission::Granted(Confinement::Reviewed),
                 Verdict::Block(why) => {
                     return Permission::Refused(format!(
-                        "Auto mode blocked this {name} call: {why}. Choose another way to reach \
-                         the goal, or ask the user to do this step."
+                        "Auto mode blocked this {name} call: {}. Choose another way to reach \
+                         the goal, or ask the user to do this step.",
+                        why.trim_end_matches('.')
                     ));
                 }
                 Verdict::AskUser(why) => reason = format!("{reason} ({why})"),

@@ -396,7 +396,8 @@ fn mode_badge(mode: PermissionMode) -> Option<(&'static str, &'static str)> {
         PermissionMode::Plan => Some(("⏸", "plan mode on")),
         PermissionMode::DontAsk => Some(("⊘", "don't ask on: whatever would ask is denied")),
         PermissionMode::BypassPermissions => Some(("⏵⏵!", "bypass permissions on")),
-        PermissionMode::Auto => Some(("⏵⏵", "auto mode on")),
+        // Not acceptEdits' marker: auto mode also runs commands its reviewer allows.
+        PermissionMode::Auto => Some(("⏵⏵⏵", "auto mode on")),
     }
 }
 

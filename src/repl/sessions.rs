@@ -38,6 +38,8 @@ impl Repl {
             self.ui.render.print(&out);
             return;
         }
+        // The newest session that is not this one: resuming is for going back to another.
+        let first_other = rows.iter().position(|r| !r.current).unwrap_or(0);
         let labels: Vec<String> = rows
             .iter()
             .map(|r| format!("{}  {}", short_id(&r.id), r.label))
@@ -46,7 +48,7 @@ impl Repl {
             dialoguer::Select::new()
                 .with_prompt("Resume which session? (↑/↓, Enter loads, Esc keeps this one)")
                 .items(&labels)
-                .default(0)
+                .default(first_other)
                 .report(false)
                 .interact_opt()
         })
