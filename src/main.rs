@@ -39,7 +39,7 @@ fn main() -> ExitCode {
     let mut args = Args::parse();
     args.take_trailing_prompt();
     // `-d` (Claude Code's --debug) names the filter; otherwise OURO_LOG does.
-    if args.debug_to_stderr && args.debug.is_none() {
+    if (args.debug_to_stderr || args.debug_file.is_some()) && args.debug.is_none() {
         args.debug = Some("debug".into());
     }
     let filter = match &args.debug {
@@ -49,10 +49,32 @@ fn main() -> ExitCode {
             // rmcp logs a server's failure as an error itself; ouro reports it in its own words.
             .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("error,rmcp=off")),
     };
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
+    match &args.debug_file {
+        Some(path) => {
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path);
+            match file {
+                Ok(file) => tracing_subscriber::fmt()
+                    .with_env_filter(filter)
+                    .with_ansi(false)
+                    .with_writer(std::sync::Mutex::new(file))
+                    .init(),
+                Err(e) => {
+                    eprintln!(
+                        "ouro: --debug-file {}: cannot write there ({e}); give a file in a folder that exists",
+                        path.display()
+                    );
+                    return ExitCode::FAILURE;
+                }
+            }
+        }
+        None => tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .init(),
+    }
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {

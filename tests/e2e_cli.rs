@@ -763,7 +763,7 @@ async fn an_invalid_ouro_settings_file_is_left_out_loudly_with_its_line_and_colu
 }
 
 /// `--debug-to-stderr`, which the Agent SDKs pass when a program reads the CLI's stderr, is
-/// accepted and logs there.
+/// accepted and logs there; `--debug-file` logs to its file instead.
 #[tokio::test]
 async fn debug_to_stderr_is_accepted_and_logs_on_stderr() {
     let mock = server(json!({"turns": [{"content": [{"type": "text", "text": "hi"}]}]})).await;
@@ -774,6 +774,29 @@ async fn debug_to_stderr_is_accepted_and_logs_on_stderr() {
     assert!(run.status.success(), "{}", run.debug());
     assert_eq!(run.stdout.trim(), "hi");
     assert!(run.stderr.contains("DEBUG"), "{}", run.debug());
+
+    // Claude Code's --debug-file: the same lines, in that file, none on stderr.
+    let log = sb.root().join("debug.log");
+    let log_arg = log.display().to_string();
+    let mock = server(json!({"turns": [{"content": [{"type": "text", "text": "hi"}]}]})).await;
+    let run = sb
+        .run(&mock.url(), &["-p", "hello", "--debug-file", &log_arg])
+        .await;
+    assert!(run.status.success(), "{}", run.debug());
+    assert!(!run.stderr.contains("DEBUG"), "{}", run.debug());
+    assert!(std::fs::read_to_string(&log).unwrap().contains("DEBUG"));
+    let nowhere = sb
+        .run(
+            &mock.url(),
+            &["-p", "hello", "--debug-file", "/no/such/dir/x.log"],
+        )
+        .await;
+    assert_eq!(nowhere.status.code(), Some(1), "{}", nowhere.debug());
+    assert!(
+        nowhere.stderr.contains("--debug-file /no/such/dir/x.log"),
+        "{}",
+        nowhere.debug()
+    );
 }
 
 #[tokio::test]
@@ -829,8 +852,6 @@ async fn newer_claude_code_flags_are_refused_by_name_and_manual_is_default() {
     .await;
     let sb = Sandbox::new();
     for given in [
-        &["--name", "x"][..],
-        &["-n", "x"][..],
         &["--bare"][..],
         &["--safe-mode"][..],
         &["--restricted"][..],
@@ -839,7 +860,7 @@ async fn newer_claude_code_flags_are_refused_by_name_and_manual_is_default() {
         &["--ide"][..],
         &["--disable-slash-commands"][..],
     ] {
-        let flag = if given[0] == "-n" { "--name" } else { given[0] };
+        let flag = given[0];
         let run = sb
             .run(&api.url(), &[&["-p", "hi"][..], given].concat())
             .await;
@@ -1113,4 +1134,35 @@ fn claude_help(help: &str) -> (Vec<(Vec<String>, Value)>, Vec<String>) {
         flags.push((names, value));
     }
     (flags, commands)
+}
+
+/// Claude Code's `--name`: a session named in print mode is found again by `--resume NAME`,
+/// and the resumed turn carries the named session's conversation.
+#[tokio::test]
+async fn a_named_session_is_resumed_by_its_name() {
+    let api = server(json!({"turns": [
+        {"content": [{"type": "text", "text": "First answer."}]},
+        {"content": [{"type": "text", "text": "Other answer."}]},
+        {"content": [{"type": "text", "text": "Second answer."}]}
+    ]}))
+    .await;
+    let sb = Sandbox::new();
+    let named = sb
+        .run(&api.url(), &["-p", "remember the word kumquat", "-n", "fruit-work"])
+        .await;
+    assert!(named.status.success(), "{}", named.debug());
+    let other = sb.run(&api.url(), &["-p", "something else"]).await;
+    assert!(other.status.success(), "{}", other.debug());
+    let back = sb
+        .run(&api.url(), &["-p", "--resume", "fruit-work", "which word?"])
+        .await;
+    assert!(back.status.success(), "{}", back.debug());
+    assert_eq!(back.stdout.trim(), "Second answer.");
+    let sent = bodies(&api);
+    let last = sent.last().unwrap().to_string();
+    assert!(last.contains("kumquat") && !last.contains("something else"), "{last}");
+    let unknown = sb
+        .run(&api.url(), &["-p", "--resume", "no-such-name", "hi"])
+        .await;
+    assert_eq!(unknown.status.code(), Some(1), "{}", unknown.debug());
 }

@@ -493,6 +493,9 @@ async fn continue_and_resume_show_the_last_exchange() {
     let id = session_id_after(&banner, "session ");
     term.submit("the first question");
     term.expect("The first answer.");
+    // Claude Code's /rename: the picker shows the name, and `--resume NAME` would find it.
+    term.submit("/rename first-try");
+    term.expect("This session is now called \"first-try\"");
     term.exit();
     drop(term);
 
@@ -519,7 +522,7 @@ async fn continue_and_resume_show_the_last_exchange() {
     term.expect("Resume which session?");
     term.expect("(current)");
     term.expect(&id[..8]);
-    term.expect("the first question");
+    term.expect("[first-try] the first question");
     // The earlier session is the one picked at first (not this new one): Enter loads it.
     term.send("\r");
     term.expect(&format!("Resumed session {id}"));

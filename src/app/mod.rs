@@ -46,6 +46,8 @@ pub struct Options {
     pub continue_last: bool,
     /// Write the conversation to a transcript (off for the demo and the benchmark).
     pub persist: bool,
+    /// `--name`: what this session is called in `/resume` and `--resume NAME`.
+    pub session_name: Option<String>,
     /// Trust the directory's own settings and instructions for this run (`--trust-project`).
     pub trust_project: bool,
     /// `--effort`, over the settings' `effort`.
@@ -465,6 +467,12 @@ pub fn build(
     let (tools, mcp) = with_mcp_servers(tools, &settings.mcp_servers, options, &root, trusted);
 
     let (loaded, session_id, path) = resolve_session(options, cwd)?;
+    if let Some(name) = options.session_name.as_deref().filter(|_| options.persist)
+        && let Some(names) = session::names::Names::of(cwd)
+        && let Err(e) = names.set(&session_id, name)
+    {
+        eprintln!("ouro: could not name this session {name:?}: {e}");
+    }
     let model = options
         .model
         .clone()

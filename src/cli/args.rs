@@ -18,7 +18,7 @@ use crate::permissions::{CliPermissions, PermissionMode};
 --exclude-dynamic-system-prompt-sections, --file, --forward-subagent-text, --from-pr, \
 --plugin-url, --prompt-suggestions, --remote-control, --remote-control-session-name-prefix, \
 --system-prompt-snapshot, --teleport, --tmux; and not yet: --agent, --autocompact, --bare, \
---betas, --debug-file, --disable-slash-commands, --ide, --name, --permission-prompts, \
+--betas, --disable-slash-commands, --ide, --permission-prompts, \
 --plugin-dir, --restricted, --safe-mode. README.md has the table.",
     args_conflicts_with_subcommands = true
 )]
@@ -85,8 +85,6 @@ pub struct Args {
     /// The TypeScript SDK's, whose values ouro need not read to refuse them.
     #[arg(long = "agent", hide = true)]
     agent: Option<String>,
-    #[arg(long = "debug-file", hide = true)]
-    debug_file: Option<String>,
     #[arg(long = "channels", hide = true, num_args = 0..)]
     channels: Option<Vec<String>>,
     #[arg(long = "initialize-fields", hide = true, num_args = 0..=1, default_missing_value = "")]
@@ -97,10 +95,12 @@ pub struct Args {
     project_config_root: Option<String>,
     #[arg(long = "plugin-dir-no-mcp", hide = true)]
     plugin_dir_no_mcp: Vec<String>,
+    /// A name for this session: `/resume` shows it, `--resume NAME` finds it, `/rename`
+    /// changes it.
+    #[arg(short = 'n', long = "name", value_name = "NAME")]
+    pub session_name: Option<String>,
     /// Claude Code 2.1.331's newer flags, taking a value exactly when Claude Code's do (a
     /// switch never takes the prompt for its value).
-    #[arg(short = 'n', long = "name", hide = true)]
-    session_name: Option<String>,
     #[arg(long = "bare", hide = true)]
     bare: bool,
     #[arg(long = "safe-mode", hide = true)]
@@ -170,6 +170,10 @@ pub struct Args {
     /// the CLI's stderr).
     #[arg(long)]
     pub debug_to_stderr: bool,
+
+    /// Debug logging appended to this file instead of stderr (turns --debug on).
+    #[arg(long, value_name = "PATH")]
+    pub debug_file: Option<std::path::PathBuf>,
 
     /// Use this system prompt instead of ouro's own (project instructions still apply).
     #[arg(long, value_name = "TEXT", conflicts_with = "system_prompt_file")]
@@ -749,13 +753,11 @@ impl Args {
             ("--session-mirror", self.session_mirror),
             ("--plugin-dir", !self.plugin_dir.is_empty()),
             ("--agent", self.agent.is_some()),
-            ("--debug-file", self.debug_file.is_some()),
             ("--channels", self.channels.is_some()),
             ("--initialize-fields", self.initialize_fields.is_some()),
             ("--managed-settings", self.managed_settings.is_some()),
             ("--project-config-root", self.project_config_root.is_some()),
             ("--plugin-dir-no-mcp", !self.plugin_dir_no_mcp.is_empty()),
-            ("--name", self.session_name.is_some()),
             ("--bare", self.bare),
             ("--safe-mode", self.safe_mode),
             ("--restricted", self.restricted),
@@ -836,6 +838,7 @@ impl Args {
             max_budget_usd: self.max_budget_usd,
             max_output_tokens: self.max_output_tokens,
             max_retries: self.max_retries,
+            session_name: self.session_name.clone(),
             permissions: self
                 .permissions
                 .cli_permissions()

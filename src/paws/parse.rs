@@ -251,35 +251,37 @@ fn file_block(
     let name = String::from_utf8_lossy(&start.path).into_owned();
     let crlf = lines[at].ends_with(b"\r");
     let fenced = lines.get(at + 1).is_some_and(|l| is_fence(l));
+    // A block closes only at its own END (after the closing fence, in a fenced block): any
+    // other marker before it is content (a file about bundles, an example in a README), and
+    // only a block whose END never comes is an error.
     let mut end = None;
+    let mut other = None;
     for j in at + 1..lines.len() {
         let Some(m) = marker(lines[j]) else { continue };
         if m.cat != start.cat {
             continue;
         }
         let closes = !m.start && m.path == start.path;
-        // In a fenced block the END must follow the closing fence: a line inside a file that
-        // looks like a marker stays content.
         if closes && (!fenced || (j > at + 2 && is_closing_fence(lines[j - 1]))) {
             end = Some(j);
             break;
         }
-        if !fenced {
-            let what = if m.start { "a new START" } else { "the END of" };
-            return Err(error(
-                j,
-                format!(
-                    "the block for {name} (line {}) meets {what} {} before its own END marker",
-                    at + 1,
-                    String::from_utf8_lossy(&m.path)
-                ),
-            ));
-        }
+        other.get_or_insert((j, m));
     }
     let Some(end) = end else {
+        let after = other.map_or_else(String::new, |(j, m)| {
+            format!(
+                "; {} {} at line {} comes first",
+                if m.start { "a START for" } else { "an END for" },
+                String::from_utf8_lossy(&m.path),
+                j + 1
+            )
+        });
         return Err(error(
             at,
-            format!("the block for {name} is never closed (was the reply cut off?)"),
+            format!(
+                "the block for {name} is never closed: no END marker for it follows{after} (was the reply cut off, or its END left out?)"
+            ),
         ));
     };
     let mut inner: Vec<Vec<u8>> = lines[at + 1..end]
@@ -314,7 +316,10 @@ fn file_block(
         };
         return Ok((Some(block), end + 1));
     }
-    if !start.cat && inner.iter().any(|l| paws_command(l).is_some()) {
+    // A command block starts with its command; a `@@ PAWS_CMD … @@` line further down a file
+    // is the file's text (a document about PAWS).
+    let first = inner.iter().find(|l| !trim(l).is_empty());
+    if !start.cat && first.is_some_and(|l| paws_command(l).is_some()) {
         return commands(&inner, path, at).map(|b| (b, end + 1));
     }
     let block = Block::Full {
@@ -385,12 +390,20 @@ fn commands(inner: &[Vec<u8>], path: Vec<u8>, at: usize) -> Result<Option<Block>
         return Ok(Some(Block::Delete { path }));
     }
     // A model puts a blank line between a command's text and the next command; it is not text.
+    // Text it fenced is unwrapped, as a fenced file is.
     for command in &mut out {
         if let LineCommand::Replace { content, .. } | LineCommand::InsertAfter { content, .. } =
             command
         {
             while content.last().is_some_and(|l| trim(l).is_empty()) {
                 content.pop();
+            }
+            let fenced = content.len() >= 2
+                && content.first().is_some_and(|l| is_fence(l))
+                && content.last().is_some_and(|l| is_closing_fence(l));
+            if fenced {
+                content.pop();
+                content.remove(0);
             }
         }
     }

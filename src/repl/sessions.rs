@@ -75,6 +75,7 @@ impl Repl {
     /// first prompt.
     fn recent_sessions(&self) -> Vec<SessionRow> {
         let style = self.ui.render.style();
+        let names = session::names::Names::of(&self.cwd);
         session::list(&self.cwd)
             .into_iter()
             .take(RECENT_SESSIONS)
@@ -85,6 +86,11 @@ impl Repl {
                 let first = session::transcript::first_prompt(&info.path)
                     .map(|t| preview(&t))
                     .unwrap_or_default();
+                let named = names
+                    .as_ref()
+                    .and_then(|n| n.name_of(&info.id))
+                    .map(|n| format!("[{n}] "))
+                    .unwrap_or_default();
                 let current = info.id == self.engine.session_id();
                 let mark = if current {
                     style.dim(" (current)")
@@ -92,12 +98,29 @@ impl Repl {
                     String::new()
                 };
                 SessionRow {
-                    label: format!("{when}  {first}{mark}"),
+                    label: format!("{when}  {named}{first}{mark}"),
                     id: info.id,
                     current,
                 }
             })
             .collect()
+    }
+
+    /// `/rename NAME`: what `/resume` shows for this session and `--resume NAME` finds.
+    pub(super) fn rename(&mut self, name: Option<&str>) {
+        let Some(name) = name.map(str::trim).filter(|n| !n.is_empty()) else {
+            self.ui.render.print("Give the name: /rename <name>");
+            return;
+        };
+        let id = self.engine.session_id().to_string();
+        let said = match session::names::Names::of(&self.cwd).map(|n| n.set(&id, name)) {
+            Some(Ok(())) => format!(
+                "This session is now called {name:?}; `ouro --resume {name:?}` comes back to it."
+            ),
+            Some(Err(e)) => format!("Could not name this session: {e}"),
+            None => "Could not name this session: ouro has no home folder (set OURO_HOME)".into(),
+        };
+        self.ui.render.print(&said);
     }
 
     pub(super) fn resume(&mut self, id: &str) {

@@ -34,8 +34,13 @@ const BUILTIN: &[(&str, &str, &str)] = &[
     ),
     (
         "resume",
-        " [id]",
+        " [id|name]",
         "List recent sessions of this directory, or load one",
+    ),
+    (
+        "rename",
+        " <name>",
+        "Name this session (`--resume NAME` finds it)",
     ),
     (
         "permissions",
@@ -108,6 +113,7 @@ pub(super) enum Slash {
     Cost,
     Model(Option<String>),
     Resume(Option<String>),
+    Rename(Option<String>),
     Permissions,
     Brain(Option<String>),
     Status,
@@ -155,6 +161,7 @@ pub(super) fn parse(line: &str, project: Vec<ProjectCommand>) -> Option<Slash> {
         "cost" => Slash::Cost,
         "model" => Slash::Model(optional),
         "resume" => Slash::Resume(optional),
+        "rename" => Slash::Rename(optional),
         "permissions" => Slash::Permissions,
         "brain" => Slash::Brain(optional),
         "status" => Slash::Status,
@@ -326,6 +333,7 @@ impl Repl {
                 self.settle_reflect(true).await;
                 self.resume(&id);
             }
+            Slash::Rename(name) => self.rename(name.as_deref()),
             Slash::Permissions => {
                 let text = self.ui.permissions.describe();
                 self.ui.render.print(text.trim_end());

@@ -1,6 +1,7 @@
 //! Sessions on disk: one append-only JSONL transcript per session under
 //! `~/.ouro/projects/<cwd-derived>/<session-id>.jsonl`.
 
+pub mod names;
 pub mod transcript;
 
 use std::path::{Path, PathBuf};
@@ -49,14 +50,21 @@ pub fn list(cwd: &Path) -> Vec<SessionInfo> {
     out
 }
 
-/// The id of this directory's session that `id` names: the whole id, or a unique prefix of one
-/// (as with git hashes; the picker shows eight characters). `Err` lists the sessions a prefix
+/// The id of this directory's session that `id` names: the whole id, a session's name, or a
+/// unique prefix of an id (as with git hashes; the picker shows eight characters). `Err` lists the sessions a prefix
 /// fits when more than one does.
 pub fn resolve(cwd: &Path, id: &str) -> Result<String, Vec<String>> {
     if id.is_empty() || locate(cwd, id).is_some() {
         return Ok(id.to_string());
     }
-    let mut matching: Vec<String> = list(cwd)
+    // A name given with `--name` or `/rename`: its most recently used session.
+    let sessions = list(cwd);
+    if let Some(named) = names::Names::of(cwd)
+        .and_then(|names| names.find(id, sessions.iter().map(|s| s.id.as_str())))
+    {
+        return Ok(named);
+    }
+    let mut matching: Vec<String> = sessions
         .into_iter()
         .map(|s| s.id)
         .filter(|s| s.starts_with(id))

@@ -276,20 +276,15 @@ async fn agents(paths: &Paths, instances: &Instances, json: bool) -> Result<i32,
         );
         return Ok(0);
     }
-    let text = |v: &serde_json::Value| match v {
-        serde_json::Value::Null => "-".to_string(),
-        serde_json::Value::String(s) => crate::text::truncate(s, 40),
-        other => other.to_string(),
-    };
     let lines: Vec<[String; 5]> = rows
         .iter()
         .map(|r| {
             let pending = r["pending"].as_array().map_or(0, Vec::len);
             [
-                text(&r["kind"]),
-                text(&r["name"]),
-                text(&r["state"]),
-                text(&r["pid"]),
+                cell(&r["kind"]),
+                cell(&r["name"]),
+                cell(&r["state"]),
+                cell(&r["pid"]),
                 if pending == 0 {
                     "-".into()
                 } else {
@@ -303,6 +298,15 @@ async fn agents(paths: &Paths, instances: &Instances, json: bool) -> Result<i32,
         table(["KIND", "NAME", "STATE", "PID", "QUESTIONS"], &lines)
     );
     Ok(0)
+}
+
+/// One JSON value as a table cell: `-` for none, a long text cut short.
+fn cell(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::Null => "-".to_string(),
+        serde_json::Value::String(s) => crate::text::truncate(s, 40),
+        other => other.to_string(),
+    }
 }
 
 fn list(paths: &Paths, instances: &Instances, cwd: &Path, json: bool) -> Result<i32, DaemonError> {
@@ -338,19 +342,14 @@ fn list(paths: &Paths, instances: &Instances, cwd: &Path, json: bool) -> Result<
         println!("definitions:");
         print!("{}", table(["NAME", "VERSION", "SOURCE"], &def_rows));
     }
-    let text = |v: &serde_json::Value| match v {
-        serde_json::Value::Null => "-".to_string(),
-        serde_json::Value::String(s) => crate::text::truncate(s, 40),
-        other => other.to_string(),
-    };
     let inst_rows: Vec<[String; 5]> = rows
         .iter()
         .map(|r| {
             [
-                text(&r["name"]),
-                text(&r["state"]),
-                text(&r["pid"]),
-                text(&r["task"]),
+                cell(&r["name"]),
+                cell(&r["state"]),
+                cell(&r["pid"]),
+                cell(&r["task"]),
                 format!("${:.4}", r["costUsd"].as_f64().unwrap_or(0.0)),
             ]
         })

@@ -218,3 +218,51 @@ fn front_matter_is_never_content_and_lines_keep_their_numbers() {
     let err = parse(v2.as_bytes()).unwrap_err();
     assert!(err.message.contains("version `2.0`"), "{err}");
 }
+
+#[test]
+fn markers_of_other_files_inside_a_block_closed_by_its_own_end_are_content() {
+    let reply = "🐕 --- DOGS_START_FILE: README.md ---\nAnswer like this:\n🐕 --- DOGS_START_FILE: example.py ---\nprint(1)\n🐕 --- DOGS_END_FILE: example.py ---\nThat is all.\n🐕 --- DOGS_END_FILE: README.md ---\n";
+    assert_eq!(
+        changes(reply),
+        vec![full(
+            "README.md",
+            "Answer like this:\n🐕 --- DOGS_START_FILE: example.py ---\nprint(1)\n🐕 --- DOGS_END_FILE: example.py ---\nThat is all.",
+            false
+        )]
+    );
+    let unclosed = "🐕 --- DOGS_START_FILE: a.txt ---\nx\n🐕 --- DOGS_START_FILE: b.txt ---\ny\n🐕 --- DOGS_END_FILE: b.txt ---\n";
+    let error = parse(unclosed.as_bytes()).unwrap_err().message;
+    assert!(
+        error.contains("a.txt is never closed") && error.contains("b.txt at line 3"),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_paws_command_line_down_a_full_file_is_its_text() {
+    let reply = "🐕 --- DOGS_START_FILE: docs/paws.md ---\n# Commands\n@@ PAWS_CMD DELETE_FILE() @@\ndeletes the file.\n🐕 --- DOGS_END_FILE: docs/paws.md ---\n";
+    assert_eq!(
+        changes(reply),
+        vec![full(
+            "docs/paws.md",
+            "# Commands\n@@ PAWS_CMD DELETE_FILE() @@\ndeletes the file.",
+            false
+        )]
+    );
+}
+
+#[test]
+fn a_fenced_replace_lines_text_is_unwrapped() {
+    let reply = "🐕 --- DOGS_START_FILE: m.py ---\n@@ PAWS_CMD REPLACE_LINES(1, 1) @@\n```python\nnew one\n```\n\n🐕 --- DOGS_END_FILE: m.py ---\n";
+    assert_eq!(
+        changes(reply),
+        vec![Block::Lines {
+            path: b"m.py".to_vec(),
+            commands: vec![LineCommand::Replace {
+                from: 1,
+                to: 1,
+                content: vec![b"new one".to_vec()],
+            }],
+        }]
+    );
+}
