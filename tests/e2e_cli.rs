@@ -1148,7 +1148,10 @@ async fn a_named_session_is_resumed_by_its_name() {
     .await;
     let sb = Sandbox::new();
     let named = sb
-        .run(&api.url(), &["-p", "remember the word kumquat", "-n", "fruit-work"])
+        .run(
+            &api.url(),
+            &["-p", "remember the word kumquat", "-n", "fruit-work"],
+        )
         .await;
     assert!(named.status.success(), "{}", named.debug());
     let other = sb.run(&api.url(), &["-p", "something else"]).await;
@@ -1160,7 +1163,10 @@ async fn a_named_session_is_resumed_by_its_name() {
     assert_eq!(back.stdout.trim(), "Second answer.");
     let sent = bodies(&api);
     let last = sent.last().unwrap().to_string();
-    assert!(last.contains("kumquat") && !last.contains("something else"), "{last}");
+    assert!(
+        last.contains("kumquat") && !last.contains("something else"),
+        "{last}"
+    );
     let unknown = sb
         .run(&api.url(), &["-p", "--resume", "no-such-name", "hi"])
         .await;
