@@ -144,8 +144,7 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         Some(Command::Worktree { action }) => {
             use ouro::cli::args::WorktreeAction as W;
-            let worktrees = ouro::checkpoint::worktree::Worktrees::of(&cwd)
-                .map_err(|e| anyhow::anyhow!("--worktree: {e}; run it inside the repository"))?;
+            let worktrees = ouro::checkpoint::worktree::Worktrees::of(&cwd)?;
             let message = match action {
                 W::Start { name, branch } => {
                     let m = worktrees.start(name.as_deref(), branch.as_deref())?;

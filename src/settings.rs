@@ -3,8 +3,7 @@
 //! all). Claude Code's project files are read so a repository set up for it works unchanged.
 //! Each file is kept with its source so rules can say where they came from.
 
-use std::collections::BTreeMap;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};

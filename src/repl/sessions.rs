@@ -75,7 +75,9 @@ impl Repl {
     /// first prompt.
     fn recent_sessions(&self) -> Vec<SessionRow> {
         let style = self.ui.render.style();
-        let names = session::names::Names::of(&self.cwd);
+        let names = session::names::Names::of(&self.cwd)
+            .map(|n| n.all())
+            .unwrap_or_default();
         session::list(&self.cwd)
             .into_iter()
             .take(RECENT_SESSIONS)
@@ -87,8 +89,7 @@ impl Repl {
                     .map(|t| preview(&t))
                     .unwrap_or_default();
                 let named = names
-                    .as_ref()
-                    .and_then(|n| n.name_of(&info.id))
+                    .get(&info.id)
                     .map(|n| format!("[{n}] "))
                     .unwrap_or_default();
                 let current = info.id == self.engine.session_id();

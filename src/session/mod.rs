@@ -51,8 +51,8 @@ pub fn list(cwd: &Path) -> Vec<SessionInfo> {
 }
 
 /// The id of this directory's session that `id` names: the whole id, a session's name, or a
-/// unique prefix of an id (as with git hashes; the picker shows eight characters). `Err` lists the sessions a prefix
-/// fits when more than one does.
+/// unique prefix of an id (as with git hashes; the picker shows eight characters). `Err` lists
+/// the sessions a prefix fits when more than one does.
 pub fn resolve(cwd: &Path, id: &str) -> Result<String, Vec<String>> {
     if id.is_empty() || locate(cwd, id).is_some() {
         return Ok(id.to_string());

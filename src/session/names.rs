@@ -23,32 +23,28 @@ impl Names {
         }
     }
 
-    fn load(&self) -> BTreeMap<String, String> {
+    /// Every named session's name, by id.
+    pub fn all(&self) -> BTreeMap<String, String> {
         crate::sys::atomic::read_json(&self.path)
             .ok()
             .flatten()
             .unwrap_or_default()
     }
 
-    /// The name given to session `id`, if any.
-    pub fn name_of(&self, id: &str) -> Option<String> {
-        self.load().remove(id)
-    }
-
     /// Names session `id` (a blank name removes its name).
     pub fn set(&self, id: &str, name: &str) -> std::io::Result<()> {
-        let mut names = self.load();
+        let mut names = self.all();
         match name.trim() {
             "" => names.remove(id),
             name => names.insert(id.to_string(), name.to_string()),
         };
         let text = serde_json::to_vec_pretty(&names).unwrap_or_default();
-        crate::sys::atomic::write(&self.path, &text)
+        crate::sys::atomic::write_private(&self.path, &text)
     }
 
     /// The first of `ids` (most recently used first) named `name`.
     pub fn find<'a>(&self, name: &str, ids: impl IntoIterator<Item = &'a str>) -> Option<String> {
-        let names = self.load();
+        let names = self.all();
         ids.into_iter()
             .find(|id| names.get(*id).is_some_and(|n| n == name))
             .map(str::to_string)
@@ -66,10 +62,10 @@ mod tests {
         names.set("a1", "feature-x").unwrap();
         names.set("b2", "feature-x").unwrap();
         assert_eq!(names.find("feature-x", ["b2", "a1"]).as_deref(), Some("b2"));
-        assert_eq!(names.name_of("a1").as_deref(), Some("feature-x"));
+        assert_eq!(names.all().get("a1").map(String::as_str), Some("feature-x"));
         names.set("b2", "other").unwrap();
         assert_eq!(names.find("feature-x", ["b2", "a1"]).as_deref(), Some("a1"));
         names.set("a1", " ").unwrap();
-        assert_eq!(names.name_of("a1"), None);
+        assert_eq!(names.all().get("a1"), None);
     }
 }

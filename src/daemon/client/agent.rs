@@ -10,7 +10,7 @@ use super::{Client, table, unexpected};
 use crate::agents::instance::{Instance, InstanceError, Instances};
 use crate::agents::spec::{self, Parsed};
 use crate::agents::start::StartAt;
-use crate::daemon::frame::Header;
+use crate::daemon::frame::{Header, PendingQuestion};
 use crate::daemon::{DaemonError, Paths};
 
 pub enum AgentCommand {
@@ -221,26 +221,12 @@ fn instance_rows(paths: &Paths, instances: &Instances) -> Vec<serde_json::Value>
 /// `ouro agents`: every background brain (agent instances, the daemon's clones) with its
 /// state and the questions it waits on, as Claude Code's `claude agents` lists its own.
 async fn agents(paths: &Paths, instances: &Instances, json: bool) -> Result<i32, DaemonError> {
-    // One request per connection, as the daemon serves them.
-    let (clones, questions) = match Client::connect(paths, false).await {
-        Ok(mut client) => {
-            let clones = match client.request(Header::CloneList).await? {
-                Header::Clones { clones } => clones,
-                other => return Err(unexpected(&other)),
-            };
-            let mut client = Client::connect(paths, false).await?;
-            let questions = match client
-                .request(Header::AgentPending { here_only: false })
-                .await?
-            {
-                Header::Pending { questions } => questions,
-                other => return Err(unexpected(&other)),
-            };
-            (clones, questions)
-        }
-        Err(DaemonError::NotRunning) => (Vec::new(), Vec::new()),
-        Err(e) => return Err(e),
+    let clones = match ask_if_running(paths, Header::CloneList).await? {
+        Some(Header::Clones { clones }) => clones,
+        Some(other) => return Err(unexpected(&other)),
+        None => Vec::new(),
     };
+    let questions = waiting_questions(paths).await?;
     let waiting = |name: &str| -> Vec<String> {
         questions
             .iter()
@@ -366,18 +352,27 @@ fn list(paths: &Paths, instances: &Instances, cwd: &Path, json: bool) -> Result<
     Ok(0)
 }
 
+/// The daemon's answer to `request` (one request per connection, as it serves them); `None`
+/// while no daemon runs, which is not started for a question.
+async fn ask_if_running(paths: &Paths, request: Header) -> Result<Option<Header>, DaemonError> {
+    match Client::connect(paths, false).await {
+        Ok(mut client) => client.request(request).await.map(Some),
+        Err(DaemonError::NotRunning) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Every question waiting here and in the daemon's zones (none while no daemon runs).
+async fn waiting_questions(paths: &Paths) -> Result<Vec<PendingQuestion>, DaemonError> {
+    match ask_if_running(paths, Header::AgentPending { here_only: false }).await? {
+        Some(Header::Pending { questions }) => Ok(questions),
+        Some(other) => Err(unexpected(&other)),
+        None => Ok(Vec::new()),
+    }
+}
+
 async fn pending(paths: &Paths, json: bool) -> Result<i32, DaemonError> {
-    let questions = match Client::connect(paths, false).await {
-        Ok(mut client) => match client
-            .request(Header::AgentPending { here_only: false })
-            .await?
-        {
-            Header::Pending { questions } => questions,
-            other => return Err(unexpected(&other)),
-        },
-        Err(DaemonError::NotRunning) => Vec::new(),
-        Err(e) => return Err(e),
-    };
+    let questions = waiting_questions(paths).await?;
     if json {
         println!("{}", serde_json::to_string(&questions).unwrap_or_default());
         return Ok(0);

@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::super::conn::Conn;
 use super::super::frame::{CloneInfo, ForwardedEnv, Frame, Header, PendingQuestion};
 use super::super::store::CloneRecord;
-use super::super::zone::{Zones, relay};
+use super::super::zone::{Zone, Zones, relay};
 use super::super::{DaemonError, store};
 use super::Daemon;
 use crate::sys::sync::lock;
@@ -36,9 +36,9 @@ impl Daemon {
         }
         let zone_name = record.zone.clone().unwrap_or_default();
         let zone = Zones::load(&self.paths.home)?.named(&zone_name)?;
-        let mut remote = relay::connect(&self.paths, &zone).await?;
         let answer = relay::request(
-            &mut remote,
+            &self.paths,
+            &zone,
             Header::CloneNew {
                 name: name.clone(),
                 brain: record.brain.clone(),
@@ -110,17 +110,12 @@ impl Daemon {
         by_zone
     }
 
-    /// One request to the daemon of the zone `name` and its answer (an `Error` frame for a
-    /// refusal), or why there is none (within `ZONE_ANSWER`: an unreachable zone never holds
-    /// up a list for long).
-    async fn ask_zone(&self, name: &str, header: Header) -> Result<Header, String> {
-        let zone = Zones::load(&self.paths.home)
-            .and_then(|zones| zones.named(name))
-            .map_err(|e| e.to_string())?;
-        let asked = async {
-            let mut remote = relay::connect(&self.paths, &zone).await?;
-            relay::request(&mut remote, header).await
-        };
+    /// One request to the daemon of `zone` and its answer (an `Error` frame for a refusal), or
+    /// why there is none (within `ZONE_ANSWER`: an unreachable zone never holds up a list for
+    /// long).
+    async fn ask_zone(&self, zone: Result<Zone, String>, header: Header) -> Result<Header, String> {
+        let zone = zone?;
+        let asked = relay::request(&self.paths, &zone, header);
         match tokio::time::timeout(ZONE_ANSWER, asked).await {
             // The zone's daemon answered, if with a refusal.
             Ok(Err(DaemonError::Remote(message))) => Ok(Header::Error { message }),
@@ -136,11 +131,14 @@ impl Daemon {
         header: Header,
     ) -> Vec<(String, Vec<CloneRecord>, Result<Header, String>)> {
         let by_zone = self.by_zone();
-        let answers = futures::future::join_all(
-            by_zone
-                .keys()
-                .map(|zone| self.ask_zone(zone, header.clone())),
-        )
+        let zones = Zones::load(&self.paths.home);
+        let answers = futures::future::join_all(by_zone.keys().map(|name| {
+            let zone = match &zones {
+                Ok(zones) => zones.named(name).map_err(|e| e.to_string()),
+                Err(e) => Err(e.to_string()),
+            };
+            self.ask_zone(zone, header.clone())
+        }))
         .await;
         by_zone
             .into_iter()

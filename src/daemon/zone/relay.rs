@@ -123,11 +123,14 @@ pub(in crate::daemon) async fn connect(paths: &Paths, zone: &Zone) -> Result<Rem
     }
 }
 
-/// Sends `request` to the zone and one answer back (`Error` frames become errors).
+/// Sends `request` to the zone's daemon over a stream of its own and one answer back (`Error`
+/// frames become errors).
 pub(in crate::daemon) async fn request(
-    remote: &mut Remote,
+    paths: &Paths,
+    zone: &Zone,
     request: Header,
 ) -> Result<Header, DaemonError> {
+    let mut remote = connect(paths, zone).await?;
     if !remote.conn.send(request).await {
         return Err(DaemonError::Client(remote.reason()));
     }
@@ -322,10 +325,7 @@ async fn reattach(
 
 /// Whether clone `name` is in a turn on the zone (`true` when that cannot be told).
 async fn busy(paths: &Paths, zone: &Zone, name: &str) -> bool {
-    let Ok(mut remote) = connect(paths, zone).await else {
-        return true;
-    };
-    match request(&mut remote, Header::CloneList).await {
+    match request(paths, zone, Header::CloneList).await {
         Ok(Header::Clones { clones }) => clones.iter().any(|c| c.name == name && c.busy),
         _ => true,
     }
