@@ -538,6 +538,7 @@ fn daemon_command(command: &Command) -> Option<ouro::daemon::command::Command> {
             DaemonAction::Status => D::Status,
             DaemonAction::Run => D::Run,
             DaemonAction::Bridge => D::Bridge,
+            DaemonAction::Socket => D::Socket,
             DaemonAction::Probe => D::Probe,
         },
         Command::Zone { action } => D::Zone(match action.clone() {

@@ -24,6 +24,11 @@ pub(crate) struct Sshd {
 impl Sshd {
     /// A server on a free loopback port, or `None` (a counted skip) without OpenSSH.
     pub(crate) async fn start() -> Option<Sshd> {
+        Sshd::configured("").await
+    }
+
+    /// [`Sshd::start`] with `extra` lines in the server's config.
+    async fn configured(extra: &str) -> Option<Sshd> {
         if !Path::new(SSHD).exists() || which("ssh").is_none() || which("ssh-keygen").is_none() {
             skip::not_installed("OpenSSH (openssh-server, openssh-client)");
             return None;
@@ -59,7 +64,7 @@ impl Sshd {
                 "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_key\nPidFile {d}/sshd.pid\n\
                  AuthorizedKeysFile {d}/authorized_keys\nStrictModes no\nUsePAM no\n\
                  PasswordAuthentication no\nKbdInteractiveAuthentication no\nPubkeyAuthentication yes\n\
-                 PermitRootLogin prohibit-password\nSetEnv OURO_HOME={r}/home XDG_RUNTIME_DIR={r}/run TMPDIR={r}/tmp OURO_CLAUDE_BIN={fake}\n",
+                 PermitRootLogin prohibit-password\nSetEnv OURO_HOME={r}/home XDG_RUNTIME_DIR={r}/run TMPDIR={r}/tmp OURO_CLAUDE_BIN={fake}\n{extra}",
                 d = d.display(),
                 r = remote.display(),
                 fake = FAKE_CLAUDE
@@ -415,6 +420,12 @@ async fn a_clone_in_a_zone_answers_ask_through_the_relay() {
         "{}",
         asked.debug()
     );
+    // The far daemon's socket is forwarded here through the master: no bridge process.
+    assert!(
+        forwarded_sockets(&sb) == 1,
+        "no forwarded socket in {}",
+        sb.home.path().join("run/zones").display()
+    );
     let again = run(&["ask", "web", "and again"]).await;
     assert!(
         again.stdout.contains("the same conversation"),
@@ -451,6 +462,50 @@ async fn a_clone_in_a_zone_answers_ask_through_the_relay() {
     assert!(!sshd.remote_home().join("daemon/clones/web").exists());
     let listed = run(&["clone", "list"]).await;
     assert!(!listed.stdout.contains("web"), "{}", listed.debug());
+    sshd.finish(&sb, &url).await;
+}
+
+/// How many forwarded daemon sockets the zones' folder holds.
+fn forwarded_sockets(sb: &Sandbox) -> usize {
+    std::fs::read_dir(sb.home.path().join("run/zones"))
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter(|e| e.file_name().to_string_lossy().ends_with(".fwd"))
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+/// A host whose sshd refuses socket forwarding is reached through `ouro daemon bridge`: the
+/// forward is tried once, its stream closed at once, and every stream after goes the other way.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_host_that_refuses_socket_forwarding_is_reached_through_the_bridge() {
+    let Some(sshd) = Sshd::configured("AllowStreamLocalForwarding no\n").await else {
+        return;
+    };
+    let sb = Sandbox::new();
+    sshd.installed_zone(&sb).await;
+    let mock = crate::common::server(serde_json::json!({"turns": [
+        {"content": [{"type": "text", "text": "bridged answer"}]},
+        {"content": [{"type": "text", "text": "bridged again"}]}
+    ]}))
+    .await;
+    let url = mock.url();
+    sshd.zone_clone(&sb, &url).await;
+    for (question, answer) in [("one", "bridged answer"), ("two", "bridged again")] {
+        let asked = Run::from(
+            sshd.local(&sb, &url, &["ask", "web", question])
+                .output()
+                .await
+                .unwrap(),
+        );
+        assert!(asked.status.success(), "{}", asked.debug());
+        assert!(asked.stdout.contains(answer), "{}", asked.debug());
+    }
+    // The forward was made (ssh makes it here without asking the host): only its streams
+    // were refused.
+    assert_eq!(forwarded_sockets(&sb), 1);
     sshd.finish(&sb, &url).await;
 }
 

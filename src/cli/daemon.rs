@@ -20,6 +20,9 @@ pub enum DaemonAction {
     /// Carry the daemon's frames between stdio and its socket (what a zone's ssh runs).
     #[command(hide = true)]
     Bridge,
+    /// Start the daemon if none runs and print its socket (what a zone forwards over ssh).
+    #[command(hide = true)]
+    Socket,
     /// Print this ouro's daemon protocol, version and platform as JSON (what `zone check` asks).
     #[command(hide = true)]
     Probe,

@@ -44,6 +44,7 @@ pub enum Command {
     Agent(client::agent::AgentCommand),
     /// Stdio to the daemon's socket (a zone's ssh runs it on the far side).
     Bridge,
+    Socket,
     Probe,
     Zone(ZoneCommand),
 }
@@ -89,6 +90,10 @@ pub async fn run(command: Command, cwd: &Path) -> Result<i32, DaemonError> {
         }
         Command::Bridge => {
             zone::bridge::run(&paths).await?;
+            0
+        }
+        Command::Socket => {
+            println!("{}", zone::bridge::socket(&paths).await?.display());
             0
         }
         Command::Probe => {

@@ -3,6 +3,8 @@
 //! frames, the handshake included, are the daemon's and the far client's business, so a zone
 //! speaks the same protocol as a local socket.
 
+use std::path::PathBuf;
+
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::UnixStream;
 use tokio::net::unix::pipe;
@@ -10,17 +12,7 @@ use tokio::net::unix::pipe;
 use super::super::{DaemonError, Paths, client};
 
 pub async fn run(paths: &Paths) -> Result<(), DaemonError> {
-    // Connecting once makes sure a daemon runs (starting one) and is this user's.
-    drop(client::Client::connect(paths, true).await?);
-    let mut socket =
-        UnixStream::connect(&paths.socket)
-            .await
-            .map_err(|source| DaemonError::Io {
-                action: "connect to the daemon at",
-                path: paths.socket.clone(),
-                source,
-            })?;
-    client::ours(&socket, &paths.socket)?;
+    let mut socket = daemon(paths).await?.1;
     let mut stdio = tokio::io::join(stdin(), stdout());
     // Either side closing ends the bridge: ssh's link dropped, or the daemon answered and
     // closed.
@@ -41,6 +33,34 @@ fn stdin() -> Box<dyn AsyncRead + Unpin + Send> {
             || Box::new(tokio::io::stdin()) as Box<dyn AsyncRead + Unpin + Send>,
             |pipe| Box::new(pipe),
         )
+}
+
+/// `ouro daemon socket`: the socket of this user's daemon (started when none runs), for a
+/// zone that forwards it instead of running the bridge.
+pub async fn socket(paths: &Paths) -> Result<PathBuf, DaemonError> {
+    Ok(daemon(paths).await?.0)
+}
+
+/// Connects to this user's daemon, starting one when none runs: the socket it answers on.
+async fn daemon(paths: &Paths) -> Result<(PathBuf, UnixStream), DaemonError> {
+    drop(client::Client::connect(paths, true).await?);
+    let mut failed = None;
+    for path in paths.sockets() {
+        match UnixStream::connect(&path).await {
+            Ok(socket) => {
+                client::ours(&socket, &path)?;
+                return Ok((path, socket));
+            }
+            Err(source) => {
+                failed = Some(DaemonError::Io {
+                    action: "connect to the daemon at",
+                    path,
+                    source,
+                })
+            }
+        }
+    }
+    Err(failed.unwrap_or_else(|| DaemonError::Client("the daemon has no socket".into())))
 }
 
 /// [`stdin`]'s other half: our end of the pipe to ssh.

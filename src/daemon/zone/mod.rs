@@ -2,10 +2,11 @@
 //! agent, known_hosts and jump hosts; no SSH code or keys of ouro's own). A zone is a name, an
 //! ssh target, and where `ouro` is on that host. `ouro zone add|list|check|install|rm` keep
 //! them in `zones.json` in ouro's home; every connection to a zone goes through one multiplexed
-//! ssh connection (OpenSSH's ControlMaster), and `ouro daemon bridge` on the far side carries
-//! the daemon's frames to its socket.
+//! ssh connection (OpenSSH's ControlMaster), which forwards the far daemon's socket to one
+//! here (or, where the host refuses that, runs `ouro daemon bridge` to carry the frames).
 
 pub mod bridge;
+mod forward;
 mod registry;
 pub(in crate::daemon) mod relay;
 pub mod scratch;

@@ -1,5 +1,6 @@
-//! The local daemon's side of a zone: one stream to the zone's daemon (ssh running `ouro daemon
-//! bridge` over the zone's master connection, the handshake done here), and the relay that
+//! The local daemon's side of a zone: one stream to the zone's daemon (its socket forwarded
+//! over the zone's master connection, or ssh running `ouro daemon bridge` where that cannot
+//! be; the handshake done here), and the relay that
 //! carries a client's request and every frame after it both ways, unchanged — so `ask`, `act`,
 //! `watch`, `talk` and their permission questions work as they do on one machine.
 
@@ -11,16 +12,20 @@ use tokio::io::AsyncBufReadExt;
 use super::super::conn::Conn;
 use super::super::frame::{Frame, Header, PROTOCOL};
 use super::super::{DaemonError, Paths};
-use super::{Zone, ssh};
+use super::{Zone, forward, ssh};
 
 /// How long the far daemon may take to answer the hello (an ssh login, and a daemon started
 /// on demand, included).
 const HANDSHAKE: Duration = Duration::from_secs(45);
+/// The same through a forwarded socket, where the login is done and the daemon runs: a
+/// silence this long means the stream is not getting through.
+const FORWARDED_HANDSHAKE: Duration = Duration::from_secs(10);
 
 /// A stream to a zone's daemon.
 pub(in crate::daemon) struct Remote {
     pub conn: Conn,
-    ssh: tokio::process::Child,
+    /// The `ssh` carrying a bridged stream (none for a forwarded socket).
+    ssh: Option<tokio::process::Child>,
     /// ssh's last words on stderr, for a sentence when the link drops.
     reason: tokio::sync::watch::Receiver<String>,
 }
@@ -39,12 +44,41 @@ impl Remote {
 
 impl Drop for Remote {
     fn drop(&mut self) {
-        let _ = self.ssh.start_kill();
+        if let Some(ssh) = &mut self.ssh {
+            let _ = ssh.start_kill();
+        }
     }
 }
 
-/// Connects to the daemon of `zone` and says hello.
+/// Connects to the daemon of `zone` and says hello: through its forwarded socket where the
+/// host allows that, else through `ouro daemon bridge`.
 pub(in crate::daemon) async fn connect(paths: &Paths, zone: &Zone) -> Result<Remote, DaemonError> {
+    if let forward::Found::Stream { stream, fresh } = forward::stream(paths, zone).await {
+        let (read, write) = stream.into_split();
+        let remote = Remote {
+            conn: Conn::over(read, write),
+            ssh: None,
+            reason: tokio::sync::watch::channel(String::new()).1,
+        };
+        match hello(remote, zone, FORWARDED_HANDSHAKE).await {
+            Ok(remote) => return Ok(remote),
+            // A far ouro of another protocol says so the same through either way.
+            Err(refused @ DaemonError::Refused(_)) => return Err(refused),
+            Err(e) => {
+                tracing::debug!(zone = %zone.name, error = %e, "the forwarded stream failed");
+                if fresh {
+                    forward::refused(zone);
+                } else {
+                    forward::forget(zone);
+                }
+            }
+        }
+    }
+    bridged(paths, zone).await
+}
+
+/// A stream through ssh running `ouro daemon bridge` on the host.
+async fn bridged(paths: &Paths, zone: &Zone) -> Result<Remote, DaemonError> {
     let mut cmd = ssh::command(
         paths,
         zone,
@@ -74,11 +108,16 @@ pub(in crate::daemon) async fn connect(paths: &Paths, zone: &Zone) -> Result<Rem
             }
         }
     });
-    let mut remote = Remote {
+    let remote = Remote {
         conn: Conn::over(stdout, stdin),
-        ssh: child,
+        ssh: Some(child),
         reason,
     };
+    hello(remote, zone, HANDSHAKE).await
+}
+
+/// The handshake: hello, and the far daemon's welcome (of this protocol) within `limit`.
+async fn hello(mut remote: Remote, zone: &Zone, limit: Duration) -> Result<Remote, DaemonError> {
     let hello = Header::Hello {
         protocol: PROTOCOL,
         version: env!("CARGO_PKG_VERSION").into(),
@@ -93,7 +132,7 @@ pub(in crate::daemon) async fn connect(paths: &Paths, zone: &Zone) -> Result<Rem
     if !remote.conn.send(hello).await {
         return Err(unreachable(&remote));
     }
-    match tokio::time::timeout(HANDSHAKE, remote.conn.next()).await {
+    match tokio::time::timeout(limit, remote.conn.next()).await {
         Ok(Some(Frame {
             header: Header::Welcome { protocol, .. },
             ..
@@ -118,7 +157,7 @@ pub(in crate::daemon) async fn connect(paths: &Paths, zone: &Zone) -> Result<Rem
         Err(_) => Err(DaemonError::Client(format!(
             "the zone {} did not answer within {} s",
             zone.name,
-            HANDSHAKE.as_secs()
+            limit.as_secs()
         ))),
     }
 }

@@ -190,10 +190,51 @@ pub(crate) fn argv(
 /// The zone's control socket: named by a short digest of the zone's name, since a socket path
 /// has room for about 100 bytes and ssh adds a 17-byte suffix while it makes the master.
 fn control_path(dir: &Path, zone: &str) -> std::path::PathBuf {
+    dir.join(format!("{}.ssh", short_digest(zone)))
+}
+
+/// Twelve hex digits of `text`'s digest: a short file name for a socket.
+pub(super) fn short_digest(text: &str) -> String {
     use sha1::{Digest, Sha1};
-    let digest = Sha1::digest(zone.as_bytes());
-    let short: String = digest[..6].iter().map(|b| format!("{b:02x}")).collect();
-    dir.join(format!("{short}.ssh"))
+    let digest = Sha1::digest(text.as_bytes());
+    digest[..6].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Forwards the far socket `remote` to `local` through the zone's master connection (which
+/// must be up: the command that asked for `remote` made it). A stale `local` is replaced.
+pub(super) async fn forward(
+    paths: &Paths,
+    zone: &Zone,
+    local: &Path,
+    remote: &Path,
+) -> Result<(), String> {
+    let target = Target::parse(&zone.target)?;
+    let dir = paths.zone_sockets().map_err(|e| e.to_string())?;
+    let (program, first) = ssh_words();
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args(first)
+        .args(["-o", "BatchMode=yes", "-o", "StreamLocalBindUnlink=yes"])
+        .arg("-o")
+        .arg(format!(
+            "ControlPath={}",
+            control_path(&dir, &zone.name).display()
+        ))
+        .args(["-O", "forward", "-L"])
+        .arg(format!("{}:{}", local.display(), remote.display()))
+        .args(target.args())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let output = tokio::time::timeout(CHECK_TIMEOUT, cmd.output())
+        .await
+        .map_err(|_| format!("no answer within {} s", CHECK_TIMEOUT.as_secs()))?
+        .map_err(|e| e.to_string())?;
+    if output.status.success() {
+        Ok(())
+    } else {
+        Err(or_unknown(last_line(&output.stderr)))
+    }
 }
 
 /// The ssh program and its first arguments: `OURO_SSH_COMMAND`'s words, else `ssh`.
@@ -430,6 +471,7 @@ pub(crate) fn close_master(paths: &Paths, name: &str) {
     let Ok(dir) = paths.zone_sockets() else {
         return;
     };
+    super::forward::remove_sockets(&dir, name);
     let path = control_path(&dir, name);
     if !path.exists() {
         return;
