@@ -18,7 +18,7 @@ const FAKE_CLAUDE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/f
 pub(crate) struct Sshd {
     pub dir: tempfile::TempDir,
     pub port: u16,
-    _server: tokio::process::Child,
+    server: tokio::process::Child,
 }
 
 impl Sshd {
@@ -82,30 +82,18 @@ impl Sshd {
             ),
         )
         .unwrap();
-        let server = tokio::process::Command::new(SSHD)
-            .args(["-D", "-e", "-f"])
-            .arg(d.join("sshd_config"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-        while tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .is_err()
-        {
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "sshd did not listen"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        Some(Sshd {
-            dir,
-            port,
-            _server: server,
-        })
+        let server = listen(&d, port).await;
+        Some(Sshd { dir, port, server })
+    }
+
+    /// Stops taking new connections (the ones up stay up, as when a host's sshd restarts).
+    async fn stop_listening(&mut self) {
+        let _ = self.server.kill().await;
+    }
+
+    /// Takes new connections again, on the same port.
+    async fn listen_again(&mut self) {
+        self.server = listen(&self.path(), self.port).await;
     }
 
     fn path(&self) -> PathBuf {
@@ -191,6 +179,30 @@ fn end_masters(sb: &Sandbox) {
         .arg("-f")
         .arg(sb.home.path().join("run/zones"))
         .status();
+}
+
+/// sshd on `port` with the config in `d`, once it listens.
+async fn listen(d: &Path, port: u16) -> tokio::process::Child {
+    let server = tokio::process::Command::new(SSHD)
+        .args(["-D", "-e", "-f"])
+        .arg(d.join("sshd_config"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .is_err()
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "sshd did not listen"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    server
 }
 
 fn which(program: &str) -> Option<PathBuf> {
@@ -607,6 +619,107 @@ async fn a_dropped_link_mid_turn_reconnects_and_loses_nothing() {
         requests[1]
     );
     sshd.finish(&sb, &url).await;
+}
+
+/// While the link is down the far turn goes on to its end; once the link is back, a `watch`
+/// through the zone is sent the events it missed (the text streamed in the gap) and the cut-off
+/// `ask` gets the turn's answer — not "it ended unseen".
+#[tokio::test(flavor = "multi_thread")]
+async fn the_events_of_a_gap_reach_the_clients_once_the_link_is_back() {
+    let Some(mut sshd) = Sshd::start().await else {
+        return;
+    };
+    let sb = Sandbox::new();
+    sshd.installed_zone(&sb).await;
+    // Four events: the message's start, the first block's and its first delta; then held.
+    let mock = crate::common::server(serde_json::json!({"turns": [
+        {"content": [
+            {"type": "text", "text": "before the gap."},
+            {"type": "text", "text": "streamed while the link was down"}
+        ], "hold_after_events": 4}
+    ]}))
+    .await;
+    let url = mock.url();
+    sshd.zone_clone(&sb, &url).await;
+    let mut watch = sshd
+        .local(&sb, &url, &["watch", "web"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut watched = watch.stdout.take().unwrap();
+    let mut said = watch.stderr.take().unwrap();
+    let mut seen = String::new();
+    // The watcher follows before the turn starts.
+    read_until(&mut said, &mut String::new(), "watching").await;
+    let asking = sshd
+        .local(&sb, &url, &["ask", "web", "a question over a bad link"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    mock.wait_held(1).await;
+    read_until(&mut watched, &mut seen, "befor").await;
+
+    // The link drops and cannot be made again until the far turn has ended.
+    sshd.stop_listening().await;
+    end_masters(&sb);
+    mock.release();
+    let mut far = sb.command(&url, &["clone", "list"]);
+    far.env("OURO_HOME", sshd.remote_home())
+        .env("XDG_RUNTIME_DIR", sshd.path().join("remote/run"));
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let listed = Run::from(far.output().await.unwrap());
+        let line = listed
+            .stdout
+            .lines()
+            .find(|l| l.starts_with("web"))
+            .unwrap_or_default()
+            .to_string();
+        if !line.is_empty() && !line.contains("busy") {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the far turn never ended: {}",
+            listed.debug()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    sshd.listen_again().await;
+
+    read_until(&mut watched, &mut seen, "streamed while the link was down").await;
+    let asked = Run::from(asking.wait_with_output().await.unwrap());
+    assert!(asked.status.success(), "{}", asked.debug());
+    assert!(
+        asked.stdout.contains("streamed while the link was down"),
+        "{}",
+        asked.debug()
+    );
+    assert_eq!(crate::common::bodies(&mock).len(), 1);
+    let _ = watch.kill().await;
+    sshd.finish(&sb, &url).await;
+}
+
+/// Reads `from` into `seen` until it holds `needle` (a minute at most).
+async fn read_until(
+    from: &mut (impl tokio::io::AsyncRead + Unpin),
+    seen: &mut String,
+    needle: &str,
+) {
+    use tokio::io::AsyncReadExt;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while !seen.contains(needle) {
+        let mut chunk = [0u8; 4096];
+        let read = tokio::time::timeout_at(deadline, from.read(&mut chunk))
+            .await
+            .unwrap_or_else(|_| panic!("{needle:?} never came: {seen:?}"))
+            .unwrap();
+        assert!(read > 0, "the output ended before {needle:?}: {seen:?}");
+        seen.push_str(&String::from_utf8_lossy(&chunk[..read]));
+    }
 }
 
 /// `talk` through a zone: keys reach the far brain's own UI and its output comes back, a

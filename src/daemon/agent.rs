@@ -426,7 +426,7 @@ fn relay(
     if !matches!(event, UiEvent::ChatDelta { .. }) {
         log(instance, run_id, "event", json!(event));
     }
-    clone.broadcast(Header::Event { event }.into());
+    clone.broadcast_event(event);
 }
 
 fn set_state(instance: &Instance, state: AgentState, run: Option<&RunRecord>, cost_usd: f64) {

@@ -76,6 +76,26 @@ struct Live {
     sink: Sink,
 }
 
+/// How many events a clone keeps for watchers that come back after a dropped link.
+const EVENT_LOG: usize = 4096;
+
+/// The clone's latest events, numbered: a zone's relay whose link dropped asks for those after
+/// the last it saw, so its client misses nothing of the gap.
+#[derive(Default)]
+struct EventLog {
+    next: u64,
+    /// Where the current (or last) turn's events begin.
+    turn_start: u64,
+    frames: std::collections::VecDeque<(u64, Frame)>,
+}
+
+/// What a watcher coming back after a gap is sent before the live events.
+pub(super) struct Missed {
+    pub frames: Vec<Frame>,
+    /// Events of the gap older than the log holds.
+    pub lost: u64,
+}
+
 pub(super) struct CloneHandle {
     pub record: CloneRecord,
     pub brain: Box<dyn BrainCli>,
@@ -85,6 +105,7 @@ pub(super) struct CloneHandle {
     live: Arc<Mutex<Live>>,
     watch: broadcast::Sender<Frame>,
     pending: ParkedQuestions,
+    events: Mutex<EventLog>,
     /// There while a turn runs: a daemon killed mid-turn leaves it for the next one to see.
     turn_marker: std::path::PathBuf,
 }
@@ -118,6 +139,7 @@ impl CloneHandle {
             live,
             watch,
             pending: ParkedQuestions::announcing(questions),
+            events: Mutex::default(),
             turn_marker: state.join("turn-running"),
         })
     }
@@ -223,6 +245,10 @@ impl CloneHandle {
 
     /// Marks a dispatch turn as running; its stream-json lines go to `lines` when given.
     pub(super) fn begin_turn(&self, lines: Option<mpsc::Sender<Frame>>) {
+        {
+            let mut log = lock(&self.events);
+            log.turn_start = log.next;
+        }
         *lock(&self.activity) = Activity::Turn;
         lock(&self.live).sink = lines.map_or(Sink::Nowhere, Sink::Lines);
     }
@@ -268,6 +294,52 @@ impl CloneHandle {
         let rx = self.watch.subscribe();
         let screen = matches!(live.sink, Sink::Talk { .. }).then(|| live.screen.whole());
         (screen, rx)
+    }
+
+    /// [`CloneHandle::watch`] for a watcher coming back: with `since` (the last event it saw)
+    /// the logged events after it, else those of the current or last turn.
+    pub(super) fn watch_after(
+        &self,
+        since: Option<u64>,
+    ) -> (Option<Vec<u8>>, broadcast::Receiver<Frame>, Missed) {
+        // Held while subscribing: no event falls between the log and the live ones.
+        let log = lock(&self.events);
+        let (screen, rx) = self.watch();
+        let from = since.map_or(log.turn_start, |seen| seen.saturating_add(1));
+        let oldest = log.frames.front().map_or(log.next, |(seq, _)| *seq);
+        let missed = Missed {
+            frames: log
+                .frames
+                .iter()
+                .filter(|(seq, _)| *seq >= from)
+                .map(|(_, frame)| frame.clone())
+                .collect(),
+            lost: oldest.saturating_sub(from),
+        };
+        (screen, rx, missed)
+    }
+
+    /// Tells every watcher of an event, numbered and logged; the frame, for the asking client.
+    pub(super) fn broadcast_event(&self, event: crate::ui_event::UiEvent) -> Frame {
+        self.broadcast_logged(|seq| Header::Event {
+            event,
+            seq: Some(seq),
+        })
+    }
+
+    /// Tells every watcher of the frame `make` builds with its number, and logs it: an event,
+    /// or a turn's end (so a client coming back after the turn ended still gets its answer).
+    pub(super) fn broadcast_logged(&self, make: impl FnOnce(u64) -> Header) -> Frame {
+        let mut log = lock(&self.events);
+        let seq = log.next;
+        log.next += 1;
+        let frame = Frame::new(make(seq));
+        if log.frames.len() == EVENT_LOG {
+            log.frames.pop_front();
+        }
+        log.frames.push_back((seq, frame.clone()));
+        let _ = self.watch.send(frame.clone());
+        frame
     }
 
     /// Tells every watcher.

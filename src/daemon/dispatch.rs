@@ -127,8 +127,8 @@ pub(super) async fn run(
             message: format!("the brain of {} failed: {e}", clone.name()),
         },
     };
-    clone.broadcast(end.clone().into());
-    deliver(&client, end.into()).await;
+    let end = clone.broadcast_logged(|_| end);
+    deliver(&client, end).await;
 }
 
 /// What the next turn says of one the daemon's end cut off. Its brain process should have
@@ -172,8 +172,7 @@ async fn relay(
         UiEvent::SessionError { error, .. } if text.is_empty() => error.clone_into(text),
         _ => {}
     }
-    let frame = Frame::new(Header::Event { event });
-    clone.broadcast(frame.clone());
+    let frame = clone.broadcast_event(event);
     skip_client || deliver(client, frame).await
 }
 

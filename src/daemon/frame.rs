@@ -81,6 +81,12 @@ pub enum Header {
     },
     Watch {
         name: String,
+        /// A watcher coming back after a gap (a zone's dropped link): send the events it
+        /// missed first — those after `since`, or without it the current turn's.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        replay: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        since: Option<u64>,
     },
     Talk {
         name: String,
@@ -163,6 +169,9 @@ pub enum Header {
     },
     Event {
         event: UiEvent,
+        /// Its number in the clone's event log (what a watcher coming back names as `since`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        seq: Option<u64>,
     },
     /// One stream-json line the brain printed (payload).
     Line,
@@ -381,6 +390,7 @@ mod tests {
                 code: Some(3),
             }),
             Frame::new(Header::Event {
+                seq: Some(7),
                 event: UiEvent::ChatDelta {
                     session_id: "s".into(),
                     text: "hi".into(),

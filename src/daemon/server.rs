@@ -372,9 +372,14 @@ impl Daemon {
                 dispatch::run(clone, conn, verb, prompt, lines, self.permission_timeout).await;
                 return Ok(None);
             }
-            Header::Watch { name } => {
+            Header::Watch {
+                name,
+                replay,
+                since,
+            } => {
                 let clone = self.clone_named(&name)?;
-                talk::watch(clone, conn, &self.shutdown).await;
+                let after = replay.then_some(since);
+                talk::watch(clone, conn, &self.shutdown, after).await;
                 return Ok(None);
             }
             Header::Talk { name, cols, rows } => {
@@ -617,7 +622,7 @@ impl Daemon {
 fn relayed(header: &Header) -> Option<&str> {
     match header {
         Header::Dispatch { name, .. }
-        | Header::Watch { name }
+        | Header::Watch { name, .. }
         | Header::Talk { name, .. }
         | Header::CloneRm { name } => Some(name),
         _ => None,

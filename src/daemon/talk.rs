@@ -105,13 +105,47 @@ pub(super) async fn run(
 
 /// Relays everything the clone does to one watcher until it leaves; a watcher may answer
 /// permission questions. One that falls behind starts again from the screen as it is now.
-pub(super) async fn watch(clone: Arc<CloneHandle>, conn: &mut Conn, shutdown: &CancellationToken) {
-    let (screen, rx) = clone.watch();
+/// With `after` (a watcher coming back after a gap), the events it missed come first: those
+/// after the one numbered, or without a number the current turn's.
+pub(super) async fn watch(
+    clone: Arc<CloneHandle>,
+    conn: &mut Conn,
+    shutdown: &CancellationToken,
+    after: Option<Option<u64>>,
+) {
+    let (screen, rx, missed) = match after {
+        Some(since) => {
+            let (screen, rx, missed) = clone.watch_after(since);
+            (screen, rx, Some(missed))
+        }
+        None => {
+            let (screen, rx) = clone.watch();
+            (screen, rx, None)
+        }
+    };
     let hello = Header::Ok {
         message: format!("watching {} (Ctrl-C stops)", clone.name()),
     };
     if !deliver(&conn.outgoing, hello.into()).await {
         return;
+    }
+    if let Some(missed) = missed {
+        if missed.lost > 0 {
+            let notice = Header::Notice {
+                message: format!(
+                    "({} updates of the gap are no longer kept; what follows is the rest)",
+                    missed.lost
+                ),
+            };
+            if !deliver(&conn.outgoing, notice.into()).await {
+                return;
+            }
+        }
+        for frame in missed.frames {
+            if !deliver(&conn.outgoing, frame).await {
+                return;
+            }
+        }
     }
     follow(&clone, conn, shutdown, screen, rx, None).await;
 }

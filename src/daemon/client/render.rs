@@ -49,7 +49,7 @@ pub async fn ask(
                 let _ = stdout.write_all(&frame.payload);
                 let _ = stdout.flush();
             }
-            Header::Event { event } => {
+            Header::Event { event, .. } => {
                 if let UiEvent::ToolStart { name, input, .. } = &event
                     && std::io::IsTerminal::is_terminal(&std::io::stderr())
                 {
@@ -81,6 +81,8 @@ pub async fn watch(paths: &Paths, name: &str) -> Result<i32, DaemonError> {
     client
         .send(Header::Watch {
             name: name.to_string(),
+            replay: false,
+            since: None,
         })
         .await?;
     match client.next().await?.header {
@@ -182,7 +184,7 @@ impl WatchOutput {
                 let _ = stdout.write_all(&frame.payload);
             }
             Header::Notice { message } => self.line(&format!("— {message}")),
-            Header::Event { event } => self.event(event),
+            Header::Event { event, .. } => self.event(event),
             Header::TurnEnd {
                 is_error, cost_usd, ..
             } => {

@@ -203,9 +203,10 @@ pub(in crate::daemon) async fn relay(
     client: &mut Conn,
 ) -> Option<Header> {
     let mut last: Option<Header> = None;
+    let mut seen = Seen::default();
     let follow = match &request.header {
         Header::Dispatch { name, .. } => Some((name.clone(), false)),
-        Header::Watch { name } => Some((name.clone(), true)),
+        Header::Watch { name, .. } => Some((name.clone(), true)),
         _ => None,
     };
     if !remote.conn.send(request).await {
@@ -233,6 +234,7 @@ pub(in crate::daemon) async fn relay(
             },
             from_zone = remote.conn.next() => match from_zone {
                 Some(frame) => {
+                    seen.note(&frame.header);
                     last = Some(frame.header.clone());
                     if !client.send(frame).await {
                         break;
@@ -244,7 +246,8 @@ pub(in crate::daemon) async fn relay(
                     }
                     let reason = remote.reason();
                     if let Some((name, watching)) = &follow {
-                        return reattach(paths, zone, name, *watching, &reason, client).await;
+                        let gap = Gap { name, watching: *watching, reason: &reason, seen };
+                        return reattach(paths, zone, gap, client).await;
                     }
                     client
                         .send(Header::Error {
@@ -262,17 +265,38 @@ pub(in crate::daemon) async fn relay(
     last
 }
 
+/// The last event a relay passed on, by its number in the far clone's log.
+#[derive(Default, Clone, Copy)]
+struct Seen(Option<u64>);
+
+impl Seen {
+    fn note(&mut self, header: &Header) {
+        if let Header::Event { seq: Some(seq), .. } = header {
+            self.0 = Some(*seq);
+        }
+    }
+}
+
+/// A dropped link's relay: which clone it follows, as an `ask` or a `watch`, why the link
+/// dropped, and the last event its client got.
+struct Gap<'a> {
+    name: &'a str,
+    watching: bool,
+    reason: &'a str,
+    seen: Seen,
+}
+
 /// After a dropped link: reconnects with backoff and follows clone `name` as a watcher until
 /// its turn ends (for an `ask`, whose client then gets the turn's end as usual), or for as
-/// long as the client stays (a `watch`).
-async fn reattach(
-    paths: &Paths,
-    zone: &Zone,
-    name: &str,
-    watching: bool,
-    reason: &str,
-    client: &mut Conn,
-) -> Option<Header> {
+/// long as the client stays (a `watch`). The events of the gap come first, so the client
+/// misses none.
+async fn reattach(paths: &Paths, zone: &Zone, gap: Gap<'_>, client: &mut Conn) -> Option<Header> {
+    let Gap {
+        name,
+        watching,
+        reason,
+        mut seen,
+    } = gap;
     let gave_up = |why: String| Header::Error {
         message: format!(
             "the link to the zone {} dropped ({reason}) and could not be made again: {why}; the clone goes on there, and the next `ouro ask {name}` picks it up",
@@ -306,13 +330,12 @@ async fn reattach(
                 }
             }
         };
-        if !watching && !busy(paths, zone, name).await {
-            return Some(ended_unseen(zone, name, client).await);
-        }
         if !remote
             .conn
             .send(Header::Watch {
                 name: name.to_string(),
+                replay: true,
+                since: seen.0,
             })
             .await
         {
@@ -320,6 +343,7 @@ async fn reattach(
         }
         let mut check = tokio::time::interval(STILL_BUSY);
         check.tick().await;
+        let mut idle = false;
         loop {
             tokio::select! {
                 from_zone = remote.conn.next() => match from_zone {
@@ -335,6 +359,7 @@ async fn reattach(
                     }
                     Some(Frame { header: Header::Screen, .. }) if !watching => {}
                     Some(frame) => {
+                        seen.note(&frame.header);
                         let header = frame.header.clone();
                         if !client.send(frame).await {
                             return None;
@@ -352,8 +377,13 @@ async fn reattach(
                     }
                     None => return None,
                 },
+                // Idle at two checks in a row: the turn's end is not coming (a far daemon
+                // that restarted keeps no log). One idle check alone may be the moment between
+                // the turn's end and its frame.
                 _ = check.tick(), if !watching => {
-                    if !busy(paths, zone, name).await {
+                    if busy(paths, zone, name).await {
+                        idle = false;
+                    } else if std::mem::replace(&mut idle, true) {
                         return Some(ended_unseen(zone, name, client).await);
                     }
                 }
