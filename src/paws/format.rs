@@ -76,22 +76,34 @@ fn strip_dashes(s: &[u8]) -> Option<&[u8]> {
     (n >= 3).then(|| &s[n..])
 }
 
+/// A marker line, read as leniently as PAWS reads it; the emoji may be left out (chat models
+/// often drop it), and then the keyword tells a cat from a dog.
 pub fn marker(line: &[u8]) -> Option<Marker> {
     let line = trim(line);
-    let (cat, rest) = if let Some(rest) = line.strip_prefix(CAT.as_bytes()) {
-        (true, rest)
+    let (animal, rest) = if let Some(rest) = line.strip_prefix(CAT.as_bytes()) {
+        (Some(true), rest)
+    } else if let Some(rest) = line.strip_prefix(DOG.as_bytes()) {
+        (Some(false), rest)
     } else {
-        (false, line.strip_prefix(DOG.as_bytes())?)
+        (None, line)
     };
     let rest = trim(strip_dashes(trim(rest))?);
-    let keywords: [(&[u8], bool); 2] = if cat {
-        [(b"CATS_START_FILE", true), (b"CATS_END_FILE", false)]
-    } else {
-        [(b"DOGS_START_FILE", true), (b"DOGS_END_FILE", false)]
+    let keywords: &[(&[u8], bool, bool)] = match animal {
+        Some(true) => &[(b"CATS_START_FILE", true, true), (b"CATS_END_FILE", false, true)],
+        Some(false) => &[
+            (b"DOGS_START_FILE", true, false),
+            (b"DOGS_END_FILE", false, false),
+        ],
+        None => &[
+            (b"CATS_START_FILE", true, true),
+            (b"CATS_END_FILE", false, true),
+            (b"DOGS_START_FILE", true, false),
+            (b"DOGS_END_FILE", false, false),
+        ],
     };
-    let (start, rest) = keywords.iter().find_map(|(k, start)| {
+    let (start, cat, rest) = keywords.iter().find_map(|(k, start, cat)| {
         (rest.len() >= k.len() && rest[..k.len()].eq_ignore_ascii_case(k))
-            .then(|| (*start, &rest[k.len()..]))
+            .then(|| (*start, *cat, &rest[k.len()..]))
     })?;
     let rest = trim(rest).strip_prefix(b":")?;
     // The path runs to the closing dashes: `path ---` or `path (Content:Base64) ---`.

@@ -30,6 +30,27 @@ fn markers_are_read_as_leniently_as_paws_reads_them() {
 }
 
 #[test]
+fn markers_without_their_emoji_are_read_and_keep_the_base64_hint() {
+    let reply = "--- DOGS_START_FILE: img.bin (Content:Base64) ---\naGk=\n--- DOGS_END_FILE: img.bin (Content:Base64) ---\n  --- cats_start_file: b.txt ---\nyo\n--- CATS_END_FILE: b.txt ---\n";
+    let got = changes(reply);
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert_eq!(
+        got[0],
+        Block::Full {
+            path: "img.bin".into(),
+            content: b"hi".to_vec(),
+            binary: true,
+            machine: false,
+        }
+    );
+    assert_eq!(got[1].path(), b"b.txt");
+    // Neither a line of dashes nor one with text before the dashes is a marker.
+    for not in ["---", "--- DOGS_START_FILE: ---", "note --- DOGS_START_FILE: a ---"] {
+        assert!(crate::paws::format::marker(not.as_bytes()).is_none(), "{not}");
+    }
+}
+
+#[test]
 fn a_cats_bundle_skips_what_precedes_its_header() {
     let reply = "instructions\n🐕 --- DOGS_START_FILE: example.py ---\nx\n🐕 --- DOGS_END_FILE: example.py ---\n# Cats Bundle\n# Format: FULL\n\n🐈 --- CATS_START_FILE: a.txt ---\n```\nreal\n\n```\n🐈 --- CATS_END_FILE: a.txt ---\n";
     assert_eq!(changes(reply), vec![full("a.txt", "real\n", true)]);
