@@ -175,8 +175,23 @@ pub struct InitMeta {
     pub additional_directories: Vec<String>,
     /// The sub-agents the Agent tool offers.
     pub agents: Vec<String>,
+    /// The same with what the Agent SDK's `supportedAgents()` lists of each.
+    pub agent_infos: Vec<AgentInfo>,
+    /// The output style in force (`default` when none).
+    pub output_style: String,
+    /// Every output style the session could pick.
+    pub output_styles: Vec<String>,
     pub skills: Vec<String>,
     pub sandbox_enabled: bool,
+}
+
+/// One sub-agent as the Agent SDK's `initialize` answer lists it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AgentInfo {
+    pub name: String,
+    pub description: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -244,6 +244,27 @@ pub struct Settings {
     /// Memory's reflect step (`memory.reflect`, `memory.model`).
     #[serde(default, skip_serializing_if = "MemorySettings::is_empty")]
     pub memory: MemorySettings,
+    /// The agent definition the main thread runs as (`--agent` wins).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// The output style (`default`, `Explanatory`, `Learning`, or one of `output-styles/*.md`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_style: Option<String>,
+    /// A command whose first line of output is shown above the REPL's prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_line: Option<StatusLineSettings>,
+}
+
+/// `statusLine`: `{"type": "command", "command": "…", "padding": 0}`, as Claude Code has it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusLineSettings {
+    #[serde(default, rename = "type")]
+    pub kind: String,
+    #[serde(default)]
+    pub command: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub padding: Option<u16>,
 }
 
 /// `memory`: whether a turn is reflected on, and by which model.
@@ -607,6 +628,13 @@ impl LayeredSettings {
                 s.memory = MemorySettings::default();
             }
             s.trusted_directories.clear();
+            if s.status_line.take().is_some() {
+                what.push("statusLine");
+            }
+            // An agent's definition of the project's own would run as the main thread.
+            if s.agent.take().is_some() {
+                what.push("agent");
+            }
             if !s.mcp_servers.is_empty() {
                 what.push("MCP servers");
                 s.mcp_servers.clear();
@@ -644,6 +672,15 @@ impl LayeredSettings {
             }
             if s.context_editing.is_some() {
                 out.context_editing = s.context_editing;
+            }
+            if s.agent.is_some() {
+                out.agent.clone_from(&s.agent);
+            }
+            if s.output_style.is_some() {
+                out.output_style.clone_from(&s.output_style);
+            }
+            if s.status_line.is_some() {
+                out.status_line.clone_from(&s.status_line);
             }
             let (memory, layer) = (&mut out.memory, &s.memory);
             memory.reflect = layer.reflect.clone().or(memory.reflect.take());
@@ -785,8 +822,6 @@ const CLAUDE_CODE_KEYS: &[&str] = &[
     "apiKeyHelper",
     "cleanupPeriodDays",
     "includeCoAuthoredBy",
-    "statusLine",
-    "outputStyle",
     "forceLoginMethod",
     "enableAllProjectMcpServers",
     "enabledMcpjsonServers",
@@ -832,6 +867,16 @@ fn warn_unknown_keys(value: &serde_json::Value, path: &Path) {
 /// Add an allow rule to a settings file, keeping every other key the file has.
 pub fn append_allow_rule(path: &Path, rule: &str) -> Result<(), SettingsError> {
     append_to_list(path, &["permissions", "allow"], rule)
+}
+
+/// Sets the top-level `key` of the settings file at `path` to `value`, keeping the rest.
+pub fn set_key(path: &Path, key: &str, value: serde_json::Value) -> Result<(), SettingsError> {
+    edit_json_file(path, |doc| {
+        doc.as_object_mut()
+            .ok_or_else(|| "the file is not a JSON object".to_string())?
+            .insert(key.to_string(), value);
+        Ok(())
+    })
 }
 
 /// Records in the user's settings that `dir` is trusted.

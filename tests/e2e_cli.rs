@@ -852,13 +852,11 @@ async fn newer_claude_code_flags_are_refused_by_name_and_manual_is_default() {
     .await;
     let sb = Sandbox::new();
     for given in [
-        &["--bare"][..],
         &["--safe-mode"][..],
         &["--restricted"][..],
         &["--permission-prompts", "x"][..],
         &["--autocompact", "auto"][..],
         &["--ide"][..],
-        &["--disable-slash-commands"][..],
     ] {
         let flag = given[0];
         let run = sb

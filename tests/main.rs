@@ -28,6 +28,8 @@ mod e2e_brain;
 #[cfg(feature = "mock")]
 mod e2e_cache;
 #[cfg(feature = "mock")]
+mod e2e_claude_next;
+#[cfg(feature = "mock")]
 mod e2e_cli;
 #[cfg(feature = "mock")]
 mod e2e_core;

@@ -484,6 +484,7 @@ fn cli_lists_split_outside_parentheses() {
     let cli = CliPermissions {
         allowed: vec!["Bash(git status:*),Edit".into(), "Read".into()],
         disallowed: vec!["Bash(rm:*) WebFetch".into()],
+        ask: Vec::new(),
         mode: None,
         add_dirs: Vec::new(),
     };
@@ -583,6 +584,7 @@ fn settings_layers_and_flags_combine_and_describe_lists_sources() {
     let flags = CliPermissions {
         allowed: vec!["Bash(npm test:*)".into()],
         disallowed: vec!["WebFetch".into()],
+        ask: Vec::new(),
         mode: Some(PermissionMode::Default),
         add_dirs: Vec::new(),
     };

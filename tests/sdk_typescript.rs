@@ -419,6 +419,13 @@ async fn initialize_metadata_reaches_the_program() {
         "---\nname: greet\ndescription: Say hello\n---\nSay hello.\n",
     )
     .unwrap();
+    let agents = sb.home.path().join(".claude/agents");
+    std::fs::create_dir_all(&agents).unwrap();
+    std::fs::write(
+        agents.join("reviewer.md"),
+        "---\nname: reviewer\ndescription: Reviews a diff\nmodel: haiku\n---\nReview.\n",
+    )
+    .unwrap();
     let mock = server(json!({"turns": [{"content": [{"type": "text", "text": "ok"}]}]})).await;
     let printed = sdk(
         &sb,
@@ -428,7 +435,8 @@ const q = query({ prompt: "hi", options: opts });
 const commands = await q.supportedCommands();
 const models = await q.supportedModels();
 const account = await q.accountInfo();
-out("meta", { commands: commands.map((c) => c.name), models: models.map((m) => m.value), account });
+const agents = await q.supportedAgents();
+out("meta", { commands: commands.map((c) => c.name), models: models.map((m) => m.value), account, agents });
 for await (const m of q) {}
 "#,
     )
@@ -440,4 +448,10 @@ for await (const m of q) {}
         "{meta}"
     );
     assert!(meta["account"].is_object(), "{meta}");
+    let reviewer = meta["agents"]
+        .as_array()
+        .and_then(|a| a.iter().find(|a| a["name"] == "reviewer"))
+        .unwrap_or_else(|| panic!("no reviewer in supportedAgents(): {meta}"));
+    assert_eq!(reviewer["description"], "Reviews a diff", "{meta}");
+    assert_eq!(reviewer["model"], "haiku", "{meta}");
 }

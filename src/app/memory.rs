@@ -97,7 +97,7 @@ pub(super) fn with_recall(
     reflecting: bool,
     embedder: Option<Arc<Embedder>>,
 ) -> Toolbox {
-    if !offered(options, denied, crate::tools::recall::NAME) {
+    if options.bare || !offered(options, denied, crate::tools::recall::NAME) {
         return tools;
     }
     let stores = crate::knowledge::stores(root, trusted);

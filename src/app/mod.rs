@@ -3,7 +3,9 @@
 //! REPL, the benchmark) builds its session here; none of them needs another's flags.
 
 pub mod doctor;
+mod main_agent;
 pub mod memory;
+pub mod output_style;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -84,6 +86,13 @@ pub struct Options {
     pub sdk_mcp: Option<crate::mcp::SdkLink>,
     /// `--include-hook-events`: each hook's start and end are events.
     pub include_hook_events: bool,
+    /// `--bare`: no hooks, MCP servers or instruction files from settings and folders, no
+    /// memory; only what the command line gives.
+    pub bare: bool,
+    /// `--disable-slash-commands`: no skills and no custom commands.
+    pub disable_slash_commands: bool,
+    /// `--agent NAME`: the main thread runs as that agent definition.
+    pub agent: Option<String>,
 }
 
 /// The agent definitions `cwd` sees: the user's, and its project's once that is trusted.
@@ -144,7 +153,7 @@ fn with_mcp_servers(
         root,
         trusted,
         &options.mcp_config,
-        options.strict_mcp_config,
+        options.strict_mcp_config || options.bare,
     );
     for error in errors {
         eprintln!("ouro: {error}; that server is left out.");
@@ -181,7 +190,7 @@ fn with_skills(
     trusted: bool,
     names: &mut Vec<String>,
 ) -> Toolbox {
-    if !offered(options, denied, crate::skills::NAME) {
+    if options.disable_slash_commands || !offered(options, denied, crate::skills::NAME) {
         return tools;
     }
     let skills = crate::skills::load(&crate::settings::user_dirs("skills"), root, trusted);
@@ -213,7 +222,7 @@ fn with_agents(
     options: &Options,
     denied: &[String],
     parts: AgentParts<'_>,
-    names: &mut Vec<String>,
+    infos: &mut Vec<crate::event::AgentInfo>,
 ) -> Result<Toolbox, AppError> {
     if !offered(options, denied, agents::NAME) {
         return Ok(tools);
@@ -233,7 +242,11 @@ fn with_agents(
         parts.trusted,
         flag,
     );
-    names.extend(defs.iter().map(|d| d.name.clone()));
+    infos.extend(defs.iter().map(|d| crate::event::AgentInfo {
+        name: d.name.clone(),
+        description: d.description.clone(),
+        model: d.model.clone(),
+    }));
     let spawner = agents::Spawner {
         client: parts.client.clone(),
         config: parts.config.clone(),
@@ -407,6 +420,8 @@ pub enum AppError {
     StartupTask(&'static str),
     #[error("the setting `{key}` in the settings files is not valid: {reason}")]
     InvalidSetting { key: &'static str, reason: String },
+    #[error("{0}")]
+    Agent(String),
 }
 
 /// A session ready to run.
@@ -425,6 +440,10 @@ pub struct App {
     pub memory: Option<memory::Memory>,
     /// The model of `memory.embeddings`, for views of memory that search by meaning.
     pub embedder: Option<Arc<crate::knowledge::embed::Embedder>>,
+    /// The `statusLine` command, for a front end that draws one.
+    pub status_line: Option<crate::settings::StatusLineSettings>,
+    /// Secret-looking variables a user's command may still see (`envPassthrough`).
+    pub env_passthrough: Arc<Vec<String>>,
 }
 
 /// Everything a session needs, resolved from the options (highest), settings files and defaults.
@@ -440,10 +459,34 @@ pub fn build(
     let (layered, ignored) = load_settings(options, cwd)?;
     let root = project_root(cwd);
     let trusted = options.trust_project || layered.trusts(&root);
-    let (context_root, context_dir) = (root.clone(), cwd.to_path_buf());
-    let context_job =
-        std::thread::spawn(move || ProjectContext::gather_in(&context_root, &context_dir, trusted));
-    let settings = layered.merged();
+    let (context_root, context_dir, bare) = (root.clone(), cwd.to_path_buf(), options.bare);
+    let context_job = std::thread::spawn(move || {
+        if bare {
+            ProjectContext::without_instructions(&context_dir, trusted)
+        } else {
+            ProjectContext::gather_in(&context_root, &context_dir, trusted)
+        }
+    });
+    let mut settings = layered.merged();
+    if options.bare {
+        settings.hooks = Default::default();
+        settings.mcp_servers.clear();
+        settings.memory = Default::default();
+    }
+    let agent_options;
+    let named = match (&options.agent, &settings.agent) {
+        (Some(name), _) => Some((name.clone(), "--agent")),
+        (None, Some(name)) => Some((name.clone(), "the agent setting")),
+        (None, None) => None,
+    };
+    let (options, asker) = match named {
+        Some((name, given_by)) => {
+            let (applied, asker) = main_agent::apply(options, &name, given_by, cwd, asker)?;
+            agent_options = applied;
+            (&agent_options, asker)
+        }
+        None => (options, asker),
+    };
     let permissions = Arc::new(PermissionEngine::from_settings(
         &root,
         &layered,
@@ -529,10 +572,9 @@ pub fn build(
     config.max_turns = options.max_turns;
     config.max_budget_usd = options.max_budget_usd;
     config.max_output_tokens = options.max_output_tokens;
-    config.system_prompt.clone_from(&options.system_prompt);
-    config
-        .append_system_prompt
-        .clone_from(&options.append_system_prompt);
+    let styles = output_style::all(&root, trusted);
+    let style = output_style::in_force(&styles, settings.output_style.as_deref());
+    (config.system_prompt, config.append_system_prompt) = output_style::with_flags(style, options);
     config.partial_messages = options.include_partial_messages;
     if let Some(schema) = &options.json_schema {
         config.json_schema = Some(schema.clone());
@@ -633,8 +675,11 @@ pub fn build(
             asker: asker.clone(),
             hooks: hooks.clone(),
         },
-        &mut meta.agents,
+        &mut meta.agent_infos,
     )?;
+    meta.agents = meta.agent_infos.iter().map(|a| a.name.clone()).collect();
+    meta.output_style = style.name.clone();
+    meta.output_styles = styles.iter().map(|s| s.name.clone()).collect();
     config.init_meta = meta;
     // An object schema becomes the StructuredOutput tool's input, as with Claude Code; any
     // other is asked for in the prompt and checked on the answer's text.
@@ -649,6 +694,7 @@ pub fn build(
         }
         _ => tools,
     };
+    let env_passthrough = ctx.env_passthrough.clone();
     let executor = Executor::new(tools, ctx, permissions.clone(), asker, hooks, tx.clone());
     executor.set_reviewer(reviewer);
     let engine = Engine::new(client, executor, config, context, conversation, tx);
@@ -661,6 +707,8 @@ pub fn build(
         mcp,
         memory: reflect,
         embedder,
+        status_line: settings.status_line.clone(),
+        env_passthrough,
     })
 }
 

@@ -31,6 +31,7 @@ pub fn session_options() -> Options {
         permissions: CliPermissions {
             allowed: BASH_ALLOW_RULES.iter().map(|r| r.to_string()).collect(),
             disallowed: Vec::new(),
+            ask: Vec::new(),
             mode: Some(PermissionMode::AcceptEdits),
             add_dirs: Vec::new(),
         },

@@ -17,9 +17,8 @@ use crate::permissions::{CliPermissions, PermissionMode};
 --bg/--background, --brief, --chrome/--no-chrome, --cloud, --desktop, --environment, \
 --exclude-dynamic-system-prompt-sections, --file, --forward-subagent-text, --from-pr, \
 --plugin-url, --prompt-suggestions, --remote-control, --remote-control-session-name-prefix, \
---system-prompt-snapshot, --teleport, --tmux; and not yet: --agent, --autocompact, --bare, \
---betas, --disable-slash-commands, --ide, --permission-prompts, \
---plugin-dir, --restricted, --safe-mode. README.md has the table.",
+--system-prompt-snapshot, --teleport, --tmux; and not yet: --autocompact, --betas, --ide, \
+--permission-prompts, --plugin-dir, --restricted, --safe-mode. docs/reference.md has the table.",
     args_conflicts_with_subcommands = true
 )]
 pub struct Args {
@@ -82,9 +81,10 @@ pub struct Args {
     session_mirror: bool,
     #[arg(long = "plugin-dir", hide = true)]
     plugin_dir: Vec<String>,
-    /// The TypeScript SDK's, whose values ouro need not read to refuse them.
-    #[arg(long = "agent", hide = true)]
-    agent: Option<String>,
+    /// Run the main thread as this agent definition (its prompt, tools, model, permission mode
+    /// and limits), over the `agent` setting.
+    #[arg(long = "agent", value_name = "NAME")]
+    pub agent: Option<String>,
     #[arg(long = "channels", hide = true, num_args = 0..)]
     channels: Option<Vec<String>>,
     #[arg(long = "initialize-fields", hide = true, num_args = 0..=1, default_missing_value = "")]
@@ -99,10 +99,13 @@ pub struct Args {
     /// changes it.
     #[arg(short = 'n', long = "name", value_name = "NAME")]
     pub session_name: Option<String>,
+    /// Minimal mode: no hooks, MCP servers or instruction files (CLAUDE.md, OURO.md) from
+    /// settings and folders, no memory; give context with --system-prompt, --mcp-config,
+    /// --settings, --agents.
+    #[arg(long = "bare")]
+    pub bare: bool,
     /// Claude Code 2.1.331's newer flags, taking a value exactly when Claude Code's do (a
     /// switch never takes the prompt for its value).
-    #[arg(long = "bare", hide = true)]
-    bare: bool,
     #[arg(long = "safe-mode", hide = true)]
     safe_mode: bool,
     #[arg(long = "restricted", hide = true)]
@@ -113,8 +116,9 @@ pub struct Args {
     autocompact: Option<String>,
     #[arg(long = "ide", hide = true)]
     ide: bool,
-    #[arg(long = "disable-slash-commands", hide = true)]
-    disable_slash_commands: bool,
+    /// No skills and no custom slash commands (the built-in ones stay).
+    #[arg(long = "disable-slash-commands")]
+    pub disable_slash_commands: bool,
 
     /// Report each hook's start and end in stream-json (`system` `hook_started` /
     /// `hook_response`), as the Agent SDK's `include_hook_events` asks.
@@ -698,6 +702,7 @@ impl PermissionFlags {
         Ok(CliPermissions {
             allowed: self.allowed_tools.clone(),
             disallowed: self.disallowed_tools.clone(),
+            ask: Vec::new(),
             mode,
             // Relative to where the flag was typed, not to the project root.
             add_dirs: self
@@ -752,19 +757,16 @@ impl Args {
             ("--resume-drops-turn", self.resume_drops_turn.is_some()),
             ("--session-mirror", self.session_mirror),
             ("--plugin-dir", !self.plugin_dir.is_empty()),
-            ("--agent", self.agent.is_some()),
             ("--channels", self.channels.is_some()),
             ("--initialize-fields", self.initialize_fields.is_some()),
             ("--managed-settings", self.managed_settings.is_some()),
             ("--project-config-root", self.project_config_root.is_some()),
             ("--plugin-dir-no-mcp", !self.plugin_dir_no_mcp.is_empty()),
-            ("--bare", self.bare),
             ("--safe-mode", self.safe_mode),
             ("--restricted", self.restricted),
             ("--permission-prompts", self.permission_prompts.is_some()),
             ("--autocompact", self.autocompact.is_some()),
             ("--ide", self.ide),
-            ("--disable-slash-commands", self.disable_slash_commands),
         ];
         given
             .into_iter()
@@ -880,6 +882,9 @@ impl Args {
             agents: self.agents.clone(),
             sdk_mcp: None,
             include_hook_events: self.include_hook_events,
+            bare: self.bare,
+            disable_slash_commands: self.disable_slash_commands,
+            agent: self.agent.clone(),
         })
     }
 

@@ -261,6 +261,22 @@ impl Engine {
         }
     }
 
+    /// Another output style from the next request on (`/output-style`): its name, and the
+    /// system prompt it makes (`replace` stands in for ouro's own instructions, `append`
+    /// follows them).
+    pub fn set_output_style(
+        &mut self,
+        name: &str,
+        replace: Option<String>,
+        append: Option<String>,
+    ) {
+        name.clone_into(&mut self.config.init_meta.output_style);
+        self.config.system_prompt = replace;
+        self.config.append_system_prompt = append;
+        self.system = system_blocks(&self.context, &self.config);
+        self.prompt_bytes = prompt_len(&self.system, &self.tools);
+    }
+
     pub fn set_model(&mut self, model: impl Into<String>) {
         self.config.model = model.into();
         self.system = system_blocks(&self.context, &self.config);

@@ -55,6 +55,14 @@ impl ProjectContext {
             environment: environment(cwd, trusted),
         }
     }
+
+    /// The environment facts alone (`--bare`: no instruction file is read, the user's either).
+    pub fn without_instructions(cwd: &Path, trusted: bool) -> Self {
+        ProjectContext {
+            instructions: String::new(),
+            environment: environment(cwd, trusted),
+        }
+    }
 }
 
 /// The directories whose instruction files count: the project root, then each one down to

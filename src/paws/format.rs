@@ -89,7 +89,10 @@ pub fn marker(line: &[u8]) -> Option<Marker> {
     };
     let rest = trim(strip_dashes(trim(rest))?);
     let keywords: &[(&[u8], bool, bool)] = match animal {
-        Some(true) => &[(b"CATS_START_FILE", true, true), (b"CATS_END_FILE", false, true)],
+        Some(true) => &[
+            (b"CATS_START_FILE", true, true),
+            (b"CATS_END_FILE", false, true),
+        ],
         Some(false) => &[
             (b"DOGS_START_FILE", true, false),
             (b"DOGS_END_FILE", false, false),

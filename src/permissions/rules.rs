@@ -53,6 +53,9 @@ pub struct CliPermissions {
     pub allowed: Vec<String>,
     /// `--disallowedTools`, likewise.
     pub disallowed: Vec<String>,
+    /// Rules that always ask (an `--agent` definition's command patterns ask for every Bash
+    /// call, so they judge each one).
+    pub ask: Vec<String>,
     /// `--permission-mode`.
     pub mode: Option<super::PermissionMode>,
     /// `--add-dir`: more directories the session may work in.
@@ -70,6 +73,7 @@ impl CliPermissions {
         };
         let mut out = list(&self.allowed, RuleKind::Allow);
         out.extend(list(&self.disallowed, RuleKind::Deny));
+        out.extend(list(&self.ask, RuleKind::Ask));
         out
     }
 }

@@ -11,6 +11,14 @@ impl Repl {
         self.options.trust_project || crate::settings::trusted(&root)
     }
 
+    /// The project's and the user's own slash commands (none with `--disable-slash-commands`).
+    pub(super) fn custom_commands(&self) -> Vec<super::commands::ProjectCommand> {
+        if self.options.disable_slash_commands {
+            return Vec::new();
+        }
+        super::commands::load(&app::project_root(&self.cwd), self.project_trusted())
+    }
+
     pub(super) fn agents_list(&self) -> String {
         let root = app::project_root(&self.cwd);
         let trusted = self.project_trusted();

@@ -17,11 +17,13 @@ mod markdown;
 mod mcp;
 mod memory;
 mod mentions;
+mod output_style;
 mod render;
 mod rewind;
 mod sessions;
 mod slash;
 mod spinner;
+mod status_line;
 mod style;
 mod workspace;
 
@@ -116,6 +118,7 @@ pub async fn run(
         memory: session.memory,
         embedder: session.embedder,
         reflecting: None,
+        status: status_line::StatusLine::new(session.status_line, session.env_passthrough),
     };
     repl.greet(session.resumed);
     if pick {
@@ -180,6 +183,8 @@ struct Repl {
     embedder: Option<std::sync::Arc<crate::knowledge::embed::Embedder>>,
     /// A reflect request still running after its turn.
     reflecting: Option<tokio::task::JoinHandle<crate::engine::reflect::Reflected>>,
+    /// The `statusLine` command, drawn above each prompt.
+    status: status_line::StatusLine,
 }
 
 /// Everything a running turn needs besides the engine, so both can be borrowed at once.
@@ -245,6 +250,9 @@ impl Repl {
             }
             self.settle_reflect(false).await;
             self.refresh_offers();
+            if self.ui.type_ahead.is_empty() {
+                self.draw_status_line().await;
+            }
             let prompt = self.ui.prompt();
             // A line entered during the turn is submitted as it was typed; text without its
             // Enter waits in the editor.
@@ -305,7 +313,7 @@ impl Repl {
                 self.remember_note(note);
                 continue;
             }
-            let project = commands::load(&app::project_root(&self.cwd), self.project_trusted());
+            let project = self.custom_commands();
             match slash::parse(&line, project) {
                 Some(command) => {
                     if self.slash(command).await == slash::Flow::Exit {
@@ -328,10 +336,7 @@ impl Repl {
 
     /// What Tab and the `/` hints offer, MCP prompts and resources included.
     fn refresh_offers(&mut self) {
-        let mut offered = slash::completions(&commands::load(
-            &app::project_root(&self.cwd),
-            self.project_trusted(),
-        ));
+        let mut offered = slash::completions(&self.custom_commands());
         let (prompts, resources) = mcp::offers(self.mcp.as_deref());
         offered.extend(prompts);
         self.ui.editor.set_offers(offered, resources);

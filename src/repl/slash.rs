@@ -8,7 +8,6 @@ use super::commands::ProjectCommand;
 use super::complete::Command;
 use super::style::Style;
 use crate::api::pricing;
-use crate::app;
 use crate::brain;
 use crate::engine::Costs;
 use crate::session::{self, Transcript};
@@ -101,6 +100,11 @@ const BUILTIN: &[(&str, &str, &str)] = &[
         "The configured hooks and where each comes from",
     ),
     ("agents", "", "The sub-agents the model can use"),
+    (
+        "output-style",
+        " [name]",
+        "List the output styles, or switch to one",
+    ),
     ("mcp", "", "MCP servers: status, tools, prompts, last error"),
     ("exit", "", "Quit (Ctrl-D works too)"),
 ];
@@ -130,6 +134,7 @@ pub(super) enum Slash {
     Rewind,
     Hooks,
     Agents,
+    OutputStyle(Option<String>),
     Mcp,
     /// A server's prompt (`mcp__<server>__<prompt>`) with the typed arguments.
     McpPrompt(String, String),
@@ -178,6 +183,7 @@ pub(super) fn parse(line: &str, project: Vec<ProjectCommand>) -> Option<Slash> {
         "rewind" | "checkpoint" => Slash::Rewind,
         "hooks" => Slash::Hooks,
         "agents" => Slash::Agents,
+        "output-style" => Slash::OutputStyle(optional),
         "exit" | "quit" => Slash::Exit,
         other => match project.into_iter().find(|c| c.name == other) {
             Some(command) => Slash::Project(command, argument.to_string()),
@@ -311,10 +317,7 @@ impl Repl {
         let style = self.ui.render.style();
         match command {
             Slash::Help => {
-                let text = help(
-                    style,
-                    &super::commands::load(&app::project_root(&self.cwd), self.project_trusted()),
-                );
+                let text = help(style, &self.custom_commands());
                 self.ui.render.print(&text);
             }
             Slash::Clear => self.clear().await,
@@ -375,6 +378,10 @@ impl Repl {
                 let text = self.hooks_list();
                 self.ui.render.print(&text);
             }
+            Slash::OutputStyle(name) => {
+                let text = self.output_style(name);
+                self.ui.render.print(&text);
+            }
             Slash::Agents => {
                 let text = self.agents_list();
                 self.ui.render.print(&text);
@@ -387,8 +394,7 @@ impl Repl {
                 self.prompt_as(&prompt, typed.trim_end()).await;
             }
             Slash::Unknown(name) => {
-                let project =
-                    super::commands::load(&app::project_root(&self.cwd), self.project_trusted());
+                let project = self.custom_commands();
                 let text = unknown_command(&name, &project);
                 self.ui.render.print(&text);
             }

@@ -52,6 +52,10 @@ pub struct Controls {
     transcript: Option<PathBuf>,
     /// The skills the session offers: what a prompt may name as `/skill`.
     commands: Vec<String>,
+    /// The sub-agents the Agent tool offers (`supportedAgents()`).
+    agents: Vec<crate::event::AgentInfo>,
+    output_style: String,
+    output_styles: Vec<String>,
 }
 
 impl Controls {
@@ -74,6 +78,9 @@ impl Controls {
             checkpoints: engine.executor().context().checkpoints.clone(),
             transcript: engine.transcript_path().map(PathBuf::from),
             commands: engine.config().init_meta.skills.clone(),
+            agents: engine.config().init_meta.agent_infos.clone(),
+            output_style: engine.config().init_meta.output_style.clone(),
+            output_styles: engine.config().init_meta.output_styles.clone(),
         }
     }
 
@@ -153,16 +160,16 @@ impl Controls {
             .collect();
         json!({
             "account": {"tokenSource": "none", "apiKeySource": "ANTHROPIC_API_KEY", "apiProvider": "firstParty"},
-            "agents": [],
+            "agents": self.agents,
             "analytics_disabled": true,
-            "available_output_styles": ["default"],
+            "available_output_styles": self.output_styles,
             "capabilities": [],
             "claude_code_version": crate::stream_json::write::CLAUDE_CODE_COMPAT_VERSION,
             "commands": commands,
             "current_permission_mode": self.permissions.mode().to_string(),
             "fast_mode_state": "off",
             "models": models,
-            "output_style": "default",
+            "output_style": self.output_style,
             "pid": std::process::id(),
             "sandbox_enabled": false,
             "session_state": "idle",

@@ -77,7 +77,11 @@ pub fn line(event: &Event, session_id: &str) -> Option<Line> {
             model: info.model.clone(),
             permission_mode: info.permission_mode.clone(),
             api_key_source: "ANTHROPIC_API_KEY".into(),
-            output_style: "default".into(),
+            output_style: if info.meta.output_style.is_empty() {
+                "default".into()
+            } else {
+                info.meta.output_style.clone()
+            },
             claude_code_version: CLAUDE_CODE_COMPAT_VERSION.into(),
             ouro_version: Some(env!("CARGO_PKG_VERSION").into()),
             more: Box::new(InitMore {

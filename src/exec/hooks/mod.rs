@@ -441,6 +441,38 @@ fn stderr_suffix(stderr: &str) -> String {
     }
 }
 
+/// Runs a user's `command` as hooks run (in `project_root`, `payload` as JSON on stdin, the
+/// secrets of the environment scrubbed, killed after `timeout_secs`): its stdout, or why it
+/// failed. The REPL's status line is such a command.
+pub async fn run_command(
+    command: &str,
+    payload: &Value,
+    project_root: &Path,
+    env_passthrough: &[String],
+    timeout_secs: u64,
+) -> Result<String, String> {
+    let hook = HookCommand {
+        kind: "command".into(),
+        command: command.into(),
+        timeout: Some(timeout_secs),
+    };
+    let run = run_hook(&hook, payload, project_root, env_passthrough)
+        .await
+        .map_err(|e| e.to_string())?;
+    match run.code {
+        Some(0) => Ok(run.stdout),
+        code => Err(format!(
+            "it exited with {}{}",
+            code.map_or_else(|| "a signal".to_string(), |c| c.to_string()),
+            run.stderr
+                .lines()
+                .next()
+                .map(|l| format!(": {l}"))
+                .unwrap_or_default()
+        )),
+    }
+}
+
 async fn run_hook(
     hook: &HookCommand,
     payload: &Value,

@@ -45,8 +45,15 @@ fn markers_without_their_emoji_are_read_and_keep_the_base64_hint() {
     );
     assert_eq!(got[1].path(), b"b.txt");
     // Neither a line of dashes nor one with text before the dashes is a marker.
-    for not in ["---", "--- DOGS_START_FILE: ---", "note --- DOGS_START_FILE: a ---"] {
-        assert!(crate::paws::format::marker(not.as_bytes()).is_none(), "{not}");
+    for not in [
+        "---",
+        "--- DOGS_START_FILE: ---",
+        "note --- DOGS_START_FILE: a ---",
+    ] {
+        assert!(
+            crate::paws::format::marker(not.as_bytes()).is_none(),
+            "{not}"
+        );
     }
 }
 

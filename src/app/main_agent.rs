@@ -1,0 +1,118 @@
+//! `--agent NAME` (or the `agent` setting): the session's main thread runs as that agent
+//! definition, as Claude Code's does — its prompt as the system prompt, its tools, model,
+//! effort, permission mode, turn and cost limits — and its Bash command patterns judge every
+//! Bash call (denied wins, then allowed runs unasked, anything else is asked as usual).
+//! Flags the user gave win over the definition.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+
+use super::{AppError, Options};
+use crate::agents::instance::InstanceConfig;
+use crate::agents::spec::{CommandRules, CommandVerdict};
+use crate::exec::{AskAnswer, AskRequest, Asker};
+
+/// `options` with the definition of agent `name` (named by `given_by`: the flag or the
+/// setting) applied, and the asker that applies its command patterns (the given one when it
+/// has none).
+pub(super) fn apply(
+    options: &Options,
+    name: &str,
+    given_by: &str,
+    cwd: &Path,
+    asker: Arc<dyn Asker>,
+) -> Result<(Options, Arc<dyn Asker>), AppError> {
+    let invalid = |reason: String| AppError::Agent(format!("{given_by}: {reason}"));
+    let definitions = super::agent_definitions(cwd);
+    let known: Vec<String> = definitions
+        .iter()
+        .flatten()
+        .map(|p| p.spec.name.clone())
+        .collect();
+    let Some(parsed) = definitions
+        .into_iter()
+        .flatten()
+        .find(|p| p.spec.name == name)
+    else {
+        return Err(invalid(if known.is_empty() {
+            format!(
+                "there is no agent named {name:?}: no agent definitions were found (.claude/agents/, .ouro/agents/, ~/.claude/agents/, ~/.ouro/agents/; a project's count once it is trusted)"
+            )
+        } else {
+            format!(
+                "there is no agent named {name:?}; the agents are: {}",
+                known.join(", ")
+            )
+        }));
+    };
+    let spec = parsed.spec;
+    let config = InstanceConfig::from_spec(&spec, name);
+    let rules = config
+        .command_rules()
+        .map_err(|e| invalid(format!("{}: {e}", spec.source.display())))?;
+    let mut out = options.clone();
+    if out.system_prompt.is_none() && !spec.prompt.trim().is_empty() {
+        out.system_prompt = Some(spec.prompt.clone());
+    }
+    out.tools = match (out.tools.take(), config.tools) {
+        (Some(given), Some(own)) => Some(given.into_iter().filter(|t| own.contains(t)).collect()),
+        (given, own) => given.or(own),
+    };
+    out.permissions.allowed.extend(config.allowed_rules);
+    out.permissions.disallowed.extend(config.disallowed_tools);
+    if out.model.is_none() {
+        out.model = config
+            .model
+            .filter(|m| m != "inherit")
+            .map(|m| crate::api::models::resolve(&m));
+    }
+    if out.effort.is_none()
+        && let Some(effort) = &spec.effort
+    {
+        out.effort = Some(effort.parse().map_err(|reason: String| {
+            invalid(format!("{}: effort: {reason}", spec.source.display()))
+        })?);
+    }
+    if out.permissions.mode.is_none()
+        && let Some(mode) = &config.permission_mode
+    {
+        out.permissions.mode =
+            Some(mode.parse().map_err(|e: crate::permissions::UnknownMode| {
+                invalid(format!("{}: permissionMode: {e}", spec.source.display()))
+            })?);
+    }
+    out.max_turns = out.max_turns.or(config.max_turns);
+    out.max_budget_usd = out.max_budget_usd.or(config.max_cost_usd);
+    if rules.is_empty() {
+        return Ok((out, asker));
+    }
+    // Every Bash call is asked, so that the patterns see each one before anything allows it.
+    out.permissions.ask.push("Bash".into());
+    Ok((
+        out,
+        Arc::new(Patterns {
+            rules,
+            inner: asker,
+        }),
+    ))
+}
+
+/// An asker that lets the agent's command patterns answer first.
+struct Patterns {
+    rules: CommandRules,
+    inner: Arc<dyn Asker>,
+}
+
+impl Asker for Patterns {
+    fn ask(&self, request: AskRequest) -> BoxFuture<'_, AskAnswer> {
+        match self.rules.judge_call(&request.tool, &request.input) {
+            CommandVerdict::Denied { pattern } => {
+                Box::pin(async move { AskAnswer::Deny(Some(CommandRules::refusal(&pattern))) })
+            }
+            CommandVerdict::Allowed { .. } => Box::pin(async { AskAnswer::AllowOnce }),
+            CommandVerdict::Unsettled => self.inner.ask(request),
+        }
+    }
+}
