@@ -42,6 +42,7 @@ pub mod memory;
 pub mod mock;
 pub mod paws;
 pub mod permissions;
+pub mod plugins;
 pub mod repl;
 pub mod sdk;
 #[cfg(feature = "serve")]

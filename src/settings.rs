@@ -150,9 +150,24 @@ impl HookSettings {
             .map_or(&[], |(_, groups)| groups.as_slice())
     }
 
+    /// Every hook's command through `change` (a plugin's `${CLAUDE_PLUGIN_ROOT}`).
+    pub fn map_commands(&mut self, change: impl Fn(&str) -> String) {
+        for groups in self.events_mut() {
+            for hook in groups.iter_mut().flat_map(|g| g.hooks.iter_mut()) {
+                hook.command = change(&hook.command);
+            }
+        }
+    }
+
     /// A later settings layer's hooks run after this one's.
-    fn extend(&mut self, later: &HookSettings) {
-        let mine = [
+    pub fn extend(&mut self, later: &HookSettings) {
+        for (groups, (_, more)) in self.events_mut().into_iter().zip(later.events()) {
+            groups.extend(more.iter().cloned());
+        }
+    }
+
+    fn events_mut(&mut self) -> [&mut Vec<HookMatcher>; 10] {
+        [
             &mut self.pre_tool_use,
             &mut self.post_tool_use,
             &mut self.user_prompt_submit,
@@ -163,10 +178,7 @@ impl HookSettings {
             &mut self.pre_compact,
             &mut self.notification,
             &mut self.permission_request,
-        ];
-        for (groups, (_, more)) in mine.into_iter().zip(later.events()) {
-            groups.extend(more.iter().cloned());
-        }
+        ]
     }
 }
 
@@ -253,6 +265,12 @@ pub struct Settings {
     /// A command whose first line of output is shown above the REPL's prompt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status_line: Option<StatusLineSettings>,
+    /// Plugins on or off, as `NAME@MARKETPLACE`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub enabled_plugins: BTreeMap<String, bool>,
+    /// Local marketplaces by name (`{"source": {"source": "directory", "path": …}}`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub extra_known_marketplaces: BTreeMap<String, serde_json::Value>,
 }
 
 /// `statusLine`: `{"type": "command", "command": "…", "padding": 0}`, as Claude Code has it.
@@ -631,6 +649,11 @@ impl LayeredSettings {
             if s.status_line.take().is_some() {
                 what.push("statusLine");
             }
+            if !s.enabled_plugins.is_empty() || !s.extra_known_marketplaces.is_empty() {
+                what.push("plugins");
+                s.enabled_plugins.clear();
+                s.extra_known_marketplaces.clear();
+            }
             // An agent's definition of the project's own would run as the main thread.
             if s.agent.take().is_some() {
                 what.push("agent");
@@ -682,6 +705,13 @@ impl LayeredSettings {
             if s.status_line.is_some() {
                 out.status_line.clone_from(&s.status_line);
             }
+            out.enabled_plugins
+                .extend(s.enabled_plugins.iter().map(|(k, v)| (k.clone(), *v)));
+            out.extra_known_marketplaces.extend(
+                s.extra_known_marketplaces
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone())),
+            );
             let (memory, layer) = (&mut out.memory, &s.memory);
             memory.reflect = layer.reflect.clone().or(memory.reflect.take());
             memory.model = layer.model.clone().or(memory.model.take());
@@ -871,12 +901,38 @@ pub fn append_allow_rule(path: &Path, rule: &str) -> Result<(), SettingsError> {
 
 /// Sets the top-level `key` of the settings file at `path` to `value`, keeping the rest.
 pub fn set_key(path: &Path, key: &str, value: serde_json::Value) -> Result<(), SettingsError> {
+    set_path(path, &[key], value)
+}
+
+/// Sets the value at `keys` (objects made as needed) of the settings file at `path`.
+pub fn set_path(path: &Path, keys: &[&str], value: serde_json::Value) -> Result<(), SettingsError> {
     edit_json_file(path, |doc| {
-        doc.as_object_mut()
-            .ok_or_else(|| "the file is not a JSON object".to_string())?
-            .insert(key.to_string(), value);
+        let Some((last, parents)) = keys.split_last() else {
+            return Ok(());
+        };
+        let mut node = doc;
+        for (depth, key) in parents.iter().enumerate() {
+            node = node
+                .as_object_mut()
+                .ok_or_else(|| format!("\"{}\" is not a JSON object", keys[..depth].join(".")))?
+                .entry(*key)
+                .or_insert_with(|| serde_json::json!({}));
+        }
+        node.as_object_mut()
+            .ok_or_else(|| format!("\"{}\" is not a JSON object", parents.join(".")))?
+            .insert((*last).to_string(), value);
         Ok(())
     })
+}
+
+/// The user's settings file (`~/.ouro/settings.json`), or why there is none.
+pub fn user_settings_path() -> Result<PathBuf, SettingsError> {
+    ouro_home()
+        .map(|home| home.join("settings.json"))
+        .ok_or_else(|| SettingsError::Write {
+            path: PathBuf::from("~/.ouro/settings.json"),
+            source: std::io::Error::other("there is no home directory"),
+        })
 }
 
 /// Records in the user's settings that `dir` is trusted.

@@ -220,3 +220,114 @@ async fn the_status_line_shows_above_each_prompt_and_output_style_switches() {
     let saved: Value = serde_json::from_str(&saved).unwrap();
     assert_eq!(saved["outputStyle"], "Learning");
 }
+
+/// Writes a plugin named `name` under `dir`: a command, an agent, a skill and a prompt hook
+/// that touches `marker`.
+fn write_plugin(dir: &std::path::Path, name: &str, marker: &std::path::Path) -> std::path::PathBuf {
+    let root = dir.join(name);
+    let files = [
+        (
+            ".claude-plugin/plugin.json".to_string(),
+            json!({"name": name, "version": "0.3.0", "description": "a test plugin"}).to_string(),
+        ),
+        (
+            "commands/deploy.md".into(),
+            "---\ndescription: Ship it\n---\nDeploy $ARGUMENTS now.\n".into(),
+        ),
+        (
+            "agents/checker.md".into(),
+            "---\nname: checker\ndescription: Checks things\n---\nCheck.\n".into(),
+        ),
+        (
+            "skills/stamp/SKILL.md".into(),
+            "---\nname: stamp\ndescription: Stamp a file\n---\nStamp it.\n".into(),
+        ),
+        (
+            "hooks/hooks.json".into(),
+            json!({"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command",
+                "command": format!("touch {}; test -d ${{CLAUDE_PLUGIN_ROOT}}/commands", marker.display())}]}]}})
+            .to_string(),
+        ),
+    ];
+    for (rel, text) in files {
+        let path = root.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    root
+}
+
+/// `--plugin-dir`: the plugin's command and skill are in `system/init`'s `slash_commands`, its
+/// agent in `agents`, its hook runs; a malformed plugin beside it is named and skipped, the
+/// good one still loads. A marketplace plugin the settings enable loads the same, and `/plugin`
+/// lists both.
+#[tokio::test(flavor = "multi_thread")]
+async fn plugins_from_a_folder_and_a_local_marketplace() {
+    let sb = Sandbox::new();
+    let plugins = tempfile::tempdir().unwrap();
+    let marker = sb.home.path().join("plugin-hook-ran");
+    write_plugin(plugins.path(), "shipit", &marker);
+    let broken = plugins.path().join("broken/.claude-plugin");
+    std::fs::create_dir_all(&broken).unwrap();
+    std::fs::write(
+        broken.join("plugin.json"),
+        r#"{"name": ["not", "a", "string"]}"#,
+    )
+    .unwrap();
+    let mock = server(hello()).await;
+    let dir = plugins.path().display().to_string();
+    let run = sb
+        .run(
+            &mock.url(),
+            &[
+                "-p",
+                "--plugin-dir",
+                &dir,
+                "--output-format",
+                "stream-json",
+                "--verbose",
+                "hi",
+            ],
+        )
+        .await;
+    assert!(run.status.success(), "{}", run.debug());
+    let init = &run.of_type("system", Some("init"))[0];
+    let commands = init["slash_commands"].to_string();
+    assert!(
+        commands.contains("deploy") && commands.contains("stamp"),
+        "{init}"
+    );
+    assert!(init["agents"].to_string().contains("checker"), "{init}");
+    assert!(marker.exists(), "the plugin's hook did not run");
+    assert!(
+        run.stderr.contains("broken/.claude-plugin/plugin.json") && run.stderr.contains("`name`"),
+        "{}",
+        run.debug()
+    );
+
+    // The same plugin from a local marketplace, enabled in the user's settings.
+    let market = tempfile::tempdir().unwrap();
+    let market_marker = sb.home.path().join("market-hook-ran");
+    write_plugin(&market.path().join("plugins"), "shipit", &market_marker);
+    std::fs::create_dir_all(market.path().join(".claude-plugin")).unwrap();
+    std::fs::write(
+        market.path().join(".claude-plugin/marketplace.json"),
+        json!({"name": "house", "plugins": [{"name": "shipit", "source": "./plugins/shipit", "description": "ships"}]}).to_string(),
+    )
+    .unwrap();
+    let mut term = pty::Term::start(&sb, &mock.url(), pty::Options::default());
+    term.submit(&format!(
+        "/plugin marketplace add {}",
+        market.path().display()
+    ));
+    term.expect("Added the marketplace house");
+    term.submit("/plugin enable shipit@house");
+    term.expect("Enabled shipit@house");
+    term.exit();
+    let mut term = pty::Term::start(&sb, &mock.url(), pty::Options::default());
+    term.submit("/plugin");
+    term.expect("shipit 0.3.0 (shipit@house)");
+    term.submit("/help");
+    term.expect("(plugin shipit)");
+    term.exit();
+}

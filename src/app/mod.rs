@@ -93,6 +93,8 @@ pub struct Options {
     pub disable_slash_commands: bool,
     /// `--agent NAME`: the main thread runs as that agent definition.
     pub agent: Option<String>,
+    /// `--plugin-dir`: plugins for this session, in force at once.
+    pub plugin_dirs: Vec<PathBuf>,
 }
 
 /// The agent definitions `cwd` sees: the user's, and its project's once that is trusted.
@@ -188,12 +190,15 @@ fn with_skills(
     denied: &[String],
     root: &Path,
     trusted: bool,
+    plugins: &[crate::plugins::Plugin],
     names: &mut Vec<String>,
 ) -> Toolbox {
     if options.disable_slash_commands || !offered(options, denied, crate::skills::NAME) {
         return tools;
     }
-    let skills = crate::skills::load(&crate::settings::user_dirs("skills"), root, trusted);
+    let mut dirs = crate::settings::user_dirs("skills");
+    dirs.extend(plugins.iter().map(crate::plugins::Plugin::skills_dir));
+    let skills = crate::skills::load(&dirs, root, trusted);
     names.extend(skills.iter().map(|s| s.name.clone()));
     match crate::skills::SkillTool::new(skills) {
         Some(tool) => tools.with_tool(Arc::new(tool)),
@@ -214,6 +219,8 @@ struct AgentParts<'a> {
     policy: Arc<PermissionEngine>,
     asker: Arc<dyn Asker>,
     hooks: Arc<Hooks>,
+    /// The user's agent folders and the plugins'.
+    agent_dirs: Vec<PathBuf>,
 }
 
 /// The session's tools plus Agent, unless `--tools` leaves it out or a rule denies it.
@@ -236,12 +243,7 @@ fn with_agents(
         }
         None => Vec::new(),
     };
-    let defs = agents::definition::load(
-        &crate::settings::user_dirs("agents"),
-        parts.root,
-        parts.trusted,
-        flag,
-    );
+    let defs = agents::definition::load(&parts.agent_dirs, parts.root, parts.trusted, flag);
     infos.extend(defs.iter().map(|d| crate::event::AgentInfo {
         name: d.name.clone(),
         description: d.description.clone(),
@@ -444,6 +446,8 @@ pub struct App {
     pub status_line: Option<crate::settings::StatusLineSettings>,
     /// Secret-looking variables a user's command may still see (`envPassthrough`).
     pub env_passthrough: Arc<Vec<String>>,
+    /// The plugins in force, for their commands and `/plugin`.
+    pub plugins: Vec<crate::plugins::Plugin>,
 }
 
 /// Everything a session needs, resolved from the options (highest), settings files and defaults.
@@ -472,6 +476,20 @@ pub fn build(
         settings.hooks = Default::default();
         settings.mcp_servers.clear();
         settings.memory = Default::default();
+    }
+    let (plugins, plugin_errors) =
+        crate::plugins::load(&options.plugin_dirs, &settings, &root, options.bare);
+    for error in plugin_errors {
+        eprintln!("ouro: {error}");
+    }
+    for plugin in &plugins {
+        settings.hooks.extend(&plugin.hooks);
+        for (name, server) in &plugin.mcp_servers {
+            settings
+                .mcp_servers
+                .entry(name.clone())
+                .or_insert_with(|| server.clone());
+        }
     }
     let agent_options;
     let named = match (&options.agent, &settings.agent) {
@@ -640,8 +658,16 @@ pub fn build(
         &denied_tools,
         &root,
         trusted,
+        &plugins,
         &mut meta.skills,
     );
+    if !options.disable_slash_commands {
+        for plugin in &plugins {
+            meta.skills.extend(plugin.command_names());
+        }
+    }
+    let mut agent_dirs = crate::settings::user_dirs("agents");
+    agent_dirs.extend(plugins.iter().map(crate::plugins::Plugin::agents_dir));
     let embedder = memory::embedder(&settings.memory, &root)?;
     let reflect = memory::plan(&settings.memory, &root, trusted, embedder.clone())?;
     let tools = memory::with_recall(
@@ -674,6 +700,7 @@ pub fn build(
             policy: permissions.clone(),
             asker: asker.clone(),
             hooks: hooks.clone(),
+            agent_dirs,
         },
         &mut meta.agent_infos,
     )?;
@@ -709,6 +736,7 @@ pub fn build(
         embedder,
         status_line: settings.status_line.clone(),
         env_passthrough,
+        plugins,
     })
 }
 

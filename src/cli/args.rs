@@ -18,7 +18,7 @@ use crate::permissions::{CliPermissions, PermissionMode};
 --exclude-dynamic-system-prompt-sections, --file, --forward-subagent-text, --from-pr, \
 --plugin-url, --prompt-suggestions, --remote-control, --remote-control-session-name-prefix, \
 --system-prompt-snapshot, --teleport, --tmux; and not yet: --autocompact, --betas, --ide, \
---permission-prompts, --plugin-dir, --restricted, --safe-mode. docs/reference.md has the table.",
+--permission-prompts, --plugin-dir-no-mcp, --restricted, --safe-mode. docs/reference.md has the table.",
     args_conflicts_with_subcommands = true
 )]
 pub struct Args {
@@ -79,8 +79,10 @@ pub struct Args {
     resume_drops_turn: Option<String>,
     #[arg(long = "session-mirror", hide = true)]
     session_mirror: bool,
-    #[arg(long = "plugin-dir", hide = true)]
-    plugin_dir: Vec<String>,
+    /// Load a plugin from this folder for this session (a folder of plugins loads each one);
+    /// repeatable.
+    #[arg(long = "plugin-dir", value_name = "PATH")]
+    pub plugin_dir: Vec<std::path::PathBuf>,
     /// Run the main thread as this agent definition (its prompt, tools, model, permission mode
     /// and limits), over the `agent` setting.
     #[arg(long = "agent", value_name = "NAME")]
@@ -482,7 +484,7 @@ impl Command {
             ),
             Command::Plugin(_) => (
                 "plugin",
-                "ouro has no plugins: MCP servers (`ouro mcp`), skills and sub-agents cover what they add",
+                "ouro manages plugins in a session: /plugin lists them and enables or disables one, /plugin marketplace add PATH adds a local marketplace, and --plugin-dir PATH loads one for a run",
             ),
             Command::Attach(_) => ("attach", BACKGROUND),
             Command::Logs(_) => ("logs", BACKGROUND),
@@ -756,7 +758,6 @@ impl Args {
             ("--resume-session-at", self.resume_session_at.is_some()),
             ("--resume-drops-turn", self.resume_drops_turn.is_some()),
             ("--session-mirror", self.session_mirror),
-            ("--plugin-dir", !self.plugin_dir.is_empty()),
             ("--channels", self.channels.is_some()),
             ("--initialize-fields", self.initialize_fields.is_some()),
             ("--managed-settings", self.managed_settings.is_some()),
@@ -885,6 +886,11 @@ impl Args {
             bare: self.bare,
             disable_slash_commands: self.disable_slash_commands,
             agent: self.agent.clone(),
+            plugin_dirs: self
+                .plugin_dir
+                .iter()
+                .map(|d| std::env::current_dir().map_or_else(|_| d.clone(), |cwd| cwd.join(d)))
+                .collect(),
         })
     }
 

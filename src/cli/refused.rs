@@ -49,7 +49,7 @@ pub const REFUSED: &[(&str, &str)] = &[
     ),
     (
         "--plugin-url",
-        "ouro has no plugins; MCP servers, skills and sub-agents cover what they add",
+        "ouro downloads no plugins; fetch it yourself and give the folder with --plugin-dir",
     ),
     ("--prompt-suggestions", "ouro makes no prompt suggestions"),
     (

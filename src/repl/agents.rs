@@ -16,7 +16,21 @@ impl Repl {
         if self.options.disable_slash_commands {
             return Vec::new();
         }
-        super::commands::load(&app::project_root(&self.cwd), self.project_trusted())
+        let mut commands =
+            super::commands::load(&app::project_root(&self.cwd), self.project_trusted());
+        for plugin in &self.plugins {
+            for mut command in super::commands::load_dir(&plugin.root, &plugin.commands_dir()) {
+                if commands.iter().any(|c| c.name == command.name) {
+                    continue;
+                }
+                command.description = format!("{} (plugin {})", command.description, plugin.name)
+                    .trim_start()
+                    .to_string();
+                commands.push(command);
+            }
+        }
+        commands.sort_by(|a, b| a.name.cmp(&b.name));
+        commands
     }
 
     pub(super) fn agents_list(&self) -> String {

@@ -32,7 +32,7 @@ pub(super) fn load(project_root: &Path, trusted: bool) -> Vec<ProjectCommand> {
 }
 
 /// The commands in `dir`, each read beneath `root` (a link out of the project is skipped).
-fn load_dir(root: &Path, dir: &Path) -> Vec<ProjectCommand> {
+pub(super) fn load_dir(root: &Path, dir: &Path) -> Vec<ProjectCommand> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };

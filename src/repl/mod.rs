@@ -18,6 +18,7 @@ mod mcp;
 mod memory;
 mod mentions;
 mod output_style;
+mod plugins;
 mod render;
 mod rewind;
 mod sessions;
@@ -119,6 +120,7 @@ pub async fn run(
         embedder: session.embedder,
         reflecting: None,
         status: status_line::StatusLine::new(session.status_line, session.env_passthrough),
+        plugins: session.plugins,
     };
     repl.greet(session.resumed);
     if pick {
@@ -185,6 +187,8 @@ struct Repl {
     reflecting: Option<tokio::task::JoinHandle<crate::engine::reflect::Reflected>>,
     /// The `statusLine` command, drawn above each prompt.
     status: status_line::StatusLine,
+    /// The plugins in force: their commands are slash commands.
+    plugins: Vec<crate::plugins::Plugin>,
 }
 
 /// Everything a running turn needs besides the engine, so both can be borrowed at once.

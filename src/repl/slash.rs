@@ -101,6 +101,11 @@ const BUILTIN: &[(&str, &str, &str)] = &[
     ),
     ("agents", "", "The sub-agents the model can use"),
     (
+        "plugin",
+        " [enable|disable NAME@MARKETPLACE | marketplace add PATH]",
+        "The plugins and marketplaces; turn a plugin on or off",
+    ),
+    (
         "output-style",
         " [name]",
         "List the output styles, or switch to one",
@@ -135,6 +140,7 @@ pub(super) enum Slash {
     Hooks,
     Agents,
     OutputStyle(Option<String>),
+    Plugin(Option<String>),
     Mcp,
     /// A server's prompt (`mcp__<server>__<prompt>`) with the typed arguments.
     McpPrompt(String, String),
@@ -184,6 +190,7 @@ pub(super) fn parse(line: &str, project: Vec<ProjectCommand>) -> Option<Slash> {
         "hooks" => Slash::Hooks,
         "agents" => Slash::Agents,
         "output-style" => Slash::OutputStyle(optional),
+        "plugin" | "plugins" => Slash::Plugin(optional),
         "exit" | "quit" => Slash::Exit,
         other => match project.into_iter().find(|c| c.name == other) {
             Some(command) => Slash::Project(command, argument.to_string()),
@@ -380,6 +387,10 @@ impl Repl {
             }
             Slash::OutputStyle(name) => {
                 let text = self.output_style(name);
+                self.ui.render.print(&text);
+            }
+            Slash::Plugin(argument) => {
+                let text = self.plugin(argument);
                 self.ui.render.print(&text);
             }
             Slash::Agents => {
