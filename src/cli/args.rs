@@ -780,6 +780,11 @@ impl Args {
     /// fork of no session. Unknown tool names are said, not fatal (the SDKs pass Claude
     /// Code's whole list, and ouro has not every tool of it).
     fn check_meaning(&self) -> anyhow::Result<()> {
+        if let Some(name) = &self.session_name
+            && let Err(why) = crate::session::names::check(name)
+        {
+            anyhow::bail!("--name {name:?}: {why}; give another name");
+        }
         for dir in &self.permissions.add_dirs {
             if !dir.is_dir() {
                 anyhow::bail!(

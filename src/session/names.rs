@@ -33,6 +33,7 @@ impl Names {
 
     /// Names session `id` (a blank name removes its name).
     pub fn set(&self, id: &str, name: &str) -> std::io::Result<()> {
+        check(name).map_err(|why| std::io::Error::new(std::io::ErrorKind::InvalidInput, why))?;
         let mut names = self.all();
         match name.trim() {
             "" => names.remove(id),
@@ -51,6 +52,21 @@ impl Names {
     }
 }
 
+/// How long a name may be: what a picker row shows.
+const MAX_NAME: usize = 100;
+
+/// Why `name` cannot name a session (a control character would redraw the terminal of
+/// whoever lists the sessions), if it cannot.
+pub fn check(name: &str) -> Result<(), String> {
+    if name.chars().any(char::is_control) {
+        return Err("a session name has no control characters (tabs, line breaks, escapes)".into());
+    }
+    if name.trim().chars().count() > MAX_NAME {
+        return Err(format!("a session name is at most {MAX_NAME} characters"));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -67,5 +83,9 @@ mod tests {
         assert_eq!(names.find("feature-x", ["b2", "a1"]).as_deref(), Some("a1"));
         names.set("a1", " ").unwrap();
         assert_eq!(names.all().get("a1"), None);
+        for bad in ["a\x1b[2Jb", "tab\there", "line\nbreak", &"x".repeat(101)] {
+            assert!(names.set("c3", bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(names.all().get("c3"), None);
     }
 }
