@@ -221,8 +221,8 @@ async fn the_status_line_shows_above_each_prompt_and_output_style_switches() {
     assert_eq!(saved["outputStyle"], "Learning");
 }
 
-/// Writes a plugin named `name` under `dir`: a command, an agent, a skill and a prompt hook
-/// that touches `marker`.
+/// Writes a plugin named `name` under `dir`: a command, an agent, a skill, an MCP server and
+/// a prompt hook that touches `marker`.
 fn write_plugin(dir: &std::path::Path, name: &str, marker: &std::path::Path) -> std::path::PathBuf {
     let root = dir.join(name);
     let files = [
@@ -243,6 +243,10 @@ fn write_plugin(dir: &std::path::Path, name: &str, marker: &std::path::Path) -> 
             "---\nname: stamp\ndescription: Stamp a file\n---\nStamp it.\n".into(),
         ),
         (
+            ".mcp.json".into(),
+            json!({"mcpServers": {"everything": {"command": "mcp-server-everything"}}}).to_string(),
+        ),
+        (
             "hooks/hooks.json".into(),
             json!({"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command",
                 "command": format!("touch {}; test -d ${{CLAUDE_PLUGIN_ROOT}}/commands", marker.display())}]}]}})
@@ -258,7 +262,7 @@ fn write_plugin(dir: &std::path::Path, name: &str, marker: &std::path::Path) -> 
 }
 
 /// `--plugin-dir`: the plugin's command and skill are in `system/init`'s `slash_commands`, its
-/// agent in `agents`, its hook runs; a malformed plugin beside it is named and skipped, the
+/// agent in `agents`, its hook runs, its MCP server's tools are offered; a malformed plugin beside it is named and skipped, the
 /// good one still loads. A marketplace plugin the settings enable loads the same, and `/plugin`
 /// lists both.
 #[tokio::test(flavor = "multi_thread")]
@@ -299,6 +303,15 @@ async fn plugins_from_a_folder_and_a_local_marketplace() {
     );
     assert!(init["agents"].to_string().contains("checker"), "{init}");
     assert!(marker.exists(), "the plugin's hook did not run");
+    if common::skip::mcp_everything() {
+        assert!(
+            tool_names(&bodies(&mock)[0])
+                .iter()
+                .any(|t| t.starts_with("mcp__everything__")),
+            "the plugin's MCP server offers no tool: {:?}",
+            tool_names(&bodies(&mock)[0])
+        );
+    }
     assert!(
         run.stderr.contains("broken/.claude-plugin/plugin.json") && run.stderr.contains("`name`"),
         "{}",
