@@ -139,6 +139,37 @@ async fn agent_runs_the_main_thread_as_that_definition() {
         "{results:?}"
     );
 
+    // Denied in every mode: bypassPermissions runs everything else unasked, not this.
+    sb.write("build/out.bin", "keep me");
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": "rm -rf build"}}]},
+        {"content": [{"type": "text", "text": "refused again"}]}
+    ]}))
+    .await;
+    let bypass = common::Run::from(
+        sb.command(
+            &mock.url(),
+            &[
+                "-p",
+                "--agent",
+                "guard",
+                "--dangerously-skip-permissions",
+                "clean up",
+            ],
+        )
+        .env("OURO_ALLOW_ROOT_BYPASS", "1")
+        .output()
+        .await
+        .unwrap(),
+    );
+    assert!(bypass.status.success(), "{}", bypass.debug());
+    let results = request_tool_results(&bodies(&mock)[1]);
+    assert_eq!(results[0]["is_error"], true, "{results:?}");
+    assert!(
+        sb.root().join("build/out.bin").exists(),
+        "a denied command ran"
+    );
+
     let unknown = sb
         .run(&mock.url(), &["-p", "--agent", "nobody", "hi"])
         .await;

@@ -1,7 +1,8 @@
 //! `--agent NAME` (or the `agent` setting): the session's main thread runs as that agent
 //! definition, as Claude Code's does — its prompt as the system prompt, its tools, model,
 //! effort, permission mode, turn and cost limits — and its Bash command patterns judge every
-//! Bash call (denied wins, then allowed runs unasked, anything else is asked as usual).
+//! Bash call: a denied one is refused by the permission engine itself, in every mode and
+//! whatever a hook says; then an allowed one runs unasked; anything else is asked as usual.
 //! Flags the user gave win over the definition.
 
 use std::path::Path;
@@ -13,17 +14,26 @@ use super::{AppError, Options};
 use crate::agents::instance::InstanceConfig;
 use crate::agents::spec::{CommandRules, CommandVerdict};
 use crate::exec::{AskAnswer, AskRequest, Asker};
+use crate::permissions::CommandGuard;
+
+/// A session's options as an agent definition makes them.
+pub(super) struct Applied {
+    pub options: Options,
+    /// Runs the definition's `allowed_commands` unasked (the given asker when it has none).
+    pub asker: Arc<dyn Asker>,
+    /// Refuses what its `denied_commands` match, put in front of every rule, mode and hook.
+    pub guard: Option<CommandGuard>,
+}
 
 /// `options` with the definition of agent `name` (named by `given_by`: the flag or the
-/// setting) applied, and the asker that applies its command patterns (the given one when it
-/// has none).
+/// setting) applied.
 pub(super) fn apply(
     options: &Options,
     name: &str,
     given_by: &str,
     cwd: &Path,
     asker: Arc<dyn Asker>,
-) -> Result<(Options, Arc<dyn Asker>), AppError> {
+) -> Result<Applied, AppError> {
     let invalid = |reason: String| AppError::Agent(format!("{given_by}: {reason}"));
     let definitions = super::agent_definitions(cwd);
     let known: Vec<String> = definitions
@@ -86,22 +96,32 @@ pub(super) fn apply(
     out.max_turns = out.max_turns.or(config.max_turns);
     out.max_budget_usd = out.max_budget_usd.or(config.max_cost_usd);
     if rules.is_empty() {
-        return Ok((out, asker));
+        return Ok(Applied {
+            options: out,
+            asker,
+            guard: None,
+        });
     }
-    // Every Bash call is asked, so that the patterns see each one before anything allows it.
+    // Every Bash call is asked, so that the allowed patterns see each one.
     out.permissions.ask.push("Bash".into());
-    Ok((
-        out,
-        Arc::new(Patterns {
+    let rules = Arc::new(rules);
+    let denied = rules.clone();
+    Ok(Applied {
+        options: out,
+        asker: Arc::new(Patterns {
             rules,
             inner: asker,
         }),
-    ))
+        guard: Some(Arc::new(move |command: &str| match denied.judge(command) {
+            CommandVerdict::Denied { pattern } => Some(CommandRules::refusal(&pattern)),
+            _ => None,
+        })),
+    })
 }
 
 /// An asker that lets the agent's command patterns answer first.
 struct Patterns {
-    rules: CommandRules,
+    rules: Arc<CommandRules>,
     inner: Arc<dyn Asker>,
 }
 

@@ -448,6 +448,9 @@ pub struct App {
     pub env_passthrough: Arc<Vec<String>>,
     /// The plugins in force, for their commands and `/plugin`.
     pub plugins: Vec<crate::plugins::Plugin>,
+    /// What stands in for ouro's own instructions before any output style: `--system-prompt`,
+    /// or the `--agent` definition's body.
+    pub base_system_prompt: Option<String>,
 }
 
 /// Everything a session needs, resolved from the options (highest), settings files and defaults.
@@ -478,7 +481,7 @@ pub fn build(
         settings.memory = Default::default();
     }
     let (plugins, plugin_errors) =
-        crate::plugins::load(&options.plugin_dirs, &settings, &root, options.bare);
+        crate::plugins::load(&options.plugin_dirs, &settings, options.bare);
     for error in plugin_errors {
         eprintln!("ouro: {error}");
     }
@@ -491,25 +494,28 @@ pub fn build(
                 .or_insert_with(|| server.clone());
         }
     }
-    let agent_options;
     let named = match (&options.agent, &settings.agent) {
         (Some(name), _) => Some((name.clone(), "--agent")),
         (None, Some(name)) => Some((name.clone(), "the agent setting")),
         (None, None) => None,
     };
-    let (options, asker) = match named {
+    let agent_options;
+    let (options, asker, guard) = match named {
         Some((name, given_by)) => {
-            let (applied, asker) = main_agent::apply(options, &name, given_by, cwd, asker)?;
-            agent_options = applied;
-            (&agent_options, asker)
+            let applied = main_agent::apply(options, &name, given_by, cwd, asker)?;
+            agent_options = applied.options;
+            (&agent_options, applied.asker, applied.guard)
         }
-        None => (options, asker),
+        None => (options, asker, None),
     };
     let permissions = Arc::new(PermissionEngine::from_settings(
         &root,
         &layered,
         &options.permissions,
     )?);
+    if let Some(guard) = guard {
+        permissions.guard_commands(guard);
+    }
 
     let denied_tools: Vec<String> = settings
         .permissions
@@ -737,6 +743,7 @@ pub fn build(
         status_line: settings.status_line.clone(),
         env_passthrough,
         plugins,
+        base_system_prompt: options.system_prompt.clone(),
     })
 }
 

@@ -76,8 +76,12 @@ pub fn all(root: &Path, trusted: bool) -> Vec<OutputStyle> {
 }
 
 fn read(root: &Path, file: &Path) -> Option<OutputStyle> {
-    let text = crate::sys::beneath::read_context(root, file)
-        .or_else(|| std::fs::read_to_string(file).ok())?;
+    // A project's file is read beneath the project (a link leading out is skipped).
+    let text = if file.starts_with(root) {
+        crate::sys::beneath::read_context(root, file)?
+    } else {
+        std::fs::read_to_string(file).ok()?
+    };
     let (front, body) = crate::frontmatter::split_or_warn(&text, file)?;
     let stem = file.file_stem()?.to_string_lossy().into_owned();
     Some(OutputStyle {

@@ -1033,9 +1033,9 @@ mod tests {
         );
         let off = parse(&["ouro", "-p", "--max-thinking-tokens", "0", "hi"]);
         assert_eq!(off.options().unwrap().thinking, Some(ThinkingChoice::Off));
-        let args = parse(&["ouro", "-p", "--session-mirror", "--plugin-dir", "/x", "hi"]);
+        let args = parse(&["ouro", "-p", "--session-mirror", "--betas", "x", "hi"]);
         let error = args.options().unwrap_err().to_string();
-        assert!(error.contains("--session-mirror, --plugin-dir"), "{error}");
+        assert!(error.contains("--betas, --session-mirror"), "{error}");
     }
 }
 

@@ -240,7 +240,13 @@ impl CloneHandle {
             ),
         };
         deliver(client, Header::Queued { reason }.into()).await;
-        self.queue.clone().lock_owned().await
+        let guard = self.queue.clone().lock_owned().await;
+        // Said, so that a relay whose link drops from here on knows the question was asked.
+        let starts = Header::Notice {
+            message: format!("{}'s turn for this starts now", self.name()),
+        };
+        deliver(client, starts.into()).await;
+        guard
     }
 
     /// Marks a dispatch turn as running; its stream-json lines go to `lines` when given.

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::{RwLock, RwLockReadGuard};
+use std::sync::{Arc, RwLock, RwLockReadGuard};
 
 use super::denials::FileDenials;
 use super::dirs::AddedDirs;
@@ -22,10 +22,15 @@ use crate::settings::{LayeredSettings, SettingsSource};
 /// Set to `1` to allow bypassPermissions when running as root.
 pub const ROOT_BYPASS_ENV: &str = "OURO_ALLOW_ROOT_BYPASS";
 
+/// Refuses a whole command before any rule, mode or hook is consulted: the reason told to the
+/// model, or `None` to let the rules judge it (an `--agent` definition's `denied_commands`).
+pub type CommandGuard = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
 pub struct PermissionEngine {
     scope: Scope,
     rules: Vec<CompiledRule>,
     granted: RwLock<Vec<CompiledRule>>,
+    guard: RwLock<Option<CommandGuard>>,
 }
 
 impl PermissionEngine {
@@ -55,6 +60,7 @@ impl PermissionEngine {
             scope,
             rules,
             granted: RwLock::new(Vec::new()),
+            guard: RwLock::new(None),
         })
     }
 
@@ -127,6 +133,22 @@ impl PermissionEngine {
 
     /// Switches the mode for the rest of the session (Shift+Tab, the SDK's
     /// `set_permission_mode`). bypassPermissions is refused as root, as at startup.
+    /// Puts `guard` in front of every command: what it refuses is denied in every mode
+    /// (bypassPermissions included) and whatever a hook or a rule says.
+    pub fn guard_commands(&self, guard: CommandGuard) {
+        if let Ok(mut slot) = self.guard.write() {
+            *slot = Some(guard);
+        }
+    }
+
+    fn guarded(&self, request: &PermissionRequest<'_>) -> Option<String> {
+        let Access::Execute(command) = request.access else {
+            return None;
+        };
+        let guard = self.guard.read().ok()?.clone()?;
+        guard(command)
+    }
+
     pub fn set_mode(&self, mode: PermissionMode) -> Result<(), PermissionError> {
         let (is_root, root_override) = root_facts();
         check_bypass_allowed(mode, is_root, root_override)?;
@@ -224,6 +246,9 @@ impl PermissionPolicy for PermissionEngine {
     }
 
     fn decide(&self, request: &PermissionRequest<'_>) -> Decision {
+        if let Some(refusal) = self.guarded(request) {
+            return Decision::Deny(refusal);
+        }
         let granted = self.grants();
         let all: Vec<&CompiledRule> = self.rules.iter().chain(granted.iter()).collect();
         self.decide_under(&Applicable::to(request, all), request)

@@ -99,7 +99,7 @@ mod suggest;
 
 pub use denials::FileDenials;
 pub use dirs::AddedDirs;
-pub use engine::{PermissionEngine, ROOT_BYPASS_ENV, check_bypass_allowed};
+pub use engine::{CommandGuard, PermissionEngine, ROOT_BYPASS_ENV, check_bypass_allowed};
 pub use error::PermissionError;
 pub use file_access::{protect_also, protected_in_project, protection, protection_in};
 pub use mode::{PermissionMode, UnknownMode};

@@ -23,18 +23,15 @@ pub struct Marketplace {
 }
 
 /// Every marketplace the settings list, by name; one that cannot be read is a `Err` with why.
-pub fn marketplaces(
-    settings: &Settings,
-    project_root: &Path,
-) -> BTreeMap<String, Result<Marketplace, String>> {
+pub fn marketplaces(settings: &Settings) -> BTreeMap<String, Result<Marketplace, String>> {
     settings
         .extra_known_marketplaces
         .iter()
-        .map(|(name, entry)| (name.clone(), read_entry(name, entry, project_root)))
+        .map(|(name, entry)| (name.clone(), read_entry(name, entry)))
         .collect()
 }
 
-fn read_entry(name: &str, entry: &Value, project_root: &Path) -> Result<Marketplace, String> {
+fn read_entry(name: &str, entry: &Value) -> Result<Marketplace, String> {
     let source = &entry["source"];
     let path = match source["source"].as_str() {
         Some("directory") => source["path"].as_str().map(str::to_string),
@@ -49,18 +46,22 @@ fn read_entry(name: &str, entry: &Value, project_root: &Path) -> Result<Marketpl
             "the marketplace {name} (extraKnownMarketplaces) is not a local folder or git working tree; ouro fetches nothing: clone it and give its folder as {{\"source\": {{\"source\": \"directory\", \"path\": \"…\"}}}}"
         )
     })?;
-    let path = expand(&path, project_root);
+    let path = expand(&path).ok_or_else(|| {
+        format!(
+            "the marketplace {name} (extraKnownMarketplaces) has the relative path {path:?}; give an absolute one (or ~/…): a relative path would mean another folder in every project"
+        )
+    })?;
     read(&path).map(|mut market| {
         name.clone_into(&mut market.name);
         market
     })
 }
 
-/// `~/` and relative paths (to the project) made absolute.
-fn expand(path: &str, project_root: &Path) -> PathBuf {
+/// An absolute path, `~/` expanded; `None` for a relative one.
+fn expand(path: &str) -> Option<PathBuf> {
     match path.strip_prefix("~/") {
-        Some(rest) => dirs::home_dir().map_or_else(|| PathBuf::from(path), |h| h.join(rest)),
-        None => project_root.join(path),
+        Some(rest) => dirs::home_dir().map(|home| home.join(rest)),
+        None => Some(PathBuf::from(path)).filter(|p| p.is_absolute()),
     }
 }
 

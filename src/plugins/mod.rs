@@ -66,7 +66,7 @@ impl Plugin {
     /// The plugin in `root`: its manifest checked, its hooks and servers read.
     pub fn read(root: &Path, origin: &str) -> Result<Plugin, String> {
         let manifest_path = root.join(MANIFEST);
-        let manifest = read_json(root, &manifest_path)?;
+        let manifest = read_json(&manifest_path)?;
         let bad = |key: &str, expected: &str| {
             format!(
                 "{}: the key `{key}` must be {expected}; the plugin is skipped",
@@ -93,8 +93,8 @@ impl Plugin {
             return Err(bad("name", "letters, digits, '-', '_' and '.'"));
         }
         let hooks = match fields.get("hooks") {
-            None => optional_file(root, &root.join("hooks/hooks.json"))?,
-            Some(Value::String(rel)) => Some(read_json(root, &root.join(rel))?),
+            None => optional_file(&root.join("hooks/hooks.json"))?,
+            Some(Value::String(rel)) => Some(read_json(&root.join(rel))?),
             Some(inline @ Value::Object(_)) => Some(inline.clone()),
             Some(_) => return Err(bad("hooks", "a path or an object")),
         };
@@ -103,12 +103,16 @@ impl Plugin {
                 .map_err(|why| format!("{}: {why}; the plugin is skipped", root.display()))?,
             None => HookSettings::default(),
         };
-        let servers = match fields.get("mcpServers") {
-            None => optional_file(root, &root.join(".mcp.json"))?,
-            Some(Value::String(rel)) => Some(read_json(root, &root.join(rel))?),
+        let mut servers = match fields.get("mcpServers") {
+            None => optional_file(&root.join(".mcp.json"))?,
+            Some(Value::String(rel)) => Some(read_json(&root.join(rel))?),
             Some(inline @ Value::Object(_)) => Some(serde_json::json!({"mcpServers": inline})),
             Some(_) => return Err(bad("mcpServers", "a path or an object")),
         };
+        // A server's command and arguments are not run by a shell: the folder goes in as it is.
+        if let Some(doc) = servers.as_mut() {
+            substitute(doc, &root.to_string_lossy());
+        }
         let mcp_servers = match servers.as_ref().map(|doc| &doc["mcpServers"]) {
             Some(Value::Object(map)) => map.clone().into_iter().collect(),
             Some(Value::Null) | None => BTreeMap::new(),
@@ -131,40 +135,40 @@ impl Plugin {
     }
 }
 
-/// `hooks.json`'s `hooks` (Claude Code's events and groups), `${CLAUDE_PLUGIN_ROOT}` put in.
+/// `hooks.json`'s `hooks` (Claude Code's events and groups), `${CLAUDE_PLUGIN_ROOT}` put in
+/// quoted for the shell that runs them (a folder may have spaces in its name).
 fn hook_settings(root: &Path, doc: &Value) -> Result<HookSettings, String> {
     let hooks = doc.get("hooks").unwrap_or(doc);
+    let quoted = crate::text::shell_quote(&root.to_string_lossy());
     serde_json::from_value(hooks.clone())
         .map_err(|e| {
             format!("hooks/hooks.json: the key `hooks` is not Claude Code's hook format: {e}")
         })
         .map(|mut settings: HookSettings| {
-            settings.map_commands(|command| command.replace(ROOT_VAR, &root.to_string_lossy()));
+            settings.map_commands(|command| command.replace(ROOT_VAR, &quoted));
             settings
         })
 }
 
-/// A JSON file of the plugin, `${CLAUDE_PLUGIN_ROOT}` replaced in its strings.
-fn read_json(root: &Path, path: &Path) -> Result<Value, String> {
+/// A JSON file of the plugin.
+fn read_json(path: &Path) -> Result<Value, String> {
     let text = std::fs::read_to_string(path).map_err(|e| {
         format!(
             "{}: could not be read ({e}); the plugin is skipped",
             path.display()
         )
     })?;
-    let mut doc: Value = serde_json::from_str(&text).map_err(|e| {
+    serde_json::from_str(&text).map_err(|e| {
         format!(
             "{}: not valid JSON ({e}); the plugin is skipped",
             path.display()
         )
-    })?;
-    substitute(&mut doc, &root.to_string_lossy());
-    Ok(doc)
+    })
 }
 
-fn optional_file(root: &Path, path: &Path) -> Result<Option<Value>, String> {
+fn optional_file(path: &Path) -> Result<Option<Value>, String> {
     if path.is_file() {
-        read_json(root, path).map(Some)
+        read_json(path).map(Some)
     } else {
         Ok(None)
     }
@@ -218,19 +222,14 @@ fn from_flag(dir: &Path, plugins: &mut Vec<Plugin>, errors: &mut Vec<String>) {
 /// The plugins in force: `flag_dirs`' (unless the same plugin came first), then those the
 /// settings enable from their marketplaces (none with `bare`); and what could not load, as
 /// sentences. `settings` are the merged ones, an untrusted project's own already left out.
-pub fn load(
-    flag_dirs: &[PathBuf],
-    settings: &Settings,
-    project_root: &Path,
-    bare: bool,
-) -> (Vec<Plugin>, Vec<String>) {
+pub fn load(flag_dirs: &[PathBuf], settings: &Settings, bare: bool) -> (Vec<Plugin>, Vec<String>) {
     let mut plugins = Vec::new();
     let mut errors = Vec::new();
     for dir in flag_dirs {
         from_flag(dir, &mut plugins, &mut errors);
     }
     if !bare {
-        let known = marketplaces(settings, project_root);
+        let known = marketplaces(settings);
         for (id, _) in settings.enabled_plugins.iter().filter(|(_, on)| **on) {
             match marketplace::enabled(id, &known) {
                 Ok(plugin) if plugins.iter().any(|p| p.name == plugin.name) => {}

@@ -121,6 +121,7 @@ pub async fn run(
         reflecting: None,
         status: status_line::StatusLine::new(session.status_line, session.env_passthrough),
         plugins: session.plugins,
+        base_system_prompt: session.base_system_prompt,
     };
     repl.greet(session.resumed);
     if pick {
@@ -189,6 +190,8 @@ struct Repl {
     status: status_line::StatusLine,
     /// The plugins in force: their commands are slash commands.
     plugins: Vec<crate::plugins::Plugin>,
+    /// `--system-prompt` or the `--agent` body, which an output style keeps.
+    base_system_prompt: Option<String>,
 }
 
 /// Everything a running turn needs besides the engine, so both can be borrowed at once.

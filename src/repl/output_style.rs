@@ -36,7 +36,9 @@ impl Repl {
                 names.join(", ")
             );
         };
-        let (replace, append) = output_style::with_flags(style, &self.options);
+        let mut options = self.options.clone();
+        options.system_prompt.clone_from(&self.base_system_prompt);
+        let (replace, append) = output_style::with_flags(style, &options);
         self.engine.set_output_style(&style.name, replace, append);
         let path = crate::settings::local_settings_path(&root);
         let value = serde_json::Value::String(style.name.clone());

@@ -25,9 +25,8 @@ impl Repl {
     fn known_marketplaces(
         &self,
     ) -> std::collections::BTreeMap<String, Result<crate::plugins::Marketplace, String>> {
-        let root = app::project_root(&self.cwd);
         match app::load_settings(&self.options, &self.cwd) {
-            Ok((layered, _)) => crate::plugins::marketplaces(&layered.merged(), &root),
+            Ok((layered, _)) => crate::plugins::marketplaces(&layered.merged()),
             Err(_) => Default::default(),
         }
     }

@@ -159,6 +159,8 @@ impl Repl {
                 self.ui.events = session.events;
                 self.ui.permissions = session.permissions;
                 self.mcp = session.mcp;
+                self.plugins = session.plugins;
+                self.base_system_prompt = session.base_system_prompt;
                 self.ui.render.set_model(&self.engine.config().model);
                 let text = format!(
                     "Resumed session {}. The last exchange was:",

@@ -8,6 +8,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{LazyLock, Mutex};
+use std::time::{Duration, Instant};
 
 use tokio::net::UnixStream;
 
@@ -23,7 +24,13 @@ enum Route {
     Forwarded(PathBuf),
     /// Forwarding was set up and its stream still failed: the bridge it is.
     Bridge,
+    /// Setting the forward up failed: the bridge until then (each attempt costs two ssh
+    /// commands, and a reconnecting relay asks every few seconds).
+    BridgeUntil(Instant),
 }
+
+/// How long a forward that could not be set up is not tried again.
+const RETRY_SETUP: Duration = Duration::from_secs(60);
 
 /// What [`stream`] found.
 pub(super) enum Found {
@@ -44,6 +51,8 @@ pub(super) async fn stream(paths: &Paths, zone: &Zone) -> Found {
     let known = ROUTES.lock().ok().and_then(|r| r.get(&key).cloned());
     match known {
         Some(Route::Bridge) => return Found::Bridge,
+        Some(Route::BridgeUntil(until)) if Instant::now() < until => return Found::Bridge,
+        Some(Route::BridgeUntil(_)) => {}
         Some(Route::Forwarded(local)) => {
             if let Ok(stream) = UnixStream::connect(&local).await {
                 return Found::Stream {
@@ -56,6 +65,7 @@ pub(super) async fn stream(paths: &Paths, zone: &Zone) -> Found {
     }
     // None yet, or the master that carried it is gone (the link dropped): set it up anew.
     let Some(local) = set_up(paths, zone).await else {
+        remember(&key, Route::BridgeUntil(Instant::now() + RETRY_SETUP));
         return Found::Bridge;
     };
     match UnixStream::connect(&local).await {
@@ -114,7 +124,11 @@ async fn set_up(paths: &Paths, zone: &Zone) -> Option<PathBuf> {
     if !remote.is_absolute() || remote.to_string_lossy().contains(':') {
         return None;
     }
-    let local = local_socket(paths, zone).ok()?;
+    let local = local_socket(paths, zone, &remote).ok()?;
+    // Left by a master that is gone (only this user can write the folder): nothing answers it.
+    if local.exists() && std::os::unix::net::UnixStream::connect(&local).is_err() {
+        let _ = std::fs::remove_file(&local);
+    }
     match ssh::forward(paths, zone, &local, &remote).await {
         Ok(()) => Some(local),
         Err(e) => {
@@ -125,13 +139,15 @@ async fn set_up(paths: &Paths, zone: &Zone) -> Option<PathBuf> {
 }
 
 /// The forwarded socket here: beside the zone's control socket, named by the zone and by a
-/// digest of what else the key holds (a bench's scratch daemon is another far socket).
-fn local_socket(paths: &Paths, zone: &Zone) -> Result<PathBuf, DaemonError> {
+/// digest of the rest of its key and of the far socket (a bench's scratch daemon, or a far
+/// daemon started from another runtime folder, is another far socket).
+fn local_socket(paths: &Paths, zone: &Zone, remote: &Path) -> Result<PathBuf, DaemonError> {
     let dir = paths.zone_sockets()?;
+    let what = format!("{}\n{}", key(zone), remote.display());
     Ok(dir.join(format!(
         "{}.{}.fwd",
         ssh::short_digest(&zone.name),
-        ssh::short_digest(&key(zone))
+        ssh::short_digest(&what)
     )))
 }
 

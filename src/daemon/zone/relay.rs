@@ -265,14 +265,26 @@ pub(in crate::daemon) async fn relay(
     last
 }
 
-/// The last event a relay passed on, by its number in the far clone's log.
+/// What a relay passed on: the last event, by its number in the far clone's log, and whether
+/// its question is still waiting behind another turn.
 #[derive(Default, Clone, Copy)]
-struct Seen(Option<u64>);
+struct Seen {
+    last: Option<u64>,
+    queued: bool,
+}
 
 impl Seen {
     fn note(&mut self, header: &Header) {
-        if let Header::Event { seq: Some(seq), .. } = header {
-            self.0 = Some(*seq);
+        match header {
+            Header::Event { seq: Some(seq), .. } => {
+                self.last = Some(*seq);
+                self.queued = false;
+            }
+            // Logged right after the turn's last event, under the next number.
+            Header::TurnEnd { .. } => self.last = self.last.map(|seq| seq + 1),
+            Header::Queued { .. } => self.queued = true,
+            Header::Notice { .. } => self.queued = false,
+            _ => {}
         }
     }
 }
@@ -303,6 +315,18 @@ async fn reattach(paths: &Paths, zone: &Zone, gap: Gap<'_>, client: &mut Conn) -
             zone.name
         ),
     };
+    // The far daemon lets go of a question still waiting for its turn when its asker goes:
+    // following the clone would pass another turn's answer off as this one's.
+    if !watching && seen.queued {
+        let error = Header::Error {
+            message: format!(
+                "the link to the zone {} dropped ({reason}) while your question waited behind another turn of {name}; the zone lets go of a waiting question when its asker leaves, so it was most likely not asked: `ouro watch {name}` shows what the clone does, then ask again",
+                zone.name
+            ),
+        };
+        client.send(error.clone()).await;
+        return Some(error);
+    }
     let deadline = tokio::time::Instant::now() + REATTACH_FOR;
     let mut delay = Duration::from_millis(250);
     loop {
@@ -335,7 +359,7 @@ async fn reattach(paths: &Paths, zone: &Zone, gap: Gap<'_>, client: &mut Conn) -
             .send(Header::Watch {
                 name: name.to_string(),
                 replay: true,
-                since: seen.0,
+                since: seen.last,
             })
             .await
         {

@@ -173,6 +173,9 @@ pub(crate) fn argv(
         "ServerAliveCountMax=4",
         "ControlMaster=auto",
         PERSIST,
+        // Forwards are made by the master (`-O forward` passes only the socket names): a
+        // socket file a dead master left behind must not stop the next one binding it.
+        "StreamLocalBindUnlink=yes",
     ] {
         args.extend(["-o".into(), option.into()]);
     }
