@@ -150,18 +150,3 @@ fn local_socket(paths: &Paths, zone: &Zone, remote: &Path) -> Result<PathBuf, Da
         ssh::short_digest(&what)
     )))
 }
-
-/// Removes the forwarded sockets of zone `name` (its master is ended: they answer no more).
-pub(super) fn remove_sockets(dir: &Path, name: &str) {
-    let prefix = format!("{}.", ssh::short_digest(name));
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let file = entry.file_name();
-        let file = file.to_string_lossy();
-        if file.starts_with(&prefix) && file.ends_with(".fwd") {
-            let _ = std::fs::remove_file(entry.path());
-        }
-    }
-}

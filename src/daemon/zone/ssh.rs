@@ -474,7 +474,7 @@ pub(crate) fn close_master(paths: &Paths, name: &str) {
     let Ok(dir) = paths.zone_sockets() else {
         return;
     };
-    super::forward::remove_sockets(&dir, name);
+    remove_forwards(&dir, name);
     let path = control_path(&dir, name);
     if !path.exists() {
         return;
@@ -489,6 +489,22 @@ pub(crate) fn close_master(paths: &Paths, name: &str) {
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status();
+}
+
+/// Removes the sockets the master of zone `name` forwarded (`<zone digest>.….fwd`): with the
+/// master gone they answer no more.
+fn remove_forwards(dir: &Path, name: &str) {
+    let prefix = format!("{}.", short_digest(name));
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let file = entry.file_name();
+        let file = file.to_string_lossy();
+        if file.starts_with(&prefix) && file.ends_with(".fwd") {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
 }
 
 #[cfg(test)]
