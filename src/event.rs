@@ -173,10 +173,9 @@ pub struct InitInfo {
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct InitMeta {
     pub additional_directories: Vec<String>,
-    /// The sub-agents the Agent tool offers.
-    pub agents: Vec<String>,
-    /// The same with what the Agent SDK's `supportedAgents()` lists of each.
-    pub agent_infos: Vec<AgentInfo>,
+    /// The sub-agents the Agent tool offers, as the Agent SDK's `supportedAgents()` lists
+    /// them (`system/init` names them).
+    pub agents: Vec<AgentInfo>,
     /// The output style in force (`default` when none).
     pub output_style: String,
     /// Every output style the session could pick.

@@ -899,28 +899,14 @@ pub fn append_allow_rule(path: &Path, rule: &str) -> Result<(), SettingsError> {
     append_to_list(path, &["permissions", "allow"], rule)
 }
 
-/// Sets the top-level `key` of the settings file at `path` to `value`, keeping the rest.
-pub fn set_key(path: &Path, key: &str, value: serde_json::Value) -> Result<(), SettingsError> {
-    set_path(path, &[key], value)
-}
-
-/// Sets the value at `keys` (objects made as needed) of the settings file at `path`.
+/// Sets the value at `keys` (objects made as needed) of the settings file at `path`,
+/// keeping the rest.
 pub fn set_path(path: &Path, keys: &[&str], value: serde_json::Value) -> Result<(), SettingsError> {
+    let Some((last, parents)) = keys.split_last() else {
+        return Ok(());
+    };
     edit_json_file(path, |doc| {
-        let Some((last, parents)) = keys.split_last() else {
-            return Ok(());
-        };
-        let mut node = doc;
-        for (depth, key) in parents.iter().enumerate() {
-            node = node
-                .as_object_mut()
-                .ok_or_else(|| format!("\"{}\" is not a JSON object", keys[..depth].join(".")))?
-                .entry(*key)
-                .or_insert_with(|| serde_json::json!({}));
-        }
-        node.as_object_mut()
-            .ok_or_else(|| format!("\"{}\" is not a JSON object", parents.join(".")))?
-            .insert((*last).to_string(), value);
+        object_at(doc, parents)?.insert((*last).to_string(), value);
         Ok(())
     })
 }
@@ -937,14 +923,8 @@ pub fn user_settings_path() -> Result<PathBuf, SettingsError> {
 
 /// Records in the user's settings that `dir` is trusted.
 pub fn trust_directory(dir: &Path) -> Result<(), SettingsError> {
-    let Some(home) = ouro_home() else {
-        return Err(SettingsError::Write {
-            path: PathBuf::from("~/.ouro/settings.json"),
-            source: std::io::Error::other("there is no home directory"),
-        });
-    };
     append_to_list(
-        &home.join("settings.json"),
+        &user_settings_path()?,
         &["trustedDirectories"],
         &dir.to_string_lossy(),
     )
@@ -952,21 +932,13 @@ pub fn trust_directory(dir: &Path) -> Result<(), SettingsError> {
 
 /// Adds `value` (once) to the list at `keys` in the JSON file at `path`, keeping the rest.
 fn append_to_list(path: &Path, keys: &[&str], value: &str) -> Result<(), SettingsError> {
+    let Some((last, parents)) = keys.split_last() else {
+        return Ok(());
+    };
     edit_json_file(path, |doc| {
-        let mut node = doc;
-        for (depth, key) in keys.iter().enumerate() {
-            let empty = if depth + 1 == keys.len() {
-                serde_json::json!([])
-            } else {
-                serde_json::json!({})
-            };
-            node = node
-                .as_object_mut()
-                .ok_or_else(|| format!("\"{}\" is not a JSON object", keys[..depth].join(".")))?
-                .entry(*key)
-                .or_insert(empty);
-        }
-        let list = node
+        let list = object_at(doc, parents)?
+            .entry(*last)
+            .or_insert_with(|| serde_json::json!([]))
             .as_array_mut()
             .ok_or_else(|| format!("\"{}\" is not a list", keys.join(".")))?;
         if !list.iter().any(|r| r.as_str() == Some(value)) {
@@ -974,6 +946,24 @@ fn append_to_list(path: &Path, keys: &[&str], value: &str) -> Result<(), Setting
         }
         Ok(())
     })
+}
+
+/// The object at `keys` in `doc`, each missing one made empty; which is not an object, if one
+/// is not.
+fn object_at<'d>(
+    doc: &'d mut serde_json::Value,
+    keys: &[&str],
+) -> Result<&'d mut serde_json::Map<String, serde_json::Value>, String> {
+    let mut node = doc;
+    for (depth, key) in keys.iter().enumerate() {
+        node = node
+            .as_object_mut()
+            .ok_or_else(|| format!("\"{}\" is not a JSON object", keys[..depth].join(".")))?
+            .entry(*key)
+            .or_insert_with(|| serde_json::json!({}));
+    }
+    node.as_object_mut()
+        .ok_or_else(|| format!("\"{}\" is not a JSON object", keys.join(".")))
 }
 
 /// Changes the JSON document in the file at `path` (an empty or missing file is `{}`),

@@ -119,7 +119,8 @@ pub(super) fn apply(
     })
 }
 
-/// An asker that lets the agent's command patterns answer first.
+/// An asker that runs what the agent's allowed patterns match without asking (what its denied
+/// ones match never reaches an asker: the command guard refuses it first).
 struct Patterns {
     rules: Arc<CommandRules>,
     inner: Arc<dyn Asker>,
@@ -128,11 +129,8 @@ struct Patterns {
 impl Asker for Patterns {
     fn ask(&self, request: AskRequest) -> BoxFuture<'_, AskAnswer> {
         match self.rules.judge_call(&request.tool, &request.input) {
-            CommandVerdict::Denied { pattern } => {
-                Box::pin(async move { AskAnswer::Deny(Some(CommandRules::refusal(&pattern))) })
-            }
             CommandVerdict::Allowed { .. } => Box::pin(async { AskAnswer::AllowOnce }),
-            CommandVerdict::Unsettled => self.inner.ask(request),
+            _ => self.inner.ask(request),
         }
     }
 }

@@ -708,9 +708,8 @@ pub fn build(
             hooks: hooks.clone(),
             agent_dirs,
         },
-        &mut meta.agent_infos,
+        &mut meta.agents,
     )?;
-    meta.agents = meta.agent_infos.iter().map(|a| a.name.clone()).collect();
     meta.output_style = style.name.clone();
     meta.output_styles = styles.iter().map(|s| s.name.clone()).collect();
     config.init_meta = meta;

@@ -131,8 +131,6 @@ impl PermissionEngine {
         self.scope.mode()
     }
 
-    /// Switches the mode for the rest of the session (Shift+Tab, the SDK's
-    /// `set_permission_mode`). bypassPermissions is refused as root, as at startup.
     /// Puts `guard` in front of every command: what it refuses is denied in every mode
     /// (bypassPermissions included) and whatever a hook or a rule says.
     pub fn guard_commands(&self, guard: CommandGuard) {
@@ -149,6 +147,8 @@ impl PermissionEngine {
         guard(command)
     }
 
+    /// Switches the mode for the rest of the session (Shift+Tab, the SDK's
+    /// `set_permission_mode`). bypassPermissions is refused as root, as at startup.
     pub fn set_mode(&self, mode: PermissionMode) -> Result<(), PermissionError> {
         let (is_root, root_override) = root_facts();
         check_bypass_allowed(mode, is_root, root_override)?;

@@ -42,7 +42,7 @@ impl Repl {
         self.engine.set_output_style(&style.name, replace, append);
         let path = crate::settings::local_settings_path(&root);
         let value = serde_json::Value::String(style.name.clone());
-        match crate::settings::set_key(&path, "outputStyle", value) {
+        match crate::settings::set_path(&path, &["outputStyle"], value) {
             Ok(()) => format!(
                 "Output style: {} from the next request on (saved to .ouro/settings.local.json).",
                 style.name

@@ -78,7 +78,7 @@ impl Controls {
             checkpoints: engine.executor().context().checkpoints.clone(),
             transcript: engine.transcript_path().map(PathBuf::from),
             commands: engine.config().init_meta.skills.clone(),
-            agents: engine.config().init_meta.agent_infos.clone(),
+            agents: engine.config().init_meta.agents.clone(),
             output_style: engine.config().init_meta.output_style.clone(),
             output_styles: engine.config().init_meta.output_styles.clone(),
         }

@@ -106,7 +106,11 @@ mod tests {
             permission_mode: "default".into(),
             mcp_servers: Vec::new(),
             meta: crate::event::InitMeta {
-                agents: vec!["explore".into()],
+                agents: vec![crate::event::AgentInfo {
+                    name: "explore".into(),
+                    description: "Reads".into(),
+                    model: None,
+                }],
                 skills: vec!["pdf".into()],
                 ..Default::default()
             },

@@ -86,7 +86,7 @@ pub fn line(event: &Event, session_id: &str) -> Option<Line> {
             ouro_version: Some(env!("CARGO_PKG_VERSION").into()),
             more: Box::new(InitMore {
                 additional_directories: Some(info.meta.additional_directories.clone()),
-                agents: Some(info.meta.agents.clone()),
+                agents: Some(info.meta.agents.iter().map(|a| a.name.clone()).collect()),
                 skills: Some(info.meta.skills.clone()),
                 slash_commands: Some(info.meta.skills.clone()),
                 plugins: Some(Vec::new()),

@@ -40,6 +40,8 @@ fn lock_holder(paths: &Paths) -> Option<u32> {
 pub struct Client {
     conn: Conn,
     pub daemon_pid: u32,
+    /// The socket the daemon answered on.
+    pub socket: PathBuf,
 }
 
 impl Client {
@@ -49,7 +51,7 @@ impl Client {
             match UnixStream::connect(&socket).await {
                 Ok(stream) => {
                     ours(&stream, &socket)?;
-                    return handshake(stream).await;
+                    return handshake(stream, socket).await;
                 }
                 Err(e) if is_absent(&e) => {}
                 Err(source) => {
@@ -69,7 +71,7 @@ impl Client {
                 tokio::time::sleep(Duration::from_millis(50)).await;
                 if let Ok(stream) = UnixStream::connect(&paths.socket).await {
                     ours(&stream, &paths.socket)?;
-                    return handshake(stream).await;
+                    return handshake(stream, paths.socket.clone()).await;
                 }
             }
             if alive(pid) {
@@ -138,7 +140,7 @@ pub(in crate::daemon) fn ours(
     }
 }
 
-async fn handshake(mut stream: UnixStream) -> Result<Client, DaemonError> {
+async fn handshake(mut stream: UnixStream, socket: PathBuf) -> Result<Client, DaemonError> {
     let hello = Header::Hello {
         protocol: PROTOCOL,
         version: env!("CARGO_PKG_VERSION").into(),
@@ -159,6 +161,7 @@ async fn handshake(mut stream: UnixStream) -> Result<Client, DaemonError> {
         Header::Welcome { protocol, pid, .. } if protocol == PROTOCOL => Ok(Client {
             conn: Conn::new(stream),
             daemon_pid: pid,
+            socket,
         }),
         Header::Welcome {
             protocol,
@@ -230,7 +233,7 @@ async fn start(paths: &Paths) -> Result<Client, DaemonError> {
     while started.elapsed() < START_WAIT {
         if let Ok(stream) = UnixStream::connect(&paths.socket).await {
             ours(&stream, &paths.socket)?;
-            return handshake(stream).await;
+            return handshake(stream, paths.socket.clone()).await;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }

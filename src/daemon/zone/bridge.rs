@@ -43,24 +43,17 @@ pub async fn socket(paths: &Paths) -> Result<PathBuf, DaemonError> {
 
 /// Connects to this user's daemon, starting one when none runs: the socket it answers on.
 async fn daemon(paths: &Paths) -> Result<(PathBuf, UnixStream), DaemonError> {
-    drop(client::Client::connect(paths, true).await?);
-    let mut failed = None;
-    for path in paths.sockets() {
-        match UnixStream::connect(&path).await {
-            Ok(socket) => {
-                client::ours(&socket, &path)?;
-                return Ok((path, socket));
-            }
-            Err(source) => {
-                failed = Some(DaemonError::Io {
-                    action: "connect to the daemon at",
-                    path,
-                    source,
-                })
-            }
-        }
-    }
-    Err(failed.unwrap_or_else(|| DaemonError::Client("the daemon has no socket".into())))
+    // The client's handshake is its own: the bridge's stream carries the far client's.
+    let path = client::Client::connect(paths, true).await?.socket;
+    let socket = UnixStream::connect(&path)
+        .await
+        .map_err(|source| DaemonError::Io {
+            action: "connect to the daemon at",
+            path: path.clone(),
+            source,
+        })?;
+    client::ours(&socket, &path)?;
+    Ok((path, socket))
 }
 
 /// [`stdin`]'s other half: our end of the pipe to ssh.
