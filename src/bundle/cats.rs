@@ -7,6 +7,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
+use rayon::prelude::*;
 
 use super::BundleError;
 use super::curate::CurateOptions;
@@ -36,7 +37,10 @@ pub struct Counted {
 }
 
 pub struct Bundled {
-    pub bundle: Vec<u8>,
+    /// Front matter (`--task`), put before the bundle; empty without it.
+    pub front: Vec<u8>,
+    entries: Vec<(Entry, format::Judged)>,
+    instructions: bool,
     pub files: Vec<Counted>,
     /// Files the token budget left out.
     pub left_out: Vec<Counted>,
@@ -44,6 +48,26 @@ pub struct Bundled {
     pub secrets: Vec<(String, &'static str)>,
     /// The whole bundle as the API's token counter counts it, or why it could not.
     pub counted: Result<u64, String>,
+}
+
+impl Bundled {
+    /// The bundle, written as it is made in large sequential writes: a 100 MB bundle is never
+    /// a second copy in memory.
+    pub fn write_to(&self, out: impl std::io::Write) -> std::io::Result<()> {
+        use std::io::Write as _;
+        let mut out = std::io::BufWriter::with_capacity(1 << 20, out);
+        out.write_all(&self.front)?;
+        format::write_bundle(&mut out, &self.entries, self.instructions)?;
+        out.flush()
+    }
+
+    /// The whole bundle in memory.
+    pub fn bytes(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        // Writing into memory cannot fail.
+        let _ = self.write_to(&mut out);
+        out
+    }
 }
 
 /// The largest bundle sent to be counted (the API's request size limit).
@@ -90,11 +114,11 @@ fn named(cwd: &Path, options: &CatsOptions) -> Vec<PathBuf> {
 }
 
 /// Why a file found by a walk or a glob is a secret, if it is: by its name, or by a private
-/// key or a known token in its text.
-fn secret(rel: &Path, content: &[u8], binary: bool) -> Option<&'static str> {
+/// key or a known token in its text (`text`: the content, when it is text).
+fn secret(rel: &Path, text: Option<&str>) -> Option<&'static str> {
     crate::sys::secrets::secret_file(rel).or_else(|| {
-        (!binary && crate::sys::secrets::find_in_text(&String::from_utf8_lossy(content)).is_some())
-            .then_some("it holds a private key or an access token")
+        crate::sys::secrets::find_in_text(text?)
+            .map(|_| "it holds a private key or an access token")
     })
 }
 
@@ -124,25 +148,31 @@ pub fn build(
     files: Vec<PathBuf>,
     options: &CatsOptions,
 ) -> Result<Bundled, BundleError> {
-    let named = named(cwd, options);
+    let named: std::collections::HashSet<PathBuf> = named(cwd, options).into_iter().collect();
     let mut entries = Vec::new();
     let mut counted_files = Vec::new();
     let mut left_out = Vec::new();
     let mut secrets = Vec::new();
     let mut total = 0u64;
-    let contents = read_all(cwd, &files)?;
-    for (rel, content) in files.into_iter().zip(contents) {
-        let path = rel.as_os_str().as_bytes().to_vec();
-        let binary = format::is_binary(&path, &content);
-        if !named.contains(&rel)
-            && let Some(why) = secret(&rel, &content, binary)
-        {
+    // Read and judged on every core: a bundle of many files waits on the disk and on the
+    // secret scan, and both spread.
+    let read: Vec<Result<Read, BundleError>> = files
+        .par_iter()
+        .map(|rel| Read::of(cwd, rel, !named.contains(rel)))
+        .collect();
+    for (rel, read) in files.into_iter().zip(read) {
+        let Read {
+            content,
+            judged,
+            secret,
+        } = read?;
+        if let Some(why) = secret {
             secrets.push((rel.to_string_lossy().into_owned(), why));
             continue;
         }
         let counted = Counted {
             path: rel.to_string_lossy().into_owned(),
-            tokens: estimate(&content, binary),
+            tokens: estimate(&content, judged.binary),
         };
         if options
             .max_tokens
@@ -153,10 +183,13 @@ pub fn build(
         }
         total += counted.tokens;
         counted_files.push(counted);
-        entries.push(Entry { path, content });
+        let path = rel.as_os_str().as_bytes().to_vec();
+        entries.push((Entry { path, content }, judged));
     }
     Ok(Bundled {
-        bundle: format::bundle(&entries, options.instructions),
+        front: Vec::new(),
+        entries,
+        instructions: options.instructions,
         files: counted_files,
         left_out,
         secrets,
@@ -164,38 +197,40 @@ pub fn build(
     })
 }
 
-/// The files' contents, in order, read on every core (a bundle of many small files waits on
-/// the disk, not the CPU).
-fn read_all(cwd: &Path, files: &[PathBuf]) -> Result<Vec<Vec<u8>>, BundleError> {
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(8);
-    let chunk = files.len().div_ceil(threads).max(1);
-    let read = |rel: &PathBuf| {
-        std::fs::read(cwd.join(rel)).map_err(|source| BundleError::Io {
+/// One file as read, and what cats makes of it.
+struct Read {
+    content: Vec<u8>,
+    judged: format::Judged,
+    /// Why it is left out as a secret (only asked of files the command line did not name).
+    secret: Option<&'static str>,
+}
+
+impl Read {
+    /// Read and judged in one go, while the content is still in the CPU's cache.
+    fn of(cwd: &Path, rel: &Path, judge: bool) -> Result<Read, BundleError> {
+        let content = std::fs::read(cwd.join(rel)).map_err(|source| BundleError::Io {
             action: "read",
-            path: rel.clone(),
+            path: rel.to_path_buf(),
             source,
+        })?;
+        let path = rel.as_os_str().as_bytes();
+        let text = format::as_text(path, &content);
+        let secret = if judge { secret(rel, text) } else { None };
+        let judged = format::Judged {
+            binary: text.is_none(),
+            // A secret is left out: nothing to hash.
+            digest: if secret.is_none() {
+                format::digest(&content)
+            } else {
+                String::new()
+            },
+        };
+        Ok(Read {
+            content,
+            judged,
+            secret,
         })
-    };
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = files
-            .chunks(chunk)
-            .map(|part| scope.spawn(move || part.iter().map(read).collect::<Vec<_>>()))
-            .collect();
-        let mut out = Vec::with_capacity(files.len());
-        for handle in handles {
-            let part = handle.join().map_err(|_| BundleError::Io {
-                action: "read",
-                path: cwd.to_path_buf(),
-                source: std::io::Error::other("a reading thread failed"),
-            })?;
-            for content in part {
-                out.push(content?);
-            }
-        }
-        Ok(out)
-    })
+    }
 }
 
 fn globs(patterns: &[String]) -> Result<GlobSet, BundleError> {
@@ -344,12 +379,10 @@ pub async fn run(
             },
             ai_curation_confidence: confidence,
         };
-        let mut with_front = front.to_yaml()?.into_bytes();
-        with_front.append(&mut bundled.bundle);
-        bundled.bundle = with_front;
+        bundled.front = front.to_yaml()?.into_bytes();
     }
     bundled.counted = if options.count_with_api {
-        api_count(&bundled.bundle).await
+        api_count(&bundled.bytes()).await
     } else {
         Err(
             "the bundle is sent nowhere unless you ask: `--count-tokens api` has the API count it"
@@ -357,10 +390,7 @@ pub async fn run(
         )
     };
     if output == "-" {
-        let mut stdout = std::io::stdout().lock();
-        let written = std::io::Write::write_all(&mut stdout, &bundled.bundle)
-            .and_then(|()| std::io::Write::flush(&mut stdout));
-        match written {
+        match bundled.write_to(std::io::stdout().lock()) {
             // A reader that closed the pipe (`ouro cats . | head`) took what it wanted: a
             // normal end, as ripgrep treats it.
             Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(0),
@@ -371,13 +401,16 @@ pub async fn run(
             })?,
         }
     } else {
-        std::fs::write(cwd.join(output), &bundled.bundle).map_err(|source| BundleError::Io {
+        let written = std::fs::File::create(cwd.join(output)).and_then(|f| bundled.write_to(f));
+        written.map_err(|source| BundleError::Io {
             action: "write the bundle to",
             path: output.into(),
             source,
         })?;
     }
     eprint!("{}", table(&bundled));
+    // The process ends next: freeing a large bundle file by file would only delay that.
+    std::mem::forget(bundled);
     Ok(0)
 }
 

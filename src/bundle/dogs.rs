@@ -375,8 +375,11 @@ pub fn summary(changes: &[Change]) -> String {
     let mut out = String::new();
     let (mut added, mut removed) = (0, 0);
     let mut counts = [0usize; 3];
-    for change in changes {
-        let (plus, minus) = line_counts(change);
+    let lines: Vec<(usize, usize)> = {
+        use rayon::prelude::*;
+        changes.par_iter().map(line_counts).collect()
+    };
+    for (change, (plus, minus)) in changes.iter().zip(lines) {
         added += plus;
         removed += minus;
         let kind = change.kind();
@@ -403,7 +406,19 @@ fn text_of(bytes: Option<&[u8]>) -> String {
         .unwrap_or_default()
 }
 
+/// Lines as a diff counts them: a last line without its newline is one too.
+fn lines(bytes: &[u8]) -> usize {
+    memchr::memchr_iter(b'\n', bytes).count()
+        + usize::from(bytes.last().is_some_and(|b| *b != b'\n'))
+}
+
 fn line_counts(change: &Change) -> (usize, usize) {
+    // A file created or deleted whole needs no diff: every line is added, or removed.
+    match (&change.before, &change.after) {
+        (None, Some(new)) => return (lines(new), 0),
+        (Some((old, _)), None) => return (0, lines(old)),
+        _ => {}
+    }
     let old = text_of(change.before.as_ref().map(|(b, _)| b.as_slice()));
     let new = text_of(change.after.as_deref());
     let diff = similar::TextDiff::from_lines(&old, &new);

@@ -8,6 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::sys::beneath;
@@ -154,64 +155,65 @@ pub(super) enum Settled {
     RolledBack(usize),
 }
 
+/// Gives one entry its new content (`undo`: its old one); what failed, said.
+fn settle_one(dir: &Path, entry: &Entry, undo: bool) -> Result<(), String> {
+    let (_, name) = split(&entry.path);
+    let folder = match beneath::folder(dir, &dir.join(split(&entry.path).0)) {
+        Ok(folder) => folder,
+        // Its folder is gone: a new file's folder never made, nothing to settle.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(format!("open the folder of {}: {e}", entry.path.display())),
+    };
+    let done = if undo {
+        match &entry.kept {
+            Some(kept) if exists(dir, &entry.path, kept) => beneath::rename_in(&folder, kept, name),
+            // Kept already renamed back, or never made because staging stopped first.
+            Some(_) => Ok(()),
+            None => remove_quietly(dir, &entry.path, name),
+        }
+    } else {
+        match &entry.staged {
+            Some(staged) if exists(dir, &entry.path, staged) => {
+                beneath::rename_in(&folder, staged, name)
+            }
+            Some(_) => Ok(()),
+            None => remove_quietly(dir, &entry.path, name),
+        }
+    };
+    done.map_err(|e| {
+        let what = if undo { "put back" } else { "finish" };
+        format!("{what} {}: {e}", entry.path.display())
+    })
+}
+
 /// Finishes the journal's apply (`rollback`: undoes it), removes every staged and kept file
 /// and the journal. An apply cut off while staging changed no target, so it is rolled back
 /// either way. What could not be done is named; the journal then stays for another try.
 pub(super) fn settle(dir: &Path, journal: &Journal, rollback: bool) -> Result<Settled, String> {
     let undo = rollback || journal.state == State::Staging;
-    let mut failed: Vec<String> = Vec::new();
-    let note = |failed: &mut Vec<String>, what: &str, path: &Path, e: std::io::Error| {
-        failed.push(format!("{what} {}: {e}", path.display()));
-    };
-    for entry in &journal.entries {
-        let (_, name) = split(&entry.path);
-        let folder = match beneath::folder(dir, &dir.join(split(&entry.path).0)) {
-            Ok(folder) => folder,
-            // Its folder is gone: a new file's folder never made, nothing to settle.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => {
-                note(&mut failed, "open the folder of", &entry.path, e);
-                continue;
-            }
-        };
-        let done = if undo {
-            match &entry.kept {
-                Some(kept) if exists(dir, &entry.path, kept) => {
-                    beneath::rename_in(&folder, kept, name)
-                }
-                // Kept already renamed back, or never made because staging stopped first.
-                Some(_) => Ok(()),
-                None => remove_quietly(dir, &entry.path, name),
-            }
-        } else {
-            match &entry.staged {
-                Some(staged) if exists(dir, &entry.path, staged) => {
-                    beneath::rename_in(&folder, staged, name)
-                }
-                Some(_) => Ok(()),
-                None => remove_quietly(dir, &entry.path, name),
-            }
-        };
-        if let Err(e) = done {
-            let what = if undo { "put back" } else { "finish" };
-            note(&mut failed, what, &entry.path, e);
-        }
-    }
+    // Every entry is settled on its own, so they are settled on every core.
+    let failed: Vec<String> = journal
+        .entries
+        .par_iter()
+        .filter_map(|entry| settle_one(dir, entry, undo).err())
+        .collect();
     if !failed.is_empty() {
         return Err(listed(&failed));
     }
-    for entry in &journal.entries {
-        for name in entry.staged.iter().chain(&entry.kept) {
-            if let Err(e) = remove_quietly(dir, &entry.path, name) {
-                note(
-                    &mut failed,
-                    "remove the staged or kept copy of",
-                    &entry.path,
-                    e,
-                );
-            }
-        }
-    }
+    let failed: Vec<String> = journal
+        .entries
+        .par_iter()
+        .flat_map_iter(|entry| {
+            entry.staged.iter().chain(&entry.kept).filter_map(|name| {
+                remove_quietly(dir, &entry.path, name).err().map(|e| {
+                    format!(
+                        "remove the staged or kept copy of {}: {e}",
+                        entry.path.display()
+                    )
+                })
+            })
+        })
+        .collect();
     if undo {
         for made in journal.made_dirs.iter().rev() {
             // Only if empty: a folder someone filled since stays.

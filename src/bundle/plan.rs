@@ -9,7 +9,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Component, Path, PathBuf};
 
 use super::edit::{self, Text};
-use super::format::digest;
+use super::format::matches_digest;
 use super::parse::Block;
 
 /// What one file becomes.
@@ -106,7 +106,7 @@ pub(super) fn plan(
         if !ignore_drift
             && let Some(expected) = hashes.get(path.as_os_str().as_bytes())
             && let Some((now, _)) = &before
-            && digest(now) != *expected
+            && !matches_digest(expected, now)
         {
             problems.push(format!(
                 "{}: changed on disk since it was bundled; bundle it again, or pass --force to overwrite it",

@@ -3,9 +3,12 @@
 //! file between 🐈 START and END marker lines, text inside a fence of three backticks, binary
 //! as one line of base64 with a hint. A model answers in the same shape with 🐕 markers.
 //!
-//! ouro adds manifest lines to the header (`# Manifest: sha256=<hex> <path>`), which PAWS's
+//! ouro adds manifest lines to the header (`# Manifest: blake3=<hex> <path>`), which PAWS's
 //! dogs skips like any line outside a block: each bundled file's hash, so `ouro dogs` can tell
-//! when a file changed on disk after it was bundled.
+//! when a file changed on disk after it was bundled. Bundles of earlier ouro versions carry
+//! `sha256=` hashes; those are still read and checked.
+
+use std::io::Write;
 
 use base64::Engine as _;
 
@@ -14,7 +17,7 @@ pub(crate) const DOG: &str = "🐕";
 pub const HEADER: &str = "# Cats Bundle";
 pub(crate) const FENCE: &[u8] = b"```";
 pub(crate) const BASE64_HINT: &str = " (Content:Base64)";
-pub(crate) const MANIFEST: &str = "# Manifest: sha256=";
+pub(crate) const MANIFEST: &str = "# Manifest: ";
 
 /// Extensions PAWS always treats as binary.
 const BINARY_EXTENSIONS: &[&str] = &[
@@ -152,76 +155,109 @@ pub(crate) fn is_closing_fence(line: &[u8]) -> bool {
 /// more than 30% control bytes in the first 1024), and, since ouro keeps every byte, any
 /// content that is not UTF-8 or that holds the exact line sequence that would end its entry.
 pub(crate) fn is_binary(path: &[u8], content: &[u8]) -> bool {
+    as_text(path, content).is_none()
+}
+
+/// `content` as the text a bundle holds it as, or `None` when it goes in as base64
+/// ([`is_binary`]); the content is checked for UTF-8 once.
+pub(crate) fn as_text<'a>(path: &[u8], content: &'a [u8]) -> Option<&'a str> {
     let extension = path
         .rsplit(|b| *b == b'.')
         .next()
         .filter(|_| path.contains(&b'.'))
         .map(|e| String::from_utf8_lossy(e).to_ascii_lowercase());
     if extension.is_some_and(|e| BINARY_EXTENSIONS.contains(&e.as_str())) {
-        return true;
+        return None;
     }
     let head = &content[..content.len().min(1024)];
     if head.contains(&0) {
-        return true;
+        return None;
     }
     let control = head
         .iter()
         .filter(|b| **b < 0x20 && !matches!(b, b'\t' | b'\n' | b'\r'))
         .count();
     if !head.is_empty() && control * 10 > head.len() * 3 {
-        return true;
+        return None;
     }
-    if std::str::from_utf8(content).is_err() {
-        return true;
-    }
+    let text = std::str::from_utf8(content).ok()?;
     let hint = BASE64_HINT.as_bytes();
     let named_like_binary =
         path.len() >= hint.len() && path[path.len() - hint.len()..].eq_ignore_ascii_case(hint);
-    // A line pair inside the content that the reader would take for the entry's end (a
-    // closing fence, then this path's END marker in any shape it accepts); the opening fence
-    // counts as the line before the first.
-    let text = std::str::from_utf8(content).unwrap_or_default();
-    let mut lines = std::iter::once("```").chain(text.split('\n')).peekable();
-    let mut ends_early = false;
+    (!named_like_binary && !ends_early(path, text)).then_some(text)
+}
+
+/// Whether `text` holds a line pair the reader would take for the end of `path`'s entry: a
+/// closing fence, then that path's END marker in any shape it accepts. The opening fence counts
+/// as the line before the first.
+fn ends_early(path: &[u8], text: &str) -> bool {
+    let ends =
+        |line: &str| marker(line.as_bytes()).is_some_and(|m| m.cat && !m.start && m.path == path);
+    if text.split('\n').next().is_some_and(ends) {
+        return true;
+    }
+    // Most files hold no fence at all: they need no walk line by line.
+    if memchr::memmem::find(text.as_bytes(), FENCE).is_none() {
+        return false;
+    }
+    let mut lines = text.split('\n').peekable();
     while let Some(line) = lines.next() {
-        if is_closing_fence(line.as_bytes())
-            && lines.peek().is_some_and(|next| {
-                marker(next.as_bytes()).is_some_and(|m| m.cat && !m.start && m.path == path)
-            })
-        {
-            ends_early = true;
+        if is_closing_fence(line.as_bytes()) && lines.peek().is_some_and(|next| ends(next)) {
+            return true;
         }
     }
-    named_like_binary || ends_early
+    false
 }
 
-/// One entry as cats writes it, followed by the empty line that separates entries.
-pub(crate) fn write_entry(out: &mut Vec<u8>, entry: &Entry) {
-    let binary = is_binary(&entry.path, &entry.content);
-    out.extend_from_slice(&marker_line(CAT, true, &entry.path, binary));
-    out.push(b'\n');
+/// One entry as cats writes it (`binary`: what [`is_binary`] says of it), followed by the
+/// empty line that separates entries unless it is the `last`: a bundle ends with its last
+/// marker's newline, as PAWS's does.
+pub(crate) fn write_entry(
+    out: &mut impl Write,
+    entry: &Entry,
+    binary: bool,
+    last: bool,
+) -> std::io::Result<()> {
+    out.write_all(&marker_line(CAT, true, &entry.path, binary))?;
+    out.write_all(b"\n")?;
     if binary {
-        out.extend_from_slice(
-            base64::engine::general_purpose::STANDARD
-                .encode(&entry.content)
-                .as_bytes(),
-        );
-        out.push(b'\n');
+        let encoded = base64::engine::general_purpose::STANDARD.encode(&entry.content);
+        out.write_all(encoded.as_bytes())?;
+        out.write_all(b"\n")?;
     } else {
-        out.extend_from_slice(FENCE);
-        out.push(b'\n');
-        out.extend_from_slice(&entry.content);
-        out.push(b'\n');
-        out.extend_from_slice(FENCE);
-        out.push(b'\n');
+        out.write_all(FENCE)?;
+        out.write_all(b"\n")?;
+        out.write_all(&entry.content)?;
+        out.write_all(b"\n")?;
+        out.write_all(FENCE)?;
+        out.write_all(b"\n")?;
     }
-    out.extend_from_slice(&marker_line(CAT, false, &entry.path, binary));
-    out.extend_from_slice(b"\n\n");
+    out.write_all(&marker_line(CAT, false, &entry.path, binary))?;
+    out.write_all(if last { b"\n" } else { b"\n\n" })
 }
 
-/// The SHA-256 of `content`, in hex.
+/// The hash a manifest line gives `content`: `blake3=<hex>`.
 pub fn digest(content: &[u8]) -> String {
-    crate::text::hex(ring::digest::digest(&ring::digest::SHA256, content).as_ref())
+    format!("blake3={}", blake3::hash(content).to_hex())
+}
+
+/// Whether a manifest hash is one this version checks (`blake3=…`, or an earlier version's
+/// `sha256=…`); a line with another is prose.
+pub(crate) fn is_known_hash(hash: &str) -> bool {
+    hash.strip_prefix("blake3=")
+        .or_else(|| hash.strip_prefix("sha256="))
+        .is_some_and(|hex| hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// Whether `content` is what the manifest hash `hash` (see [`is_known_hash`]) was made of.
+pub fn matches_digest(hash: &str, content: &[u8]) -> bool {
+    match hash.strip_prefix("sha256=") {
+        Some(hex) => {
+            crate::text::hex(ring::digest::digest(&ring::digest::SHA256, content).as_ref())
+                .eq_ignore_ascii_case(hex)
+        }
+        None => digest(content).eq_ignore_ascii_case(hash),
+    }
 }
 
 /// How a chat model should answer a bundle, put before its files (as PAWS's cats prepends its
@@ -235,32 +271,59 @@ Leave out the files you do not change. To delete a file, put the single line \
 only `@@ PAWS_CMD REQUEST_CONTEXT(the files you need) @@`. Text outside the markers is read \
 as your explanation; `ouro dogs` applies the answer.\n\n";
 
+/// What a bundle writes of an entry besides its content: its manifest hash and whether it
+/// goes in as base64.
+pub struct Judged {
+    pub digest: String,
+    pub binary: bool,
+}
+
+impl Judged {
+    pub fn of(entry: &Entry) -> Judged {
+        Judged {
+            digest: digest(&entry.content),
+            binary: is_binary(&entry.path, &entry.content),
+        }
+    }
+}
+
 /// A whole bundle: header, reply instructions (when `instructions`), manifest, entries; ends
 /// right after the last END marker with one newline, as PAWS's does.
 pub fn bundle(entries: &[Entry], instructions: bool) -> Vec<u8> {
+    use rayon::prelude::*;
+    // Hashing is most of a large bundle's cost: spread over every core.
+    let judged: Vec<(&Entry, Judged)> = entries.par_iter().map(|e| (e, Judged::of(e))).collect();
     let mut out = Vec::new();
-    out.extend_from_slice(HEADER.as_bytes());
-    out.extend_from_slice(b"\n# Format: FULL\n");
-    if instructions {
-        out.push(b'\n');
-        out.extend_from_slice(REPLY_INSTRUCTIONS.as_bytes());
-    }
-    for entry in entries {
-        out.extend_from_slice(MANIFEST.as_bytes());
-        out.extend_from_slice(digest(&entry.content).as_bytes());
-        out.push(b' ');
-        out.extend_from_slice(&entry.path);
-        out.push(b'\n');
-    }
-    out.push(b'\n');
-    for entry in entries {
-        write_entry(&mut out, entry);
-    }
-    // Entries end with an empty line; the bundle ends with the last marker's newline.
-    if !entries.is_empty() {
-        out.pop();
-    }
+    // Writing into memory cannot fail.
+    let _ = write_bundle(&mut out, &judged, instructions);
     out
+}
+
+/// [`bundle`] of entries already judged, written to `out` as it is made (give it a buffered
+/// writer: the pieces are small).
+pub fn write_bundle<E: std::borrow::Borrow<Entry>>(
+    out: &mut impl Write,
+    entries: &[(E, Judged)],
+    instructions: bool,
+) -> std::io::Result<()> {
+    out.write_all(HEADER.as_bytes())?;
+    out.write_all(b"\n# Format: FULL\n")?;
+    if instructions {
+        out.write_all(b"\n")?;
+        out.write_all(REPLY_INSTRUCTIONS.as_bytes())?;
+    }
+    for (entry, judged) in entries {
+        out.write_all(MANIFEST.as_bytes())?;
+        out.write_all(judged.digest.as_bytes())?;
+        out.write_all(b" ")?;
+        out.write_all(&entry.borrow().path)?;
+        out.write_all(b"\n")?;
+    }
+    out.write_all(b"\n")?;
+    for (i, (entry, judged)) in entries.iter().enumerate() {
+        write_entry(out, entry.borrow(), judged.binary, i + 1 == entries.len())?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -276,7 +339,10 @@ mod tests {
                 path: b"src/a.py".to_vec(),
                 content: b"x = 1\n".to_vec(),
             },
-        );
+            false,
+            false,
+        )
+        .unwrap();
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "🐈 --- CATS_START_FILE: src/a.py ---\n```\nx = 1\n\n```\n🐈 --- CATS_END_FILE: src/a.py ---\n\n"
@@ -288,11 +354,49 @@ mod tests {
                 path: b"img.png".to_vec(),
                 content: vec![0x89, b'P', b'N', b'G'],
             },
-        );
+            true,
+            false,
+        )
+        .unwrap();
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "🐈 --- CATS_START_FILE: img.png (Content:Base64) ---\niVBORw==\n🐈 --- CATS_END_FILE: img.png (Content:Base64) ---\n\n"
         );
+    }
+
+    #[test]
+    fn manifests_of_this_version_and_earlier_ones_are_checked() {
+        let hash = digest(b"abc");
+        assert!(hash.starts_with("blake3=") && is_known_hash(&hash));
+        assert!(matches_digest(&hash, b"abc") && !matches_digest(&hash, b"abd"));
+        // What an earlier ouro wrote: SHA-256.
+        let sha = "sha256=ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+        assert!(is_known_hash(sha));
+        assert!(matches_digest(sha, b"abc") && !matches_digest(sha, b"abd"));
+        assert!(!is_known_hash("md5=900150983cd24fb0d6963f7d28e17f72"));
+        assert!(!is_known_hash("blake3=xyz"));
+    }
+
+    #[test]
+    fn a_bundle_written_as_it_is_made_equals_the_one_in_memory() {
+        let entries = vec![
+            Entry {
+                path: b"a.txt".to_vec(),
+                content: b"```\nx\n".to_vec(),
+            },
+            Entry {
+                path: b"b.bin".to_vec(),
+                content: vec![0, 1, 2],
+            },
+        ];
+        let whole = bundle(&entries, true);
+        let judged: Vec<(&Entry, Judged)> = entries.iter().map(|e| (e, Judged::of(e))).collect();
+        let mut streamed = Vec::new();
+        write_bundle(&mut streamed, &judged, true).unwrap();
+        assert_eq!(whole, streamed);
+        assert!(whole.ends_with(b"CATS_END_FILE: b.bin (Content:Base64) ---\n"));
+        let text = String::from_utf8_lossy(&whole);
+        assert!(text.contains(&format!("# Manifest: {} a.txt\n", digest(b"```\nx\n"))));
     }
 
     #[test]

@@ -6,7 +6,9 @@
 
 use base64::Engine as _;
 
-use super::format::{HEADER, MANIFEST, Marker, is_closing_fence, is_fence, marker, trim};
+use super::format::{
+    HEADER, MANIFEST, Marker, is_closing_fence, is_fence, is_known_hash, marker, trim,
+};
 use super::front;
 
 /// One line of a text edit, without its line ending.
@@ -175,9 +177,10 @@ pub fn parse(reply: &[u8]) -> Result<Reply, ParseError> {
         let line = plain(lines[i]);
         if let Some(rest) = line.strip_prefix(MANIFEST.as_bytes())
             && let Some(space) = rest.iter().position(|b| *b == b' ')
+            && let Ok(hash) = std::str::from_utf8(&rest[..space])
+            && is_known_hash(hash)
         {
-            let hash = String::from_utf8_lossy(&rest[..space]).into_owned();
-            manifest.push((rest[space + 1..].to_vec(), hash));
+            manifest.push((rest[space + 1..].to_vec(), hash.to_string()));
             i += 1;
             continue;
         }
@@ -284,20 +287,21 @@ fn file_block(
             ),
         ));
     };
-    let mut inner: Vec<Vec<u8>> = lines[at + 1..end]
+    // Slices of the reply, not copies: a 100 MB bundle has a million lines.
+    let inner: Vec<&[u8]> = lines[at + 1..end]
         .iter()
         .map(|l| {
             if crlf {
-                l.strip_suffix(b"\r").unwrap_or(l).to_vec()
+                l.strip_suffix(b"\r").unwrap_or(l)
             } else {
-                l.to_vec()
+                l
             }
         })
         .collect();
-    if fenced && inner.len() >= 2 && is_closing_fence(&inner[inner.len() - 1]) {
-        inner.pop();
-        inner.remove(0);
-    }
+    let inner = match inner.as_slice() {
+        [_, middle @ .., last] if fenced && is_closing_fence(last) => middle,
+        all => all,
+    };
     let path = start.path.clone();
     if start.binary {
         let text: Vec<u8> = inner
@@ -320,7 +324,7 @@ fn file_block(
     // is the file's text (a document about PAWS).
     let first = inner.iter().find(|l| !trim(l).is_empty());
     if !start.cat && first.is_some_and(|l| paws_command(l).is_some()) {
-        return commands(&inner, path, at).map(|b| (b, end + 1));
+        return commands(inner, path, at).map(|b| (b, end + 1));
     }
     let block = Block::Full {
         path,
@@ -332,7 +336,7 @@ fn file_block(
 }
 
 /// A 🐕 block holding PAWS commands.
-fn commands(inner: &[Vec<u8>], path: Vec<u8>, at: usize) -> Result<Option<Block>, ParseError> {
+fn commands(inner: &[&[u8]], path: Vec<u8>, at: usize) -> Result<Option<Block>, ParseError> {
     let mut out: Vec<LineCommand> = Vec::new();
     let mut delete_file = false;
     for (k, line) in inner.iter().enumerate() {
@@ -341,7 +345,7 @@ fn commands(inner: &[Vec<u8>], path: Vec<u8>, at: usize) -> Result<Option<Block>
                 Some(
                     LineCommand::Replace { content, .. } | LineCommand::InsertAfter { content, .. },
                 ) => {
-                    content.push(line.clone());
+                    content.push(line.to_vec());
                 }
                 _ if trim(line).is_empty() => {}
                 _ => {

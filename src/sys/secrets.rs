@@ -199,7 +199,7 @@ pub fn claude_can_scrub() -> bool {
 /// certificate, inside a JSON string) or a token of a known format. The byte range of the
 /// first one in the text.
 pub(crate) fn find_in_text(text: &str) -> Option<std::ops::Range<usize>> {
-    let key = text.match_indices("-----BEGIN ").find_map(|(at, _)| {
+    let key = memchr::memmem::find_iter(text.as_bytes(), "-----BEGIN ").find_map(|at| {
         let label_end = text[at + 11..].find("-----")? + at + 11;
         if !text[at + 11..label_end].ends_with("PRIVATE KEY") {
             return None;
@@ -214,9 +214,8 @@ pub(crate) fn find_in_text(text: &str) -> Option<std::ops::Range<usize>> {
             .unwrap_or(text.len());
         Some(at..stop)
     });
-    TOKEN_FORMATS
-        .iter()
-        .filter_map(|format| find_token(text, format))
+    find_token(text)
+        .into_iter()
         .chain(key)
         .min_by_key(|range| range.start)
 }
@@ -282,91 +281,43 @@ pub fn redact(text: &str) -> std::borrow::Cow<'_, str> {
     out.into()
 }
 
-/// A token format: its fixed start (`?` stands for any one letter), then at least `min_body`
-/// characters of `[A-Za-z0-9_-]`.
-struct TokenFormat {
-    prefix: &'static str,
-    min_body: usize,
-}
-
-const TOKEN_FORMATS: &[TokenFormat] = &[
-    TokenFormat {
-        prefix: "sk-ant-",
-        min_body: 20,
-    },
-    TokenFormat {
-        prefix: "ghp_",
-        min_body: 30,
-    },
-    TokenFormat {
-        prefix: "gho_",
-        min_body: 30,
-    },
-    TokenFormat {
-        prefix: "ghs_",
-        min_body: 30,
-    },
-    TokenFormat {
-        prefix: "ghu_",
-        min_body: 30,
-    },
-    TokenFormat {
-        prefix: "github_pat_",
-        min_body: 30,
-    },
-    TokenFormat {
-        prefix: "xox?-",
-        min_body: 10,
-    },
-    TokenFormat {
-        prefix: "AKIA",
-        min_body: 16,
-    },
-    TokenFormat {
-        prefix: "ASIA",
-        min_body: 16,
-    },
-    TokenFormat {
-        prefix: "glpat-",
-        min_body: 20,
-    },
-    TokenFormat {
-        prefix: "sk_live_",
-        min_body: 20,
-    },
-    TokenFormat {
-        prefix: "npm_",
-        min_body: 36,
-    },
+/// The known token formats: each a fixed start (as a pattern: `xox[A-Za-z]-` is Slack's
+/// `xoxb-`, `xoxp-`, …), then at least so many characters of `[A-Za-z0-9_-]`.
+const TOKEN_FORMATS: &[(&str, usize)] = &[
+    ("sk-ant-", 20),
+    ("ghp_", 30),
+    ("gho_", 30),
+    ("ghs_", 30),
+    ("ghu_", 30),
+    ("github_pat_", 30),
+    ("xox[A-Za-z]-", 10),
+    ("AKIA", 16),
+    ("ASIA", 16),
+    ("glpat-", 20),
+    ("sk_live_", 20),
+    ("npm_", 36),
 ];
 
-fn find_token(text: &str, format: &TokenFormat) -> Option<std::ops::Range<usize>> {
-    let bytes = text.as_bytes();
-    let prefix = format.prefix.as_bytes();
+/// One pattern for every format, so a text is read once however many formats there are; the
+/// formats' fixed starts let the search skip ahead to candidates (cats scans every file).
+static TOKENS: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    let alternatives: Vec<String> = TOKEN_FORMATS
+        .iter()
+        .map(|(start, body)| format!("{start}[A-Za-z0-9_-]{{{body},}}"))
+        .collect();
+    regex::Regex::new(&alternatives.join("|")).expect("the token formats are a valid pattern")
+});
+
+/// The first token of a known format in `text`.
+fn find_token(text: &str) -> Option<std::ops::Range<usize>> {
     let body = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'-';
-    let mut at = 0;
-    while at + prefix.len() <= bytes.len() {
-        let starts = prefix.iter().zip(&bytes[at..]).all(|(p, b)| {
-            if *p == b'?' {
-                b.is_ascii_alphabetic()
-            } else {
-                p == b
-            }
-        });
+    let mut from = 0;
+    while let Some(found) = TOKENS.find_at(text, from) {
         // A token starts a word: `XAKIA…` is not an AWS key id.
-        let word_start = at == 0 || !body(bytes[at - 1]);
-        if starts && word_start {
-            let end = at
-                + prefix.len()
-                + bytes[at + prefix.len()..]
-                    .iter()
-                    .take_while(|b| body(**b))
-                    .count();
-            if end - at - prefix.len() >= format.min_body {
-                return Some(at..end);
-            }
+        if found.start() == 0 || !body(text.as_bytes()[found.start() - 1]) {
+            return Some(found.range());
         }
-        at += 1;
+        from = found.start() + 1;
     }
     None
 }

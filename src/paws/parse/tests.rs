@@ -172,12 +172,19 @@ fn unified_diffs_per_file() {
 
 #[test]
 fn manifest_lines_are_collected() {
-    let reply = "# Cats Bundle\n# Format: FULL\n# Manifest: sha256=abc a b.txt\n\n";
+    let sha = "ab".repeat(32);
+    let blake = "cd".repeat(32);
+    let reply = format!(
+        "# Cats Bundle\n# Format: FULL\n# Manifest: sha256={sha} a b.txt\n# Manifest: blake3={blake} c.txt\n# Manifest: md5=abc d.txt\n\n"
+    );
     assert_eq!(
         parse(reply.as_bytes()).unwrap(),
         Reply::Changes {
             blocks: vec![],
-            manifest: vec![(b"a b.txt".to_vec(), "abc".into())],
+            manifest: vec![
+                (b"a b.txt".to_vec(), format!("sha256={sha}")),
+                (b"c.txt".to_vec(), format!("blake3={blake}")),
+            ],
             front: None,
         }
     );
