@@ -251,13 +251,16 @@ pub(super) fn render(r: &Report) -> String {
         let _ = writeln!(
             out,
             "
-ouro serve: first chat:delta {:.1} ms after the message (median; min {:.1}, max {:.1}); \
+ouro serve: first chat:delta {:.1} ms after a follow-up turn's message (median; min {:.1}, max {:.1}; \
+             {:.2}x the whole hello session's {:.1} ms); \
              turns {} session(s) at once; server peak RSS {:.1} MiB (a session's brain stays warm between turns); \
              RSS {:.1} MiB after 1000 turns over 200 sessions (limit {:.0}), {:.1} MiB with 20 clients \
              that never read 2 MB answers (limit {:.0}), {:.1} MiB once they have gone",
             serve.first_delta_ms.median,
             serve.first_delta_ms.min,
             serve.first_delta_ms.max,
+            serve.first_delta_ms.median / r.startup.hello_wall_ms.median.max(f64::MIN_POSITIVE),
+            r.startup.hello_wall_ms.median,
             rates.join(", "),
             serve.peak_rss_mb,
             serve.load_rss_mb,
@@ -309,7 +312,7 @@ ouro serve: first chat:delta {:.1} ms after the message (median; min {:.1}, max 
         let _ = writeln!(
             out,
             "\ncats of {} files, {:.0} MB: {:.0} ms ({:.0} MB/s; find + cat read them in {:.0} ms, {:.1}x); \
-             dogs applying that bundle into an empty directory: {:.0} ms ({:.0} MB/s)",
+             dogs applying that bundle into an empty directory: {:.0} ms ({:.0} MB/s, {:.1}x)",
             c.files,
             c.megabytes,
             c.cats_ms,
@@ -317,7 +320,8 @@ ouro serve: first chat:delta {:.1} ms after the message (median; min {:.1}, max 
             c.floor_ms,
             c.cats_ms / c.floor_ms.max(f64::MIN_POSITIVE),
             c.dogs_ms,
-            c.megabytes / (c.dogs_ms / 1000.0)
+            c.megabytes / (c.dogs_ms / 1000.0),
+            c.dogs_ms / c.floor_ms.max(f64::MIN_POSITIVE)
         );
     }
     if let Some(relay) = &r.relay {
@@ -325,7 +329,7 @@ ouro serve: first chat:delta {:.1} ms after the message (median; min {:.1}, max 
             out,
             "\ndaemon relay ({} keystrokes): round trip p50 {:.3} / p99 {:.3} ms through the \
              daemon, p50 {:.3} / p99 {:.3} ms on a direct PTY (overhead p99 {:.3} ms); output \
-             {:.0} MB/s relayed, {:.0} MB/s direct; daemon RSS with {} clones {:.1} MiB",
+             {:.0} MB/s relayed, {:.0} MB/s direct ({:.2}x); daemon RSS with {} clones {:.1} MiB",
             relay.keystrokes,
             relay.relay_p50_ms,
             relay.relay_p99_ms,
@@ -334,6 +338,7 @@ ouro serve: first chat:delta {:.1} ms after the message (median; min {:.1}, max 
             relay.overhead_p99_ms,
             relay.relay_mb_per_sec,
             relay.direct_mb_per_sec,
+            relay.relay_mb_per_sec / relay.direct_mb_per_sec.max(f64::MIN_POSITIVE),
             super::relay::IDLE_CLONES + 1,
             relay.daemon_rss_mb
         );
@@ -401,11 +406,12 @@ ouro serve: first chat:delta {:.1} ms after the message (median; min {:.1}, max 
     for t in &r.targets {
         let _ = writeln!(
             out,
-            "  [{}] {:<52}{:>9.3} {:<3} (limit {} {})",
+            "  [{}] {:<52}{:>9.3} {:<3} ({} {} {})",
             if t.met { " ok " } else { "MISS" },
             t.name,
             t.measured,
             t.unit,
+            if t.at_least { "at least" } else { "limit" },
             t.limit,
             t.unit
         );
