@@ -44,6 +44,14 @@ async fn stream_run(
     run
 }
 
+/// `ouro ARGS` whose first request waits for the MCP servers (node starts slowly on a busy
+/// machine; the default wait is a second), for tests about what the tools do, not when.
+async fn patient(sb: &Sandbox, url: &str, args: &[&str]) -> Run {
+    let mut command = sb.command(url, args);
+    command.env("OURO_MCP_STARTUP_WAIT_MS", "20000");
+    Run::from(command.output().await.unwrap())
+}
+
 /// Whether a request offers any tool of `server`.
 fn offers_server(body: &Value, server: &str) -> bool {
     let prefix = format!("mcp__{server}__");
@@ -134,22 +142,22 @@ async fn deny_rules_hold_for_mcp_tools_and_unallowed_ones_are_not_run_in_print_m
     ]}))
     .await;
     let mcp = config(json!({"everything": {"command": EVERYTHING}}));
-    let run = sb
-        .run(
-            &mock.url(),
-            &[
-                "-p",
-                "--allowedTools",
-                "mcp__everything__*",
-                "--disallowedTools",
-                "mcp__everything__echo",
-                "--mcp-config",
-                &mcp,
-                "--",
-                "go",
-            ],
-        )
-        .await;
+    let run = patient(
+        &sb,
+        &mock.url(),
+        &[
+            "-p",
+            "--allowedTools",
+            "mcp__everything__*",
+            "--disallowedTools",
+            "mcp__everything__echo",
+            "--mcp-config",
+            &mcp,
+            "--",
+            "go",
+        ],
+    )
+    .await;
     assert!(run.status.success(), "{}", run.debug());
     let results = request_tool_results(&bodies(&mock)[1]);
     assert_eq!(results[0]["is_error"], true, "{results:?}");
@@ -169,9 +177,7 @@ async fn deny_rules_hold_for_mcp_tools_and_unallowed_ones_are_not_run_in_print_m
         {"content": [{"type": "text", "text": "done"}]}
     ]}))
     .await;
-    let run = sb
-        .run(&mock.url(), &["-p", "--mcp-config", &mcp, "--", "go"])
-        .await;
+    let run = patient(&sb, &mock.url(), &["-p", "--mcp-config", &mcp, "--", "go"]).await;
     assert!(run.status.success(), "{}", run.debug());
     let results = request_tool_results(&bodies(&mock)[1]);
     assert_eq!(results[0]["is_error"], true, "{results:?}");
