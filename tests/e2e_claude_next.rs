@@ -311,22 +311,21 @@ async fn plugins_from_a_folder_and_a_local_marketplace() {
     .unwrap();
     let mock = server(hello()).await;
     let dir = plugins.path().display().to_string();
-    let mut command = sb.command(
-        &mock.url(),
-        &[
-            "-p",
-            "--plugin-dir",
-            &dir,
-            "--output-format",
-            "stream-json",
-            "--verbose",
-            "hi",
-        ],
-    );
-    // The first request waits for the plugin's MCP server (node starts slowly on a busy
-    // machine; the default wait is a second).
-    command.env("OURO_MCP_STARTUP_WAIT_MS", "20000");
-    let run = common::Run::from(command.output().await.unwrap());
+    // The first request waits for the plugin's MCP server.
+    let run = sb
+        .run_waiting_for_mcp(
+            &mock.url(),
+            &[
+                "-p",
+                "--plugin-dir",
+                &dir,
+                "--output-format",
+                "stream-json",
+                "--verbose",
+                "hi",
+            ],
+        )
+        .await;
     assert!(run.status.success(), "{}", run.debug());
     let init = &run.of_type("system", Some("init"))[0];
     let commands = init["slash_commands"].to_string();

@@ -35,21 +35,13 @@ async fn stream_run(
         "--",
         prompt,
     ];
-    let mut command = sb.command(url, &args);
-    if wait {
-        command.env("OURO_MCP_STARTUP_WAIT_MS", "20000");
-    }
-    let run = Run::from(command.output().await.unwrap());
+    let run = if wait {
+        sb.run_waiting_for_mcp(url, &args).await
+    } else {
+        sb.run(url, &args).await
+    };
     assert!(run.status.success(), "{}", run.debug());
     run
-}
-
-/// `ouro ARGS` whose first request waits for the MCP servers (node starts slowly on a busy
-/// machine; the default wait is a second), for tests about what the tools do, not when.
-async fn patient(sb: &Sandbox, url: &str, args: &[&str]) -> Run {
-    let mut command = sb.command(url, args);
-    command.env("OURO_MCP_STARTUP_WAIT_MS", "20000");
-    Run::from(command.output().await.unwrap())
 }
 
 /// Whether a request offers any tool of `server`.
@@ -142,22 +134,22 @@ async fn deny_rules_hold_for_mcp_tools_and_unallowed_ones_are_not_run_in_print_m
     ]}))
     .await;
     let mcp = config(json!({"everything": {"command": EVERYTHING}}));
-    let run = patient(
-        &sb,
-        &mock.url(),
-        &[
-            "-p",
-            "--allowedTools",
-            "mcp__everything__*",
-            "--disallowedTools",
-            "mcp__everything__echo",
-            "--mcp-config",
-            &mcp,
-            "--",
-            "go",
-        ],
-    )
-    .await;
+    let run = sb
+        .run_waiting_for_mcp(
+            &mock.url(),
+            &[
+                "-p",
+                "--allowedTools",
+                "mcp__everything__*",
+                "--disallowedTools",
+                "mcp__everything__echo",
+                "--mcp-config",
+                &mcp,
+                "--",
+                "go",
+            ],
+        )
+        .await;
     assert!(run.status.success(), "{}", run.debug());
     let results = request_tool_results(&bodies(&mock)[1]);
     assert_eq!(results[0]["is_error"], true, "{results:?}");
@@ -177,7 +169,9 @@ async fn deny_rules_hold_for_mcp_tools_and_unallowed_ones_are_not_run_in_print_m
         {"content": [{"type": "text", "text": "done"}]}
     ]}))
     .await;
-    let run = patient(&sb, &mock.url(), &["-p", "--mcp-config", &mcp, "--", "go"]).await;
+    let run = sb
+        .run_waiting_for_mcp(&mock.url(), &["-p", "--mcp-config", &mcp, "--", "go"])
+        .await;
     assert!(run.status.success(), "{}", run.debug());
     let results = request_tool_results(&bodies(&mock)[1]);
     assert_eq!(results[0]["is_error"], true, "{results:?}");
@@ -194,20 +188,20 @@ async fn a_failing_server_is_reported_once_and_the_turn_goes_on() {
         "broken": {"command": "sh", "args": ["-c", "echo boom >&2; exit 3"]},
         "everything": {"command": EVERYTHING}
     }));
-    let mut command = sb.command(
-        &mock.url(),
-        &[
-            "-p",
-            "--output-format",
-            "json",
-            "--mcp-config",
-            &mcp,
-            "--",
-            "hi",
-        ],
-    );
-    command.env("OURO_MCP_STARTUP_WAIT_MS", "20000");
-    let run = Run::from(command.output().await.unwrap());
+    let run = sb
+        .run_waiting_for_mcp(
+            &mock.url(),
+            &[
+                "-p",
+                "--output-format",
+                "json",
+                "--mcp-config",
+                &mcp,
+                "--",
+                "hi",
+            ],
+        )
+        .await;
     assert!(run.status.success(), "{}", run.debug());
     assert_eq!(run.result()["result"], "fine");
     assert_eq!(

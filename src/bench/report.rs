@@ -365,7 +365,7 @@ fn at_least(name: String, measured: f64, limit: f64, unit: &'static str) -> Targ
 
 /// `part / whole`, or infinity when the whole measured nothing (a miss, never a division by
 /// zero that passes).
-fn ratio(part: f64, whole: f64) -> f64 {
+pub(super) fn ratio(part: f64, whole: f64) -> f64 {
     if whole > 0.0 {
         part / whole
     } else {

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use super::measure::{Percentiles, Spread};
-use super::report::Report;
+use super::report::{Report, ratio};
 
 fn spread_cells(s: &Spread, unit: &str) -> String {
     format!("{:>10.3} {unit:<4}{:>10.3}{:>10.3}", s.median, s.min, s.max)
@@ -259,7 +259,7 @@ ouro serve: first chat:delta {:.1} ms after a follow-up turn's message (median; 
             serve.first_delta_ms.median,
             serve.first_delta_ms.min,
             serve.first_delta_ms.max,
-            serve.first_delta_ms.median / r.startup.hello_wall_ms.median.max(f64::MIN_POSITIVE),
+            ratio(serve.first_delta_ms.median, r.startup.hello_wall_ms.median),
             r.startup.hello_wall_ms.median,
             rates.join(", "),
             serve.peak_rss_mb,
@@ -318,10 +318,10 @@ ouro serve: first chat:delta {:.1} ms after a follow-up turn's message (median; 
             c.cats_ms,
             c.megabytes / (c.cats_ms / 1000.0),
             c.floor_ms,
-            c.cats_ms / c.floor_ms.max(f64::MIN_POSITIVE),
+            ratio(c.cats_ms, c.floor_ms),
             c.dogs_ms,
             c.megabytes / (c.dogs_ms / 1000.0),
-            c.dogs_ms / c.floor_ms.max(f64::MIN_POSITIVE)
+            ratio(c.dogs_ms, c.floor_ms)
         );
     }
     if let Some(relay) = &r.relay {
@@ -338,7 +338,7 @@ ouro serve: first chat:delta {:.1} ms after a follow-up turn's message (median; 
             relay.overhead_p99_ms,
             relay.relay_mb_per_sec,
             relay.direct_mb_per_sec,
-            relay.relay_mb_per_sec / relay.direct_mb_per_sec.max(f64::MIN_POSITIVE),
+            ratio(relay.relay_mb_per_sec, relay.direct_mb_per_sec),
             super::relay::IDLE_CLONES + 1,
             relay.daemon_rss_mb
         );

@@ -157,8 +157,8 @@ pub(super) enum Settled {
 
 /// Gives one entry its new content (`undo`: its old one); what failed, said.
 fn settle_one(dir: &Path, entry: &Entry, undo: bool) -> Result<(), String> {
-    let (_, name) = split(&entry.path);
-    let folder = match beneath::folder(dir, &dir.join(split(&entry.path).0)) {
+    let (parent, name) = split(&entry.path);
+    let folder = match beneath::folder(dir, &dir.join(parent)) {
         Ok(folder) => folder,
         // Its folder is gone: a new file's folder never made, nothing to settle.
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),

@@ -72,6 +72,15 @@ impl Sandbox {
         Run::from(output)
     }
 
+    /// [`Sandbox::run`], with the first request waiting for the MCP servers as long as a busy
+    /// machine takes to start them (ouro's default wait is a second): for tests about what the
+    /// servers say or do, not how soon they come.
+    pub(crate) async fn run_waiting_for_mcp(&self, url: &str, args: &[&str]) -> Run {
+        let mut cmd = self.command(url, args);
+        cmd.env("OURO_MCP_STARTUP_WAIT_MS", "20000");
+        Run::from(cmd.output().await.unwrap())
+    }
+
     /// Run with `input` on stdin (closed afterwards).
     pub(crate) async fn run_with_stdin(&self, url: &str, args: &[&str], input: &[u8]) -> Run {
         use tokio::io::AsyncWriteExt;
