@@ -241,12 +241,11 @@ pub fn digest(content: &[u8]) -> String {
     format!("blake3={}", blake3::hash(content).to_hex())
 }
 
-/// Whether a manifest hash is one this version checks (`blake3=…`, or an earlier version's
-/// `sha256=…`); a line with another is prose.
+/// Whether a manifest hash is of an algorithm this version checks (`blake3=…`, or an earlier
+/// version's `sha256=…`); a line with another is prose. A malformed hash of a known algorithm
+/// is kept: it matches no content, so the file counts as changed.
 pub(crate) fn is_known_hash(hash: &str) -> bool {
-    hash.strip_prefix("blake3=")
-        .or_else(|| hash.strip_prefix("sha256="))
-        .is_some_and(|hex| hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+    hash.starts_with("blake3=") || hash.starts_with("sha256=")
 }
 
 /// Whether `content` is what the manifest hash `hash` (see [`is_known_hash`]) was made of.
@@ -374,7 +373,9 @@ mod tests {
         assert!(is_known_hash(sha));
         assert!(matches_digest(sha, b"abc") && !matches_digest(sha, b"abd"));
         assert!(!is_known_hash("md5=900150983cd24fb0d6963f7d28e17f72"));
-        assert!(!is_known_hash("blake3=xyz"));
+        // A malformed hash is still a manifest entry, and nothing matches it.
+        assert!(is_known_hash("blake3=xyz") && !matches_digest("blake3=xyz", b"abc"));
+        assert!(!matches_digest("sha256=xyz", b"abc"));
     }
 
     #[test]
