@@ -461,7 +461,9 @@ fn route(live: &mut Live, watchers: &broadcast::Sender<Frame>, bytes: &[u8]) {
         }
         Sink::Talk { client, resync } => {
             screen.process(bytes);
-            let _ = watchers.send(Frame::with_payload(Header::Output, bytes));
+            if watchers.receiver_count() > 0 {
+                let _ = watchers.send(Frame::with_payload(Header::Output, bytes));
+            }
             let Some(tx) = client else { return };
             if *resync {
                 let whole = screen.whole();

@@ -2,11 +2,15 @@
 //! peer goes away), frames given to `outgoing` are written in order. A task each side, so a
 //! slow peer never blocks the one who produces its frames.
 
-use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::UnixStream;
 use tokio::sync::mpsc;
 
 use super::frame::{self, Frame, FrameError};
+
+/// Frames queued behind the first are written with it up to this many bytes: a relay's flood
+/// goes out in large writes, not one system call per chunk the brain printed.
+const COALESCE: usize = 256 * 1024;
 
 /// How many frames may wait to be written before producers must wait or drop.
 pub(super) const OUTGOING: usize = 4096;
@@ -49,8 +53,9 @@ impl Conn {
             }
         });
         let writer = tokio::spawn(async move {
+            let mut buf = Vec::new();
             while let Some(frame) = out_rx.recv().await {
-                if let Err(e) = frame::write(&mut write, &frame).await {
+                if let Err(e) = write_queued(&mut write, frame, &mut out_rx, &mut buf).await {
                     tracing::debug!(error = %e, "a daemon connection closed while writing");
                     return;
                 }
@@ -85,4 +90,22 @@ impl Conn {
     pub(super) async fn send(&self, frame: impl Into<Frame>) -> bool {
         self.outgoing.send(frame.into()).await.is_ok()
     }
+}
+
+/// Writes `first` and the frames queued behind it, up to [`COALESCE`] bytes, in one write.
+async fn write_queued(
+    out: &mut (impl AsyncWrite + Unpin),
+    first: Frame,
+    queued: &mut mpsc::Receiver<Frame>,
+    buf: &mut Vec<u8>,
+) -> Result<(), FrameError> {
+    buf.clear();
+    frame::encode_into(&first, buf)?;
+    while buf.len() < COALESCE {
+        let Ok(frame) = queued.try_recv() else { break };
+        frame::encode_into(&frame, buf)?;
+    }
+    out.write_all(buf).await?;
+    out.flush().await?;
+    Ok(())
 }

@@ -305,16 +305,23 @@ impl From<Header> for Frame {
     }
 }
 
-/// Writes one frame and flushes it.
-pub async fn write<W: AsyncWrite + Unpin>(out: &mut W, frame: &Frame) -> Result<(), FrameError> {
+/// Appends one frame, as it goes on the wire, to `buf`.
+pub fn encode_into(frame: &Frame, buf: &mut Vec<u8>) -> Result<(), FrameError> {
     let header = serde_json::to_vec(&frame.header)?;
     let header_len = frame::encode(header.len(), MAX_HEADER)?;
     let payload_len = frame::encode(frame.payload.len(), MAX_PAYLOAD)?;
-    let mut buf = Vec::with_capacity(8 + header.len() + frame.payload.len());
+    buf.reserve(8 + header.len() + frame.payload.len());
     buf.extend_from_slice(&header_len);
     buf.extend_from_slice(&payload_len);
     buf.extend_from_slice(&header);
     buf.extend_from_slice(&frame.payload);
+    Ok(())
+}
+
+/// Writes one frame and flushes it.
+pub async fn write<W: AsyncWrite + Unpin>(out: &mut W, frame: &Frame) -> Result<(), FrameError> {
+    let mut buf = Vec::new();
+    encode_into(frame, &mut buf)?;
     out.write_all(&buf).await?;
     out.flush().await?;
     Ok(())

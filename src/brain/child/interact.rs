@@ -130,7 +130,8 @@ fn winsize(size: TermSize) -> libc::winsize {
 }
 
 fn read_pty(mut reader: File, subscribers: Arc<Subscribers>, done: oneshot::Sender<()>) {
-    let mut buf = [0u8; 8192];
+    // As large as a terminal emulator reads: a flood reaches the subscribers in few chunks.
+    let mut buf = vec![0u8; 64 * 1024];
     loop {
         match reader.read(&mut buf) {
             Ok(0) => break,
