@@ -6,13 +6,14 @@
 //! `git stash` would take the user's other edits with it).
 
 use std::io::Write;
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
 use super::BundleError;
-use super::journal::{self, Entry, Journal, State, split};
+use super::journal::{self, Entry, Folders, Journal, State, split};
 use super::plan::Change;
 
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -43,7 +44,7 @@ fn temp_name(suffix: &str) -> PathBuf {
 /// Writes every change through the journal (see [`super::journal`]): stage them all, record,
 /// then replace. On a failure nothing stays changed, and what failed is said. A file that
 /// changed since the plan was made (while the user read it) stops the apply.
-pub(super) fn apply(dir: &Path, changes: &[Change]) -> Result<Applied, BundleError> {
+pub(super) fn apply(dir: &Path, changes: Vec<Change>) -> Result<Applied, BundleError> {
     let mut applied = Applied::default();
     let failure =
         |path: &Path, source: std::io::Error, undone: Result<(), String>| BundleError::Apply {
@@ -86,12 +87,17 @@ pub(super) fn apply(dir: &Path, changes: &[Change]) -> Result<Applied, BundleErr
     applied.made_dirs.clone_from(&journal.made_dirs);
     // Files are staged on every core: nothing depends on another file's staging, and a large
     // apply waits on creating files more than on anything else.
+    let folders = Folders::open(dir, changes.iter().map(|c| c.path.as_path()));
     let staged = changes
         .par_iter()
         .zip(&journal.entries)
         .try_for_each(|(change, entry)| {
-            unchanged_since_plan(dir, change)
-                .and_then(|()| stage(dir, change, entry))
+            folders
+                .of(&change.path)
+                .and_then(|folder| {
+                    unchanged_since_plan(folder, change)?;
+                    stage(folder, change, entry)
+                })
                 .map_err(|source| (change, source))
         });
     if let Err((change, source)) = staged {
@@ -107,7 +113,8 @@ pub(super) fn apply(dir: &Path, changes: &[Change]) -> Result<Applied, BundleErr
         let undone = undo(&journal);
         return Err(failure(dir, std::io::Error::other(why), undone));
     }
-    applied.changes = changes.to_vec();
+    drop(folders);
+    applied.changes = changes;
     Ok(applied)
 }
 
@@ -146,30 +153,25 @@ fn make_dir(dir: &Path, rel: &Path) -> std::io::Result<()> {
     crate::sys::beneath::make_dir_in(&folder, name)
 }
 
-/// Stages one change beside its target: the new content under its staged name (with the old
-/// file's mode), the old file under a second name.
-fn stage(dir: &Path, change: &Change, entry: &Entry) -> std::io::Result<()> {
-    let (parent, name) = split(&change.path);
-    let folder = crate::sys::beneath::folder(dir, &dir.join(parent))?;
+/// Stages one change beside its target in its `folder`: the new content under its staged name
+/// (with the old file's mode), the old file under a second name.
+fn stage(folder: &OwnedFd, change: &Change, entry: &Entry) -> std::io::Result<()> {
+    let name = split(&change.path).1;
     if let (Some(bytes), Some(staged)) = (&change.after, &entry.staged) {
-        let mut file = crate::sys::beneath::create_in(&folder, staged, NEW_FILE_MODE)?;
+        let mut file = crate::sys::beneath::create_in(folder, staged, NEW_FILE_MODE)?;
         file.write_all(bytes)?;
         if let Some((_, mode)) = &change.before {
             file.set_permissions(std::fs::Permissions::from_mode(*mode))?;
         }
     }
     if let Some(kept) = &entry.kept {
-        crate::sys::beneath::link_in(&folder, name, kept)?;
+        crate::sys::beneath::link_in(folder, name, kept)?;
     }
     Ok(())
 }
 
-fn unchanged_since_plan(dir: &Path, change: &Change) -> std::io::Result<()> {
-    let now = match crate::sys::beneath::read_all(dir, &dir.join(&change.path)) {
-        Ok(bytes) => Some(bytes),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(e),
-    };
+fn unchanged_since_plan(folder: &OwnedFd, change: &Change) -> std::io::Result<()> {
+    let now = crate::sys::beneath::read_in(folder, split(&change.path).1)?;
     if now.as_deref() == change.before.as_ref().map(|(b, _)| b.as_slice()) {
         Ok(())
     } else {

@@ -205,7 +205,7 @@ fn apply_in(options: &DogsOptions, dir: &Path) -> Result<i32, BundleError> {
         );
         return Ok(NO_CHANGES);
     }
-    let changes = match plan::plan(&dir, &blocks, &manifest, options.force) {
+    let changes = match plan::plan(&dir, blocks, &manifest, options.force) {
         Ok(changes) => changes,
         Err(problems) => {
             eprintln!("ouro dogs: bundle rejected, nothing written:");
@@ -273,7 +273,7 @@ fn apply_in(options: &DogsOptions, dir: &Path) -> Result<i32, BundleError> {
     {
         return Ok(REJECTED);
     }
-    let applied = match apply::apply(&dir, &changes) {
+    let applied = match apply::apply(&dir, changes) {
         Ok(applied) => applied,
         Err(e) => {
             eprintln!("ouro dogs: {e}");

@@ -6,6 +6,8 @@
 //! anything else until `ouro dogs --recover` finishes it (or, with `--rollback`, puts every old
 //! file back by its second name), and either way removes every staged and kept file.
 
+use std::collections::HashMap;
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
@@ -132,8 +134,38 @@ pub(super) fn remove_quietly(dir: &Path, rel: &Path, name: &Path) -> std::io::Re
     }
 }
 
-fn exists(dir: &Path, rel: &Path, name: &Path) -> bool {
-    std::fs::symlink_metadata(dir.join(split(rel).0).join(name)).is_ok()
+/// Each folder of an apply's files, opened once beneath the target: a large apply works in few
+/// folders, and every name is then resolved in the folder that was checked.
+pub(super) struct Folders<'a>(HashMap<&'a Path, std::io::Result<OwnedFd>>);
+
+impl<'a> Folders<'a> {
+    pub(super) fn open(dir: &Path, paths: impl IntoIterator<Item = &'a Path>) -> Folders<'a> {
+        let mut folders = HashMap::new();
+        for path in paths {
+            let parent = split(path).0;
+            folders
+                .entry(parent)
+                .or_insert_with(|| beneath::folder(dir, &dir.join(parent)));
+        }
+        Folders(folders)
+    }
+
+    /// The folder of the file `path`, or why it could not be opened.
+    pub(super) fn of(&self, path: &Path) -> std::io::Result<&OwnedFd> {
+        match self.0.get(split(path).0) {
+            Some(Ok(folder)) => Ok(folder),
+            Some(Err(e)) => Err(std::io::Error::new(e.kind(), e.to_string())),
+            None => Err(std::io::Error::other("its folder was not opened")),
+        }
+    }
+}
+
+/// A name already gone is fine: an earlier settle of the same journal got that far.
+fn gone_is_fine(done: std::io::Result<()>) -> std::io::Result<()> {
+    match done {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        done => done,
+    }
 }
 
 /// The first few failures, and how many more there were.
@@ -156,29 +188,20 @@ pub(super) enum Settled {
 }
 
 /// Gives one entry its new content (`undo`: its old one); what failed, said.
-fn settle_one(dir: &Path, entry: &Entry, undo: bool) -> Result<(), String> {
-    let (parent, name) = split(&entry.path);
-    let folder = match beneath::folder(dir, &dir.join(parent)) {
+fn settle_one(folders: &Folders, entry: &Entry, undo: bool) -> Result<(), String> {
+    let folder = match folders.of(&entry.path) {
         Ok(folder) => folder,
         // Its folder is gone: a new file's folder never made, nothing to settle.
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(format!("open the folder of {}: {e}", entry.path.display())),
     };
-    let done = if undo {
-        match &entry.kept {
-            Some(kept) if exists(dir, &entry.path, kept) => beneath::rename_in(&folder, kept, name),
-            // Kept already renamed back, or never made because staging stopped first.
-            Some(_) => Ok(()),
-            None => remove_quietly(dir, &entry.path, name),
-        }
-    } else {
-        match &entry.staged {
-            Some(staged) if exists(dir, &entry.path, staged) => {
-                beneath::rename_in(&folder, staged, name)
-            }
-            Some(_) => Ok(()),
-            None => remove_quietly(dir, &entry.path, name),
-        }
+    let name = split(&entry.path).1;
+    // A second name already gone was renamed by an earlier settle, or never made because
+    // staging stopped first.
+    let done = match (undo, &entry.kept, &entry.staged) {
+        (true, Some(kept), _) => gone_is_fine(beneath::rename_in(folder, kept, name)),
+        (false, _, Some(staged)) => gone_is_fine(beneath::rename_in(folder, staged, name)),
+        _ => gone_is_fine(beneath::remove_in(folder, name)),
     };
     done.map_err(|e| {
         let what = if undo { "put back" } else { "finish" };
@@ -191,21 +214,27 @@ fn settle_one(dir: &Path, entry: &Entry, undo: bool) -> Result<(), String> {
 /// either way. What could not be done is named; the journal then stays for another try.
 pub(super) fn settle(dir: &Path, journal: &Journal, rollback: bool) -> Result<Settled, String> {
     let undo = rollback || journal.state == State::Staging;
+    let folders = Folders::open(dir, journal.entries.iter().map(|e| e.path.as_path()));
     // Every entry is settled on its own, so they are settled on every core.
     let failed: Vec<String> = journal
         .entries
         .par_iter()
-        .filter_map(|entry| settle_one(dir, entry, undo).err())
+        .filter_map(|entry| settle_one(&folders, entry, undo).err())
         .collect();
     if !failed.is_empty() {
         return Err(listed(&failed));
     }
+    // Both second names go: renaming a name over another link of the same file (a kept copy
+    // over a file staging never changed) leaves both in place.
     let failed: Vec<String> = journal
         .entries
         .par_iter()
         .flat_map_iter(|entry| {
             entry.staged.iter().chain(&entry.kept).filter_map(|name| {
-                remove_quietly(dir, &entry.path, name).err().map(|e| {
+                let removed = folders
+                    .of(&entry.path)
+                    .and_then(|folder| beneath::remove_in(folder, name));
+                gone_is_fine(removed).err().map(|e| {
                     format!(
                         "remove the staged or kept copy of {}: {e}",
                         entry.path.display()

@@ -3,7 +3,7 @@
 //! symbolic link on the way), every edit finds its text once, no file changed on disk since it
 //! was bundled. Any failure rejects the bundle and names every problem.
 
-use std::collections::BTreeMap;
+use std::collections::{HashMap, HashSet};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Component, Path, PathBuf};
@@ -44,7 +44,7 @@ type Planned = (Option<Disk>, Option<Vec<u8>>, bool);
 /// Every change, or every reason the bundle is rejected.
 pub(super) fn plan(
     dir: &Path,
-    blocks: &[Block],
+    blocks: Vec<Block>,
     manifest: &[(Vec<u8>, String)],
     ignore_drift: bool,
 ) -> Result<Vec<Change>, Vec<String>> {
@@ -57,12 +57,11 @@ pub(super) fn plan(
         Err(e) => eprintln!("ouro: warning: {e}"),
     }
     let mut problems = Vec::new();
-    let mut files: BTreeMap<PathBuf, Planned> = BTreeMap::new();
+    let mut files: HashMap<PathBuf, Planned> = HashMap::new();
     let mut order: Vec<PathBuf> = Vec::new();
     for block in blocks {
-        let raw = block.path();
-        let shown = String::from_utf8_lossy(raw).into_owned();
-        let path = match safe_path(dir, raw) {
+        let shown = String::from_utf8_lossy(block.path()).into_owned();
+        let path = match safe_path(dir, block.path()) {
             Ok(path) => path,
             Err(why) => {
                 problems.push(format!("{shown}: {why}"));
@@ -89,7 +88,7 @@ pub(super) fn plan(
             problems.push(format!("{shown}: {why}"));
         }
     }
-    let hashes: BTreeMap<&[u8], &str> = manifest
+    let hashes: HashMap<&[u8], &str> = manifest
         .iter()
         .map(|(p, h)| (p.as_slice(), h.as_str()))
         .collect();
@@ -122,7 +121,7 @@ pub(super) fn plan(
         });
     }
     // A path written as a file and used as a folder by another path of the same bundle.
-    let written: std::collections::BTreeSet<&Path> = changes
+    let written: HashSet<&Path> = changes
         .iter()
         .filter(|c| c.after.is_some())
         .map(|c| c.path.as_path())
@@ -148,9 +147,9 @@ pub(super) fn plan(
     }
 }
 
-/// One block applied to a file's planned state.
+/// One block applied to a file's planned state (a whole file's content moves into it).
 fn step(
-    block: &Block,
+    block: Block,
     before: Option<&(Vec<u8>, u32)>,
     after: &mut Option<Vec<u8>>,
     whole: &mut bool,
@@ -166,8 +165,8 @@ fn step(
                 return Err("the reply gives this whole file twice; keep one".into());
             }
             *whole = true;
-            *after = Some(if *machine || *binary {
-                content.clone()
+            *after = Some(if machine || binary {
+                content
             } else {
                 model_newline(content, before.map(|(b, _)| b.as_slice()))
             });
@@ -183,19 +182,19 @@ fn step(
                 .as_mut()
                 .ok_or("line commands on a file that does not exist")?;
             let mut t = Text::parse(text);
-            edit::apply_lines(&mut t, commands).map_err(|e| e.to_string())?;
+            edit::apply_lines(&mut t, &commands).map_err(|e| e.to_string())?;
             *text = t.to_bytes();
         }
         Block::SearchReplace {
             search, replace, ..
         } => match after {
             None if search.iter().all(|l| l.is_empty()) => {
-                *after = Some(edit::lines_to_bytes(replace));
+                *after = Some(edit::lines_to_bytes(&replace));
             }
             None => return Err("SEARCH/REPLACE on a file that does not exist".into()),
             Some(text) => {
                 let mut t = Text::parse(text);
-                edit::replace_unique(&mut t, search, replace).map_err(|e| e.to_string())?;
+                edit::replace_unique(&mut t, &search, &replace).map_err(|e| e.to_string())?;
                 *text = t.to_bytes();
             }
         },
@@ -234,8 +233,7 @@ fn step(
 /// PAWS-FORMAT §5: a model writes a file's last line right before the closing fence and
 /// means it to end with a newline. A new file gets one (unless its block ended with a blank
 /// line, which already is one); an existing file keeps whether it had one.
-fn model_newline(content: &[u8], before: Option<&[u8]>) -> Vec<u8> {
-    let mut out = content.to_vec();
+fn model_newline(mut out: Vec<u8>, before: Option<&[u8]>) -> Vec<u8> {
     let wants = before.is_none_or(|b| b.ends_with(b"\n") || b.is_empty());
     match (wants, out.ends_with(b"\n")) {
         (true, false) if !out.is_empty() => out.push(b'\n'),
@@ -311,11 +309,11 @@ mod tests {
 
     #[test]
     fn the_final_newline_convention_of_model_blocks() {
-        assert_eq!(model_newline(b"a", None), b"a\n");
-        assert_eq!(model_newline(b"a\n", None), b"a\n");
-        assert_eq!(model_newline(b"a", Some(b"x\n")), b"a\n");
-        assert_eq!(model_newline(b"a\n", Some(b"x")), b"a");
-        assert_eq!(model_newline(b"", None), b"");
+        assert_eq!(model_newline(b"a".to_vec(), None), b"a\n");
+        assert_eq!(model_newline(b"a\n".to_vec(), None), b"a\n");
+        assert_eq!(model_newline(b"a".to_vec(), Some(b"x\n")), b"a\n");
+        assert_eq!(model_newline(b"a\n".to_vec(), Some(b"x")), b"a");
+        assert_eq!(model_newline(Vec::new(), None), b"");
     }
 
     #[test]

@@ -144,17 +144,30 @@ fn numbers(args: &str, count: usize, at: usize) -> Result<Vec<usize>, ParseError
     }
 }
 
+/// `reply` split at each newline (a last empty piece after a final one included), found a
+/// word at a time rather than a byte at a time: a large bundle has a million lines.
+fn split_lines(reply: &[u8]) -> Vec<&[u8]> {
+    let mut lines = Vec::with_capacity(memchr::memchr_iter(b'\n', reply).count() + 1);
+    let mut start = 0;
+    for end in memchr::memchr_iter(b'\n', reply) {
+        lines.push(&reply[start..end]);
+        start = end + 1;
+    }
+    lines.push(&reply[start..]);
+    lines
+}
+
 pub fn parse(reply: &[u8]) -> Result<Reply, ParseError> {
     let (front, at) = match front::read(reply) {
         Ok(found) => found.map_or((None, 0), |(front, at)| (Some(front), at)),
         Err(e) => return Err(error(e.line().saturating_sub(1), e.to_string())),
     };
-    let mut lines: Vec<&[u8]> = reply.split(|b| *b == b'\n').collect();
+    let mut lines = split_lines(reply);
     if lines.last().is_some_and(|l| l.is_empty()) {
         lines.pop();
     }
     // The front matter's lines keep their numbers and are never read as anything.
-    let skipped = reply[..at].iter().filter(|b| **b == b'\n').count();
+    let skipped = memchr::memchr_iter(b'\n', &reply[..at]).count();
     lines.iter_mut().take(skipped).for_each(|l| *l = b"");
     let plain = |l: &[u8]| -> Vec<u8> { l.strip_suffix(b"\r").unwrap_or(l).to_vec() };
     // A 🐈 bundle: what precedes its header is prepended instructions, examples and all.

@@ -255,6 +255,33 @@ pub fn make_dir_in(dir: &OwnedFd, name: &Path) -> io::Result<()> {
     Ok(())
 }
 
+/// The content of the file `name` in the folder `dir` (never through a link of that name);
+/// `None` when there is none.
+pub fn read_in(dir: &OwnedFd, name: &Path) -> io::Result<Option<Vec<u8>>> {
+    use std::io::Read as _;
+    let c = c_path(name)?;
+    // SAFETY: the descriptor is live and the path a valid C string.
+    let fd = unsafe {
+        libc::openat(
+            dir.as_raw_fd(),
+            c.as_ptr(),
+            libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        let error = io::Error::last_os_error();
+        return match error.kind() {
+            io::ErrorKind::NotFound => Ok(None),
+            _ => Err(error),
+        };
+    }
+    // SAFETY: a descriptor the kernel just returned, owned by nobody else.
+    let mut file = File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
+    Ok(Some(bytes))
+}
+
 /// Removes the entry `name` of the folder `dir`.
 pub fn remove_in(dir: &OwnedFd, name: &Path) -> io::Result<()> {
     let c = c_path(name)?;

@@ -301,3 +301,19 @@ fn a_fenced_replace_lines_text_is_unwrapped() {
         }]
     );
 }
+
+#[test]
+fn lines_split_as_a_byte_split_does() {
+    for text in [
+        &b""[..],
+        b"\n",
+        b"a",
+        b"a\n",
+        b"a\n\nb",
+        b"\n\na\r\n",
+        b"x\ny\n\n",
+    ] {
+        let expected: Vec<&[u8]> = text.split(|b| *b == b'\n').collect();
+        assert_eq!(split_lines(text), expected, "{text:?}");
+    }
+}
