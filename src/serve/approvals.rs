@@ -23,7 +23,6 @@ use tokio::sync::watch;
 use super::error::ApiError;
 use super::routes::{parse, session_of, sse};
 use super::state::{AppState, Live};
-use super::store;
 use crate::brain::PermissionAnswer;
 use crate::brain::parked::{Elsewhere, NotWaiting};
 use crate::sys::sync::lock;
@@ -252,15 +251,17 @@ fn settle(state: &AppState, live: &Live, id: &str, reply: &Reply) -> Result<(), 
 }
 
 fn remember(state: &AppState, live: &Live, rules: &[String]) {
-    let mut session = lock(&live.session);
     let mut changed = false;
-    for rule in rules {
-        if !session.always_allow.contains(rule) {
-            session.always_allow.push(rule.clone());
-            changed = true;
+    {
+        let mut session = lock(&live.session);
+        for rule in rules {
+            if !session.always_allow.contains(rule) {
+                session.always_allow.push(rule.clone());
+                changed = true;
+            }
         }
     }
-    if changed && let Err(e) = store::save(&state.home, &session) {
+    if changed && let Err(e) = live.save(&state.home) {
         tracing::warn!(error = %e, "could not save a remembered rule");
     }
 }

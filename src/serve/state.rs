@@ -64,6 +64,8 @@ pub(super) struct Live {
     pub pending: ParkedQuestions,
     /// When its last turn ended (or it was loaded).
     pub used: Mutex<Instant>,
+    /// Held while the session is written: see [`Live::save`].
+    saving: Mutex<()>,
 }
 
 #[derive(Clone)]
@@ -96,6 +98,7 @@ impl AppState {
             running: Mutex::new(None),
             pending: ParkedQuestions::announcing(self.approvals.clone()),
             used: Mutex::new(Instant::now()),
+            saving: Mutex::new(()),
         }))
     }
 
@@ -141,6 +144,13 @@ pub(super) async fn keep_cool(state: Arc<AppState>) {
 impl Live {
     pub(super) fn snapshot(&self) -> Session {
         lock(&self.session).clone()
+    }
+
+    /// Writes the session as it is when the write starts, one write at a time: whichever
+    /// runs last wrote the latest state, so a save may run in the background.
+    pub(super) fn save(&self, home: &std::path::Path) -> std::io::Result<()> {
+        let _one = lock(&self.saving);
+        store::save(home, &self.snapshot())
     }
 
     pub(super) fn running(&self) -> Option<Running> {

@@ -81,16 +81,15 @@ pub(super) fn start(
     let session = live.snapshot();
     check_conversation_free(&session, live.brain.instance().map(|i| i.pid))?;
     let options = options(state, &session, &opts)?;
-    // Kept before the turn runs, so a page reloaded mid-turn shows what was asked.
+    // Known before the turn runs, so a page reloaded mid-turn shows what was asked; written
+    // beside the turn (a durable write is milliseconds the brain need not wait for).
+    lock(&live.session).history.push(store::TurnRecord {
+        turn_id: turn_id.clone(),
+        message: message.clone(),
+    });
     {
-        let mut session = lock(&live.session);
-        session.history.push(store::TurnRecord {
-            turn_id: turn_id.clone(),
-            message: message.clone(),
-        });
-        if let Err(e) = store::save(&state.home, &session) {
-            tracing::warn!(error = %e, session = %session.id, "could not save a served session");
-        }
+        let (state, live) = (state.clone(), live.clone());
+        tokio::task::spawn_blocking(move || save_if_kept(&state, &live));
     }
     let first = live.log.next_id();
     let (done_tx, done_rx) = watch::channel(false);
@@ -177,8 +176,11 @@ fn options(
         append.push_str("\n\n");
         append.push_str(extra);
     }
-    if let Err(e) =
-        crate::sys::atomic::write(&store::prompt_file(&state.home, session), append.as_bytes())
+    // Kept for whoever wants to see what the brain is told; written (durably) only when it
+    // changed, not on every turn's way to the brain.
+    let kept = store::prompt_file(&state.home, session);
+    if std::fs::read(&kept).ok().as_deref() != Some(append.as_bytes())
+        && let Err(e) = crate::sys::atomic::write(&kept, append.as_bytes())
     {
         tracing::warn!(error = %e, "could not keep a served turn's system prompt");
     }
@@ -279,7 +281,7 @@ async fn run(
     };
     // Looked up before the session's own lock is taken: the map is always locked first.
     let still_there = state.live(&session_id).is_some();
-    let saved = {
+    {
         let mut session = lock(&live.session);
         if claude_id.is_some() {
             session.claude_session_id = claude_id;
@@ -287,14 +289,9 @@ async fn run(
         session.updated_at = store::now();
         session.cost_usd += cost;
         session.turns += 1;
-        // A session deleted during its turn stays deleted.
-        if still_there {
-            store::save(&state.home, &session)
-        } else {
-            Ok(())
-        }
-    };
-    if let Err(e) = saved {
+    }
+    // A session deleted during its turn stays deleted.
+    if still_there && let Err(e) = live.save(&state.home) {
         tracing::warn!(error = %e, session = %session_id, "could not save a served session");
     }
     state.log.record(
@@ -319,13 +316,25 @@ fn remember_conversation(state: &AppState, live: &Live, claude_session_id: &str)
     if claude_session_id.is_empty() || state.live(&live.snapshot().id).is_none() {
         return;
     }
-    let mut session = lock(&live.session);
-    if session.claude_session_id.as_deref() == Some(claude_session_id) {
-        return;
+    {
+        let mut session = lock(&live.session);
+        if session.claude_session_id.as_deref() == Some(claude_session_id) {
+            return;
+        }
+        session.claude_session_id = Some(claude_session_id.to_string());
     }
-    session.claude_session_id = Some(claude_session_id.to_string());
-    if let Err(e) = store::save(&state.home, &session) {
-        tracing::warn!(error = %e, session = %session.id, "could not save a served session");
+    if let Err(e) = live.save(&state.home) {
+        tracing::warn!(error = %e, "could not save a served session");
+    }
+}
+
+/// Saves the session unless it was deleted meanwhile.
+fn save_if_kept(state: &AppState, live: &Live) {
+    let id = live.snapshot().id;
+    if state.live(&id).is_some()
+        && let Err(e) = live.save(&state.home)
+    {
+        tracing::warn!(error = %e, session = %id, "could not save a served session");
     }
 }
 
