@@ -95,11 +95,12 @@ pub(super) fn apply(dir: &Path, changes: Vec<Change>) -> Result<Applied, BundleE
             folders
                 .of(&change.path)
                 .and_then(|folder| {
-                    unchanged_since_plan(folder, change)?;
-                    stage(folder, change, entry)
+                    unchanged_since_plan(&folder, change)?;
+                    stage(&folder, change, entry)
                 })
                 .map_err(|source| (change, source))
         });
+    drop(folders);
     if let Err((change, source)) = staged {
         return Err(failure(&change.path, source, undo(&journal)));
     }
@@ -113,7 +114,6 @@ pub(super) fn apply(dir: &Path, changes: Vec<Change>) -> Result<Applied, BundleE
         let undone = undo(&journal);
         return Err(failure(dir, std::io::Error::other(why), undone));
     }
-    drop(folders);
     applied.changes = changes;
     Ok(applied)
 }

@@ -134,28 +134,55 @@ pub(super) fn remove_quietly(dir: &Path, rel: &Path, name: &Path) -> std::io::Re
     }
 }
 
-/// Each folder of an apply's files, opened once beneath the target: a large apply works in few
-/// folders, and every name is then resolved in the folder that was checked.
-pub(super) struct Folders<'a>(HashMap<&'a Path, std::io::Result<OwnedFd>>);
+/// Folders held open at once at most: past this many, a folder is opened when it is used, so
+/// a bundle touching thousands of folders never runs out of descriptors.
+const HELD: usize = 256;
+
+/// The folders of an apply's files, opened once beneath the target (up to [`HELD`] of them):
+/// a large apply works in few folders, and every name is then resolved in the folder that was
+/// checked.
+pub(super) struct Folders<'a> {
+    dir: &'a Path,
+    held: HashMap<&'a Path, std::io::Result<OwnedFd>>,
+}
+
+/// A folder, held by [`Folders`] or opened for one use.
+pub(super) enum Folder<'f> {
+    Held(&'f OwnedFd),
+    Own(OwnedFd),
+}
+
+impl std::ops::Deref for Folder<'_> {
+    type Target = OwnedFd;
+
+    fn deref(&self) -> &OwnedFd {
+        match self {
+            Folder::Held(folder) => folder,
+            Folder::Own(folder) => folder,
+        }
+    }
+}
 
 impl<'a> Folders<'a> {
-    pub(super) fn open(dir: &Path, paths: impl IntoIterator<Item = &'a Path>) -> Folders<'a> {
-        let mut folders = HashMap::new();
+    pub(super) fn open(dir: &'a Path, paths: impl IntoIterator<Item = &'a Path>) -> Folders<'a> {
+        let mut held = HashMap::new();
         for path in paths {
             let parent = split(path).0;
-            folders
-                .entry(parent)
-                .or_insert_with(|| beneath::folder(dir, &dir.join(parent)));
+            if held.len() < HELD || held.contains_key(parent) {
+                held.entry(parent)
+                    .or_insert_with(|| beneath::folder(dir, &dir.join(parent)));
+            }
         }
-        Folders(folders)
+        Folders { dir, held }
     }
 
     /// The folder of the file `path`, or why it could not be opened.
-    pub(super) fn of(&self, path: &Path) -> std::io::Result<&OwnedFd> {
-        match self.0.get(split(path).0) {
-            Some(Ok(folder)) => Ok(folder),
+    pub(super) fn of(&self, path: &Path) -> std::io::Result<Folder<'_>> {
+        let parent = split(path).0;
+        match self.held.get(parent) {
+            Some(Ok(folder)) => Ok(Folder::Held(folder)),
             Some(Err(e)) => Err(std::io::Error::new(e.kind(), e.to_string())),
-            None => Err(std::io::Error::other("its folder was not opened")),
+            None => beneath::folder(self.dir, &self.dir.join(parent)).map(Folder::Own),
         }
     }
 }
@@ -199,9 +226,9 @@ fn settle_one(folders: &Folders, entry: &Entry, undo: bool) -> Result<(), String
     // A second name already gone was renamed by an earlier settle, or never made because
     // staging stopped first.
     let done = match (undo, &entry.kept, &entry.staged) {
-        (true, Some(kept), _) => gone_is_fine(beneath::rename_in(folder, kept, name)),
-        (false, _, Some(staged)) => gone_is_fine(beneath::rename_in(folder, staged, name)),
-        _ => gone_is_fine(beneath::remove_in(folder, name)),
+        (true, Some(kept), _) => gone_is_fine(beneath::rename_in(&folder, kept, name)),
+        (false, _, Some(staged)) => gone_is_fine(beneath::rename_in(&folder, staged, name)),
+        _ => gone_is_fine(beneath::remove_in(&folder, name)),
     };
     done.map_err(|e| {
         let what = if undo { "put back" } else { "finish" };
@@ -233,7 +260,7 @@ pub(super) fn settle(dir: &Path, journal: &Journal, rollback: bool) -> Result<Se
             entry.staged.iter().chain(&entry.kept).filter_map(|name| {
                 let removed = folders
                     .of(&entry.path)
-                    .and_then(|folder| beneath::remove_in(folder, name));
+                    .and_then(|folder| beneath::remove_in(&folder, name));
                 gone_is_fine(removed).err().map(|e| {
                     format!(
                         "remove the staged or kept copy of {}: {e}",
@@ -260,4 +287,29 @@ pub(super) fn settle(dir: &Path, journal: &Journal, rollback: bool) -> Result<Se
     } else {
         Settled::Finished(count)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn folders_past_the_held_ones_are_opened_when_used() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let paths: Vec<PathBuf> = (0..HELD + 20)
+            .map(|i| PathBuf::from(format!("d{i}/f.txt")))
+            .collect();
+        for path in &paths {
+            std::fs::create_dir_all(root.join(split(path).0)).unwrap();
+        }
+        let folders = Folders::open(&root, paths.iter().map(PathBuf::as_path));
+        assert_eq!(folders.held.len(), HELD);
+        assert!(matches!(folders.of(&paths[0]), Ok(Folder::Held(_))));
+        let last = folders.of(&paths[HELD + 19]).unwrap();
+        assert!(matches!(last, Folder::Own(_)));
+        beneath::create_in(&last, Path::new("f.txt"), 0o644).unwrap();
+        assert!(root.join(&paths[HELD + 19]).is_file());
+        assert!(folders.of(Path::new("missing/f.txt")).is_err());
+    }
 }

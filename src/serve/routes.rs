@@ -225,14 +225,16 @@ pub(super) async fn delete(
         .ok_or_else(|| ApiError::not_found(format!("there is no session {id}")))?;
     stop_turn(&live).await;
     let session = live.snapshot();
-    live.log.remove_file();
-    for file in [
-        store::session_file(&state.home, &session),
-        store::prompt_file(&state.home, &session),
-    ] {
-        let _ = std::fs::remove_file(file);
-    }
-    let _ = std::fs::remove_dir_all(store::brain_dir(&state.home, &session));
+    live.delete_with(|| {
+        live.log.remove_file();
+        for file in [
+            store::session_file(&state.home, &session),
+            store::prompt_file(&state.home, &session),
+        ] {
+            let _ = std::fs::remove_file(file);
+        }
+        let _ = std::fs::remove_dir_all(store::brain_dir(&state.home, &session));
+    });
     Ok(StatusCode::NO_CONTENT)
 }
 

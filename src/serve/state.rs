@@ -64,8 +64,9 @@ pub(super) struct Live {
     pub pending: ParkedQuestions,
     /// When its last turn ended (or it was loaded).
     pub used: Mutex<Instant>,
-    /// Held while the session is written: see [`Live::save`].
-    saving: Mutex<()>,
+    /// Held while the session is written: see [`Live::save`]. `true` once it is deleted:
+    /// a save still queued then writes nothing.
+    saving: Mutex<bool>,
 }
 
 #[derive(Clone)]
@@ -98,7 +99,7 @@ impl AppState {
             running: Mutex::new(None),
             pending: ParkedQuestions::announcing(self.approvals.clone()),
             used: Mutex::new(Instant::now()),
-            saving: Mutex::new(()),
+            saving: Mutex::new(false),
         }))
     }
 
@@ -149,8 +150,19 @@ impl Live {
     /// Writes the session as it is when the write starts, one write at a time: whichever
     /// runs last wrote the latest state, so a save may run in the background.
     pub(super) fn save(&self, home: &std::path::Path) -> std::io::Result<()> {
-        let _one = lock(&self.saving);
+        let deleted = lock(&self.saving);
+        if *deleted {
+            return Ok(());
+        }
         store::save(home, &self.snapshot())
+    }
+
+    /// Marks the session deleted, after any save under way: `remove` then deletes its files,
+    /// and no save started before it (a turn's, in the background) writes them back.
+    pub(super) fn delete_with(&self, remove: impl FnOnce()) {
+        let mut deleted = lock(&self.saving);
+        *deleted = true;
+        remove();
     }
 
     pub(super) fn running(&self) -> Option<Running> {
