@@ -128,10 +128,7 @@ pub(super) fn remove_quietly(dir: &Path, rel: &Path, name: &Path) -> std::io::Re
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(e),
     };
-    match beneath::remove_in(&folder, name) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
-        _ => Ok(()),
-    }
+    gone_is_fine(beneath::remove_in(&folder, name))
 }
 
 /// Folders held open at once at most: past this many, a folder is opened when it is used, so

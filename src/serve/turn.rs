@@ -89,7 +89,7 @@ pub(super) fn start(
     });
     {
         let (state, live) = (state.clone(), live.clone());
-        tokio::task::spawn_blocking(move || save_if_kept(&state, &live));
+        tokio::task::spawn_blocking(move || save(&state, &live));
     }
     let first = live.log.next_id();
     let (done_tx, done_rx) = watch::channel(false);
@@ -279,8 +279,6 @@ async fn run(
         Ok(report) => (report.cost_usd, report.session_id.clone()),
         Err(_) => (0.0, None),
     };
-    // Looked up before the session's own lock is taken: the map is always locked first.
-    let still_there = state.live(&session_id).is_some();
     {
         let mut session = lock(&live.session);
         if claude_id.is_some() {
@@ -290,10 +288,7 @@ async fn run(
         session.cost_usd += cost;
         session.turns += 1;
     }
-    // A session deleted during its turn stays deleted.
-    if still_there && let Err(e) = live.save(&state.home) {
-        tracing::warn!(error = %e, session = %session_id, "could not save a served session");
-    }
+    save(&state, &live);
     state.log.record(
         "turn_completed",
         &session_id,
@@ -313,7 +308,7 @@ async fn run(
 
 /// Saves the brain's conversation id with the session when it is new.
 fn remember_conversation(state: &AppState, live: &Live, claude_session_id: &str) {
-    if claude_session_id.is_empty() || state.live(&live.snapshot().id).is_none() {
+    if claude_session_id.is_empty() {
         return;
     }
     {
@@ -323,18 +318,14 @@ fn remember_conversation(state: &AppState, live: &Live, claude_session_id: &str)
         }
         session.claude_session_id = Some(claude_session_id.to_string());
     }
-    if let Err(e) = live.save(&state.home) {
-        tracing::warn!(error = %e, "could not save a served session");
-    }
+    save(state, live);
 }
 
-/// Saves the session unless it was deleted meanwhile.
-fn save_if_kept(state: &AppState, live: &Live) {
-    let id = live.snapshot().id;
-    if state.live(&id).is_some()
-        && let Err(e) = live.save(&state.home)
-    {
-        tracing::warn!(error = %e, session = %id, "could not save a served session");
+/// Saves the session, saying when it could not (a session deleted meanwhile stays deleted:
+/// [`Live::save`] writes nothing for it).
+fn save(state: &AppState, live: &Live) {
+    if let Err(e) = live.save(&state.home) {
+        tracing::warn!(error = %e, session = %live.snapshot().id, "could not save a served session");
     }
 }
 
