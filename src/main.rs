@@ -409,15 +409,6 @@ fn eval_command(
 ) -> anyhow::Result<ouro::eval::EvalCommand> {
     use ouro::cli::eval::EvalAction as A;
     use ouro::eval::EvalCommand as C;
-    if let A::Run {
-        env: ouro::cli::eval::EvalEnv::Docker,
-        ..
-    } = &action
-    {
-        anyhow::bail!(
-            "--env docker is not available in this ouro yet: run with --env host (a task written for its container image is then reported as infra_error, saying so)"
-        );
-    }
     Ok(match action {
         A::Run {
             suite,
@@ -430,7 +421,7 @@ fn eval_command(
             no_judge,
             judge_model,
             permission_mode,
-            env: _,
+            env,
             backend,
             ray_address,
             ray_binary,
@@ -457,6 +448,11 @@ fn eval_command(
             ray_binary: ray_binary.map(|b| cwd.join(b)),
             learn,
             memory_file: None,
+            env: match env {
+                None => ouro::eval::run::Env::Auto,
+                Some(ouro::cli::eval::EvalEnv::Host) => ouro::eval::run::Env::Host,
+                Some(ouro::cli::eval::EvalEnv::Docker) => ouro::eval::run::Env::Docker,
+            },
         }),
         A::Merge { dirs, out } => C::Merge {
             dirs: dirs.iter().map(|d| cwd.join(d)).collect(),

@@ -467,6 +467,110 @@ async fn a_harbor_task_directory_runs_on_the_host() {
     let image = trials.iter().find(|t| t["task"] == "image").unwrap();
     assert_eq!(image["status"], "infra_error");
     assert!(image["error"].as_str().unwrap().contains("/app"), "{image}");
+
+    // Without --env, a suite with images runs them where Docker answers; where it does not,
+    // on the host, saying so. Asked for Docker that does not answer, the run stops and says
+    // what to do.
+    let (suite_arg, out_arg) = (suite.display().to_string(), out.display().to_string());
+    let args = [
+        "eval",
+        "run",
+        &suite_arg,
+        "--brain",
+        BRAIN,
+        "--out",
+        &out_arg,
+        "--no-judge",
+    ];
+    let mock = server(
+        json!({"turns": agent_turns("hello", "test ! -e Dockerfile && echo hello > hello.txt")}),
+    )
+    .await;
+    let auto = Run::from(
+        sb.command(&mock.url(), &args)
+            .env("OURO_DOCKER", "false")
+            .output()
+            .await
+            .unwrap(),
+    );
+    assert!(auto.status.success(), "{}", auto.debug());
+    assert!(
+        auto.stderr.contains("Docker does not answer") && auto.stderr.contains("on the host"),
+        "{}",
+        auto.debug()
+    );
+    assert_eq!(statuses(&results(&out)), statuses(&got));
+    let mut docker_args = args.to_vec();
+    docker_args.extend(["--env", "docker"]);
+    let refused = Run::from(
+        sb.command(&mock.url(), &docker_args)
+            .env("OURO_DOCKER", "false")
+            .output()
+            .await
+            .unwrap(),
+    );
+    assert!(!refused.status.success());
+    assert!(
+        refused.stderr.contains("Docker does not answer") && refused.stderr.contains("--env host"),
+        "{}",
+        refused.debug()
+    );
+}
+
+/// `--env docker` with a real engine: the task's image is built, its WORKDIR is the tree (links
+/// kept), the brain works in a container of its own, the tests arrive in `/tests` only after the
+/// agent and their reward file decides. Needs a container engine and a base image, which CI
+/// machines without a registry lack: `OURO_DOCKER=podman OURO_TEST_DOCKER_BASE=debian:bookworm
+/// cargo test --test main -- --ignored docker_env`.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs a container engine and a base image (OURO_TEST_DOCKER_BASE)"]
+async fn docker_env_runs_a_harbor_task_in_its_image() {
+    let base = std::env::var("OURO_TEST_DOCKER_BASE").unwrap_or_else(|_| "debian:bookworm".into());
+    let sb = Sandbox::new();
+    let suite = sb.root().join("harbor");
+    let task = suite.join("app");
+    let dockerfile = format!(
+        "FROM {base}\nWORKDIR /app\nCOPY greet.py /app/greet.py\nRUN ln -s greet.py /app/link.py && mkdir -p /app/sub && echo nested > /app/sub/Dockerfile\n"
+    );
+    let test_sh = "cd /app && mkdir -p /logs/verifier && if grep -qx hello hello.txt && test -L link.py && test -f sub/Dockerfile && test ! -e seen-tests; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n";
+    for (path, text) in [
+        (
+            "task.toml",
+            "version = \"1.0\"\n[agent]\ntimeout_sec = 120.0\n[verifier]\ntimeout_sec = 60.0\n",
+        ),
+        (
+            "instruction.md",
+            "Write /app/hello.txt saying hello. Task token: EVAL-app\n",
+        ),
+        ("environment/Dockerfile", dockerfile.as_str()),
+        ("environment/greet.py", "print('hi')\n"),
+        ("tests/test.sh", test_sh),
+    ] {
+        let file = task.join(path);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, text).unwrap();
+    }
+    let mock = server(json!({"turns": agent_turns(
+        "app",
+        "cd /app && echo hello > hello.txt && if test -e /tests; then touch seen-tests; fi"
+    )}))
+    .await;
+    let out = sb.root().join("out");
+    let (_, got) = run_suite(
+        &sb,
+        &mock.url(),
+        &suite,
+        &out,
+        &["--no-judge", "--env", "docker"],
+    )
+    .await;
+    let trial = &got["trials"][0];
+    assert_eq!(trial["status"], "passed", "{got}");
+    let artifact = std::fs::read_to_string(out.join(trial["artifact"].as_str().unwrap())).unwrap();
+    assert!(
+        artifact.contains("hello.txt") && !artifact.contains("seen-tests"),
+        "{artifact}"
+    );
 }
 
 /// A Ray head for one test, stopped when it ends.

@@ -46,10 +46,12 @@ pub enum EvalAction {
         /// The judge's model.
         #[arg(long, value_name = "MODEL", default_value = "sonnet")]
         judge_model: String,
-        /// Where trials run: `host` (a Harbor task's Dockerfile is not used, and a task written
-        /// for its image is an infra_error); `docker` is not available yet.
-        #[arg(long, value_enum, default_value_t = EvalEnv::Host)]
-        env: EvalEnv,
+        /// Where a Harbor task's trials run: `docker` (in its image, built from its
+        /// Dockerfile) or `host` (its Dockerfile unused; a task written for its image is an
+        /// infra_error). Default: docker when the suite has images and Docker answers, else
+        /// host with a warning. Native tasks always run here.
+        #[arg(long, value_enum)]
+        env: Option<EvalEnv>,
         /// Where the trials run: here, or as one job per shard on a Ray cluster.
         #[arg(long, value_enum, default_value_t = EvalBackend::Local)]
         backend: EvalBackend,

@@ -1,14 +1,15 @@
-//! Harbor (Terminal-Bench) task directories, run on the host (`--env host`): `instruction.md`
-//! is the instruction, `environment/` without its Dockerfile is the starting tree, and
+//! Harbor (Terminal-Bench) task directories. `instruction.md` is the instruction. On the host
+//! (`--env host`), `environment/` without its Dockerfile is the starting tree and
 //! `tests/test.sh` runs there afterwards (exit 0 passes, or the reward file it writes in the
-//! tree decides). A task written for its image (absolute paths such as `/app` or `/logs`)
-//! cannot run on the host: it is that task's `infra_error`, saying so.
+//! tree decides); a task written for its image (absolute paths such as `/app` or `/logs`)
+//! cannot run there: it is that task's `infra_error`, saying so. With `--env docker` a task
+//! with a Dockerfile runs in its image instead (`docker`), the tests at `/tests/test.sh`.
 
 use std::path::Path;
 
 use serde::Deserialize;
 
-use super::task::{Broken, Context, Task};
+use super::task::{Broken, Context, Place, Task};
 
 /// Paths that exist only in a task's container image.
 const IMAGE_PATHS: &[&str] = &[
@@ -36,7 +37,8 @@ struct Timeouts {
     timeout_sec: Option<f64>,
 }
 
-pub(super) fn load(dir: &Path) -> Result<Task, Broken> {
+/// The task `dir`; with `docker`, in its image when `environment/` has a Dockerfile.
+pub(super) fn load(dir: &Path, docker: bool) -> Result<Task, Broken> {
     let id = dir
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -58,17 +60,29 @@ pub(super) fn load(dir: &Path) -> Result<Task, Broken> {
     if !environment.is_dir() {
         return Err(broken(format!("{} has no environment/", dir.display())));
     }
-    if let Some(path) = image_path(&test_sh).or_else(|| image_path(&instruction)) {
-        return Err(broken(format!(
-            "the task is written for its container image (it uses {path}), so it cannot run on the host; it needs --env docker"
-        )));
+    let image = dockerfile(dir).filter(|_| docker);
+    if image.is_none()
+        && let Some(path) = image_path(&test_sh).or_else(|| image_path(&instruction))
+    {
+        return Err(broken(if docker {
+            format!(
+                "the task is written for its container image (it uses {path}), but environment/ has no Dockerfile to build it from"
+            )
+        } else {
+            format!(
+                "the task is written for its container image (it uses {path}), so it cannot run on the host; it needs --env docker"
+            )
+        }));
     }
     let seconds = |t: &Timeouts| t.timeout_sec.unwrap_or(DEFAULT_TIMEOUT_S).max(1.0) as u64;
     Ok(Task {
         id: id.clone(),
         dir: dir.to_path_buf(),
         instruction: instruction.trim().to_string(),
-        tests: "bash tests/test.sh".into(),
+        tests: match &image {
+            Some(_) => format!("bash {}/test.sh", super::docker::TESTS_INSIDE),
+            None => "bash tests/test.sh".into(),
+        },
         timeout_s: seconds(&config.agent),
         tests_timeout_s: seconds(&config.verifier),
         budget_usd: None,
@@ -76,7 +90,17 @@ pub(super) fn load(dir: &Path) -> Result<Task, Broken> {
         context: Context::Dir(environment),
         expected: None,
         hidden_tests: Some(dir.join("tests")),
+        place: image.map_or(Place::Host, Place::Unbuilt),
     })
+}
+
+/// `environment/` when it holds a Dockerfile (the task's image can be built).
+pub(super) fn dockerfile(dir: &Path) -> Option<std::path::PathBuf> {
+    let environment = dir.join("environment");
+    environment
+        .join("Dockerfile")
+        .is_file()
+        .then_some(environment)
 }
 
 /// The first path only the task's image has, as a whole path segment (`/app/x`, `/app`, not
@@ -95,10 +119,10 @@ fn image_path(text: &str) -> Option<&'static str> {
 /// The files of `environment/` that build its image, not part of the tree.
 pub(super) const IMAGE_FILES: &[&str] = &["Dockerfile", ".dockerignore", "docker-compose.yaml"];
 
-/// A reward the tests wrote in the tree (`logs/verifier/reward.txt` or `reward.json`): a
-/// number above 0 passes. `None` when they wrote none.
-pub(super) fn reward(tree: &Path) -> Option<bool> {
-    let dir = tree.join("logs/verifier");
+/// A reward the tests wrote in `dir` (`reward.txt` or `reward.json` of the tree's
+/// `logs/verifier`, or of the container's `/logs/verifier`): a number above 0 passes. `None`
+/// when they wrote none.
+pub(super) fn reward(dir: &Path) -> Option<bool> {
     if let Ok(text) = std::fs::read_to_string(dir.join("reward.txt")) {
         return Some(text.trim().parse::<f64>().is_ok_and(|r| r > 0.0));
     }
@@ -136,11 +160,27 @@ mod tests {
         .unwrap();
         std::fs::write(task.join("instruction.md"), "Write hello.txt.\n").unwrap();
         std::fs::write(task.join("tests/test.sh"), "grep -q hello hello.txt\n").unwrap();
-        let loaded = load(&task).unwrap();
+        let loaded = load(&task, false).unwrap();
         assert_eq!((loaded.timeout_s, loaded.tests_timeout_s), (90, 30));
         assert_eq!(loaded.tests, "bash tests/test.sh");
         std::fs::write(task.join("tests/test.sh"), "cd /app && pytest\n").unwrap();
-        let broken = load(&task).unwrap_err();
+        let broken = load(&task, false).unwrap_err();
         assert!(broken.reason.contains("/app"), "{}", broken.reason);
+        // In its image, it runs: the tests at /tests, the tree built from environment/.
+        assert!(
+            load(&task, true)
+                .unwrap_err()
+                .reason
+                .contains("no Dockerfile")
+        );
+        std::fs::write(
+            task.join("environment/Dockerfile"),
+            "FROM x\nWORKDIR /app\n",
+        )
+        .unwrap();
+        let imaged = load(&task, true).unwrap();
+        assert_eq!(imaged.tests, "bash /tests/test.sh");
+        assert_eq!(imaged.place, Place::Unbuilt(task.join("environment")));
+        assert!(load(&task, false).is_err());
     }
 }

@@ -182,7 +182,7 @@ pub(super) fn first_dir(out: &Path) -> PathBuf {
 
 /// The instruction of each task of a suite, by id.
 pub(super) fn instructions(suite: &Path) -> HashMap<String, String> {
-    super::suite::load_suite(suite)
+    super::suite::load_suite(suite, true)
         .unwrap_or_default()
         .into_iter()
         .filter_map(Result::ok)

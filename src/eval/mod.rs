@@ -4,10 +4,11 @@
 //! took, with infrastructure failures kept apart from the agent's. Shards of a run merge into
 //! the whole run.
 //!
-//! Data flow: `suite` (its `task`s, native or `harbor`) → `run` (plan, shard, admit; or
-//! `remote` on `ray`) → `trial` (tree, brain, `verify`) → `judge` → `results` (summary) →
-//! `report` / `html`.
+//! Data flow: `suite` (its `task`s, native or `harbor`) → `run` (plan, shard, admit, build
+//! the images of `docker`; or `remote` on `ray`) → `trial` (tree, brain, `verify`) → `judge`
+//! → `results` (summary) → `report` / `html`.
 
+mod docker;
 mod harbor;
 mod html;
 mod judge;
@@ -228,8 +229,9 @@ pub(crate) fn write_results(out: &Path, results: &results::Results) -> Result<()
 }
 
 /// Copies the files and folders of `from` into `to` (made if missing), leaving out the entries
-/// named in `skip` at any depth; links and special files are not copied.
-pub(crate) fn copy_dir(from: &Path, to: &Path, skip: &[&str]) -> std::io::Result<()> {
+/// of `from` itself named in `skip`; links are copied as links with `links` (a tree a task
+/// starts from), else left out like special files (nothing outside `from` comes along).
+pub(crate) fn copy_dir(from: &Path, to: &Path, skip: &[&str], links: bool) -> std::io::Result<()> {
     std::fs::create_dir_all(to)?;
     for entry in std::fs::read_dir(from)? {
         let entry = entry?;
@@ -240,9 +242,11 @@ pub(crate) fn copy_dir(from: &Path, to: &Path, skip: &[&str]) -> std::io::Result
         let target = to.join(&name);
         let kind = entry.file_type()?;
         if kind.is_dir() {
-            copy_dir(&entry.path(), &target, skip)?;
+            copy_dir(&entry.path(), &target, &[], links)?;
         } else if kind.is_file() {
             std::fs::copy(entry.path(), &target)?;
+        } else if kind.is_symlink() && links {
+            std::os::unix::fs::symlink(std::fs::read_link(entry.path())?, &target)?;
         }
     }
     Ok(())

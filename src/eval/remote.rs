@@ -48,7 +48,9 @@ pub(super) async fn run(options: RunOptions, address: &str) -> Result<Results, E
         ));
     }
     let ray = RayJobs::new(address).map_err(ray_error)?;
-    let tasks = super::suite::load_suite(&options.suite).map_err(io("read", &options.suite))?;
+    // As the jobs will see them (where Docker answers, the tasks with images are not broken).
+    let tasks = super::suite::load_suite(&options.suite, options.env != super::run::Env::Host)
+        .map_err(io("read", &options.suite))?;
     let total = tasks.len() * options.trials as usize;
     let shards = options.concurrency.clamp(1, total.max(1)) as u32;
 
@@ -61,7 +63,7 @@ pub(super) async fn run(options: RunOptions, address: &str) -> Result<Results, E
         None => std::env::current_exe().map_err(io("find", Path::new("ouro")))?,
     };
     std::fs::copy(&exe, stage.path().join("ouro")).map_err(io("copy", &exe))?;
-    super::copy_dir(&options.suite, &stage.path().join("suite"), &[])
+    super::copy_dir(&options.suite, &stage.path().join("suite"), &[], false)
         .map_err(io("copy", &options.suite))?;
     let package = ray.upload_dir(stage.path()).await.map_err(ray_error)?;
     drop(stage);
@@ -148,6 +150,11 @@ fn entrypoint(options: &RunOptions, i: u32, n: u32) -> String {
     }
     if let Some(mode) = &options.permission_mode {
         args.extend(["--permission-mode".into(), quote(mode)]);
+    }
+    match options.env {
+        super::run::Env::Auto => {}
+        super::run::Env::Host => args.extend(["--env".into(), "host".into()]),
+        super::run::Env::Docker => args.extend(["--env".into(), "docker".into()]),
     }
     // Jobs of one package share its unpacked folder: the work happens in a folder of its own.
     format!(

@@ -9,7 +9,7 @@ use std::time::Duration;
 use super::EvalError;
 use super::judge::Judge;
 use super::results::{Calibration, Results, Status, Trial};
-use super::task::{Broken, Task};
+use super::task::{Broken, Context, Place, Task};
 use super::trial::{self, Setup};
 use crate::agents::spec::CommandRules;
 use crate::brain::TurnOptions;
@@ -35,6 +35,42 @@ pub struct RunOptions {
     pub learn: bool,
     /// A memory file the trials' Recall reads (the second pass of `--learn`).
     pub memory_file: Option<PathBuf>,
+    pub env: Env,
+}
+
+/// Where a Harbor task's trials run (native tasks carry no image: always here).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Env {
+    /// In its image when the suite has images to build and Docker answers; else here, saying so.
+    #[default]
+    Auto,
+    Host,
+    Docker,
+}
+
+impl Env {
+    /// Whether the run builds and uses the tasks' images.
+    pub(super) async fn docker(self, suite: &Path) -> Result<bool, EvalError> {
+        let docker = super::docker::Docker::from_env();
+        match self {
+            Env::Host => Ok(false),
+            Env::Docker => docker.check().await.map(|_| true).map_err(|why| {
+                EvalError::Usage(format!(
+                    "{why}: start it, or run with --env host (OURO_DOCKER names another client, such as podman)"
+                ))
+            }),
+            Env::Auto if !super::suite::has_images(suite) => Ok(false),
+            Env::Auto => match docker.check().await {
+                Ok(()) => Ok(true),
+                Err(why) => {
+                    eprintln!(
+                        "ouro eval: warning: {why}, so the Harbor tasks run on the host and those written for their image are infra_error (start Docker, or set OURO_DOCKER to another client such as podman)"
+                    );
+                    Ok(false)
+                }
+            },
+        }
+    }
 }
 
 /// One trial to run: task index and trial number.
@@ -59,11 +95,13 @@ pub async fn run(
     options: RunOptions,
     (setup_options, patterns): (TurnOptions, CommandRules),
 ) -> Result<Results, EvalError> {
-    let loaded = super::suite::load_suite(&options.suite).map_err(|source| EvalError::Io {
-        action: "read the suite",
-        path: options.suite.clone(),
-        source,
-    })?;
+    let docker = options.env.docker(&options.suite).await?;
+    let mut loaded =
+        super::suite::load_suite(&options.suite, docker).map_err(|source| EvalError::Io {
+            action: "read the suite",
+            path: options.suite.clone(),
+            source,
+        })?;
     if loaded.is_empty() {
         return Err(EvalError::Usage(format!(
             "{} holds no task (a task is a directory with a task.md)",
@@ -99,6 +137,20 @@ pub async fn run(
         None => None,
     };
     let planned = plan(loaded.len(), options.trials, options.shard);
+    // Only the images this shard's trials use are built.
+    let images = tempfile::Builder::new()
+        .prefix("ouro-eval-images-")
+        .tempdir()
+        .map_err(|source| EvalError::Io {
+            action: "make a folder in",
+            path: std::env::temp_dir(),
+            source,
+        })?;
+    let mut used: Vec<usize> = planned.iter().map(|(at, _)| *at).collect();
+    used.dedup();
+    for at in used {
+        build(&mut loaded[at], &images.path().join(at.to_string())).await;
+    }
     let loaded = Arc::new(loaded);
     let progress = Arc::new(super::progress::Progress::new(planned.len()));
     let slots = Arc::new(tokio::sync::Semaphore::new(options.concurrency.max(1)));
@@ -140,6 +192,37 @@ pub async fn run(
     results.shard = options.shard.map(|(i, n)| format!("{i}/{n}"));
     super::write_results(&out, &results)?;
     Ok(results)
+}
+
+/// Builds the image of a task that runs in one, and makes its starting tree the image's
+/// working directory; a build that fails is the task's `infra_error`.
+async fn build(task: &mut Result<Task, Broken>, scratch: &Path) {
+    let Ok(ready) = task else { return };
+    let Place::Unbuilt(context) = &ready.place else {
+        return;
+    };
+    eprintln!("ouro eval: building the image of {}", ready.id);
+    let tree = scratch.join("tree");
+    let built = match std::fs::create_dir_all(scratch) {
+        Ok(()) => {
+            super::docker::Docker::from_env()
+                .prepare(context, scratch, &tree)
+                .await
+        }
+        Err(e) => Err(format!("cannot make {}: {e}", scratch.display())),
+    };
+    match built {
+        Ok(image) => {
+            ready.place = Place::Image(image);
+            ready.context = Context::Image(tree);
+        }
+        Err(reason) => {
+            *task = Err(Broken {
+                id: ready.id.clone(),
+                reason,
+            })
+        }
+    }
 }
 
 fn judge_client() -> Result<crate::api::client::Client, EvalError> {

@@ -1,6 +1,6 @@
 //! A task of a suite, read once when the run starts: a native task directory (`task.md`,
 //! `context.cats.md`, `expected.dogs.md`, hidden `tests/`), or a Harbor one (`task.toml`,
-//! `instruction.md`, `environment/`, `tests/test.sh`) run on the host. A task that cannot be
+//! `instruction.md`, `environment/`, `tests/test.sh`) run on the host or in its image. A task that cannot be
 //! read is kept with the reason, so the run reports it as that task's `infra_error`.
 
 use std::path::{Path, PathBuf};
@@ -30,6 +30,18 @@ pub(super) struct Task {
     pub(super) expected: Option<PathBuf>,
     /// `tests/`, copied in only to verify.
     pub(super) hidden_tests: Option<PathBuf>,
+    pub(super) place: Place,
+}
+
+/// Where a task's trials run.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Place {
+    /// This machine, in the OS sandbox.
+    Host,
+    /// A container of the task's image, built from this folder when the run starts.
+    Unbuilt(PathBuf),
+    /// A container of this built image.
+    Image(super::docker::Image),
 }
 
 /// Where a trial's starting tree comes from.
@@ -39,6 +51,8 @@ pub(super) enum Context {
     Cats(PathBuf),
     /// A directory, copied (a Harbor task's `environment/`, without its Dockerfile).
     Dir(PathBuf),
+    /// The working directory of the task's image, copied out once: copied whole, links too.
+    Image(PathBuf),
 }
 
 /// A task directory that could not be read as a task: its trials are `infra_error`.
@@ -117,6 +131,7 @@ pub(super) fn load_native(dir: &Path) -> Result<Task, Broken> {
         context: Context::Cats(context),
         expected,
         hidden_tests,
+        place: Place::Host,
     })
 }
 
@@ -144,7 +159,7 @@ mod tests {
         task_dir(root.path(), "c", "id: c\nversion: \"2.0\"\ntests: x");
         task_dir(root.path(), "d", "id: d");
         std::fs::create_dir(root.path().join("not-a-task")).unwrap();
-        let tasks = super::super::suite::load_suite(root.path()).unwrap();
+        let tasks = super::super::suite::load_suite(root.path(), false).unwrap();
         assert_eq!(tasks.len(), 4);
         let a = tasks[0].as_ref().unwrap();
         assert_eq!((a.id.as_str(), a.timeout_s, a.budget_usd), ("a", 600, None));
@@ -163,7 +178,7 @@ mod tests {
         assert!(tasks[3].as_ref().unwrap_err().reason.contains("no `tests`"));
         // One task directory is a suite of one.
         assert_eq!(
-            super::super::suite::load_suite(&root.path().join("a"))
+            super::super::suite::load_suite(&root.path().join("a"), false)
                 .unwrap()
                 .len(),
             1

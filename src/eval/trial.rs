@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::results::{Status, Tokens, Trial};
-use super::task::{Context, Task};
+use super::task::{Context, Place, Task};
 use crate::agents::changes::Snapshot;
 use crate::agents::spec::{CommandRules, CommandVerdict};
 use crate::brain::{
@@ -79,6 +79,27 @@ pub(super) async fn run(task: &Task, n: u32, setup: &Setup) -> Ran {
     if let Some(memory) = &setup.memory_file {
         config = config.env(super::learn::MEMORY_FILE_ENV, memory);
     }
+    let container = match &task.place {
+        Place::Host => None,
+        Place::Unbuilt(_) => return infra(&task.id, n, "the task's image was not built".into()),
+        Place::Image(image) => {
+            let docker = super::docker::Docker::from_env();
+            match docker.start(image, &tree, &work.path().join("logs")).await {
+                Ok(container) => Some(container),
+                Err(why) => return infra(&task.id, n, why),
+            }
+        }
+    };
+    if let Some(container) = &container {
+        match container.brain_program(work.path(), &setup.brain, &config.env) {
+            Ok(program) => config = config.program(program),
+            Err(why) => return infra(&task.id, n, why),
+        }
+    }
+    // The tree as the agent sees it (in a container, the image's working directory).
+    let seen = container
+        .as_ref()
+        .map_or(tree.clone(), |c| PathBuf::from(&c.workdir));
     let brain = match crate::brain::open(&setup.brain, config) {
         Ok(brain) => brain,
         Err(e) => return infra(&task.id, n, format!("the brain cannot start: {e}")),
@@ -88,7 +109,7 @@ pub(super) async fn run(task: &Task, n: u32, setup: &Setup) -> Ran {
         brain.as_ref(),
         task,
         setup,
-        &tree,
+        &seen,
         &setup.out.join(&log_rel),
     )
     .await;
@@ -132,7 +153,22 @@ pub(super) async fn run(task: &Task, n: u32, setup: &Setup) -> Ran {
             .flatten()
             .map(|_| format!("artifacts/{name}.patch"))
     };
-    let verdict = verify(task, &tree).await;
+    let verdict = match &container {
+        Some(container) => container
+            .verify(
+                task.hidden_tests.as_deref(),
+                &task.tests,
+                Duration::from_secs(task.tests_timeout_s),
+            )
+            .await
+            .map(|exited| {
+                super::harbor::reward(&work.path().join("logs/verifier")).unwrap_or(exited)
+            }),
+        None => verify(task, &tree).await,
+    };
+    if let Some(container) = container {
+        container.finish().await;
+    }
     let (mut status, mut error) = match (&agent.ended, &verdict) {
         (Ended::Infra(why), _) => (Status::InfraError, Some(why.clone())),
         (_, Err(why)) => (Status::InfraError, Some(why.clone())),
@@ -218,7 +254,9 @@ fn start_tree(context: &Context, tree: &Path) -> Result<(Snapshot, String), Stri
         Context::Cats(bundle) => {
             crate::paws::tree::materialise(bundle, tree).map_err(|e| e.to_string())?;
         }
-        Context::Dir(dir) => super::copy_dir(dir, tree, super::harbor::IMAGE_FILES)
+        Context::Dir(dir) => super::copy_dir(dir, tree, super::harbor::IMAGE_FILES, false)
+            .map_err(|e| format!("cannot copy {}: {e}", dir.display()))?,
+        Context::Image(dir) => super::copy_dir(dir, tree, &[], true)
             .map_err(|e| format!("cannot copy {}: {e}", dir.display()))?,
     }
     git(tree, &["init", "-q"])?;
@@ -261,7 +299,8 @@ struct Agent {
     first_edit_s: Option<f64>,
 }
 
-/// Runs the task's turn to its end or its deadline, logging every event.
+/// Runs the task's turn to its end or its deadline, logging every event; `tree` is the trial's
+/// tree as the agent sees it.
 async fn drive(brain: &dyn BrainCli, task: &Task, setup: &Setup, tree: &Path, log: &Path) -> Agent {
     let (events, mut events_rx) = mpsc::unbounded_channel();
     let mut options = setup.options.clone();
@@ -471,7 +510,7 @@ fn edits(tool: &str, input: &Value) -> bool {
 async fn verify(task: &Task, tree: &Path) -> Result<bool, String> {
     if let Some(tests) = &task.hidden_tests {
         let (from, to) = (tests.clone(), tree.join("tests"));
-        tokio::task::spawn_blocking(move || super::copy_dir(&from, &to, &[]))
+        tokio::task::spawn_blocking(move || super::copy_dir(&from, &to, &[], false))
             .await
             .map_err(|e| e.to_string())?
             .map_err(|e| format!("cannot copy the task's tests in: {e}"))?;
@@ -483,5 +522,5 @@ async fn verify(task: &Task, tree: &Path) -> Result<bool, String> {
         Duration::from_secs(task.tests_timeout_s),
     )
     .await?;
-    Ok(super::harbor::reward(tree).unwrap_or(exited))
+    Ok(super::harbor::reward(&tree.join("logs/verifier")).unwrap_or(exited))
 }
