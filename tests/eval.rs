@@ -519,7 +519,7 @@ async fn a_harbor_task_directory_runs_on_the_host() {
 
 /// `--env docker` with a real engine: the task's image is built, its WORKDIR is the tree (links
 /// kept), the brain works in a container of its own, the tests arrive in `/tests` only after the
-/// agent and their reward file decides. Needs a container engine and a base image, which CI
+/// agent and whatever it left running, and their reward file decides. Needs a container engine and a base image, which CI
 /// machines without a registry lack: `OURO_DOCKER=podman OURO_TEST_DOCKER_BASE=debian:bookworm
 /// cargo test --test main -- --ignored docker_env`.
 #[tokio::test(flavor = "multi_thread")]
@@ -552,7 +552,9 @@ async fn docker_env_runs_a_harbor_task_in_its_image() {
     }
     let mock = server(json!({"turns": agent_turns(
         "app",
-        "cd /app && echo hello > hello.txt && if test -e /tests; then touch seen-tests; fi"
+        // A process left behind, in a session of its own, that would see the tests arrive:
+        // none outlives the agent.
+        "cd /app && echo hello > hello.txt && setsid sh -c 'for i in $(seq 300); do test -e /tests && touch /app/seen-tests; sleep 0.1; done' > /dev/null 2>&1 & true"
     )}))
     .await;
     let out = sb.root().join("out");

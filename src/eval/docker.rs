@@ -18,14 +18,36 @@ const OURO_INSIDE: &str = "/opt/ouro/ouro";
 pub(super) const TESTS_INSIDE: &str = "/tests";
 /// Where the trial's logs folder is mounted (Harbor's `/logs/verifier/reward.txt` lands there).
 const LOGS_INSIDE: &str = "/logs";
-/// What a trial's container runs while the brain and the tests are exec'd into it: nothing,
-/// until it is removed (every image with a shell has it, busybox's too).
-const IDLE: [&str; 3] = ["tail", "-f", "/dev/null"];
-/// On every image and container ouro makes: `docker image prune --filter label=ouro.eval`.
+/// On every image and container ouro makes: `docker image prune --filter label=ouro.eval=1`.
 const LABEL: &str = "ouro.eval=1";
 /// The variables a brain in a container gets from the brain's environment: its API settings
-/// (the rest of this machine's environment, PATH and HOME first, would be wrong in there).
+/// and proxies (the rest of this machine's environment, PATH and HOME first, would be wrong
+/// in there).
 const PASSED_PREFIXES: &[&str] = &["ANTHROPIC_", "CLAUDE_CODE_"];
+const PASSED_NAMES: &[&str] = &[
+    "HTTPS_PROXY",
+    "HTTP_PROXY",
+    "NO_PROXY",
+    "https_proxy",
+    "http_proxy",
+    "no_proxy",
+];
+/// Says what this machine has (a bubblewrap to scrub with), not what the image has.
+const NOT_PASSED: &[&str] = &["CLAUDE_CODE_SUBPROCESS_ENV_SCRUB"];
+/// How long a container outlives its trial's limits at most: it ends (and is removed) by
+/// itself even when ouro is killed before it could remove it.
+const LIFETIME_MARGIN: Duration = Duration::from_secs(900);
+/// How long a client command may take (a build: `BUILD_LIMIT`), so a stuck engine cannot hang
+/// a run.
+const LIMIT: Duration = Duration::from_secs(120);
+const BUILD_LIMIT: Duration = Duration::from_secs(3600);
+/// The repository is the trial's, mounted from this machine: git in the container (root, or
+/// another user) must not refuse it as owned by someone else.
+const SAFE_GIT: [&str; 3] = [
+    "GIT_CONFIG_COUNT=1",
+    "GIT_CONFIG_KEY_0=safe.directory",
+    "GIT_CONFIG_VALUE_0=*",
+];
 
 /// The container client.
 #[derive(Debug, Clone)]
@@ -33,11 +55,13 @@ pub(super) struct Docker {
     program: OsString,
 }
 
-/// A task's built image and the directory its tree is in.
+/// A task's built image, the directory its tree is in, and the copy of this ouro its trials'
+/// containers mount.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct Image {
     pub(super) id: String,
     pub(super) workdir: String,
+    pub(super) ouro: PathBuf,
 }
 
 impl Docker {
@@ -51,29 +75,39 @@ impl Docker {
 
     /// `Ok` when the engine answers; else why not.
     pub(super) async fn check(&self) -> Result<(), String> {
-        self.run(["version", "--format", "{{.Server.Version}}"])
-            .await
-            .map(drop)
-            .map_err(|why| format!("Docker does not answer ({why})"))
+        if !cfg!(target_os = "linux") {
+            return Err("ouro runs in a task's container only from a Linux machine (it mounts itself there)".into());
+        }
+        self.run_for(
+            ["version", "--format", "{{.Server.Version}}"],
+            Duration::from_secs(20),
+        )
+        .await
+        .map(drop)
+        .map_err(|why| format!("Docker does not answer ({why})"))
     }
 
     /// Builds `context` (a folder with a Dockerfile) and copies its image's working directory
-    /// out to `tree`.
+    /// out to `tree`; its trials will mount `ouro`.
     pub(super) async fn prepare(
         &self,
         context: &Path,
         scratch: &Path,
         tree: &Path,
+        ouro: &Path,
     ) -> Result<Image, String> {
         let iid = scratch.join("image-id");
-        self.run([
-            OsStr::new("build"),
-            OsStr::new("--label"),
-            OsStr::new(LABEL),
-            OsStr::new("--iidfile"),
-            iid.as_os_str(),
-            context.as_os_str(),
-        ])
+        self.run_for(
+            [
+                OsStr::new("build"),
+                OsStr::new("--label"),
+                OsStr::new(LABEL),
+                OsStr::new("--iidfile"),
+                iid.as_os_str(),
+                context.as_os_str(),
+            ],
+            BUILD_LIMIT,
+        )
         .await
         .map_err(|why| format!("the task's image did not build: {why}"))?;
         let id = std::fs::read_to_string(&iid)
@@ -101,10 +135,9 @@ impl Docker {
                 "--label",
                 LABEL,
                 "--entrypoint",
-                IDLE[0],
+                "sleep",
                 &id,
-                IDLE[1],
-                IDLE[2],
+                "1",
             ])
             .await?;
         std::fs::create_dir_all(tree)
@@ -115,16 +148,21 @@ impl Docker {
             .await;
         let _ = self.run(["rm", "-f", &created]).await;
         copied.map_err(|why| format!("cannot copy {workdir} out of the task's image: {why}"))?;
-        Ok(Image { id, workdir })
+        Ok(Image {
+            id,
+            workdir,
+            ouro: ouro.to_path_buf(),
+        })
     }
 
-    /// Starts trial `name`'s container with `tree` over the image's working directory and
-    /// `logs` at `/logs`.
+    /// Starts a trial's container with `tree` over the image's working directory and `logs` at
+    /// `/logs`; it ends by itself after `lifetime` and the margin.
     pub(super) async fn start(
         &self,
         image: &Image,
         tree: &Path,
         logs: &Path,
+        lifetime: Duration,
     ) -> Result<Container, String> {
         let name = format!(
             "ouro-eval-{}",
@@ -132,16 +170,24 @@ impl Docker {
         );
         std::fs::create_dir_all(logs)
             .map_err(|e| format!("cannot make {}: {e}", logs.display()))?;
-        let exe = std::env::current_exe().map_err(|e| format!("cannot find this ouro: {e}"))?;
-        let mount = |from: &Path, to: &str, ro: bool| {
-            let mut arg = OsString::from(from);
-            arg.push(format!(":{to}{}", if ro { ":ro" } else { "" }));
-            arg
-        };
-        let mut args: Vec<OsString> = ["run", "-d", "--name", &name, "--label", LABEL]
-            .iter()
-            .map(OsString::from)
-            .collect();
+        let mut args: Vec<OsString> = [
+            "run",
+            "-d",
+            "--rm",
+            "--name",
+            &name,
+            "--label",
+            LABEL,
+            // Mounts from any folder of this machine, also where SELinux labels them.
+            "--security-opt",
+            "label=disable",
+        ]
+        .iter()
+        .map(OsString::from)
+        .collect();
+        for var in SAFE_GIT {
+            args.extend(["-e".into(), var.into()]);
+        }
         // The brain in there must reach the API: an API on this machine's loopback is reached
         // over the host's network.
         if api_is_local() {
@@ -150,39 +196,55 @@ impl Docker {
         for (from, to, ro) in [
             (tree, image.workdir.as_str(), false),
             (logs, LOGS_INSIDE, false),
-            (exe.as_path(), OURO_INSIDE, true),
+            (image.ouro.as_path(), OURO_INSIDE, true),
         ] {
-            args.extend(["-v".into(), mount(from, to, ro)]);
+            args.extend(["-v".into(), mount(from, to, ro)?]);
         }
+        let seconds = (lifetime + LIFETIME_MARGIN).as_secs().to_string();
         args.extend(
-            ["--entrypoint", IDLE[0], &image.id, IDLE[1], IDLE[2]]
+            ["--entrypoint", "sleep", &image.id, &seconds]
                 .iter()
                 .map(OsString::from),
         );
         // Removed when dropped, also when it was made but did not start.
-        let container = Container {
+        let mut container = Container {
             docker: self.clone(),
             name,
             workdir: image.workdir.clone(),
+            logs: logs.to_path_buf(),
+            hand_back: false,
             removed: false,
         };
         self.run(&args)
             .await
             .map_err(|why| format!("the trial's container did not start: {why}"))?;
+        container.hand_back = container.makes_files_of_another_owner().await;
         Ok(container)
     }
 
-    /// Runs the client with `args`: its standard output, trimmed, or why it failed.
+    /// Runs the client with `args` (at most [`LIMIT`]): its standard output, trimmed, or why it
+    /// failed.
     async fn run<I, S>(&self, args: I) -> Result<String, String>
     where
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
-        let out = tokio::process::Command::new(&self.program)
+        self.run_for(args, LIMIT).await
+    }
+
+    async fn run_for<I, S>(&self, args: I, limit: Duration) -> Result<String, String>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let running = tokio::process::Command::new(&self.program)
             .args(args)
             .stdin(Stdio::null())
-            .output()
+            .kill_on_drop(true)
+            .output();
+        let out = tokio::time::timeout(limit, running)
             .await
+            .map_err(|_| format!("it did not answer in {} s", limit.as_secs()))?
             .map_err(|e| format!("cannot run {}: {e}", self.program.to_string_lossy()))?;
         if out.status.success() {
             Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
@@ -190,6 +252,19 @@ impl Docker {
             Err(last_lines(&out.stderr))
         }
     }
+}
+
+/// `-v FROM:TO[:ro]`; a path with a `:` cannot be said that way.
+fn mount(from: &Path, to: &str, ro: bool) -> Result<OsString, String> {
+    if from.as_os_str().as_encoded_bytes().contains(&b':') || to.contains(':') {
+        return Err(format!(
+            "{} cannot be mounted in a container (its path has a `:`): set TMPDIR to a folder without one",
+            from.display()
+        ));
+    }
+    let mut arg = OsString::from(from);
+    arg.push(format!(":{to}{}", if ro { ":ro" } else { "" }));
+    Ok(arg)
 }
 
 /// Whether `ANTHROPIC_BASE_URL` names this machine.
@@ -224,6 +299,11 @@ pub(super) struct Container {
     docker: Docker,
     name: String,
     pub(super) workdir: String,
+    /// The trial's folder mounted at `/logs`.
+    logs: PathBuf,
+    /// What the container makes belongs to another user here (a root container of a rootful
+    /// engine, and this ouro not root): it is handed back before this machine reads it.
+    hand_back: bool,
     removed: bool,
 }
 
@@ -248,7 +328,9 @@ impl Container {
         );
         for (key, _) in env {
             let key = key.to_string_lossy();
-            if PASSED_PREFIXES.iter().any(|p| key.starts_with(p)) {
+            let passed = PASSED_PREFIXES.iter().any(|p| key.starts_with(p))
+                || PASSED_NAMES.contains(&key.as_ref());
+            if passed && !NOT_PASSED.contains(&key.as_ref()) {
                 script.push_str(&format!(" -e {}", quote(&key)));
             }
         }
@@ -258,21 +340,83 @@ impl Container {
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
-            .map_err(|e| format!("cannot make {} runnable: {e}", path.display()))?;
+            .map_err(|e| format!("cannot make {}: {e}", path.display()))?;
         Ok(path)
     }
 
-    /// Puts the hidden `tests` in `/tests` and runs `command` in the working directory: exit 0
-    /// passes; cut off (failed) at `limit`.
+    /// Ends every process in the container but its idle one: killing the `docker exec` client
+    /// of the brain or the tests leaves theirs running in there.
+    pub(super) async fn stop_processes(&self) {
+        let _ = self
+            .docker
+            .run(["exec", "-u", "0", &self.name, "sh", "-c", "kill -KILL -1"])
+            .await;
+    }
+
+    /// Whether a file the container makes in a mounted folder belongs to someone else here.
+    async fn makes_files_of_another_owner(&self) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        // SAFETY: getuid cannot fail.
+        let uid = unsafe { libc::getuid() };
+        let probe = format!("{LOGS_INSIDE}/.owner");
+        if self
+            .docker
+            .run(["exec", &self.name, "touch", &probe])
+            .await
+            .is_err()
+        {
+            return uid != 0;
+        }
+        let made = self.logs.join(".owner");
+        let other = std::fs::metadata(&made).is_ok_and(|m| m.uid() != uid);
+        let _ = self
+            .docker
+            .run(["exec", "-u", "0", &self.name, "rm", "-f", &probe])
+            .await;
+        other
+    }
+
+    /// Gives what the container made in the tree and the logs to this user, so the change can
+    /// be read and the trial's folder removed.
+    pub(super) async fn hand_back(&self) {
+        if !self.hand_back {
+            return;
+        }
+        // SAFETY: getuid and getgid cannot fail.
+        let owner = unsafe { format!("{}:{}", libc::getuid(), libc::getgid()) };
+        let _ = self
+            .docker
+            .run([
+                "exec",
+                "-u",
+                "0",
+                &self.name,
+                "chown",
+                "-R",
+                &owner,
+                &self.workdir,
+                LOGS_INSIDE,
+            ])
+            .await;
+    }
+
+    /// Puts the hidden `tests` in `/tests` and runs `command` in the working directory: passed
+    /// when the reward file it writes says so, else when it exits 0; failed when cut off at
+    /// `limit`, whatever it wrote.
     pub(super) async fn verify(
         &self,
         tests: Option<&Path>,
         command: &str,
         limit: Duration,
     ) -> Result<bool, String> {
+        // A reward is the tests' alone: none the agent left counts.
+        let verifier = format!("{LOGS_INSIDE}/verifier");
+        self.docker
+            .run(["exec", "-u", "0", &self.name, "rm", "-rf", &verifier])
+            .await?;
         if let Some(tests) = tests {
             self.docker
-                .run(["exec", &self.name, "mkdir", "-p", TESTS_INSIDE])
+                .run(["exec", "-u", "0", &self.name, "mkdir", "-p", TESTS_INSIDE])
                 .await?;
             let mut from = tests.as_os_str().to_owned();
             from.push("/.");
@@ -290,34 +434,20 @@ impl Container {
             .kill_on_drop(true)
             .spawn()
             .map_err(|e| format!("cannot run the tests: {e}"))?;
-        match tokio::time::timeout(limit, child.wait()).await {
-            Ok(Ok(status)) => Ok(status.success()),
-            Ok(Err(e)) => Err(format!("the tests could not be waited for: {e}")),
-            // The container, and the tests with it, go when the trial ends.
-            Err(_) => Ok(false),
-        }
+        let exited = match tokio::time::timeout(limit, child.wait()).await {
+            Ok(Ok(status)) => status.success(),
+            Ok(Err(e)) => return Err(format!("the tests could not be waited for: {e}")),
+            Err(_) => {
+                self.stop_processes().await;
+                return Ok(false);
+            }
+        };
+        self.hand_back().await;
+        Ok(super::harbor::reward(&self.logs.join("verifier")).unwrap_or(exited))
     }
 
-    /// Hands what the container made in the mounted folders back to this user (the container
-    /// runs as root), then removes it without blocking the runtime.
+    /// Removes the container without blocking the runtime.
     pub(super) async fn finish(mut self) {
-        // SAFETY: getuid and getgid cannot fail.
-        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
-        if uid != 0 {
-            let owner = format!("{uid}:{gid}");
-            let _ = self
-                .docker
-                .run([
-                    "exec",
-                    &self.name,
-                    "chown",
-                    "-R",
-                    &owner,
-                    &self.workdir,
-                    LOGS_INSIDE,
-                ])
-                .await;
-        }
         for args in REMOVE {
             let _ = self
                 .docker
@@ -365,6 +495,8 @@ mod tests {
             },
             name: "ouro-eval-1".into(),
             workdir: "/my app".into(),
+            logs: dir.path().into(),
+            hand_back: false,
             removed: false,
         };
         let env: Vec<(OsString, OsString)> = [
@@ -372,6 +504,8 @@ mod tests {
             ("ANTHROPIC_BASE_URL", "http://127.0.0.1:1"),
             ("PATH", "/usr/bin"),
             ("HOME", "/root"),
+            ("CLAUDE_CODE_SUBPROCESS_ENV_SCRUB", "1"),
+            ("HTTPS_PROXY", "http://proxy:3128"),
         ]
         .iter()
         .map(|(k, v)| (k.into(), v.into()))
@@ -382,7 +516,7 @@ mod tests {
         let script = std::fs::read_to_string(&path).unwrap();
         assert_eq!(
             script,
-            "#!/bin/sh\nexec 'true' exec -i -w '/my app' -e 'ANTHROPIC_API_KEY' -e 'ANTHROPIC_BASE_URL' 'ouro-eval-1' /opt/ouro/ouro \"$@\"\n"
+            "#!/bin/sh\nexec 'true' exec -i -w '/my app' -e 'ANTHROPIC_API_KEY' -e 'ANTHROPIC_BASE_URL' -e 'HTTPS_PROXY' 'ouro-eval-1' /opt/ouro/ouro \"$@\"\n"
         );
         let claude = container
             .brain_program(dir.path(), "claude@anthropic/claude/sonnet", &[])
@@ -392,6 +526,16 @@ mod tests {
                 .unwrap()
                 .ends_with(" 'ouro-eval-1' claude \"$@\"\n")
         );
+    }
+
+    #[test]
+    fn a_path_with_a_colon_is_refused_saying_what_to_do() {
+        assert_eq!(
+            mount(Path::new("/tmp/t"), "/app", true).unwrap(),
+            OsString::from("/tmp/t:/app:ro")
+        );
+        let refused = mount(Path::new("/tmp/a:b"), "/app", false).unwrap_err();
+        assert!(refused.contains("TMPDIR"), "{refused}");
     }
 
     #[test]

@@ -25,6 +25,7 @@ const PASSED_ENV: &[&str] = &[
     "ANTHROPIC_AUTH_TOKEN",
     "ANTHROPIC_BASE_URL",
     "ANTHROPIC_MODEL",
+    "OURO_DOCKER",
 ];
 
 fn ray_error(e: super::ray::RayError) -> EvalError {

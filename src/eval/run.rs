@@ -148,8 +148,25 @@ pub async fn run(
         })?;
     let mut used: Vec<usize> = planned.iter().map(|(at, _)| *at).collect();
     used.dedup();
-    for at in used {
-        build(&mut loaded[at], &images.path().join(at.to_string())).await;
+    if docker {
+        // One copy for every container: the binary here may be rebuilt while the run goes on.
+        let ouro = images.path().join("ouro");
+        let copied = std::env::current_exe().and_then(|exe| std::fs::copy(exe, &ouro));
+        for at in used {
+            let scratch = images.path().join(at.to_string());
+            match &copied {
+                Ok(_) => build(&mut loaded[at], &scratch, &ouro).await,
+                Err(e) => unbuilt(
+                    &mut loaded[at],
+                    format!("cannot copy this ouro for its containers: {e}"),
+                ),
+            }
+        }
+        if options.memory_file.is_some() {
+            eprintln!(
+                "ouro eval: warning: the trials that run in their task's image cannot read the first pass's memory (it is not carried into containers)"
+            );
+        }
     }
     let loaded = Arc::new(loaded);
     let progress = Arc::new(super::progress::Progress::new(planned.len()));
@@ -196,7 +213,7 @@ pub async fn run(
 
 /// Builds the image of a task that runs in one, and makes its starting tree the image's
 /// working directory; a build that fails is the task's `infra_error`.
-async fn build(task: &mut Result<Task, Broken>, scratch: &Path) {
+async fn build(task: &mut Result<Task, Broken>, scratch: &Path, ouro: &Path) {
     let Ok(ready) = task else { return };
     let Place::Unbuilt(context) = &ready.place else {
         return;
@@ -206,7 +223,7 @@ async fn build(task: &mut Result<Task, Broken>, scratch: &Path) {
     let built = match std::fs::create_dir_all(scratch) {
         Ok(()) => {
             super::docker::Docker::from_env()
-                .prepare(context, scratch, &tree)
+                .prepare(context, scratch, &tree, ouro)
                 .await
         }
         Err(e) => Err(format!("cannot make {}: {e}", scratch.display())),
@@ -216,12 +233,19 @@ async fn build(task: &mut Result<Task, Broken>, scratch: &Path) {
             ready.place = Place::Image(image);
             ready.context = Context::Image(tree);
         }
-        Err(reason) => {
-            *task = Err(Broken {
-                id: ready.id.clone(),
-                reason,
-            })
-        }
+        Err(reason) => unbuilt(task, reason),
+    }
+}
+
+/// A task whose image could not be had: its trials are `infra_error`, saying why.
+fn unbuilt(task: &mut Result<Task, Broken>, reason: String) {
+    if let Ok(ready) = task
+        && matches!(ready.place, Place::Unbuilt(_))
+    {
+        *task = Err(Broken {
+            id: ready.id.clone(),
+            reason,
+        });
     }
 }
 

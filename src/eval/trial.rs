@@ -84,7 +84,12 @@ pub(super) async fn run(task: &Task, n: u32, setup: &Setup) -> Ran {
         Place::Unbuilt(_) => return infra(&task.id, n, "the task's image was not built".into()),
         Place::Image(image) => {
             let docker = super::docker::Docker::from_env();
-            match docker.start(image, &tree, &work.path().join("logs")).await {
+            // It ends by itself after the trial's limits, should ouro be killed before removing it.
+            let lifetime = Duration::from_secs(task.timeout_s + task.tests_timeout_s) + STOP_GRACE;
+            match docker
+                .start(image, &tree, &work.path().join("logs"), lifetime)
+                .await
+            {
                 Ok(container) => Some(container),
                 Err(why) => return infra(&task.id, n, why),
             }
@@ -115,6 +120,11 @@ pub(super) async fn run(task: &Task, n: u32, setup: &Setup) -> Ran {
     .await;
     let wall_s = started.elapsed().as_secs_f64();
     let _ = brain.release().await;
+    if let Some(container) = &container {
+        // Nothing the agent started may go on changing the tree or see the tests.
+        container.stop_processes().await;
+        container.hand_back().await;
+    }
 
     let change = {
         let tree = tree.clone();
@@ -154,16 +164,10 @@ pub(super) async fn run(task: &Task, n: u32, setup: &Setup) -> Ran {
             .map(|_| format!("artifacts/{name}.patch"))
     };
     let verdict = match &container {
-        Some(container) => container
-            .verify(
-                task.hidden_tests.as_deref(),
-                &task.tests,
-                Duration::from_secs(task.tests_timeout_s),
-            )
-            .await
-            .map(|exited| {
-                super::harbor::reward(&work.path().join("logs/verifier")).unwrap_or(exited)
-            }),
+        Some(container) => {
+            let limit = Duration::from_secs(task.tests_timeout_s);
+            (container.verify(task.hidden_tests.as_deref(), &task.tests, limit)).await
+        }
         None => verify(task, &tree).await,
     };
     if let Some(container) = container {
@@ -515,6 +519,9 @@ async fn verify(task: &Task, tree: &Path) -> Result<bool, String> {
             .map_err(|e| e.to_string())?
             .map_err(|e| format!("cannot copy the task's tests in: {e}"))?;
     }
+    // A reward is the tests' alone: none the agent left counts, nor one of tests cut off.
+    let verifier = tree.join("logs/verifier");
+    clear_reward(tree).map_err(|e| format!("cannot clear {}: {e}", verifier.display()))?;
     let exited = super::verify::run_tests(
         &task.tests,
         tree,
@@ -522,5 +529,47 @@ async fn verify(task: &Task, tree: &Path) -> Result<bool, String> {
         Duration::from_secs(task.tests_timeout_s),
     )
     .await?;
-    Ok(super::harbor::reward(&tree.join("logs/verifier")).unwrap_or(exited))
+    Ok(match exited {
+        Some(exited) => super::harbor::reward(&verifier).unwrap_or(exited),
+        None => false,
+    })
+}
+
+/// Removes the tests' reward folder from the tree, following no link the agent may have made
+/// (a link is removed itself).
+fn clear_reward(tree: &Path) -> std::io::Result<()> {
+    let verifier = tree.join("logs/verifier");
+    for path in [tree.join("logs"), verifier.clone()] {
+        match std::fs::symlink_metadata(&path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(e),
+            Ok(meta) if meta.is_dir() => {}
+            Ok(_) => return std::fs::remove_file(&path),
+        }
+    }
+    std::fs::remove_dir_all(verifier)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reward_the_agent_left_is_cleared_without_following_its_links() {
+        let (tree, outside) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        std::fs::create_dir_all(tree.path().join("logs/verifier")).unwrap();
+        std::fs::write(tree.path().join("logs/verifier/reward.txt"), "1").unwrap();
+        clear_reward(tree.path()).unwrap();
+        assert!(!tree.path().join("logs/verifier").exists());
+        assert!(tree.path().join("logs").is_dir());
+        clear_reward(tree.path()).unwrap();
+        // A link to a folder elsewhere: the link goes, what it points to stays.
+        std::fs::create_dir_all(outside.path().join("verifier")).unwrap();
+        std::fs::write(outside.path().join("verifier/reward.txt"), "1").unwrap();
+        std::fs::remove_dir(tree.path().join("logs")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), tree.path().join("logs")).unwrap();
+        clear_reward(tree.path()).unwrap();
+        assert!(!tree.path().join("logs").exists());
+        assert!(outside.path().join("verifier/reward.txt").exists());
+    }
 }

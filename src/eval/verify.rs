@@ -20,14 +20,14 @@ const DEVICES: &[&str] = &[
 /// refuses writes, and share artefacts between trials.
 pub(super) const SHARED_OUTPUTS: &[&str] = &["CARGO_TARGET_DIR", "CARGO_BUILD_TARGET_DIR"];
 
-/// Runs `command` with `sh -c` in `tree`: `Ok(true)` when it exits 0, `Ok(false)` when it
-/// fails or outlasts `limit`, `Err` when it cannot be run at all.
+/// Runs `command` with `sh -c` in `tree`: `Ok(Some(true))` when it exits 0, `Ok(Some(false))`
+/// when it fails, `Ok(None)` when it outlasts `limit`, `Err` when it cannot be run at all.
 pub(super) async fn run_tests(
     command: &str,
     tree: &Path,
     network: bool,
     limit: Duration,
-) -> Result<bool, String> {
+) -> Result<Option<bool>, String> {
     let tmp = tempfile::Builder::new()
         .prefix("ouro-eval-tmp-")
         .tempdir()
@@ -67,7 +67,7 @@ pub(super) async fn run_tests(
         .map_err(|e| format!("cannot run the tests: {e}"))?;
     let pid = child.id();
     match tokio::time::timeout(limit, child.wait()).await {
-        Ok(Ok(status)) => Ok(status.success()),
+        Ok(Ok(status)) => Ok(Some(status.success())),
         Ok(Err(e)) => Err(format!("the tests could not be waited for: {e}")),
         Err(_) => {
             if let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()) {
@@ -75,7 +75,7 @@ pub(super) async fn run_tests(
                 unsafe { libc::kill(-pid, libc::SIGKILL) };
             }
             let _ = child.wait().await;
-            Ok(false)
+            Ok(None)
         }
     }
 }
@@ -90,17 +90,17 @@ mod tests {
         let limit = Duration::from_secs(20);
         assert_eq!(
             run_tests("echo ok > out.txt", tree.path(), false, limit).await,
-            Ok(true)
+            Ok(Some(true))
         );
         assert!(tree.path().join("out.txt").exists());
         assert_eq!(
             run_tests("exit 3", tree.path(), false, limit).await,
-            Ok(false)
+            Ok(Some(false))
         );
         let short = Duration::from_millis(300);
         assert_eq!(
             run_tests("sleep 30", tree.path(), false, short).await,
-            Ok(false)
+            Ok(None)
         );
         if matches!(
             crate::sys::sandbox::Support::detect(),
@@ -111,7 +111,7 @@ mod tests {
             let escape = format!("echo x > {}", target.display());
             assert_eq!(
                 run_tests(&escape, tree.path(), false, limit).await,
-                Ok(false)
+                Ok(Some(false))
             );
             assert!(!target.exists());
         }
