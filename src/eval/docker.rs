@@ -12,10 +12,11 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
+use super::harbor::TESTS_INSIDE;
+use super::task::Image;
+
 /// Where this ouro is mounted in a trial's container.
 const OURO_INSIDE: &str = "/opt/ouro/ouro";
-/// Where the hidden tests go once the agent has finished (Harbor's place for them).
-pub(super) const TESTS_INSIDE: &str = "/tests";
 /// Where the trial's logs folder is mounted (Harbor's `/logs/verifier/reward.txt` lands there).
 const LOGS_INSIDE: &str = "/logs";
 /// On every image and container ouro makes: `docker image prune --filter label=ouro.eval=1`.
@@ -53,15 +54,6 @@ const SAFE_GIT: [&str; 3] = [
 #[derive(Debug, Clone)]
 pub(super) struct Docker {
     program: OsString,
-}
-
-/// A task's built image, the directory its tree is in, and the copy of this ouro its trials'
-/// containers mount.
-#[derive(Debug, Clone, PartialEq)]
-pub(super) struct Image {
-    pub(super) id: String,
-    pub(super) workdir: String,
-    pub(super) ouro: PathBuf,
 }
 
 impl Docker {
@@ -420,7 +412,7 @@ impl Container {
                 .await?;
             let mut from = tests.as_os_str().to_owned();
             from.push("/.");
-            let to = format!("{}:{TESTS_INSIDE}", self.name);
+            let to = format!("{}:{}", self.name, TESTS_INSIDE);
             self.docker
                 .run([OsStr::new("cp"), from.as_os_str(), OsStr::new(&to)])
                 .await

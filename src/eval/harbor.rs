@@ -21,6 +21,9 @@ const IMAGE_PATHS: &[&str] = &[
     "/workspace",
 ];
 
+/// Where the hidden tests go in the task's container once the agent has finished.
+pub(super) const TESTS_INSIDE: &str = "/tests";
+
 /// How long the agent and the tests may run when `task.toml` does not say.
 const DEFAULT_TIMEOUT_S: f64 = 600.0;
 
@@ -80,7 +83,7 @@ pub(super) fn load(dir: &Path, docker: bool) -> Result<Task, Broken> {
         dir: dir.to_path_buf(),
         instruction: instruction.trim().to_string(),
         tests: match &image {
-            Some(_) => format!("bash {}/test.sh", super::docker::TESTS_INSIDE),
+            Some(_) => format!("bash {TESTS_INSIDE}/test.sh"),
             None => "bash tests/test.sh".into(),
         },
         timeout_s: seconds(&config.agent),

@@ -41,7 +41,16 @@ pub(super) enum Place {
     /// A container of the task's image, built from this folder when the run starts.
     Unbuilt(PathBuf),
     /// A container of this built image.
-    Image(super::docker::Image),
+    Image(Image),
+}
+
+/// A task's built image, the directory its tree is in, and the copy of this ouro its trials'
+/// containers mount.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Image {
+    pub(super) id: String,
+    pub(super) workdir: String,
+    pub(super) ouro: PathBuf,
 }
 
 /// Where a trial's starting tree comes from.
