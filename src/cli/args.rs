@@ -303,7 +303,10 @@ pub struct ServeArgs {
     pub brain: String,
 }
 
+/// Each subcommand's arguments are built only when it is the one given (or its help is shown):
+/// a print-mode start does not build the dozens it does not use.
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum Command {
     /// Run a scripted example against the built-in mock API (no key needed).
     #[cfg(feature = "mock")]
@@ -973,6 +976,28 @@ fn text_or_file(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_subcommand_is_a_sound_definition_though_built_only_when_used() {
+        use clap::CommandFactory;
+        Args::command().debug_assert();
+        let argv = [
+            "ouro", "eval", "run", "s", "--brain", "ouro@x", "--env", "docker",
+        ];
+        let args = Args::try_parse_from(argv).unwrap();
+        let Some(Command::Eval {
+            action: crate::cli::eval::EvalAction::Run { env, brain, .. },
+        }) = args.command
+        else {
+            panic!("{:?}", args.command);
+        };
+        assert_eq!(
+            (env, brain.as_str()),
+            (Some(crate::cli::eval::EvalEnv::Docker), "ouro@x")
+        );
+        let wrong = Args::try_parse_from(["ouro", "eval", "run", "s", "--no-such-flag"]);
+        assert!(wrong.is_err());
+    }
 
     #[test]
     fn the_benchmark_session_flags_parse_to_its_session_options() {
