@@ -427,15 +427,15 @@ impl Container {
             .spawn()
             .map_err(|e| format!("cannot run the tests: {e}"))?;
         let exited = match tokio::time::timeout(limit, child.wait()).await {
-            Ok(Ok(status)) => status.success(),
+            Ok(Ok(status)) => Some(status.success()),
             Ok(Err(e)) => return Err(format!("the tests could not be waited for: {e}")),
             Err(_) => {
                 self.stop_processes().await;
-                return Ok(false);
+                None
             }
         };
         self.hand_back().await;
-        Ok(super::harbor::reward(&self.logs.join("verifier")).unwrap_or(exited))
+        Ok(super::harbor::verdict(&self.logs.join("verifier"), exited))
     }
 
     /// Removes the container without blocking the runtime.

@@ -122,10 +122,16 @@ fn image_path(text: &str) -> Option<&'static str> {
 /// The files of `environment/` that build its image, not part of the tree.
 pub(super) const IMAGE_FILES: &[&str] = &["Dockerfile", ".dockerignore", "docker-compose.yaml"];
 
-/// A reward the tests wrote in `dir` (`reward.txt` or `reward.json` of the tree's
-/// `logs/verifier`, or of the container's `/logs/verifier`): a number above 0 passes. `None`
-/// when they wrote none.
-pub(super) fn reward(dir: &Path) -> Option<bool> {
+/// The tests' verdict from how they `exited` (`None`: cut off at their limit, a failure
+/// whatever they wrote) and the reward they wrote in `dir` (the tree's `logs/verifier`, or the
+/// container's `/logs/verifier`), which decides over the exit code when there is one.
+pub(super) fn verdict(dir: &Path, exited: Option<bool>) -> bool {
+    exited.is_some_and(|exited| reward(dir).unwrap_or(exited))
+}
+
+/// A reward in `dir` (`reward.txt` or `reward.json`): a number above 0 passes. `None` when
+/// there is none.
+fn reward(dir: &Path) -> Option<bool> {
     if let Ok(text) = std::fs::read_to_string(dir.join("reward.txt")) {
         return Some(text.trim().parse::<f64>().is_ok_and(|r| r > 0.0));
     }

@@ -137,37 +137,8 @@ pub async fn run(
         None => None,
     };
     let planned = plan(loaded.len(), options.trials, options.shard);
-    // Only the images this shard's trials use are built.
-    let images = tempfile::Builder::new()
-        .prefix("ouro-eval-images-")
-        .tempdir()
-        .map_err(|source| EvalError::Io {
-            action: "make a folder in",
-            path: std::env::temp_dir(),
-            source,
-        })?;
-    let mut used: Vec<usize> = planned.iter().map(|(at, _)| *at).collect();
-    used.dedup();
-    if docker {
-        // One copy for every container: the binary here may be rebuilt while the run goes on.
-        let ouro = images.path().join("ouro");
-        let copied = std::env::current_exe().and_then(|exe| std::fs::copy(exe, &ouro));
-        for at in used {
-            let scratch = images.path().join(at.to_string());
-            match &copied {
-                Ok(_) => build(&mut loaded[at], &scratch, &ouro).await,
-                Err(e) => unbuilt(
-                    &mut loaded[at],
-                    format!("cannot copy this ouro for its containers: {e}"),
-                ),
-            }
-        }
-        if options.memory_file.is_some() {
-            eprintln!(
-                "ouro eval: warning: the trials that run in their task's image cannot read the first pass's memory (it is not carried into containers)"
-            );
-        }
-    }
+    // Kept until the trials end: the images' starting trees and the copy of ouro they mount.
+    let _images = build_images(&mut loaded, &planned, options.memory_file.is_some()).await?;
     let loaded = Arc::new(loaded);
     let progress = Arc::new(super::progress::Progress::new(planned.len()));
     let slots = Arc::new(tokio::sync::Semaphore::new(options.concurrency.max(1)));
@@ -209,6 +180,50 @@ pub async fn run(
     results.shard = options.shard.map(|(i, n)| format!("{i}/{n}"));
     super::write_results(&out, &results)?;
     Ok(results)
+}
+
+/// Builds the images of the tasks this shard's trials run in one (none: nothing is made), in
+/// a folder that holds their starting trees and the one copy of this ouro their containers
+/// mount (the binary here may be rebuilt while the run goes on).
+async fn build_images(
+    loaded: &mut [Result<Task, Broken>],
+    planned: &[Planned],
+    learned: bool,
+) -> Result<Option<tempfile::TempDir>, EvalError> {
+    let mut used: Vec<usize> = planned
+        .iter()
+        .map(|(at, _)| *at)
+        .filter(|at| matches!(&loaded[*at], Ok(task) if matches!(task.place, Place::Unbuilt(_))))
+        .collect();
+    used.dedup();
+    if used.is_empty() {
+        return Ok(None);
+    }
+    if learned {
+        eprintln!(
+            "ouro eval: warning: the trials that run in their task's image cannot read the first pass's memory (it is not carried into containers)"
+        );
+    }
+    let images = tempfile::Builder::new()
+        .prefix("ouro-eval-images-")
+        .tempdir()
+        .map_err(|source| EvalError::Io {
+            action: "make a folder in",
+            path: std::env::temp_dir(),
+            source,
+        })?;
+    let ouro = images.path().join("ouro");
+    let copied = std::env::current_exe().and_then(|exe| std::fs::copy(exe, &ouro));
+    for at in used {
+        match &copied {
+            Ok(_) => build(&mut loaded[at], &images.path().join(at.to_string()), &ouro).await,
+            Err(e) => unbuilt(
+                &mut loaded[at],
+                format!("cannot copy this ouro for its containers: {e}"),
+            ),
+        }
+    }
+    Ok(Some(images))
 }
 
 /// Builds the image of a task that runs in one, and makes its starting tree the image's

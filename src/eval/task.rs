@@ -1,7 +1,8 @@
 //! A task of a suite, read once when the run starts: a native task directory (`task.md`,
 //! `context.cats.md`, `expected.dogs.md`, hidden `tests/`), or a Harbor one (`task.toml`,
-//! `instruction.md`, `environment/`, `tests/test.sh`) run on the host or in its image. A task that cannot be
-//! read is kept with the reason, so the run reports it as that task's `infra_error`.
+//! `instruction.md`, `environment/`, `tests/test.sh`) run on the host or in its image. A task
+//! that cannot be read is kept with the reason, so the run reports it as that task's
+//! `infra_error`.
 
 use std::path::{Path, PathBuf};
 

@@ -529,10 +529,7 @@ async fn verify(task: &Task, tree: &Path) -> Result<bool, String> {
         Duration::from_secs(task.tests_timeout_s),
     )
     .await?;
-    Ok(match exited {
-        Some(exited) => super::harbor::reward(&verifier).unwrap_or(exited),
-        None => false,
-    })
+    Ok(super::harbor::verdict(&verifier, exited))
 }
 
 /// Removes the tests' reward folder from the tree, following no link the agent may have made
