@@ -75,7 +75,7 @@ fn main() -> ExitCode {
             .with_writer(std::io::stderr)
             .init(),
     }
-    let runtime = match tokio::runtime::Runtime::new() {
+    let runtime = match runtime() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("ouro: could not start the async runtime: {e}");
@@ -89,6 +89,30 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// At most this many async workers: they carry the engine's tasks and the calls' bookkeeping,
+/// while files and processes are worked on the blocking pool.
+const MAX_WORKERS: usize = 4;
+
+/// The async runtime, with one worker per CPU this process may run on, up to [`MAX_WORKERS`].
+/// Tokio's default, one per CPU the cgroup allows, reads cgroup files at every start and, on a
+/// 64-thread workstation, starts 64 threads before the first request.
+fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    // SAFETY: an all-zero cpu_set_t is an empty set; sched_getaffinity fills it, and CPU_COUNT
+    // only reads it.
+    let cpus = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0 {
+            usize::try_from(libc::CPU_COUNT(&set)).unwrap_or(1)
+        } else {
+            1
+        }
+    };
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(cpus.clamp(1, MAX_WORKERS))
+        .enable_all()
+        .build()
 }
 
 async fn run(args: Args) -> anyhow::Result<ExitCode> {

@@ -26,6 +26,57 @@ async fn piped_text_and_the_prompt_argument_are_both_sent() {
     );
 }
 
+/// A harness that leaves stdin open and says nothing: the prompt argument goes alone once stdin
+/// stayed silent for the wait (3 s); text that starts flowing within it is read to the end.
+#[tokio::test]
+async fn silent_stdin_is_given_up_on_and_slow_stdin_is_read_to_the_end() {
+    use tokio::io::AsyncWriteExt;
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "text", "text": "alone"}]},
+        {"content": [{"type": "text", "text": "with the log"}]}
+    ]}))
+    .await;
+    let sb = Sandbox::new();
+    let mut cmd = sb.command(&mock.url(), &["-p", "explain this"]);
+    cmd.stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let held_open = child.stdin.take().unwrap();
+    let silent = tokio::time::timeout(std::time::Duration::from_secs(60), child.wait_with_output())
+        .await
+        .expect("ouro waited for a silent stdin forever")
+        .unwrap();
+    drop(held_open);
+    let silent = Run::from(silent);
+    assert!(silent.status.success(), "{}", silent.debug());
+    assert_eq!(silent.stdout.trim(), "alone", "{}", silent.debug());
+    assert_eq!(
+        bodies(&mock)[0]["messages"][0]["content"][0]["text"],
+        "explain this"
+    );
+
+    let mut child = sb
+        .command(&mock.url(), &["-p", "explain this"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    stdin.write_all(b"ERROR disk").await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    stdin.write_all(b" full\n").await.unwrap();
+    drop(stdin);
+    let slow = Run::from(child.wait_with_output().await.unwrap());
+    assert!(slow.status.success(), "{}", slow.debug());
+    assert_eq!(
+        bodies(&mock)[1]["messages"][0]["content"][0]["text"],
+        "explain this\n\nERROR disk full\n"
+    );
+}
+
 #[tokio::test]
 async fn max_turns_zero_makes_no_call() {
     let mock = server(json!({"turns": [{"content": [{"type": "text", "text": "x"}]}]})).await;

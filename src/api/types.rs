@@ -247,18 +247,62 @@ impl SystemBlock {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ToolDefinition {
-    pub name: String,
-    pub description: String,
-    pub input_schema: Value,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+/// One tool as a request lists it, borrowed from the tool for the time it takes to encode.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolDefinition<'a> {
+    pub name: &'a str,
+    pub description: &'a str,
+    pub input_schema: &'a Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub cache_control: Option<CacheControl>,
+}
+
+/// The `tools` of a request, encoded once: a session's tools change only when MCP servers
+/// come or go, while every request sends them (the descriptions alone are kilobytes).
+#[derive(Debug, Clone, Default)]
+pub struct EncodedTools {
+    names: Vec<String>,
+    /// The JSON array; empty when there are no tools (the field is then left out).
+    json: Bytes,
+}
+
+impl EncodedTools {
+    pub fn new(tools: &[ToolDefinition<'_>]) -> EncodedTools {
+        EncodedTools {
+            names: tools.iter().map(|t| t.name.to_string()).collect(),
+            // Strings and JSON values with string keys only: encoding cannot fail.
+            json: if tools.is_empty() {
+                Bytes::new()
+            } else {
+                serde_json::to_vec(tools)
+                    .map(Bytes::from)
+                    .unwrap_or_default()
+            },
+        }
+    }
+
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    /// The encoded list, `None` when there are no tools.
+    pub fn json(&self) -> Option<&Bytes> {
+        (!self.json.is_empty()).then_some(&self.json)
+    }
+
+    /// The bytes the list adds to a request.
+    pub fn len(&self) -> u64 {
+        self.json.len() as u64
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
 }
 
 /// A request, borrowing the conversation it sends: the history can be long, so it is never
 /// copied, and its messages may come already encoded (see [`Messages::Encoded`]).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Serialize)]
 pub struct MessagesRequest<'a> {
     pub model: &'a str,
     pub max_tokens: u32,
@@ -267,8 +311,9 @@ pub struct MessagesRequest<'a> {
     pub messages: Messages<'a>,
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     pub system: &'a [SystemBlock],
-    #[serde(skip_serializing_if = "<[_]>::is_empty")]
-    pub tools: &'a [ToolDefinition],
+    /// Written by [`MessagesRequest::to_body`], before `messages`.
+    #[serde(skip)]
+    pub tools: Option<&'a Bytes>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub thinking: Option<&'a Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -382,8 +427,13 @@ impl MessagesRequest<'_> {
         debug_assert!(written.is_ok());
         // `self` always has `model`, so the object is `{...}` with at least one field.
         head.pop();
-        head.extend_from_slice(b",\"messages\":[");
         let mut body = Body::default();
+        if let Some(tools) = self.tools {
+            head.extend_from_slice(b",\"tools\":");
+            body.push(Bytes::from(std::mem::take(&mut head)));
+            body.push(tools.clone());
+        }
+        head.extend_from_slice(b",\"messages\":[");
         match self.messages {
             Messages::Breakpointed(b) => {
                 for (i, message) in b.messages.iter().enumerate() {
@@ -512,6 +562,48 @@ pub enum StreamEvent {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The tools, encoded once, go in whole before the messages; without tools there is no
+    /// `tools` field at all.
+    #[test]
+    fn a_body_carries_the_encoded_tools_before_its_messages() {
+        let schema = json!({"type": "object", "properties": {"path": {"type": "string"}}});
+        let tools = EncodedTools::new(&[ToolDefinition {
+            name: "Read",
+            description: "Reads \"a\" file",
+            input_schema: &schema,
+            cache_control: Some(CacheControl::ephemeral()),
+        }]);
+        assert_eq!(tools.names(), ["Read"]);
+        let messages = [Message::user_text("hi")];
+        let request = |tools| MessagesRequest {
+            model: "m",
+            max_tokens: 1,
+            messages: Messages::plain(&messages),
+            system: &[],
+            tools,
+            thinking: None,
+            output_config: None,
+            context_management: None,
+            stream: true,
+        };
+        let body = request(tools.json()).to_body().to_vec();
+        let text = String::from_utf8(body.clone()).unwrap();
+        assert!(text.find("\"tools\"") < text.find("\"messages\""), "{text}");
+        assert_eq!(tools.len() as usize, tools.json().unwrap().len());
+        let body: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(
+            body["tools"],
+            json!([{"name": "Read", "description": "Reads \"a\" file", "input_schema": schema,
+                    "cache_control": {"type": "ephemeral"}}])
+        );
+        assert_eq!(body["messages"][0]["content"][0]["text"], "hi");
+        let none = EncodedTools::new(&[]);
+        assert!(none.json().is_none() && none.is_empty());
+        let body: Value = serde_json::from_slice(&request(none.json()).to_body().to_vec()).unwrap();
+        assert!(body.get("tools").is_none(), "{body}");
+        assert_eq!(body["stream"], true);
+    }
 
     #[test]
     fn string_content_becomes_a_text_block() {

@@ -25,6 +25,7 @@ use crate::mcp::McpHub;
 use crate::permissions::{CliPermissions, PermissionEngine, PermissionError};
 use crate::session::{self, Transcript, TranscriptError};
 use crate::settings::{LayeredSettings, SettingsError};
+use crate::sys::job::Job;
 use crate::tools::bash::SandboxConfig;
 use crate::tools::{ToolContext, Toolbox, pool};
 
@@ -340,6 +341,11 @@ impl Endpoint {
             .and_then(|c| c.with_auth(self.auth_token, &self.headers))
     }
 
+    /// `http://`: no TLS, so no certificates to load.
+    fn is_plain_http(&self) -> bool {
+        self.base_url.starts_with("http://")
+    }
+
     /// A server and its key, nothing else (the demo and the benchmark).
     pub fn with_key(base_url: impl Into<String>, api_key: impl Into<String>) -> Self {
         Endpoint {
@@ -460,14 +466,16 @@ pub fn build(
     endpoint: Endpoint,
     asker: Arc<dyn Asker>,
 ) -> Result<App, AppError> {
-    // The slow, independent parts of start-up, loading the system's CA certificates and running
-    // git for the prompt's environment facts, run on their own threads meanwhile.
-    let client_job = std::thread::spawn(move || endpoint.client());
+    // The slow, independent parts of start-up, loading the system's CA certificates (only
+    // HTTPS needs them) and running git for the prompt's environment facts (only in a trusted
+    // repository), run on their own threads meanwhile.
+    let client_job = Job::start(!endpoint.is_plain_http(), move || endpoint.client());
     let (layered, ignored) = load_settings(options, cwd)?;
     let root = project_root(cwd);
     let trusted = options.trust_project || layered.trusts(&root);
     let (context_root, context_dir, bare) = (root.clone(), cwd.to_path_buf(), options.bare);
-    let context_job = std::thread::spawn(move || {
+    let runs_git = trusted && root.join(".git").exists();
+    let context_job = Job::start(runs_git, move || {
         if bare {
             ProjectContext::without_instructions(&context_dir, trusted)
         } else {
@@ -561,8 +569,8 @@ pub fn build(
     };
 
     let client = client_job
-        .join()
-        .map_err(|_| AppError::StartupTask("building the HTTP client"))??;
+        .finish()
+        .ok_or(AppError::StartupTask("building the HTTP client"))??;
     let mut ctx = ToolContext::new(root.clone());
     ctx.start_in(cwd.to_path_buf());
     let mut passthrough = settings.env_passthrough.clone();
@@ -641,8 +649,8 @@ pub fn build(
     let resumed = loaded.is_some();
     let history = loaded.map(|l| l.messages).unwrap_or_default();
     let context = context_job
-        .join()
-        .map_err(|_| AppError::StartupTask("reading the project's instructions"))?;
+        .finish()
+        .ok_or(AppError::StartupTask("reading the project's instructions"))?;
     let conversation = Conversation {
         session_id,
         history,

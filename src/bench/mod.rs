@@ -370,7 +370,7 @@ async fn sandbox_cost(runs: usize) -> Option<report::SandboxCost> {
     );
     let spawns = SANDBOX_SPAWNS.max(runs);
     let policy = plan.policy?;
-    let (plain, confined) = crate::sys::sandbox::spawn_cost(&policy, spawns)
+    let (plain, confined) = crate::sys::process::spawn_cost(&policy, spawns)
         .await
         .ok()??;
     let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
@@ -398,7 +398,7 @@ async fn masked_cost(
     std::fs::write(&frozen, "x").ok()?;
     policy.masks.hide = vec![hidden];
     policy.masks.freeze = vec![frozen];
-    crate::sys::sandbox::spawn_cost(&policy, spawns)
+    crate::sys::process::spawn_cost(&policy, spawns)
         .await
         .ok()
         .flatten()

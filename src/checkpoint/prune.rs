@@ -114,34 +114,42 @@ fn prune_refs(
 /// more often than a day of checkpoints ages.
 const EVERY: Duration = Duration::from_secs(3600);
 
-/// Whether pruning is due in `git_dir`, marking it done if so: the stamp file's time says when
-/// it last ran.
+/// Whether pruning is due in `git_dir`: the stamp file's time says when it last ran. Only a
+/// `stat`, so a session's start can ask; [`claim`] marks it done.
 fn due(git_dir: &Path, now: SystemTime) -> bool {
-    let stamp = git_dir.join("ouro-pruned");
-    let last = std::fs::metadata(&stamp).and_then(|m| m.modified());
-    if last.is_ok_and(|at| now.duration_since(at).is_ok_and(|age| age < EVERY)) {
-        return false;
-    }
+    let last = std::fs::metadata(git_dir.join(STAMP)).and_then(|m| m.modified());
+    !last.is_ok_and(|at| now.duration_since(at).is_ok_and(|age| age < EVERY))
+}
+
+/// Marks pruning done now, so the sessions that start within the hour leave it; `false` when
+/// the stamp cannot be written (then nobody prunes: a failing disk is no place for it).
+fn claim(git_dir: &Path, now: SystemTime) -> bool {
     std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
-        .open(&stamp)
+        .open(git_dir.join(STAMP))
         .and_then(|f| f.set_modified(now))
         .is_ok()
 }
+
+const STAMP: &str = "ouro-pruned";
 
 /// Past this many packs, they are made into one: every session that wrote checkpoints left
 /// some, and a session's first snapshot reads the index of each.
 const MANY_PACKS: usize = 16;
 
 /// Prunes in the background (at most once an hour), lets git drop what is no longer
-/// reachable, and makes many packs one.
+/// reachable, and makes many packs one. Whether it is due is asked here, one `stat`: the
+/// thread is started only when there is work for it, as a session starting waits for its start.
 pub fn prune_in_background(git_dir: &Path, config: CheckpointConfig) {
+    let now = SystemTime::now();
+    if !due(git_dir, now) {
+        return;
+    }
     let git_dir = git_dir.to_path_buf();
     std::thread::spawn(move || {
-        let now = SystemTime::now();
-        if !due(&git_dir, now) {
+        if !claim(&git_dir, now) {
             return;
         }
         if prune(&git_dir, &config, now) > 0 {
@@ -251,9 +259,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let now = SystemTime::now();
         assert!(due(dir.path(), now));
+        assert!(claim(dir.path(), now));
         assert!(!due(dir.path(), now + Duration::from_secs(60)));
-        assert!(due(dir.path(), now + EVERY + Duration::from_secs(1)));
-        assert!(!due(dir.path(), now + EVERY + Duration::from_secs(2)));
+        let later = now + EVERY + Duration::from_secs(1);
+        assert!(due(dir.path(), later));
+        assert!(claim(dir.path(), later));
+        assert!(!due(dir.path(), later + Duration::from_secs(1)));
     }
 
     #[test]

@@ -319,7 +319,7 @@ impl Scan {
         if batch.objects.is_empty() && batch.kept.is_empty() {
             return Ok(());
         }
-        self.writer.send(batch, &self.git_dir)
+        self.writer.send(batch)
     }
 
     /// Whether the repository holds `oid`, packed or loose. The packs' index is read once and

@@ -13,8 +13,8 @@
 //! the writer do too, so only a kill in the middle of a turn can lose snapshots, those of its
 //! last [`HOLD`] at most.
 
-use std::path::Path;
-use std::sync::mpsc;
+use std::path::{Path, PathBuf};
+use std::sync::{OnceLock, mpsc};
 use std::time::{Duration, Instant};
 
 use super::keep::{self, Kept};
@@ -34,9 +34,18 @@ enum Job {
     Settle(mpsc::Sender<std::io::Result<()>>),
 }
 
+/// The thread starts with the first batch: most sessions' first snapshot finds the project as
+/// the last one left it and writes nothing, and a session's first request would wait for
+/// the thread's start.
 pub(super) struct Writer {
-    jobs: Option<mpsc::Sender<Job>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    git_dir: PathBuf,
+    /// `None` inside: the thread could not be started, so batches are written by the caller.
+    started: OnceLock<Option<Started>>,
+}
+
+struct Started {
+    jobs: mpsc::Sender<Job>,
+    thread: std::thread::JoinHandle<()>,
 }
 
 /// At most this many objects go in loose; more make a pack (two files however many).
@@ -50,37 +59,46 @@ const HELD_BYTES: usize = 16 << 20;
 
 impl Writer {
     pub(super) fn start(git_dir: &Path) -> Writer {
-        let (tx, rx) = mpsc::channel();
-        let git_dir = git_dir.to_path_buf();
-        let thread = std::thread::Builder::new()
-            .name("ouro-checkpoints".into())
-            .spawn(move || run(&git_dir, &rx))
-            .ok();
         Writer {
-            jobs: Some(tx),
-            thread,
+            git_dir: git_dir.to_path_buf(),
+            started: OnceLock::new(),
         }
+    }
+
+    fn thread(&self) -> Option<&Started> {
+        self.started
+            .get_or_init(|| {
+                let (jobs, rx) = mpsc::channel();
+                let git_dir = self.git_dir.clone();
+                std::thread::Builder::new()
+                    .name("ouro-checkpoints".into())
+                    .spawn(move || run(&git_dir, &rx))
+                    .ok()
+                    .map(|thread| Started { jobs, thread })
+            })
+            .as_ref()
     }
 
     /// Queues `batch`; written in the background, in order. Without a thread (it could not be
     /// started) the batch is written now.
-    pub(super) fn send(&self, batch: Batch, git_dir: &Path) -> std::io::Result<()> {
-        match &self.jobs {
-            Some(jobs) if self.thread.is_some() => jobs
+    pub(super) fn send(&self, batch: Batch) -> std::io::Result<()> {
+        match self.thread() {
+            Some(started) => started
+                .jobs
                 .send(Job::Write(batch))
                 .map_err(|_| std::io::Error::other("the checkpoint writer stopped")),
-            _ => write(git_dir, batch),
+            None => write(&self.git_dir, batch),
         }
     }
 
     /// Waits until everything queued so far is on disk; the first write that failed since
     /// the last call is the error.
     pub(super) fn settle(&self) -> std::io::Result<()> {
-        let Some(jobs) = &self.jobs else {
+        let Some(Some(started)) = self.started.get() else {
             return Ok(());
         };
         let (tx, rx) = mpsc::channel();
-        if jobs.send(Job::Settle(tx)).is_err() {
+        if started.jobs.send(Job::Settle(tx)).is_err() {
             return Ok(());
         }
         rx.recv().unwrap_or(Ok(()))
@@ -89,8 +107,8 @@ impl Writer {
 
 impl Drop for Writer {
     fn drop(&mut self) {
-        self.jobs = None;
-        if let Some(thread) = self.thread.take() {
+        if let Some(Some(Started { jobs, thread })) = self.started.take() {
+            drop(jobs);
             let _ = thread.join();
         }
     }
@@ -200,6 +218,21 @@ mod tests {
         }
     }
 
+    /// A session whose snapshots write nothing never starts the thread.
+    #[test]
+    fn the_thread_starts_with_the_first_batch() {
+        let dir = tempfile::tempdir().unwrap();
+        let git_dir = dir.path();
+        super::super::objects::init(git_dir).unwrap();
+        let writer = Writer::start(git_dir);
+        writer.settle().unwrap();
+        assert!(writer.started.get().is_none());
+        writer.send(batch(0)).unwrap();
+        assert!(matches!(writer.started.get(), Some(Some(_))));
+        writer.settle().unwrap();
+        assert_eq!(packs(git_dir), 1);
+    }
+
     /// Snapshots that follow each other closely share one pack, written once none came for a
     /// while, without anyone settling; a settle writes what is held at once.
     #[test]
@@ -209,14 +242,14 @@ mod tests {
         super::super::objects::init(git_dir).unwrap();
         let writer = Writer::start(git_dir);
         for n in 0..3 {
-            writer.send(batch(n), git_dir).unwrap();
+            writer.send(batch(n)).unwrap();
         }
         let waited = Instant::now();
         while packs(git_dir) == 0 && waited.elapsed() < Duration::from_secs(10) {
             std::thread::sleep(Duration::from_millis(10));
         }
         assert_eq!(packs(git_dir), 1);
-        writer.send(batch(3), git_dir).unwrap();
+        writer.send(batch(3)).unwrap();
         writer.settle().unwrap();
         assert_eq!(packs(git_dir), 2);
     }

@@ -206,32 +206,46 @@ fn prompt_text(args: &Args) -> anyhow::Result<String> {
     Ok(prompt)
 }
 
-/// All of stdin, read on a thread. With `brief`, gives up (returns `None`) when nothing at all
-/// arrives within [`PIPED_WAIT`]; once data flows it is read to the end.
+/// All of stdin. With `brief`, gives up (returns `None`) when nothing at all arrives within
+/// [`PIPED_WAIT`]; once data flows it is read to the end. Waits with `poll` rather than on a
+/// reading thread: a session's first request waits for this, and a thread costs more than the
+/// read of an empty or closed stdin.
 fn read_piped(brief: bool) -> anyhow::Result<Option<String>> {
-    let (started_tx, started) = std::sync::mpsc::channel::<()>();
-    let (done_tx, done) = std::sync::mpsc::channel::<std::io::Result<Vec<u8>>>();
-    std::thread::spawn(move || {
-        let mut stdin = std::io::stdin().lock();
-        let mut buf = vec![0u8; 64 * 1024];
-        let first = stdin.read(&mut buf);
-        let _ = started_tx.send(());
-        let result = first.and_then(|n| {
-            buf.truncate(n);
-            if n > 0 {
-                stdin.read_to_end(&mut buf)?;
+    let timeout_ms = if brief {
+        i32::try_from(PIPED_WAIT.as_millis()).unwrap_or(i32::MAX)
+    } else {
+        -1
+    };
+    let mut fd = libc::pollfd {
+        fd: libc::STDIN_FILENO,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    loop {
+        // SAFETY: one valid pollfd, for the duration of the call.
+        let ready = unsafe { libc::poll(&mut fd, 1, timeout_ms) };
+        match ready {
+            0 => {
+                tracing::debug!("stdin stayed silent; going on with the prompt argument alone");
+                return Ok(None);
             }
-            Ok(buf)
-        });
-        let _ = done_tx.send(result);
-    });
-    if brief && started.recv_timeout(PIPED_WAIT).is_err() {
-        tracing::debug!("stdin stayed silent; going on with the prompt argument alone");
+            n if n > 0 => break,
+            _ => {
+                let e = std::io::Error::last_os_error();
+                if e.kind() != std::io::ErrorKind::Interrupted {
+                    return Err(e).context("could not wait for stdin");
+                }
+            }
+        }
+    }
+    // A closed descriptor 0 has nothing to give.
+    if fd.revents & libc::POLLNVAL != 0 {
         return Ok(None);
     }
-    let bytes = done
-        .recv()
-        .context("the thread reading stdin ended without an answer")?
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .lock()
+        .read_to_end(&mut bytes)
         .context("could not read the prompt from stdin")?;
     Ok(Some(String::from_utf8_lossy(&bytes).into_owned()))
 }

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use crate::permissions::{CliPermissions, Confinement, PermissionEngine};
 use crate::settings::LayeredSettings;
-use crate::sys::sandbox::{Policy, Support, spawn_cost};
+use crate::sys::process::spawn_cost;
+use crate::sys::sandbox::{Policy, Support};
 use crate::tools::bash::SandboxConfig;
 
 /// Spawns per measurement (alternating unconfined and confined).

@@ -173,7 +173,7 @@ impl Engine {
             max_tokens: SUMMARY_MAX_TOKENS.min(self.config.max_tokens.max(1024)),
             messages: Messages::plain(&[Message::user_text(ask)]),
             system: &[SystemBlock::text(prompt::COMPACT.trim_end())],
-            tools: &[],
+            tools: None,
             thinking: None,
             output_config: None,
             context_management: None,

@@ -191,7 +191,7 @@ mod tests {
             max_tokens: 1,
             messages,
             system: &[],
-            tools: &[],
+            tools: None,
             thinking: None,
             output_config: None,
             context_management: None,

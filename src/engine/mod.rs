@@ -22,7 +22,7 @@ use crate::api::client::Client;
 use crate::api::pricing;
 use crate::api::reasoning::{Effort, ThinkingChoice};
 use crate::api::retry::RetryPolicy;
-use crate::api::types::{CacheControl, Message, SystemBlock, ToolDefinition, Usage};
+use crate::api::types::{CacheControl, EncodedTools, Message, SystemBlock, ToolDefinition, Usage};
 use crate::event::Event;
 use crate::exec::Executor;
 use crate::session::Transcript;
@@ -140,7 +140,7 @@ pub struct Engine {
     context: prompt::ProjectContext,
     system: Vec<SystemBlock>,
     /// The executor's tools as the API takes them; rebuilt only when MCP servers come or go.
-    tools: Vec<ToolDefinition>,
+    tools: EncodedTools,
     /// The executor's tool generation `tools` was built from; MCP servers change it.
     tools_generation: u64,
     /// Whether the first run has waited for MCP servers still connecting (and SessionStart
@@ -182,7 +182,7 @@ impl Engine {
         events: UnboundedSender<Event>,
     ) -> Self {
         let system = system_blocks(&context, &config);
-        let tools = tool_definitions(&executor, config.prompt_caching);
+        let tools = encoded_tools(&executor, config.prompt_caching);
         let tools_generation = executor.toolbox().generation();
         let prompt_bytes = prompt_len(&system, &tools);
         Engine {
@@ -246,16 +246,13 @@ impl Engine {
             return;
         }
         self.tools_generation = generation;
-        let tools = tool_definitions(&self.executor, self.config.prompt_caching);
-        let changed = tools
-            .iter()
-            .map(|t| &t.name)
-            .ne(self.tools.iter().map(|t| &t.name));
+        let tools = encoded_tools(&self.executor, self.config.prompt_caching);
+        let changed = tools.names() != self.tools.names();
         self.tools = tools;
         self.prompt_bytes = prompt_len(&self.system, &self.tools);
         if report && changed {
             self.emit(Event::ToolsChanged {
-                tools: self.tools.iter().map(|t| t.name.clone()).collect(),
+                tools: self.tools.names().to_vec(),
                 mcp_servers: self.executor.toolbox().servers(),
             });
         }
@@ -334,8 +331,8 @@ impl Engine {
 }
 
 /// The JSON size of what every request carries besides the messages.
-fn prompt_len(system: &[SystemBlock], tools: &[ToolDefinition]) -> u64 {
-    history::json_len(system) + history::json_len(tools)
+fn prompt_len(system: &[SystemBlock], tools: &EncodedTools) -> u64 {
+    history::json_len(system) + tools.len()
 }
 
 /// The system prompt, with its cache breakpoint only when caching is on.
@@ -354,20 +351,20 @@ fn system_blocks(context: &prompt::ProjectContext, config: &EngineConfig) -> Vec
 
 /// Tool definitions sorted by name, with a cache breakpoint after the last, so the prompt
 /// prefix stays byte-identical from request to request.
-fn tool_definitions(executor: &Executor, caching: bool) -> Vec<ToolDefinition> {
-    let mut tools: Vec<ToolDefinition> = executor
-        .tools()
+fn encoded_tools(executor: &Executor, caching: bool) -> EncodedTools {
+    let all = executor.tools();
+    let mut tools: Vec<ToolDefinition<'_>> = all
         .iter()
         .map(|t| ToolDefinition {
-            name: t.name().to_string(),
-            description: t.description().to_string(),
-            input_schema: t.input_schema().clone(),
+            name: t.name(),
+            description: t.description(),
+            input_schema: t.input_schema(),
             cache_control: None,
         })
         .collect();
-    tools.sort_by(|a, b| a.name.cmp(&b.name));
+    tools.sort_by(|a, b| a.name.cmp(b.name));
     if caching && let Some(last) = tools.last_mut() {
         last.cache_control = Some(CacheControl::ephemeral());
     }
-    tools
+    EncodedTools::new(&tools)
 }

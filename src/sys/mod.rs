@@ -7,6 +7,7 @@ pub mod flock;
 pub mod frame;
 pub mod git;
 pub mod heap;
+pub mod job;
 pub mod keeper;
 pub mod leftover;
 pub mod masks;

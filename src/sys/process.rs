@@ -243,3 +243,43 @@ impl Drop for GroupChild {
         }
     }
 }
+
+/// Median times to start `true` as a Bash call starts its command (through the keeper when
+/// there is one), unconfined and confined by `policy` (its ruleset built anew each time), over
+/// `runs` alternating spawns; `None` when the kernel enforces nothing.
+pub async fn spawn_cost(
+    policy: &Policy,
+    runs: usize,
+) -> Result<Option<(Duration, Duration)>, SpawnError> {
+    if !matches!(
+        super::sandbox::Support::detect(),
+        super::sandbox::Support::Landlock(_)
+    ) {
+        return Ok(None);
+    }
+    let mut plain = Vec::with_capacity(runs);
+    let mut confined = Vec::with_capacity(runs);
+    for _ in 0..runs.max(1) {
+        plain.push(spawn_true(None).await?);
+        confined.push(spawn_true(Some(policy)).await?);
+    }
+    plain.sort();
+    confined.sort();
+    Ok(Some((plain[plain.len() / 2], confined[confined.len() / 2])))
+}
+
+async fn spawn_true(policy: Option<&Policy>) -> Result<Duration, SpawnError> {
+    let started = std::time::Instant::now();
+    let mut launch = Launch::new("true", std::env::temp_dir());
+    if let Some(path) = std::env::var_os("PATH") {
+        launch.env("PATH", path);
+    }
+    launch.policy = policy.cloned();
+    let status = launch.spawn().await?.process.wait().await?;
+    if !status.success() {
+        return Err(SpawnError::Io(io::Error::other(format!(
+            "`true` exited with {status}"
+        ))));
+    }
+    Ok(started.elapsed())
+}

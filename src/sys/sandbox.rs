@@ -6,7 +6,6 @@
 //! `prctl(PR_SET_NO_NEW_PRIVS)` and `landlock_restrict_self` between fork and exec.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
 
 use landlock::{
     ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset,
@@ -196,40 +195,4 @@ fn open_path(path: &Path) -> Option<PathFd> {
         return None;
     }
     PathFd::new(path).ok()
-}
-
-/// Median times to start `true` unconfined and confined by `policy` (the ruleset built anew
-/// each time, as for every Bash call), over `runs` alternating spawns; `None` when the kernel
-/// enforces nothing.
-pub async fn spawn_cost(
-    policy: &Policy,
-    runs: usize,
-) -> Result<Option<(Duration, Duration)>, SandboxError> {
-    if !matches!(Support::detect(), Support::Landlock(_)) {
-        return Ok(None);
-    }
-    let mut plain = Vec::with_capacity(runs);
-    let mut confined = Vec::with_capacity(runs);
-    for _ in 0..runs.max(1) {
-        plain.push(spawn_true(None).await?);
-        confined.push(spawn_true(Some(policy)).await?);
-    }
-    plain.sort();
-    confined.sort();
-    Ok(Some((plain[plain.len() / 2], confined[confined.len() / 2])))
-}
-
-async fn spawn_true(policy: Option<&Policy>) -> Result<Duration, SandboxError> {
-    let started = Instant::now();
-    let mut command = tokio::process::Command::new("true");
-    if let Some(prepared) = policy.map(Prepared::new).transpose()?.flatten() {
-        prepared.apply(command.as_std_mut());
-    }
-    let status = command.status().await.map_err(SandboxError::Spawn)?;
-    if !status.success() {
-        return Err(SandboxError::Spawn(std::io::Error::other(format!(
-            "`true` exited with {status}"
-        ))));
-    }
-    Ok(started.elapsed())
 }
