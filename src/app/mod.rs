@@ -474,7 +474,7 @@ pub fn build(
     let root = project_root(cwd);
     let trusted = options.trust_project || layered.trusts(&root);
     let (context_root, context_dir, bare) = (root.clone(), cwd.to_path_buf(), options.bare);
-    let runs_git = trusted && root.join(".git").exists();
+    let runs_git = trusted && crate::sys::git::is_in_work_tree(cwd);
     let context_job = Job::start(runs_git, move || {
         if bare {
             ProjectContext::without_instructions(&context_dir, trusted)

@@ -167,6 +167,11 @@ fn git_dir(dir: &Path) -> Option<PathBuf> {
     dir.ancestors().find_map(own_git_dir)
 }
 
+/// Whether `dir` lies in a git work tree (its own or an ancestor's).
+pub fn is_in_work_tree(dir: &Path) -> bool {
+    git_dir(dir).is_some()
+}
+
 /// The git directory of the repository whose work tree is `dir` itself: its `.git` folder, or
 /// where a `.git` file points.
 pub fn own_git_dir(dir: &Path) -> Option<PathBuf> {
