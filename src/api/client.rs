@@ -206,9 +206,7 @@ impl Client {
         let mut builder = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(15))
             .read_timeout(Duration::from_secs(300));
-        if base_url.starts_with("http://") {
-            // Plain HTTP (a local gateway, the mock): loading the system's certificate store
-            // would cost milliseconds before the first request for nothing.
+        if !needs_certificates(&base_url) {
             builder = builder.tls_certs_only(std::iter::empty());
         }
         let http = builder.build().map_err(|e| ApiError::Connect {
@@ -395,6 +393,13 @@ impl Client {
     fn redact(&self, text: &str) -> String {
         redact(&redact(text, &self.api_key), &self.auth_token)
     }
+}
+
+/// Whether a client for `base_url` loads the system's certificate store: only HTTPS does.
+/// Plain HTTP (a local gateway, the mock) would spend milliseconds before the first request
+/// on it for nothing.
+pub fn needs_certificates(base_url: &str) -> bool {
+    !base_url.starts_with("http://")
 }
 
 /// Installs ring as rustls's crypto provider before any HTTP client is built (reqwest panics

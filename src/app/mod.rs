@@ -341,11 +341,6 @@ impl Endpoint {
             .and_then(|c| c.with_auth(self.auth_token, &self.headers))
     }
 
-    /// `http://`: no TLS, so no certificates to load.
-    fn is_plain_http(&self) -> bool {
-        self.base_url.starts_with("http://")
-    }
-
     /// A server and its key, nothing else (the demo and the benchmark).
     pub fn with_key(base_url: impl Into<String>, api_key: impl Into<String>) -> Self {
         Endpoint {
@@ -469,7 +464,10 @@ pub fn build(
     // The slow, independent parts of start-up, loading the system's CA certificates (only
     // HTTPS needs them) and running git for the prompt's environment facts (only in a trusted
     // repository), run on their own threads meanwhile.
-    let client_job = Job::start(!endpoint.is_plain_http(), move || endpoint.client());
+    let client_job = Job::start(
+        crate::api::client::needs_certificates(&endpoint.base_url),
+        move || endpoint.client(),
+    );
     let (layered, ignored) = load_settings(options, cwd)?;
     let root = project_root(cwd);
     let trusted = options.trust_project || layered.trusts(&root);
