@@ -75,7 +75,12 @@ fn main() -> ExitCode {
             .with_writer(std::io::stderr)
             .init(),
     }
-    let runtime = match runtime() {
+    // Print mode drives its session from one thread: its work is a sequence (prompt, request,
+    // tool calls whose files and processes go to the blocking pool), and worker threads cost a
+    // session more than they give it: starting them, and a hand-off between threads at every
+    // step of its first request.
+    let single = args.print && args.command.is_none();
+    let runtime = match runtime(single) {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("ouro: could not start the async runtime: {e}");
@@ -95,10 +100,16 @@ fn main() -> ExitCode {
 /// while files and processes are worked on the blocking pool.
 const MAX_WORKERS: usize = 4;
 
-/// The async runtime, with one worker per CPU this process may run on, up to [`MAX_WORKERS`].
+/// The async runtime: with `single`, the calling thread alone (and the blocking pool);
+/// otherwise one worker per CPU this process may run on, up to [`MAX_WORKERS`].
 /// Tokio's default, one per CPU the cgroup allows, reads cgroup files at every start and, on a
 /// 64-thread workstation, starts 64 threads before the first request.
-fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+fn runtime(single: bool) -> std::io::Result<tokio::runtime::Runtime> {
+    if single {
+        return tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build();
+    }
     // SAFETY: an all-zero cpu_set_t is an empty set; sched_getaffinity fills it, and CPU_COUNT
     // only reads it.
     let cpus = unsafe {

@@ -26,6 +26,35 @@ async fn piped_text_and_the_prompt_argument_are_both_sent() {
     );
 }
 
+/// Print mode drives its session from one thread: while its first request waits for the answer
+/// there is no async worker thread (tokio's threads would be its workers or its blocking pool,
+/// which nothing has used yet with checkpoints off), and Ctrl-C still ends it at once.
+#[tokio::test]
+async fn print_mode_waits_for_its_answer_without_async_workers() {
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "text", "text": "never"}], "hold_after_events": 0}
+    ]}))
+    .await;
+    let sb = Sandbox::new();
+    let mut cmd = sb.command(&mock.url(), &["-p", "--output-format", "stream-json", "hi"]);
+    cmd.env("OURO_CHECKPOINTS", "0");
+    let ouro = common::Watched::spawn(cmd);
+    mock.wait_held(1).await;
+    let threads: Vec<String> = std::fs::read_dir(format!("/proc/{}/task", ouro.pid()))
+        .unwrap()
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+        .map(|name| name.trim().to_string())
+        .collect();
+    assert!(!threads.is_empty());
+    assert!(
+        !threads.iter().any(|name| name.starts_with("tokio")),
+        "threads while the first request waits: {threads:?}"
+    );
+    ouro.interrupt();
+    let run = ouro.finish(std::time::Duration::from_secs(15)).await;
+    assert_eq!(run.status.code(), Some(130), "{}", run.debug());
+}
+
 /// A harness that leaves stdin open and says nothing: the prompt argument goes alone once stdin
 /// stayed silent for the wait (3 s); text that starts flowing within it is read to the end.
 #[tokio::test]

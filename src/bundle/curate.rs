@@ -116,7 +116,7 @@ fn check(answer: &str, candidates: &[(String, u64)]) -> Result<Ranking, String> 
     let end = answer.rfind('}').ok_or("it holds no JSON object")?;
     let value: serde_json::Value = serde_json::from_str(&answer[start..=end])
         .map_err(|e| format!("it is not valid JSON ({e})"))?;
-    let schema = serde_json::to_value(schemars::schema_for!(Ranking)).map_err(|e| e.to_string())?;
+    let schema = schemars::schema_for!(Ranking).to_value();
     let validator = jsonschema::validator_for(&schema).map_err(|e| e.to_string())?;
     if let Some(error) = validator.iter_errors(&value).next() {
         return Err(format!(

@@ -140,7 +140,7 @@ fn limit(field: &str, text: &str, max: usize) -> Result<(), String> {
 
 /// The JSON Schema of one operation, for the reflect prompt and the docs.
 pub fn schema() -> Value {
-    serde_json::to_value(schemars::schema_for!(Operation)).unwrap_or(Value::Null)
+    schemars::schema_for!(Operation).to_value()
 }
 
 #[cfg(test)]

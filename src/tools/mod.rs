@@ -362,7 +362,7 @@ impl ToolSpec {
 
     /// With the schema derived from `T` (valid by construction: compiled on first use).
     pub fn derived<T: JsonSchema>(name: &str, description: String) -> Result<ToolSpec, String> {
-        let schema = serde_json::to_value(schemars::schema_for!(T)).map_err(|e| e.to_string())?;
+        let schema = schemars::schema_for!(T).to_value();
         Ok(ToolSpec {
             name: name.to_string(),
             description,
@@ -412,11 +412,11 @@ impl<T: SpecTool> DynTool for T {
     }
 }
 
-/// Wrap a typed tool for the pool. Panics only if the tool's own derived schema is invalid,
-/// which is a programming error caught by the tests of every built-in tool.
+/// Wrap a typed tool for the pool. Its derived schema becomes a validator on the first call
+/// (that panics only if the schema is invalid, a programming error caught by the tests of every
+/// built-in tool).
 pub fn erase<T: Tool>(tool: T) -> Arc<dyn DynTool> {
-    let schema = serde_json::to_value(schemars::schema_for!(T::Input))
-        .expect("a derived JSON Schema always serialises");
+    let schema = schemars::schema_for!(T::Input).to_value();
     Arc::new(Erased {
         tool: Arc::new(tool),
         schema,
