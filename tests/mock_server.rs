@@ -581,11 +581,11 @@ async fn ouros_own_client_reads_turns_and_faults() {
     }
     .to_body();
 
-    let err = client.stream(&request, &[]).await.err().unwrap();
+    let err = client.stream(&request, &[], None).await.err().unwrap();
     assert_eq!(err.status(), Some(429));
     assert_eq!(err.retry_after(), Some(Duration::from_secs(3)));
 
-    let mut events = Box::pin(client.stream(&request, &[]).await.unwrap());
+    let mut events = Box::pin(client.stream(&request, &[], None).await.unwrap());
     let mut broke = false;
     while let Some(item) = events.next().await {
         if let Err(e) = item {
@@ -596,7 +596,7 @@ async fn ouros_own_client_reads_turns_and_faults() {
     assert!(broke, "a cut stream must surface as a stream error");
 
     let mut assembler = Assembler::new();
-    let mut events = Box::pin(client.stream(&request, &[]).await.unwrap());
+    let mut events = Box::pin(client.stream(&request, &[], None).await.unwrap());
     while let Some(item) = events.next().await {
         assembler.push(item.unwrap()).unwrap();
     }
@@ -647,7 +647,7 @@ async fn assemble(
 ) {
     let (client, body) = own_client(server);
     let mut assembler = ouro::api::stream::Assembler::new();
-    let mut events = Box::pin(client.stream(&body, &[]).await.unwrap());
+    let mut events = Box::pin(client.stream(&body, &[], None).await.unwrap());
     while let Some(item) = events.next().await {
         match item.and_then(|event| assembler.push(event)) {
             Ok(_) => {}
@@ -742,5 +742,34 @@ async fn an_endless_line_is_stopped_at_the_event_limit() {
         error.contains("larger than 1048576 bytes")
             && error.contains("OURO_STREAM_MAX_EVENT_BYTES"),
         "{error}"
+    );
+}
+
+/// A request lets go of its `Sent` once its whole body is on its way, so work that waits for it
+/// (the prompt's checkpoint) starts after the request went out; an attempt that never sends its
+/// body (nobody listens) lets go of it unsent, so nothing waits forever.
+#[tokio::test]
+async fn a_request_says_when_its_body_is_on_its_way_or_never_will_be() {
+    let server = MockServer::start(Scenario::new(vec![Turn::text("Hello.")]))
+        .await
+        .unwrap();
+    let (client, body) = own_client(&server);
+    let (sent, when_sent) = ouro::api::body::when_sent();
+    let mut events = Box::pin(client.stream(&body, &[], Some(sent)).await.unwrap());
+    assert_eq!(when_sent.await, Ok(()));
+    while let Some(event) = events.next().await {
+        event.unwrap();
+    }
+    assert_eq!(server.requests().len(), 1);
+
+    let nobody = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", nobody.local_addr().unwrap());
+    drop(nobody);
+    let client = ouro::api::client::Client::new(url, "sk-test-key").unwrap();
+    let (sent, when_sent) = ouro::api::body::when_sent();
+    assert!(client.stream(&body, &[], Some(sent)).await.is_err());
+    assert!(
+        when_sent.await.is_err(),
+        "an unsent body must not say it was sent"
     );
 }

@@ -31,7 +31,7 @@ pub async fn text_answer(
     let mut attempt = 0;
     loop {
         attempt += 1;
-        let error = match client.stream(&body, &[]).await {
+        let error = match client.stream(&body, &[], None).await {
             Ok(stream) => match gather(stream).await {
                 Ok(answer) => return Ok(answer),
                 Err(Failure::Api(e)) => e,

@@ -2,7 +2,26 @@
 //! every later request; building a body, sending it, or sending it again after a failure copies
 //! none of them.
 
+use std::convert::Infallible;
+use std::task::Poll;
+
 use bytes::Bytes;
+use tokio::sync::oneshot;
+
+/// Held by a request's body and let go of once the connection has taken the body's last byte,
+/// or when the body is dropped unsent (a failed or cancelled attempt): see [`when_sent`].
+#[derive(Debug)]
+pub struct Sent(oneshot::Sender<()>);
+
+/// Resolves once the request that carries the [`Sent`] is on its way, or will never be.
+pub type WhenSent = oneshot::Receiver<()>;
+
+/// A pair for work that should not compete with sending a request (a checkpoint's walk of the
+/// project): it awaits the [`WhenSent`] while the request's body carries the [`Sent`].
+pub fn when_sent() -> (Sent, WhenSent) {
+    let (tx, rx) = oneshot::channel();
+    (Sent(tx), rx)
+}
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Body {
@@ -36,17 +55,24 @@ impl Body {
         out
     }
 
-    /// The body for one HTTP request: the pieces are shared, not copied.
-    pub(crate) fn to_http(&self) -> reqwest::Body {
-        match self.pieces.as_slice() {
-            [] => reqwest::Body::from(Bytes::new()),
-            [one] => reqwest::Body::from(one.clone()),
-            _ => reqwest::Body::wrap_stream(futures::stream::iter(
-                self.pieces
-                    .clone()
-                    .into_iter()
-                    .map(Ok::<Bytes, std::convert::Infallible>),
-            )),
+    /// The body for one HTTP request: the pieces are shared, not copied. `sent` is let go of
+    /// when the connection takes the last piece (or drops the body).
+    pub(crate) fn to_http(&self, sent: Option<Sent>) -> reqwest::Body {
+        match (self.pieces.as_slice(), sent) {
+            ([], None) => reqwest::Body::from(Bytes::new()),
+            ([one], None) => reqwest::Body::from(one.clone()),
+            (_, mut sent) => {
+                let mut pieces = self.pieces.clone().into_iter();
+                reqwest::Body::wrap_stream(futures::stream::poll_fn(move |_| {
+                    let piece = pieces.next();
+                    if pieces.len() == 0
+                        && let Some(Sent(sent)) = sent.take()
+                    {
+                        let _ = sent.send(());
+                    }
+                    Poll::Ready(piece.map(Ok::<Bytes, Infallible>))
+                }))
+            }
         }
     }
 }

@@ -8,7 +8,7 @@ use std::collections::VecDeque;
 use futures::{Stream, StreamExt};
 use reqwest::header::{HeaderMap, HeaderValue};
 
-use super::body::Body;
+use super::body::{Body, Sent};
 use super::sse::{Decoder, Frame, SseError};
 use super::types::{StartBlock, StreamEvent};
 
@@ -330,10 +330,13 @@ impl Client {
     /// Send one streaming request. Errors before the first byte (HTTP status, connection) come
     /// back here; errors after it come through the stream.
     /// `betas` go in the `anthropic-beta` header.
+    /// Sends a Messages request and opens its event stream. `sent`, if given, is let go of once
+    /// the body is on its way (or the attempt ends without sending it).
     pub async fn stream(
         &self,
         body: &Body,
         betas: &[&str],
+        sent: Option<Sent>,
     ) -> Result<impl Stream<Item = Result<StreamEvent, ApiError>> + Send + use<>, ApiError> {
         let url = format!("{}/v1/messages", self.base_url);
         let mut headers = self.request_headers()?;
@@ -348,7 +351,7 @@ impl Client {
             .post(&url)
             .headers(headers)
             .header(reqwest::header::CONTENT_LENGTH, body.len())
-            .body(body.to_http())
+            .body(body.to_http(sent))
             .send();
         // A server that takes the request but never answers stalls like a silent stream; the
         // wait includes the upload, so a large body gets time for a slow uplink (100 kB/s).

@@ -397,9 +397,15 @@ impl Checkpoints {
     }
 
     /// [`Checkpoints::take`] in the background: the snapshot is queued now, before anything
-    /// else can change the files through ouro (a tool's checkpoint waits for it), while the
-    /// caller goes on. Before a prompt this overlaps the snapshot with the model's answer.
-    pub async fn take_soon(self: &Arc<Self>, kind: Kind, detail: record::Detail) {
+    /// else can change the files through ouro (a tool's checkpoint waits for it), and taken
+    /// once `after` is ready, while the caller goes on. Before a prompt this overlaps the
+    /// snapshot with the model's answer.
+    pub async fn take_soon(
+        self: &Arc<Self>,
+        kind: Kind,
+        detail: record::Detail,
+        after: impl Future<Output = ()> + Send + 'static,
+    ) {
         if self.off.load(Ordering::Relaxed) {
             return;
         }
@@ -409,6 +415,7 @@ impl Checkpoints {
         self.run_deferred(&mut state).await;
         let this = self.clone();
         tokio::spawn(async move {
+            after.await;
             this.snapshot_one(&mut state, kind, detail, true).await;
             this.run_deferred(&mut state).await;
         });

@@ -60,7 +60,7 @@ async fn a_write_during_a_snapshot_does_not_wait_and_is_checkpointed_as_it_was()
         std::fs::write(root.join(format!("f{i}.txt")), format!("file {i}\n")).unwrap();
     }
     checkpoints
-        .take_soon(Kind::Prompt, record::Detail::prompt("go", 0))
+        .take_soon(Kind::Prompt, record::Detail::prompt("go", 0), async {})
         .await;
     checkpoints
         .take_before_write(record::Detail::tool("Edit", "toolu_1"), &["a.txt".into()])
@@ -92,7 +92,7 @@ async fn calls_put_off_in_a_row_each_see_the_ones_before() {
         checkpoints,
     } = fixture(&[("x.txt", "before\n"), ("y.txt", "before\n")]);
     checkpoints
-        .take_soon(Kind::Prompt, record::Detail::prompt("go", 0))
+        .take_soon(Kind::Prompt, record::Detail::prompt("go", 0), async {})
         .await;
     for (id, name) in [("toolu_x", "x.txt"), ("toolu_y", "y.txt")] {
         checkpoints

@@ -95,7 +95,7 @@ impl Engine {
     ) -> Attempt {
         let opened = tokio::select! {
             _ = cancel.cancelled() => return Attempt::Fatal(CallError::Aborted { outcome: CallOutcome::default() }),
-            r = self.client.stream(&request.body, &request.betas) => r,
+            r = self.client.stream(&request.body, &request.betas, self.request_sent.take()) => r,
         };
         let mut stream = match opened {
             Ok(s) => Box::pin(s),

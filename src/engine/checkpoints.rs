@@ -23,15 +23,29 @@ impl Engine {
             return;
         }
         if let Some(checkpoints) = self.executor.context().checkpoints.clone() {
-            match kind {
-                // The model's answer need not wait: nothing of ouro's touches a file before
-                // the prompt's snapshot is done.
-                Kind::Prompt => checkpoints.take_soon(kind, detail).await,
-                _ => {
-                    checkpoints.take(kind, detail).await;
-                }
-            }
+            checkpoints.take(kind, detail).await;
         }
+        self.save_checkpoints();
+    }
+
+    /// The prompt's snapshot, taken once the turn's first request is on its way: the model's
+    /// answer need not wait for it (nothing of ouro's touches a file before it is done), and
+    /// walking the project must not compete with sending the request. Until the turn's first
+    /// request is sent, or the turn ends without one, a later checkpoint waits.
+    pub(super) async fn prompt_checkpoint(&mut self, detail: Detail) {
+        if self.config.subagent {
+            return;
+        }
+        let Some(checkpoints) = self.executor.context().checkpoints.clone() else {
+            return;
+        };
+        let (sent, when_sent) = crate::api::body::when_sent();
+        self.request_sent = Some(sent);
+        let after = async move {
+            // Sent, or given up on: either way the snapshot goes ahead.
+            let _ = when_sent.await;
+        };
+        checkpoints.take_soon(Kind::Prompt, detail, after).await;
         self.save_checkpoints();
     }
 

@@ -18,6 +18,7 @@ use std::path::PathBuf;
 
 use tokio::sync::mpsc::UnboundedSender;
 
+use crate::api::body::Sent;
 use crate::api::client::Client;
 use crate::api::pricing;
 use crate::api::reasoning::{Effort, ThinkingChoice};
@@ -162,6 +163,9 @@ pub struct Engine {
     typed: Option<String>,
     /// A transcript or checkpoint write the disk refused: the run stops at its next gate.
     lost_write: Option<String>,
+    /// Carried by the turn's first request: the prompt's checkpoint waits until that request
+    /// is on its way rather than compete with sending it.
+    request_sent: Option<Sent>,
 }
 
 /// The conversation an engine starts with: new and empty, or loaded by `--resume`.
@@ -204,6 +208,7 @@ impl Engine {
             prompt_id: None,
             typed: None,
             lost_write: None,
+            request_sent: None,
         }
     }
 

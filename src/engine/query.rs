@@ -86,7 +86,7 @@ impl Engine {
             PromptVerdict::Send(context) => {
                 let mut before = Detail::prompt(prompt_text, self.history.len());
                 before.message_id = self.prompt_id.take();
-                self.checkpoint(Kind::Prompt, before).await;
+                self.prompt_checkpoint(before).await;
                 // A sub-agent's prompt is the agent's words, not the user's.
                 let typed = self.typed.take();
                 if let Some(reviewer) = self.executor.reviewer()
@@ -100,6 +100,9 @@ impl Engine {
                 self.persist(|t| t.append_user(&user));
                 self.history.push(user);
                 let ending = self.query_loop(&mut run, cancel).await;
+                // A turn that sent nothing lets its prompt's snapshot go ahead (the turn's own
+                // waits for it).
+                self.request_sent = None;
                 self.checkpoint(Kind::End, Detail::default()).await;
                 // The last writes of the turn may have failed after the last gate.
                 match &self.lost_write {
