@@ -79,7 +79,7 @@ fn main() -> ExitCode {
     // tool calls whose files and processes go to the blocking pool), and worker threads cost a
     // session more than they give it: starting them, and a hand-off between threads at every
     // step of its first request.
-    let single = args.print && args.command.is_none();
+    let single = args.is_headless() && args.command.is_none();
     let runtime = match runtime(single) {
         Ok(rt) => rt,
         Err(e) => {
@@ -356,9 +356,7 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
         // The daemon's and the bundle's commands, run above.
         Some(_) | None => {}
     }
-    // The Agent SDKs run the CLI with stream-json in and out and no -p: that is print mode.
-    let sdk = args.input_format == ouro::cli::print::InputFormat::StreamJson;
-    if !args.print && !sdk {
+    if !args.is_headless() {
         let options = args.options()?;
         if let Some(code) =
             ouro::repl::run(options, args.brain.clone(), args.prompt.clone(), &cwd).await?

@@ -137,6 +137,44 @@ async fn ctrl_c_reaches_a_tool_still_running_after_the_stream_was_cut() {
     assert_eq!(mock.turns_served(), 0, "the cut attempt served no turn");
 }
 
+/// A second Ctrl-C ends ouro at once even while its one thread is stuck writing the answer to a
+/// reader that stopped reading (the runtime cannot handle the first signal until the write
+/// returns, so the signal handler itself exits).
+#[tokio::test]
+async fn a_second_ctrl_c_ends_ouro_while_nobody_reads_its_output() {
+    let answer = "lorem ipsum ".repeat(50_000);
+    let mock = server(json!({"turns": [{"content": [{"type": "text", "text": answer}]}]})).await;
+    let sb = Sandbox::new();
+    let mut command = sb.command(&mock.url(), &["-p", "go"]);
+    command
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    let mut ouro = command.spawn().unwrap();
+    let unread = ouro.stdout.take();
+    let pid = ouro.id().unwrap() as i32;
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while mock.turns_served() == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the answer was never served"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The answer (600 kB) is bigger than the pipe: the write that prints it blocks.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    for _ in 0..2 {
+        // SAFETY: kill only sends a signal to our own child.
+        unsafe { libc::kill(pid, libc::SIGINT) };
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let status = tokio::time::timeout(Duration::from_secs(10), ouro.wait())
+        .await
+        .expect("ouro did not end on a second Ctrl-C")
+        .unwrap();
+    assert_eq!(status.code(), Some(130));
+    drop(unread);
+}
+
 /// SIGTERM and SIGHUP end a print-mode run like Ctrl-C: the turn ends with its transcript
 /// whole, ouro exits with 128 + the signal, and what the session's command started in the
 /// background (in its group, or escaped with setsid) ends with it.

@@ -119,13 +119,22 @@ pub async fn keep(
     if operations.is_empty() {
         return (0, None);
     }
-    let mut store = match Store::open(&memory.store) {
-        Ok(store) => store,
-        Err(e) => return (0, Some(e.to_string())),
-    };
-    let applied = match store.apply(operations, done.turn.origin(), &done.provenance) {
-        Ok(applied) => applied.total(),
-        Err(e) => return (0, Some(e.to_string())),
+    // SQLite waits out another process's write for up to its busy timeout: on a blocking
+    // thread, not the one a print-mode session runs on.
+    let (path, operations) = (memory.store.clone(), operations.to_vec());
+    let (origin, provenance) = (done.turn.origin(), done.provenance.clone());
+    let written = tokio::task::spawn_blocking(move || {
+        let mut store = Store::open(&path).map_err(|e| e.to_string())?;
+        let applied = store
+            .apply(&operations, origin, &provenance)
+            .map_err(|e| e.to_string())?;
+        Ok::<_, String>((store, applied.total()))
+    })
+    .await
+    .unwrap_or_else(|e| Err(format!("keeping the memories stopped unexpectedly: {e}")));
+    let (mut store, applied) = match written {
+        Ok(written) => written,
+        Err(e) => return (0, Some(e)),
     };
     let Some(embedder) = &memory.embedder else {
         return (applied, None);
@@ -152,7 +161,11 @@ pub fn head_commit(root: &Path) -> Option<String> {
 /// Reflects on the engine's last turn and keeps every proposal (`auto`; print mode, where
 /// nobody is there to ask, keeps them in `ask` too and says so in the mode).
 pub async fn reflect_and_keep(engine: &mut Engine, memory: &Memory) -> Option<ReflectInfo> {
-    let commit = head_commit(&memory.root);
+    let root = memory.root.clone();
+    let commit = tokio::task::spawn_blocking(move || head_commit(&root))
+        .await
+        .ok()
+        .flatten();
     let request = engine.reflect_request(&memory.model, &memory.store, commit)?;
     let done = request.await;
     let (stored, error) = keep(memory, &done, &done.proposal.operations).await;

@@ -720,6 +720,12 @@ impl PermissionFlags {
 }
 
 impl Args {
+    /// Print mode: `-p`, or stream-json input without it (the Agent SDKs run the CLI with
+    /// stream-json in and out and no `-p`).
+    pub fn is_headless(&self) -> bool {
+        self.print || self.input_format == InputFormat::StreamJson
+    }
+
     /// `--allowedTools A B "prompt"` takes every following word as a rule (and `--add-dir` as a
     /// directory), as Claude Code's parser does; a last value that is not a rule (not a
     /// directory) is the prompt instead.

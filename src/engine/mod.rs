@@ -307,6 +307,8 @@ impl Engine {
 
     /// Start a new, empty session (`/clear`).
     pub async fn reset(&mut self, session_id: String, transcript: Option<Transcript>) {
+        // A turn cut short before its first request must not hold its prompt's checkpoint.
+        self.request_sent = None;
         self.save_checkpoints();
         if let Some(checkpoints) = &self.executor.context().checkpoints {
             checkpoints.start_session(&session_id).await;

@@ -5,8 +5,8 @@
 //! double fork) becomes ouro's child when its parent exits, and [`end_descendants`] ends them
 //! all. A SIGKILL of ouro itself cannot be caught: those processes are then left to init.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
+use std::sync::{Arc, Once};
 
 use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
@@ -35,9 +35,31 @@ pub fn become_subreaper() {
     }
 }
 
+/// SIGINTs the signal handler has seen, and those the runtime has handled.
+static SIGINTS_SEEN: AtomicU32 = AtomicU32::new(0);
+static SIGINTS_HANDLED: AtomicU32 = AtomicU32::new(0);
+
 /// Cancels `turn` on the first SIGINT, SIGTERM or SIGHUP and records which; a second SIGINT
-/// exits at once with 130 (the user insists).
+/// exits at once with 130 (the user insists). The runtime handles signals when its thread is
+/// free; should a second SIGINT come while the first still waits for it (print mode's one
+/// thread blocked in a write to a reader that stopped reading, say), the signal handler itself
+/// exits.
 pub fn watch(turn: CancellationToken) -> Received {
+    static INSISTED: Once = Once::new();
+    INSISTED.call_once(|| {
+        // SAFETY: the action only touches atomics and calls _exit, both async-signal-safe.
+        let registered = unsafe {
+            signal_hook_registry::register(libc::SIGINT, || {
+                let seen = SIGINTS_SEEN.fetch_add(1, Ordering::SeqCst) + 1;
+                if seen >= 2 && SIGINTS_HANDLED.load(Ordering::SeqCst) == 0 {
+                    libc::_exit(130);
+                }
+            })
+        };
+        if let Err(e) = registered {
+            tracing::warn!(error = %e, "a second Ctrl-C may wait for ouro's thread to be free");
+        }
+    });
     let received = Received::default();
     let kinds = [
         (SignalKind::interrupt(), libc::SIGINT),
@@ -45,6 +67,9 @@ pub fn watch(turn: CancellationToken) -> Received {
         (SignalKind::hangup(), libc::SIGHUP),
     ];
     on_signals(&kinds, &received, move |number, first| {
+        if number == libc::SIGINT {
+            SIGINTS_HANDLED.fetch_add(1, Ordering::SeqCst);
+        }
         if !first && number == libc::SIGINT {
             end_descendants();
             std::process::exit(130);

@@ -24,7 +24,8 @@ struct Source {
 }
 
 pub struct RecallTool {
-    sources: Vec<Source>,
+    /// Shared with the blocking thread a call reads them on.
+    sources: Arc<Vec<Source>>,
     /// Semantic seeds beside the keywords (`memory.embeddings`).
     embedder: Option<Arc<Embedder>>,
 }
@@ -34,35 +35,39 @@ impl RecallTool {
     pub fn new(stores: Vec<(&'static str, PathBuf)>, embedder: Option<Arc<Embedder>>) -> Self {
         RecallTool {
             embedder,
-            sources: stores
-                .into_iter()
-                .map(|(label, path)| Source {
-                    label,
-                    path,
-                    store: Mutex::new(None),
-                })
-                .collect(),
+            sources: Arc::new(
+                stores
+                    .into_iter()
+                    .map(|(label, path)| Source {
+                        label,
+                        path,
+                        store: Mutex::new(None),
+                    })
+                    .collect(),
+            ),
         }
     }
+}
 
-    fn recall(
-        &self,
-        query: &str,
-        semantic: Option<Semantic<'_>>,
-        reach: Reach,
-    ) -> Result<String, StoreError> {
-        let mut found = Vec::new();
-        for source in &self.sources {
-            let mut slot = crate::sys::sync::lock(&source.store);
-            if slot.is_none() {
-                *slot = Store::open_existing(&source.path)?;
-            }
-            if let Some(store) = slot.as_ref() {
-                found.push(recall::walk(store, source.label, query, semantic, reach)?);
-            }
+/// What `sources` hold for `query`. SQLite reads, and waits out another process's write for up
+/// to its busy timeout: callers run it on a blocking thread.
+fn recall(
+    sources: &[Source],
+    query: &str,
+    semantic: Option<Semantic<'_>>,
+    reach: Reach,
+) -> Result<String, StoreError> {
+    let mut found = Vec::new();
+    for source in sources {
+        let mut slot = crate::sys::sync::lock(&source.store);
+        if slot.is_none() {
+            *slot = Store::open_existing(&source.path)?;
         }
-        Ok(recall::render(query, &found, crate::knowledge::now()))
+        if let Some(store) = slot.as_ref() {
+            found.push(recall::walk(store, source.label, query, semantic, reach)?);
+        }
     }
+    Ok(recall::render(query, &found, crate::knowledge::now()))
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -118,8 +123,14 @@ impl Tool for RecallTool {
             ..Reach::default()
         };
         let vector = embed::query_vector(self.embedder.as_deref(), &input.query).await;
-        match self.recall(&input.query, vector.semantic(), reach) {
-            Ok(text) => Ok(ToolOutput::ok(text + &vector.unavailable)),
+        let sources = self.sources.clone();
+        let found = super::paths::blocking(move || {
+            Ok(recall(&sources, &input.query, vector.semantic(), reach)
+                .map(|text| text + &vector.unavailable))
+        })
+        .await?;
+        match found {
+            Ok(text) => Ok(ToolOutput::ok(text)),
             Err(e) => Ok(ToolOutput::error(format!("memory could not be read: {e}"))),
         }
     }
