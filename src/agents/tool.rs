@@ -43,7 +43,7 @@ pub struct AgentTool {
 }
 
 impl AgentTool {
-    pub fn new(spawner: Arc<Spawner>, agents: Vec<AgentDef>) -> Result<AgentTool, String> {
+    pub fn new(spawner: Arc<Spawner>, agents: Vec<AgentDef>) -> AgentTool {
         let mut description = include_str!("../../tools/Agent.md").to_string();
         for agent in &agents {
             let tools = match &agent.tools {
@@ -55,11 +55,11 @@ impl AgentTool {
                 agent.name, agent.description
             ));
         }
-        Ok(AgentTool {
+        AgentTool {
             spawner,
             agents,
-            spec: ToolSpec::derived::<AgentInput>(NAME, description)?,
-        })
+            spec: ToolSpec::derived::<AgentInput>(NAME, description),
+        }
     }
 }
 

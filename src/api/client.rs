@@ -329,9 +329,8 @@ impl Client {
 
     /// Send one streaming request. Errors before the first byte (HTTP status, connection) come
     /// back here; errors after it come through the stream.
-    /// `betas` go in the `anthropic-beta` header.
-    /// Sends a Messages request and opens its event stream. `sent`, if given, is let go of once
-    /// the body is on its way (or the attempt ends without sending it).
+    /// `betas` go in the `anthropic-beta` header; `sent`, if given, is let go of once the body
+    /// is on its way (or the attempt ends without sending it).
     pub async fn stream(
         &self,
         body: &Body,

@@ -263,12 +263,7 @@ fn with_agents(
             .transcript
             .map(|t| t.with_extension("").join("subagents")),
     };
-    let tool = agents::AgentTool::new(Arc::new(spawner), defs).map_err(|reason| {
-        AppError::InvalidSetting {
-            key: "agents",
-            reason,
-        }
-    })?;
+    let tool = agents::AgentTool::new(Arc::new(spawner), defs);
     Ok(tools.with_tool(Arc::new(tool)))
 }
 

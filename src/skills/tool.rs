@@ -41,7 +41,7 @@ impl SkillTool {
         }
         Some(SkillTool {
             skills,
-            spec: ToolSpec::derived::<SkillInput>(NAME, description).ok()?,
+            spec: ToolSpec::derived::<SkillInput>(NAME, description),
         })
     }
 }

@@ -361,14 +361,13 @@ impl ToolSpec {
     }
 
     /// With the schema derived from `T` (valid by construction: compiled on first use).
-    pub fn derived<T: JsonSchema>(name: &str, description: String) -> Result<ToolSpec, String> {
-        let schema = schemars::schema_for!(T).to_value();
-        Ok(ToolSpec {
+    pub fn derived<T: JsonSchema>(name: &str, description: String) -> ToolSpec {
+        ToolSpec {
             name: name.to_string(),
             description,
-            schema,
+            schema: schemars::schema_for!(T).to_value(),
             validator: OnceLock::new(),
-        })
+        }
     }
 
     /// Phase 1 for this tool.
