@@ -233,3 +233,43 @@ pub(super) fn restore(dir: &Path, applied: &Applied) -> Result<(), BundleError> 
 pub(super) fn touched(applied: &Applied) -> usize {
     applied.changes.len()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn change(path: &str, before: Option<&[u8]>, after: &[u8]) -> Change {
+        Change {
+            path: PathBuf::from(path),
+            before: before.map(|b| (b.to_vec(), 0o644)),
+            after: Some(after.to_vec()),
+            protected: None,
+        }
+    }
+
+    /// A file that appears where the bundle creates one, after the plan was made (while the
+    /// user reviewed it), stops the apply; undoing it leaves that file and every other as it
+    /// was, and no second name behind.
+    #[test]
+    fn a_file_made_after_the_plan_where_a_new_one_goes_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::write(root.join("a.txt"), b"old\n").unwrap();
+        let changes = vec![
+            change("a.txt", Some(b"old\n"), b"new\n"),
+            change("sub/made.txt", None, b"bundle\n"),
+            change("new.txt", None, b"bundle\n"),
+        ];
+        std::fs::write(root.join("new.txt"), b"mine\n").unwrap();
+        let failed = apply(&root, changes).unwrap_err().to_string();
+        assert!(failed.contains("new.txt"), "{failed}");
+        assert_eq!(std::fs::read(root.join("new.txt")).unwrap(), b"mine\n");
+        assert_eq!(std::fs::read(root.join("a.txt")).unwrap(), b"old\n");
+        let mut left: Vec<_> = std::fs::read_dir(&root)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["a.txt", "new.txt"]);
+    }
+}

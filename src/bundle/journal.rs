@@ -211,7 +211,8 @@ pub(super) enum Settled {
     RolledBack(usize),
 }
 
-/// Gives one entry its new content (`undo`: its old one); what failed, said.
+/// Gives one entry of a committing apply its new content (`undo`: its old one); what failed,
+/// said.
 fn settle_one(folders: &Folders, entry: &Entry, undo: bool) -> Result<(), String> {
     let folder = match folders.of(&entry.path) {
         Ok(folder) => folder,
@@ -220,41 +221,60 @@ fn settle_one(folders: &Folders, entry: &Entry, undo: bool) -> Result<(), String
         Err(e) => return Err(format!("open the folder of {}: {e}", entry.path.display())),
     };
     let name = split(&entry.path).1;
-    // A second name already gone was renamed by an earlier settle, or never made because
-    // staging stopped first.
+    // A second name already gone was renamed by an earlier settle of the same journal.
     let done = match (undo, &entry.kept, &entry.staged) {
         (true, Some(kept), _) => gone_is_fine(beneath::rename_in(&folder, kept, name)),
-        (false, _, Some(staged)) => gone_is_fine(beneath::rename_in(&folder, staged, name)),
-        _ => gone_is_fine(beneath::remove_in(&folder, name)),
+        // A new file: while its staged copy is still there it never took the name, and whatever
+        // has the name now is someone else's.
+        (true, None, Some(staged)) => match beneath::remove_in(&folder, staged) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                gone_is_fine(beneath::remove_in(&folder, name))
+            }
+            removed => removed,
+        },
+        (true, None, None) => Ok(()),
+        // A file that appeared where a new one goes since the plan is never replaced.
+        (false, None, Some(staged)) => gone_is_fine(beneath::rename_new_in(&folder, staged, name)),
+        (false, Some(_), Some(staged)) => gone_is_fine(beneath::rename_in(&folder, staged, name)),
+        (false, _, None) => gone_is_fine(beneath::remove_in(&folder, name)),
     };
     done.map_err(|e| {
         let what = if undo { "put back" } else { "finish" };
-        format!("{what} {}: {e}", entry.path.display())
+        let why = if e.kind() == std::io::ErrorKind::AlreadyExists {
+            "a file was created there after the bundle was checked; run dogs again".to_string()
+        } else {
+            e.to_string()
+        };
+        format!("{what} {}: {why}", entry.path.display())
     })
 }
 
 /// Finishes the journal's apply (`rollback`: undoes it), removes every staged and kept file
 /// and the journal. An apply cut off while staging changed no target, so it is rolled back
-/// either way. What could not be done is named; the journal then stays for another try.
+/// either way, and only its second names are removed. What could not be done is named; the
+/// journal then stays for another try.
 pub(super) fn settle(dir: &Path, journal: &Journal, rollback: bool) -> Result<Settled, String> {
     let undo = rollback || journal.state == State::Staging;
     let folders = Folders::open(dir, journal.entries.iter().map(|e| e.path.as_path()));
-    // Every entry is settled on its own, so they are settled on every core.
-    let failed: Vec<String> = journal
-        .entries
-        .par_iter()
-        .filter_map(|entry| settle_one(&folders, entry, undo).err())
-        .collect();
-    if !failed.is_empty() {
-        return Err(listed(&failed));
+    if journal.state == State::Committing {
+        // Every entry is settled on its own, so they are settled on every core.
+        let failed: Vec<String> = journal
+            .entries
+            .par_iter()
+            .filter_map(|entry| settle_one(&folders, entry, undo).err())
+            .collect();
+        if !failed.is_empty() {
+            return Err(listed(&failed));
+        }
     }
-    // Both second names go: renaming a name over another link of the same file (a kept copy
-    // over a file staging never changed) leaves both in place.
+    // Finished, every staged copy has taken its name. Undone, both second names go: renaming
+    // a kept copy over another link of the same file (one staging never changed) leaves both.
     let failed: Vec<String> = journal
         .entries
         .par_iter()
         .flat_map_iter(|entry| {
-            entry.staged.iter().chain(&entry.kept).filter_map(|name| {
+            let staged = entry.staged.iter().filter(|_| undo);
+            staged.chain(&entry.kept).filter_map(|name| {
                 let removed = folders
                     .of(&entry.path)
                     .and_then(|folder| beneath::remove_in(&folder, name));
@@ -289,6 +309,51 @@ pub(super) fn settle(dir: &Path, journal: &Journal, rollback: bool) -> Result<Se
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A committing apply meets a file created where a new one goes (after staging checked
+    /// the place was free): finishing stops there, and undoing it removes only what the apply
+    /// made, never that file.
+    #[test]
+    fn a_file_that_appears_during_the_commit_is_never_replaced_nor_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let journal = Journal {
+            pid: 1,
+            started: String::new(),
+            state: State::Committing,
+            entries: ["made.txt", "theirs.txt"]
+                .into_iter()
+                .map(|name| Entry {
+                    path: PathBuf::from(name),
+                    staged: Some(PathBuf::from(format!(".staged-{name}"))),
+                    kept: None,
+                })
+                .collect(),
+            made_dirs: Vec::new(),
+        };
+        for entry in &journal.entries {
+            std::fs::write(root.join(entry.staged.as_ref().unwrap()), b"bundle\n").unwrap();
+        }
+        std::fs::write(root.join("theirs.txt"), b"mine\n").unwrap();
+        std::fs::write(root.join(FILE), b"{}").unwrap();
+        let failed = settle(&root, &journal, false).unwrap_err();
+        assert!(
+            failed.contains("theirs.txt: a file was created there"),
+            "{failed}"
+        );
+        assert_eq!(std::fs::read(root.join("theirs.txt")).unwrap(), b"mine\n");
+        assert_eq!(
+            settle(&root, &journal, true),
+            Ok(Settled::RolledBack(2)),
+            "the undo"
+        );
+        let left: Vec<_> = std::fs::read_dir(&root)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left, ["theirs.txt"]);
+        assert_eq!(std::fs::read(root.join("theirs.txt")).unwrap(), b"mine\n");
+    }
 
     #[test]
     fn folders_past_the_held_ones_are_opened_when_used() {

@@ -225,6 +225,33 @@ pub fn rename_in(dir: &OwnedFd, from: &Path, to: &Path) -> io::Result<()> {
     Ok(())
 }
 
+/// Renames `from` to `to` in the folder `dir` only where `to` does not exist (`AlreadyExists`
+/// otherwise): a file that appeared there since is never replaced.
+pub fn rename_new_in(dir: &OwnedFd, from: &Path, to: &Path) -> io::Result<()> {
+    let (from_c, to_c) = (c_path(from)?, c_path(to)?);
+    // SAFETY: the descriptor is live and both paths valid C strings.
+    let done = unsafe {
+        libc::renameat2(
+            dir.as_raw_fd(),
+            from_c.as_ptr(),
+            dir.as_raw_fd(),
+            to_c.as_ptr(),
+            libc::RENAME_NOREPLACE,
+        )
+    };
+    if done == 0 {
+        return Ok(());
+    }
+    let error = io::Error::last_os_error();
+    if error.raw_os_error() != Some(libc::EINVAL) {
+        return Err(error);
+    }
+    // A file system without RENAME_NOREPLACE: a second name, which is made only where there is
+    // none, then the first one goes.
+    link_in(dir, from, to)?;
+    remove_in(dir, from)
+}
+
 /// A second name `to` for the file `from`, both in the folder `dir` (a link itself is linked,
 /// never followed).
 pub fn link_in(dir: &OwnedFd, from: &Path, to: &Path) -> io::Result<()> {
