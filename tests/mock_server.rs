@@ -773,3 +773,30 @@ async fn a_request_says_when_its_body_is_on_its_way_or_never_will_be() {
         "an unsent body must not say it was sent"
     );
 }
+
+/// The mock notes when its first request had been read whole, on the clock every process
+/// shares, so a benchmark times a client's start without polling for it.
+#[tokio::test]
+async fn the_first_request_is_timed_on_the_shared_clock() {
+    let server = MockServer::start(Scenario::new(vec![
+        Turn::text("Hello."),
+        Turn::text("Again."),
+    ]))
+    .await
+    .unwrap();
+    assert_eq!(server.first_request_ns(), None);
+    let (client, body) = own_client(&server);
+    let before = ouro::sys::clock::monotonic_ns();
+    for _ in 0..2 {
+        let mut events = Box::pin(client.stream(&body, &[], None).await.unwrap());
+        while let Some(event) = events.next().await {
+            event.unwrap();
+        }
+    }
+    let after = ouro::sys::clock::monotonic_ns();
+    let first = server.first_request_ns().expect("a request came");
+    assert!(before <= first && first <= after, "{before} {first} {after}");
+    assert_eq!(server.requests().len(), 2);
+    let sent_second = server.first_request_ns();
+    assert_eq!(sent_second, Some(first), "the first request's time stays");
+}

@@ -15,6 +15,7 @@ use super::fixture::WorkDir;
 use super::host::MockHost;
 use super::measure::median;
 use crate::mock::Scenario;
+use crate::sys::clock::monotonic_ns;
 
 const TASKS: usize = 8;
 const RUNS: usize = 3;
@@ -42,6 +43,7 @@ pub(crate) async fn measure(host: &MockHost) -> Result<EvalCost, BenchError> {
         let mock = host.serve(scenario()?).await?;
         let out = dir.path().join(format!("out-{n}"));
         let started = Instant::now();
+        let started_ns = monotonic_ns();
         let mut child = tokio::process::Command::new(&exe)
             .args(["eval", "run"])
             .arg(&suite)
@@ -55,20 +57,14 @@ pub(crate) async fn measure(host: &MockHost) -> Result<EvalCost, BenchError> {
             .kill_on_drop(true)
             .spawn()
             .map_err(|e| BenchError::io("could not start ouro eval", e))?;
-        let mut first = None;
-        let status = loop {
-            if first.is_none() && !mock.requests().is_empty() {
-                first = Some(started.elapsed());
-            }
-            if let Some(status) = child
-                .try_wait()
-                .map_err(|e| BenchError::io("could not wait for ouro eval", e))?
-            {
-                break status;
-            }
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        };
+        let status = child
+            .wait()
+            .await
+            .map_err(|e| BenchError::io("could not wait for ouro eval", e))?;
         let wall = started.elapsed();
+        let first = mock
+            .first_request_ns()
+            .map(|at| Duration::from_nanos(at.saturating_sub(started_ns)));
         host.stop(mock).await;
         if !status.success() {
             return Err(BenchError::Failed(format!(

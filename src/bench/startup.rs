@@ -1,5 +1,6 @@
 //! Print mode as a user runs it: the real `ouro -p` binary, timed from its spawn to the mock
-//! receiving its first request, with its peak resident memory.
+//! having read its first request whole (the mock notes the moment: nothing polls for it, which
+//! would take a CPU from the process measured), with its peak resident memory.
 //!
 //! Peak RSS needs a go-between. Linux copies the parent's memory high-water mark into a child's
 //! `ru_maxrss` when the child execs, so `wait4` on a child of this (large) process reports at
@@ -11,9 +12,7 @@
 use std::io::Read as _;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -22,12 +21,7 @@ use super::fixture::{Fixture, WorkDir};
 use super::host::MockHost;
 use super::run::{API_KEY, PROMPT, session_flags};
 use super::scenario::{self, Plan};
-use crate::mock::MockServer;
-
-/// How long the first request may take before the measurement is abandoned.
-const FIRST_REQUEST_DEADLINE: Duration = Duration::from_secs(60);
-/// The poll interval for the mock's request log: the resolution of the start-up time.
-const POLL: Duration = Duration::from_micros(50);
+use crate::sys::clock::monotonic_ns;
 
 #[derive(Debug, Clone, Copy)]
 pub struct StartSample {
@@ -163,21 +157,12 @@ pub(crate) async fn measure_in(
     if !checkpoints {
         command.env("OURO_CHECKPOINTS", "0");
     }
-    let child = command
-        .spawn()
-        .map_err(|e| BenchError::io("could not start `ouro bench --probe`", e))?;
-    let finished = Arc::new(AtomicBool::new(false));
-    let watcher = {
-        let (server, finished) = (Arc::clone(&server), Arc::clone(&finished));
-        tokio::task::spawn_blocking(move || first_request(&server, &finished))
-    };
-    let output = tokio::task::spawn_blocking(move || child.wait_with_output()).await;
-    finished.store(true, Ordering::Relaxed);
-    let first_seen = watcher.await.ok().flatten();
+    let output = tokio::task::spawn_blocking(move || command.output()).await;
+    let first_seen = server.first_request_ns();
     host.stop(server).await;
     let output = output
         .map_err(|e| BenchError::Failed(format!("waiting for the probe failed: {e}")))?
-        .map_err(|e| BenchError::io("waiting for the probe failed", e))?;
+        .map_err(|e| BenchError::io("could not run `ouro bench --probe`", e))?;
     let report = probe_report(&output)?;
     let first_seen = first_seen.ok_or_else(|| {
         BenchError::Invalid("the mock API never received a request from `ouro -p`".into())
@@ -188,20 +173,6 @@ pub(crate) async fn measure_in(
         peak_rss_kb: report.max_rss_kb,
         floor_kb: report.floor_kb,
     })
-}
-
-/// The monotonic time the mock's log first holds a request, or `None` if none came.
-fn first_request(server: &MockServer, finished: &AtomicBool) -> Option<u64> {
-    let deadline = Instant::now() + FIRST_REQUEST_DEADLINE;
-    loop {
-        if !server.requests().is_empty() {
-            return Some(monotonic_ns());
-        }
-        if finished.load(Ordering::Relaxed) || Instant::now() > deadline {
-            return None;
-        }
-        std::thread::sleep(POLL);
-    }
 }
 
 /// The probe's side (`ouro bench --probe -- <flags>`): run `ouro <flags>` and print a
@@ -273,17 +244,6 @@ fn own_high_water_kb() -> Result<u64, BenchError> {
         .ok_or_else(|| BenchError::Failed("/proc/self/status has no VmHWM line".into()))
 }
 
-/// CLOCK_MONOTONIC in nanoseconds: one clock for every process on the machine.
-pub(crate) fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: ts is a live, writable timespec; CLOCK_MONOTONIC always exists on Linux.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -303,12 +263,5 @@ mod tests {
     #[test]
     fn high_water_mark_is_read() {
         assert!(own_high_water_kb().unwrap() > 100);
-    }
-
-    #[test]
-    fn monotonic_clock_moves_forward() {
-        let a = monotonic_ns();
-        std::thread::sleep(Duration::from_millis(2));
-        assert!(monotonic_ns() >= a + 1_000_000);
     }
 }

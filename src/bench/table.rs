@@ -312,7 +312,8 @@ ouro serve: first chat:delta {:.1} ms after a follow-up turn's message (median; 
         let _ = writeln!(
             out,
             "\ncats of {} files, {:.0} MB: {:.0} ms ({:.0} MB/s; find + cat read them in {:.0} ms, {:.1}x); \
-             dogs applying that bundle into an empty directory: {:.0} ms ({:.0} MB/s, {:.1}x)",
+             dogs applying that bundle into an empty directory: {:.0} ms ({:.0} MB/s, {:.1}x; \
+             cp -r wrote the same files in {:.0} ms, {:.1}x)",
             c.files,
             c.megabytes,
             c.cats_ms,
@@ -321,7 +322,9 @@ ouro serve: first chat:delta {:.1} ms after a follow-up turn's message (median; 
             ratio(c.cats_ms, c.floor_ms),
             c.dogs_ms,
             c.megabytes / (c.dogs_ms / 1000.0),
-            ratio(c.dogs_ms, c.floor_ms)
+            ratio(c.dogs_ms, c.floor_ms),
+            c.copy_ms,
+            ratio(c.dogs_ms, c.copy_ms)
         );
     }
     if let Some(relay) = &r.relay {

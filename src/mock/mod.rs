@@ -164,6 +164,20 @@ impl MockServer {
         self.shared.ledger().requests()
     }
 
+    /// When the first request the server logs had been read whole, as
+    /// [`crate::sys::clock::monotonic_ns`] (comparable with a moment taken in another process),
+    /// or `None` before one came.
+    pub fn first_request_ns(&self) -> Option<u64> {
+        match self
+            .shared
+            .first_request_ns
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            0 => None,
+            at => Some(at),
+        }
+    }
+
     /// The body size of every request received so far, in arrival order (cheaper than
     /// [`MockServer::requests`], which copies the bodies).
     pub fn body_sizes(&self) -> Vec<usize> {

@@ -2,6 +2,7 @@
 //! writes it as JSON, a (possibly slowed, broken or failing) SSE stream, or an error.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -19,6 +20,7 @@ use super::prompt_cache::{self, PromptCache};
 use super::scenario::Scenario;
 use super::sse::{Reply, SseEvent, error_event};
 use super::validate::ApiError;
+use crate::sys::clock::monotonic_ns;
 
 pub(super) struct Shared {
     scenario: Scenario,
@@ -29,6 +31,9 @@ pub(super) struct Shared {
     pub hold: Arc<Hold>,
     /// Requests to the token counter (never turns, so not in the ledger).
     pub token_counts: std::sync::atomic::AtomicUsize,
+    /// When the first request the ledger logs had been read whole ([`monotonic_ns`]; 0: none
+    /// yet), so a benchmark in another process can time its client's start without polling.
+    pub first_request_ns: AtomicU64,
 }
 
 /// Replies held at their `hold_after_events` point, and the test's releases.
@@ -54,6 +59,7 @@ impl Shared {
                 released: watch::Sender::new(0),
             }),
             token_counts: std::sync::atomic::AtomicUsize::new(0),
+            first_request_ns: AtomicU64::new(0),
         }
     }
 
@@ -87,9 +93,7 @@ async fn handle(
     }
     // Token counting, as the mock bills: the bytes of the messages' text / 4. No turn is used.
     if method == Method::POST && uri.path() == "/v1/messages/count_tokens" {
-        shared
-            .token_counts
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        shared.token_counts.fetch_add(1, Ordering::Relaxed);
         let (body_json, _) = parse_body(&body);
         let text_bytes: usize =
             body_json
@@ -112,6 +116,12 @@ async fn handle(
         let tokens = text_bytes.div_ceil(4);
         return axum::Json(serde_json::json!({ "input_tokens": tokens })).into_response();
     }
+    let _ = shared.first_request_ns.compare_exchange(
+        0,
+        monotonic_ns(),
+        Ordering::Relaxed,
+        Ordering::Relaxed,
+    );
     let (body_json, parse_error) = parse_body(&body);
     let request = RecordedRequest {
         method: method.to_string(),

@@ -2,6 +2,7 @@
 
 pub mod atomic;
 pub mod beneath;
+pub mod clock;
 pub mod disk;
 pub mod flock;
 pub mod frame;
