@@ -795,7 +795,10 @@ async fn the_first_request_is_timed_on_the_shared_clock() {
     }
     let after = ouro::sys::clock::monotonic_ns();
     let first = server.first_request_ns().expect("a request came");
-    assert!(before <= first && first <= after, "{before} {first} {after}");
+    assert!(
+        before <= first && first <= after,
+        "{before} {first} {after}"
+    );
     assert_eq!(server.requests().len(), 2);
     let sent_second = server.first_request_ns();
     assert_eq!(sent_second, Some(first), "the first request's time stays");
