@@ -58,6 +58,7 @@ pub(super) fn apply(dir: &Path, changes: Vec<Change>) -> Result<Applied, BundleE
             path: c.path.clone(),
             staged: c.after.as_ref().map(|_| temp_name("")),
             kept: c.before.as_ref().map(|_| temp_name(".old")),
+            made: None,
         })
         .collect();
     let written = changes
@@ -88,10 +89,10 @@ pub(super) fn apply(dir: &Path, changes: Vec<Change>) -> Result<Applied, BundleE
     // Files are staged on every core: nothing depends on another file's staging, and a large
     // apply waits on creating files more than on anything else.
     let folders = Folders::open(dir, changes.iter().map(|c| c.path.as_path()));
-    let staged = changes
+    let staged: Result<Vec<Option<(u64, u64)>>, _> = changes
         .par_iter()
         .zip(&journal.entries)
-        .try_for_each(|(change, entry)| {
+        .map(|(change, entry)| {
             folders
                 .of(&change.path)
                 .and_then(|folder| {
@@ -99,15 +100,24 @@ pub(super) fn apply(dir: &Path, changes: Vec<Change>) -> Result<Applied, BundleE
                     stage(&folder, change, entry)
                 })
                 .map_err(|source| (change, source))
-        });
+        })
+        .collect();
     drop(folders);
-    if let Err((change, source)) = staged {
-        return Err(failure(&change.path, source, undo(&journal)));
+    match staged {
+        Ok(made) => {
+            for (entry, made) in journal.entries.iter_mut().zip(made) {
+                entry.made = made;
+            }
+        }
+        Err((change, source)) => return Err(failure(&change.path, source, undo(&journal))),
     }
     // One flush for every staged file, before the first target changes.
     journal::sync(dir);
     journal.state = State::Committing;
     if let Err(source) = journal::record(dir, &journal) {
+        // No target has changed: the undo need not be recorded first (where recording just
+        // failed).
+        journal.state = State::Staging;
         return Err(failure(Path::new(journal::FILE), source, undo(&journal)));
     }
     if let Err(why) = journal::settle(dir, &journal, false) {
@@ -154,20 +164,27 @@ fn make_dir(dir: &Path, rel: &Path) -> std::io::Result<()> {
 }
 
 /// Stages one change beside its target in its `folder`: the new content under its staged name
-/// (with the old file's mode), the old file under a second name.
-fn stage(folder: &OwnedFd, change: &Change, entry: &Entry) -> std::io::Result<()> {
+/// (with the old file's mode), the old file under a second name. Returns a new file's device
+/// and inode.
+fn stage(folder: &OwnedFd, change: &Change, entry: &Entry) -> std::io::Result<Option<(u64, u64)>> {
+    use std::os::unix::fs::MetadataExt;
     let name = split(&change.path).1;
+    let mut made = None;
     if let (Some(bytes), Some(staged)) = (&change.after, &entry.staged) {
         let mut file = crate::sys::beneath::create_in(folder, staged, NEW_FILE_MODE)?;
         file.write_all(bytes)?;
-        if let Some((_, mode)) = &change.before {
-            file.set_permissions(std::fs::Permissions::from_mode(*mode))?;
+        match &change.before {
+            Some((_, mode)) => file.set_permissions(std::fs::Permissions::from_mode(*mode))?,
+            None => {
+                let meta = file.metadata()?;
+                made = Some((meta.dev(), meta.ino()));
+            }
         }
     }
     if let Some(kept) = &entry.kept {
         crate::sys::beneath::link_in(folder, name, kept)?;
     }
-    Ok(())
+    Ok(made)
 }
 
 fn unchanged_since_plan(folder: &OwnedFd, change: &Change) -> std::io::Result<()> {

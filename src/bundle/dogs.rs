@@ -109,6 +109,13 @@ fn recover_in(options: &DogsOptions, dir: &Path) -> Result<i32, BundleError> {
                 "ouro dogs: the cut-off apply had changed no file yet (it was still staging), so nothing was applied; its {n} staged file(s) are removed"
             );
         }
+        Ok(journal::Settled::RolledBack(n))
+            if journal.state == journal::State::RollingBack && !options.rollback =>
+        {
+            eprintln!(
+                "ouro dogs: the cut-off apply was being undone when it stopped, so the undo is finished rather than the apply: {n} file(s) are as they were before it"
+            );
+        }
         Ok(journal::Settled::RolledBack(n)) => {
             eprintln!(
                 "ouro dogs: rolled back the cut-off apply: {n} file(s) are as they were before it"

@@ -28,6 +28,10 @@ pub(super) enum State {
     Staging,
     /// Every file is staged and kept: targets are being replaced.
     Committing,
+    /// Committing stopped and the apply is being undone: it is undone whatever `--recover` is
+    /// asked, because a finish after part of an undo could not tell what it had put back.
+    #[serde(rename = "rolling-back")]
+    RollingBack,
 }
 
 /// One file of the apply; names are in the file's own folder.
@@ -41,6 +45,10 @@ pub(super) struct Entry {
     /// The old file under a second name; `None`: there was none.
     #[serde(with = "crate::sys::os_serde::optional_path", default)]
     pub kept: Option<PathBuf>,
+    /// A new file's device and inode once staged: an undo removes the file at `path` only if
+    /// it is this one, so never one somebody else made there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub made: Option<(u64, u64)>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -92,10 +100,13 @@ pub(super) fn begin(dir: &Path, journal: &Journal) -> std::io::Result<()> {
     claimed
 }
 
-/// Records the journal's new state: written whole, then renamed over the old one.
+/// Records the journal's new state: written whole, renamed over the old one, and the folder
+/// flushed, so that no target changes before the new state is on disk.
 pub(super) fn record(dir: &Path, journal: &Journal) -> std::io::Result<()> {
     let folder = write_next(dir, journal)?;
-    beneath::rename_in(&folder, Path::new(NEXT), Path::new(FILE))
+    beneath::rename_in(&folder, Path::new(NEXT), Path::new(FILE))?;
+    // `folder` is a path descriptor, which cannot be flushed.
+    std::fs::File::open(dir)?.sync_all()
 }
 
 /// Removes the journal: the apply is over.
@@ -211,8 +222,7 @@ pub(super) enum Settled {
     RolledBack(usize),
 }
 
-/// Gives one entry of a committing apply its new content (`undo`: its old one); what failed,
-/// said.
+/// Gives one entry its new content (`undo`: its old one); what failed, said.
 fn settle_one(folders: &Folders, entry: &Entry, undo: bool) -> Result<(), String> {
     let folder = match folders.of(&entry.path) {
         Ok(folder) => folder,
@@ -221,51 +231,65 @@ fn settle_one(folders: &Folders, entry: &Entry, undo: bool) -> Result<(), String
         Err(e) => return Err(format!("open the folder of {}: {e}", entry.path.display())),
     };
     let name = split(&entry.path).1;
+    let is_made = || -> std::io::Result<bool> {
+        Ok(entry.made.is_some() && beneath::identity_in(&folder, name)? == entry.made)
+    };
     // A second name already gone was renamed by an earlier settle of the same journal.
     let done = match (undo, &entry.kept, &entry.staged) {
+        // Cut off while staging, the kept name is the target itself: the rename changes nothing.
         (true, Some(kept), _) => gone_is_fine(beneath::rename_in(&folder, kept, name)),
-        // A new file: while its staged copy is still there it never took the name, and whatever
-        // has the name now is someone else's.
-        (true, None, Some(staged)) => match beneath::remove_in(&folder, staged) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                gone_is_fine(beneath::remove_in(&folder, name))
-            }
-            removed => removed,
+        (true, None, _) => match is_made() {
+            Ok(true) => gone_is_fine(beneath::remove_in(&folder, name)),
+            Ok(false) => Ok(()),
+            Err(e) => Err(e),
         },
-        (true, None, None) => Ok(()),
         // A file that appeared where a new one goes since the plan is never replaced.
-        (false, None, Some(staged)) => gone_is_fine(beneath::rename_new_in(&folder, staged, name)),
+        (false, None, Some(staged)) => match beneath::rename_new_in(&folder, staged, name) {
+            // An earlier settle linked it there and stopped before the staged name went.
+            Err(e)
+                if e.kind() == std::io::ErrorKind::AlreadyExists && is_made().unwrap_or(false) =>
+            {
+                gone_is_fine(beneath::remove_in(&folder, staged))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                return Err(format!(
+                    "finish {}: a file was created there after the bundle was checked; move it away first",
+                    entry.path.display()
+                ));
+            }
+            renamed => gone_is_fine(renamed),
+        },
         (false, Some(_), Some(staged)) => gone_is_fine(beneath::rename_in(&folder, staged, name)),
         (false, _, None) => gone_is_fine(beneath::remove_in(&folder, name)),
     };
     done.map_err(|e| {
         let what = if undo { "put back" } else { "finish" };
-        let why = if e.kind() == std::io::ErrorKind::AlreadyExists {
-            "a file was created there after the bundle was checked; run dogs again".to_string()
-        } else {
-            e.to_string()
-        };
-        format!("{what} {}: {why}", entry.path.display())
+        format!("{what} {}: {e}", entry.path.display())
     })
 }
 
 /// Finishes the journal's apply (`rollback`: undoes it), removes every staged and kept file
-/// and the journal. An apply cut off while staging changed no target, so it is rolled back
-/// either way, and only its second names are removed. What could not be done is named; the
+/// and the journal. An apply cut off while staging changed no target, and one cut off while
+/// being undone is undone, whatever `rollback` says. What could not be done is named; the
 /// journal then stays for another try.
 pub(super) fn settle(dir: &Path, journal: &Journal, rollback: bool) -> Result<Settled, String> {
-    let undo = rollback || journal.state == State::Staging;
+    let undo = rollback || journal.state != State::Committing;
+    if undo && journal.state == State::Committing {
+        let undoing = Journal {
+            state: State::RollingBack,
+            ..journal.clone()
+        };
+        record(dir, &undoing).map_err(|e| format!("record the undo in {FILE}: {e}"))?;
+    }
     let folders = Folders::open(dir, journal.entries.iter().map(|e| e.path.as_path()));
-    if journal.state == State::Committing {
-        // Every entry is settled on its own, so they are settled on every core.
-        let failed: Vec<String> = journal
-            .entries
-            .par_iter()
-            .filter_map(|entry| settle_one(&folders, entry, undo).err())
-            .collect();
-        if !failed.is_empty() {
-            return Err(listed(&failed));
-        }
+    // Every entry is settled on its own, so they are settled on every core.
+    let failed: Vec<String> = journal
+        .entries
+        .par_iter()
+        .filter_map(|entry| settle_one(&folders, entry, undo).err())
+        .collect();
+    if !failed.is_empty() {
+        return Err(listed(&failed));
     }
     // Finished, every staged copy has taken its name. Undone, both second names go: renaming
     // a kept copy over another link of the same file (one staging never changed) leaves both.
@@ -310,49 +334,94 @@ pub(super) fn settle(dir: &Path, journal: &Journal, rollback: bool) -> Result<Se
 mod tests {
     use super::*;
 
+    fn identity(path: &Path) -> (u64, u64) {
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::symlink_metadata(path).unwrap();
+        (meta.dev(), meta.ino())
+    }
+
+    /// New files `names`, staged as a committing apply leaves them (the journal written).
+    fn committing(root: &Path, names: &[&str]) -> Journal {
+        let mut journal = Journal {
+            pid: 1,
+            started: String::new(),
+            state: State::Committing,
+            entries: Vec::new(),
+            made_dirs: Vec::new(),
+        };
+        for name in names {
+            let staged = PathBuf::from(format!(".staged-{name}"));
+            std::fs::write(root.join(&staged), b"bundle\n").unwrap();
+            journal.entries.push(Entry {
+                path: PathBuf::from(name),
+                made: Some(identity(&root.join(&staged))),
+                staged: Some(staged),
+                kept: None,
+            });
+        }
+        record(root, &journal).unwrap();
+        journal
+    }
+
+    fn names(root: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(root)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
     /// A committing apply meets a file created where a new one goes (after staging checked
-    /// the place was free): finishing stops there, and undoing it removes only what the apply
-    /// made, never that file.
+    /// the place was free): finishing stops there, and undoing it, even twice (the first undo
+    /// cut off before it removed the journal), removes only what the apply made.
     #[test]
     fn a_file_that_appears_during_the_commit_is_never_replaced_nor_removed() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().canonicalize().unwrap();
-        let journal = Journal {
-            pid: 1,
-            started: String::new(),
-            state: State::Committing,
-            entries: ["made.txt", "theirs.txt"]
-                .into_iter()
-                .map(|name| Entry {
-                    path: PathBuf::from(name),
-                    staged: Some(PathBuf::from(format!(".staged-{name}"))),
-                    kept: None,
-                })
-                .collect(),
-            made_dirs: Vec::new(),
-        };
-        for entry in &journal.entries {
-            std::fs::write(root.join(entry.staged.as_ref().unwrap()), b"bundle\n").unwrap();
-        }
+        let journal = committing(&root, &["made.txt", "theirs.txt"]);
         std::fs::write(root.join("theirs.txt"), b"mine\n").unwrap();
-        std::fs::write(root.join(FILE), b"{}").unwrap();
         let failed = settle(&root, &journal, false).unwrap_err();
         assert!(
             failed.contains("theirs.txt: a file was created there"),
             "{failed}"
         );
         assert_eq!(std::fs::read(root.join("theirs.txt")).unwrap(), b"mine\n");
-        assert_eq!(
-            settle(&root, &journal, true),
-            Ok(Settled::RolledBack(2)),
-            "the undo"
-        );
-        let left: Vec<_> = std::fs::read_dir(&root)
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
-        assert_eq!(left, ["theirs.txt"]);
+        assert_eq!(pending(&root).unwrap().unwrap().state, State::Committing);
+        assert_eq!(settle(&root, &journal, true), Ok(Settled::RolledBack(2)));
+        assert_eq!(names(&root), ["theirs.txt"]);
+        // The same undo again, as a plain `--recover` finds it after a crash just before the
+        // journal went: an undo that began is finished as an undo.
+        let undoing = Journal {
+            state: State::RollingBack,
+            ..journal.clone()
+        };
+        record(&root, &undoing).unwrap();
+        assert_eq!(settle(&root, &undoing, false), Ok(Settled::RolledBack(2)));
+        assert_eq!(names(&root), ["theirs.txt"]);
         assert_eq!(std::fs::read(root.join("theirs.txt")).unwrap(), b"mine\n");
+    }
+
+    /// Where a file system has no RENAME_NOREPLACE a new file is linked, then its staged name
+    /// removed: a settle cut off between the two finds both names on one file, and finishing
+    /// or undoing it goes on from there.
+    #[test]
+    fn a_new_file_left_under_two_names_is_finished_or_undone() {
+        for undo in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let root = dir.path().canonicalize().unwrap();
+            let journal = committing(&root, &["a.txt"]);
+            std::fs::hard_link(root.join(".staged-a.txt"), root.join("a.txt")).unwrap();
+            let settled = settle(&root, &journal, undo).unwrap();
+            if undo {
+                assert_eq!(settled, Settled::RolledBack(1));
+                assert!(names(&root).is_empty(), "{:?}", names(&root));
+            } else {
+                assert_eq!(settled, Settled::Finished(1));
+                assert_eq!(names(&root), ["a.txt"]);
+                assert_eq!(std::fs::read(root.join("a.txt")).unwrap(), b"bundle\n");
+            }
+        }
     }
 
     #[test]

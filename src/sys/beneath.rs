@@ -243,13 +243,57 @@ pub fn rename_new_in(dir: &OwnedFd, from: &Path, to: &Path) -> io::Result<()> {
         return Ok(());
     }
     let error = io::Error::last_os_error();
-    if error.raw_os_error() != Some(libc::EINVAL) {
+    if !matches!(error.raw_os_error(), Some(libc::EINVAL | libc::ENOSYS)) {
         return Err(error);
     }
     // A file system without RENAME_NOREPLACE: a second name, which is made only where there is
     // none, then the first one goes.
-    link_in(dir, from, to)?;
-    remove_in(dir, from)
+    match link_in(dir, from, to) {
+        Ok(()) => remove_in(dir, from),
+        // Nor hard links (a FUSE mount of object storage, say): look, then rename. Something
+        // made in between is replaced, as a plain rename would.
+        Err(e)
+            if matches!(
+                e.raw_os_error(),
+                Some(libc::EPERM | libc::EOPNOTSUPP | libc::ENOSYS)
+            ) =>
+        {
+            if identity_in(dir, to)?.is_some() {
+                return Err(io::Error::from(io::ErrorKind::AlreadyExists));
+            }
+            rename_in(dir, from, to)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The device and inode of the entry `name` in the folder `dir` (a link itself, never followed);
+/// `None` when there is none.
+pub fn identity_in(dir: &OwnedFd, name: &Path) -> io::Result<Option<(u64, u64)>> {
+    let c = c_path(name)?;
+    let mut stat = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: the descriptor is live, the path a valid C string and `stat` writable.
+    let done = unsafe {
+        libc::fstatat(
+            dir.as_raw_fd(),
+            c.as_ptr(),
+            stat.as_mut_ptr(),
+            libc::AT_SYMLINK_NOFOLLOW,
+        )
+    };
+    if done != 0 {
+        let error = io::Error::last_os_error();
+        return match error.kind() {
+            io::ErrorKind::NotFound => Ok(None),
+            _ => Err(error),
+        };
+    }
+    // SAFETY: fstatat succeeded, so it filled `stat`.
+    let stat = unsafe { stat.assume_init() };
+    // The same numbers as std's `MetadataExt::dev` and `ino`, whose types are narrower on some
+    // targets.
+    #[allow(clippy::unnecessary_cast)]
+    Ok(Some((stat.st_dev as u64, stat.st_ino as u64)))
 }
 
 /// A second name `to` for the file `from`, both in the folder `dir` (a link itself is linked,
