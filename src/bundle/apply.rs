@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use rayon::prelude::*;
 
 use super::BundleError;
-use super::journal::{self, Entry, Folders, Journal, State, split};
+use super::journal::{self, Entry, Folders, Journal, State, Unsettled, split};
 use super::plan::Change;
 
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -79,7 +79,11 @@ pub(super) fn apply(dir: &Path, changes: Vec<Change>) -> Result<Applied, BundleE
     if let Err(source) = journal::begin(dir, &journal) {
         return Err(failure(Path::new(journal::FILE), source, Ok(())));
     }
-    let undo = |journal: &Journal| journal::settle(dir, journal, true).map(|_| ());
+    let undo = |journal: &Journal| {
+        journal::settle(dir, journal, true)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    };
     for folder in &journal.made_dirs {
         if let Err(source) = make_dir(dir, folder) {
             return Err(failure(folder, source, undo(&journal)));
@@ -120,9 +124,15 @@ pub(super) fn apply(dir: &Path, changes: Vec<Change>) -> Result<Applied, BundleE
         journal.state = State::Staging;
         return Err(failure(Path::new(journal::FILE), source, undo(&journal)));
     }
-    if let Err(why) = journal::settle(dir, &journal, false) {
-        let undone = undo(&journal);
-        return Err(failure(dir, std::io::Error::other(why), undone));
+    match journal::settle(dir, &journal, false) {
+        Ok(_) => {}
+        // Every file has its new content: undoing now could only put back the ones whose
+        // second name is still there.
+        Err(Unsettled::Leftovers(why)) => return Err(BundleError::Leftovers { why }),
+        Err(Unsettled::Files(why)) => {
+            let undone = undo(&journal);
+            return Err(failure(dir, std::io::Error::other(why), undone));
+        }
     }
     applied.changes = changes;
     Ok(applied)

@@ -213,6 +213,23 @@ fn listed(failed: &[String]) -> String {
     text
 }
 
+/// Why [`settle`] did not end the apply; the journal stays for another try.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Unsettled {
+    /// Some file could not be given its new (or old) content: the apply is half done.
+    Files(String),
+    /// Every file has its content; only second names or the journal could not be removed.
+    Leftovers(String),
+}
+
+impl std::fmt::Display for Unsettled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unsettled::Files(why) | Unsettled::Leftovers(why) => f.write_str(why),
+        }
+    }
+}
+
 /// How [`settle`] left the directory.
 #[derive(Debug, PartialEq, Eq)]
 pub(super) enum Settled {
@@ -272,14 +289,15 @@ fn settle_one(folders: &Folders, entry: &Entry, undo: bool) -> Result<(), String
 /// and the journal. An apply cut off while staging changed no target, and one cut off while
 /// being undone is undone, whatever `rollback` says. What could not be done is named; the
 /// journal then stays for another try.
-pub(super) fn settle(dir: &Path, journal: &Journal, rollback: bool) -> Result<Settled, String> {
+pub(super) fn settle(dir: &Path, journal: &Journal, rollback: bool) -> Result<Settled, Unsettled> {
     let undo = rollback || journal.state != State::Committing;
     if undo && journal.state == State::Committing {
         let undoing = Journal {
             state: State::RollingBack,
             ..journal.clone()
         };
-        record(dir, &undoing).map_err(|e| format!("record the undo in {FILE}: {e}"))?;
+        record(dir, &undoing)
+            .map_err(|e| Unsettled::Files(format!("record the undo in {FILE}: {e}")))?;
     }
     let folders = Folders::open(dir, journal.entries.iter().map(|e| e.path.as_path()));
     // Every entry is settled on its own, so they are settled on every core.
@@ -289,7 +307,7 @@ pub(super) fn settle(dir: &Path, journal: &Journal, rollback: bool) -> Result<Se
         .filter_map(|entry| settle_one(&folders, entry, undo).err())
         .collect();
     if !failed.is_empty() {
-        return Err(listed(&failed));
+        return Err(Unsettled::Files(listed(&failed)));
     }
     // Finished, every staged copy has taken its name. Undone, both second names go: renaming
     // a kept copy over another link of the same file (one staging never changed) leaves both.
@@ -318,10 +336,10 @@ pub(super) fn settle(dir: &Path, journal: &Journal, rollback: bool) -> Result<Se
         }
     }
     if !failed.is_empty() {
-        return Err(listed(&failed));
+        return Err(Unsettled::Leftovers(listed(&failed)));
     }
     sync(dir);
-    end(dir).map_err(|e| format!("remove {FILE}: {e}"))?;
+    end(dir).map_err(|e| Unsettled::Leftovers(format!("remove {FILE}: {e}")))?;
     let count = journal.entries.len();
     Ok(if undo {
         Settled::RolledBack(count)
@@ -381,7 +399,7 @@ mod tests {
         let root = dir.path().canonicalize().unwrap();
         let journal = committing(&root, &["made.txt", "theirs.txt"]);
         std::fs::write(root.join("theirs.txt"), b"mine\n").unwrap();
-        let failed = settle(&root, &journal, false).unwrap_err();
+        let failed = settle(&root, &journal, false).unwrap_err().to_string();
         assert!(
             failed.contains("theirs.txt: a file was created there"),
             "{failed}"
@@ -400,6 +418,35 @@ mod tests {
         assert_eq!(settle(&root, &undoing, false), Ok(Settled::RolledBack(2)));
         assert_eq!(names(&root), ["theirs.txt"]);
         assert_eq!(std::fs::read(root.join("theirs.txt")).unwrap(), b"mine\n");
+    }
+
+    /// Finishing that gives every file its content but cannot remove a kept name says so as
+    /// such: the apply is done, not half done, and must not be undone for it.
+    #[test]
+    fn a_finish_that_leaves_only_a_second_name_is_not_half_done() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::write(root.join("a.txt"), b"old\n").unwrap();
+        std::fs::write(root.join(".staged-a.txt"), b"new\n").unwrap();
+        // A folder where the kept name is: unlinking it fails.
+        std::fs::create_dir(root.join(".kept-a.txt")).unwrap();
+        let journal = Journal {
+            pid: 1,
+            started: String::new(),
+            state: State::Committing,
+            entries: vec![Entry {
+                path: PathBuf::from("a.txt"),
+                staged: Some(PathBuf::from(".staged-a.txt")),
+                kept: Some(PathBuf::from(".kept-a.txt")),
+                made: None,
+            }],
+            made_dirs: Vec::new(),
+        };
+        record(&root, &journal).unwrap();
+        let failed = settle(&root, &journal, false).unwrap_err();
+        assert!(matches!(failed, Unsettled::Leftovers(_)), "{failed:?}");
+        assert_eq!(std::fs::read(root.join("a.txt")).unwrap(), b"new\n");
+        assert!(pending(&root).unwrap().is_some(), "the journal stays");
     }
 
     /// Where a file system has no RENAME_NOREPLACE a new file is linked, then its staged name

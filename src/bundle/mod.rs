@@ -59,6 +59,8 @@ pub enum BundleError {
         /// Empty when every written file was taken back; else what could not be.
         undone: String,
     },
+    #[error("every file has its new content, but {why}; run `ouro dogs --recover` here to finish")]
+    Leftovers { why: String },
     #[error(transparent)]
     Worktree(#[from] crate::checkpoint::worktree::WorktreeError),
     #[error("could not restore every file: {failed}")]
