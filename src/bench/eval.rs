@@ -5,7 +5,7 @@
 //! sandbox, the bookkeeping), from the whole run's wall time less the trials' agent time.
 
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::json;
@@ -42,7 +42,6 @@ pub(crate) async fn measure(host: &MockHost) -> Result<EvalCost, BenchError> {
     for n in 0..RUNS {
         let mock = host.serve(scenario()?).await?;
         let out = dir.path().join(format!("out-{n}"));
-        let started = Instant::now();
         let started_ns = monotonic_ns();
         let mut child = tokio::process::Command::new(&exe)
             .args(["eval", "run"])
@@ -61,7 +60,7 @@ pub(crate) async fn measure(host: &MockHost) -> Result<EvalCost, BenchError> {
             .wait()
             .await
             .map_err(|e| BenchError::io("could not wait for ouro eval", e))?;
-        let wall = started.elapsed();
+        let wall = Duration::from_nanos(monotonic_ns().saturating_sub(started_ns));
         let first = mock
             .first_request_ns()
             .map(|at| Duration::from_nanos(at.saturating_sub(started_ns)));
