@@ -205,10 +205,23 @@ async fn the_next_turn_reuses_the_warm_brain_and_an_idle_one_ends(brain: &str) {
         unsafe { libc::kill(pid as i32, 0) == 0 }
     };
 
+    // The brain starts with the session, and its first turn runs on it.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let prepared = loop {
+        if let Some(pid) = pid_of(&serve.get_json(&path).await) {
+            break pid;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no brain started with the session"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
     let first = serve.turn(&id, "first words").await;
     assert_eq!(kinds(&first).last(), Some(&"process:exit"));
     let warm = pid_of(&serve.get_json(&path).await).expect("no warm brain after a turn");
     assert!(alive(warm));
+    assert_eq!(warm, prepared, "the first turn started another process");
 
     let second = serve.turn(&id, "second words").await;
     assert!(
@@ -244,6 +257,47 @@ async fn the_next_turn_reuses_the_warm_brain_and_an_idle_one_ends(brain: &str) {
     );
     let again = pid_of(&serve.get_json(&path).await).expect("no warm brain after a turn");
     assert_ne!(again, warm);
+    serve.stop().await;
+}
+
+/// A new session's brain starts before its first turn only while a warm place is free.
+#[tokio::test]
+async fn past_max_warm_brains_a_new_session_starts_its_brain_with_its_turn() {
+    let sb = Sandbox::new();
+    std::fs::write(
+        sb.home.path().join("settings.json"),
+        json!({"serve": {"maxWarmBrains": 1}}).to_string(),
+    )
+    .unwrap();
+    let api = server(json!({"turns": [text("Hello.")]})).await;
+    let serve = Serve::start(&sb, &api.url(), &[]).await;
+    let pid_of = |session: &Value| session["session"]["brainPid"].as_u64();
+    let first = serve.create(&sb.root(), json!({"brain": OURO})).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while pid_of(
+        &serve
+            .get_json(&format!("/api/harness/session/{first}"))
+            .await,
+    )
+    .is_none()
+    {
+        assert!(
+            Instant::now() < deadline,
+            "no brain started with the session"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let second = serve.create(&sb.root(), json!({"brain": OURO})).await;
+    let path = format!("/api/harness/session/{second}");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(pid_of(&serve.get_json(&path).await), None);
+    let events = serve.turn(&second, "hi").await;
+    assert!(
+        kinds(&events).contains(&"chat:complete"),
+        "{:?}",
+        kinds(&events)
+    );
+    assert!(pid_of(&serve.get_json(&path).await).is_some());
     serve.stop().await;
 }
 
@@ -1252,6 +1306,11 @@ async fn a_killed_server_leaves_no_brain_or_tool_behind(brain: &str) {
         replay.contains("the server stopped during this turn, and its brain with it"),
         "{replay}"
     );
+    // What was asked in the killed turn was kept when it began.
+    let history: Value = serve
+        .get_json(&format!("/api/harness/session/{id}/history"))
+        .await;
+    assert_eq!(history["turns"][0]["message"], "wait", "{history}");
     // The conversation the killed first turn began goes on: its prompt is in the next request.
     let events = serve.turn(&id, "and now").await;
     assert!(kinds(&events).contains(&"chat:complete"), "{events:?}");

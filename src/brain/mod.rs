@@ -155,6 +155,11 @@ pub trait BrainCli: BrainTerminal {
     /// resumed starts a new one (after a `session:error` saying so).
     fn turn(&self, request: TurnRequest) -> BrainFuture<'_, TurnReport>;
 
+    /// Starts the process a served turn with `options` would run on, so that turn finds it
+    /// warm; nothing when one is warm or a turn runs. A conversation to resume is left to its
+    /// turn, which must see whether it resumed.
+    fn prepare(&self, options: TurnOptions) -> BrainFuture<'_, ()>;
+
     /// Stops the running served turn, keeping its conversation valid for the next one;
     /// `false` when no turn runs.
     fn interrupt(&self) -> BrainFuture<'_, bool>;

@@ -14,6 +14,7 @@ mod listen;
 mod log;
 mod memory;
 mod prompt;
+mod record;
 mod routes;
 mod state;
 mod store;
@@ -124,9 +125,13 @@ pub async fn run(
     for source in &state.elsewhere {
         tokio::spawn(source.follow(state.approvals.clone()));
     }
-    for session in store::load_all(&state.home) {
-        match state.make_live(session.clone()) {
+    for (session, written) in store::load_all(&state.home) {
+        match state.make_live(session.clone(), written) {
             Ok(live) => {
+                // A server that did not stop cleanly left saves in the journal.
+                if let Err(e) = live.fold(&state.home) {
+                    tracing::warn!(session = %session.id, error = %e, "could not fold a served session's journal");
+                }
                 crate::sys::sync::lock(&state.sessions).insert(session.id.clone(), live);
             }
             Err(e) => {
@@ -159,6 +164,7 @@ pub async fn run(
         async move {
             wait_for_signal().await;
             end_all_turns(&state).await;
+            state.fold_all();
             state.closing.send_replace(true);
         }
     };

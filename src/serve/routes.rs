@@ -146,12 +146,13 @@ pub(super) async fn create(
         turns: 0,
         history: Vec::new(),
     };
-    store::save(&state.home, &session)
+    let written = super::record::create(&state.home, &session)
         .map_err(|e| ApiError::internal(format!("could not save the session: {e}")))?;
     let live = state
-        .make_live(session.clone())
+        .make_live(session.clone(), written)
         .map_err(|e| ApiError::bad_request(e.to_string()))?;
-    lock(&state.sessions).insert(session.id.clone(), live);
+    lock(&state.sessions).insert(session.id.clone(), live.clone());
+    turn::prepare(&state, &live);
     Ok((StatusCode::CREATED, Json(json!({"session": session}))).into_response())
 }
 
@@ -227,8 +228,10 @@ pub(super) async fn delete(
     let session = live.snapshot();
     live.delete_with(|| {
         live.log.remove_file();
+        let record = store::session_file(&state.home, &session);
         for file in [
-            store::session_file(&state.home, &session),
+            record.with_extension("jsonl"),
+            record,
             store::prompt_file(&state.home, &session),
         ] {
             let _ = std::fs::remove_file(file);

@@ -11,6 +11,7 @@ use tokio::sync::watch;
 use super::events::EventLog;
 use super::log::HarnessLog;
 use super::prompt::FileCache;
+use super::record::{self, Written};
 use super::store::{self, Session};
 use crate::brain::parked::{Elsewhere, ParkedQuestions};
 use crate::brain::warm::{WarmPolicy, Warmth};
@@ -64,9 +65,15 @@ pub(super) struct Live {
     pub pending: ParkedQuestions,
     /// When its last turn ended (or it was loaded).
     pub used: Mutex<Instant>,
-    /// Held while the session is written: see [`Live::save`]. `true` once it is deleted:
-    /// a save still queued then writes nothing.
-    saving: Mutex<bool>,
+    /// Held while the session is written: see [`Live::save`].
+    saving: Mutex<Saving>,
+}
+
+struct Saving {
+    /// What the session's files hold.
+    written: Written,
+    /// Set once the session is deleted: a save still queued then writes nothing.
+    deleted: bool,
 }
 
 #[derive(Clone)]
@@ -85,6 +92,7 @@ impl AppState {
     pub(super) fn make_live(
         &self,
         session: Session,
+        written: Written,
     ) -> Result<Arc<Live>, crate::brain::BrainError> {
         let config = BrainConfig::new(
             session.project_root.clone(),
@@ -99,7 +107,10 @@ impl AppState {
             running: Mutex::new(None),
             pending: ParkedQuestions::announcing(self.approvals.clone()),
             used: Mutex::new(Instant::now()),
-            saving: Mutex::new(false),
+            saving: Mutex::new(Saving {
+                written,
+                deleted: false,
+            }),
         }))
     }
 
@@ -131,6 +142,19 @@ impl AppState {
     }
 }
 
+impl AppState {
+    /// Takes every session's journal into its record: a stopped server leaves each session
+    /// whole in one file.
+    pub(super) fn fold_all(&self) {
+        let lives: Vec<_> = lock(&self.sessions).values().cloned().collect();
+        for live in lives {
+            if let Err(e) = live.fold(&self.home) {
+                tracing::warn!(session = %live.snapshot().id, error = %e, "could not fold a served session's journal");
+            }
+        }
+    }
+}
+
 /// Checks the warm brains now and then until the server closes.
 pub(super) async fn keep_cool(state: Arc<AppState>) {
     let mut closing = state.closing.subscribe();
@@ -150,18 +174,27 @@ impl Live {
     /// Writes the session as it is when the write starts, one write at a time: whichever
     /// runs last wrote the latest state, so a save may run in the background.
     pub(super) fn save(&self, home: &std::path::Path) -> std::io::Result<()> {
-        let deleted = lock(&self.saving);
-        if *deleted {
+        let mut saving = lock(&self.saving);
+        if saving.deleted {
             return Ok(());
         }
-        store::save(home, &self.snapshot())
+        record::save(home, self.snapshot(), &mut saving.written)
+    }
+
+    /// Takes the session's journal into its record, if it has one.
+    pub(super) fn fold(&self, home: &std::path::Path) -> std::io::Result<()> {
+        let mut saving = lock(&self.saving);
+        if saving.deleted || !saving.written.journaled() {
+            return Ok(());
+        }
+        record::fold(home, &self.snapshot(), &mut saving.written)
     }
 
     /// Marks the session deleted, after any save under way: `remove` then deletes its files,
     /// and no save started before it (a turn's, in the background) writes them back.
     pub(super) fn delete_with(&self, remove: impl FnOnce()) {
-        let mut deleted = lock(&self.saving);
-        *deleted = true;
+        let mut saving = lock(&self.saving);
+        saving.deleted = true;
         remove();
     }
 

@@ -1,6 +1,7 @@
 //! Sessions on disk, under ouro's home rather than in the project (where an approved command
-//! could rewrite a session's permission mode): `serve/projects/<project>/sessions/{id}.json`,
-//! written aside, synced and renamed, beside the session's events and its last system prompt.
+//! could rewrite a session's permission mode): `serve/projects/<project>/sessions/{id}.json`
+//! and the journal of its saves since ([`super::record`]), beside the session's events and
+//! its last system prompt.
 
 use std::path::{Path, PathBuf};
 
@@ -96,12 +97,9 @@ pub(super) fn brain_dir(home: &Path, session: &Session) -> PathBuf {
         .join(&session.id)
 }
 
-pub(super) fn save(home: &Path, session: &Session) -> std::io::Result<()> {
-    crate::sys::atomic::write_json(&session_file(home, session), session)
-}
-
-/// Every session kept under `home`; unreadable files are skipped with a warning.
-pub(super) fn load_all(home: &Path) -> Vec<Session> {
+/// Every session kept under `home`, with what its files hold; unreadable ones are skipped
+/// with a warning.
+pub(super) fn load_all(home: &Path) -> Vec<(Session, super::record::Written)> {
     let Ok(projects) = std::fs::read_dir(home.join("serve/projects")) else {
         return Vec::new();
     };
@@ -114,11 +112,8 @@ pub(super) fn load_all(home: &Path) -> Vec<Session> {
             if file.extension().is_none_or(|x| x != "json") {
                 continue;
             }
-            match std::fs::read(&file).map(|b| serde_json::from_slice::<Session>(&b)) {
-                Ok(Ok(session)) => out.push(session),
-                Ok(Err(e)) => {
-                    tracing::warn!(file = %file.display(), error = %e, "skipping a served session that does not parse")
-                }
+            match super::record::load(&file) {
+                Ok(loaded) => out.push(loaded),
                 Err(e) => {
                     tracing::warn!(file = %file.display(), error = %e, "skipping a served session that cannot be read")
                 }
@@ -154,8 +149,8 @@ mod tests {
             turns: 1,
             history: Vec::new(),
         };
-        save(home.path(), &session).unwrap();
-        assert_eq!(load_all(home.path()), vec![session.clone()]);
+        super::super::record::create(home.path(), &session).unwrap();
+        assert_eq!(load_all(home.path())[0].0, session);
         let text = std::fs::read_to_string(session_file(home.path(), &session)).unwrap();
         assert!(text.contains("\"claudeSessionId\"") && text.contains("\"projectRoot\""));
     }

@@ -81,16 +81,13 @@ pub(super) fn start(
     let session = live.snapshot();
     check_conversation_free(&session, live.brain.instance().map(|i| i.pid))?;
     let options = options(state, &session, &opts)?;
-    // Known before the turn runs, so a page reloaded mid-turn shows what was asked; written
-    // beside the turn (a durable write is milliseconds the brain need not wait for).
+    // Known before the turn runs, so a page reloaded mid-turn (or a server restarted) shows
+    // what was asked.
     lock(&live.session).history.push(store::TurnRecord {
         turn_id: turn_id.clone(),
         message: message.clone(),
     });
-    {
-        let (state, live) = (state.clone(), live.clone());
-        tokio::task::spawn_blocking(move || save(&state, &live));
-    }
+    save(state, live);
     let first = live.log.next_id();
     let (done_tx, done_rx) = watch::channel(false);
     *running = Some(Running {
@@ -112,6 +109,28 @@ pub(super) fn start(
         done_tx,
     ));
     Ok(first)
+}
+
+/// Starts a new session's brain ahead of its first turn when a warm place is free, so that
+/// turn finds it running as every later one does. A brain only waits for its input, and ends
+/// as any idle one does.
+pub(super) fn prepare(state: &Arc<AppState>, live: &Arc<Live>) {
+    let warm = lock(&state.sessions)
+        .values()
+        .filter(|l| l.brain.instance().is_some())
+        .count();
+    if warm >= state.warm.max_warm {
+        return;
+    }
+    let Ok(options) = options(state, &live.snapshot(), &TurnOpts::default()) else {
+        return;
+    };
+    let live = live.clone();
+    tokio::spawn(async move {
+        if let Err(e) = live.brain.prepare(options).await {
+            tracing::debug!(error = %e, "could not start a new session's brain ahead of its turn");
+        }
+    });
 }
 
 /// A CLI (or another server) writing the brain's conversation now means 409, not two writers;

@@ -556,6 +556,21 @@ impl<P: ChildProgram> BrainCli for ChildBrain<P> {
         Box::pin(self.served_turn(request))
     }
 
+    fn prepare(&self, options: TurnOptions) -> BrainFuture<'_, ()> {
+        Box::pin(async move {
+            if options.resume.is_some() {
+                return Ok(());
+            }
+            let Ok(_turn) = self.turn.try_lock() else {
+                return Ok(());
+            };
+            let (proc, _) = self.served_proc(&options, None).await?;
+            // It has had no turn, so no conversation to be on: the first turn may take it.
+            proc.reusable.store(true, Ordering::SeqCst);
+            Ok(())
+        })
+    }
+
     fn interrupt(&self) -> BrainFuture<'_, bool> {
         Box::pin(async move {
             let Some(proc) = lock(&self.served).clone() else {

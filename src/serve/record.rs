@@ -1,0 +1,266 @@
+//! A served session on disk: its record (`sessions/{id}.json`, replaced whole) and the
+//! journal of its saves since (`sessions/{id}.jsonl`, a line each). A turn saves its session
+//! twice (the message when it starts, the cost when it ends); replacing the record each time
+//! made a file and freed one, in the folder every session of a project shares, and was most
+//! of what a busy server did per turn. A line appended costs no new file. The record takes
+//! the journal in when the server loads the session, when it stops, and every
+//! [`FOLD_AT`] lines.
+//!
+//! The journal is not synced: a power cut may lose its last lines (never the record, which is
+//! written aside, synced and renamed), and a torn last line is skipped when it is read.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::store::{Session, TurnRecord, session_file};
+
+/// Journal lines after which the next save rewrites the record instead.
+const FOLD_AT: usize = 64;
+
+/// What a session's files hold together, so a save knows what it must add.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub(super) struct Written {
+    /// The last save's number: the record holds every save up to `journalSeq`, the journal
+    /// the ones after it.
+    seq: u64,
+    /// The turns of the history on disk.
+    history: usize,
+    /// Lines in the journal file (counting any the record already holds).
+    lines: usize,
+}
+
+#[derive(Serialize)]
+struct RecordOut<'a> {
+    #[serde(flatten)]
+    session: &'a Session,
+    #[serde(rename = "journalSeq")]
+    journal_seq: u64,
+}
+
+#[derive(Deserialize)]
+struct RecordIn {
+    #[serde(flatten)]
+    session: Session,
+    #[serde(default, rename = "journalSeq")]
+    journal_seq: u64,
+}
+
+/// One save: the session's fields as they were (its history left out) and the turns the
+/// history gained.
+#[derive(Serialize, Deserialize)]
+struct Line {
+    seq: u64,
+    session: Session,
+    push: Vec<TurnRecord>,
+}
+
+fn journal_file(record: &Path) -> PathBuf {
+    record.with_extension("jsonl")
+}
+
+/// Keeps a new session: its record, with nothing journaled yet.
+pub(super) fn create(home: &Path, session: &Session) -> std::io::Result<Written> {
+    let mut written = Written::default();
+    fold(home, session, &mut written)?;
+    Ok(written)
+}
+
+/// Saves `session`, after the saves `written` describes: one journal line, or the record
+/// rewritten when the journal is long (or the history is not the one on disk plus turns).
+pub(super) fn save(
+    home: &Path,
+    mut session: Session,
+    written: &mut Written,
+) -> std::io::Result<()> {
+    if written.lines >= FOLD_AT || session.history.len() < written.history {
+        return fold(home, &session, written);
+    }
+    let push = session.history.split_off(written.history);
+    session.history.clear();
+    let line = Line {
+        seq: written.seq + 1,
+        session,
+        push,
+    };
+    let mut bytes = serde_json::to_vec(&line).map_err(std::io::Error::other)?;
+    bytes.push(b'\n');
+    let record = session_file(home, &line.session);
+    crate::sys::atomic::append_whole(&journal_file(&record), &bytes)?;
+    written.seq = line.seq;
+    written.history += line.push.len();
+    written.lines += 1;
+    Ok(())
+}
+
+/// Rewrites the record whole, the journal's saves in it, and empties the journal.
+pub(super) fn fold(home: &Path, session: &Session, written: &mut Written) -> std::io::Result<()> {
+    let record = session_file(home, session);
+    crate::sys::atomic::write_json(
+        &record,
+        &RecordOut {
+            session,
+            journal_seq: written.seq,
+        },
+    )?;
+    written.history = session.history.len();
+    // A journal left full (a crash here) holds only saves the record has: they are skipped.
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .open(journal_file(&record))
+    {
+        Ok(file) => file.set_len(0)?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    written.lines = 0;
+    Ok(())
+}
+
+/// The session kept in `record`, with the saves its journal holds after it.
+pub(super) fn load(record: &Path) -> std::io::Result<(Session, Written)> {
+    let bytes = std::fs::read(record)?;
+    let RecordIn {
+        mut session,
+        journal_seq,
+    } = serde_json::from_slice(&bytes)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+    let mut written = Written {
+        seq: journal_seq,
+        history: session.history.len(),
+        lines: 0,
+    };
+    let journal = match std::fs::read_to_string(journal_file(record)) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(e),
+    };
+    for text in journal.lines() {
+        // A line cut short by a crash ends what can be read, and the saves after it cannot
+        // have been made.
+        let Ok(line) = serde_json::from_str::<Line>(text) else {
+            break;
+        };
+        written.lines += 1;
+        if line.seq <= written.seq {
+            continue;
+        }
+        let history = std::mem::take(&mut session.history);
+        session = line.session;
+        session.history = history;
+        session.history.extend(line.push);
+        written.seq = line.seq;
+        written.history = session.history.len();
+    }
+    Ok((session, written))
+}
+
+impl Written {
+    /// Whether the journal holds saves the record lacks, or lines at all.
+    pub(super) fn journaled(&self) -> bool {
+        self.lines > 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::serve::store::{Mode, now};
+
+    fn session() -> Session {
+        Session {
+            id: "0b7e".into(),
+            created_at: now(),
+            updated_at: now(),
+            project_root: "/tmp/p".into(),
+            persona: None,
+            mode: Mode::Workbench,
+            claude_session_id: None,
+            brain: "ouro@anthropic/claude/sonnet".into(),
+            permission_mode: None,
+            always_allow: Vec::new(),
+            cost_usd: 0.0,
+            turns: 0,
+            history: Vec::new(),
+        }
+    }
+
+    fn turn(n: usize) -> TurnRecord {
+        TurnRecord {
+            turn_id: format!("t{n}"),
+            message: format!("message {n}"),
+        }
+    }
+
+    #[test]
+    fn saves_are_journal_lines_that_a_load_plays_back_in_order() {
+        let home = tempfile::tempdir().unwrap();
+        let mut s = session();
+        let mut written = create(home.path(), &s).unwrap();
+        let record = session_file(home.path(), &s);
+        let inode = |p: &Path| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(p).unwrap());
+        let first = inode(&record);
+        for n in 0..5 {
+            s.history.push(turn(n));
+            save(home.path(), s.clone(), &mut written).unwrap();
+            s.turns += 1;
+            s.cost_usd += 0.25;
+            s.claude_session_id = Some(format!("c{n}"));
+            save(home.path(), s.clone(), &mut written).unwrap();
+        }
+        assert_eq!(inode(&record), first, "the record was not replaced");
+        let journal = std::fs::read_to_string(journal_file(&record)).unwrap();
+        assert_eq!(journal.lines().count(), 10);
+        assert_eq!(
+            journal.matches("message 0").count(),
+            1,
+            "each turn once: {journal}"
+        );
+        let (loaded, again) = load(&record).unwrap();
+        assert_eq!(loaded, s);
+        assert_eq!(again, written);
+        // A line torn by a crash, and whatever follows it, are not played.
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(journal_file(&record))
+            .and_then(|mut f| std::io::Write::write_all(&mut f, b"{\"seq\":11,\"sess"))
+            .unwrap();
+        assert_eq!(load(&record).unwrap().0, s);
+    }
+
+    #[test]
+    fn the_record_takes_the_journal_in_and_stale_lines_are_skipped() {
+        let home = tempfile::tempdir().unwrap();
+        let mut s = session();
+        let mut written = create(home.path(), &s).unwrap();
+        let record = session_file(home.path(), &s);
+        for n in 0..FOLD_AT + 3 {
+            s.history.push(turn(n));
+            save(home.path(), s.clone(), &mut written).unwrap();
+        }
+        let journal = std::fs::read_to_string(journal_file(&record)).unwrap();
+        assert_eq!(journal.lines().count(), 2, "folded at {FOLD_AT} lines");
+        assert_eq!(load(&record).unwrap().0, s);
+
+        // A crash between the record's rewrite and the journal's emptying leaves lines the
+        // record holds already: played again, they would repeat turns.
+        let stale = std::fs::read(journal_file(&record)).unwrap();
+        fold(home.path(), &s, &mut written).unwrap();
+        assert!(!written.journaled());
+        std::fs::write(journal_file(&record), &stale).unwrap();
+        let (loaded, _) = load(&record).unwrap();
+        assert_eq!(loaded.history.len(), FOLD_AT + 3);
+        assert_eq!(loaded, s);
+
+        // A record edited by hand while the server is stopped stands.
+        fold(home.path(), &s, &mut written).unwrap();
+        let mut v: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&record).unwrap()).unwrap();
+        v["claudeSessionId"] = "edited".into();
+        std::fs::write(&record, v.to_string()).unwrap();
+        assert_eq!(
+            load(&record).unwrap().0.claude_session_id.as_deref(),
+            Some("edited")
+        );
+    }
+}
