@@ -83,6 +83,8 @@ pub(super) struct Ledger {
     next_turn: usize,
     /// Turns with `when_text` served so far.
     routed: Vec<usize>,
+    /// Every turn with `when_text`.
+    routes: Option<Vec<usize>>,
     faults_used: usize,
     log: Vec<RecordedRequest>,
     /// Body bytes held by the log, and the oldest entry that still holds its body.
@@ -176,10 +178,17 @@ impl Ledger {
                 retry_after: None,
             };
         }
-        let routed = scenario.turns.iter().enumerate().position(|(i, t)| {
-            !self.routed.contains(&i)
-                && t.when_text
-                    .as_ref()
+        // The turns with `when_text`, found once: a long scenario is not walked per request.
+        let routes = self.routes.get_or_insert_with(|| {
+            (scenario.turns.iter().enumerate())
+                .filter(|(_, t)| t.when_text.is_some())
+                .map(|(i, _)| i)
+                .collect()
+        });
+        let routed = routes.iter().copied().find(|i| {
+            !self.routed.contains(i)
+                && (scenario.turns.get(*i))
+                    .and_then(|t| t.when_text.as_ref())
                     .is_some_and(|w| contains_text(&request.body, w))
         });
         if let Some(index) = routed {

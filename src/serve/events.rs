@@ -129,9 +129,15 @@ fn read_file(file: &std::path::Path) -> Vec<Stored> {
 }
 
 impl EventLog {
-    /// The log kept in `file`, with what an earlier server wrote there.
+    /// The log kept in `file`, with what an earlier server wrote there. A new session's file
+    /// is made now, before its first turn.
     pub(super) fn open(file: PathBuf) -> EventLog {
         let events = read_file(&file);
+        if events.is_empty()
+            && let Err(e) = crate::sys::atomic::append_whole(&file, b"")
+        {
+            tracing::warn!(file = %file.display(), error = %e, "could not make a session's event log yet");
+        }
         let unfinished = events
             .last()
             .filter(|e| !matches!(e.event, UiEvent::ProcessExit { .. }))

@@ -59,10 +59,12 @@ fn journal_file(record: &Path) -> PathBuf {
     record.with_extension("jsonl")
 }
 
-/// Keeps a new session: its record, with nothing journaled yet.
+/// Keeps a new session: its record, and its journal empty (made now rather than by its first
+/// turn, which has files enough to make).
 pub(super) fn create(home: &Path, session: &Session) -> std::io::Result<Written> {
     let mut written = Written::default();
     fold(home, session, &mut written)?;
+    crate::sys::atomic::append_whole(&journal_file(&session_file(home, session)), b"")?;
     Ok(written)
 }
 
