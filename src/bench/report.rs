@@ -510,13 +510,21 @@ pub fn targets(r: &Report) -> Vec<Target> {
     }
     #[cfg(feature = "serve")]
     if let Some(serve) = &r.serve {
-        use super::serve::{LOAD_RSS_LIMIT_MB, SLOW_RSS_LIMIT_MB};
+        use super::serve::{LOAD_RSS_LIMIT_MB, SLOW_RSS_LIMIT_MB, TURNS_50_GOAL};
         out.push(target(
             "serve first chat:delta of a follow-up turn / hello session".into(),
             ratio(serve.first_delta_ms.median, s.hello_wall_ms.median),
             0.5,
             "x",
         ));
+        if let Some((_, rate)) = serve.turns_per_sec.iter().find(|(n, _)| *n == 50) {
+            out.push(at_least(
+                "serve turns/s, 50 sessions at once".into(),
+                *rate,
+                TURNS_50_GOAL,
+                "/s",
+            ));
+        }
         out.push(target(
             "serve RSS after 1000 turns over 200 sessions".into(),
             serve.load_rss_mb,
@@ -660,6 +668,27 @@ mod tests {
             ]
         );
         assert_eq!(r.startup.floor_mb, 2.0);
+        #[cfg(feature = "serve")]
+        {
+            let served = |rate| {
+                let mut r = r.clone();
+                r.serve = Some(crate::bench::serve::ServeCost {
+                    first_delta_ms: Spread::of(&[2.0]).unwrap(),
+                    turns_per_sec: vec![(1, 100.0), (10, 400.0), (50, rate)],
+                    peak_rss_mb: 100.0,
+                    load_rss_mb: 30.0,
+                    slow_rss_mb: 70.0,
+                    slow_gone_rss_mb: 30.0,
+                });
+                let t = targets(&r);
+                let fifty = t
+                    .iter()
+                    .find(|t| t.name == "serve turns/s, 50 sessions at once");
+                fifty.map(|t| t.met)
+            };
+            assert_eq!(served(300.0), Some(false));
+            assert_eq!(served(350.0), Some(true));
+        }
         let table = crate::bench::table::render(&r);
         assert!(table.contains("[MISS] marginal cost per read-only tool call"));
         assert!(table.contains("[ ok ] peak RSS, tools session (ouro -p)"));

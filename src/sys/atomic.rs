@@ -31,32 +31,38 @@ pub fn read_json<T: DeserializeOwned>(path: &Path) -> std::io::Result<Option<T>>
 /// Appends `value` as one JSON line to `file` (made, with its folder, if need be), readable by
 /// the user alone: logs hold tool output. The line goes in one write.
 pub fn append_json_line(file: &Path, value: &impl Serialize) -> std::io::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
-    if let Some(dir) = file.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
     let mut line = serde_json::to_vec(value).map_err(std::io::Error::other)?;
     line.push(b'\n');
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .open(file)?
-        .write_all(&line)
+    open_to_append(file)?.write_all(&line)
+}
+
+/// `file` opened to append, made (readable by the user alone) with its folder if need be. The
+/// folder is made only when the file cannot be opened: a log appended to per event does not
+/// pay a `mkdir` each time.
+fn open_to_append(file: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let open = || {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(0o600)
+            .open(file)
+    };
+    match open() {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if let Some(dir) = file.parent() {
+                std::fs::create_dir_all(dir)?;
+            }
+            open()
+        }
+        opened => opened,
+    }
 }
 
 /// Appends `bytes` to `file` whole or not at all: a write the disk had no room for is cut
 /// back off, so the file never holds a torn line for the next append to glue onto.
 pub fn append_whole(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
-    if let Some(dir) = file.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let mut out = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .open(file)?;
+    let mut out = open_to_append(file)?;
     let before = out.metadata()?.len();
     let written = out.write_all(bytes);
     if written.is_err() {
