@@ -132,18 +132,18 @@ pub(super) fn load(record: &Path) -> std::io::Result<(Session, Written)> {
         history: session.history.len(),
         lines: 0,
     };
-    let journal = match std::fs::read_to_string(journal_file(record)) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+    let journal = match std::fs::read(journal_file(record)) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
         Err(e) => return Err(e),
     };
-    for text in journal.lines() {
-        // A line cut short by a crash ends what can be read, and the saves after it cannot
-        // have been made.
-        let Ok(line) = serde_json::from_str::<Line>(text) else {
-            break;
-        };
+    for text in journal.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
         written.lines += 1;
+        // A line cut short by a crash is skipped: each line holds every field, so the next
+        // one is whole without it (only the turns it added are lost).
+        let Ok(line) = serde_json::from_slice::<Line>(text) else {
+            continue;
+        };
         if line.seq <= written.seq {
             continue;
         }
@@ -221,12 +221,23 @@ mod tests {
         let (loaded, again) = load(&record).unwrap();
         assert_eq!(loaded, s);
         assert_eq!(again, written);
-        // A line torn by a crash, and whatever follows it, are not played.
+        // A line torn by a crash is not played.
         std::fs::OpenOptions::new()
             .append(true)
             .open(journal_file(&record))
-            .and_then(|mut f| std::io::Write::write_all(&mut f, b"{\"seq\":11,\"sess"))
+            .and_then(|mut f| std::io::Write::write_all(&mut f, b"{\"seq\":11,\"sess\xff"))
             .unwrap();
+        assert_eq!(load(&record).unwrap().0, s);
+        // Nor does it hide the saves after it (a crash mid-line, then a restart that could
+        // not fold the journal, then more turns).
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(journal_file(&record))
+            .and_then(|mut f| std::io::Write::write_all(&mut f, b"\n"))
+            .unwrap();
+        s.history.push(turn(5));
+        s.turns += 1;
+        save(home.path(), s.clone(), &mut written).unwrap();
         assert_eq!(load(&record).unwrap().0, s);
     }
 
