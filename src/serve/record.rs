@@ -167,24 +167,15 @@ impl Written {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::serve::store::{Mode, now};
+    use crate::serve::store::sample as session;
 
-    fn session() -> Session {
-        Session {
-            id: "0b7e".into(),
-            created_at: now(),
-            updated_at: now(),
-            project_root: "/tmp/p".into(),
-            persona: None,
-            mode: Mode::Workbench,
-            claude_session_id: None,
-            brain: "ouro@anthropic/claude/sonnet".into(),
-            permission_mode: None,
-            always_allow: Vec::new(),
-            cost_usd: 0.0,
-            turns: 0,
-            history: Vec::new(),
-        }
+    /// Appends raw bytes to the journal, as a crash mid-write leaves them.
+    fn append_raw(record: &Path, bytes: &[u8]) {
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(journal_file(record))
+            .and_then(|mut f| std::io::Write::write_all(&mut f, bytes))
+            .unwrap();
     }
 
     fn turn(n: usize) -> TurnRecord {
@@ -222,19 +213,11 @@ mod tests {
         assert_eq!(loaded, s);
         assert_eq!(again, written);
         // A line torn by a crash is not played.
-        std::fs::OpenOptions::new()
-            .append(true)
-            .open(journal_file(&record))
-            .and_then(|mut f| std::io::Write::write_all(&mut f, b"{\"seq\":11,\"sess\xff"))
-            .unwrap();
+        append_raw(&record, b"{\"seq\":11,\"sess\xff");
         assert_eq!(load(&record).unwrap().0, s);
         // Nor does it hide the saves after it (a crash mid-line, then a restart that could
         // not fold the journal, then more turns).
-        std::fs::OpenOptions::new()
-            .append(true)
-            .open(journal_file(&record))
-            .and_then(|mut f| std::io::Write::write_all(&mut f, b"\n"))
-            .unwrap();
+        append_raw(&record, b"\n");
         s.history.push(turn(5));
         s.turns += 1;
         save(home.path(), s.clone(), &mut written).unwrap();

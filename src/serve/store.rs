@@ -127,6 +127,26 @@ pub(super) fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
+/// A new workbench session, for tests.
+#[cfg(test)]
+pub(super) fn sample() -> Session {
+    Session {
+        id: "0b7e".into(),
+        created_at: now(),
+        updated_at: now(),
+        project_root: "/tmp/p".into(),
+        persona: None,
+        mode: Mode::Workbench,
+        claude_session_id: None,
+        brain: "ouro@anthropic/claude/sonnet".into(),
+        permission_mode: None,
+        always_allow: Vec::new(),
+        cost_usd: 0.0,
+        turns: 0,
+        history: Vec::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -135,19 +155,10 @@ mod tests {
     fn sessions_round_trip_through_their_files() {
         let home = tempfile::tempdir().unwrap();
         let session = Session {
-            id: "0b7e".into(),
-            created_at: now(),
-            updated_at: now(),
-            project_root: "/tmp/p".into(),
-            persona: None,
-            mode: Mode::Workbench,
             claude_session_id: Some("c".into()),
-            brain: "ouro@anthropic/claude/sonnet".into(),
-            permission_mode: None,
-            always_allow: Vec::new(),
             cost_usd: 0.5,
             turns: 1,
-            history: Vec::new(),
+            ..sample()
         };
         super::super::record::create(home.path(), &session).unwrap();
         assert_eq!(load_all(home.path())[0].0, session);
