@@ -272,7 +272,9 @@ async fn past_max_warm_brains_a_new_session_starts_its_brain_with_its_turn() {
     let api = server(json!({"turns": [text("Hello.")]})).await;
     let serve = Serve::start(&sb, &api.url(), &[]).await;
     let pid_of = |session: &Value| session["session"]["brainPid"].as_u64();
+    // Created back to back: the first's brain is still starting when the second comes.
     let first = serve.create(&sb.root(), json!({"brain": OURO})).await;
+    let second = serve.create(&sb.root(), json!({"brain": OURO})).await;
     let deadline = Instant::now() + Duration::from_secs(30);
     while pid_of(
         &serve
@@ -287,7 +289,6 @@ async fn past_max_warm_brains_a_new_session_starts_its_brain_with_its_turn() {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let second = serve.create(&sb.root(), json!({"brain": OURO})).await;
     let path = format!("/api/harness/session/{second}");
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(pid_of(&serve.get_json(&path).await), None);

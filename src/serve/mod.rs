@@ -118,6 +118,7 @@ pub async fn run(
         approvals: tokio::sync::watch::channel(0).0,
         elsewhere,
         warm: warm_policy(&home),
+        preparing: Default::default(),
         home,
         options,
     });
@@ -125,7 +126,7 @@ pub async fn run(
     for source in &state.elsewhere {
         tokio::spawn(source.follow(state.approvals.clone()));
     }
-    for (session, written) in store::load_all(&state.home) {
+    for (session, written) in record::load_all(&state.home) {
         match state.make_live(session.clone(), written) {
             Ok(live) => {
                 // A server that did not stop cleanly left saves in the journal.

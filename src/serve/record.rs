@@ -28,6 +28,9 @@ pub(super) struct Written {
     history: usize,
     /// Lines in the journal file (counting any the record already holds).
     lines: usize,
+    /// The journal ends in a line a crash cut short: the next line starts on a line of its
+    /// own, not glued to it.
+    torn: bool,
 }
 
 #[derive(Serialize)]
@@ -85,13 +88,18 @@ pub(super) fn save(
         session,
         push,
     };
-    let mut bytes = serde_json::to_vec(&line).map_err(std::io::Error::other)?;
+    let mut bytes = Vec::new();
+    if written.torn {
+        bytes.push(b'\n');
+    }
+    serde_json::to_writer(&mut bytes, &line).map_err(std::io::Error::other)?;
     bytes.push(b'\n');
     let record = session_file(home, &line.session);
     crate::sys::atomic::append_whole(&journal_file(&record), &bytes)?;
     written.seq = line.seq;
     written.history += line.push.len();
     written.lines += 1;
+    written.torn = false;
     Ok(())
 }
 
@@ -116,6 +124,7 @@ pub(super) fn fold(home: &Path, session: &Session, written: &mut Written) -> std
         Err(e) => return Err(e),
     }
     written.lines = 0;
+    written.torn = false;
     Ok(())
 }
 
@@ -131,12 +140,14 @@ pub(super) fn load(record: &Path) -> std::io::Result<(Session, Written)> {
         seq: journal_seq,
         history: session.history.len(),
         lines: 0,
+        torn: false,
     };
     let journal = match std::fs::read(journal_file(record)) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
         Err(e) => return Err(e),
     };
+    written.torn = journal.last().is_some_and(|b| *b != b'\n');
     for text in journal.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
         written.lines += 1;
         // A line cut short by a crash is skipped: each line holds every field, so the next
@@ -155,6 +166,32 @@ pub(super) fn load(record: &Path) -> std::io::Result<(Session, Written)> {
         written.history = session.history.len();
     }
     Ok((session, written))
+}
+
+/// Every session kept under `home`, with what its files hold; unreadable ones are skipped
+/// with a warning.
+pub(super) fn load_all(home: &Path) -> Vec<(Session, Written)> {
+    let Ok(projects) = std::fs::read_dir(home.join("serve/projects")) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for project in projects.filter_map(Result::ok) {
+        let Ok(files) = std::fs::read_dir(project.path().join("sessions")) else {
+            continue;
+        };
+        for file in files.filter_map(Result::ok).map(|f| f.path()) {
+            if file.extension().is_none_or(|x| x != "json") {
+                continue;
+            }
+            match load(&file) {
+                Ok(loaded) => out.push(loaded),
+                Err(e) => {
+                    tracing::warn!(file = %file.display(), error = %e, "skipping a served session that cannot be read")
+                }
+            }
+        }
+    }
+    out
 }
 
 impl Written {
@@ -186,6 +223,21 @@ mod tests {
     }
 
     #[test]
+    fn sessions_round_trip_through_their_files() {
+        let home = tempfile::tempdir().unwrap();
+        let s = Session {
+            claude_session_id: Some("c".into()),
+            cost_usd: 0.5,
+            turns: 1,
+            ..session()
+        };
+        create(home.path(), &s).unwrap();
+        assert_eq!(load_all(home.path())[0].0, s);
+        let text = std::fs::read_to_string(session_file(home.path(), &s)).unwrap();
+        assert!(text.contains("\"claudeSessionId\"") && text.contains("\"projectRoot\""));
+    }
+
+    #[test]
     fn saves_are_journal_lines_that_a_load_plays_back_in_order() {
         let home = tempfile::tempdir().unwrap();
         let mut s = session();
@@ -214,10 +266,10 @@ mod tests {
         assert_eq!(again, written);
         // A line torn by a crash is not played.
         append_raw(&record, b"{\"seq\":11,\"sess\xff");
-        assert_eq!(load(&record).unwrap().0, s);
+        let (loaded, mut written) = load(&record).unwrap();
+        assert_eq!(loaded, s);
         // Nor does it hide the saves after it (a crash mid-line, then a restart that could
-        // not fold the journal, then more turns).
-        append_raw(&record, b"\n");
+        // not fold the journal, then more turns): the next line starts on its own.
         s.history.push(turn(5));
         s.turns += 1;
         save(home.path(), s.clone(), &mut written).unwrap();

@@ -228,10 +228,12 @@ pub(super) async fn delete(
     let session = live.snapshot();
     live.delete_with(|| {
         live.log.remove_file();
+        // The record first: a crash midway leaves a journal no load reads, not a record
+        // that brings the session back.
         let record = store::session_file(&state.home, &session);
         for file in [
+            record.clone(),
             record.with_extension("jsonl"),
-            record,
             store::prompt_file(&state.home, &session),
         ] {
             let _ = std::fs::remove_file(file);

@@ -53,6 +53,8 @@ pub(super) struct AppState {
     pub elsewhere: Vec<Arc<dyn Elsewhere>>,
     /// How long sessions' brains stay warm between turns.
     pub warm: WarmPolicy,
+    /// New sessions' brains being started ahead of their first turn.
+    pub preparing: std::sync::atomic::AtomicUsize,
 }
 
 /// A session the server knows.

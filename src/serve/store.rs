@@ -1,6 +1,6 @@
 //! Sessions on disk, under ouro's home rather than in the project (where an approved command
 //! could rewrite a session's permission mode): `serve/projects/<project>/sessions/{id}.json`
-//! and the journal of its saves since ([`super::record`]), beside the session's events and
+//! and the journal of its saves since (`record.rs`), beside the session's events and
 //! its last system prompt.
 
 use std::path::{Path, PathBuf};
@@ -97,32 +97,6 @@ pub(super) fn brain_dir(home: &Path, session: &Session) -> PathBuf {
         .join(&session.id)
 }
 
-/// Every session kept under `home`, with what its files hold; unreadable ones are skipped
-/// with a warning.
-pub(super) fn load_all(home: &Path) -> Vec<(Session, super::record::Written)> {
-    let Ok(projects) = std::fs::read_dir(home.join("serve/projects")) else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    for project in projects.filter_map(Result::ok) {
-        let Ok(files) = std::fs::read_dir(project.path().join("sessions")) else {
-            continue;
-        };
-        for file in files.filter_map(Result::ok).map(|f| f.path()) {
-            if file.extension().is_none_or(|x| x != "json") {
-                continue;
-            }
-            match super::record::load(&file) {
-                Ok(loaded) => out.push(loaded),
-                Err(e) => {
-                    tracing::warn!(file = %file.display(), error = %e, "skipping a served session that cannot be read")
-                }
-            }
-        }
-    }
-    out
-}
-
 pub(super) fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
@@ -144,25 +118,5 @@ pub(super) fn sample() -> Session {
         cost_usd: 0.0,
         turns: 0,
         history: Vec::new(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sessions_round_trip_through_their_files() {
-        let home = tempfile::tempdir().unwrap();
-        let session = Session {
-            claude_session_id: Some("c".into()),
-            cost_usd: 0.5,
-            turns: 1,
-            ..sample()
-        };
-        super::super::record::create(home.path(), &session).unwrap();
-        assert_eq!(load_all(home.path())[0].0, session);
-        let text = std::fs::read_to_string(session_file(home.path(), &session)).unwrap();
-        assert!(text.contains("\"claudeSessionId\"") && text.contains("\"projectRoot\""));
     }
 }

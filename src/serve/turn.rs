@@ -87,7 +87,6 @@ pub(super) fn start(
         turn_id: turn_id.clone(),
         message: message.clone(),
     });
-    save(state, live);
     let first = live.log.next_id();
     let (done_tx, done_rx) = watch::channel(false);
     *running = Some(Running {
@@ -95,6 +94,7 @@ pub(super) fn start(
         done: done_rx,
     });
     drop(running);
+    save(state, live);
     state.log.record(
         "turn_start",
         &session.id,
@@ -115,21 +115,28 @@ pub(super) fn start(
 /// turn finds it running as every later one does. A brain only waits for its input, and ends
 /// as any idle one does.
 pub(super) fn prepare(state: &Arc<AppState>, live: &Arc<Live>) {
+    use std::sync::atomic::Ordering;
     let warm = lock(&state.sessions)
         .values()
         .filter(|l| l.brain.instance().is_some())
         .count();
-    if warm >= state.warm.max_warm {
+    // Brains still starting count too: a burst of new sessions would otherwise all see room.
+    let starting = state.preparing.fetch_add(1, Ordering::SeqCst);
+    let done = |state: &AppState| state.preparing.fetch_sub(1, Ordering::SeqCst);
+    if warm + starting >= state.warm.max_warm {
+        done(state);
         return;
     }
     let Ok(options) = options(state, &live.snapshot(), &TurnOpts::default()) else {
+        done(state);
         return;
     };
-    let live = live.clone();
+    let (state, live) = (state.clone(), live.clone());
     tokio::spawn(async move {
         if let Err(e) = live.brain.prepare(options).await {
             tracing::debug!(error = %e, "could not start a new session's brain ahead of its turn");
         }
+        done(&state);
     });
 }
 

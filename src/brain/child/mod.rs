@@ -561,10 +561,15 @@ impl<P: ChildProgram> BrainCli for ChildBrain<P> {
             if options.resume.is_some() {
                 return Ok(());
             }
-            let Ok(_turn) = self.turn.try_lock() else {
+            // Not the turn lock: a turn that comes meanwhile is a turn (it can be interrupted)
+            // and waits here only for the process to be started, then takes it.
+            let _life = self.lifecycle.lock().await;
+            // Whatever runs already is left alone: it may be a turn's, mid-turn.
+            if self.current().is_some() {
                 return Ok(());
-            };
-            let (proc, _) = self.served_proc(&options, None).await?;
+            }
+            let key = P::served_args(&options, Some(self.spec.model_id()), None);
+            let proc = self.start_dispatch(key.clone(), key, None).await?;
             // It has had no turn, so no conversation to be on: the first turn may take it.
             proc.reusable.store(true, Ordering::SeqCst);
             Ok(())
