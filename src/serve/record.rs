@@ -62,6 +62,14 @@ fn journal_file(record: &Path) -> PathBuf {
     record.with_extension("jsonl")
 }
 
+/// Removes a deleted session's record, then its journal: a crash between the two leaves a
+/// journal no load reads, not a record that brings the session back.
+pub(super) fn remove(home: &Path, session: &Session) {
+    let record = session_file(home, session);
+    let _ = std::fs::remove_file(&record);
+    let _ = std::fs::remove_file(journal_file(&record));
+}
+
 /// Keeps a new session: its record, and its journal empty (made now rather than by its first
 /// turn, which has files enough to make).
 pub(super) fn create(home: &Path, session: &Session) -> std::io::Result<Written> {
@@ -215,6 +223,16 @@ mod tests {
             .unwrap();
     }
 
+    /// A new session kept in a new home: the home, the session, what its files hold and
+    /// where its record is.
+    fn kept() -> (tempfile::TempDir, Session, Written, PathBuf) {
+        let home = tempfile::tempdir().unwrap();
+        let s = session();
+        let written = create(home.path(), &s).unwrap();
+        let record = session_file(home.path(), &s);
+        (home, s, written, record)
+    }
+
     fn turn(n: usize) -> TurnRecord {
         TurnRecord {
             turn_id: format!("t{n}"),
@@ -239,10 +257,7 @@ mod tests {
 
     #[test]
     fn saves_are_journal_lines_that_a_load_plays_back_in_order() {
-        let home = tempfile::tempdir().unwrap();
-        let mut s = session();
-        let mut written = create(home.path(), &s).unwrap();
-        let record = session_file(home.path(), &s);
+        let (home, mut s, mut written, record) = kept();
         let inode = |p: &Path| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(p).unwrap());
         let first = inode(&record);
         for n in 0..5 {
@@ -278,10 +293,7 @@ mod tests {
 
     #[test]
     fn the_record_takes_the_journal_in_and_stale_lines_are_skipped() {
-        let home = tempfile::tempdir().unwrap();
-        let mut s = session();
-        let mut written = create(home.path(), &s).unwrap();
-        let record = session_file(home.path(), &s);
+        let (home, mut s, mut written, record) = kept();
         for n in 0..FOLD_AT + 3 {
             s.history.push(turn(n));
             save(home.path(), s.clone(), &mut written).unwrap();

@@ -228,16 +228,8 @@ pub(super) async fn delete(
     let session = live.snapshot();
     live.delete_with(|| {
         live.log.remove_file();
-        // The record first: a crash midway leaves a journal no load reads, not a record
-        // that brings the session back.
-        let record = store::session_file(&state.home, &session);
-        for file in [
-            record.clone(),
-            record.with_extension("jsonl"),
-            store::prompt_file(&state.home, &session),
-        ] {
-            let _ = std::fs::remove_file(file);
-        }
+        super::record::remove(&state.home, &session);
+        let _ = std::fs::remove_file(store::prompt_file(&state.home, &session));
         let _ = std::fs::remove_dir_all(store::brain_dir(&state.home, &session));
     });
     Ok(StatusCode::NO_CONTENT)

@@ -142,9 +142,7 @@ impl AppState {
             }
         }
     }
-}
 
-impl AppState {
     /// Takes every session's journal into its record: a stopped server leaves each session
     /// whole in one file.
     pub(super) fn fold_all(&self) {

@@ -122,22 +122,31 @@ pub(super) fn prepare(state: &Arc<AppState>, live: &Arc<Live>) {
         .count();
     // Brains still starting count too: a burst of new sessions would otherwise all see room.
     let starting = state.preparing.fetch_add(1, Ordering::SeqCst);
-    let done = |state: &AppState| state.preparing.fetch_sub(1, Ordering::SeqCst);
+    let reserved = Starting(state.clone());
     if warm + starting >= state.warm.max_warm {
-        done(state);
         return;
     }
     let Ok(options) = options(state, &live.snapshot(), &TurnOpts::default()) else {
-        done(state);
         return;
     };
-    let (state, live) = (state.clone(), live.clone());
+    let live = live.clone();
     tokio::spawn(async move {
         if let Err(e) = live.brain.prepare(options).await {
             tracing::debug!(error = %e, "could not start a new session's brain ahead of its turn");
         }
-        done(&state);
+        drop(reserved);
     });
+}
+
+/// A brain counted as starting ([`AppState::preparing`]) until this is dropped.
+struct Starting(Arc<AppState>);
+
+impl Drop for Starting {
+    fn drop(&mut self) {
+        self.0
+            .preparing
+            .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 /// A CLI (or another server) writing the brain's conversation now means 409, not two writers;
