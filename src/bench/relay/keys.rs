@@ -1,5 +1,7 @@
 //! Keystroke round trips and output rate, through a daemon's talk or in a PTY of the bench's
-//! own: one byte in, its echo back; then the brain's dump, timed to its end marker.
+//! own: one byte in, its echo back; then the brain's dump, timed to its end marker. Both
+//! sides stay open so their dumps can take turns: on a shared machine the load drifts, and a
+//! rate measured minutes apart from the one it is compared with says more about the drift.
 
 use std::io::{Read, Write};
 use std::sync::Arc;
@@ -8,9 +10,10 @@ use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 
 use portable_pty::{CommandBuilder, PtySize, native_pty_system};
+use tokio::sync::oneshot;
 
 use super::super::BenchError;
-use super::super::measure::ms;
+use super::super::measure::{median, ms};
 use super::failed;
 use crate::daemon::Paths;
 use crate::daemon::client::Client;
@@ -18,6 +21,8 @@ use crate::daemon::frame::{Frame, Header};
 
 /// Enough that p99 is not the third-worst of a few hundred (one stall on a 2-core machine).
 pub(crate) const KEYSTROKES: usize = 2000;
+/// Dumps per side, taking turns; the rate is their median.
+pub(crate) const DUMPS: usize = 5;
 const END: &str = "END-OF-DUMP";
 
 fn key(i: usize) -> u8 {
@@ -29,106 +34,198 @@ fn ends_with_end(seen: &[u8]) -> bool {
     String::from_utf8_lossy(tail).contains(&format!("{END}\r\n"))
 }
 
-/// A talk with the clone `name` of the daemon at `paths`: round trips (ms), then MB/s.
-pub(super) async fn through_daemon(
-    paths: &Paths,
-    name: &str,
-) -> Result<(Vec<f64>, f64), BenchError> {
-    let mut talk = Client::connect(paths, false)
-        .await
-        .map_err(failed("could not reach the daemon"))?;
-    talk.send(Header::Talk {
-        name: name.into(),
-        cols: 200,
-        rows: 50,
+/// Round trips (ms) and the median output rate (MB/s) of two sides measured together.
+pub(super) struct Compared {
+    pub(super) near: (Vec<f64>, f64),
+    pub(super) far: (Vec<f64>, f64),
+}
+
+/// Keystrokes through `talk`, then through `pty`; then their dumps in turns.
+pub(super) async fn compare(mut talk: Talk, mut pty: Pty) -> Result<Compared, BenchError> {
+    let talk_keys = talk.keys().await?;
+    let pty_keys = pty.keys().await?;
+    let (mut talk_rates, mut pty_rates) = (Vec::new(), Vec::new());
+    for _ in 0..DUMPS {
+        talk_rates.push(talk.dump().await?);
+        pty_rates.push(pty.dump().await?);
+    }
+    talk.close().await;
+    let rate = |rates: &[f64]| median(rates).unwrap_or(0.0);
+    Ok(Compared {
+        near: (talk_keys, rate(&talk_rates)),
+        far: (pty_keys, rate(&pty_rates)),
     })
-    .await
-    .map_err(failed("could not start a talk"))?;
-    loop {
-        match talk
-            .next()
-            .await
-            .map_err(failed("the talk did not start"))?
-            .header
-        {
-            Header::TalkReady { .. } => break,
-            Header::Error { message } => return Err(BenchError::Failed(message)),
-            _ => {}
-        }
-    }
-    let mut times = Vec::with_capacity(KEYSTROKES);
-    for i in 0..KEYSTROKES {
-        let key = key(i);
-        let sent = Instant::now();
-        talk.send(Frame::with_payload(Header::Input, vec![key]))
-            .await
-            .map_err(failed("a keystroke was not sent"))?;
-        wait_output(&mut talk, |seen| seen.contains(&key)).await?;
-        times.push(ms(sent.elapsed()));
-    }
-    talk.send(Frame::with_payload(Header::Input, b"\rdump\r".to_vec()))
-        .await
-        .map_err(failed("the dump was not asked for"))?;
-    let started = Instant::now();
-    let bytes = wait_output(&mut talk, ends_with_end).await?;
-    let rate = bytes as f64 / 1e6 / started.elapsed().as_secs_f64();
-    let _ = talk.send(Header::Detach).await;
-    Ok((times, rate))
 }
 
-/// Reads output frames until `done` holds for what arrived; how many bytes that took.
-async fn wait_output(talk: &mut Client, done: impl Fn(&[u8]) -> bool) -> Result<usize, BenchError> {
-    let mut seen = Vec::new();
-    let mut total = 0;
-    loop {
-        let frame = tokio::time::timeout(Duration::from_secs(60), talk.next())
+/// A talk with a clone of a daemon, as `ouro talk` holds one.
+pub(super) struct Talk(Client);
+
+impl Talk {
+    pub(super) async fn open(paths: &Paths, name: &str) -> Result<Talk, BenchError> {
+        let mut talk = Client::connect(paths, false)
             .await
-            .map_err(|_| BenchError::Failed("the relayed brain stopped answering".into()))?
-            .map_err(failed("the talk broke"))?;
-        match frame.header {
-            Header::Output | Header::Screen => {
-                total += frame.payload.len();
-                seen.extend_from_slice(&frame.payload);
-                if done(&seen) {
-                    return Ok(total);
-                }
-                if seen.len() > 4096 {
-                    seen.drain(..seen.len() - 128);
-                }
-            }
-            Header::TalkEnd { .. } => {
-                return Err(BenchError::Failed("the relayed brain exited".into()));
-            }
-            _ => {}
-        }
-    }
-}
-
-/// `cmd` in a PTY of the bench's own, as a terminal runs it: round trips (ms), then MB/s.
-/// With `ready`, keys are sent only once that text arrived (a program that sets the terminal
-/// up first, as ssh does).
-pub(super) async fn in_pty(
-    cmd: CommandBuilder,
-    ready: Option<&'static str>,
-) -> Result<(Vec<f64>, f64), BenchError> {
-    tokio::task::spawn_blocking(move || pty_blocking(cmd, ready))
-        .await
-        .map_err(|e| BenchError::Failed(format!("the PTY run failed: {e}")))?
-}
-
-fn pty_blocking(cmd: CommandBuilder, ready: Option<&str>) -> Result<(Vec<f64>, f64), BenchError> {
-    let pty = |e: anyhow::Error| BenchError::Failed(format!("a PTY failed: {e:#}"));
-    let pair = native_pty_system()
-        .openpty(PtySize {
-            rows: 50,
+            .map_err(failed("could not reach the daemon"))?;
+        talk.send(Header::Talk {
+            name: name.into(),
             cols: 200,
-            pixel_width: 0,
-            pixel_height: 0,
+            rows: 50,
         })
-        .map_err(pty)?;
-    let mut child = pair.slave.spawn_command(cmd).map_err(pty)?;
-    drop(pair.slave);
-    // A program that stops answering (a stalled link) is killed, which ends the reads below.
+        .await
+        .map_err(failed("could not start a talk"))?;
+        loop {
+            match talk
+                .next()
+                .await
+                .map_err(failed("the talk did not start"))?
+                .header
+            {
+                Header::TalkReady { .. } => return Ok(Talk(talk)),
+                Header::Error { message } => return Err(BenchError::Failed(message)),
+                _ => {}
+            }
+        }
+    }
+
+    async fn keys(&mut self) -> Result<Vec<f64>, BenchError> {
+        let mut times = Vec::with_capacity(KEYSTROKES);
+        for i in 0..KEYSTROKES {
+            let key = key(i);
+            let sent = Instant::now();
+            self.0
+                .send(Frame::with_payload(Header::Input, vec![key]))
+                .await
+                .map_err(failed("a keystroke was not sent"))?;
+            self.wait_output(|seen| seen.contains(&key)).await?;
+            times.push(ms(sent.elapsed()));
+        }
+        Ok(times)
+    }
+
+    async fn dump(&mut self) -> Result<f64, BenchError> {
+        self.0
+            .send(Frame::with_payload(Header::Input, b"\rdump\r".to_vec()))
+            .await
+            .map_err(failed("the dump was not asked for"))?;
+        let started = Instant::now();
+        let bytes = self.wait_output(ends_with_end).await?;
+        Ok(bytes as f64 / 1e6 / started.elapsed().as_secs_f64())
+    }
+
+    async fn close(self) {
+        let _ = self.0.send(Header::Detach).await;
+    }
+
+    /// Reads output frames until `done` holds for what arrived; how many bytes that took.
+    async fn wait_output(&mut self, done: impl Fn(&[u8]) -> bool) -> Result<usize, BenchError> {
+        let mut seen = Vec::new();
+        let mut total = 0;
+        loop {
+            let frame = tokio::time::timeout(STALL, self.0.next())
+                .await
+                .map_err(|_| BenchError::Failed("the relayed brain stopped answering".into()))?
+                .map_err(failed("the talk broke"))?;
+            match frame.header {
+                Header::Output | Header::Screen => {
+                    total += frame.payload.len();
+                    seen.extend_from_slice(&frame.payload);
+                    if done(&seen) {
+                        return Ok(total);
+                    }
+                    keep_tail(&mut seen);
+                }
+                Header::TalkEnd { .. } => {
+                    return Err(BenchError::Failed("the relayed brain exited".into()));
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+fn keep_tail(seen: &mut Vec<u8>) {
+    if seen.len() > 4096 {
+        seen.drain(..seen.len() - 128);
+    }
+}
+
+/// How long a program may send nothing before it is given up on.
+const STALL: Duration = Duration::from_secs(60);
+
+enum Ask {
+    Keys,
+    Dump,
+}
+
+type Answer = Result<(Vec<f64>, f64), BenchError>;
+
+/// A program in a PTY of the bench's own, as a terminal runs it, served by a thread (PTY
+/// reads block): keystrokes and dumps are asked of it.
+pub(super) struct Pty {
+    asks: std::sync::mpsc::Sender<(Ask, oneshot::Sender<Answer>)>,
+}
+
+impl Pty {
+    /// Starts `cmd`; with `ready`, it is ready once that text arrived (a program that sets
+    /// the terminal up first, as ssh does).
+    pub(super) async fn open(
+        cmd: CommandBuilder,
+        ready: Option<&'static str>,
+    ) -> Result<Pty, BenchError> {
+        let (asks, asked) = std::sync::mpsc::channel();
+        let (opened, open) = oneshot::channel();
+        std::thread::spawn(move || serve_pty(cmd, ready, opened, asked));
+        open.await
+            .map_err(|_| BenchError::Failed("the PTY thread ended".into()))??;
+        Ok(Pty { asks })
+    }
+
+    async fn ask(&self, ask: Ask) -> Answer {
+        let (tx, rx) = oneshot::channel();
+        let gone = || BenchError::Failed("the program in the PTY is gone".into());
+        self.asks.send((ask, tx)).map_err(|_| gone())?;
+        rx.await.map_err(|_| gone())?
+    }
+
+    async fn keys(&mut self) -> Result<Vec<f64>, BenchError> {
+        Ok(self.ask(Ask::Keys).await?.0)
+    }
+
+    async fn dump(&mut self) -> Result<f64, BenchError> {
+        Ok(self.ask(Ask::Dump).await?.1)
+    }
+}
+
+/// The PTY's thread: opens it, answers asks until the [`Pty`] is dropped, then kills the
+/// program. A program that stops answering (a stalled link) is killed, which ends the reads.
+fn serve_pty(
+    cmd: CommandBuilder,
+    ready: Option<&str>,
+    opened: oneshot::Sender<Result<(), BenchError>>,
+    asked: std::sync::mpsc::Receiver<(Ask, oneshot::Sender<Answer>)>,
+) {
+    let pty = |e: anyhow::Error| BenchError::Failed(format!("a PTY failed: {e:#}"));
+    let started = (|| {
+        let pair = native_pty_system()
+            .openpty(PtySize {
+                rows: 50,
+                cols: 200,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .map_err(pty)?;
+        let child = pair.slave.spawn_command(cmd).map_err(pty)?;
+        drop(pair.slave);
+        let reader = pair.master.try_clone_reader().map_err(pty)?;
+        let writer = pair.master.take_writer().map_err(pty)?;
+        Ok::<_, BenchError>((child, reader, writer, pair.master))
+    })();
+    let (mut child, reader, writer, _master) = match started {
+        Ok(started) => started,
+        Err(e) => {
+            let _ = opened.send(Err(e));
+            return;
+        }
+    };
     let progress = Arc::new(AtomicBool::new(true));
     let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
     let watchdog = {
@@ -143,34 +240,67 @@ fn pty_blocking(cmd: CommandBuilder, ready: Option<&str>) -> Result<(Vec<f64>, f
             }
         })
     };
-    let measured = (|| {
-        let reader = pair.master.try_clone_reader().map_err(pty)?;
-        let writer = pair.master.take_writer().map_err(pty)?;
-        exchange(reader, writer, ready, &progress)
-    })();
+    let mut term = Term {
+        reader,
+        writer,
+        buf: vec![0u8; 65536],
+        progress: &progress,
+    };
+    let ready = match ready {
+        Some(ready) => term
+            .read_until(&|seen| String::from_utf8_lossy(seen).contains(ready))
+            .map(drop),
+        None => Ok(()),
+    };
+    let ok = ready.is_ok();
+    let _ = opened.send(ready);
+    if ok {
+        while let Ok((ask, answer)) = asked.recv() {
+            let _ = answer.send(match ask {
+                Ask::Keys => term.keys().map(|times| (times, 0.0)),
+                Ask::Dump => term.dump().map(|rate| (Vec::new(), rate)),
+            });
+        }
+    }
     drop(done_tx);
     let _ = watchdog.join();
     let _ = child.kill();
     let _ = child.wait();
-    measured
 }
 
-/// How long the program in a PTY may send nothing before it is given up on.
-const STALL: Duration = Duration::from_secs(60);
+struct Term<'a> {
+    reader: Box<dyn Read + Send>,
+    writer: Box<dyn Write + Send>,
+    buf: Vec<u8>,
+    progress: &'a AtomicBool,
+}
 
-fn exchange(
-    mut reader: Box<dyn Read + Send>,
-    mut writer: Box<dyn Write + Send>,
-    ready: Option<&str>,
-    progress: &AtomicBool,
-) -> Result<(Vec<f64>, f64), BenchError> {
-    let io = |e| BenchError::io("the PTY failed", e);
-    let mut buf = vec![0u8; 65536];
-    let mut read_until = |done: &dyn Fn(&[u8]) -> bool| -> Result<usize, BenchError> {
+impl Term<'_> {
+    fn keys(&mut self) -> Result<Vec<f64>, BenchError> {
+        let mut times = Vec::with_capacity(KEYSTROKES);
+        for i in 0..KEYSTROKES {
+            let key = key(i);
+            let sent = Instant::now();
+            self.writer.write_all(&[key]).map_err(io)?;
+            self.read_until(&|seen| seen.contains(&key))?;
+            times.push(ms(sent.elapsed()));
+        }
+        Ok(times)
+    }
+
+    fn dump(&mut self) -> Result<f64, BenchError> {
+        self.writer.write_all(b"\rdump\r").map_err(io)?;
+        let started = Instant::now();
+        let total = self.read_until(&ends_with_end)?;
+        Ok(total as f64 / 1e6 / started.elapsed().as_secs_f64())
+    }
+
+    /// Reads until `done` holds for what arrived; how many bytes that took.
+    fn read_until(&mut self, done: &dyn Fn(&[u8]) -> bool) -> Result<usize, BenchError> {
         let mut seen = Vec::new();
         let mut total = 0usize;
         loop {
-            let n = match reader.read(&mut buf) {
+            let n = match self.reader.read(&mut self.buf) {
                 // Linux's PTY says EIO, not end of file, once the program is gone.
                 Err(e) if e.raw_os_error() == Some(libc::EIO) => 0,
                 read => read.map_err(io)?,
@@ -182,30 +312,17 @@ fn exchange(
                     String::from_utf8_lossy(&seen).trim()
                 )));
             }
-            progress.store(true, Ordering::Relaxed);
+            self.progress.store(true, Ordering::Relaxed);
             total += n;
-            seen.extend_from_slice(&buf[..n]);
+            seen.extend_from_slice(&self.buf[..n]);
             if done(&seen) {
                 return Ok(total);
             }
-            if seen.len() > 4096 {
-                seen.drain(..seen.len() - 128);
-            }
+            keep_tail(&mut seen);
         }
-    };
-    if let Some(ready) = ready {
-        read_until(&|seen| String::from_utf8_lossy(seen).contains(ready))?;
     }
-    let mut times = Vec::with_capacity(KEYSTROKES);
-    for i in 0..KEYSTROKES {
-        let key = key(i);
-        let sent = Instant::now();
-        writer.write_all(&[key]).map_err(io)?;
-        read_until(&|seen| seen.contains(&key))?;
-        times.push(ms(sent.elapsed()));
-    }
-    writer.write_all(b"\rdump\r").map_err(io)?;
-    let started = Instant::now();
-    let total = read_until(&ends_with_end)?;
-    Ok((times, total as f64 / 1e6 / started.elapsed().as_secs_f64()))
+}
+
+fn io(e: std::io::Error) -> BenchError {
+    BenchError::io("the PTY failed", e)
 }

@@ -2,7 +2,7 @@
 //! "brain" is a shell loop in a PTY; the bench is the talk client, speaking the daemon's frames.
 //! Keystroke round trip: one byte in, its echo (the PTY's own) back, through the daemon and
 //! straight through a PTY of the bench's own, so the difference is the relay. Throughput: the
-//! brain prints a large file. Memory: the daemon's RSS with 10 idle clones. `--zone` (zone.rs)
+//! brain prints a large file, [`keys::DUMPS`] times on each side in turns. Memory: the daemon's RSS with 10 idle clones. `--zone` (zone.rs)
 //! does the same through a zone, against a plain `ssh -t`.
 
 mod keys;
@@ -77,13 +77,18 @@ pub(crate) async fn measure() -> Result<RelayCost, BenchError> {
             .await?;
     }
     let daemon_rss_mb = daemon.child.id().map_or(0.0, |pid| status_mb(pid, "VmRSS"));
-    let relayed = keys::through_daemon(&daemon.paths, "relay").await;
-    daemon.stop().await;
-    let (relay, relay_mb_per_sec) = relayed?;
-
     let mut cmd = CommandBuilder::new(&brain);
     cmd.env("RELAY_FILE", &dump);
-    let (direct, direct_mb_per_sec) = keys::in_pty(cmd, None).await?;
+    let compared = async {
+        let talk = keys::Talk::open(&daemon.paths, "relay").await?;
+        keys::compare(talk, keys::Pty::open(cmd, None).await?).await
+    }
+    .await;
+    daemon.stop().await;
+    let keys::Compared {
+        near: (relay, relay_mb_per_sec),
+        far: (direct, direct_mb_per_sec),
+    } = compared?;
     Ok(RelayCost {
         keystrokes: keys::KEYSTROKES,
         relay_p50_ms: p(&relay, 50.0),

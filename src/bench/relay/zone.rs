@@ -52,7 +52,10 @@ pub(crate) async fn measure(name: &str) -> Result<ZoneRelayCost, BenchError> {
     .map_err(failed(&format!("could not prepare the zone {name}")))?;
     let measured = both(name, &scratch, dir.path()).await;
     scratch.remove().await;
-    let ((zone, zone_mb_per_sec), (ssh, ssh_mb_per_sec)) = measured?;
+    let keys::Compared {
+        near: (zone, zone_mb_per_sec),
+        far: (ssh, ssh_mb_per_sec),
+    } = measured?;
     Ok(ZoneRelayCost {
         zone: name.to_string(),
         keystrokes: keys::KEYSTROKES,
@@ -66,22 +69,26 @@ pub(crate) async fn measure(name: &str) -> Result<ZoneRelayCost, BenchError> {
     })
 }
 
-type Series = (Vec<f64>, f64);
-
 async fn both(
     name: &str,
     scratch: &Scratch,
     dir: &std::path::Path,
-) -> Result<(Series, Series), BenchError> {
+) -> Result<keys::Compared, BenchError> {
     let daemon = Daemon::start(dir, &[]).await?;
     let project = std::path::PathBuf::from(format!("{}/project", scratch.dir));
-    let zoned = match daemon.new_clone("relay", &project, Some(name)).await {
-        Ok(()) => keys::through_daemon(&daemon.paths, "relay").await,
-        Err(e) => Err(e),
-    };
+    let compared = async {
+        daemon.new_clone("relay", &project, Some(name)).await?;
+        let talk = keys::Talk::open(&daemon.paths, "relay").await?;
+        let pty = keys::Pty::open(plain_ssh(scratch)?, Some(READY)).await?;
+        keys::compare(talk, pty).await
+    }
+    .await;
     daemon.stop().await;
-    let zoned = zoned?;
+    compared
+}
 
+/// `ssh -t` to the zone's host, over its master connection, running the same brain.
+fn plain_ssh(scratch: &Scratch) -> Result<CommandBuilder, BenchError> {
     let d = shell_quote(&scratch.dir);
     let remote = format!("cd {d} && echo {READY} && RELAY_FILE=dump.txt exec ./brain.sh");
     let (program, args) = scratch
@@ -92,6 +99,5 @@ async fn both(
     if let Ok(cwd) = std::env::current_dir() {
         cmd.cwd(cwd);
     }
-    let plain = keys::in_pty(cmd, Some(READY)).await?;
-    Ok((zoned, plain))
+    Ok(cmd)
 }
