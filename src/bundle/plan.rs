@@ -8,6 +8,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Component, Path, PathBuf};
 
+use rayon::prelude::*;
+
 use super::edit::{self, Text};
 use super::format::matches_digest;
 use super::parse::Block;
@@ -56,34 +58,51 @@ pub(super) fn plan(
         }
         Err(e) => eprintln!("ouro: warning: {e}"),
     }
+    // Every path is checked and every file read on every core first: a large bundle waits on
+    // the disk here, and only the steps below depend on each other.
+    let paths: Vec<Result<PathBuf, String>> = blocks
+        .par_iter()
+        .map(|block| safe_path(dir, block.path()))
+        .collect();
+    let mut unique = HashSet::new();
+    let firsts: Vec<&PathBuf> = paths
+        .iter()
+        .flatten()
+        .filter(|path| unique.insert(*path))
+        .collect();
+    let mut now: HashMap<&PathBuf, Result<Option<Disk>, String>> = firsts
+        .par_iter()
+        .map(|path| (*path, current(dir, path)))
+        .collect();
     let mut problems = Vec::new();
     let mut files: HashMap<PathBuf, Planned> = HashMap::new();
     let mut order: Vec<PathBuf> = Vec::new();
-    for block in blocks {
-        let shown = String::from_utf8_lossy(block.path()).into_owned();
-        let path = match safe_path(dir, block.path()) {
+    for (block, path) in blocks.into_iter().zip(&paths) {
+        let shown = || String::from_utf8_lossy(block.path()).into_owned();
+        let path = match path {
             Ok(path) => path,
             Err(why) => {
-                problems.push(format!("{shown}: {why}"));
+                problems.push(format!("{}: {why}", shown()));
                 continue;
             }
         };
-        if !files.contains_key(&path) {
-            match current(dir, &path) {
+        if let Some(read) = now.remove(path) {
+            match read {
                 Ok(now) => {
                     let after = now.as_ref().map(|(bytes, _)| bytes.clone());
                     files.insert(path.clone(), (now, after, false));
                     order.push(path.clone());
                 }
                 Err(why) => {
-                    problems.push(format!("{shown}: {why}"));
+                    problems.push(format!("{}: {why}", shown()));
                     continue;
                 }
             }
         }
-        let Some((before, after, whole)) = files.get_mut(&path) else {
+        let Some((before, after, whole)) = files.get_mut(path) else {
             continue;
         };
+        let shown = shown();
         if let Err(why) = step(block, before.as_ref(), after, whole) {
             problems.push(format!("{shown}: {why}"));
         }
@@ -113,13 +132,16 @@ pub(super) fn plan(
             ));
         }
         changes.push(Change {
-            // Judged inside the target: where the target itself lives does not count.
-            protected: crate::permissions::protection_in(dir, &path),
+            protected: None,
             path,
             before,
             after,
         });
     }
+    // Judged inside the target: where the target itself lives does not count.
+    changes
+        .par_iter_mut()
+        .for_each(|c| c.protected = crate::permissions::protection_in(dir, &c.path));
     // A path written as a file and used as a folder by another path of the same bundle.
     let written: HashSet<&Path> = changes
         .iter()

@@ -82,7 +82,18 @@ fn strip_dashes(s: &[u8]) -> Option<&[u8]> {
 /// A marker line, read as leniently as PAWS reads it; the emoji may be left out (chat models
 /// often drop it), and then the keyword tells a cat from a dog.
 pub fn marker(line: &[u8]) -> Option<Marker> {
+    // Every marker ends in its closing dashes (blanks may follow): a bundle's million other
+    // lines are turned away by their last byte, before anything else is looked at.
+    if !line
+        .last()
+        .is_some_and(|b| *b == b'-' || b.is_ascii_whitespace())
+    {
+        return None;
+    }
     let line = trim(line);
+    if !line.ends_with(b"---") {
+        return None;
+    }
     let (animal, rest) = if let Some(rest) = line.strip_prefix(CAT.as_bytes()) {
         (Some(true), rest)
     } else if let Some(rest) = line.strip_prefix(DOG.as_bytes()) {

@@ -147,7 +147,8 @@ fn numbers(args: &str, count: usize, at: usize) -> Result<Vec<usize>, ParseError
 /// `reply` split at each newline (a last empty piece after a final one included), found a
 /// word at a time rather than a byte at a time: a large bundle has a million lines.
 fn split_lines(reply: &[u8]) -> Vec<&[u8]> {
-    let mut lines = Vec::with_capacity(memchr::memchr_iter(b'\n', reply).count() + 1);
+    // Room for lines of a typical length, not a pass over the reply to count them.
+    let mut lines = Vec::with_capacity(reply.len() / 32 + 1);
     let mut start = 0;
     for end in memchr::memchr_iter(b'\n', reply) {
         lines.push(&reply[start..end]);
@@ -212,7 +213,7 @@ pub fn parse(reply: &[u8]) -> Result<Reply, ParseError> {
                     ),
                 ));
             }
-            let (block, next) = file_block(&lines, i, m)?;
+            let (block, next) = file_block(reply, &lines, i, m)?;
             if let Some(block) = block {
                 blocks.push(block);
             } else {
@@ -260,6 +261,7 @@ fn request_reason(lines: &[&[u8]], from: usize, to: usize) -> String {
 /// The block that starts at line `at`; `None` for a block holding `REQUEST_CONTEXT`. Also the
 /// index of the line after its END marker.
 fn file_block(
+    reply: &[u8],
     lines: &[&[u8]],
     at: usize,
     start: Marker,
@@ -341,11 +343,29 @@ fn file_block(
     }
     let block = Block::Full {
         path,
-        content: inner.join(&b'\n'),
+        content: joined(reply, inner),
         binary: false,
         machine: start.cat,
     };
     Ok((Some(block), end + 1))
+}
+
+/// `inner`'s lines joined by newlines: one copy of the reply's bytes when they lie there
+/// side by side, as a file's lines do unless their `\r`s were taken off.
+fn joined(reply: &[u8], inner: &[&[u8]]) -> Vec<u8> {
+    let (Some(first), Some(last)) = (inner.first(), inner.last()) else {
+        return Vec::new();
+    };
+    let base = reply.as_ptr() as usize;
+    let from = (first.as_ptr() as usize).wrapping_sub(base);
+    let to = (last.as_ptr() as usize)
+        .wrapping_sub(base)
+        .wrapping_add(last.len());
+    let len: usize = inner.iter().map(|l| l.len() + 1).sum::<usize>() - 1;
+    match reply.get(from..to) {
+        Some(span) if span.len() == len => span.to_vec(),
+        _ => inner.join(&b'\n'),
+    }
 }
 
 /// A 🐕 block holding PAWS commands.

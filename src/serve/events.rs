@@ -68,6 +68,8 @@ struct Kept {
     on_disk: u64,
     /// The last id of all.
     last: u64,
+    /// The file, open from a turn's first event to its last: not opened and closed per event.
+    out: Option<std::fs::File>,
 }
 
 impl Kept {
@@ -83,7 +85,15 @@ impl Kept {
         if lines.is_empty() {
             return Ok(());
         }
-        crate::sys::atomic::append_whole(file, &lines)?;
+        let out = match &mut self.out {
+            Some(out) => out,
+            None => self.out.insert(crate::sys::atomic::open_to_append(file)?),
+        };
+        if let Err(e) = crate::sys::atomic::append_whole_to(out, &lines) {
+            // Opened afresh for the next try: the file may have been moved or replaced.
+            self.out = None;
+            return Err(e);
+        }
         self.on_disk = self.last;
         Ok(())
     }
@@ -185,6 +195,7 @@ impl EventLog {
 
     /// Numbers and keeps `event`; returns its id.
     pub(super) fn push(&self, turn_id: &str, event: UiEvent) -> u64 {
+        let ends_turn = matches!(event, UiEvent::ProcessExit { .. });
         let mut kept = lock(&self.kept);
         let id = kept.last + 1;
         kept.keep(Stored {
@@ -196,6 +207,10 @@ impl EventLog {
         // the next one that finds room.
         if let Err(e) = kept.flush(&self.file) {
             tracing::warn!(file = %self.file.display(), error = %e, "could not keep a served event on disk yet");
+        }
+        // A turn's last event lets the file go: idle sessions hold no descriptor.
+        if ends_turn {
+            kept.out = None;
         }
         kept.trim();
         drop(kept);
@@ -402,19 +417,27 @@ mod tests {
         let file = dir.path().join("e.jsonl");
         let log = EventLog::open(file.clone());
         log.push("t1", delta("a"));
+        assert!(lock(&log.kept).out.is_some(), "open while the turn runs");
+        let exit = UiEvent::ProcessExit {
+            session_id: "s".into(),
+            code: Some(0),
+            signal: None,
+        };
+        log.push("t1", exit);
+        assert!(lock(&log.kept).out.is_none(), "let go at the turn's end");
         // No room: the file cannot be opened for writing (a folder in its place stands in
         // for a full disk here; tests/serve.rs fills a real small tmpfs).
         std::fs::rename(&file, dir.path().join("aside")).unwrap();
         std::fs::create_dir(&file).unwrap();
-        log.push("t1", delta("b"));
-        log.push("t1", delta("c"));
-        assert_eq!(log.since(0).len(), 3, "live clients still get every event");
+        log.push("t2", delta("b"));
+        log.push("t2", delta("c"));
+        assert_eq!(log.since(0).len(), 4, "live clients still get every event");
         std::fs::remove_dir(&file).unwrap();
         std::fs::rename(dir.path().join("aside"), &file).unwrap();
-        log.push("t1", delta("d"));
+        log.push("t2", delta("d"));
         let again = EventLog::open(file);
         let ids: Vec<u64> = again.since(0).iter().map(|e| e.id).collect();
-        assert_eq!(&ids[..4], &[1, 2, 3, 4]);
+        assert_eq!(&ids[..5], &[1, 2, 3, 4, 5]);
     }
 
     #[tokio::test]

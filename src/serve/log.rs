@@ -13,14 +13,15 @@ const MESSAGE_CHARS: usize = 200;
 
 pub(super) struct HarnessLog {
     file: PathBuf,
-    write: Mutex<()>,
+    /// The file, kept open between records; the writers take turns on it.
+    out: Mutex<Option<Open>>,
 }
 
 impl HarnessLog {
     pub(super) fn new(file: PathBuf) -> HarnessLog {
         HarnessLog {
             file,
-            write: Mutex::new(()),
+            out: Mutex::new(None),
         }
     }
 
@@ -42,16 +43,50 @@ impl HarnessLog {
         if let (Some(line), Some(fields)) = (line.as_object_mut(), fields.as_object()) {
             line.extend(fields.clone());
         }
-        let _guard = lock(&self.write);
-        let _ = self.append(&line);
+        let Ok(mut bytes) = serde_json::to_vec(&line) else {
+            return;
+        };
+        bytes.push(b'\n');
+        let mut out = lock(&self.out);
+        if self.append(&mut out, &bytes).is_err() {
+            *out = None;
+        }
     }
 
-    fn append(&self, line: &Value) -> std::io::Result<()> {
-        if std::fs::metadata(&self.file).is_ok_and(|m| m.len() >= ROTATE_AT) {
+    fn append(&self, out: &mut Option<Open>, line: &[u8]) -> std::io::Result<()> {
+        use std::os::unix::fs::MetadataExt;
+        // The path is asked each time, not the open file: a log someone else removed or moved
+        // away is opened afresh rather than written where nobody looks.
+        let now = std::fs::metadata(&self.file).ok();
+        let ours = match (&*out, &now) {
+            (Some(open), Some(now)) => open.id == (now.dev(), now.ino()),
+            _ => false,
+        };
+        if ours && now.is_some_and(|m| m.len() >= ROTATE_AT) {
             std::fs::rename(&self.file, self.file.with_extension("log.1"))?;
+            *out = None;
+        } else if !ours {
+            *out = None;
         }
-        crate::sys::atomic::append_json_line(&self.file, line)
+        let open = match out {
+            Some(open) => open,
+            None => {
+                let file = crate::sys::atomic::open_to_append(&self.file)?;
+                let meta = file.metadata()?;
+                out.insert(Open {
+                    id: (meta.dev(), meta.ino()),
+                    file,
+                })
+            }
+        };
+        crate::sys::atomic::append_whole_to(&mut open.file, line)
     }
+}
+
+/// The log file as opened, and which file that was.
+struct Open {
+    file: std::fs::File,
+    id: (u64, u64),
 }
 
 #[cfg(test)]
@@ -73,5 +108,12 @@ mod tests {
         log.record("turn", "s1", json!({}));
         assert!(dir.path().join("logs/harness.log.1").exists());
         assert_eq!(std::fs::read_to_string(&file).unwrap().lines().count(), 1);
+        // Removed or moved away by someone else: the next record starts the file again.
+        std::fs::remove_file(&file).unwrap();
+        log.record("turn", "s2", json!({}));
+        std::fs::rename(&file, dir.path().join("moved.log")).unwrap();
+        log.record("turn", "s3", json!({}));
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(text.contains("s3") && !text.contains("s2"), "{text}");
     }
 }

@@ -1,7 +1,7 @@
 //! ouro's record files: replacing a small file whole (the new content goes to a temporary file
 //! beside it, synced, then renamed over it, so a crash or a full disk leaves the old file or the
 //! new one, never a torn mix), JSON records kept that way (sessions, clones, series, worktree
-//! manifests), and JSON lines appended to a log.
+//! manifests), and whole lines appended to a log.
 
 use std::io::Write as _;
 use std::path::Path;
@@ -28,18 +28,10 @@ pub fn read_json<T: DeserializeOwned>(path: &Path) -> std::io::Result<Option<T>>
         .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
 }
 
-/// Appends `value` as one JSON line to `file` (made, with its folder, if need be), readable by
-/// the user alone: logs hold tool output. The line goes in one write.
-pub fn append_json_line(file: &Path, value: &impl Serialize) -> std::io::Result<()> {
-    let mut line = serde_json::to_vec(value).map_err(std::io::Error::other)?;
-    line.push(b'\n');
-    open_to_append(file)?.write_all(&line)
-}
-
 /// `file` opened to append, made (readable by the user alone) with its folder if need be. The
 /// folder is made only when the file cannot be opened: a log appended to per event does not
 /// pay a `mkdir` each time.
-fn open_to_append(file: &Path) -> std::io::Result<std::fs::File> {
+pub fn open_to_append(file: &Path) -> std::io::Result<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
     let open = || {
         std::fs::OpenOptions::new()
@@ -62,14 +54,31 @@ fn open_to_append(file: &Path) -> std::io::Result<std::fs::File> {
 /// Appends `bytes` to `file` whole or not at all: a write the disk had no room for is cut
 /// back off, so the file never holds a torn line for the next append to glue onto.
 pub fn append_whole(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let mut out = open_to_append(file)?;
-    let before = out.metadata()?.len();
-    let written = out.write_all(bytes);
-    if written.is_err() {
-        // Shrinking needs no room.
-        let _ = out.set_len(before);
+    append_whole_to(&mut open_to_append(file)?, bytes)
+}
+
+/// [`append_whole`] to a file kept open (by [`open_to_append`]) for many appends.
+pub fn append_whole_to(out: &mut std::fs::File, bytes: &[u8]) -> std::io::Result<()> {
+    let mut written = 0;
+    while written < bytes.len() {
+        let failed = match out.write(&bytes[written..]) {
+            Ok(0) => std::io::Error::from(std::io::ErrorKind::WriteZero),
+            Ok(n) => {
+                written += n;
+                continue;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => e,
+        };
+        // Shrinking needs no room; the size is asked only now, not before every append.
+        if written > 0
+            && let Ok(meta) = out.metadata()
+        {
+            let _ = out.set_len(meta.len().saturating_sub(written as u64));
+        }
+        return Err(failed);
     }
-    written
+    Ok(())
 }
 
 /// Writes `bytes` to `path` atomically, making its folder if need be.
@@ -154,9 +163,10 @@ mod tests {
         std::fs::write(&path, "[1,").unwrap();
         let err = super::read_json::<Vec<u8>>(&path).unwrap_err();
         assert_eq!(err.kind(), std::io::ErrorKind::InvalidData);
+        // A log's folder is made with its first line.
         let log = dir.path().join("logs/a.jsonl");
-        super::append_json_line(&log, &"one").unwrap();
-        super::append_json_line(&log, &"two").unwrap();
-        assert_eq!(std::fs::read_to_string(&log).unwrap(), "\"one\"\n\"two\"\n");
+        super::append_whole(&log, b"one\n").unwrap();
+        super::append_whole(&log, b"two\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&log).unwrap(), "one\ntwo\n");
     }
 }

@@ -317,3 +317,32 @@ fn lines_split_as_a_byte_split_does() {
         assert_eq!(split_lines(text), expected, "{text:?}");
     }
 }
+
+#[test]
+fn a_files_lines_are_joined_as_they_were_whether_copied_whole_or_line_by_line() {
+    let reply = b"x\nfirst\n\nlast \nafter".as_slice();
+    let lines = split_lines(reply);
+    assert_eq!(joined(reply, &lines[1..4]), b"first\n\nlast ");
+    assert_eq!(joined(reply, &lines[1..2]), b"first");
+    assert_eq!(joined(reply, &[]), b"");
+    // Lines that are not side by side in the reply (their `\r`s taken off, or not the
+    // reply's at all) are joined one by one.
+    let crlf = b"a\r\nb\r\n".as_slice();
+    let stripped: Vec<&[u8]> = split_lines(crlf)[..2]
+        .iter()
+        .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
+        .collect();
+    assert_eq!(joined(crlf, &stripped), b"a\nb");
+    assert_eq!(
+        joined(reply, &[b"elsewhere".as_slice(), b"too"]),
+        b"elsewhere\ntoo"
+    );
+}
+
+#[test]
+fn a_marker_needs_its_closing_dashes_and_only_trailing_blanks_may_follow_them() {
+    assert!(marker(b"  \xf0\x9f\x90\x95 --- DOGS_START_FILE: a.txt ---  \r").is_some());
+    assert!(marker(b"--- dogs_end_file: a.txt ---").is_some());
+    assert!(marker(b"--- DOGS_END_FILE: a.txt --").is_none());
+    assert!(marker(b"--- DOGS_END_FILE: a.txt --- and more").is_none());
+}
