@@ -183,6 +183,7 @@ fn stage(folder: &OwnedFd, change: &Change, entry: &Entry) -> std::io::Result<Op
     if let (Some(bytes), Some(staged)) = (&change.after, &entry.staged) {
         let mut file = crate::sys::beneath::create_in(folder, staged, NEW_FILE_MODE)?;
         file.write_all(bytes)?;
+        start_writeback(&file);
         match &change.before {
             Some((_, mode)) => file.set_permissions(std::fs::Permissions::from_mode(*mode))?,
             None => {
@@ -195,6 +196,15 @@ fn stage(folder: &OwnedFd, change: &Change, entry: &Entry) -> std::io::Result<Op
         crate::sys::beneath::link_in(folder, name, kept)?;
     }
     Ok(made)
+}
+
+/// Has the kernel start writing `file` to disk now, without waiting: the one flush before the
+/// commit then finds the staged files mostly written (git's `core.fsyncMethod=batch` does the
+/// same). A failure only loses the head start.
+fn start_writeback(file: &std::fs::File) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: sync_file_range only reads the open descriptor it is given.
+    unsafe { libc::sync_file_range(file.as_raw_fd(), 0, 0, libc::SYNC_FILE_RANGE_WRITE) };
 }
 
 fn unchanged_since_plan(folder: &OwnedFd, change: &Change) -> std::io::Result<()> {
