@@ -58,14 +58,15 @@ impl HarnessLog {
         // The path is asked each time, not the open file: a log someone else removed or moved
         // away is opened afresh rather than written where nobody looks.
         let now = std::fs::metadata(&self.file).ok();
+        let full = now.as_ref().is_some_and(|m| m.len() >= ROTATE_AT);
+        if full {
+            std::fs::rename(&self.file, self.file.with_extension("log.1"))?;
+        }
         let ours = match (&*out, &now) {
-            (Some(open), Some(now)) => open.id == (now.dev(), now.ino()),
+            (Some(open), Some(now)) => !full && open.id == (now.dev(), now.ino()),
             _ => false,
         };
-        if ours && now.is_some_and(|m| m.len() >= ROTATE_AT) {
-            std::fs::rename(&self.file, self.file.with_extension("log.1"))?;
-            *out = None;
-        } else if !ours {
+        if !ours {
             *out = None;
         }
         let open = match out {
@@ -115,5 +116,9 @@ mod tests {
         log.record("turn", "s3", json!({}));
         let text = std::fs::read_to_string(&file).unwrap();
         assert!(text.contains("s3") && !text.contains("s2"), "{text}");
+        // A log already full when the server starts is rotated by its first record.
+        std::fs::write(&file, vec![b'x'; ROTATE_AT as usize]).unwrap();
+        HarnessLog::new(file.clone()).record("turn", "s4", json!({}));
+        assert_eq!(std::fs::read_to_string(&file).unwrap().lines().count(), 1);
     }
 }
