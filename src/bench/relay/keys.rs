@@ -151,17 +151,16 @@ fn keep_tail(seen: &mut Vec<u8>) {
 /// How long a program may send nothing before it is given up on.
 const STALL: Duration = Duration::from_secs(60);
 
+/// What the PTY's thread is asked, with where its answer goes.
 enum Ask {
-    Keys,
-    Dump,
+    Keys(oneshot::Sender<Result<Vec<f64>, BenchError>>),
+    Dump(oneshot::Sender<Result<f64, BenchError>>),
 }
-
-type Answer = Result<(Vec<f64>, f64), BenchError>;
 
 /// A program in a PTY of the bench's own, as a terminal runs it, served by a thread (PTY
 /// reads block): keystrokes and dumps are asked of it.
 pub(super) struct Pty {
-    asks: std::sync::mpsc::Sender<(Ask, oneshot::Sender<Answer>)>,
+    asks: std::sync::mpsc::Sender<Ask>,
 }
 
 impl Pty {
@@ -179,19 +178,22 @@ impl Pty {
         Ok(Pty { asks })
     }
 
-    async fn ask(&self, ask: Ask) -> Answer {
+    async fn ask<T>(
+        &self,
+        ask: impl FnOnce(oneshot::Sender<Result<T, BenchError>>) -> Ask,
+    ) -> Result<T, BenchError> {
         let (tx, rx) = oneshot::channel();
         let gone = || BenchError::Failed("the program in the PTY is gone".into());
-        self.asks.send((ask, tx)).map_err(|_| gone())?;
+        self.asks.send(ask(tx)).map_err(|_| gone())?;
         rx.await.map_err(|_| gone())?
     }
 
     async fn keys(&mut self) -> Result<Vec<f64>, BenchError> {
-        Ok(self.ask(Ask::Keys).await?.0)
+        self.ask(Ask::Keys).await
     }
 
     async fn dump(&mut self) -> Result<f64, BenchError> {
-        Ok(self.ask(Ask::Dump).await?.1)
+        self.ask(Ask::Dump).await
     }
 }
 
@@ -201,7 +203,7 @@ fn serve_pty(
     cmd: CommandBuilder,
     ready: Option<&str>,
     opened: oneshot::Sender<Result<(), BenchError>>,
-    asked: std::sync::mpsc::Receiver<(Ask, oneshot::Sender<Answer>)>,
+    asked: std::sync::mpsc::Receiver<Ask>,
 ) {
     let pty = |e: anyhow::Error| BenchError::Failed(format!("a PTY failed: {e:#}"));
     let started = (|| {
@@ -255,11 +257,11 @@ fn serve_pty(
     let ok = ready.is_ok();
     let _ = opened.send(ready);
     if ok {
-        while let Ok((ask, answer)) = asked.recv() {
-            let _ = answer.send(match ask {
-                Ask::Keys => term.keys().map(|times| (times, 0.0)),
-                Ask::Dump => term.dump().map(|rate| (Vec::new(), rate)),
-            });
+        while let Ok(ask) = asked.recv() {
+            match ask {
+                Ask::Keys(answer) => drop(answer.send(term.keys())),
+                Ask::Dump(answer) => drop(answer.send(term.dump())),
+            }
         }
     }
     drop(done_tx);

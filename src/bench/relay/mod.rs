@@ -2,8 +2,9 @@
 //! "brain" is a shell loop in a PTY; the bench is the talk client, speaking the daemon's frames.
 //! Keystroke round trip: one byte in, its echo (the PTY's own) back, through the daemon and
 //! straight through a PTY of the bench's own, so the difference is the relay. Throughput: the
-//! brain prints a large file, [`keys::DUMPS`] times on each side in turns. Memory: the daemon's RSS with 10 idle clones. `--zone` (zone.rs)
-//! does the same through a zone, against a plain `ssh -t`.
+//! brain prints a large file, [`keys::DUMPS`] times on each side in turns. Memory: the daemon's
+//! RSS with 10 idle clones. `--zone` (zone.rs) does the same through a zone, against a plain
+//! `ssh -t`.
 
 mod keys;
 mod zone;
