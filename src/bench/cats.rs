@@ -56,22 +56,23 @@ pub(crate) fn measure() -> Result<CatsCost, BenchError> {
             .args(["-c", "find . -type f -print0 | xargs -0 cat > /dev/null"])
             .current_dir(&tree))
     })?;
-    n = 0;
-    let dogs_ms = timed(|| {
-        n += 1;
-        let target = dir.path().join(format!("applied-{n}"));
-        std::fs::create_dir_all(&target)
-            .map_err(|e| BenchError::io("could not create a target", e))?;
-        run(Command::new(&exe)
-            .args(["dogs", &bundle_arg, "-y"])
-            .current_dir(&target))
-    })?;
-    n = 0;
-    let copy_ms = timed(|| {
-        n += 1;
-        let target = dir.path().join(format!("copied-{n}"));
-        run(Command::new("cp").arg("-r").arg(&tree).arg(&target))
-    })?;
+    // dogs and `cp -r` take turns: creating files costs what the file system's state makes it
+    // cost at that moment (freed inodes slow the search for new ones for some seconds), so each
+    // run of one is timed beside a run of the other, in the same state.
+    let (dogs_ms, copy_ms) = timed_in_turns(
+        |n| {
+            let target = dir.path().join(format!("applied-{n}"));
+            std::fs::create_dir_all(&target)
+                .map_err(|e| BenchError::io("could not create a target", e))?;
+            run(Command::new(&exe)
+                .args(["dogs", &bundle_arg, "-y"])
+                .current_dir(&target))
+        },
+        |n| {
+            let target = dir.path().join(format!("copied-{n}"));
+            run(Command::new("cp").arg("-r").arg(&tree).arg(&target))
+        },
+    )?;
     Ok(CatsCost {
         files: FILES,
         megabytes: (FILES * FILE_BYTES) as f64 / 1e6,
@@ -91,6 +92,27 @@ fn timed(mut f: impl FnMut() -> Result<(), BenchError>) -> Result<f64, BenchErro
         times.push(started.elapsed().as_secs_f64() * 1000.0);
     }
     median(&times).ok_or_else(|| BenchError::Failed("nothing was timed".into()))
+}
+
+/// The median wall times of [`RUNS`] runs each of `a` and `b`, run in turns (`a` first), in
+/// milliseconds; each is given its run's number.
+fn timed_in_turns(
+    mut a: impl FnMut(usize) -> Result<(), BenchError>,
+    mut b: impl FnMut(usize) -> Result<(), BenchError>,
+) -> Result<(f64, f64), BenchError> {
+    let (mut times_a, mut times_b) = (Vec::with_capacity(RUNS), Vec::with_capacity(RUNS));
+    for n in 1..=RUNS {
+        let started = Instant::now();
+        a(n)?;
+        times_a.push(started.elapsed().as_secs_f64() * 1000.0);
+        let started = Instant::now();
+        b(n)?;
+        times_b.push(started.elapsed().as_secs_f64() * 1000.0);
+    }
+    match (median(&times_a), median(&times_b)) {
+        (Some(a), Some(b)) => Ok((a, b)),
+        _ => Err(BenchError::Failed("nothing was timed".into())),
+    }
 }
 
 fn run(command: &mut Command) -> Result<(), BenchError> {
