@@ -469,6 +469,14 @@ fn deny_rules_on_files_hold_for_searches_and_git_history() {
         "git log -p",
         "git log --patch",
         "git log -u -1",
+        "git log -U1 -1",
+        "git log --unified=0 -1",
+        "git log --cc -1",
+        "git log --remerge-diff -1",
+        "git log --binary -1",
+        "git log --oneline -Shunter",
+        "git whatchanged -U0 -1",
+        "git stash list -p",
         "git diff HEAD~1",
         "git cat-file --batch",
         "git cat-file -p HEAD:secrets/key",
@@ -506,6 +514,20 @@ fn deny_rules_on_files_hold_for_searches_and_git_history() {
     // Without file deny rules, the same reads inside the project run on their own.
     let plain = engine_with(&root, PermissionMode::Default, &[]);
     assert_eq!(bash_with(&plain, "grep -rn hunter ."), Decision::Allow);
+    // History that prints no file's content stays allowed beside the deny rules.
+    let e = engine_with(
+        &root,
+        PermissionMode::Default,
+        &[("Read(secrets/**)", RuleKind::Deny)],
+    );
+    for quiet in [
+        "git log --oneline -5",
+        "git log --stat -n 3 --format=%H",
+        "git log --name-only --since=2.weeks -- src",
+        "git log -10 --graph --decorate --all",
+    ] {
+        assert_eq!(bash_with(&e, quiet), Decision::Allow, "{quiet}");
+    }
 }
 
 #[test]

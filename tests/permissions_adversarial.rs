@@ -331,6 +331,15 @@ const NEVER_ALLOWED: &[&str] = &[
     "for i in 1; do rm x; done",
     "f() { rm x; }; f",
     "select x in a; do rm y; done",
+    // A loop variable is an assignment: PATH now finds the project's programs first.
+    "for PATH in ./bin; do cat src/main.rs; done",
+    "for LD_PRELOAD in ./x.so; do ls; done",
+    "select IFS in x; do ls; done",
+    "for BASH_ENV in ./x; do ls; done",
+    // Git in a submodule runs the filters of the submodule's own configuration.
+    "git diff --ignore-submodules=none",
+    "git grep --recurse-submodules x",
+    "git log -p --submodule=diff --ignore-submodules=none",
     "coproc rm x",
     "time rm x",
     "rm x & wait",
@@ -421,6 +430,8 @@ fn safe_reads_stay_allowed() {
         "git blame src/main.rs",
         "sort src/main.rs",
         "ls src/*",
+        "for f in a b; do ls src; done",
+        "cat src/main.rs | grep fn",
     ] {
         assert_eq!(bash(&engine, command), Decision::Allow, "{command}");
     }
@@ -562,11 +573,34 @@ fn a_blanket_allow_does_not_run_a_denied_command_hidden_in_another() {
         "stdbuf -o0 rm -rf src",
         "bash <<< 'rm -rf src'",
         "python3 -c 'import shutil; shutil.rmtree(\"src\")' && rm x",
+        "echo 'rm -rf src' | sh",
+        "printf 'rm -rf src' | bash -s",
+        "echo rm src | env sh",
+        "sh < script.sh",
+        "bash -e script.sh",
+        "sh -o errexit script.sh",
+        "cat list | xargs sh",
     ] {
         assert_ne!(bash(&engine, command), Decision::Allow, "{command}");
     }
     assert_eq!(bash(&engine, "npm run build"), Decision::Allow);
     assert_eq!(bash(&engine, "grep -n rm src/main.rs"), Decision::Allow);
+    assert_eq!(bash(&engine, "cat src/main.rs | grep rm"), Decision::Allow);
+}
+
+#[test]
+fn a_value_stuck_to_a_short_option_is_a_path_too() {
+    let dir = project();
+    std::os::unix::fs::symlink("/etc/passwd", dir.path().join("pw.txt")).unwrap();
+    let engine = engine(dir.path(), PermissionMode::Default, &[]);
+    for command in [
+        "grep -fpw.txt src/main.rs",
+        "hexdump -fpw.txt src/main.rs",
+        "grep -ofpw.txt src/main.rs",
+    ] {
+        assert_ne!(bash(&engine, command), Decision::Allow, "{command}");
+    }
+    assert_eq!(bash(&engine, "head -n5 src/main.rs"), Decision::Allow);
 }
 
 #[test]

@@ -152,7 +152,7 @@ async fn a_read_only_call_cannot_connect_or_listen() {
     let out = r
         .run(
             Confinement::ReadOnly,
-            "python3 -c 'import socket; s=socket.socket(); s.bind((\"127.0.0.1\", 0)); s.listen(); print(\"listening\")' || true",
+            "/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind((\"127.0.0.1\", 0)); s.listen(); print(\"listening\")' || true",
         )
         .await;
     assert!(!out.content.contains("listening"), "{out:?}");
@@ -292,11 +292,11 @@ async fn without_network_no_udp_or_unix_socket_gets_out() {
     let attempts = [
         format!("echo leak > /dev/udp/127.0.0.1/{port}"),
         format!("exec 3<>/dev/udp/127.0.0.1/{port}; echo leak >&3"),
-        format!("python3 -c \"import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'leak', ('127.0.0.1', {port}))\""),
-        format!("python3 -c \"import socket; socket.socket(socket.AF_INET6, socket.SOCK_DGRAM).sendto(b'leak', ('::ffff:127.0.0.1', {port}))\""),
-        format!("python3 -c \"import socket; s=socket.socket(socket.AF_UNIX); s.connect('{sock}'); s.send(b'leak')\""),
-        format!("python3 -c \"import socket; s=socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); s.sendto(b'leak', '{sock}')\""),
-        "python3 -c \"import socket; socket.socket(socket.AF_PACKET, socket.SOCK_RAW)\" && echo opened".to_string(),
+        format!("/usr/bin/python3 -c \"import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'leak', ('127.0.0.1', {port}))\""),
+        format!("/usr/bin/python3 -c \"import socket; socket.socket(socket.AF_INET6, socket.SOCK_DGRAM).sendto(b'leak', ('::ffff:127.0.0.1', {port}))\""),
+        format!("/usr/bin/python3 -c \"import socket; s=socket.socket(socket.AF_UNIX); s.connect('{sock}'); s.send(b'leak')\""),
+        format!("/usr/bin/python3 -c \"import socket; s=socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); s.sendto(b'leak', '{sock}')\""),
+        "/usr/bin/python3 -c \"import socket; socket.socket(socket.AF_PACKET, socket.SOCK_RAW)\" && echo opened".to_string(),
         format!("getent hosts leak.example; nslookup leak.example 127.0.0.1 -port={port}"),
     ];
     let no_network = SandboxConfig {
@@ -332,6 +332,71 @@ async fn without_network_no_udp_or_unix_socket_gets_out() {
         udp.recv_from(&mut buf).is_ok(),
         "network allowed, yet UDP was closed"
     );
+}
+
+/// A read-only call keeps no capability (run by root, it could otherwise set the clock, the
+/// host name or the network's addresses) and opens no socket of any family, netlink and vsock
+/// included; an approved call without network may still read the kernel's netlink.
+#[tokio::test]
+async fn a_read_only_call_holds_no_capability_and_opens_no_socket() {
+    let Some(r) = rig() else { return };
+    // The system's Python: a user's (pyenv, a venv) may live where a read-only call cannot read.
+    if !Path::new("/usr/bin/python3").exists() {
+        crate::common::skip::not_installed("the system's python3 (/usr/bin/python3)");
+        return;
+    }
+    let out = r
+        .run(
+            Confinement::ReadOnly,
+            "/usr/bin/python3 -c \"import socket; socket.sethostname(socket.gethostname()); print('renamed')\"",
+        )
+        .await;
+    assert!(!out.content.contains("renamed"), "{out:?}");
+    // SAFETY: geteuid only reads this process's credentials.
+    if unsafe { libc::geteuid() } == 0 {
+        // PR_CAPBSET_READ of CAP_SYS_ADMIN: 0 once the bounding set is empty.
+        let out = r
+            .run(
+                Confinement::ReadOnly,
+                "/usr/bin/python3 -c \"import ctypes; print('bounding', ctypes.CDLL(None).prctl(23, 21, 0, 0, 0))\"",
+            )
+            .await;
+        assert!(out.content.contains("bounding 0"), "{out:?}");
+    }
+    let open = |family: &str| {
+        format!(
+            "/usr/bin/python3 -c \"import socket; socket.socket(socket.{family}); print('opened')\""
+        )
+    };
+    for family in [
+        "AF_NETLINK, socket.SOCK_RAW",
+        "AF_VSOCK, socket.SOCK_STREAM",
+        "AF_ALG, socket.SOCK_SEQPACKET",
+    ] {
+        let out = r.run(Confinement::ReadOnly, &open(family)).await;
+        assert!(!out.content.contains("opened"), "{family}: {out:?}");
+    }
+    let no_network = SandboxConfig {
+        network: false,
+        tmpdir: Some(Arc::new(PrivateTmp::create().unwrap())),
+        ..SandboxConfig::default()
+    };
+    let out = r
+        .run_with(
+            Confinement::Approved,
+            no_network.clone(),
+            &open("AF_NETLINK, socket.SOCK_RAW"),
+        )
+        .await;
+    assert!(out.content.contains("opened"), "{out:?}");
+    let out = r
+        .run_with(
+            Confinement::Approved,
+            no_network,
+            &open("AF_VSOCK, socket.SOCK_STREAM"),
+        )
+        .await;
+    assert!(!out.content.contains("opened"), "{out:?}");
 }
 
 /// Landlock does not cover metadata: a read-only call must still change no file's mode,
@@ -387,10 +452,10 @@ async fn try_metadata_changes(r: &Rig, confinement: Confinement, target: &Path) 
         "touch -m -d '2002-02-02' {}",
         "touch -a -d '2003-03-03' {}",
         "setfattr -n user.x -v 1 {}",
-        "python3 -c \"import os; os.chmod('{}', 0o777)\"",
-        "python3 -c \"import os; os.utime('{}', (0, 0))\"",
-        "python3 -c \"import os; os.setxattr('{}', 'user.x', b'1')\"",
-        "python3 -c \"import os; os.chown('{}', 65534, 65534)\"",
+        "/usr/bin/python3 -c \"import os; os.chmod('{}', 0o777)\"",
+        "/usr/bin/python3 -c \"import os; os.utime('{}', (0, 0))\"",
+        "/usr/bin/python3 -c \"import os; os.setxattr('{}', 'user.x', b'1')\"",
+        "/usr/bin/python3 -c \"import os; os.chown('{}', 65534, 65534)\"",
         "perl -e 'chmod 0700, \"{}\"'",
         "perl -e 'utime 1, 1, \"{}\"'",
         "find {} -exec chmod 0640 {} +",

@@ -369,15 +369,135 @@ fn reaches_unnamed_files(part: &Part) -> bool {
         "ls" => short("R") || long(&["--recursive"]),
         "du" => short("a") || long(&["--all"]),
         // Whatever global options come first (`git -C . grep`).
-        "git" => args.iter().any(|w| match w.text.as_str() {
+        "git" => args.iter().enumerate().any(|(i, w)| match w.text.as_str() {
             "grep" | "show" | "diff" | "cat-file" | "archive" | "format-patch" | "bundle" => true,
-            "log" | "whatchanged" | "reflog" | "stash" => {
-                short("puL") || long(&["--patch", "--full-diff", "--word-diff"])
-            }
+            "log" | "whatchanged" | "reflog" | "stash" => args
+                .get(i + 1..)
+                .is_some_and(|rest| !quiet_log_options(rest)),
             _ => false,
         }),
         _ => false,
     }
+}
+
+/// Options of `git log` that print no file's content: what commits, which files and how many
+/// lines. Any other (`-p`, `-U3`, `--cc`, `--binary`, `-S`, ...) may print a diff, so it is
+/// judged as reading the files it shows.
+const QUIET_LOG_FLAGS: &[&str] = &[
+    "--oneline",
+    "--graph",
+    "--all",
+    "--stat",
+    "--shortstat",
+    "--numstat",
+    "--name-only",
+    "--name-status",
+    "--summary",
+    "--compact-summary",
+    "--follow",
+    "--first-parent",
+    "--no-merges",
+    "--merges",
+    "--reverse",
+    "--abbrev-commit",
+    "--no-abbrev-commit",
+    "--topo-order",
+    "--date-order",
+    "--author-date-order",
+    "--left-right",
+    "--cherry-pick",
+    "--cherry-mark",
+    "--cherry",
+    "--no-patch",
+    "-s",
+    "--no-color",
+    "--walk-reflogs",
+    "-g",
+    "--source",
+    "--parents",
+    "--children",
+    "--boundary",
+    "--simplify-by-decoration",
+    "--full-history",
+    "--no-walk",
+    "--relative-date",
+    "--no-notes",
+    "--regexp-ignore-case",
+    "-i",
+    "--all-match",
+    "--invert-grep",
+    "-E",
+    "-F",
+    "--extended-regexp",
+    "--fixed-strings",
+    "--basic-regexp",
+    "--count",
+    "--ancestry-path",
+    "--no-renames",
+    "--no-decorate",
+    "--mailmap",
+    "--use-mailmap",
+    "--no-mailmap",
+    "-z",
+    "--null",
+    "--no-expand-tabs",
+];
+
+/// Options of `git log` that take a value after `=` and print no file's content.
+const QUIET_LOG_VALUES: &[&str] = &[
+    "--format",
+    "--pretty",
+    "--max-count",
+    "--skip",
+    "--since",
+    "--after",
+    "--until",
+    "--before",
+    "--author",
+    "--committer",
+    "--grep",
+    "--date",
+    "--abbrev",
+    "--decorate",
+    "--color",
+    "--stat",
+    "--dirstat",
+    "--max-parents",
+    "--min-parents",
+    "--branches",
+    "--tags",
+    "--remotes",
+    "--glob",
+    "--exclude",
+    "--encoding",
+    "--diff-filter",
+];
+
+/// Whether every option in `args` (up to `--`; the rest are paths) is a quiet one.
+fn quiet_log_options(args: &[Word]) -> bool {
+    for word in args {
+        let text = word.text.as_str();
+        if text == "--" {
+            break;
+        }
+        if !text.starts_with('-') || text == "-" {
+            continue;
+        }
+        let name = text.split_once('=').map_or(text, |(name, _)| name);
+        let counted =
+            |digits: &str| !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit());
+        let quiet = QUIET_LOG_FLAGS.contains(&text)
+            || (text.contains('=') && QUIET_LOG_VALUES.contains(&name))
+            || matches!(text, "--pretty" | "--decorate" | "--color" | "--format")
+            || text
+                .strip_prefix("-n")
+                .is_some_and(|n| n.is_empty() || counted(n))
+            || text.strip_prefix('-').is_some_and(counted);
+        if !quiet {
+            return false;
+        }
+    }
+    true
 }
 
 /// Why a command cannot run in plan mode, if it might change anything.

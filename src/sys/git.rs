@@ -70,6 +70,9 @@ const OVERRIDES: &[(&str, &str)] = &[
     ("log.showSignature", "false"),
     ("submodule.recurse", "false"),
     ("status.submoduleSummary", "false"),
+    // A status or diff looks inside each submodule with a git of its own, which runs the
+    // filters the submodule's configuration names; this keeps it out.
+    ("diff.ignoreSubmodules", "all"),
     ("safe.bareRepository", "explicit"),
     ("protocol.allow", "never"),
 ];

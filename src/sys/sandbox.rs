@@ -116,6 +116,8 @@ pub struct Prepared {
     /// Without network: the seccomp filter that closes UDP and Unix sockets (see
     /// [`super::seccomp`]); empty otherwise.
     filter: Vec<libc::sock_filter>,
+    /// A read-only call also gives up every capability (see [`super::seccomp::drop_capabilities`]).
+    frozen: bool,
 }
 
 impl Prepared {
@@ -161,6 +163,7 @@ impl Prepared {
             } else {
                 super::seccomp::no_network()
             },
+            frozen: policy.frozen,
         }))
     }
 
@@ -170,15 +173,20 @@ impl Prepared {
         let mut ruleset = self.ruleset.take();
         let masks = self.masks.take();
         let filter = std::mem::take(&mut self.filter);
+        let frozen = self.frozen;
         // SAFETY: the closure runs in the forked child before exec. It allocates nothing: it
         // makes system calls (unshare and mount for the masks, prctl, landlock_restrict_self,
         // the seccomp prctl) on masks, a ruleset's file descriptor and a filter that were made
         // in the parent, and reports failure as an io::Error. The masks come first: Landlock
-        // then forbids unmounting them.
+        // then forbids unmounting them, and mounting them needs the capabilities a read-only
+        // call gives up next.
         unsafe {
             command.pre_exec(move || {
                 if let Some(masks) = &masks {
                     masks.apply_in_child()?;
+                }
+                if frozen {
+                    super::seccomp::drop_capabilities()?;
                 }
                 if let Some(r) = ruleset.take() {
                     r.restrict_self()

@@ -107,6 +107,8 @@ fn classify(raw: RawCommand, findings: &mut Vec<Finding>, writes: &mut Vec<Word>
         "source" | "." => Some(FindingKind::Source),
         "xargs" => Some(FindingKind::Xargs),
         n if SHELLS.contains(&n) && runs_string(args) => Some(FindingKind::ShellString),
+        // `sh build.sh` is `source build.sh` in a child shell.
+        n if SHELLS.contains(&n) && runs_file(args) => Some(FindingKind::Source),
         "find" => readonly::find_action(args).map(|_| FindingKind::FindAction),
         "tee" if matches!(effect, Effect::Mutates(_)) => {
             writes.extend(readonly::tee_files(args).cloned());
@@ -141,6 +143,25 @@ fn runs_string(args: &[Word]) -> bool {
         }
         if !text.starts_with("--") && text.contains('c') {
             return true;
+        }
+    }
+    false
+}
+
+/// A first operand: the script file a shell runs (its own options come before it).
+fn runs_file(args: &[Word]) -> bool {
+    let mut words = args.iter();
+    while let Some(word) = words.next() {
+        let text = word.text.as_str();
+        if !word.literal || text == "--" {
+            return words.next().is_some() || !word.literal;
+        }
+        if !text.starts_with(['-', '+']) {
+            return true;
+        }
+        // `-o OPTION` and `-O OPTION` take the next word.
+        if matches!(text, "-o" | "+o" | "-O" | "+O") {
+            words.next();
         }
     }
     false

@@ -48,7 +48,7 @@ pub(super) fn path_arguments(args: &[Word], pattern_first: bool) -> Vec<Word> {
         // A glob like `-*` may expand to any option; it is judged as the files it matches.
         if !after_dashdash && text.starts_with('-') && text != "-" && !word.glob {
             skip_pattern = false;
-            if let Some(value) = flag_value(text) {
+            for value in flag_values(text) {
                 paths.push(Word {
                     text: value.to_string(),
                     ..word.clone()
@@ -65,12 +65,24 @@ pub(super) fn path_arguments(args: &[Word], pattern_first: bool) -> Vec<Word> {
     paths
 }
 
-/// The part of a flag that may be a path: after `=`, or from its first `/` or `~`.
-fn flag_value(flag: &str) -> Option<&str> {
-    if let Some((_, value)) = flag.split_once('=') {
-        return Some(value);
+/// The parts of a flag that may be a path. A long option's is after `=` (or from its first `/`
+/// or `~`). A short option may take its value attached, and which letters take one is not
+/// known here, so each tail of a cluster is one: `-fsh.txt` is `-f sh.txt`, or `-fs h.txt`.
+fn flag_values(flag: &str) -> Vec<&str> {
+    if flag.starts_with("--") {
+        if let Some((_, value)) = flag.split_once('=') {
+            return vec![value];
+        }
+        return flag
+            .find(['/', '~'])
+            .map(|at| &flag[at..])
+            .into_iter()
+            .collect();
     }
-    flag.find(['/', '~']).map(|at| &flag[at..])
+    flag.char_indices()
+        .skip(2)
+        .map(|(at, _)| &flag[at..])
+        .collect()
 }
 
 /// Whether a short option cluster among `args` holds one of `letters` (`-la` holds `a`).

@@ -33,6 +33,10 @@ const WRITING_FLAGS: &[&str] = &[
     "--open-files-in-pager",
     "--ext-diff",
     "--textconv",
+    // Git in a submodule runs the filters that submodule's own configuration names, which
+    // the overrides a read-only call gets do not reach.
+    "--recurse-submodules",
+    "--ignore-submodules",
 ];
 
 /// `git branch` flags that only list.

@@ -248,13 +248,14 @@ impl FindingKind {
             FindingKind::Eval => "evaluates text as shell code",
             FindingKind::ShellString => "runs a string as a shell script",
             FindingKind::Exec => "replaces the shell with another program",
-            FindingKind::Source => "runs a script inside the shell",
+            FindingKind::Source => "runs a script file",
             FindingKind::WriteRedirect | FindingKind::Tee => "writes a file",
             FindingKind::CdThenRun => "changes directory and then runs more commands",
             FindingKind::FindAction => "makes find run commands, delete files or write files",
             FindingKind::Xargs => "runs commands built from its input",
             FindingKind::HeredocToInterpreter => {
-                "runs a script given in a here-document or here-string"
+                "runs a script it reads on its standard input (a here-document, a file or \
+                 a pipe)"
             }
             FindingKind::Unsupported(kind) => {
                 return format!("uses shell syntax ouro does not analyse ({kind})");

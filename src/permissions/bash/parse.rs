@@ -242,6 +242,17 @@ fn named_children(node: Node<'_>) -> Vec<Node<'_>> {
     node.named_children(&mut cursor).collect()
 }
 
+/// Whether a `for` loop may bind `name` without asking: a loop variable is an assignment
+/// like any other (`for PATH in ./bin` runs the project's programs), so only a lowercase name
+/// that bash gives no meaning and the environment does not hold (a variable already exported
+/// stays exported with the loop's value) is let through.
+fn harmless_loop_variable(name: &str) -> bool {
+    name.bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        && !matches!(name, "auto_resume" | "histchars")
+        && std::env::var_os(name).is_none()
+}
+
 /// Operators of `[[ ]]` that evaluate their operands as arithmetic, where array subscripts
 /// can run commands.
 const ARITHMETIC_TESTS: &[&str] = &["-eq", "-ne", "-lt", "-le", "-gt", "-ge"];
@@ -272,10 +283,23 @@ impl<'s> Walker<'s> {
             return;
         }
         match node.kind() {
-            "program" | "list" | "pipeline" | "do_group" | "if_statement" | "elif_clause"
-            | "else_clause" | "while_statement" | "negated_command" => {
+            "program" | "list" | "do_group" | "if_statement" | "elif_clause" | "else_clause"
+            | "while_statement" | "negated_command" => {
                 for child in named_children(node) {
                     self.statement(child, depth + 1);
+                }
+            }
+            "pipeline" => {
+                // Past the first `|`, a command's standard input is what came before it: a
+                // shell there runs whatever that printed (`echo 'rm x' | sh`).
+                for (i, child) in named_children(node).into_iter().enumerate() {
+                    let before = self.out.commands.len();
+                    self.statement(child, depth + 1);
+                    if i > 0 {
+                        for raw in self.out.commands.iter_mut().skip(before) {
+                            raw.fed_script = true;
+                        }
+                    }
                 }
             }
             "comment" => {}
@@ -307,6 +331,9 @@ impl<'s> Walker<'s> {
                             self.word(child, depth + 1);
                         }
                         Some("body") => self.statement(child, depth + 1),
+                        Some("variable") if !harmless_loop_variable(self.text(child)) => {
+                            self.find(FindingKind::Assignment, node);
+                        }
                         _ => {}
                     }
                 }
@@ -451,7 +478,7 @@ impl<'s> Walker<'s> {
             return;
         }
         match node.kind() {
-            "file_redirect" => self.file_redirect(node, depth),
+            "file_redirect" => *fed |= self.file_redirect(node, depth),
             "herestring_redirect" => {
                 *fed = true;
                 for child in named_children(node) {
@@ -518,7 +545,8 @@ impl<'s> Walker<'s> {
         }
     }
 
-    fn file_redirect(&mut self, node: Node<'_>, depth: usize) {
+    /// Returns whether the redirection feeds the command's standard input (`sh < script`).
+    fn file_redirect(&mut self, node: Node<'_>, depth: usize) -> bool {
         let mut operator = "";
         let mut parts = Vec::new();
         for (field, child) in fields(node) {
@@ -536,8 +564,12 @@ impl<'s> Walker<'s> {
             && !target.text.is_empty()
             && (target.text == "-" || target.text.bytes().all(|b| b.is_ascii_digit()));
         match operator {
-            "<" => self.out.reads.push(target),
-            "<&" | "<&-" | ">&-" => {}
+            "<" => {
+                self.out.reads.push(target);
+                return true;
+            }
+            "<&" => return true,
+            "<&-" | ">&-" => {}
             ">&" if is_fd => {}
             ">" | ">>" | "&>" | "&>>" | ">|" | ">&" => {
                 if !target.is_harmless_sink() {
@@ -557,6 +589,7 @@ impl<'s> Walker<'s> {
                 );
             }
         }
+        false
     }
 
     fn test(&mut self, node: Node<'_>, depth: usize) {
