@@ -245,6 +245,10 @@ pub enum ResultKind {
     /// error, told apart by its `terminal_reason` (`aborted_streaming`).
     #[serde(rename = "error_during_execution")]
     ErrorAborted,
+    /// The API failed past every retry (an error status, a broken connection): an execution
+    /// error here; stream-json reports it as Claude Code does (see `stream_json::write`).
+    #[serde(rename = "error_during_execution")]
+    ErrorApi,
     /// `--json-schema`: the answer did not match, even after one retry.
     ErrorMaxStructuredOutputRetries,
 }

@@ -227,3 +227,38 @@ async fn disallowed_tools_leave_a_sub_agent_without_them() {
         "{tools:?}"
     );
 }
+
+/// `Task`, the sub-agent tool's name in older Claude Code, still names it in tool lists, rules
+/// and hook matchers.
+#[tokio::test]
+async fn task_is_the_agent_tool_under_its_older_name() {
+    let tools_of = |run: &common::Run| -> Vec<String> {
+        run.of_type("system", Some("init"))[0]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t.as_str().unwrap().to_string())
+            .collect()
+    };
+    for (flags, offered) in [
+        (&["--disallowedTools", "Task"][..], false),
+        (&["--tools", "Read,Task"][..], true),
+    ] {
+        let mock = server(json!({"turns": [{"content": [{"type": "text", "text": "ok"}]}]})).await;
+        let sb = Sandbox::new();
+        let args = [
+            &["-p", "--output-format", "stream-json", "--verbose"][..],
+            flags,
+            &["hi"],
+        ]
+        .concat();
+        let run = sb.run(&mock.url(), &args).await;
+        assert!(run.status.success(), "{}", run.debug());
+        assert_eq!(
+            tools_of(&run).iter().any(|t| t == "Agent"),
+            offered,
+            "{flags:?}: {:?}",
+            tools_of(&run)
+        );
+    }
+}

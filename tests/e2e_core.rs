@@ -165,6 +165,15 @@ async fn retries_429_529_500_and_sse_error() {
         retries[3]["error_status"], 529,
         "an SSE overloaded error counts as 529"
     );
+    // Labelled in Claude Code's words.
+    let labels: Vec<&str> = retries
+        .iter()
+        .map(|r| r["error"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        labels,
+        ["rate_limit", "overloaded", "server_error", "overloaded"]
+    );
     for (i, r) in retries.iter().enumerate() {
         assert_eq!(r["attempt"], i as u64 + 1);
         assert_eq!(r["max_retries"], 10);
@@ -373,8 +382,40 @@ async fn prompt_too_long_with_too_little_history_is_a_clear_error() {
         .await;
     assert_eq!(run.status.code(), Some(1));
     let result: serde_json::Value = serde_json::from_str(run.stdout.trim()).unwrap();
-    assert_eq!(result["subtype"], "error_prompt_too_long");
+    // As Claude Code reports it: a "success" that is an error.
+    assert_eq!(result["subtype"], "success");
+    assert_eq!(result["is_error"], true);
     assert!(result["result"].as_str().unwrap().contains("too long"));
+}
+
+/// As Claude Code reports an API error it gave up on (its captures: a 529 that never cleared):
+/// a "success" that is an error, with the status, the loop "completed" with the error as its
+/// answer; the SDKs' result types know no other subtype for it.
+#[tokio::test]
+async fn an_api_error_is_reported_as_claude_code_reports_it() {
+    let mock = server(
+        json!({"turns": [{"content": [{"type": "text", "text": "never"}],
+        "faults": [{"kind": "http", "status": 529}]}]}),
+    )
+    .await;
+    let sb = Sandbox::new();
+    let run = sb
+        .run(
+            &mock.url(),
+            &["-p", "--output-format", "json", "--max-retries", "0", "hi"],
+        )
+        .await;
+    assert_eq!(run.status.code(), Some(1), "{}", run.debug());
+    let result: serde_json::Value = serde_json::from_str(run.stdout.trim()).unwrap();
+    assert_eq!(result["subtype"], "success");
+    assert_eq!(result["is_error"], true);
+    assert_eq!(result["api_error_status"], 529);
+    assert_eq!(result["terminal_reason"], "completed");
+    assert_eq!(result["fast_mode_state"], "off");
+    assert!(
+        result["result"].as_str().unwrap().contains("529"),
+        "{result}"
+    );
 }
 
 #[tokio::test]

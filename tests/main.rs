@@ -50,6 +50,8 @@ mod e2e_resume;
 #[cfg(feature = "mock")]
 mod e2e_rewind;
 #[cfg(feature = "mock")]
+mod e2e_sdk_lines;
+#[cfg(feature = "mock")]
 mod e2e_skills;
 #[cfg(feature = "mock")]
 mod e2e_stream;

@@ -289,8 +289,10 @@ async fn can_use_tool_answers_the_permission_questions() {
         &mock.url(),
         r#"
     asked = []
+    ids = []
     async def decide(tool, data, context):
         asked.append(tool)
+        ids.append(getattr(context, "tool_use_id", None))
         if tool == "Bash":
             return PermissionResultDeny(message="no shell today")
         return PermissionResultAllow()
@@ -300,7 +302,7 @@ async fn can_use_tool_answers_the_permission_questions() {
         async for m in client.receive_response():
             if isinstance(m, ResultMessage):
                 out("result", result=m.result, denials=m.permission_denials)
-    out("asked", tools=asked)
+    out("asked", tools=asked, ids=ids)
 "#,
     )
     .await;
@@ -313,6 +315,11 @@ async fn can_use_tool_answers_the_permission_questions() {
     assert_eq!(std::fs::read_to_string(&written).unwrap(), "yes\n");
     assert!(!sb.root().join("b.txt").exists());
     let results = common::request_tool_results(&bodies(&mock)[1]);
+    // Each question names its call, as Claude Code's do.
+    assert_eq!(
+        printed[1]["ids"],
+        json!([results[1]["tool_use_id"], results[2]["tool_use_id"]])
+    );
     assert_ne!(results[1]["is_error"], true, "{results:?}");
     assert_eq!(results[2]["is_error"], true, "{results:?}");
     assert!(

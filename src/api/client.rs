@@ -118,10 +118,12 @@ impl ApiError {
         }
     }
 
-    /// A short label for `api_retry` events.
+    /// A short label for `api_retry` events, in Claude Code's words for the errors it names.
     pub fn label(&self) -> String {
         match self {
-            ApiError::Status { kind, .. } | ApiError::Server { kind, .. } => kind.clone(),
+            ApiError::Status { kind, .. } | ApiError::Server { kind, .. } => {
+                retry_label(self.status(), kind)
+            }
             ApiError::Connect { .. } => "connection_error".into(),
             ApiError::Stream(_) => "stream_error".into(),
             ApiError::Stalled(_) => "stream_stalled".into(),
@@ -131,6 +133,18 @@ impl ApiError {
                 "not_an_event_stream".into()
             }
         }
+    }
+}
+
+/// An API error's label as Claude Code words it in `api_retry` events, else the API's type.
+fn retry_label(status: Option<u16>, kind: &str) -> String {
+    match (status, kind) {
+        (Some(429), _) | (_, "rate_limit_error") => "rate_limit".into(),
+        (Some(529), _) | (_, "overloaded_error") => "overloaded".into(),
+        (_, "invalid_request_error") => "invalid_request".into(),
+        (_, "authentication_error") => "authentication_failed".into(),
+        (Some(500..=599), _) | (_, "api_error") => "server_error".into(),
+        _ => kind.to_string(),
     }
 }
 

@@ -89,7 +89,7 @@ impl Assembler {
             } => {
                 let partial = match content_block {
                     StartBlock::Text { text } => Partial::Text(text),
-                    StartBlock::ToolUse { id, name } => Partial::Tool {
+                    StartBlock::ToolUse { id, name, .. } => Partial::Tool {
                         id,
                         name,
                         json: String::new(),

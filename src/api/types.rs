@@ -92,6 +92,16 @@ pub enum ContentBlock {
     Image {
         source: ImageSource,
     },
+    /// A PDF or text an Agent SDK's user message carries, passed to the API as given.
+    Document {
+        source: Value,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        title: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        context: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        citations: Option<Value>,
+    },
     ToolUse {
         id: String,
         name: String,
@@ -467,6 +477,14 @@ pub struct MessageStart {
     pub model: String,
     #[serde(default)]
     pub usage: Usage,
+    /// The rest as the API sent it (`type`, `role`, `content`, ...): a partial message passed
+    /// on to an SDK (`--include-partial-messages`) is the API's, whole.
+    #[serde(flatten)]
+    pub rest: serde_json::Map<String, Value>,
+}
+
+fn empty_object() -> Value {
+    Value::Object(serde_json::Map::new())
 }
 
 /// The block announced by `content_block_start`.
@@ -480,6 +498,9 @@ pub enum StartBlock {
     ToolUse {
         id: String,
         name: String,
+        /// Always `{}` from the API (the input streams as deltas); passed on as sent.
+        #[serde(default = "empty_object")]
+        input: Value,
     },
     Thinking {
         #[serde(default)]

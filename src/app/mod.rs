@@ -179,8 +179,8 @@ fn offered(options: &Options, denied: &[String], name: &str) -> bool {
     options
         .tools
         .as_ref()
-        .is_none_or(|names| names.iter().any(|n| n == name))
-        && !denied.iter().any(|n| n == name)
+        .is_none_or(|names| names.iter().any(|n| crate::tools::pool::named(n, name)))
+        && !denied.iter().any(|n| crate::tools::pool::named(n, name))
 }
 
 /// The session's tools plus Skill when there are skills (the user's, and the project's once

@@ -129,6 +129,9 @@ async fn run_session(args: &Args, cwd: &Path) -> anyhow::Result<Exit> {
                         let id = prompt.uuid.unwrap_or_else(crate::session::new_session_id);
                         engine.replay_prompt(&prompt.text, id);
                     }
+                    if let Some(blocks) = prompt.blocks {
+                        engine.prompt_content(blocks);
+                    }
                     let turn = controls.new_turn();
                     // As Claude Code: the exit status is the last turn's (1 after an error
                     // result, which the SDKs raise as the process's error).

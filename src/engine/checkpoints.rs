@@ -3,7 +3,7 @@
 //! cutting the conversation back to a prompt.
 
 use super::Engine;
-use crate::api::types::Role;
+use crate::api::types::{ContentBlock, Role};
 use crate::checkpoint::record::Detail;
 use crate::checkpoint::{Kind, Record};
 use crate::event::Event;
@@ -73,10 +73,17 @@ impl Engine {
         self.typed = Some(text.to_string());
     }
 
+    /// The next prompt's message is these blocks, in this order (an Agent SDK's message with
+    /// images or documents), rather than the prompt's text alone.
+    pub fn prompt_content(&mut self, blocks: Vec<ContentBlock>) {
+        self.prompt_blocks = Some(blocks);
+    }
+
     /// The next prompt's message goes by `id`, and is echoed on the event stream with it (the
-    /// Agent SDK's `--replay-user-messages`), so `rewind_files` can name its checkpoint.
+    /// Agent SDK's `--replay-user-messages`), so `rewind_files` can name its checkpoint. The
+    /// echo follows the turn's `system/init`, which gives it its session.
     pub fn replay_prompt(&mut self, text: &str, id: String) {
-        self.emit(Event::PromptReplay {
+        self.replay = Some(Event::PromptReplay {
             text: text.to_string(),
             uuid: id.clone(),
         });

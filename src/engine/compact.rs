@@ -332,6 +332,10 @@ fn render(messages: &[Message], budget: usize) -> (Vec<String>, bool) {
                     format!("{who}: {}", elide_middle(text, MAX_BLOCK_CHARS * 4))
                 }
                 ContentBlock::Image { .. } => format!("{who} attached an image"),
+                ContentBlock::Document { title, .. } => match title {
+                    Some(title) => format!("{who} attached a document: {title}"),
+                    None => format!("{who} attached a document"),
+                },
                 ContentBlock::ToolUse { name, input, .. } => {
                     format!(
                         "{who} called {name} with {}",

@@ -23,7 +23,9 @@ use crate::api::client::Client;
 use crate::api::pricing;
 use crate::api::reasoning::{Effort, ThinkingChoice};
 use crate::api::retry::RetryPolicy;
-use crate::api::types::{CacheControl, EncodedTools, Message, SystemBlock, ToolDefinition, Usage};
+use crate::api::types::{
+    CacheControl, ContentBlock, EncodedTools, Message, SystemBlock, ToolDefinition, Usage,
+};
 use crate::event::Event;
 use crate::exec::Executor;
 use crate::session::Transcript;
@@ -161,6 +163,10 @@ pub struct Engine {
     /// What the user typed for the next prompt, when the prompt holds more (attached files,
     /// a command's template): only this is shown to auto mode's reviewer as the user's words.
     typed: Option<String>,
+    /// The next prompt's message as given, when it holds more than text.
+    prompt_blocks: Option<Vec<ContentBlock>>,
+    /// The next prompt's echo, sent once its turn's init is out.
+    replay: Option<Event>,
     /// A transcript or checkpoint write the disk refused: the run stops at its next gate.
     lost_write: Option<String>,
     /// Carried by the turn's first request: the prompt's checkpoint waits until that request
@@ -207,6 +213,8 @@ impl Engine {
             cache_mark: None,
             prompt_id: None,
             typed: None,
+            prompt_blocks: None,
+            replay: None,
             lost_write: None,
             request_sent: None,
         }

@@ -52,6 +52,8 @@ impl Engine {
         // A disk that was full may have room again: this run tries.
         self.lost_write = None;
         let mut run = RunState::default();
+        // Taken whatever happens to this prompt: a refused one leaves nothing for the next.
+        let given = self.prompt_blocks.take();
         let first = !self.tools_settled;
         if !self.tools_settled {
             // MCP servers get a short moment to connect before the first request; those that
@@ -73,6 +75,9 @@ impl Engine {
             mcp_servers: self.executor.toolbox().servers(),
             meta: self.config.init_meta.clone(),
         }));
+        if let Some(replay) = self.replay.take() {
+            self.emit(replay);
+        }
         // A process that waited between turns takes its conversation back first.
         let taken_back = match self.transcript.as_mut().map(Transcript::take_back) {
             Some(Err(e)) => Err(e.to_string()),
@@ -94,7 +99,13 @@ impl Engine {
                 {
                     reviewer.note_user_message(typed.as_deref().unwrap_or(prompt_text));
                 }
-                let mut user = Message::user_text(prompt_text);
+                let mut user = match given {
+                    Some(blocks) => Message {
+                        role: Role::User,
+                        content: blocks,
+                    },
+                    None => Message::user_text(prompt_text),
+                };
                 user.content
                     .extend(context.into_iter().map(ContentBlock::text));
                 self.persist(|t| t.append_user(&user));
@@ -628,7 +639,7 @@ fn api_failure(e: &ApiError) -> Ending {
     Ending {
         api_error_status: e.status(),
         ..Ending::error(
-            ResultKind::ErrorDuringExecution,
+            ResultKind::ErrorApi,
             format!("API error: {}.{hint}", e.to_string().trim_end_matches('.')),
         )
     }

@@ -16,6 +16,8 @@ pub use pipeline::CANCELLED;
 #[derive(Debug, Clone, PartialEq)]
 pub struct AskRequest {
     pub tool: String,
+    /// The model's id for the call (an Agent SDK's `can_use_tool` carries it).
+    pub tool_use_id: String,
     pub input: Value,
     /// One line naming the action, e.g. `Bash: rm -rf build`.
     pub summary: String,

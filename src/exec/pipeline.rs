@@ -465,6 +465,7 @@ impl Pipeline {
         let question_reason = reason.clone();
         let question = AskRequest {
             tool: name.to_string(),
+            tool_use_id: id.to_string(),
             input: call.input.clone(),
             summary: format!("{name}: {}", call.prepared.summary()),
             reason,

@@ -103,4 +103,4 @@ pub use engine::{CommandGuard, PermissionEngine, ROOT_BYPASS_ENV, check_bypass_a
 pub use error::PermissionError;
 pub use file_access::{protect_also, protected_in_project, protection, protection_in};
 pub use mode::{PermissionMode, UnknownMode};
-pub use rules::{CliPermissions, RuleKind, SourcedRule, split_rule_list};
+pub use rules::{CliPermissions, RuleKind, SourcedRule, canonical_tool, split_rule_list};

@@ -247,6 +247,7 @@ pub(crate) fn compile(
             "expected a tool name such as `Bash`, `Read` or `Edit`, optionally followed by a pattern in parentheses",
         ));
     }
+    let tool = canonical_tool(tool);
     let spec = match spec_text {
         None | Some("*") => Spec::Any,
         Some("") => {
@@ -370,6 +371,15 @@ fn path_pattern(
         written: PathGlob::new(rule, literal, &rest)?,
         real,
     })
+}
+
+/// A tool's name under its older spelling, as rules, hooks and tool lists may still write it:
+/// Claude Code's sub-agent tool was `Task` before it was `Agent`.
+pub fn canonical_tool(name: &str) -> &str {
+    match name {
+        "Task" => "Agent",
+        other => other,
+    }
 }
 
 impl CompiledRule {

@@ -180,6 +180,7 @@ mod tests {
     fn request(rule: &str) -> AskRequest {
         AskRequest {
             tool: "Bash".into(),
+            tool_use_id: "toolu_1".into(),
             input: json!({"command": "rm -rf build"}),
             summary: "Bash: rm -rf build".into(),
             reason: "This command changes files.".into(),

@@ -297,6 +297,9 @@ pub(super) fn conversation_markdown(history: &[Message]) -> String {
                 ContentBlock::Image { .. } => {
                     let _ = writeln!(out, "_(an image)_\n");
                 }
+                ContentBlock::Document { .. } => {
+                    let _ = writeln!(out, "_(a document)_\n");
+                }
                 ContentBlock::ToolUse { name, input, .. } => {
                     let _ = writeln!(out, "Tool call: {name}\n```json\n{input}\n```\n");
                 }

@@ -35,6 +35,7 @@ impl Asker for SdkAsker {
                     permission_suggestions: suggestions,
                     decision_reason: Some(request.reason.clone()),
                     description: Some(request.summary.clone()),
+                    tool_use_id: Some(request.tool_use_id.clone()),
                 })
                 .await
                 .and_then(|answer| {

@@ -56,6 +56,8 @@ pub struct Controls {
     agents: Vec<crate::event::AgentInfo>,
     output_style: String,
     output_styles: Vec<String>,
+    /// Whether Bash runs in the OS sandbox, as `system/init` says too.
+    sandbox_enabled: bool,
 }
 
 impl Controls {
@@ -81,6 +83,7 @@ impl Controls {
             agents: engine.config().init_meta.agents.clone(),
             output_style: engine.config().init_meta.output_style.clone(),
             output_styles: engine.config().init_meta.output_styles.clone(),
+            sandbox_enabled: engine.config().init_meta.sandbox_enabled,
         }
     }
 
@@ -171,7 +174,7 @@ impl Controls {
             "models": models,
             "output_style": self.output_style,
             "pid": std::process::id(),
-            "sandbox_enabled": false,
+            "sandbox_enabled": self.sandbox_enabled,
             "session_state": "idle",
         })
     }
@@ -331,7 +334,12 @@ pub async fn read_stdin(
             Some(line) => line,
             None => match lines.next_line().await {
                 Ok(Some(line)) => line,
-                _ => return,
+                _ => {
+                    // No answer can come now: a question waiting on one is refused, and the
+                    // turn it belongs to goes on to its end.
+                    controls.outgoing.close();
+                    return;
+                }
             },
         };
         number += 1;
@@ -357,7 +365,11 @@ pub async fn read_stdin(
                 controls.outgoing.resolve(response);
                 continue;
             }
-            Ok(Line::ControlCancelRequest(_)) => continue,
+            Ok(Line::ControlCancelRequest(_) | Line::KeepAlive {}) => continue,
+            Ok(Line::UpdateEnvironmentVariables { variables }) => {
+                crate::sys::secrets::set_for_tools(variables);
+                continue;
+            }
             Ok(Line::User(user)) => {
                 user_turn(user).map_err(|e| format!("stdin line {number} was skipped: {e}"))
             }
@@ -380,31 +392,48 @@ pub async fn read_stdin(
     }
 }
 
-/// One user message from stdin: its text, and the id the SDK gave it, if any.
+/// One user message from stdin: its text, the whole message when it holds more than text
+/// (images, documents), and the id the SDK gave it, if any.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Turn {
     pub text: String,
+    pub blocks: Option<Vec<ContentBlock>>,
     pub uuid: Option<String>,
 }
 
-/// The text of a user line, and the id the SDK gave it.
+/// The text of a user line, its blocks when not all are text, and the id the SDK gave it.
 fn user_turn(line: UserLine) -> Result<Turn, String> {
-    let text = match line.message.content {
-        UserContent::Text(text) => text,
-        UserContent::Blocks(blocks) => blocks
-            .iter()
-            .filter_map(|b| match b {
-                ContentBlock::Text { text, .. } => Some(text.as_str()),
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-            .join("\n"),
+    let (text, blocks) = match line.message.content {
+        UserContent::Text(text) => (text, None),
+        UserContent::Blocks(blocks) => {
+            let text = blocks
+                .iter()
+                .filter_map(|b| match b {
+                    ContentBlock::Text { text, .. } => Some(text.as_str()),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+                .join("\n");
+            let attached = blocks.iter().any(|b| {
+                matches!(
+                    b,
+                    ContentBlock::Image { .. } | ContentBlock::Document { .. }
+                )
+            });
+            // The API refuses an empty text block; what else the message holds goes as given.
+            let blocks: Vec<ContentBlock> = blocks
+                .into_iter()
+                .filter(|b| !matches!(b, ContentBlock::Text { text } if text.trim().is_empty()))
+                .collect();
+            (text, attached.then_some(blocks))
+        }
     };
-    if text.trim().is_empty() {
-        return Err("the message has no text".into());
+    if text.trim().is_empty() && blocks.is_none() {
+        return Err("the message has no text, image or document".into());
     }
     Ok(Turn {
         text,
+        blocks,
         uuid: line.uuid,
     })
 }
@@ -425,6 +454,7 @@ mod tests {
         let turn = |text: &str, uuid: Option<&str>| {
             Ok(Turn {
                 text: text.into(),
+                blocks: None,
                 uuid: uuid.map(String::from),
             })
         };
@@ -439,6 +469,25 @@ mod tests {
             turn("yo", None)
         );
         assert!(user(r#"{"type":"user","message":{"content":""}}"#).is_err());
+    }
+
+    #[test]
+    fn images_and_documents_go_with_the_message_in_its_order() {
+        let turn = user(
+            r#"{"type":"user","message":{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBOR"}},{"type":"text","text":"describe"},{"type":"document","source":{"type":"text","media_type":"text/plain","data":"notes"},"title":"n"}]}}"#,
+        )
+        .unwrap();
+        assert_eq!(turn.text, "describe");
+        let blocks = turn.blocks.unwrap();
+        assert!(matches!(blocks[0], ContentBlock::Image { .. }));
+        assert!(matches!(blocks[1], ContentBlock::Text { .. }));
+        assert!(matches!(&blocks[2], ContentBlock::Document { title: Some(t), .. } if t == "n"));
+        // An image alone is a prompt too, sent without an empty text block.
+        let alone = user(
+            r#"{"type":"user","message":{"role":"user","content":[{"type":"text","text":""},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBOR"}}]}}"#,
+        )
+        .unwrap();
+        assert_eq!(alone.blocks.map(|b| b.len()), Some(1));
     }
 
     #[test]

@@ -12,7 +12,7 @@ use tokio::sync::oneshot;
 use super::write_line;
 use crate::exec::hooks::HookCallbacks;
 use crate::mcp::SdkBridge;
-use crate::stream_json::wire::{ControlRequest, ControlResponse, Line, RequestBody};
+use crate::stream_json::wire::{ControlCancel, ControlRequest, ControlResponse, Line, RequestBody};
 use crate::sys::sync::lock;
 
 #[derive(Default)]
@@ -22,6 +22,9 @@ pub struct Outgoing {
     /// The running turn's token: an answer that asks to stop (`can_use_tool` denying with
     /// `interrupt: true`) cancels it.
     turn: Mutex<Option<tokio_util::sync::CancellationToken>>,
+    /// Stdin closed: no answer can come, so a question is refused at once rather than waited
+    /// on forever.
+    closed: std::sync::atomic::AtomicBool,
 }
 
 impl HookCallbacks for Outgoing {
@@ -77,10 +80,41 @@ impl Outgoing {
     pub async fn request(&self, request: RequestBody) -> Result<Value, String> {
         let id = format!("ouro_req_{}", self.next.fetch_add(1, Ordering::Relaxed));
         let (tx, rx) = oneshot::channel();
-        lock(&self.waiting).insert(id.clone(), tx);
-        write_line(&Line::ControlRequest(ControlRequest::new(id, &request)));
-        rx.await
-            .map_err(|_| "the SDK closed before answering".to_string())?
+        {
+            let mut waiting = lock(&self.waiting);
+            if self.closed.load(Ordering::Acquire) {
+                return Err("the SDK closed stdin, so nothing can answer".into());
+            }
+            waiting.insert(id.clone(), tx);
+        }
+        write_line(&Line::ControlRequest(ControlRequest::new(
+            id.clone(),
+            &request,
+        )));
+        let abandoned = Abandoned {
+            outgoing: self,
+            id: Some(id),
+        };
+        let answer = rx.await;
+        abandoned.answered();
+        answer.map_err(|_| "the SDK closed before answering".to_string())?
+    }
+
+    /// Stdin reached its end: every question still waiting, and every later one, fails.
+    pub fn close(&self) {
+        let mut waiting = lock(&self.waiting);
+        self.closed.store(true, Ordering::Release);
+        waiting.clear();
+    }
+
+    /// The request `id` is no longer waited on (its turn was interrupted): the SDK is told, so
+    /// a callback still open on its side (a dialog) can close.
+    fn abandon(&self, id: &str) {
+        if lock(&self.waiting).remove(id).is_some() {
+            write_line(&Line::ControlCancelRequest(ControlCancel {
+                request_id: id.to_string(),
+            }));
+        }
     }
 
     /// A `control_response` line's body arrived.
@@ -91,5 +125,25 @@ impl Outgoing {
             return;
         };
         let _ = waiter.send(response.outcome());
+    }
+}
+
+/// Dropped before its answer came, a request is abandoned (see [`Outgoing::abandon`]).
+struct Abandoned<'a> {
+    outgoing: &'a Outgoing,
+    id: Option<String>,
+}
+
+impl Abandoned<'_> {
+    fn answered(mut self) {
+        self.id = None;
+    }
+}
+
+impl Drop for Abandoned<'_> {
+    fn drop(&mut self) {
+        if let Some(id) = self.id.take() {
+            self.outgoing.abandon(&id);
+        }
     }
 }

@@ -92,6 +92,8 @@ pub enum RequestBody {
         decision_reason: Option<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         description: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tool_use_id: Option<String>,
     },
     /// ouro runs a hook the SDK registered in `initialize`.
     HookCallback {

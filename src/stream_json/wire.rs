@@ -30,6 +30,13 @@ pub enum Line {
     ControlRequest(ControlRequest),
     ControlResponse(ControlResponse),
     ControlCancelRequest(ControlCancel),
+    /// An SDK keeping the pipe busy; nothing to do.
+    KeepAlive {},
+    /// An SDK setting variables for the commands the session runs from now on.
+    UpdateEnvironmentVariables {
+        #[serde(default)]
+        variables: std::collections::BTreeMap<String, String>,
+    },
 }
 
 /// `type: "system"` lines, told apart by `subtype`.
@@ -415,6 +422,9 @@ pub struct ResultLine {
     /// Why the loop ended, in Claude Code's words (`completed`, `max_turns`, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub terminal_reason: Option<String>,
+    /// Claude Code's fast mode; ouro has none ("off").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fast_mode_state: Option<String>,
     /// What went wrong, on an error result (the TypeScript SDK reads it on every error).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub errors: Option<Vec<String>>,

@@ -311,10 +311,7 @@ struct ModelUsage {
 /// The typed `result` line.
 pub(crate) fn result_line(r: &RunResult) -> ResultLine {
     ResultLine {
-        subtype: serde_json::to_value(r.kind)
-            .ok()
-            .and_then(|v| v.as_str().map(String::from))
-            .unwrap_or_default(),
+        subtype: subtype(r.kind),
         is_error: r.kind.is_error(),
         api_error_status: r.api_error_status,
         duration_ms: u64::try_from(r.duration.as_millis()).unwrap_or(u64::MAX),
@@ -350,9 +347,23 @@ pub(crate) fn result_line(r: &RunResult) -> ResultLine {
             "this model has no pricing entry in ouro, so its cost is reported as 0".to_string()
         }),
         terminal_reason: Some(terminal_reason(r).to_string()),
+        fast_mode_state: Some("off".into()),
         errors: r.kind.is_error().then(|| vec![r.text.to_string()]),
         num_tool_calls: None,
         uuid: uuid(),
+    }
+}
+
+/// The `result` line's subtype. Claude Code reports a failed API call, a prompt too long among
+/// them, as a "success" that is an error (`is_error`, `api_error_status`, the error as the
+/// result): the SDKs' result types know no other subtype for it.
+fn subtype(kind: ResultKind) -> String {
+    match kind {
+        ResultKind::ErrorApi | ResultKind::ErrorPromptTooLong => "success".into(),
+        other => serde_json::to_value(other)
+            .ok()
+            .and_then(|v| v.as_str().map(String::from))
+            .unwrap_or_default(),
     }
 }
 
@@ -365,6 +376,8 @@ fn terminal_reason(r: &RunResult) -> &'static str {
         ResultKind::ErrorPromptTooLong => "prompt_too_long",
         ResultKind::ErrorAborted => "aborted_streaming",
         ResultKind::ErrorMaxStructuredOutputRetries => "structured_output_retry_exhausted",
+        // As Claude Code: the loop completed, with the API's error as its answer.
+        ResultKind::ErrorApi => "completed",
         ResultKind::ErrorMaxOutputTokens | ResultKind::ErrorDuringExecution => {
             if r.api_error_status.is_some() {
                 "api_error"

@@ -114,8 +114,24 @@ pub(crate) fn has_url_credentials(value: &str) -> bool {
     })
 }
 
+/// Variables an Agent SDK set for the session's commands (`update_environment_variables`).
+/// ouro's own environment stays as it started (changing it while threads run is unsound);
+/// every tool process gets these over it instead.
+static SET_FOR_TOOLS: std::sync::Mutex<Vec<(OsString, OsString)>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// Sets `vars` for every tool process started from now on, over what came before.
+pub fn set_for_tools(vars: impl IntoIterator<Item = (String, String)>) {
+    let mut set = crate::sys::sync::lock(&SET_FOR_TOOLS);
+    for (name, value) in vars {
+        let name = OsString::from(name);
+        set.retain(|(n, _)| *n != name);
+        set.push((name, value.into()));
+    }
+}
+
 /// The environment of a tool process (Bash, a hook, an MCP server): `vars` without secrets,
-/// except the names in `keep`.
+/// except the names in `keep`, and what an SDK set for tools over them.
 pub fn tool_env(
     vars: impl IntoIterator<Item = (OsString, OsString)>,
     keep: &[String],
@@ -123,7 +139,13 @@ pub fn tool_env(
     let scrub: Vec<String> = std::env::var(SCRUB_ENV)
         .map(|names| names.split(',').map(str::to_string).collect())
         .unwrap_or_default();
-    without_secrets(vars, keep, &scrub)
+    let mut env = without_secrets(vars, keep, &scrub);
+    let set = crate::sys::sync::lock(&SET_FOR_TOOLS);
+    if !set.is_empty() {
+        env.retain(|(name, _)| !set.iter().any(|(n, _)| n == name));
+        env.extend(set.iter().cloned());
+    }
+    env
 }
 
 /// `vars` without secrets and the names in `scrub`, except the names in `keep`.

@@ -34,11 +34,16 @@ pub fn select(
 ) -> Vec<Arc<dyn DynTool>> {
     let mut kept: Vec<Arc<dyn DynTool>> = tools
         .into_iter()
-        .filter(|tool| only.is_none_or(|names| names.iter().any(|n| n == tool.name())))
-        .filter(|tool| !deny.iter().any(|n| n == tool.name()))
+        .filter(|tool| only.is_none_or(|names| names.iter().any(|n| named(n, tool.name()))))
+        .filter(|tool| !deny.iter().any(|n| named(n, tool.name())))
         .collect();
     kept.sort_by(|a, b| a.name().cmp(b.name()));
     kept
+}
+
+/// Whether `name`, as a user wrote it, names the tool called `tool`.
+pub fn named(name: &str, tool: &str) -> bool {
+    crate::permissions::canonical_tool(name) == tool
 }
 
 #[cfg(test)]

@@ -261,6 +261,11 @@ impl Watched {
         self.child.id().unwrap() as i32
     }
 
+    /// The process's stdin, when the command was given a piped one.
+    pub(crate) fn take_stdin(&mut self) -> tokio::process::ChildStdin {
+        self.child.stdin.take().unwrap()
+    }
+
     /// Waits until stdout holds `needle`.
     pub(crate) async fn wait_stdout(&self, needle: &str) {
         wait_for_text(&self.stdout, needle, "stdout", &self.stderr).await;

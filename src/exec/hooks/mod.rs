@@ -400,7 +400,11 @@ impl Hooks {
 /// `A|B` names alternatives; an empty matcher or `*` matches every tool.
 fn matches(matcher: &str, tool: &str) -> bool {
     let matcher = matcher.trim();
-    matcher.is_empty() || matcher == "*" || matcher.split('|').any(|alt| alt.trim() == tool)
+    matcher.is_empty()
+        || matcher == "*"
+        || matcher
+            .split('|')
+            .any(|alt| crate::permissions::canonical_tool(alt.trim()) == tool)
 }
 
 fn matching<'a>(groups: &'a [HookMatcher], tool: &'a str) -> impl Iterator<Item = &'a HookCommand> {
@@ -567,6 +571,9 @@ mod tests {
         assert!(matches("Edit|Bash", "Bash"));
         assert!(!matches("Edit|Write", "Bash"));
         assert!(!matches("Bas", "Bash"));
+        // Claude Code's older name of the sub-agent tool.
+        assert!(matches("Task", "Agent"));
+        assert!(matches("Read|Task", "Agent"));
     }
 
     #[tokio::test]
