@@ -215,7 +215,16 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
                 worktree: dogs.worktree.clone(),
                 yes_protected: dogs.yes_protected,
             };
-            return Ok(exit_code(ouro::bundle::dogs::run(&options)?));
+            // Exit 1 says the verification failed or there was nothing to apply; anything that
+            // stopped dogs before it applied (a bundle that cannot be read, no terminal to
+            // confirm on) is a refusal, as a rejected bundle is: 2.
+            return Ok(match ouro::bundle::dogs::run(&options) {
+                Ok(code) => exit_code(code),
+                Err(e) => {
+                    eprintln!("ouro dogs: {e}");
+                    ExitCode::from(2)
+                }
+            });
         }
         _ => {}
     }

@@ -180,13 +180,17 @@ fn cats_selects_by_path_glob_and_budget_and_reads_paths_from_stdin() {
         ".gitignore honoured: {bundle}"
     );
 
-    let out = ouro(dir.path(), &["cats", ".", "--max-tokens", "100"], None);
+    let out = ouro(dir.path(), &["cats", ".", "--max-tokens", "400"], None);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains("left out") && stderr.contains("src/b.rs"),
         "{stderr}"
     );
-    assert!(!String::from_utf8_lossy(&out.stdout).contains("CATS_START_FILE: src/b.rs"));
+    let bundle = String::from_utf8_lossy(&out.stdout);
+    assert!(!bundle.contains("CATS_START_FILE: src/b.rs"));
+    assert!(bundle.contains("CATS_START_FILE: src/a.rs"), "{bundle}");
+    // The budget holds for the whole bundle (instructions, markers), by the same estimate.
+    assert!(out.stdout.len() <= 400 * 4, "{} bytes", out.stdout.len());
 
     let out = ouro(dir.path(), &["cats", "-"], Some(b"notes.md\nsrc/a.rs\n"));
     let bundle = String::from_utf8_lossy(&out.stdout);
@@ -568,7 +572,7 @@ async fn ai_curate_ranks_asks_again_after_a_malformed_answer_and_keeps_to_the_bu
                 "--ai-curate",
                 "fix the login bug",
                 "--max-tokens",
-                "200",
+                "400",
                 "--count-tokens",
                 "api",
             ],
@@ -1220,6 +1224,94 @@ fn an_apply_killed_mid_way_is_finished_or_rolled_back_whole() {
         let again = ouro(dir.path(), &["dogs", "-", "-y"], Some(other.as_bytes()));
         assert!(again.status.success(), "{}", text(&again));
     }
+}
+
+/// `--verify --revert-on-fail` keeps its promise when dogs is killed during the verification:
+/// the apply stays in its journal until the verification is over, so the next dogs refuses and
+/// `--recover` rolls it back; a verification that passes leaves nothing of the journal.
+#[test]
+fn an_apply_killed_during_its_verification_is_rolled_back() {
+    use std::os::unix::process::CommandExt;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "run.sh", b"echo old\n");
+    std::fs::set_permissions(d.join("run.sh"), std::fs::Permissions::from_mode(0o750)).unwrap();
+    write(d, "del.txt", b"delete me\n");
+    let before = tree(d);
+    let reply = [
+        dog("run.sh", "echo new"),
+        dog("new/deep/n.txt", "n"),
+        "🐕 --- DOGS_START_FILE: del.txt ---\n@@ PAWS_CMD DELETE_FILE() @@\n🐕 --- DOGS_END_FILE: del.txt ---\n".into(),
+    ]
+    .concat();
+    let outside = tempfile::tempdir().unwrap();
+    let started = outside.path().join("started");
+    let verify = format!("touch '{}'; sleep 30; exit 1", started.display());
+    let home = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ouro"))
+        .args(["dogs", "-", "-y", "--yes-protected", "--verify", &verify])
+        .arg("--revert-on-fail")
+        .current_dir(d)
+        .env("OURO_HOME", home.path())
+        .env("HOME", home.path())
+        .process_group(0)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(reply.as_bytes()).unwrap();
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !started.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the verification never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(std::fs::read(d.join("run.sh")).unwrap(), b"echo new\n");
+    // SAFETY: kill only signals the process group this test started (dogs and its verify).
+    unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+    child.wait().unwrap();
+    let other = dog("other.txt", "x");
+    let refused = ouro(d, &["dogs", "-", "-y"], Some(other.as_bytes()));
+    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused));
+    assert!(text(&refused).contains("--recover"), "{}", text(&refused));
+    let recovered = ouro(d, &["dogs", "--recover"], None);
+    assert!(recovered.status.success(), "{}", text(&recovered));
+    assert!(
+        text(&recovered).contains("rolled back"),
+        "{}",
+        text(&recovered)
+    );
+    assert_eq!(tree(d), before, "{}", text(&recovered));
+    assert!(!d.join("new").exists());
+
+    let passed = ouro(
+        d,
+        &[
+            "dogs",
+            "-",
+            "-y",
+            "--yes-protected",
+            "--verify",
+            "true",
+            "--revert-on-fail",
+        ],
+        Some(reply.as_bytes()),
+    );
+    assert!(passed.status.success(), "{}", text(&passed));
+    let left: Vec<_> = tree(d)
+        .into_keys()
+        .filter(|p| p.to_string_lossy().contains(".ouro-dogs"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    assert_eq!(std::fs::read(d.join("run.sh")).unwrap(), b"echo new\n");
+    assert!(!d.join("del.txt").exists());
 }
 
 /// A cats bundle tells the chat model how to answer (before the files, no line of it a

@@ -29,6 +29,8 @@ static TEMP: AtomicU32 = AtomicU32::new(0);
 pub(super) struct Applied {
     changes: Vec<Change>,
     made_dirs: Vec<PathBuf>,
+    /// The journal of an apply held until its verification is over (see [`release`]).
+    held: Option<Journal>,
 }
 
 /// A fresh name for a staged or kept file: short, so a name near the length limit still has
@@ -42,9 +44,10 @@ fn temp_name(suffix: &str) -> PathBuf {
 }
 
 /// Writes every change through the journal (see [`super::journal`]): stage them all, record,
-/// then replace. On a failure nothing stays changed, and what failed is said. A file that
+/// then replace. `hold`: the journal stays, keeping the old files, until [`release`] (an apply
+/// whose verification decides whether it stays; cut off before, it is rolled back). On a failure nothing stays changed, and what failed is said. A file that
 /// changed since the plan was made (while the user read it) stops the apply.
-pub(super) fn apply(dir: &Path, changes: Vec<Change>) -> Result<Applied, BundleError> {
+pub(super) fn apply(dir: &Path, changes: Vec<Change>, hold: bool) -> Result<Applied, BundleError> {
     let mut applied = Applied::default();
     let failure =
         |path: &Path, source: std::io::Error, undone: Result<(), String>| BundleError::Apply {
@@ -117,15 +120,24 @@ pub(super) fn apply(dir: &Path, changes: Vec<Change>) -> Result<Applied, BundleE
     }
     // One flush for every staged file, before the first target changes.
     journal::sync(dir);
-    journal.state = State::Committing;
+    journal.state = if hold {
+        State::Verifying
+    } else {
+        State::Committing
+    };
     if let Err(source) = journal::record(dir, &journal) {
         // No target has changed: the undo need not be recorded first (where recording just
         // failed).
         journal.state = State::Staging;
         return Err(failure(Path::new(journal::FILE), source, undo(&journal)));
     }
-    match journal::settle(dir, &journal, false) {
-        Ok(_) => {}
+    let committed = if hold {
+        journal::commit_held(dir, &journal).map(|()| applied.held = Some(journal.clone()))
+    } else {
+        journal::settle(dir, &journal, false).map(|_| ())
+    };
+    match committed {
+        Ok(()) => {}
         // Every file has its new content: undoing now could only put back the ones whose
         // second name is still there.
         Err(Unsettled::Leftovers(why)) => return Err(BundleError::Leftovers { why }),
@@ -266,6 +278,16 @@ pub(super) fn restore(dir: &Path, applied: &Applied) -> Result<(), BundleError> 
     }
 }
 
+/// Ends a held apply as its files now are (verified, or restored): the old files' second
+/// names and the journal go.
+pub(super) fn release(dir: &Path, applied: &Applied) -> Result<(), BundleError> {
+    match &applied.held {
+        Some(journal) => journal::release(dir, journal)
+            .map_err(|e| BundleError::Leftovers { why: e.to_string() }),
+        None => Ok(()),
+    }
+}
+
 /// The files an apply touched.
 pub(super) fn touched(applied: &Applied) -> usize {
     applied.changes.len()
@@ -298,7 +320,7 @@ mod tests {
             change("new.txt", None, b"bundle\n"),
         ];
         std::fs::write(root.join("new.txt"), b"mine\n").unwrap();
-        let failed = apply(&root, changes).unwrap_err().to_string();
+        let failed = apply(&root, changes, false).unwrap_err().to_string();
         assert!(failed.contains("new.txt"), "{failed}");
         assert_eq!(std::fs::read(root.join("new.txt")).unwrap(), b"mine\n");
         assert_eq!(std::fs::read(root.join("a.txt")).unwrap(), b"old\n");

@@ -87,6 +87,10 @@ async fn api_count(bundle: &[u8]) -> Result<u64, String> {
         .map_err(|e| e.to_string())
 }
 
+fn bytes_as_tokens(bytes: usize) -> u64 {
+    (bytes as u64).div_ceil(4)
+}
+
 /// The estimate this bundle's table states: a token is about four bytes of text (and of a
 /// binary file's base64).
 pub fn estimate(content: &[u8], binary: bool) -> u64 {
@@ -153,7 +157,8 @@ pub fn build(
     let mut counted_files = Vec::new();
     let mut left_out = Vec::new();
     let mut secrets = Vec::new();
-    let mut total = 0u64;
+    // The budget counts the bundle, not only its files: header, instructions, markers.
+    let mut total = bytes_as_tokens(format::fixed_overhead(options.instructions));
     // Read and judged on every core: a bundle of many files waits on the disk and on the
     // secret scan, and both spread.
     let read: Vec<Result<Read, BundleError>> = files
@@ -170,9 +175,11 @@ pub fn build(
             secrets.push((rel.to_string_lossy().into_owned(), why));
             continue;
         }
+        let path = rel.as_os_str().as_bytes();
         let counted = Counted {
             path: rel.to_string_lossy().into_owned(),
-            tokens: estimate(&content, judged.binary),
+            tokens: estimate(&content, judged.binary)
+                + bytes_as_tokens(format::overhead(path, judged.binary)),
         };
         if options
             .max_tokens
@@ -183,7 +190,7 @@ pub fn build(
         }
         total += counted.tokens;
         counted_files.push(counted);
-        let path = rel.as_os_str().as_bytes().to_vec();
+        let path = path.to_vec();
         entries.push((Entry { path, content }, judged));
     }
     Ok(Bundled {
@@ -470,7 +477,10 @@ pub fn table(bundled: &Bundled) -> String {
     for f in &bundled.files {
         out.push_str(&format!("{:width$}  {:>8}\n", f.path, f.tokens));
     }
-    let total: u64 = bundled.files.iter().map(|f| f.tokens).sum();
+    // Each file's row counts its markers too; the header and instructions are the bundle's.
+    let fixed = bytes_as_tokens(format::fixed_overhead(bundled.instructions));
+    out.push_str(&format!("{:width$}  {fixed:>8}\n", "(header)"));
+    let total: u64 = bundled.files.iter().map(|f| f.tokens).sum::<u64>() + fixed;
     out.push_str(&format!(
         "{:width$}  {total:>8}  ({} files)\n",
         "total",

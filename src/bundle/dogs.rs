@@ -98,7 +98,14 @@ fn recover_in(options: &DogsOptions, dir: &Path) -> Result<i32, BundleError> {
             return Ok(REJECTED);
         }
     };
-    match journal::settle(&dir, &journal, options.rollback) {
+    // An apply cut off during its verification (`--revert-on-fail`) was never verified.
+    let verifying = journal.state == journal::State::Verifying;
+    if verifying {
+        eprintln!(
+            "ouro dogs: the cut-off apply was being verified (--revert-on-fail), so it is rolled back"
+        );
+    }
+    match journal::settle(&dir, &journal, options.rollback || verifying) {
         Ok(journal::Settled::Finished(n)) => {
             eprintln!("ouro dogs: finished the cut-off apply: {n} file(s) have their new content");
         }
@@ -280,7 +287,9 @@ fn apply_in(options: &DogsOptions, dir: &Path) -> Result<i32, BundleError> {
     {
         return Ok(REJECTED);
     }
-    let applied = match apply::apply(&dir, changes) {
+    // Held until the verification is over, so an apply cut off meanwhile is rolled back.
+    let hold = options.verify.is_some() && options.revert_on_fail;
+    let applied = match apply::apply(&dir, changes, hold) {
         Ok(applied) => applied,
         Err(e) => {
             eprintln!("ouro dogs: {e}");
@@ -296,11 +305,13 @@ fn apply_in(options: &DogsOptions, dir: &Path) -> Result<i32, BundleError> {
         false
     });
     if passed {
+        apply::release(&dir, &applied)?;
         eprintln!("ouro dogs: verified: `{command}` passed");
         return Ok(APPLIED);
     }
     if options.revert_on_fail {
         apply::restore(&dir, &applied)?;
+        apply::release(&dir, &applied)?;
         eprintln!(
             "ouro dogs: `{command}` failed; restored the {} file(s) dogs touched to their bytes and modes before (nothing else was touched)",
             apply::touched(&applied)

@@ -71,7 +71,12 @@ pub(super) fn apply_lines(text: &mut Text, commands: &[LineCommand]) -> Result<(
     for command in commands {
         match command {
             LineCommand::Replace { from, to, .. } | LineCommand::Delete { from, to } => {
-                if *from == 0 || from > to || *to > n {
+                if from > to {
+                    return Err(EditError::Lines(format!(
+                        "lines {from}-{to} run backwards; give the first line, then the last"
+                    )));
+                }
+                if *from == 0 || *to > n {
                     return Err(EditError::Lines(format!(
                         "lines {from}-{to} are not in the file, which has {n} lines"
                     )));

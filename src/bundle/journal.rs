@@ -28,6 +28,10 @@ pub(super) enum State {
     Staging,
     /// Every file is staged and kept: targets are being replaced.
     Committing,
+    /// As committing, for an apply whose verification decides whether it stays (`--verify
+    /// --revert-on-fail`): the old files keep their second names until the verification is
+    /// over, and an apply cut off before then is rolled back.
+    Verifying,
     /// Committing stopped and the apply is being undone: it is undone whatever `--recover` is
     /// asked, because a finish after part of an undo could not tell what it had put back.
     #[serde(rename = "rolling-back")]
@@ -290,8 +294,9 @@ fn settle_one(folders: &Folders, entry: &Entry, undo: bool) -> Result<(), String
 /// being undone is undone, whatever `rollback` says. What could not be done is named; the
 /// journal then stays for another try.
 pub(super) fn settle(dir: &Path, journal: &Journal, rollback: bool) -> Result<Settled, Unsettled> {
-    let undo = rollback || journal.state != State::Committing;
-    if undo && journal.state == State::Committing {
+    let replacing = matches!(journal.state, State::Committing | State::Verifying);
+    let undo = rollback || !replacing;
+    if undo && replacing {
         let undoing = Journal {
             state: State::RollingBack,
             ..journal.clone()
@@ -299,16 +304,49 @@ pub(super) fn settle(dir: &Path, journal: &Journal, rollback: bool) -> Result<Se
         record(dir, &undoing)
             .map_err(|e| Unsettled::Files(format!("record the undo in {FILE}: {e}")))?;
     }
+    replace(dir, journal, undo)?;
+    let count = journal.entries.len();
+    let settled = if undo {
+        Settled::RolledBack(count)
+    } else {
+        Settled::Finished(count)
+    };
+    remove_second_names(dir, journal, undo).map(|()| settled)
+}
+
+/// Gives every target its new content (`undo`: its old one), each entry on its own, so on
+/// every core.
+fn replace(dir: &Path, journal: &Journal, undo: bool) -> Result<(), Unsettled> {
     let folders = Folders::open(dir, journal.entries.iter().map(|e| e.path.as_path()));
-    // Every entry is settled on its own, so they are settled on every core.
     let failed: Vec<String> = journal
         .entries
         .par_iter()
         .filter_map(|entry| settle_one(&folders, entry, undo).err())
         .collect();
-    if !failed.is_empty() {
-        return Err(Unsettled::Files(listed(&failed)));
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(Unsettled::Files(listed(&failed)))
     }
+}
+
+/// Gives every target of a [`State::Verifying`] journal its new content and keeps the old
+/// files under their second names: the journal stays, so an apply cut off during its
+/// verification is rolled back by `--recover`, until [`release`] ends it.
+pub(super) fn commit_held(dir: &Path, journal: &Journal) -> Result<(), Unsettled> {
+    replace(dir, journal, false)
+}
+
+/// Ends a held apply as its files are now (verified, or put back by the caller): the second
+/// names and the journal go, and no target is touched.
+pub(super) fn release(dir: &Path, journal: &Journal) -> Result<(), Unsettled> {
+    remove_second_names(dir, journal, false)
+}
+
+/// Removes the staged and kept names and, `undo`ne, the folders the apply made; then the
+/// journal.
+fn remove_second_names(dir: &Path, journal: &Journal, undo: bool) -> Result<(), Unsettled> {
+    let folders = Folders::open(dir, journal.entries.iter().map(|e| e.path.as_path()));
     // Finished, every staged copy has taken its name. Undone, both second names go: renaming
     // a kept copy over another link of the same file (one staging never changed) leaves both.
     let failed: Vec<String> = journal
@@ -339,13 +377,7 @@ pub(super) fn settle(dir: &Path, journal: &Journal, rollback: bool) -> Result<Se
         return Err(Unsettled::Leftovers(listed(&failed)));
     }
     sync(dir);
-    end(dir).map_err(|e| Unsettled::Leftovers(format!("remove {FILE}: {e}")))?;
-    let count = journal.entries.len();
-    Ok(if undo {
-        Settled::RolledBack(count)
-    } else {
-        Settled::Finished(count)
-    })
+    end(dir).map_err(|e| Unsettled::Leftovers(format!("remove {FILE}: {e}")))
 }
 
 #[cfg(test)]

@@ -47,7 +47,9 @@ pub enum BundleError {
     Paws(#[from] crate::paws::PawsError),
     #[error(transparent)]
     Front(#[from] front::FrontError),
-    #[error("there is no terminal to confirm on; pass -y (protected files always need a terminal)")]
+    #[error(
+        "there is no terminal to confirm on; pass -y to apply without asking, and --yes-protected as well when the reply writes protected files (under .git, settings, hooks)"
+    )]
     NoTerminal,
     #[error("--ai-curate failed: {0}")]
     Curate(String),

@@ -169,6 +169,9 @@ pub(super) fn plan(
     }
 }
 
+const TWICE: &str =
+    "the reply gives this whole file, or deletes it, more than once; keep one of them";
+
 /// One block applied to a file's planned state (a whole file's content moves into it).
 fn step(
     block: Block,
@@ -184,7 +187,7 @@ fn step(
             ..
         } => {
             if *whole {
-                return Err("the reply gives this whole file twice; keep one".into());
+                return Err(TWICE.into());
             }
             *whole = true;
             *after = Some(if machine || binary {
@@ -194,6 +197,11 @@ fn step(
             });
         }
         Block::Delete { .. } => {
+            // A whole file and its deletion are two answers to one question.
+            if *whole {
+                return Err(TWICE.into());
+            }
+            *whole = true;
             if after.is_none() {
                 return Err("deleting a file that does not exist".into());
             }
@@ -277,6 +285,10 @@ fn safe_path(dir: &Path, raw: &[u8]) -> Result<PathBuf, String> {
     let mut clean = PathBuf::new();
     for component in path.components() {
         match component {
+            // dogs' own journal and staged files (`.ouro-dogs.journal`, `.ouro-dogs-…`).
+            Component::Normal(name) if name.as_bytes().starts_with(b".ouro-dogs") => {
+                return Err("a name dogs keeps for its own journal and staged files".into());
+            }
             Component::Normal(name) => clean.push(name),
             Component::CurDir => {}
             Component::RootDir | Component::Prefix(_) => {
@@ -339,6 +351,26 @@ mod tests {
     }
 
     #[test]
+    fn a_file_is_given_whole_or_deleted_once() {
+        let full = || Block::Full {
+            path: b"a".to_vec(),
+            content: b"new\n".to_vec(),
+            binary: false,
+            machine: false,
+        };
+        let delete = || Block::Delete {
+            path: b"a".to_vec(),
+        };
+        let before = (b"old\n".to_vec(), 0o644);
+        for (first, second) in [(full(), delete()), (delete(), full()), (delete(), delete())] {
+            let (mut after, mut whole) = (Some(before.0.clone()), false);
+            step(first, Some(&before), &mut after, &mut whole).unwrap();
+            let e = step(second, Some(&before), &mut after, &mut whole).unwrap_err();
+            assert!(e.contains("more than once"), "{e}");
+        }
+    }
+
+    #[test]
     fn paths_stay_inside_the_target() {
         let dir = tempfile::tempdir().unwrap();
         std::os::unix::fs::symlink("/tmp", dir.path().join("out")).unwrap();
@@ -349,6 +381,8 @@ mod tests {
             b"out/x",
             b"",
             b"a\0b",
+            b".ouro-dogs.journal",
+            b"sub/.ouro-dogs-1-1.old",
         ] {
             assert!(safe_path(dir.path(), bad).is_err(), "{bad:?}");
         }

@@ -247,6 +247,29 @@ pub(crate) fn write_entry(
     out.write_all(if last { b"\n" } else { b"\n\n" })
 }
 
+/// The bytes a bundle spends on an entry besides its content (its markers, fences and
+/// manifest line), and those it spends whatever its entries (header, `instructions`): what a
+/// token budget must count beside the files.
+pub fn overhead(path: &[u8], binary: bool) -> usize {
+    let entry = Entry {
+        path: path.to_vec(),
+        content: Vec::new(),
+    };
+    let mut out = Vec::new();
+    // Writing into memory cannot fail.
+    let _ = write_entry(&mut out, &entry, binary, false);
+    // The manifest line: its prefix, a blake3 digest (71 bytes), a blank, the path, a newline.
+    out.len() + MANIFEST.len() + 71 + 1 + path.len() + 1
+}
+
+/// The bytes a bundle spends whatever its entries: the header and, with `instructions`, the
+/// reply instructions.
+pub fn fixed_overhead(instructions: bool) -> usize {
+    let mut out = Vec::new();
+    let _ = write_bundle::<Entry>(&mut out, &[], instructions);
+    out.len()
+}
+
 /// The hash a manifest line gives `content`: `blake3=<hex>`.
 pub fn digest(content: &[u8]) -> String {
     format!("blake3={}", blake3::hash(content).to_hex())

@@ -171,19 +171,7 @@ pub fn parse(reply: &[u8]) -> Result<Reply, ParseError> {
     let skipped = memchr::memchr_iter(b'\n', &reply[..at]).count();
     lines.iter_mut().take(skipped).for_each(|l| *l = b"");
     let plain = |l: &[u8]| -> Vec<u8> { l.strip_suffix(b"\r").unwrap_or(l).to_vec() };
-    // A 🐈 bundle: what precedes its header is prepended instructions, examples and all.
-    // The header that counts is the last one before the first 🐈 entry; a header shown later
-    // (an example inside a file) resets nothing.
-    let first_cat = lines
-        .iter()
-        .position(|l| marker(l).is_some_and(|m| m.cat && m.start));
-    let first = first_cat
-        .and_then(|at| {
-            lines[..at]
-                .iter()
-                .rposition(|l| plain(l) == HEADER.as_bytes())
-        })
-        .unwrap_or(0);
+    let first = bundle_start(&lines)?;
     let mut blocks = Vec::new();
     let mut manifest = Vec::new();
     let mut i = first;
@@ -248,6 +236,56 @@ pub fn parse(reply: &[u8]) -> Result<Reply, ParseError> {
         manifest,
         front,
     })
+}
+
+/// PAWS's line between prepended instructions and the bundle they introduce.
+const END_OF_INSTRUCTIONS: &[u8] = b"--- END PREPENDED INSTRUCTIONS ---";
+
+/// Where reading starts. A 🐈 bundle's prepended instructions hold example 🐕 blocks, so what
+/// precedes its `# Cats Bundle` header is skipped: the header that counts is the last one
+/// before the first 🐈 entry that no 🐕 block holds (a 🐕 block may carry a file that shows a
+/// bundle, header and all). 🐕 blocks before that header are instructions only when PAWS's
+/// line ends them; otherwise the reply is a change followed by a bundle, and which of the two
+/// is meant cannot be told.
+fn bundle_start(lines: &[&[u8]]) -> Result<usize, ParseError> {
+    let plain = |l: &[u8]| l.strip_suffix(b"\r").unwrap_or(l).to_vec();
+    let mut open: Option<Vec<u8>> = None;
+    let mut last_dog: Option<usize> = None;
+    // The header, and the last 🐕 block that began before it.
+    let mut header: Option<(usize, Option<usize>)> = None;
+    for (i, line) in lines.iter().enumerate() {
+        if let Some(m) = marker(line) {
+            match (&open, m.cat, m.start) {
+                (None, true, true) => {
+                    let Some((h, dog)) = header else { return Ok(0) };
+                    let instructions = dog.is_none_or(|dog| {
+                        lines[dog..h].iter().any(|l| trim(l) == END_OF_INSTRUCTIONS)
+                    });
+                    if !instructions {
+                        return Err(error(
+                            h,
+                            "the reply has 🐕 blocks before a `# Cats Bundle` header and 🐈 \
+                             entries after it, so which of them to apply cannot be told; give the \
+                             🐕 blocks alone, or the bundle alone"
+                                .to_string(),
+                        ));
+                    }
+                    return Ok(h);
+                }
+                (None, false, true) => {
+                    open = Some(m.path);
+                    last_dog = Some(i);
+                }
+                (Some(path), false, false) if *path == m.path => open = None,
+                _ => {}
+            }
+            continue;
+        }
+        if open.is_none() && plain(line) == HEADER.as_bytes() {
+            header = Some((i, last_dog));
+        }
+    }
+    Ok(0)
 }
 
 fn request_reason(lines: &[&[u8]], from: usize, to: usize) -> String {

@@ -59,8 +59,27 @@ fn markers_without_their_emoji_are_read_and_keep_the_base64_hint() {
 
 #[test]
 fn a_cats_bundle_skips_what_precedes_its_header() {
-    let reply = "instructions\n🐕 --- DOGS_START_FILE: example.py ---\nx\n🐕 --- DOGS_END_FILE: example.py ---\n# Cats Bundle\n# Format: FULL\n\n🐈 --- CATS_START_FILE: a.txt ---\n```\nreal\n\n```\n🐈 --- CATS_END_FILE: a.txt ---\n";
+    // As PAWS's cats prepends a persona and its system prompt, examples and all.
+    let reply = "\n--- START PERSONA ---\ninstructions\n🐕 --- DOGS_START_FILE: example.py ---\nx\n🐕 --- DOGS_END_FILE: example.py ---\n--- END PERSONA ---\n\n--- END PREPENDED INSTRUCTIONS ---\nThe following content is the Cats Bundle.\n# Cats Bundle\n# Format: FULL\n\n🐈 --- CATS_START_FILE: a.txt ---\n```\nreal\n\n```\n🐈 --- CATS_END_FILE: a.txt ---\n";
     assert_eq!(changes(reply), vec![full("a.txt", "real\n", true)]);
+    let bare = "# Cats Bundle\n\n🐈 --- CATS_START_FILE: a.txt ---\n```\nreal\n\n```\n🐈 --- CATS_END_FILE: a.txt ---\n";
+    assert_eq!(changes(bare), vec![full("a.txt", "real\n", true)]);
+}
+
+#[test]
+fn a_bundle_shown_inside_a_changed_file_is_its_content() {
+    let reply = "🐕 --- DOGS_START_FILE: other.txt ---\nnew\n🐕 --- DOGS_END_FILE: other.txt ---\n\n🐕 --- DOGS_START_FILE: README.md ---\n````markdown\nA bundle looks like this:\n\n```\n# Cats Bundle\n\n🐈 --- CATS_START_FILE: src/a.py ---\n```\n````\n🐕 --- DOGS_END_FILE: README.md ---\n";
+    let got = changes(reply);
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert_eq!(got[0], full("other.txt", "new", false));
+    assert_eq!(got[1].path(), b"README.md");
+}
+
+#[test]
+fn changes_followed_by_a_quoted_bundle_are_refused_not_half_read() {
+    let reply = "🐕 --- DOGS_START_FILE: a.txt ---\n```\nnew\n```\n🐕 --- DOGS_END_FILE: a.txt ---\n\nThe bundle you sent was:\n\n# Cats Bundle\n\n🐈 --- CATS_START_FILE: a.txt ---\n```\nold\n\n```\n🐈 --- CATS_END_FILE: a.txt ---\n";
+    let e = parse(reply.as_bytes()).unwrap_err();
+    assert!(e.to_string().contains("cannot be told"), "{e}");
 }
 
 #[test]
