@@ -216,3 +216,22 @@ async fn context_editing_is_off_unless_the_settings_ask_for_it() {
         Some("context-management-2025-06-27")
     );
 }
+
+/// `--betas` (as the Agent SDKs pass their `betas` option) reaches every request's
+/// `anthropic-beta` header, beside the betas ouro sends itself.
+#[tokio::test]
+async fn betas_given_on_the_command_line_are_sent() {
+    let (_, beta) = first_request(&["--betas", "context-1m-2025-08-07,x-test-1"]).await;
+    let beta = beta.unwrap_or_default();
+    let names: Vec<&str> = beta.split(',').collect();
+    assert!(
+        names.contains(&"context-1m-2025-08-07") && names.contains(&"x-test-1"),
+        "{beta}"
+    );
+    let (_, beta) = first_request(&["--model", "sonnet[1m]", "--betas", "x-test-2"]).await;
+    assert_eq!(
+        beta.as_deref(),
+        Some("context-1m-2025-08-07,x-test-2"),
+        "each once, ouro's first"
+    );
+}

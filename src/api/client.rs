@@ -348,7 +348,7 @@ impl Client {
     pub async fn stream(
         &self,
         body: &Body,
-        betas: &[&str],
+        betas: &[String],
         sent: Option<Sent>,
     ) -> Result<impl Stream<Item = Result<StreamEvent, ApiError>> + Send + use<>, ApiError> {
         let url = format!("{}/v1/messages", self.base_url);

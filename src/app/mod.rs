@@ -59,6 +59,8 @@ pub struct Options {
     pub thinking: Option<ThinkingChoice>,
     /// `--fallback-model`.
     pub fallback_model: Option<String>,
+    /// `--betas`: sent in every request's `anthropic-beta` header.
+    pub betas: Vec<String>,
     /// Over the settings' `autoCompactThreshold` (the benchmark's long sessions turn it off).
     pub auto_compact_threshold: Option<f64>,
     /// `--system-prompt`: replaces ouro's own instructions.
@@ -614,6 +616,7 @@ pub fn build(
     config.prompt_caching = settings.prompt_caching.unwrap_or(true) && !caching_off_by_env;
     config.fallback_model = options.fallback_model.as_deref().map(models::resolve);
     config.context_editing = settings.context_editing.unwrap_or(false);
+    config.betas.clone_from(&options.betas);
     config.effort = match (options.effort, &settings.effort) {
         (Some(effort), _) => Some(effort),
         (None, Some(text)) => Some(text.parse().map_err(|reason| AppError::InvalidSetting {

@@ -17,7 +17,7 @@ use crate::permissions::{CliPermissions, PermissionMode};
 --bg/--background, --brief, --chrome/--no-chrome, --cloud, --desktop, --environment, \
 --exclude-dynamic-system-prompt-sections, --file, --forward-subagent-text, --from-pr, \
 --plugin-url, --prompt-suggestions, --remote-control, --remote-control-session-name-prefix, \
---system-prompt-snapshot, --teleport, --tmux; and not yet: --autocompact, --betas, --ide, \
+--system-prompt-snapshot, --teleport, --tmux; and not yet: --autocompact, --ide, \
 --permission-prompts, --plugin-dir-no-mcp, --restricted, --safe-mode. docs/reference.md has the table.",
     args_conflicts_with_subcommands = true
 )]
@@ -65,10 +65,12 @@ pub struct Args {
     #[arg(long, value_name = "TOKENS", conflicts_with = "thinking")]
     pub(crate) max_thinking_tokens: Option<u32>,
 
+    /// Beta features every API request asks for (its `anthropic-beta` header), e.g.
+    /// context-1m-2025-08-07; comma-separated, or the flag repeated.
+    #[arg(long = "betas", value_name = "BETAS")]
+    pub betas: Vec<String>,
     /// Flags of Claude Code (and its Agent SDKs) that ouro does not honour yet: named in a
     /// clear error rather than ignored.
-    #[arg(long = "betas", hide = true, num_args = 0..)]
-    betas: Option<Vec<String>>,
     #[arg(long = "task-budget", hide = true)]
     task_budget: Option<String>,
     #[arg(long = "thinking-display", hide = true)]
@@ -761,7 +763,6 @@ impl Args {
     /// The Claude Code flags given that ouro cannot honour yet.
     fn unsupported(&self) -> Vec<&'static str> {
         let given = [
-            ("--betas", self.betas.is_some()),
             ("--task-budget", self.task_budget.is_some()),
             ("--thinking-display", self.thinking_display.is_some()),
             ("--resume-session-at", self.resume_session_at.is_some()),
@@ -879,6 +880,14 @@ impl Args {
                 None => self.thinking,
             },
             fallback_model: self.fallback_model.clone(),
+            betas: self
+                .betas
+                .iter()
+                .flat_map(|b| b.split(','))
+                .map(str::trim)
+                .filter(|b| !b.is_empty())
+                .map(String::from)
+                .collect(),
             auto_compact_threshold: None,
             system_prompt: text_or_file(&self.system_prompt, &self.system_prompt_file)?,
             append_system_prompt: text_or_file(
@@ -1064,9 +1073,12 @@ mod tests {
         );
         let off = parse(&["ouro", "-p", "--max-thinking-tokens", "0", "hi"]);
         assert_eq!(off.options().unwrap().thinking, Some(ThinkingChoice::Off));
-        let args = parse(&["ouro", "-p", "--session-mirror", "--betas", "x", "hi"]);
+        let args = parse(&["ouro", "-p", "--session-mirror", "--task-budget", "9", "hi"]);
         let error = args.options().unwrap_err().to_string();
-        assert!(error.contains("--betas, --session-mirror"), "{error}");
+        assert!(error.contains("--task-budget, --session-mirror"), "{error}");
+        let betas = parse(&["ouro", "-p", "--betas", "a-1,b-2", "--betas", "c-3", "hi"]);
+        assert_eq!(betas.options().unwrap().betas, ["a-1", "b-2", "c-3"]);
+        assert_eq!(betas.prompt.as_deref(), Some("hi"));
     }
 }
 

@@ -180,10 +180,13 @@ impl Engine {
             stream: true,
         }
         .to_body();
-        // The conversation being summarised may need the long window it was held in.
-        let betas = crate::api::models::context_beta(&self.config.model)
+        // The conversation being summarised may need the long window it was held in, and the
+        // user's betas go with every request.
+        let mut betas: Vec<String> = crate::api::models::context_beta(&self.config.model)
             .into_iter()
+            .map(String::from)
             .collect();
+        super::run::add_betas(&mut betas, &self.config.betas);
         let request = Request { body, betas };
         match self.call_model(&request, run, cancel, None).await {
             Ok(outcome) => {

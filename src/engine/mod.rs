@@ -58,6 +58,8 @@ pub struct EngineConfig {
     pub fallback_model: Option<String>,
     /// Server-side context editing (settings `contextEditing`), off unless asked for.
     pub context_editing: bool,
+    /// `--betas`: beta features every request asks for (the `anthropic-beta` header).
+    pub betas: Vec<String>,
     /// `--system-prompt`: replaces ouro's own instructions.
     pub system_prompt: Option<String>,
     /// `--append-system-prompt`: added after them.
@@ -92,6 +94,7 @@ impl EngineConfig {
             effort: None,
             fallback_model: None,
             context_editing: false,
+            betas: Vec::new(),
             system_prompt: None,
             append_system_prompt: None,
             partial_messages: false,

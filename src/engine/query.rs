@@ -511,12 +511,13 @@ impl Engine {
             self.config.effort,
             self.config.max_tokens,
         );
-        let mut betas = reasoning.betas;
-        betas.extend(models::context_beta(&self.config.model));
+        let mut betas: Vec<String> = reasoning.betas.iter().map(|b| b.to_string()).collect();
+        betas.extend(models::context_beta(&self.config.model).map(String::from));
         let context_management = self.config.context_editing.then(|| {
-            betas.push(reasoning::CONTEXT_MANAGEMENT_BETA);
+            betas.push(reasoning::CONTEXT_MANAGEMENT_BETA.to_string());
             reasoning::context_management(reasoning.thinking.is_some())
         });
+        super::run::add_betas(&mut betas, &self.config.betas);
         let pieces = self.history.encode(&marks);
         let body = MessagesRequest {
             model: models::api_model(&self.config.model),

@@ -22,7 +22,16 @@ pub(super) struct RunState {
 /// One request as sent by every attempt: the serialised body and its beta headers.
 pub(super) struct Request {
     pub body: crate::api::body::Body,
-    pub betas: Vec<&'static str>,
+    pub betas: Vec<String>,
+}
+
+/// Adds the user's `--betas` to a request's own, each once.
+pub(super) fn add_betas(betas: &mut Vec<String>, users: &[String]) {
+    for beta in users {
+        if !betas.contains(beta) {
+            betas.push(beta.clone());
+        }
+    }
 }
 
 /// What one model call returned: its finished blocks and why it stopped.
