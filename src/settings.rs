@@ -474,6 +474,22 @@ pub fn folder_name(path: &Path) -> String {
         .collect()
 }
 
+/// A folder's path as one folder name that no other path shares: [`folder_name`] plus a hash
+/// of the whole path, so that `/x/a b`, `/x/a-b` and `/x/a/b` never meet (for what one project
+/// must never see of another's: its memory, its checkpoints).
+pub fn project_key(path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    // FNV-1a: stable across builds, unlike the standard library's hasher.
+    let hash = path
+        .as_os_str()
+        .as_bytes()
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+            (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+        });
+    format!("{}-{hash:016x}", folder_name(path))
+}
+
 /// ouro's home as the user should read it: `~/.ouro`, or the directory `OURO_HOME` names.
 pub fn home_label() -> String {
     match std::env::var_os("OURO_HOME") {
@@ -996,6 +1012,21 @@ pub fn edit_json_file(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn paths_that_differ_only_in_punctuation_have_keys_of_their_own() {
+        let keys: std::collections::HashSet<String> =
+            ["/x/a-b", "/x/a/b", "/x/a b", "/x/a.b", "/x/日本", "/x/αβ"]
+                .iter()
+                .map(|p| project_key(Path::new(p)))
+                .collect();
+        assert_eq!(keys.len(), 6);
+        assert!(project_key(Path::new("/x/a-b")).starts_with("-x-a-b-"));
+        assert_eq!(
+            project_key(Path::new("/x/a")),
+            project_key(Path::new("/x/a"))
+        );
+    }
 
     #[test]
     fn the_known_keys_are_the_settings_fields_under_their_json_names() {

@@ -18,17 +18,16 @@ fn stream_lines(run: &Run) -> Vec<Value> {
         .collect()
 }
 
+/// The project's store: the one file under `memory/projects` (its name is the project's key).
 fn project_store(sb: &Sandbox) -> PathBuf {
-    let name: String = sb
-        .root()
-        .to_string_lossy()
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+    let folder = sb.home.path().join("memory/projects");
+    let stores: Vec<PathBuf> = std::fs::read_dir(&folder)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "sqlite"))
         .collect();
-    sb.home
-        .path()
-        .join("memory/projects")
-        .join(name + ".sqlite")
+    assert_eq!(stores.len(), 1, "{stores:?}");
+    stores[0].clone()
 }
 
 async fn memory(sb: &Sandbox, url: &str, args: &[&str]) -> Run {

@@ -101,19 +101,9 @@ fn unsuitable(root: &Path) -> Option<String> {
 /// The shadow repository of the project at `root`: a readable name plus a hash of the whole
 /// path, so that `/x/a b`, `/x/a-b` and `/x/a/b` never share one.
 pub(crate) fn shadow_for(root: &Path) -> Option<Shadow> {
-    use std::os::unix::ffi::OsStrExt;
-    let readable = crate::settings::folder_name(root);
-    // FNV-1a: stable across builds, unlike the standard library's hasher.
-    let hash = root
-        .as_os_str()
-        .as_bytes()
-        .iter()
-        .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-            (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
-        });
     let dir = crate::settings::ouro_home()?
         .join("checkpoints")
-        .join(format!("{readable}-{hash:016x}"));
+        .join(crate::settings::project_key(root));
     Some(Shadow::new(dir, root.to_path_buf()))
 }
 

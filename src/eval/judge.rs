@@ -30,7 +30,8 @@ impl Judge {
     pub(super) fn new(client: Client, model: &str) -> Judge {
         Judge {
             client,
-            model: model.to_string(),
+            // Resolved, so an alias (`sonnet`) is priced as the model it names.
+            model: crate::api::models::resolve(model),
         }
     }
 
@@ -52,12 +53,18 @@ impl Judge {
         };
         let same = self.compare(task, &reference, Some(&reference)).await;
         let empty = self.compare(task, &reference, None).await;
+        let cost_usd = [&same, &empty]
+            .iter()
+            .filter_map(|j| j.as_ref().ok())
+            .map(|j| j.cost_usd)
+            .sum();
         let gold_vs_gold = same.ok().map(|j| j.equivalent);
         let gold_vs_empty = empty.ok().map(|j| j.equivalent);
         Calibration {
             reliable: gold_vs_gold == Some(true) && gold_vs_empty == Some(false),
             gold_vs_gold,
             gold_vs_empty,
+            cost_usd,
         }
     }
 

@@ -231,8 +231,12 @@ pub(crate) fn write_results(out: &Path, results: &results::Results) -> Result<()
 /// Copies the files and folders of `from` into `to` (made if missing), leaving out the entries
 /// of `from` itself named in `skip`; links are copied as links with `links` (a tree a task
 /// starts from), else left out like special files (nothing outside `from` comes along).
+///
+/// `to` may be a tree an agent worked in (the hidden tests go into it after the agent's turn):
+/// nothing there is followed. A link, or a file where a folder goes, is replaced; each file is
+/// created anew, never opened through a link.
 pub(crate) fn copy_dir(from: &Path, to: &Path, skip: &[&str], links: bool) -> std::io::Result<()> {
-    std::fs::create_dir_all(to)?;
+    make_real_dir(to)?;
     for entry in std::fs::read_dir(from)? {
         let entry = entry?;
         let name = entry.file_name();
@@ -244,10 +248,53 @@ pub(crate) fn copy_dir(from: &Path, to: &Path, skip: &[&str], links: bool) -> st
         if kind.is_dir() {
             copy_dir(&entry.path(), &target, &[], links)?;
         } else if kind.is_file() {
-            std::fs::copy(entry.path(), &target)?;
+            remove_any(&target)?;
+            copy_file_new(&entry.path(), &target)?;
         } else if kind.is_symlink() && links {
+            remove_any(&target)?;
             std::os::unix::fs::symlink(std::fs::read_link(entry.path())?, &target)?;
         }
     }
     Ok(())
+}
+
+/// `dir` as a folder of its own: a link or a file in its place is removed first, and a folder
+/// already there is kept (its parent is one already).
+fn make_real_dir(dir: &Path) -> std::io::Result<()> {
+    match std::fs::symlink_metadata(dir) {
+        Ok(meta) if meta.is_dir() => Ok(()),
+        Ok(_) => {
+            std::fs::remove_file(dir)?;
+            std::fs::create_dir(dir)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => std::fs::create_dir_all(dir),
+        Err(e) => Err(e),
+    }
+}
+
+/// Removes whatever is at `path` (a folder with what it holds; a link itself, not where it
+/// leads); nothing there is fine.
+fn remove_any(path: &Path) -> std::io::Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.is_dir() => std::fs::remove_dir_all(path),
+        Ok(_) => std::fs::remove_file(path),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Copies the file `from` to a new file `to` with its mode: created, never opened through a
+/// link someone put there since.
+fn copy_file_new(from: &Path, to: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let mut source = std::fs::File::open(from)?;
+    let mode = source.metadata()?.permissions().mode() & 0o7777;
+    let mut target = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .mode(mode)
+        .open(to)?;
+    std::io::copy(&mut source, &mut target)?;
+    target.set_permissions(std::fs::Permissions::from_mode(mode))
 }

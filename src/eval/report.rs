@@ -110,6 +110,34 @@ pub fn text(results: &Results) -> String {
             s.disagreements.join(", ")
         );
     }
+    let unchanged: Vec<String> = results
+        .trials
+        .iter()
+        .filter(|t| t.passed_unchanged)
+        .map(|t| format!("{} #{}", t.task, t.trial))
+        .collect();
+    if !unchanged.is_empty() {
+        let _ = writeln!(
+            out,
+            "\npassed with no change made (the tests pass on the tree as it was, so they may not test the task): {}",
+            unchanged.join(", ")
+        );
+    }
+    let unjudged: Vec<String> = results
+        .trials
+        .iter()
+        .filter_map(|t| {
+            let why = t.judge_error.as_ref()?;
+            Some(format!("  {} #{}: {why}", t.task, t.trial))
+        })
+        .collect();
+    if !unjudged.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nthe judge gave no verdict on:\n{}",
+            unjudged.join("\n")
+        );
+    }
     let infra: Vec<&Trial> = results
         .trials
         .iter()
@@ -228,6 +256,8 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Results, EvalError> {
         .collect();
     let calibration = calibrations.first().map(|c| Calibration {
         reliable: calibrations.iter().all(|c| c.reliable),
+        // Each shard asked its own.
+        cost_usd: calibrations.iter().map(|c| c.cost_usd).sum(),
         ..(*c).clone()
     });
     let k = runs.iter().map(|r| r.summary.k).max().unwrap_or(1);

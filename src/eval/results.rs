@@ -65,6 +65,13 @@ pub struct Trial {
     /// Why it is an `infra_error`, timed out or over budget.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Why the judge gave no verdict, when it was asked for one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge_error: Option<String>,
+    /// Passed with no change made: the task's tests pass on the tree as it was, so they may
+    /// not test the task (the report says so).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub passed_unchanged: bool,
 }
 
 impl Trial {
@@ -86,6 +93,8 @@ impl Trial {
             log: None,
             patch: None,
             error: Some(why.to_string()),
+            judge_error: None,
+            passed_unchanged: false,
         }
     }
 }
@@ -97,6 +106,9 @@ pub struct Calibration {
     /// On the reference against no change (must not be equivalent).
     pub gold_vs_empty: Option<bool>,
     pub reliable: bool,
+    /// What asking the judge those two questions cost (in the run's `cost_usd` too).
+    #[serde(default)]
+    pub cost_usd: f64,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -231,7 +243,8 @@ fn summarise(trials: &[Trial], k: u32, calibration: Option<Calibration>) -> Summ
     let cost_usd: f64 = trials
         .iter()
         .map(|t| t.cost_usd + t.judge.as_ref().map_or(0.0, |j| j.cost_usd))
-        .sum();
+        .sum::<f64>()
+        + calibration.as_ref().map_or(0.0, |c| c.cost_usd);
     let mut walls: Vec<f64> = trials
         .iter()
         .filter(|t| t.status.scored())
@@ -281,6 +294,8 @@ mod tests {
             log: None,
             patch: None,
             error: None,
+            judge_error: None,
+            passed_unchanged: false,
         }
     }
 

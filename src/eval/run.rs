@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::EvalError;
-use super::judge::Judge;
+use super::judge::{Judge, NoVerdict};
 use super::results::{Calibration, Results, Status, Trial};
 use super::task::{Broken, Context, Place, Task};
 use super::trial::{self, Setup};
@@ -106,6 +106,22 @@ pub async fn run(
         return Err(EvalError::Usage(format!(
             "{} holds no task (a task is a directory with a task.md)",
             options.suite.display()
+        )));
+    }
+    // Two tasks by one id would share their trials' numbers, files and scores.
+    let mut ids: Vec<&str> = loaded
+        .iter()
+        .map(|t| match t {
+            Ok(task) => task.id.as_str(),
+            Err(broken) => broken.id.as_str(),
+        })
+        .collect();
+    ids.sort_unstable();
+    if let Some(pair) = ids.windows(2).find(|w| w[0] == w[1]) {
+        return Err(EvalError::Usage(format!(
+            "two tasks of {} have the id {:?}; give each task an id of its own",
+            options.suite.display(),
+            pair[0]
         )));
     }
     std::fs::create_dir_all(&options.out).map_err(|source| EvalError::Io {
@@ -286,7 +302,10 @@ async fn one(task: &Task, n: u32, setup: &Setup, judge: Option<&Judge>) -> Trial
         && ran.trial.status.scored()
         && task.expected.is_some()
     {
-        ran.trial.judge = judge.judge(task, ran.change.as_deref()).await.ok();
+        match judge.judge(task, ran.change.as_deref()).await {
+            Ok(judged) => ran.trial.judge = Some(judged),
+            Err(NoVerdict(why)) => ran.trial.judge_error = Some(why),
+        }
     }
     ran.trial
 }
@@ -318,10 +337,25 @@ pub fn parse_shard(text: &str) -> Result<(u32, u32), EvalError> {
     Ok((i, n))
 }
 
-/// The results' directory a run writes to when none is given.
+/// The results' directory a run writes to when none is given: named by the time, and claimed
+/// (made) here, so two runs started in the same second never share one.
 pub fn default_out(cwd: &Path) -> PathBuf {
-    cwd.join("eval-results")
-        .join(chrono::Utc::now().format("%Y%m%dT%H%M%SZ").to_string())
+    let parent = cwd.join("eval-results");
+    let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ").to_string();
+    let _ = std::fs::create_dir_all(&parent);
+    for n in 1..1000 {
+        let name = if n == 1 {
+            stamp.clone()
+        } else {
+            format!("{stamp}-{n}")
+        };
+        let dir = parent.join(name);
+        match std::fs::create_dir(&dir) {
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            _ => return dir,
+        }
+    }
+    parent.join(stamp)
 }
 
 #[cfg(test)]

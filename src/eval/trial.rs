@@ -205,6 +205,8 @@ pub(super) async fn run(task: &Task, n: u32, setup: &Setup) -> Ran {
             log: Some(log_rel),
             patch,
             error,
+            judge_error: None,
+            passed_unchanged: status == Status::Passed && change.is_none(),
         },
         change,
     }
@@ -550,6 +552,50 @@ fn clear_reward(tree: &Path) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_hidden_tests_go_in_without_following_a_link_the_agent_planted() {
+        let (tests, tree, outside) = (
+            tempfile::tempdir().unwrap(),
+            tempfile::tempdir().unwrap(),
+            tempfile::tempdir().unwrap(),
+        );
+        std::fs::write(tests.path().join("t.sh"), "HIDDEN\n").unwrap();
+        std::fs::create_dir(tests.path().join("sub")).unwrap();
+        std::fs::write(tests.path().join("sub/hidden.txt"), "HIDDEN\n").unwrap();
+        let victim = outside.path().join("victim.txt");
+        std::fs::write(&victim, "precious\n").unwrap();
+        std::fs::create_dir(outside.path().join("leak")).unwrap();
+        let planted = tree.path().join("tests");
+        std::fs::create_dir(&planted).unwrap();
+        std::os::unix::fs::symlink(&victim, planted.join("t.sh")).unwrap();
+        std::os::unix::fs::symlink(outside.path().join("leak"), planted.join("sub")).unwrap();
+        super::super::copy_dir(tests.path(), &planted, &[], false).unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+        assert_eq!(
+            std::fs::read_dir(outside.path().join("leak"))
+                .unwrap()
+                .count(),
+            0
+        );
+        assert_eq!(
+            std::fs::read_to_string(planted.join("t.sh")).unwrap(),
+            "HIDDEN\n"
+        );
+        assert!(!planted.join("sub").is_symlink());
+        assert!(planted.join("sub/hidden.txt").is_file());
+        // The whole folder a link: replaced by a folder of its own.
+        std::fs::remove_dir_all(&planted).unwrap();
+        std::os::unix::fs::symlink(outside.path().join("leak"), &planted).unwrap();
+        super::super::copy_dir(tests.path(), &planted, &[], false).unwrap();
+        assert!(!planted.is_symlink() && planted.join("t.sh").is_file());
+        assert_eq!(
+            std::fs::read_dir(outside.path().join("leak"))
+                .unwrap()
+                .count(),
+            0
+        );
+    }
 
     #[test]
     fn a_reward_the_agent_left_is_cleared_without_following_its_links() {

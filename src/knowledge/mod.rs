@@ -187,11 +187,56 @@ pub struct Export {
 
 pub const EXPORT_SCHEMA: &str = "ouro-memory/1";
 
-/// The project's store: in ouro's home, keyed by the project's root, never inside the
-/// project (a clone must not bring memories with it).
+impl Export {
+    /// What an import must be before any of it is kept: this format, and every memory and
+    /// relation what an operation adding it would have to be (an export may come from anywhere).
+    pub fn check(&self) -> Result<(), String> {
+        if self.schema != EXPORT_SCHEMA {
+            return Err(format!(
+                "its schema is {:?}; this version reads {EXPORT_SCHEMA:?}",
+                self.schema
+            ));
+        }
+        for (i, node) in self.nodes.iter().enumerate() {
+            let properties = ops::Properties {
+                name: node.name.clone(),
+                description: node.description.clone(),
+                code_snippet: node.code_snippet.clone(),
+            };
+            ops::check_node(&node.id, &properties).map_err(|e| format!("memory {i}: {e}"))?;
+        }
+        for (i, edge) in self.edges.iter().enumerate() {
+            ops::check_edge(&edge.source, &edge.target)
+                .map_err(|e| format!("relation {i}: {e}"))?;
+            if edge.valid_to.is_some_and(|to| to < edge.valid_from) {
+                return Err(format!("relation {i}: it ends before it begins"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The project's store: in ouro's home, keyed by the project's whole root (two projects whose
+/// paths differ only in punctuation never share one), never inside the project (a clone must
+/// not bring memories with it).
 pub fn project_store(root: &Path) -> Option<PathBuf> {
-    let name = crate::settings::folder_name(root);
-    crate::settings::ouro_home().map(|h| h.join("memory").join("projects").join(name + ".sqlite"))
+    let folder = crate::settings::ouro_home()?
+        .join("memory")
+        .join("projects");
+    let store = folder.join(crate::settings::project_key(root) + ".sqlite");
+    // An earlier version's store, named by the readable part alone, moves to its key once.
+    let earlier = folder.join(crate::settings::folder_name(root) + ".sqlite");
+    if !store.exists() && earlier.is_file() {
+        let with = |path: &Path, suffix: &str| {
+            let mut name = path.as_os_str().to_owned();
+            name.push(suffix);
+            PathBuf::from(name)
+        };
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::rename(with(&earlier, suffix), with(&store, suffix));
+        }
+    }
+    Some(store)
 }
 
 /// The user's store, shared by every project.

@@ -90,32 +90,39 @@ pub fn parse(value: &Value) -> Result<Vec<Operation>, OpsError> {
 /// The semantic checks the schema cannot make.
 fn check(op: &Operation) -> Result<(), String> {
     match op {
-        Operation::AddNode { id, properties, .. } => {
-            check_id("id", id)?;
-            if properties.name.trim().is_empty() {
-                return Err("properties.name is empty".into());
-            }
-            limit("properties.name", &properties.name, MAX_NAME)?;
-            limit(
-                "properties.description",
-                &properties.description,
-                MAX_DESCRIPTION,
-            )?;
-            if let Some(snippet) = &properties.code_snippet {
-                limit("properties.code_snippet", snippet, MAX_SNIPPET)?;
-            }
-            Ok(())
-        }
+        Operation::AddNode { id, properties, .. } => check_node(id, properties),
         Operation::AddEdge { source, target, .. }
-        | Operation::InvalidateEdge { source, target, .. } => {
-            check_id("source", source)?;
-            check_id("target", target)?;
-            if source == target {
-                return Err(format!("an edge from {source:?} to itself"));
-            }
-            Ok(())
-        }
+        | Operation::InvalidateEdge { source, target, .. } => check_edge(source, target),
     }
+}
+
+/// What every memory must be, however it comes in (an operation, an import): an id that is a
+/// key, a name, and texts within their limits.
+pub fn check_node(id: &str, properties: &Properties) -> Result<(), String> {
+    check_id("id", id)?;
+    if properties.name.trim().is_empty() {
+        return Err("properties.name is empty".into());
+    }
+    limit("properties.name", &properties.name, MAX_NAME)?;
+    limit(
+        "properties.description",
+        &properties.description,
+        MAX_DESCRIPTION,
+    )?;
+    if let Some(snippet) = &properties.code_snippet {
+        limit("properties.code_snippet", snippet, MAX_SNIPPET)?;
+    }
+    Ok(())
+}
+
+/// What every relation must be: between two memories, not one and itself.
+pub fn check_edge(source: &str, target: &str) -> Result<(), String> {
+    check_id("source", source)?;
+    check_id("target", target)?;
+    if source == target {
+        return Err(format!("an edge from {source:?} to itself"));
+    }
+    Ok(())
 }
 
 fn check_id(field: &str, id: &str) -> Result<(), String> {
@@ -124,6 +131,13 @@ fn check_id(field: &str, id: &str) -> Result<(), String> {
     }
     if id.chars().any(char::is_control) {
         return Err(format!("{field} {id:?} has control characters"));
+    }
+    // An id is a key: a secret in it could be neither kept (memory keeps none) nor redacted
+    // (two would become one). It is not repeated here either.
+    if crate::sys::secrets::find_in_text(id).is_some() {
+        return Err(format!(
+            "{field} looks like an access token or key; name the memory with words instead"
+        ));
     }
     limit(field, id, MAX_ID)
 }

@@ -377,6 +377,7 @@ impl Store {
                 params![node.id, node.created_at],
             )?;
         }
+        let mut added = 0;
         for (index, e) in edges.iter().enumerate() {
             for end in [&e.source, &e.target] {
                 if !exists(&tx, end)? {
@@ -386,15 +387,19 @@ impl Store {
                     });
                 }
             }
-            tx.execute(
-                "INSERT INTO edges (source, target, kind, valid_from, valid_to, created_at, expired_at, origin) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            // The same import twice keeps each relation once.
+            added += tx.execute(
+                "INSERT INTO edges (source, target, kind, valid_from, valid_to, created_at, expired_at, origin)
+                 SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8
+                 WHERE NOT EXISTS (SELECT 1 FROM edges WHERE source = ?1 AND target = ?2 AND kind = ?3
+                                   AND valid_from = ?4 AND valid_to IS ?5)",
                 params![e.source, e.target, e.kind.as_str(), e.valid_from, e.valid_to, e.created_at, e.expired_at, e.origin.as_str()],
             )?;
         }
         tx.commit()?;
         Ok(Applied {
             nodes: nodes.len(),
-            edges: edges.len(),
+            edges: added,
             invalidated: 0,
         })
     }

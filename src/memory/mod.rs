@@ -197,6 +197,12 @@ pub async fn import(root: &Path, user: bool, file: &Path) -> Result<(), MemoryEr
             file.display()
         ))
     })?;
+    export.check().map_err(|e| {
+        MemoryError::Input(format!(
+            "{} was not imported (nothing of it is kept): {e}",
+            file.display()
+        ))
+    })?;
     let mut store = Store::open(&store_path(root, user)?)?;
     let done = store.restore(&export.nodes, &export.edges)?;
     println!(

@@ -118,3 +118,34 @@ fn search_is_by_words_and_survives_operator_characters() {
     }
     assert_eq!(store.list(10).unwrap().len(), 2);
 }
+
+#[test]
+fn an_import_checks_what_an_operation_would_and_twice_keeps_each_relation_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = seeded(dir.path());
+    let export = crate::knowledge::Export {
+        schema: crate::knowledge::EXPORT_SCHEMA.into(),
+        nodes: store.all_nodes().unwrap(),
+        edges: store.all_edges().unwrap(),
+    };
+    assert_eq!(export.check(), Ok(()));
+    let other = tempfile::tempdir().unwrap();
+    let mut fresh = Store::open(&other.path().join("m.sqlite")).unwrap();
+    for _ in 0..2 {
+        fresh.restore(&export.nodes, &export.edges).unwrap();
+    }
+    assert_eq!(fresh.counts().unwrap(), (2, 1));
+    let mut bad = export.clone();
+    bad.schema = "something-else/9".into();
+    assert!(bad.check().unwrap_err().contains("schema"));
+    let mut bad = export.clone();
+    bad.nodes[0].name = "x".repeat(10_000);
+    assert!(bad.check().unwrap_err().starts_with("memory 0:"));
+    let mut bad = export.clone();
+    bad.edges[0].target = bad.edges[0].source.clone();
+    assert!(bad.check().unwrap_err().contains("to itself"));
+    let mut bad = export;
+    bad.nodes[0].id = "ghp_abcdefghijklmnopqrstuvwxyz0123456789".into();
+    let why = bad.check().unwrap_err();
+    assert!(why.contains("access token") && !why.contains("ghp_"), "{why}");
+}
