@@ -404,6 +404,11 @@ async fn an_edited_input_runs_as_edited_and_new_rules_allow_later_calls() {
         std::fs::read_to_string(sb.root().join("again.txt")).unwrap(),
         "again\n"
     );
+    // The rules last for the task: nothing is written into the supervisor's tree.
+    assert!(
+        !sb.root().join(".ouro/settings.local.json").exists(),
+        "newRules were saved in the work tree"
+    );
 }
 
 /// A `claude@` agent is supervised the same way: its brain (a stand-in for the `claude` CLI)

@@ -380,13 +380,15 @@ fn asker(
                 CommandVerdict::Allowed { .. } => {
                     return PermissionAnswer::allow(false);
                 }
-                CommandVerdict::Unsettled => {}
-            }
-            if granted
-                .covering(&question.tool_name, &question.input)
-                .is_some()
-            {
-                return PermissionAnswer::allow(false);
+                CommandVerdict::Unsettled => {
+                    if granted
+                        .covering(&question.tool_name, &question.input)
+                        .is_some()
+                    {
+                        return PermissionAnswer::allow(false);
+                    }
+                }
+                CommandVerdict::Unseen => {}
             }
             let mut state = instance.state();
             state.state = AgentState::Blocked;

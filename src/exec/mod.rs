@@ -35,6 +35,10 @@ pub enum AskAnswer {
     AllowAlways,
     /// Allow and save this rule instead of the suggested one (edits under a folder, say).
     AllowRule(String),
+    /// Allow, and this rule (the suggested one when `None`) for the rest of the session only:
+    /// nothing is written to the settings (an agent's supervisor, Claude Code's `session`
+    /// destination).
+    AllowForSession(Option<String>),
     /// Allow the call with this input instead of the model's (the Agent SDK's `updatedInput`).
     AllowChanged(Value),
     /// Refuse; the optional message is passed to the model.

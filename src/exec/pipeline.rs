@@ -483,6 +483,13 @@ impl Pipeline {
         match answer {
             AskAnswer::AllowOnce => Permission::Granted(Confinement::Approved),
             AskAnswer::AllowChanged(input) => Permission::Changed(input),
+            AskAnswer::AllowForSession(chosen) => {
+                let rule = chosen.unwrap_or(rule);
+                if !rule.trim().is_empty() {
+                    self.policy.grant(&rule);
+                }
+                Permission::Granted(Confinement::Approved)
+            }
             AskAnswer::AllowAlways | AskAnswer::AllowRule(_) => {
                 let rule = match answer {
                     AskAnswer::AllowRule(chosen) => chosen,

@@ -297,18 +297,10 @@ pub(crate) fn hides_denied(applicable: &Applicable<'_>, analysis: &Analysis) -> 
     if deny_rules.is_empty() {
         return None;
     }
-    let hiding = analysis.findings.iter().find(|f| {
-        matches!(
-            f.kind,
-            FindingKind::Eval
-                | FindingKind::ShellString
-                | FindingKind::Exec
-                | FindingKind::Source
-                | FindingKind::Xargs
-                | FindingKind::FindAction
-                | FindingKind::HeredocToInterpreter
-        )
-    });
+    let hiding = analysis
+        .findings
+        .iter()
+        .find(|f| f.kind.runs_unseen_commands());
     if let Some(finding) = hiding {
         return Some(format!(
             "{}, so the deny rules cannot be checked; it needs approval",

@@ -51,7 +51,22 @@ impl Asker for SdkAsker {
                 Ok(PermissionResult::Allow {
                     updated_permissions,
                     ..
-                }) if !updated_permissions.is_empty() => AskAnswer::AllowAlways,
+                }) if !updated_permissions.is_empty() => {
+                    let chosen = updated_permissions
+                        .iter()
+                        .flat_map(|u| &u.rules)
+                        .next()
+                        .map(RuleValue::text);
+                    // Kept where the SDK says: `session` is this process's memory alone.
+                    if updated_permissions
+                        .iter()
+                        .all(|u| u.destination.as_deref() == Some("session"))
+                    {
+                        AskAnswer::AllowForSession(chosen)
+                    } else {
+                        chosen.map_or(AskAnswer::AllowAlways, AskAnswer::AllowRule)
+                    }
+                }
                 Ok(PermissionResult::Allow { .. }) => AskAnswer::AllowOnce,
                 Ok(PermissionResult::Deny { message, interrupt }) => {
                     // "Deny, and stop": the turn ends now instead of asking the model again.

@@ -178,6 +178,14 @@ pub struct RuleValue {
 }
 
 impl RuleValue {
+    /// As a rule is written: `Bash(npm test:*)`, or the tool alone.
+    pub fn text(&self) -> String {
+        match &self.rule_content {
+            Some(content) => format!("{}({content})", self.tool_name),
+            None => self.tool_name.clone(),
+        }
+    }
+
     pub fn parse(rule: &str) -> RuleValue {
         match rule.split_once('(') {
             Some((tool, rest)) => RuleValue {

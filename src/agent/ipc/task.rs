@@ -374,16 +374,21 @@ fn asker(outbox: Arc<Outbox>, questions: Questions, rules: CommandRules) -> Aske
                 CommandVerdict::Allowed { .. } => {
                     return PermissionAnswer::allow(false);
                 }
-                CommandVerdict::Unsettled => {}
-            }
-            if let Some(rule) = granted.covering(&question.tool_name, &question.input) {
-                outbox
-                    .log(
-                        Level::Info,
-                        format!("{} runs under the granted rule {rule}", question.tool_name),
-                    )
-                    .await;
-                return PermissionAnswer::allow(false);
+                CommandVerdict::Unsettled => {
+                    if let Some(rule) = granted.covering(&question.tool_name, &question.input) {
+                        outbox
+                            .log(
+                                Level::Info,
+                                format!(
+                                    "{} runs under the granted rule {rule}",
+                                    question.tool_name
+                                ),
+                            )
+                            .await;
+                        return PermissionAnswer::allow(false);
+                    }
+                }
+                CommandVerdict::Unseen => {}
             }
             let request_id = uuid::Uuid::new_v4().to_string();
             let answered = questions.open(&request_id);

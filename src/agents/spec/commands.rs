@@ -1,7 +1,11 @@
 //! The Bash commands an agent file bounds: `allowed_commands` and `denied_commands` of its
-//! `Bash` tools entries, regular expressions each matching a whole command.
+//! `Bash` tools entries, regular expressions each matching a whole command. A command line is
+//! judged by the simple commands the bash analyser finds in it, not as one string: `cargo test
+//! && rm -rf x` is two commands, and `( .*)?` in an allowed pattern must not take in the second.
 
 use regex::Regex;
+
+use crate::permissions::bash::FindingKind;
 
 use super::{AgentSpec, SpecError, ToolEntry};
 
@@ -18,6 +22,9 @@ pub enum CommandVerdict {
     Denied { pattern: String },
     /// The command matches this allowed pattern and no denied one.
     Allowed { pattern: String },
+    /// The command runs code the analyser cannot see (`sh -c`, `eval`, a script), so the
+    /// denied patterns cannot be checked: a person decides, never a rule granted earlier.
+    Unseen,
     /// No pattern matches: the session's permissions decide.
     Unsettled,
 }
@@ -35,8 +42,13 @@ impl CommandRules {
         self.denied.written.is_empty() && self.allowed.written.is_empty()
     }
 
-    /// Denied wins: a command matching any denied pattern is Denied, else one matching an
-    /// allowed pattern is Allowed, else Unsettled.
+    /// Denied wins: a line whose text, or any simple command in it (as written, and without
+    /// its wrappers: `timeout 5 rm x` is `rm x`), matches a denied pattern is Denied. A line is
+    /// Allowed when it is one command an allowed pattern matches whole (its redirections in
+    /// sight), or commands joined by `&&`, `;`, `|`... with no substitution, subshell or code the
+    /// analyser cannot see, each matched by an allowed pattern. Anything else is Unsettled: the
+    /// session's permissions decide (one that may hide a denied command is Unseen: a person
+    /// decides).
     pub fn judge(&self, command: &str) -> CommandVerdict {
         // Whitespace around a command changes nothing it does, so it must not slip a command
         // past a denied pattern.
@@ -44,10 +56,69 @@ impl CommandRules {
         if let Some(pattern) = self.denied.first_match(command) {
             return CommandVerdict::Denied { pattern };
         }
-        match self.allowed.first_match(command) {
-            Some(pattern) => CommandVerdict::Allowed { pattern },
-            None => CommandVerdict::Unsettled,
+        let analysis = crate::permissions::bash::analyse(command);
+        let commands: Vec<(String, String)> = analysis
+            .parts
+            .iter()
+            .map(|part| {
+                let core = part
+                    .core_words()
+                    .iter()
+                    .map(|w| w.text.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                (part.source.trim().to_string(), core)
+            })
+            .collect();
+        for (written, core) in &commands {
+            if let Some(pattern) = self
+                .denied
+                .first_match(written)
+                .or_else(|| self.denied.first_match(core))
+            {
+                return CommandVerdict::Denied { pattern };
+            }
         }
+        let unseen = analysis
+            .findings
+            .iter()
+            .any(|f| f.kind.runs_unseen_commands())
+            || analysis
+                .parts
+                .iter()
+                .any(|p| p.core_words().first().is_some_and(|w| !w.literal));
+        if unseen && !self.denied.written.is_empty() {
+            return CommandVerdict::Unseen;
+        }
+        // One command whose whole line a pattern matches, with nothing in it but what the line
+        // shows (a redirection, a variable for it): the pattern's author saw all of it.
+        let shown = analysis.findings.iter().all(|f| {
+            matches!(
+                f.kind,
+                FindingKind::WriteRedirect | FindingKind::Tee | FindingKind::EnvPrefix
+            )
+        });
+        if commands.len() == 1
+            && shown
+            && let Some(pattern) = self.allowed.first_match(command)
+        {
+            return CommandVerdict::Allowed { pattern };
+        }
+        if !analysis.findings.is_empty() || commands.is_empty() {
+            return CommandVerdict::Unsettled;
+        }
+        let mut first = None;
+        for (written, _) in &commands {
+            match self.allowed.first_match(written) {
+                Some(pattern) => {
+                    first.get_or_insert(pattern);
+                }
+                None => return CommandVerdict::Unsettled,
+            }
+        }
+        first.map_or(CommandVerdict::Unsettled, |pattern| {
+            CommandVerdict::Allowed { pattern }
+        })
     }
 
     /// The verdict on one tool call: a Bash call's command judged, any other call Unsettled.

@@ -366,6 +366,57 @@ Body."#;
             "{command:?}"
         );
     }
+    // A pattern open at its end takes in no second command, nor code it cannot see.
+    let rules =
+        CommandRules::compile(&["cargo (build|test)( .*)?".into()], &["rm -rf .*".into()]).unwrap();
+    let cargo = CommandVerdict::Allowed {
+        pattern: "cargo (build|test)( .*)?".into(),
+    };
+    assert_eq!(rules.judge("cargo test --release"), cargo);
+    assert_eq!(rules.judge("cargo build && cargo test"), cargo);
+    // One command and its redirection, all in the line the pattern matched.
+    assert_eq!(rules.judge("cargo test > out.txt"), cargo);
+    for command in [
+        "cargo test && true || touch pwned; touch pwned",
+        "cargo test $(touch pwned)",
+        "(cargo test)",
+        "X=1 cargo test",
+    ] {
+        assert_eq!(
+            rules.judge(command),
+            CommandVerdict::Unsettled,
+            "{command:?}"
+        );
+    }
+    // A denied command anywhere in the line, or behind a wrapper, is refused.
+    for command in [
+        "true && rm -rf important",
+        "touch n2; rm -rf important",
+        "timeout 5 rm -rf important",
+        "cargo test; rm -rf important",
+        "echo $(rm -rf important)",
+    ] {
+        assert!(
+            matches!(rules.judge(command), CommandVerdict::Denied { .. }),
+            "{command:?}"
+        );
+    }
+    // Code the analyser cannot see is never let through by a rule: a person decides.
+    for command in [
+        "bash -c 'rm -rf important'",
+        "eval 'rm -rf important'",
+        "echo 'rm -rf important' | sh",
+        "$RM -rf important",
+    ] {
+        assert_eq!(rules.judge(command), CommandVerdict::Unseen, "{command:?}");
+    }
+    for command in ["cargo test | grep ok"] {
+        assert_eq!(
+            rules.judge(command),
+            CommandVerdict::Unsettled,
+            "{command:?}"
+        );
+    }
     assert!(
         parse("---\ntools: Read\n---\nBody.")
             .unwrap()

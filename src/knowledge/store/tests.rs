@@ -147,5 +147,8 @@ fn an_import_checks_what_an_operation_would_and_twice_keeps_each_relation_once()
     let mut bad = export;
     bad.nodes[0].id = "ghp_abcdefghijklmnopqrstuvwxyz0123456789".into();
     let why = bad.check().unwrap_err();
-    assert!(why.contains("access token") && !why.contains("ghp_"), "{why}");
+    assert!(
+        why.contains("access token") && !why.contains("ghp_"),
+        "{why}"
+    );
 }

@@ -233,6 +233,21 @@ impl FindingKind {
         )
     }
 
+    /// Commands run that the analysis cannot see (a string given to a shell, a script, what
+    /// `xargs` or `find -exec` build): a rule about commands cannot be checked against them.
+    pub fn runs_unseen_commands(&self) -> bool {
+        matches!(
+            self,
+            FindingKind::Eval
+                | FindingKind::ShellString
+                | FindingKind::Exec
+                | FindingKind::Source
+                | FindingKind::Xargs
+                | FindingKind::FindAction
+                | FindingKind::HeredocToInterpreter
+        )
+    }
+
     fn describe(&self) -> String {
         let text = match self {
             FindingKind::CommandSubstitution => "runs a command substitution",
