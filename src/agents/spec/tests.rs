@@ -410,13 +410,11 @@ Body."#;
     ] {
         assert_eq!(rules.judge(command), CommandVerdict::Unseen, "{command:?}");
     }
-    for command in ["cargo test | grep ok"] {
-        assert_eq!(
-            rules.judge(command),
-            CommandVerdict::Unsettled,
-            "{command:?}"
-        );
-    }
+    assert_eq!(
+        rules.judge("cargo test | grep ok"),
+        CommandVerdict::Unsettled,
+        "grep matches no allowed pattern"
+    );
     assert!(
         parse("---\ntools: Read\n---\nBody.")
             .unwrap()
