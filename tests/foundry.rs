@@ -655,4 +655,53 @@ async fn approve_always_lets_the_same_call_run_unasked_for_the_rest_of_the_run()
     // Had the second call asked, the run would wait for an answer nobody gives.
     let log = std::fs::read_to_string(f.instance_dir("maker").join("log.jsonl")).unwrap();
     assert_eq!(log.matches(r#""isError":false"#).count(), 2, "{log}");
+    // The grant lasted the run: nothing was written into the agent's tree.
+    let settings: Vec<PathBuf> = walk_files(f.sb.root())
+        .into_iter()
+        .chain(walk_files(&f.instance_dir("maker")))
+        .filter(|p| p.ends_with(".ouro/settings.local.json"))
+        .collect();
+    assert!(settings.is_empty(), "{settings:?}");
+}
+
+/// A question whose run is stopped is withdrawn with it: nobody can answer it afterwards.
+#[tokio::test]
+async fn a_stopped_run_takes_its_question_with_it() {
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": "touch never.txt"}}]},
+        {"content": [{"type": "text", "text": "never"}]}
+    ]}))
+    .await;
+    let f = Foundry::new(Sandbox::new(), &mock.url());
+    f.sb.write("maker.agent.md", MAKER);
+    f.ok(&["agent", "create", "maker", "--from", "maker.agent.md"])
+        .await;
+    f.ok(&["agent", "run", "maker", "--detach", "touch it"])
+        .await;
+    let pending = f.wait_pending(1).await;
+    let id = pending[0]["id"].as_str().unwrap().to_string();
+    f.ok(&["agent", "stop", "maker"]).await;
+    let deadline = tokio::time::Instant::now() + LIMIT;
+    while !f.pending().await.is_empty() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the question stayed"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let late = f.run(&["agent", "approve", &id]).await;
+    assert!(!late.status.success(), "{}", late.debug());
+}
+
+fn walk_files(dir: &std::path::Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() && !path.is_symlink() {
+            out.extend(walk_files(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
 }

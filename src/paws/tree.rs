@@ -70,6 +70,12 @@ fn relative(raw: &[u8]) -> Result<PathBuf, &'static str> {
     let mut clean = PathBuf::new();
     for component in Path::new(OsStr::from_bytes(raw)).components() {
         match component {
+            // A repository's own folder is never a project's content (cats leaves it out): a
+            // `.git` written here would be a repository whose config (an fsmonitor, hooks)
+            // runs programs at the next `git status`.
+            Component::Normal(name) if name.eq_ignore_ascii_case(".git") => {
+                return Err("a path in .git, which is a repository's own, not a project's file");
+            }
             Component::Normal(name) => clean.push(name),
             Component::CurDir => {}
             Component::RootDir | Component::Prefix(_) => {
@@ -132,6 +138,14 @@ mod tests {
             Err("an absolute path; a bundle's paths are relative to its tree")
         );
         assert_eq!(relative(b"./a/./b").unwrap(), PathBuf::from("a/b"));
+        for planted in [
+            &b".git/config"[..],
+            b"sub/.git/hooks/pre-commit",
+            b".GIT/HEAD",
+        ] {
+            assert!(relative(planted).is_err(), "{planted:?}");
+        }
+        assert!(relative(b".github/workflows/ci.yml").is_ok());
 
         std::fs::write(&bundle, "🐕 --- DOGS_START_FILE: a.txt ---\n@@ PAWS_CMD DELETE_FILE() @@\n🐕 --- DOGS_END_FILE: a.txt ---\n").unwrap();
         let err = materialise(&bundle, &dir.path().join("t3"))

@@ -19,6 +19,7 @@ use crate::stream_json::wire::{
     ControlRequest, ControlResponse, PermissionResult, PermissionUpdate, RequestBody, RuleValue,
 };
 use crate::ui_event::UiEvent;
+use tokio::task::AbortHandle;
 
 /// How a served turn ended.
 pub(crate) enum Ended {
@@ -51,9 +52,10 @@ impl DispatchProc {
         };
         self.reusable.store(false, Ordering::SeqCst);
         let mut started = false;
+        let mut asking = Asking::default();
         let end = {
             let mut on_line = |line: &Line| match line {
-                Line::ControlRequest(asked) => self.answer(asked.clone(), request),
+                Line::ControlRequest(asked) => asking.0.push(self.answer(asked.clone(), request)),
                 line => {
                     if let Line::Init(init) = line {
                         started = true;
@@ -162,7 +164,7 @@ impl DispatchProc {
 
     /// Answers a control request from the CLI: permission questions go to the caller (without
     /// holding up the turn's other events), anything else is declined.
-    fn answer(self: &Arc<Self>, asked: ControlRequest, request: &TurnRequest) {
+    fn answer(self: &Arc<Self>, asked: ControlRequest, request: &TurnRequest) -> AbortHandle {
         let proc = self.clone();
         let id = asked.request_id.clone();
         let body = asked.body();
@@ -215,7 +217,22 @@ impl DispatchProc {
             if let Err(e) = proc.send(&response).await {
                 tracing::debug!(error = %e, "a permission answer found the brain gone");
             }
-        });
+        })
+        .abort_handle()
+    }
+}
+
+/// The permission questions a turn asked. However the turn ends (its result, an interrupt, a
+/// stop that drops it), a question still open is withdrawn: whoever would answer it no longer
+/// sees it, and an answer given later cannot reach another turn.
+#[derive(Default)]
+struct Asking(Vec<AbortHandle>);
+
+impl Drop for Asking {
+    fn drop(&mut self) {
+        for question in &self.0 {
+            question.abort();
+        }
     }
 }
 
@@ -230,8 +247,16 @@ fn remembered(
         .into_iter()
         .filter(|u| u.kind == "addRules" && !u.rules.is_empty())
         .collect();
+    // Whoever answered (a GUI, an agent's supervisor) granted this session, not the project's
+    // settings: the CLI's suggestions are kept as session rules.
     if !suggested.is_empty() {
-        return suggested;
+        return suggested
+            .into_iter()
+            .map(|u| PermissionUpdate {
+                destination: Some("session".into()),
+                ..u
+            })
+            .collect();
     }
     vec![session_rules(&[narrow_rule(tool_name, input)])]
 }
@@ -367,9 +392,13 @@ mod tests {
             rules: vec![RuleValue::parse("Bash(npm test:*)")],
             ..PermissionUpdate::default()
         };
+        // Its rule, for this session: the one who answered did not edit the project's settings.
         assert_eq!(
             remembered("Bash", &input, vec![suggestion.clone()]),
-            vec![suggestion]
+            vec![PermissionUpdate {
+                destination: Some("session".into()),
+                ..suggestion
+            }]
         );
     }
 }
