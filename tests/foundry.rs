@@ -656,7 +656,7 @@ async fn approve_always_lets_the_same_call_run_unasked_for_the_rest_of_the_run()
     let log = std::fs::read_to_string(f.instance_dir("maker").join("log.jsonl")).unwrap();
     assert_eq!(log.matches(r#""isError":false"#).count(), 2, "{log}");
     // The grant lasted the run: nothing was written into the agent's tree.
-    let settings: Vec<PathBuf> = walk_files(f.sb.root())
+    let settings: Vec<PathBuf> = walk_files(&f.sb.root())
         .into_iter()
         .chain(walk_files(&f.instance_dir("maker")))
         .filter(|p| p.ends_with(".ouro/settings.local.json"))
