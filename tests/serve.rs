@@ -176,6 +176,7 @@ macro_rules! on_both_brains {
 on_both_brains!(
     a_turn_streams_its_events_in_order_and_tools_never_see_secrets,
     a_second_turn_is_409_interrupt_ends_the_turn_and_the_next_turn_goes_on,
+    an_interrupt_as_soon_as_a_turn_is_accepted_stops_that_turn_and_no_other,
     sessions_resume_across_a_restart_and_a_lost_brain_session_starts_anew,
     permission_requests_are_answered_allow_and_deny,
     a_reconnect_with_last_event_id_gets_exactly_the_missed_events,
@@ -457,6 +458,44 @@ async fn a_second_turn_is_409_interrupt_ends_the_turn_and_the_next_turn_goes_on(
     assert!(
         last.contains("first") && last.contains("second"),
         "the conversation went on: {last}"
+    );
+    serve.stop().await;
+}
+
+/// A GUI's first message then Esc: the interrupt comes while the new session's brain may still
+/// be starting, before it has taken the turn. It stops that turn (which would otherwise wait
+/// on the held answer forever) and leaves the next one alone.
+async fn an_interrupt_as_soon_as_a_turn_is_accepted_stops_that_turn_and_no_other(brain: &str) {
+    let sb = Sandbox::new();
+    let api = server(json!({"turns": [
+        {"content": [{"type": "text", "text": "A long answer that is held"}], "hold_after_events": 3},
+        {"expect_text": "second", "content": [{"type": "text", "text": "Second answer."}]}
+    ]}))
+    .await;
+    let serve = Serve::start(&sb, &api.url(), &[]).await;
+    let id = serve.create(&sb.root(), json!({"brain": brain})).await;
+    let first = serve
+        .start_turn(json!({"sessionId": id, "message": "first"}))
+        .await;
+    assert_eq!(first.status(), 200);
+    let stopped = serve
+        .post("/api/harness/interrupt", json!({"sessionId": id}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stopped.status(), 200);
+    let events = tokio::time::timeout(Duration::from_secs(30), first.text())
+        .await
+        .expect("the interrupted turn never ended")
+        .unwrap();
+    let events = parse_sse(&events);
+    assert_eq!(kinds(&events).last(), Some(&"process:exit"));
+    api.release();
+    let second = serve.turn(&id, "second").await;
+    assert!(
+        kinds(&second).contains(&"chat:complete"),
+        "the next turn was cut too: {:?}",
+        kinds(&second)
     );
     serve.stop().await;
 }

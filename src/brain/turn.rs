@@ -154,6 +154,9 @@ pub struct TurnRequest {
     /// Where the turn's events go, in order; `process:exit` is always the last.
     pub events: mpsc::UnboundedSender<UiEvent>,
     pub ask: Asker,
+    /// Stops this turn when cancelled, at any moment of it (before its process has taken it
+    /// too): an interrupt that belongs to this turn and to no other.
+    pub stop: tokio_util::sync::CancellationToken,
 }
 
 /// How a turn ended.

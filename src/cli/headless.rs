@@ -121,7 +121,7 @@ async fn run_session(args: &Args, cwd: &Path) -> anyhow::Result<Exit> {
             };
             let Some(item) = item else { break };
             match item {
-                Ok(prompt) => {
+                Ok((prompt, turn)) => {
                     if let Some(model) = controls.take_model() {
                         engine.set_model(model);
                     }
@@ -132,7 +132,7 @@ async fn run_session(args: &Args, cwd: &Path) -> anyhow::Result<Exit> {
                     if let Some(blocks) = prompt.blocks {
                         engine.prompt_content(blocks);
                     }
-                    let turn = controls.new_turn();
+                    controls.start_turn(&turn);
                     // As Claude Code: the exit status is the last turn's (1 after an error
                     // result, which the SDKs raise as the process's error).
                     last_failed = engine.run(&prompt.text, &turn).await.kind.is_error();

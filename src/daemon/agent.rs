@@ -250,6 +250,7 @@ async fn run_inner(
         label: instance.name.clone(),
         events,
         ask: asker,
+        stop: tokio_util::sync::CancellationToken::new(),
     };
     let deadline = config.timeout_s.map(Duration::from_secs);
     let mut text = String::new();

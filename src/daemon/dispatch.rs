@@ -81,6 +81,7 @@ pub(super) async fn run(
         label: clone.name().to_string(),
         events,
         ask: asker,
+        stop: tokio_util::sync::CancellationToken::new(),
     };
     let mut text = String::new();
     let mut client_here = true;

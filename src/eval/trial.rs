@@ -324,6 +324,7 @@ async fn drive(brain: &dyn BrainCli, task: &Task, setup: &Setup, tree: &Path, lo
         label: task.id.clone(),
         events,
         ask: asker(tree, &setup.patterns),
+        stop: tokio_util::sync::CancellationToken::new(),
     };
     let started = Instant::now();
     let deadline = tokio::time::sleep(Duration::from_secs(task.timeout_s));

@@ -58,6 +58,8 @@ pub struct Controls {
     output_styles: Vec<String>,
     /// Whether Bash runs in the OS sandbox, as `system/init` says too.
     sandbox_enabled: bool,
+    /// The tokens of the turns read and not over yet, the running one first.
+    open: Mutex<Vec<CancellationToken>>,
 }
 
 impl Controls {
@@ -84,6 +86,7 @@ impl Controls {
             output_style: engine.config().init_meta.output_style.clone(),
             output_styles: engine.config().init_meta.output_styles.clone(),
             sandbox_enabled: engine.config().init_meta.sandbox_enabled,
+            open: Mutex::new(Vec::new()),
         }
     }
 
@@ -95,15 +98,28 @@ impl Controls {
 
     /// A turn ended: `get_context_usage` answers from the engine as it is now.
     pub fn turn_ended(&self, engine: &Engine) {
+        // Turns run in the order they were read: the oldest open one is over.
+        let mut open = lock(&self.open);
+        if !open.is_empty() {
+            open.remove(0);
+        }
+        drop(open);
         *lock(&self.context) = context::report(engine);
     }
 
-    /// A fresh token for the next turn.
-    pub fn new_turn(&self) -> CancellationToken {
+    /// A user line was read: the token its turn will run under, from now on stopped by an
+    /// `interrupt` too (one read before its turn began, as an SDK sends a prompt and then
+    /// interrupts it, must not be lost).
+    fn queue_turn(&self) -> CancellationToken {
         let token = self.interrupted.child_token();
+        lock(&self.open).push(token.clone());
+        token
+    }
+
+    /// The turn of `token` begins.
+    pub fn start_turn(&self, token: &CancellationToken) {
         *lock(&self.turn) = token.clone();
         self.outgoing.set_turn(token.clone());
-        token
     }
 
     /// A model asked for with `set_model` since the last turn.
@@ -192,6 +208,9 @@ impl Controls {
             }
             RequestBody::Interrupt {} => {
                 lock(&self.turn).cancel();
+                for turn in lock(&self.open).iter() {
+                    turn.cancel();
+                }
                 Ok(json!({}))
             }
             RequestBody::SetPermissionMode { mode } => {
@@ -321,7 +340,7 @@ impl FirstLine {
 /// requests are answered on the spot.
 pub async fn read_stdin(
     stdin: FirstLine,
-    turns: mpsc::Sender<Result<Turn, String>>,
+    turns: mpsc::Sender<Result<(Turn, CancellationToken), String>>,
     controls: Arc<Controls>,
 ) {
     let FirstLine {
@@ -370,9 +389,9 @@ pub async fn read_stdin(
                 crate::sys::secrets::set_for_tools(variables);
                 continue;
             }
-            Ok(Line::User(user)) => {
-                user_turn(user).map_err(|e| format!("stdin line {number} was skipped: {e}"))
-            }
+            Ok(Line::User(user)) => user_turn(user)
+                .map(|turn| (turn, controls.queue_turn()))
+                .map_err(|e| format!("stdin line {number} was skipped: {e}")),
             Ok(_) => Err(format!(
                 "stdin line {number} was skipped: the line's type is not \"user\""
             )),

@@ -297,17 +297,18 @@ pub(super) async fn interrupt(
     }
     let body: Body = parse(body)?;
     let live = session_of(&state, &body.session_id)?;
-    if live.running().is_none() {
+    let Some(running) = live.running() else {
         return Err(ApiError::not_found("no turn is running in this session"));
-    }
-    let stopped = live
-        .brain
+    };
+    // The turn's own stop: it holds however early the interrupt comes (its brain may not
+    // have taken the turn yet) and reaches no later turn.
+    running.stop.cancel();
+    // A brain in the middle of the turn also gets its harder stop (a CLI that ignores the
+    // interrupt is ended after a grace period).
+    live.brain
         .interrupt()
         .await
         .map_err(|e| ApiError::internal(e.to_string()))?;
-    if !stopped {
-        return Err(ApiError::not_found("no turn is running in this session"));
-    }
     Ok(Json(json!({"interrupted": true})))
 }
 

@@ -83,6 +83,9 @@ pub(super) struct Running {
     pub(crate) turn_id: String,
     /// `true` once the turn has ended and its session is saved.
     pub done: watch::Receiver<bool>,
+    /// Cancelled by `POST /interrupt`: the turn stops whenever its brain takes it, however
+    /// soon after it was accepted the interrupt came.
+    pub stop: tokio_util::sync::CancellationToken,
 }
 
 impl AppState {

@@ -89,9 +89,11 @@ pub(super) fn start(
     });
     let first = live.log.next_id();
     let (done_tx, done_rx) = watch::channel(false);
+    let stop = tokio_util::sync::CancellationToken::new();
     *running = Some(Running {
         turn_id: turn_id.clone(),
         done: done_rx,
+        stop: stop.clone(),
     });
     drop(running);
     save(state, live);
@@ -106,7 +108,7 @@ pub(super) fn start(
         message,
         turn_id,
         options,
-        done_tx,
+        (done_tx, stop),
     ));
     Ok(first)
 }
@@ -248,7 +250,7 @@ async fn run(
     message: String,
     turn_id: String,
     options: TurnOptions,
-    done: watch::Sender<bool>,
+    (done, stop): (watch::Sender<bool>, tokio_util::sync::CancellationToken),
 ) {
     let started = Instant::now();
     let session_id = live.snapshot().id;
@@ -284,6 +286,7 @@ async fn run(
         label: session_id.clone(),
         events: tx.clone(),
         ask: asker(&state, &live, tx.clone()),
+        stop,
     };
     let outcome = live.brain.turn(request).await;
     // Questions still open belong to a turn that is over; dropping them lets their askers

@@ -232,6 +232,7 @@ async fn drive(
         label: run_id.to_string(),
         events,
         ask: asker(cx.outbox.clone(), cx.questions.clone(), rules),
+        stop: tokio_util::sync::CancellationToken::new(),
     };
     let deadline = config.timeout_s.map(Duration::from_secs);
     let mut stop = cx.stop.clone();

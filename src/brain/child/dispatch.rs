@@ -19,6 +19,7 @@ use crate::brain::{BrainError, ExitInfo};
 use crate::stream_json::read::{Line, parse_line};
 use crate::stream_json::wire;
 use crate::sys::process::{GroupChild, SpawnError};
+use crate::sys::sync::lock;
 
 /// How long an exit report waits for stdout to be read to its end, so that every line the
 /// process printed reaches the turn and the subscribers before its exit does.
@@ -53,6 +54,10 @@ pub(crate) struct DispatchProc {
     stderr_done: tokio::sync::Mutex<Option<oneshot::Receiver<()>>>,
     /// A served turn was asked to stop.
     pub(super) interrupted: AtomicBool,
+    /// This turn's prompt is written (`.0`), and an interrupt asked before it was waits for
+    /// it (`.1`): a CLI between turns takes an interrupt for nothing, and then answers the
+    /// prompt that follows in full.
+    pub(super) prompted: Mutex<(bool, bool)>,
 }
 
 pub(super) struct Events {
@@ -157,6 +162,7 @@ pub(crate) async fn spawn(
         stderr: tail,
         stderr_done: tokio::sync::Mutex::new(Some(stderr_rx)),
         interrupted: AtomicBool::new(false),
+        prompted: Mutex::new((false, false)),
     })
 }
 
@@ -257,6 +263,12 @@ async fn watch_exit(
 }
 
 impl DispatchProc {
+    /// A turn begins on this process: no prompt of it is written yet, no interrupt asked.
+    pub(super) fn begin_turn(&self) {
+        self.interrupted.store(false, Ordering::SeqCst);
+        *lock(&self.prompted) = (false, false);
+    }
+
     /// Writes raw bytes to the process's stdin.
     pub(super) async fn write(&self, data: &[u8]) -> Result<(), BrainError> {
         let mut stdin = self.stdin.lock().await;
@@ -322,6 +334,14 @@ impl DispatchProc {
             };
         }
         events.unanswered = stale + 1;
+        let waiting = {
+            let mut prompted = lock(&self.prompted);
+            prompted.0 = true;
+            std::mem::take(&mut prompted.1)
+        };
+        if waiting {
+            self.send_interrupt().await?;
+        }
 
         let mut acc = TurnAccumulator::default();
         loop {

@@ -439,11 +439,21 @@ impl<P: ChildProgram> ChildBrain<P> {
             let (proc, resumed) = self
                 .served_proc(&request.options, resume.as_deref())
                 .await?;
-            proc.interrupted.store(false, Ordering::SeqCst);
+            proc.begin_turn();
             *lock(&self.served) = Some(proc.clone());
-            if self.interrupt_pending.swap(false, Ordering::SeqCst) {
+            if self.interrupt_pending.swap(false, Ordering::SeqCst) || request.stop.is_cancelled() {
                 proc.interrupt().await?;
             }
+            // The turn's own stop, whenever it comes (before this process took the turn too).
+            let stopping = {
+                let (proc, stop) = (proc.clone(), request.stop.clone());
+                tokio::spawn(async move {
+                    stop.cancelled().await;
+                    if let Err(e) = proc.interrupt().await {
+                        tracing::debug!(error = %e, "could not interrupt a stopped turn");
+                    }
+                })
+            };
             let named = |id: &str| {
                 if let Err(e) = self.keep_exid(id) {
                     tracing::warn!(error = %e, "could not keep the brain's session id");
@@ -458,6 +468,7 @@ impl<P: ChildProgram> ChildBrain<P> {
                     &named,
                 )
                 .await;
+            stopping.abort();
             *lock(&self.served) = None;
             match ended? {
                 Ended::Report(report) => {

@@ -18,6 +18,7 @@ use crate::stream_json::wire;
 use crate::stream_json::wire::{
     ControlRequest, ControlResponse, PermissionResult, PermissionUpdate, RequestBody, RuleValue,
 };
+use crate::sys::sync::lock;
 use crate::ui_event::UiEvent;
 use tokio::task::AbortHandle;
 
@@ -148,6 +149,21 @@ impl DispatchProc {
     /// Asks the CLI to stop the turn; it answers with the turn's result.
     pub(crate) async fn interrupt(&self) -> Result<(), BrainError> {
         self.interrupted.store(true, Ordering::Relaxed);
+        let now = {
+            let mut prompted = lock(&self.prompted);
+            if !prompted.0 {
+                prompted.1 = true;
+            }
+            prompted.0
+        };
+        if now {
+            self.send_interrupt().await?;
+        }
+        Ok(())
+    }
+
+    /// The control request that stops the CLI's turn.
+    pub(super) async fn send_interrupt(&self) -> Result<(), BrainError> {
         let id = format!("interrupt-{}", uuid::Uuid::new_v4().simple());
         let request = ControlRequest::new(id, &RequestBody::Interrupt {});
         self.send(&wire::Line::ControlRequest(request)).await
