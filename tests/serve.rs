@@ -1083,6 +1083,13 @@ async fn files_mark_what_turns_changed_and_delete_removes_a_session() {
         !listed.iter().any(|(p, _)| p.starts_with("build/")),
         "{listed:?}"
     );
+    // A page following the session's events: the delete ends its stream.
+    let following = serve
+        .get(&format!("/api/harness/session/{id}/events"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(following.status(), 200);
     let gone = serve
         .client
         .delete(format!("{}/api/harness/session/{id}", serve.base))
@@ -1091,6 +1098,10 @@ async fn files_mark_what_turns_changed_and_delete_removes_a_session() {
         .await
         .unwrap();
     assert_eq!(gone.status(), 204);
+    tokio::time::timeout(Duration::from_secs(10), following.text())
+        .await
+        .expect("a deleted session's event stream stayed open")
+        .unwrap();
     let after = serve
         .get(&format!("/api/harness/session/{id}"))
         .send()

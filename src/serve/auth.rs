@@ -82,7 +82,12 @@ fn presented(headers: &HeaderMap) -> Option<String> {
     if let Some(bearer) = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
+        // The scheme's name is case-insensitive (RFC 9110).
+        .and_then(|v| {
+            v.get(..7)
+                .filter(|s| s.eq_ignore_ascii_case("bearer "))
+                .map(|_| &v[7..])
+        })
     {
         return Some(bearer.trim().to_string());
     }
@@ -153,6 +158,24 @@ pub(super) async fn guard(
         )
         .into_response();
     }
+    let allow_origin = state.options.allow_origin.clone();
+    let mut response = admitted(state, request, next).await;
+    // Every answer to the allowed site carries the header, errors too: without it the page
+    // sees an opaque failure instead of the error's sentence.
+    if let Some(origin) = allow_origin
+        && let Ok(value) = origin.parse()
+    {
+        response
+            .headers_mut()
+            .insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, value);
+    }
+    response
+}
+
+/// The request past the host and origin checks: too big, a preflight, without the token, or
+/// served.
+async fn admitted(state: Arc<AppState>, request: Request, next: Next) -> Response {
+    let headers = request.headers();
     // A body announced too big is refused before a byte of it is read.
     let announced = headers
         .get(header::CONTENT_LENGTH)
@@ -177,15 +200,7 @@ pub(super) async fn guard(
         )
         .into_response();
     }
-    let mut response = next.run(request).await;
-    if let Some(origin) = &state.options.allow_origin
-        && let Ok(value) = origin.parse()
-    {
-        response
-            .headers_mut()
-            .insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, value);
-    }
-    response
+    next.run(request).await
 }
 
 /// A browser's CORS preflight: answered for the origin `--allow-origin` names, refused for

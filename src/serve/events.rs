@@ -50,6 +50,8 @@ pub(super) struct EventLog {
     file: PathBuf,
     kept: Mutex<Kept>,
     last: watch::Sender<u64>,
+    /// The session is deleted: its followers end once they have had what was kept.
+    closed: std::sync::atomic::AtomicBool,
 }
 
 struct Line {
@@ -161,6 +163,7 @@ impl EventLog {
         let log = EventLog {
             file,
             last: watch::channel(kept.last).0,
+            closed: std::sync::atomic::AtomicBool::new(false),
             kept: Mutex::new(kept),
         };
         // A server that stopped mid-turn left the turn without its end: close it, so that a
@@ -308,6 +311,16 @@ impl EventLog {
     /// Watches the last id; take it before reading with [`EventLog::since`].
     pub(super) fn watch(&self) -> watch::Receiver<u64> {
         self.last.subscribe()
+    }
+
+    /// No event will come: every follower is woken to end.
+    pub(super) fn close(&self) {
+        self.closed.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.last.send_modify(|_| {});
+    }
+
+    pub(super) fn is_closed(&self) -> bool {
+        self.closed.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// The first event id of turn `turn_id`, if it has one.

@@ -21,8 +21,12 @@ fn header_read_timeout() -> Duration {
         .map_or(Duration::from_secs(10), Duration::from_millis)
 }
 
+/// How long connections get to finish once the server is stopping: a client that stopped
+/// reading (a suspended tab) or an upload that never ends must not keep the server up.
+const DRAIN: Duration = Duration::from_secs(5);
+
 /// Serves `app` until `shutdown` resolves, then lets every connection finish what it is
-/// sending (SSE streams end when the server closes them) and returns.
+/// sending (SSE streams end when the server closes them), for at most [`DRAIN`], and returns.
 pub(super) async fn serve(
     listener: TcpListener,
     app: Router,
@@ -74,6 +78,15 @@ pub(super) async fn serve(
     }
     closing.send_replace(true);
     connections.close();
-    connections.wait().await;
+    if tokio::time::timeout(DRAIN, connections.wait())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            "{} connection(s) did not finish within {} s of the stop; closing them",
+            connections.len(),
+            DRAIN.as_secs()
+        );
+    }
     Ok(())
 }

@@ -225,6 +225,11 @@ pub(super) async fn delete(
         .remove(&id)
         .ok_or_else(|| ApiError::not_found(format!("there is no session {id}")))?;
     stop_turn(&live).await;
+    // Its followers end and its brain stops now: they would hold both until they hung up.
+    live.log.close();
+    if let Err(e) = live.brain.release().await {
+        tracing::warn!(error = %e, "could not stop a deleted session's brain");
+    }
     let session = live.snapshot();
     live.delete_with(|| {
         live.log.remove_file();
@@ -240,6 +245,7 @@ pub(super) async fn stop_turn(live: &Live) {
     let Some(mut running) = live.running() else {
         return;
     };
+    running.stop.cancel();
     if let Err(e) = live.brain.interrupt().await {
         tracing::warn!(error = %e, "could not interrupt a served turn");
     }
@@ -546,7 +552,7 @@ fn follow(
                 f.queue.extend(batch);
                 continue;
             }
-            if *f.closing.borrow() {
+            if *f.closing.borrow() || f.live.log.is_closed() {
                 return None;
             }
             tokio::select! {
