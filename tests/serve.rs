@@ -1682,3 +1682,33 @@ async fn the_approvals_inbox_shows_and_answers_an_agent_question_parked_in_the_d
     drop(inbox);
     serve.stop().await;
 }
+
+/// A message no model's window holds is refused before it enters the conversation, which
+/// stays usable.
+#[tokio::test]
+async fn a_message_too_big_for_any_model_is_refused_and_the_session_goes_on() {
+    let sb = Sandbox::new();
+    let api = server(json!({"turns": [text("Fine.")]})).await;
+    let serve = Serve::start(&sb, &api.url(), &[]).await;
+    let id = serve.create(&sb.root(), json!({})).await;
+    let huge = "HELLO ".repeat(700_000);
+    let refused = serve
+        .start_turn(json!({"sessionId": id, "message": huge}))
+        .await;
+    assert_eq!(refused.status(), 400);
+    let error: Value = refused.json().await.unwrap();
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("context window"),
+        "{error}"
+    );
+    let next = serve.turn(&id, "small").await;
+    assert!(
+        kinds(&next).contains(&"chat:complete"),
+        "{:?}",
+        kinds(&next)
+    );
+    serve.stop().await;
+}

@@ -180,10 +180,10 @@ fn summary(live: &Live) -> Value {
         map.insert("pendingPermissions".into(), Value::from(pending));
         map.insert(
             "lastMessage".into(),
-            session
-                .history
-                .last()
-                .map_or(Value::Null, |t| Value::from(t.message.clone())),
+            // A preview: a list of sessions must not carry whole pasted files.
+            session.history.last().map_or(Value::Null, |t| {
+                Value::from(crate::text::prefix_chars(&t.message, LAST_MESSAGE_CHARS).0)
+            }),
         );
     }
     value
@@ -263,6 +263,13 @@ struct TurnBody {
     opts: Option<TurnOpts>,
 }
 
+/// The largest message a turn takes, in estimated tokens: the largest context window a model
+/// has, less room for the system prompt and an answer.
+const MAX_MESSAGE_TOKENS: usize = 900_000;
+
+/// How much of a session's last message its summary shows.
+const LAST_MESSAGE_CHARS: usize = 500;
+
 pub(super) async fn turn(
     state: Shared,
     body: Result<Bytes, BytesRejection>,
@@ -272,6 +279,14 @@ pub(super) async fn turn(
         return Err(ApiError::bad_request(
             "message is empty: say what the agent should do",
         ));
+    }
+    // A message no model's window holds would be kept in the conversation and fail every
+    // turn after it: refused before it is recorded (about four bytes a token).
+    if body.message.len() / 4 > MAX_MESSAGE_TOKENS {
+        return Err(ApiError::bad_request(format!(
+            "the message is about {} tokens, more than a model's context window holds; send a shorter one (attach large files by path instead)",
+            body.message.len() / 4
+        )));
     }
     let live = session_of(&state, &body.session_id)?;
     let turn_id = body
