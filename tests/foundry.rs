@@ -705,3 +705,45 @@ fn walk_files(dir: &std::path::Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// A daemon killed while a run waits on a question: when a daemon starts again, the run is
+/// recorded as failed (a line in runs.jsonl, the instance `failed`), not left "blocked" by a
+/// process that is gone.
+#[tokio::test]
+async fn a_run_whose_daemon_died_is_recorded_failed_by_the_next_daemon() {
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": "touch never.txt"}}]},
+        {"content": [{"type": "text", "text": "never"}]}
+    ]}))
+    .await;
+    let f = Foundry::new(Sandbox::new(), &mock.url());
+    f.sb.write("maker.agent.md", MAKER);
+    f.ok(&["agent", "create", "maker", "--from", "maker.agent.md"])
+        .await;
+    f.ok(&["agent", "run", "maker", "--detach", "touch it"])
+        .await;
+    f.wait_pending(1).await;
+    let lock = f.sb.home.path().join("daemon/daemon.lock");
+    let pid: i32 = std::fs::read_to_string(&lock)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // SAFETY: kill only signals the daemon this test started.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    let deadline = tokio::time::Instant::now() + LIMIT;
+    // SAFETY: a signal 0 only asks whether the process is there.
+    while unsafe { libc::kill(pid, 0) } == 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the daemon lived on"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    f.ok(&["daemon", "start"]).await;
+    let row = f.wait_instance("maker", |r| r["state"] == "failed").await;
+    assert_eq!(row["state"], "failed", "{row}");
+    let runs = f.runs("maker");
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0]["status"], "failure");
+}

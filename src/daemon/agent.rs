@@ -55,6 +55,47 @@ pub(super) struct RunRequest {
     pub dir: PathBuf,
 }
 
+/// Runs a daemon that stopped (killed, crashed) left running, queued or blocked: none can go
+/// on, so each is recorded as failed, as a run that ends does (its line in `runs.jsonl`), and
+/// its instance can be run, stopped or removed again.
+fn end_orphaned_runs(instances: &Instances) {
+    let me = std::process::id();
+    for instance in instances.list() {
+        let mut state = instance.state();
+        let live = matches!(
+            state.state,
+            AgentState::Running | AgentState::Blocked | AgentState::Queued
+        );
+        if !live || state.pid == Some(me) {
+            continue;
+        }
+        let now = chrono::Utc::now().to_rfc3339();
+        let record = RunRecord {
+            run_id: state.run_id.clone().unwrap_or_default(),
+            task: state.task.clone().unwrap_or_default(),
+            status: "failure".into(),
+            summary:
+                "the daemon that ran it stopped (it was killed or crashed) before the run ended"
+                    .into(),
+            cost_usd: state.cost_usd,
+            duration_ms: 0,
+            dir: instance.dir.clone(),
+            artifact: None,
+            changed: 0,
+            started_at: now.clone(),
+            ended_at: now,
+        };
+        if let Err(e) = instance.record_run(&record) {
+            tracing::warn!(agent = %instance.name, error = %e, "could not record an orphaned run");
+        }
+        state.state = AgentState::Failed;
+        state.pid = None;
+        if let Err(e) = instance.set_state(&state) {
+            tracing::warn!(agent = %instance.name, error = %e, "could not mark an orphaned run failed");
+        }
+    }
+}
+
 impl Foundry {
     /// The foundry of `paths`' home, with `agents.*` from the user's settings
     /// (`OURO_AGENT_APPROVAL_TIMEOUT` overrides the timeout, for tests and scripts).
@@ -69,8 +110,10 @@ impl Foundry {
             .and_then(|s| s.parse().ok())
             .or(settings.approval_timeout)
             .map_or(APPROVAL_TIMEOUT, Duration::from_secs);
+        let instances = Instances::in_home(&paths.home);
+        end_orphaned_runs(&instances);
         Foundry {
-            instances: Instances::in_home(&paths.home),
+            instances,
             slots: Arc::new(Semaphore::new(
                 settings.max_concurrent.unwrap_or(MAX_CONCURRENT).max(1),
             )),
