@@ -767,3 +767,40 @@ async fn learn_reflects_on_the_first_pass_and_the_second_recalls_it() {
         "the second pass's Recall did not return the memory"
     );
 }
+
+/// A run where no trial ran at all (every one an infra_error: here, a brain that does not
+/// exist) measured nothing: it exits 2, so a script cannot take it for a finished evaluation.
+#[tokio::test]
+async fn a_run_where_no_trial_ran_exits_2() {
+    let sb = Sandbox::new();
+    let suite = sb.root().join("suite");
+    task(
+        &suite,
+        "only",
+        "tests: sh tests/check.sh",
+        &[("a.txt", "a")],
+        &[("check.sh", "true\n")],
+    );
+    let out = sb.root().join("out");
+    let (suite, out) = (suite.display().to_string(), out.display().to_string());
+    let run = Run::from(
+        sb.command(
+            "http://127.0.0.1:9",
+            &[
+                "eval",
+                "run",
+                &suite,
+                "--brain",
+                "nobody@nowhere/none",
+                "--out",
+                &out,
+                "--no-judge",
+            ],
+        )
+        .output()
+        .await
+        .unwrap(),
+    );
+    assert_eq!(run.status.code(), Some(2), "{}", run.debug());
+    assert!(run.stderr.contains("no trial ran"), "{}", run.debug());
+}

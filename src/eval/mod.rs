@@ -139,6 +139,15 @@ pub async fn main(command: EvalCommand, cwd: &Path) -> Result<i32, EvalError> {
             };
             print!("{}", report::text(&results));
             println!("results: {}", options.out.join("results.json").display());
+            // Nothing was measured when every trial failed to run (a wrong brain, no API):
+            // a script must not read that as a finished evaluation.
+            let measured = results.trials.iter().any(|t| t.status.scored());
+            if !measured && !results.trials.is_empty() {
+                eprintln!(
+                    "ouro eval: no trial ran (every one is an infra_error); see the errors above"
+                );
+                return Ok(2);
+            }
             Ok(0)
         }
         EvalCommand::Merge { dirs, out } => {
