@@ -528,7 +528,12 @@ async fn context_and_worktree_give_a_run_a_tree_of_its_own() {
             "make one",
         ])
         .await;
-    assert!(run.stdout.contains("Made one."), "{}", run.debug());
+    assert_eq!(
+        run.stdout.matches("Made one.").count(),
+        1,
+        "the answer once: {}",
+        run.debug()
+    );
     assert!(run.stderr.contains("starting tree"), "{}", run.debug());
     let work: Vec<PathBuf> = std::fs::read_dir(f.instance_dir("maker").join("work"))
         .unwrap()

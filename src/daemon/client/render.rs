@@ -134,20 +134,23 @@ pub(super) async fn follow(
             }
             Header::AgentResult { result, .. } if until_result => {
                 out.finish();
-                return Ok(show_result(result));
+                return Ok(show_result(result, out.answered));
             }
             _ => out.show(frame),
         }
     }
 }
 
-/// A run's `task:result` as lines on stderr (its summary on stdout); the exit code.
-fn show_result(result: &serde_json::Value) -> i32 {
+/// A run's `task:result` as lines on stderr, its summary on stdout: a successful run's
+/// summary is its answer, so it is left out when the answer was shown as it came
+/// (`answered`); the exit code.
+fn show_result(result: &serde_json::Value, answered: bool) -> i32 {
     let field = |key: &str| result.get(key).and_then(|v| v.as_str()).unwrap_or_default();
     let status = field("status");
-    let summary = field("summary");
-    if !summary.is_empty() {
-        println!("{summary}");
+    let text = field("summary");
+    let shown = answered && status == "success";
+    if !text.is_empty() && !shown {
+        println!("{text}");
     }
     let cost = result
         .get("costUsd")
@@ -173,6 +176,9 @@ struct WatchOutput {
     raw_seen: bool,
     /// The current message's text arrived as deltas (a brain without them sends it whole).
     streamed: bool,
+    /// The brain's answer was printed as it came: the run's summary (the same words) is not
+    /// printed again.
+    answered: bool,
 }
 
 impl WatchOutput {
@@ -218,6 +224,7 @@ impl WatchOutput {
                     self.line(&text);
                 }
                 self.streamed = false;
+                self.answered = true;
             }
             UiEvent::ToolStart { name, input, .. } => {
                 self.line(&format!("● {name}({})", summary(&input)));
