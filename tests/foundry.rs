@@ -672,17 +672,7 @@ async fn approve_always_lets_the_same_call_run_unasked_for_the_rest_of_the_run()
 /// A question whose run is stopped is withdrawn with it: nobody can answer it afterwards.
 #[tokio::test]
 async fn a_stopped_run_takes_its_question_with_it() {
-    let mock = server(json!({"turns": [
-        {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": "touch never.txt"}}]},
-        {"content": [{"type": "text", "text": "never"}]}
-    ]}))
-    .await;
-    let f = Foundry::new(Sandbox::new(), &mock.url());
-    f.sb.write("maker.agent.md", MAKER);
-    f.ok(&["agent", "create", "maker", "--from", "maker.agent.md"])
-        .await;
-    f.ok(&["agent", "run", "maker", "--detach", "touch it"])
-        .await;
+    let (f, _mock) = maker_asking().await;
     let pending = f.wait_pending(1).await;
     let id = pending[0]["id"].as_str().unwrap().to_string();
     f.ok(&["agent", "stop", "maker"]).await;
@@ -696,6 +686,22 @@ async fn a_stopped_run_takes_its_question_with_it() {
     }
     let late = f.run(&["agent", "approve", &id]).await;
     assert!(!late.status.success(), "{}", late.debug());
+}
+
+/// The maker agent running detached, its first call a question nobody has answered yet.
+async fn maker_asking() -> (Foundry, ouro::mock::MockServer) {
+    let mock = server(json!({"turns": [
+        {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": "touch never.txt"}}]},
+        {"content": [{"type": "text", "text": "never"}]}
+    ]}))
+    .await;
+    let f = Foundry::new(Sandbox::new(), &mock.url());
+    f.sb.write("maker.agent.md", MAKER);
+    f.ok(&["agent", "create", "maker", "--from", "maker.agent.md"])
+        .await;
+    f.ok(&["agent", "run", "maker", "--detach", "touch it"])
+        .await;
+    (f, mock)
 }
 
 fn walk_files(dir: &std::path::Path) -> Vec<PathBuf> {
@@ -716,17 +722,7 @@ fn walk_files(dir: &std::path::Path) -> Vec<PathBuf> {
 /// process that is gone.
 #[tokio::test]
 async fn a_run_whose_daemon_died_is_recorded_failed_by_the_next_daemon() {
-    let mock = server(json!({"turns": [
-        {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": "touch never.txt"}}]},
-        {"content": [{"type": "text", "text": "never"}]}
-    ]}))
-    .await;
-    let f = Foundry::new(Sandbox::new(), &mock.url());
-    f.sb.write("maker.agent.md", MAKER);
-    f.ok(&["agent", "create", "maker", "--from", "maker.agent.md"])
-        .await;
-    f.ok(&["agent", "run", "maker", "--detach", "touch it"])
-        .await;
+    let (f, _mock) = maker_asking().await;
     f.wait_pending(1).await;
     let lock = f.sb.home.path().join("daemon/daemon.lock");
     let pid: i32 = std::fs::read_to_string(&lock)
