@@ -87,11 +87,20 @@ pub(crate) fn measure() -> Result<CatsCost, BenchError> {
 fn timed(mut f: impl FnMut() -> Result<(), BenchError>) -> Result<f64, BenchError> {
     let mut times = Vec::with_capacity(RUNS);
     for _ in 0..RUNS {
-        let started = Instant::now();
-        f()?;
-        times.push(started.elapsed().as_secs_f64() * 1000.0);
+        times.push(once(&mut f)?);
     }
-    median(&times).ok_or_else(|| BenchError::Failed("nothing was timed".into()))
+    median_of(&times)
+}
+
+/// The wall time of one run of `f`, in milliseconds.
+fn once(f: impl FnOnce() -> Result<(), BenchError>) -> Result<f64, BenchError> {
+    let started = Instant::now();
+    f()?;
+    Ok(started.elapsed().as_secs_f64() * 1000.0)
+}
+
+fn median_of(times: &[f64]) -> Result<f64, BenchError> {
+    median(times).ok_or_else(|| BenchError::Failed("nothing was timed".into()))
 }
 
 /// The median wall times of [`RUNS`] runs each of `a` and `b`, run in turns (`a` first), in
@@ -102,17 +111,10 @@ fn timed_in_turns(
 ) -> Result<(f64, f64), BenchError> {
     let (mut times_a, mut times_b) = (Vec::with_capacity(RUNS), Vec::with_capacity(RUNS));
     for n in 1..=RUNS {
-        let started = Instant::now();
-        a(n)?;
-        times_a.push(started.elapsed().as_secs_f64() * 1000.0);
-        let started = Instant::now();
-        b(n)?;
-        times_b.push(started.elapsed().as_secs_f64() * 1000.0);
+        times_a.push(once(|| a(n))?);
+        times_b.push(once(|| b(n))?);
     }
-    match (median(&times_a), median(&times_b)) {
-        (Some(a), Some(b)) => Ok((a, b)),
-        _ => Err(BenchError::Failed("nothing was timed".into())),
-    }
+    Ok((median_of(&times_a)?, median_of(&times_b)?))
 }
 
 fn run(command: &mut Command) -> Result<(), BenchError> {

@@ -246,6 +246,7 @@ pub(crate) fn write_results(out: &Path, results: &results::Results) -> Result<()
 /// created anew, never opened through a link.
 pub(crate) fn copy_dir(from: &Path, to: &Path, skip: &[&str], links: bool) -> std::io::Result<()> {
     make_real_dir(to)?;
+    let folder = crate::sys::beneath::folder(to, to)?;
     for entry in std::fs::read_dir(from)? {
         let entry = entry?;
         let name = entry.file_name();
@@ -258,7 +259,7 @@ pub(crate) fn copy_dir(from: &Path, to: &Path, skip: &[&str], links: bool) -> st
             copy_dir(&entry.path(), &target, &[], links)?;
         } else if kind.is_file() {
             remove_any(&target)?;
-            copy_file_new(&entry.path(), &target)?;
+            copy_file_new(&entry.path(), &folder, Path::new(&name))?;
         } else if kind.is_symlink() && links {
             remove_any(&target)?;
             std::os::unix::fs::symlink(std::fs::read_link(entry.path())?, &target)?;
@@ -292,18 +293,13 @@ fn remove_any(path: &Path) -> std::io::Result<()> {
     }
 }
 
-/// Copies the file `from` to a new file `to` with its mode: created, never opened through a
-/// link someone put there since.
-fn copy_file_new(from: &Path, to: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+/// Copies the file `from` to a new file `name` in `folder`, with its mode: created, never
+/// opened through a link someone put there since.
+fn copy_file_new(from: &Path, folder: &std::os::fd::OwnedFd, name: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
     let mut source = std::fs::File::open(from)?;
     let mode = source.metadata()?.permissions().mode() & 0o7777;
-    let mut target = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .mode(mode)
-        .open(to)?;
+    let mut target = crate::sys::beneath::create_in(folder, name, mode)?;
     std::io::copy(&mut source, &mut target)?;
     target.set_permissions(std::fs::Permissions::from_mode(mode))
 }

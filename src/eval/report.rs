@@ -123,39 +123,40 @@ pub fn text(results: &Results) -> String {
             unchanged.join(", ")
         );
     }
-    let unjudged: Vec<String> = results
-        .trials
-        .iter()
-        .filter_map(|t| {
-            let why = t.judge_error.as_ref()?;
-            Some(format!("  {} #{}: {why}", t.task, t.trial))
-        })
-        .collect();
-    if !unjudged.is_empty() {
-        let _ = writeln!(
-            out,
-            "\nthe judge gave no verdict on:\n{}",
-            unjudged.join("\n")
-        );
-    }
-    let infra: Vec<&Trial> = results
-        .trials
-        .iter()
-        .filter(|t| t.status == Status::InfraError)
-        .collect();
-    if !infra.is_empty() {
-        let _ = writeln!(out, "\ninfra errors (not scored):");
-        for t in infra {
-            let _ = writeln!(
-                out,
-                "  {} #{}: {}",
-                t.task,
-                t.trial,
-                t.error.as_deref().unwrap_or("?")
-            );
-        }
-    }
+    trials_and_why(
+        &mut out,
+        "the judge gave no verdict on:",
+        results
+            .trials
+            .iter()
+            .filter_map(|t| Some((t, t.judge_error.as_deref()?))),
+    );
+    trials_and_why(
+        &mut out,
+        "infra errors (not scored):",
+        results
+            .trials
+            .iter()
+            .filter(|t| t.status == Status::InfraError)
+            .map(|t| (t, t.error.as_deref().unwrap_or("?"))),
+    );
     out
+}
+
+/// `heading`, then a line for each trial with why it is listed; nothing when none is.
+fn trials_and_why<'a>(
+    out: &mut String,
+    heading: &str,
+    trials: impl Iterator<Item = (&'a Trial, &'a str)>,
+) {
+    let mut trials = trials.peekable();
+    if trials.peek().is_none() {
+        return;
+    }
+    let _ = writeln!(out, "\n{heading}");
+    for (t, why) in trials {
+        let _ = writeln!(out, "  {} #{}: {why}", t.task, t.trial);
+    }
 }
 
 fn calibration_text(c: Option<&Calibration>) -> String {

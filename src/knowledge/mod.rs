@@ -198,12 +198,13 @@ impl Export {
             ));
         }
         for (i, node) in self.nodes.iter().enumerate() {
-            let properties = ops::Properties {
-                name: node.name.clone(),
-                description: node.description.clone(),
-                code_snippet: node.code_snippet.clone(),
-            };
-            ops::check_node(&node.id, &properties).map_err(|e| format!("memory {i}: {e}"))?;
+            ops::check_node(
+                &node.id,
+                &node.name,
+                &node.description,
+                node.code_snippet.as_deref(),
+            )
+            .map_err(|e| format!("memory {i}: {e}"))?;
         }
         for (i, edge) in self.edges.iter().enumerate() {
             ops::check_edge(&edge.source, &edge.target)

@@ -90,7 +90,12 @@ pub fn parse(value: &Value) -> Result<Vec<Operation>, OpsError> {
 /// The semantic checks the schema cannot make.
 fn check(op: &Operation) -> Result<(), String> {
     match op {
-        Operation::AddNode { id, properties, .. } => check_node(id, properties),
+        Operation::AddNode { id, properties, .. } => check_node(
+            id,
+            &properties.name,
+            &properties.description,
+            properties.code_snippet.as_deref(),
+        ),
         Operation::AddEdge { source, target, .. }
         | Operation::InvalidateEdge { source, target, .. } => check_edge(source, target),
     }
@@ -98,18 +103,19 @@ fn check(op: &Operation) -> Result<(), String> {
 
 /// What every memory must be, however it comes in (an operation, an import): an id that is a
 /// key, a name, and texts within their limits.
-pub fn check_node(id: &str, properties: &Properties) -> Result<(), String> {
+pub fn check_node(
+    id: &str,
+    name: &str,
+    description: &str,
+    snippet: Option<&str>,
+) -> Result<(), String> {
     check_id("id", id)?;
-    if properties.name.trim().is_empty() {
+    if name.trim().is_empty() {
         return Err("properties.name is empty".into());
     }
-    limit("properties.name", &properties.name, MAX_NAME)?;
-    limit(
-        "properties.description",
-        &properties.description,
-        MAX_DESCRIPTION,
-    )?;
-    if let Some(snippet) = &properties.code_snippet {
+    limit("properties.name", name, MAX_NAME)?;
+    limit("properties.description", description, MAX_DESCRIPTION)?;
+    if let Some(snippet) = snippet {
         limit("properties.code_snippet", snippet, MAX_SNIPPET)?;
     }
     Ok(())

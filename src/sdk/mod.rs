@@ -34,8 +34,6 @@ pub use outgoing::Outgoing;
 
 /// What control requests change, shared between the stdin reader and the turn loop.
 pub struct Controls {
-    /// Cancels the turn that runs now; Ctrl-C's token is its parent.
-    turn: Mutex<CancellationToken>,
     interrupted: CancellationToken,
     permissions: Arc<PermissionEngine>,
     /// `set_model`: applied from the next turn on.
@@ -58,7 +56,8 @@ pub struct Controls {
     output_styles: Vec<String>,
     /// Whether Bash runs in the OS sandbox, as `system/init` says too.
     sandbox_enabled: bool,
-    /// The tokens of the turns read and not over yet, the running one first.
+    /// The tokens of the turns read and not over yet, the running one first (each a child of
+    /// Ctrl-C's).
     open: Mutex<Vec<CancellationToken>>,
 }
 
@@ -71,7 +70,6 @@ impl Controls {
         mcp: Option<Arc<McpHub>>,
     ) -> Controls {
         Controls {
-            turn: Mutex::new(interrupted.child_token()),
             interrupted,
             permissions,
             model: Mutex::new(None),
@@ -116,9 +114,8 @@ impl Controls {
         token
     }
 
-    /// The turn of `token` begins.
+    /// The turn of `token` begins: an answer that asks to stop stops it.
     pub fn start_turn(&self, token: &CancellationToken) {
-        *lock(&self.turn) = token.clone();
         self.outgoing.set_turn(token.clone());
     }
 
@@ -207,7 +204,7 @@ impl Controls {
                 Ok(self.initialized())
             }
             RequestBody::Interrupt {} => {
-                lock(&self.turn).cancel();
+                // The running turn is the first open one.
                 for turn in lock(&self.open).iter() {
                     turn.cancel();
                 }
